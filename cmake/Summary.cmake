@@ -1,0 +1,10 @@
+# Printed at the end of configure so a build log says what was built and how.
+message(STATUS "")
+message(STATUS "envcontract ${PROJECT_VERSION}")
+message(STATUS "  build type    ${CMAKE_BUILD_TYPE}")
+message(STATUS "  compiler      ${CMAKE_CXX_COMPILER_ID} ${CMAKE_CXX_COMPILER_VERSION}")
+message(STATUS "  sanitizers    ${ENVCONTRACT_SANITIZE}")
+message(STATUS "  werror        ${ENVCONTRACT_WERROR}")
+message(STATUS "  tests         ${ENVCONTRACT_TESTS}")
+message(STATUS "  ccache        ${CCACHE_PROGRAM}")
+message(STATUS "")

@@ -1,0 +1,63 @@
+#include "contracts/check_kind.hpp"
+
+#include "contracts/kinds.hpp"
+
+namespace envcontract::contracts {
+
+const std::vector<CheckKind>& check_kinds() {
+  using S = ProbeStage;
+  static const std::vector<CheckKind> k_kinds = {
+      {"torch", S::static_files,
+       "torch build identity: version, base, local segment, CUDA/HIP, where torch resolves",
+       kinds::parse_torch},
+      {"triton", S::static_files, "which distribution provides triton, its version and backends",
+       kinds::parse_triton},
+      {"python", S::static_files, "the interpreter's version", kinds::parse_python},
+      {"distributions", S::static_files, "installed distributions match pins or are absent",
+       kinds::parse_distributions},
+      {"modules", S::static_files, "modules present or absent, found without importing them",
+       kinds::parse_modules},
+      {"imports", S::imports, "modules import successfully, in the given order",
+       kinds::parse_imports},
+      {"files", S::static_files, "files that must exist or must not", kinds::parse_files},
+      {"libraries", S::static_files, "shared libraries the env's loader path must (not) resolve",
+       kinds::parse_libraries},
+      {"linkage", S::static_files, "libraries a shared library must (not) need",
+       kinds::parse_linkage},
+      {"device_nodes", S::static_files, "device nodes matching a glob, with a count",
+       kinds::parse_device_nodes},
+      {"environment", S::static_files, "variables after activation: equal, set or unset",
+       kinds::parse_environment},
+      {"search_path", S::static_files,
+       "a search path variable starts with given dirs, avoids given roots",
+       kinds::parse_search_path},
+      {"tools", S::static_files, "executables found on the activated PATH", kinds::parse_tools},
+      {"glibc", S::static_files, "minimum C library version", kinds::parse_glibc},
+      {"devices", S::devices, "device count from a Python expression", kinds::parse_devices},
+      {"smoke", S::smoke, "a Python snippet that must finish in time", kinds::parse_smoke},
+      {"command", S::smoke, "a shell command with expected exit code and output",
+       kinds::parse_command},
+      {"integration_test", S::smoke, "a platform config's preflight integration test",
+       kinds::parse_integration_test},
+  };
+  return k_kinds;
+}
+
+const CheckKind* find_check_kind(std::string_view name) {
+  for (const auto& kind : check_kinds()) {
+    if (kind.name == name) {
+      return &kind;
+    }
+  }
+  return nullptr;
+}
+
+std::vector<std::string> check_kind_names() {
+  std::vector<std::string> names;
+  for (const auto& kind : check_kinds()) {
+    names.emplace_back(kind.name);
+  }
+  return names;
+}
+
+}  // namespace envcontract::contracts

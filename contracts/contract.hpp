@@ -1,0 +1,73 @@
+#pragma once
+
+#include <filesystem>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "contracts/diagnostics.hpp"
+
+namespace envcontract::contracts {
+
+using Json = nlohmann::ordered_json;
+
+// A required check decides the verdict; an advisory one is reported only.
+enum class Severity { required, advisory };
+
+// Which probe stage supplies the facts a check needs. Static checks read files
+// only; the others run code in the env, each stage in its own subprocess.
+enum class ProbeStage { static_files, imports, devices, smoke };
+
+std::string to_string(Severity severity);
+std::string to_string(ProbeStage stage);
+
+struct Check {
+  std::string id;
+  std::string kind;  // a name from the check-kind registry
+  ProbeStage stage = ProbeStage::static_files;
+  Severity severity = Severity::required;
+  std::string description;
+  Json params;            // normalised by the kind's parser: every parameter, defaults filled in
+  std::string section;    // where it came from: checks, environment_check, torch_contract, ...
+  SourceLocation origin;  // file:line:column of its definition
+};
+
+// A host-level expectation: the container image the host must run.
+struct Target {
+  std::string name;
+  std::string image;
+  SourceLocation origin;
+};
+
+// Which of a host's envs must comply for the host to comply.
+struct EnvRequirement {
+  enum class Mode { any, all, named };
+  Mode mode = Mode::any;
+  std::vector<std::string> names;  // for Mode::named
+};
+
+// Signs that a host carries this contract's accelerator, for `contract: auto`.
+struct Detection {
+  std::vector<std::string> device_nodes;  // globs such as /dev/xpu*
+  std::vector<std::string> tools;         // executables such as xpu-smi
+};
+
+struct Contract {
+  std::filesystem::path path;
+  std::string name;  // defaults to the file name without extension
+  std::string display_name;
+  std::string platform;
+  std::string description;
+  std::vector<std::string> forms;  // native, environment_check, platform_config
+  std::vector<Target> targets;
+  EnvRequirement envs;
+  Detection detect;
+  std::vector<Check> checks;
+  Json kept = Json::object();  // CI-only keys of a platform config, kept verbatim, not judged
+};
+
+// The normalised contract as JSON: what `envcontractd validate --print` shows.
+Json to_json(const Contract& contract);
+
+}  // namespace envcontract::contracts

@@ -1,0 +1,260 @@
+#include "contracts/contract_loader.hpp"
+
+#include <fstream>
+#include <map>
+#include <sstream>
+
+#include "contracts/check_parser.hpp"
+#include "contracts/legacy_forms.hpp"
+#include "contracts/mapping_reader.hpp"
+#include "contracts/values.hpp"
+#include "contracts/yaml_document.hpp"
+
+namespace envcontract::contracts {
+namespace {
+
+// Keys of a CI platform config that only matter to CI itself: accepted and
+// kept so --print shows them, never judged.
+const std::vector<std::string> k_ci_only_keys = {
+    "runner_labels",   "container_volumes",   "container_options",        "integration_environment",
+    "timeout_minutes", "wheel_artifact_name", "integration_wheel_source", "setup_script",
+    "setup_platform"};
+
+bool looks_like_platform_config(const YAML::Node& root) {
+  if (find_child(root, "checks") || find_child(root, "schema_version")) {
+    return false;
+  }
+  for (const char* key :
+       {"torch_contract", "integration_tests", "setup_script", "setup_platform", "runner_labels"}) {
+    if (find_child(root, key)) {
+      return true;
+    }
+  }
+  return false;
+}
+
+void read_targets(MappingReader& top, Contract& contract) {
+  auto& ctx = top.ctx();
+  auto add_target = [&](const YAML::Node& node, const std::string& name, std::string_view what) {
+    const auto image = read_string(node, what, ctx);
+    if (!image) {
+      return;
+    }
+    const auto parsed = parse_image_reference(*image);
+    if (const auto* error = std::get_if<std::string>(&parsed)) {
+      ctx.error(node, std::string(what) + ": " + *error);
+      return;
+    }
+    contract.targets.push_back({name, *image, ctx.locate(node)});
+  };
+  if (const auto image = top.get("image")) {
+    add_target(*image, "default", "'image'");
+  }
+  if (const auto image = top.get("ci_image")) {
+    add_target(*image, "ci", "'ci_image'");
+  }
+  const auto targets = top.get("targets");
+  if (!targets) {
+    return;
+  }
+  if (!targets->IsSequence()) {
+    ctx.error(*targets,
+              "'targets' must be a list of {name, image}, got " + describe_node_type(*targets));
+    return;
+  }
+  std::map<std::string, int> seen_lines;
+  for (const auto& item : *targets) {
+    MappingReader target(item, "target", ctx);
+    const auto name = target.string("name", Need::required);
+    const auto image = target.get("image", Need::required);
+    target.reject_unknown_keys();
+    if (!name || !image) {
+      continue;
+    }
+    const auto [it, inserted] = seen_lines.emplace(*name, item.Mark().line + 1);
+    if (!inserted) {
+      ctx.error(item, "duplicate target name '" + *name + "' (first at line " +
+                          std::to_string(it->second) + ")");
+      continue;
+    }
+    add_target(*image, *name, "'image' of target '" + *name + "'");
+  }
+}
+
+void read_env_requirement(MappingReader& top, Contract& contract) {
+  const auto envs = top.get("envs");
+  if (!envs) {
+    return;
+  }
+  auto& ctx = top.ctx();
+  YAML::Node require = *envs;
+  std::optional<MappingReader> reader;
+  if (envs->IsMap()) {
+    reader.emplace(*envs, "'envs'", ctx);
+    const auto node = reader->get("require", Need::required);
+    reader->reject_unknown_keys();
+    if (!node) {
+      return;
+    }
+    require = *node;
+  }
+  const std::string expected =
+      "'envs' must say which envs must comply: any, all, or a list of "
+      "env names";
+  if (require.IsScalar() && (require.Scalar() == "any" || require.Scalar() == "all")) {
+    contract.envs.mode =
+        require.Scalar() == "any" ? EnvRequirement::Mode::any : EnvRequirement::Mode::all;
+  } else if (require.IsSequence() && require.size() > 0) {
+    const auto names = read_string_list(require, "the env names of 'envs'", ctx);
+    if (names) {
+      contract.envs.mode = EnvRequirement::Mode::named;
+      contract.envs.names = *names;
+    }
+  } else {
+    ctx.error(require, expected + ", got " + describe_node_type(require));
+  }
+}
+
+void read_detection(MappingReader& top, Contract& contract) {
+  const auto detect = top.get("detect");
+  if (!detect) {
+    return;
+  }
+  MappingReader reader(*detect, "'detect'", top.ctx());
+  contract.detect.device_nodes =
+      reader.string_list("device_nodes").value_or(std::vector<std::string>{});
+  contract.detect.tools = reader.string_list("tools").value_or(std::vector<std::string>{});
+  reader.reject_unknown_keys();
+  for (const auto& glob : contract.detect.device_nodes) {
+    if (!glob.starts_with("/dev/")) {
+      top.ctx().error(*reader.get("device_nodes"),
+                      "device node glob '" + glob + "' of 'detect' must be under /dev/");
+    }
+  }
+}
+
+void read_native_checks(MappingReader& top, CheckParser& parser) {
+  const auto checks = top.get("checks");
+  if (!checks) {
+    return;
+  }
+  if (!checks->IsSequence()) {
+    top.ctx().error(*checks, "'checks' must be a list of checks, each with a 'kind', got " +
+                                 describe_node_type(*checks));
+    return;
+  }
+  for (const auto& item : *checks) {
+    parser.parse(item, "checks");
+  }
+}
+
+void read_schema_version(MappingReader& top) {
+  const auto version = top.get("schema_version");
+  if (version && !(version->IsScalar() && version->Scalar() == "1")) {
+    top.ctx().error(*version, "unsupported schema_version " + describe_node_type(*version) +
+                                  ": this envcontract reads schema_version 1");
+  }
+}
+
+}  // namespace
+
+LoadResult load_contract_text(const std::string& text, const std::filesystem::path& path) {
+  LoadResult result;
+  ParseContext ctx(path.string(), result.diagnostics);
+  const auto root = load_yaml_text(text, ctx);
+  if (!root) {
+    return result;
+  }
+  MappingReader top(*root, "the contract", ctx);
+  if (!top.is_mapping()) {
+    return result;
+  }
+  Contract contract;
+  contract.path = path;
+  const bool platform_config = looks_like_platform_config(*root);
+
+  read_schema_version(top);
+  contract.name = top.string("name").value_or(path.stem().string());
+  contract.display_name = top.string("display_name").value_or("");
+  contract.platform = top.string("platform").value_or("");
+  contract.description = top.string("description").value_or("");
+  read_targets(top, contract);
+  read_env_requirement(top, contract);
+  read_detection(top, contract);
+
+  CheckParser parser(ctx, KindContext{path.parent_path()});
+  if (top.has("checks") || top.has("schema_version")) {
+    contract.forms.push_back("native");
+  }
+  read_native_checks(top, parser);
+  if (const auto section = top.get("environment_check")) {
+    contract.forms.push_back("environment_check");
+    translate_environment_check(*section, parser);
+  }
+  const auto torch_contract = top.get("torch_contract");
+  if (torch_contract) {
+    translate_torch_contract(*torch_contract, parser);
+  }
+  if (const auto tests = top.get("integration_tests")) {
+    translate_integration_tests(*tests, path.filename().string(), parser);
+    contract.kept["integration_tests"] = yaml_to_json(*tests);
+  }
+  if (platform_config) {
+    contract.forms.push_back("platform_config");
+    if (!torch_contract) {
+      ctx.warning(*root,
+                  "this platform config has no 'torch_contract': the torch build is not "
+                  "judged; add torch_contract: {base_version: ...} to judge it");
+    }
+  }
+  for (const auto& key : k_ci_only_keys) {
+    if (const auto value = top.get(key)) {
+      contract.kept[key] = yaml_to_json(*value);
+    }
+  }
+  if (contract.platform.empty() && contract.kept.contains("setup_platform")) {
+    contract.platform = contract.kept["setup_platform"].is_string()
+                            ? contract.kept["setup_platform"].get<std::string>()
+                            : "";
+  }
+  // A platform config grows CI keys we have never seen: keep them, warn. Our
+  // own schema is strict, so a typo there never silently disables a check.
+  for (const auto& key : top.unknown_keys()) {
+    if (platform_config) {
+      contract.kept[key] = yaml_to_json(*find_child(*root, key));
+    }
+  }
+  top.reject_unknown_keys(platform_config ? DiagnosticLevel::warning : DiagnosticLevel::error);
+
+  contract.checks = parser.take_checks();
+  if (contract.checks.empty() && contract.targets.empty() && !result.diagnostics.has_errors()) {
+    ctx.error(*root,
+              "the contract checks nothing: add 'checks:' (see docs/contracts.md), an "
+              "'environment_check:' section, or a target image");
+  }
+  if (!result.diagnostics.has_errors()) {
+    result.contract = std::move(contract);
+  }
+  return result;
+}
+
+LoadResult load_contract_file(const std::filesystem::path& path) {
+  LoadResult result;
+  std::error_code error;
+  if (std::filesystem::is_directory(path, error)) {
+    result.diagnostics.error({path.string(), 0, 0}, "is a directory, not a contract file");
+    return result;
+  }
+  std::ifstream in(path, std::ios::binary);
+  if (!in) {
+    result.diagnostics.error({path.string(), 0, 0},
+                             "cannot read the contract; check that the file exists and is "
+                             "readable");
+    return result;
+  }
+  std::ostringstream text;
+  text << in.rdbuf();
+  return load_contract_text(text.str(), path);
+}
+
+}  // namespace envcontract::contracts

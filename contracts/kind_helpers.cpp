@@ -1,0 +1,220 @@
+#include "contracts/kind_helpers.hpp"
+
+#include <regex>
+
+#include "contracts/spelling.hpp"
+
+namespace envcontract::contracts::kind_helpers {
+namespace {
+
+std::string quoted(std::string_view key) {
+  return "'" + std::string(key) + "'";
+}
+
+}  // namespace
+
+bool read_names(MappingReader& reader, std::string_view key, Json& params, NamePredicate is_valid,
+                std::string_view what_a_name_is, Need need) {
+  params[std::string(key)] = Json::array();
+  const auto node = reader.get(key, need);
+  if (!node) {
+    return need == Need::optional;
+  }
+  const std::string what = quoted(key) + " of " + reader.what();
+  std::vector<YAML::Node> items;
+  if (node->IsScalar()) {
+    items.push_back(*node);
+  } else if (node->IsSequence()) {
+    for (const auto& item : *node) {
+      items.push_back(item);
+    }
+  } else {
+    reader.ctx().error(*node, what + " must be a list, got " + describe_node_type(*node));
+    return false;
+  }
+  bool valid = true;
+  for (const auto& item : items) {
+    const auto text = read_string(item, "each item of " + what, reader.ctx());
+    if (!text) {
+      valid = false;
+    } else if (!is_valid(*text)) {
+      reader.ctx().error(item,
+                         "'" + *text + "' in " + what + " is not " + std::string(what_a_name_is));
+      valid = false;
+    } else {
+      params[std::string(key)].push_back(*text);
+    }
+  }
+  return valid;
+}
+
+void read_text(MappingReader& reader, std::string_view key, Json& params, Need need,
+               std::optional<std::string> fallback) {
+  const auto text = reader.string(key, need);
+  if (text) {
+    params[std::string(key)] = *text;
+  } else if (fallback) {
+    params[std::string(key)] = *fallback;
+  }
+}
+
+void read_timeout(MappingReader& reader, Json& params, std::chrono::milliseconds fallback) {
+  params["timeout_ms"] = fallback.count();
+  const auto text = reader.string("timeout");
+  if (!text) {
+    return;
+  }
+  const auto parsed = parse_duration(*text);
+  if (const auto* error = std::get_if<std::string>(&parsed)) {
+    reader.ctx().error(*reader.get("timeout"), "'timeout' of " + reader.what() + ": " + *error);
+    return;
+  }
+  params["timeout_ms"] = std::get<std::chrono::milliseconds>(parsed).count();
+}
+
+void read_count(MappingReader& reader, std::string_view key, Json& params, Need need,
+                std::string_view fallback) {
+  const auto text = reader.string(key, need);
+  const auto parsed = parse_comparison(text ? *text : fallback);
+  if (const auto* error = std::get_if<std::string>(&parsed)) {
+    reader.ctx().error(*reader.get(key), quoted(key) + " of " + reader.what() + ": " + *error);
+    return;
+  }
+  params[std::string(key)] = std::get<Comparison>(parsed).to_json();
+}
+
+void read_specifier(MappingReader& reader, std::string_view key, Json& params, Need need,
+                    BareVersion bare) {
+  const auto text = reader.string(key, need);
+  if (!text) {
+    return;
+  }
+  const auto parsed = parse_version_specifier(*text, bare);
+  if (const auto* error = std::get_if<std::string>(&parsed)) {
+    reader.ctx().error(*reader.get(key), quoted(key) + " of " + reader.what() + ": " + *error);
+    return;
+  }
+  params[std::string(key)] = to_json(std::get<std::vector<VersionClause>>(parsed));
+}
+
+void read_regex(MappingReader& reader, std::string_view key, Json& params) {
+  const auto text = reader.string(key);
+  if (!text) {
+    return;
+  }
+  try {
+    std::regex compiled(*text);
+  } catch (const std::regex_error& e) {
+    reader.ctx().error(*reader.get(key), quoted(key) + " of " + reader.what() +
+                                             " is not a valid regular expression: " + e.what());
+    return;
+  }
+  params[std::string(key)] = *text;
+}
+
+namespace {
+
+// Empty when `pattern` is anchored, else the message saying how to anchor it.
+std::string anchoring_problem(const std::string& pattern) {
+  static const std::vector<std::string> k_anchors = {"{prefix}", "{site}"};
+  if (pattern.starts_with("/") || pattern.starts_with("{prefix}") ||
+      pattern.starts_with("{site}")) {
+    return {};
+  }
+  std::string hint;
+  if (pattern.starts_with("{")) {
+    hint = did_you_mean(pattern.substr(0, pattern.find('}') + 1), k_anchors);
+  }
+  return " must start with {prefix}, {site} or /" + hint;
+}
+
+}  // namespace
+
+bool read_path_patterns(MappingReader& reader, std::string_view key, Json& params) {
+  params[std::string(key)] = Json::array();
+  const auto node = reader.get(key);
+  if (!node) {
+    return true;
+  }
+  const auto items = read_string_list(*node, quoted(key) + " of " + reader.what(), reader.ctx());
+  if (!items) {
+    return false;
+  }
+  bool valid = true;
+  for (std::size_t index = 0; index < items->size(); ++index) {
+    const auto& pattern = (*items)[index];
+    const std::string problem = anchoring_problem(pattern);
+    if (!problem.empty()) {
+      const YAML::Node item = node->IsSequence() ? (*node)[index] : *node;
+      reader.ctx().error(
+          item, "path '" + pattern + "' in " + quoted(key) + " of " + reader.what() + problem);
+      valid = false;
+      continue;
+    }
+    params[std::string(key)].push_back(pattern);
+  }
+  return valid;
+}
+
+void read_path_pattern(MappingReader& reader, std::string_view key, Json& params, Need need) {
+  const auto pattern = reader.string(key, need);
+  if (!pattern) {
+    return;
+  }
+  const std::string problem = anchoring_problem(*pattern);
+  if (!problem.empty()) {
+    reader.ctx().error(*reader.get(key),
+                       quoted(key) + " of " + reader.what() + " ('" + *pattern + "')" + problem);
+    return;
+  }
+  params[std::string(key)] = *pattern;
+}
+
+std::vector<NamedValue> read_named_values(MappingReader& reader, std::string_view key,
+                                          NamePredicate is_valid_name,
+                                          std::string_view what_a_name_is,
+                                          std::string_view what_it_maps) {
+  std::vector<NamedValue> entries;
+  const auto node = reader.get(key);
+  if (!node) {
+    return entries;
+  }
+  const std::string what = quoted(key) + " of " + reader.what();
+  if (!node->IsMap()) {
+    reader.ctx().error(*node, what + " must map " + std::string(what_it_maps) + ", got " +
+                                  describe_node_type(*node));
+    return entries;
+  }
+  for (const auto& pair : *node) {
+    const auto name = read_string(pair.first, "a key of " + what, reader.ctx());
+    if (!name) {
+      continue;
+    }
+    if (!is_valid_name(*name)) {
+      reader.ctx().error(pair.first,
+                         "'" + *name + "' in " + what + " is not " + std::string(what_a_name_is));
+      continue;
+    }
+    const auto value = read_string(pair.second, "the value of '" + *name + "'", reader.ctx());
+    if (value) {
+      entries.push_back({*name, *value, pair.first, pair.second});
+    }
+  }
+  return entries;
+}
+
+void require_one_of(MappingReader& reader, std::initializer_list<std::string_view> keys) {
+  for (const auto key : keys) {
+    if (reader.has(key)) {
+      return;
+    }
+  }
+  std::string names;
+  for (const auto key : keys) {
+    names += (names.empty() ? "" : ", ") + quoted(key);
+  }
+  reader.ctx().error(reader.node(),
+                     reader.what() + " checks nothing: give at least one of " + names);
+}
+
+}  // namespace envcontract::contracts::kind_helpers

@@ -1,0 +1,67 @@
+#pragma once
+
+#include <chrono>
+#include <functional>
+#include <string>
+#include <string_view>
+
+#include "contracts/contract.hpp"
+#include "contracts/mapping_reader.hpp"
+#include "contracts/values.hpp"
+
+// Shared readers for check-kind parsers: each reads one key of a check into
+// its normalised JSON parameter, reporting bad values at their own position.
+namespace envcontract::contracts::kind_helpers {
+
+using NamePredicate = bool (*)(std::string_view);
+
+// A list of names, each validated; `what_a_name_is` completes "must be ...".
+// Writes the list (possibly empty) to params[key]. Returns false on any error.
+bool read_names(MappingReader& reader, std::string_view key, Json& params, NamePredicate is_valid,
+                std::string_view what_a_name_is, Need need = Need::optional);
+
+// A string written to params[key] as is, or `fallback` when absent.
+void read_text(MappingReader& reader, std::string_view key, Json& params, Need need,
+               std::optional<std::string> fallback = std::nullopt);
+
+// A duration written to params[key] as milliseconds (key "timeout" -> "timeout_ms").
+void read_timeout(MappingReader& reader, Json& params, std::chrono::milliseconds fallback);
+
+// A count comparison ("> 0", ">= 8", "8") written to params[key] as {op, value}.
+void read_count(MappingReader& reader, std::string_view key, Json& params, Need need,
+                std::string_view fallback);
+
+// A PEP 440 specifier written to params[key] as [{op, version}].
+void read_specifier(MappingReader& reader, std::string_view key, Json& params, Need need,
+                    BareVersion bare);
+
+// A regular expression (ECMAScript syntax), checked to compile.
+void read_regex(MappingReader& reader, std::string_view key, Json& params);
+
+// Path patterns anchored at "{prefix}" (the env), "{site}" (its site-packages)
+// or "/" (absolute); globs allowed.
+bool read_path_patterns(MappingReader& reader, std::string_view key, Json& params);
+// One such path pattern, written to params[key] as a string.
+void read_path_pattern(MappingReader& reader, std::string_view key, Json& params, Need need);
+
+// One entry of a name-to-string mapping, with its nodes for messages.
+struct NamedValue {
+  std::string name;
+  std::string value;
+  YAML::Node name_node;
+  YAML::Node value_node;
+};
+
+// The entries of the mapping at `key` whose names pass `is_valid_name` and
+// whose values are strings; the others are reported. `what_it_maps` completes
+// "must map ...", e.g. "variable names to values".
+std::vector<NamedValue> read_named_values(MappingReader& reader, std::string_view key,
+                                          NamePredicate is_valid_name,
+                                          std::string_view what_a_name_is,
+                                          std::string_view what_it_maps);
+
+// Reports an error at the mapping when none of `keys` is present: a check
+// that checks nothing is a mistake, not a pass.
+void require_one_of(MappingReader& reader, std::initializer_list<std::string_view> keys);
+
+}  // namespace envcontract::contracts::kind_helpers

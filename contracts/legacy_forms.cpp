@@ -1,0 +1,135 @@
+#include "contracts/legacy_forms.hpp"
+
+#include "contracts/integration_tests.hpp"
+#include "contracts/mapping_reader.hpp"
+#include "contracts/values.hpp"
+
+namespace envcontract::contracts {
+namespace {
+
+// A native check mapping whose values are the original nodes, so messages
+// about them still point at the user's file and line.
+YAML::Node native_check(const std::string& kind, const std::string& id,
+                        const std::string& description) {
+  YAML::Node check(YAML::NodeType::Map);
+  check["kind"] = kind;
+  check["id"] = id;
+  check["description"] = description;
+  return check;
+}
+
+// The expression the FlagOS preflights use to count devices.
+constexpr const char* k_flagos_device_count = "torch_fl.flagos.device_count()";
+
+}  // namespace
+
+void translate_environment_check(const YAML::Node& section, CheckParser& parser) {
+  auto& ctx = parser.ctx();
+  FallbackScope fallback(ctx, section.Mark());
+  MappingReader reader(section, "'environment_check'", ctx);
+  if (!reader.is_mapping()) {
+    return;
+  }
+  YAML::Node torch =
+      native_check("torch", "torch-build", "environment_check: torch_version_base, cuda_version");
+  bool has_torch = false;
+  if (const auto base = reader.get("torch_version_base")) {
+    torch["base"] = *base;
+    has_torch = true;
+  }
+  if (const auto cuda = reader.get("cuda_version")) {
+    torch["cuda"] = *cuda;
+    has_torch = true;
+  }
+  if (has_torch) {
+    parser.parse(torch, "environment_check");
+  }
+  if (const auto devices = reader.get("flagos_devices")) {
+    MappingReader device_reader(*devices, "'flagos_devices'", ctx);
+    const auto at_least =
+        device_reader.integer("at_least", Need::required, 0, std::numeric_limits<int>::max());
+    device_reader.reject_unknown_keys();
+    if (at_least) {
+      YAML::Node check =
+          native_check("devices", "flagos-devices", "environment_check: flagos_devices");
+      check["expression"] = k_flagos_device_count;
+      check["count"] = ">= " + std::to_string(*at_least);
+      FallbackScope at(ctx, devices->Mark());
+      parser.parse(check, "environment_check");
+    }
+  }
+  if (const auto backend = reader.get("triton_backend")) {
+    // The form's meaning: the vendor triton (FlagTree) carrying this backend.
+    YAML::Node check =
+        native_check("triton", "triton-backend",
+                     "environment_check: triton_backend (FlagTree, not stock triton)");
+    check["provider"] = "flagtree";
+    YAML::Node backends(YAML::NodeType::Sequence);
+    backends.push_back(*backend);
+    check["backends"] = backends;
+    FallbackScope at(ctx, backend->Mark());
+    parser.parse(check, "environment_check");
+  }
+  reader.reject_unknown_keys();
+}
+
+void translate_torch_contract(const YAML::Node& section, CheckParser& parser) {
+  auto& ctx = parser.ctx();
+  FallbackScope fallback(ctx, section.Mark());
+  MappingReader reader(section, "'torch_contract'", ctx);
+  if (!reader.is_mapping()) {
+    return;
+  }
+  YAML::Node torch =
+      native_check("torch", "torch-contract", "torch_contract of the platform config");
+  // Their check_torch_contract.py refuses a contract without a base version.
+  if (const auto base = reader.get("base_version", Need::required)) {
+    torch["base"] = *base;
+  }
+  if (const auto local = reader.get("local_version")) {
+    torch["local"] = *local;
+  }
+  if (const auto cuda = reader.get("cuda")) {
+    torch["cuda"] = *cuda;
+  }
+  if (const auto paths = reader.get("forbidden_torch_paths")) {
+    torch["forbidden_paths"] = *paths;
+  }
+  reader.reject_unknown_keys();
+  if (torch["base"]) {
+    parser.parse(torch, "torch_contract");
+  }
+}
+
+void translate_integration_tests(const YAML::Node& section, const std::string& config_name,
+                                 CheckParser& parser) {
+  auto& ctx = parser.ctx();
+  if (!section.IsSequence()) {
+    ctx.error(section, "'integration_tests' must be a list of {name, command}, got " +
+                           describe_node_type(section));
+    return;
+  }
+  for (const auto& item : section) {
+    auto entry = parse_integration_entry(item, ctx);
+    if (!entry || !is_preflight_phase((*entry)["phase"])) {
+      continue;
+    }
+    const std::string selector = (*entry)["id"] != "" ? (*entry)["id"].get<std::string>()
+                                                      : (*entry)["name"].get<std::string>();
+    Check check;
+    check.id = is_check_id((*entry)["id"].get<std::string>()) ? selector : "integration-test";
+    check.kind = "integration_test";
+    check.stage = ProbeStage::smoke;
+    check.description = (*entry)["name"];
+    check.section = "integration_tests";
+    check.origin = ctx.locate(item);
+    const auto failure_policy = (*entry)["failure_policy"].get<std::string>();
+    check.severity = failure_policy == "warn" || failure_policy == "continue" ? Severity::advisory
+                                                                              : Severity::required;
+    check.params = integration_check_params(config_name, selector, std::move(*entry),
+                                            k_integration_test_timeout.count());
+    parser.add(std::move(check), item);
+  }
+}
+
+}  // namespace envcontract::contracts

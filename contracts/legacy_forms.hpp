@@ -1,0 +1,24 @@
+#pragma once
+
+#include <string>
+
+#include <yaml-cpp/yaml.h>
+
+#include "contracts/check_parser.hpp"
+
+// The two contract forms in use before ours, translated into native checks
+// through the same CheckParser, so each is judged exactly as its native twin.
+namespace envcontract::contracts {
+
+// environment_check: {torch_version_base, cuda_version, flagos_devices: {at_least}, triton_backend}
+void translate_environment_check(const YAML::Node& section, CheckParser& parser);
+
+// torch_contract: {base_version, local_version, cuda: none|required|any, forbidden_torch_paths}
+void translate_torch_contract(const YAML::Node& section, CheckParser& parser);
+
+// integration_tests: [{name, command, id?, phase?, ...}]: preflight entries become
+// integration_test checks; `config_name` is the file they live in.
+void translate_integration_tests(const YAML::Node& section, const std::string& config_name,
+                                 CheckParser& parser);
+
+}  // namespace envcontract::contracts

@@ -1,0 +1,18 @@
+#pragma once
+
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace envcontract::contracts {
+
+// The candidate closest to `word` by edit distance, if it is close enough to
+// be a plausible typo (at most a third of the word's length, at least 1).
+std::optional<std::string> closest_match(std::string_view word,
+                                         const std::vector<std::string>& candidates);
+
+// " (did you mean 'x'?)" or "" when nothing is close: ready to append to a message.
+std::string did_you_mean(std::string_view word, const std::vector<std::string>& candidates);
+
+}  // namespace envcontract::contracts

@@ -1,0 +1,155 @@
+#include "contracts/yaml_document.hpp"
+
+#include <charconv>
+#include <fstream>
+#include <map>
+#include <sstream>
+
+namespace envcontract::contracts {
+namespace {
+
+// yaml-cpp keeps every pair of a mapping, duplicates included, so a walk over
+// the tree finds them; `node[key]` would silently return the first one.
+void report_duplicate_keys(const YAML::Node& node, ParseContext& ctx) {
+  if (node.IsMap()) {
+    std::map<std::string, YAML::Mark> seen;
+    for (const auto& pair : node) {
+      if (pair.first.IsScalar()) {
+        const auto& key = pair.first.Scalar();
+        const auto [it, inserted] = seen.emplace(key, pair.first.Mark());
+        if (!inserted) {
+          ctx.error(pair.first, "duplicate key '" + key + "' (first defined at line " +
+                                    std::to_string(it->second.line + 1) + ")");
+        }
+      }
+      report_duplicate_keys(pair.second, ctx);
+    }
+  } else if (node.IsSequence()) {
+    for (const auto& item : node) {
+      report_duplicate_keys(item, ctx);
+    }
+  }
+}
+
+bool is_plain(const YAML::Node& node) {
+  return node.Tag() == "?";
+}
+
+}  // namespace
+
+SourceLocation ParseContext::locate(const YAML::Mark& mark) const {
+  const YAML::Mark& known = mark.is_null() ? m_fallback : mark;
+  if (known.is_null()) {
+    return {m_file, 0, 0};
+  }
+  return {m_file, known.line + 1, known.column + 1};
+}
+
+SourceLocation ParseContext::locate(const YAML::Node& node) const {
+  return locate(node.Mark());
+}
+
+void ParseContext::error(const YAML::Node& node, std::string message) {
+  m_diagnostics.error(locate(node), std::move(message));
+}
+
+void ParseContext::warning(const YAML::Node& node, std::string message) {
+  m_diagnostics.warning(locate(node), std::move(message));
+}
+
+std::optional<YAML::Node> load_yaml_text(const std::string& text, ParseContext& ctx) {
+  YAML::Node root;
+  try {
+    root = YAML::Load(text);
+  } catch (const YAML::ParserException& e) {
+    ctx.diagnostics().error(ctx.locate(e.mark), "YAML syntax error: " + e.msg);
+    return std::nullopt;
+  }
+  report_duplicate_keys(root, ctx);
+  return root;
+}
+
+std::optional<YAML::Node> load_yaml_file(const std::filesystem::path& path, ParseContext& ctx) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) {
+    ctx.diagnostics().error({ctx.file(), 0, 0},
+                            "cannot read the file; check that it exists and is readable");
+    return std::nullopt;
+  }
+  std::ostringstream text;
+  text << in.rdbuf();
+  return load_yaml_text(text.str(), ctx);
+}
+
+std::optional<YAML::Node> find_child(const YAML::Node& node, std::string_view key) {
+  if (!node.IsMap()) {
+    return std::nullopt;
+  }
+  for (const auto& pair : node) {
+    if (pair.first.IsScalar() && pair.first.Scalar() == key) {
+      return pair.second;
+    }
+  }
+  return std::nullopt;
+}
+
+std::string scalar_child(const YAML::Node& node, std::string_view key) {
+  const auto child = find_child(node, key);
+  return child && child->IsScalar() ? child->Scalar() : std::string();
+}
+
+std::string describe_node_type(const YAML::Node& node) {
+  switch (node.Type()) {
+    case YAML::NodeType::Map:
+      return "a mapping";
+    case YAML::NodeType::Sequence:
+      return "a list";
+    case YAML::NodeType::Null:
+      return "null";
+    case YAML::NodeType::Scalar:
+      return "'" + node.Scalar() + "'";
+    case YAML::NodeType::Undefined:
+      break;
+  }
+  return "nothing";
+}
+
+nlohmann::ordered_json yaml_to_json(const YAML::Node& node) {
+  switch (node.Type()) {
+    case YAML::NodeType::Map: {
+      auto object = nlohmann::ordered_json::object();
+      for (const auto& pair : node) {
+        object[pair.first.as<std::string>("")] = yaml_to_json(pair.second);
+      }
+      return object;
+    }
+    case YAML::NodeType::Sequence: {
+      auto array = nlohmann::ordered_json::array();
+      for (const auto& item : node) {
+        array.push_back(yaml_to_json(item));
+      }
+      return array;
+    }
+    case YAML::NodeType::Scalar: {
+      const auto& text = node.Scalar();
+      if (is_plain(node)) {
+        if (text == "true" || text == "false") {
+          return text == "true";
+        }
+        long long number = 0;
+        const auto* end = text.data() + text.size();
+        const auto [ptr, ec] = std::from_chars(text.data(), end, number);
+        if (ec == std::errc() && ptr == end && !text.empty()) {
+          return number;
+        }
+      }
+      return text;
+    }
+    case YAML::NodeType::Null:
+    case YAML::NodeType::Undefined:
+      break;
+  }
+  return nullptr;
+}
+
+}  // namespace envcontract::contracts

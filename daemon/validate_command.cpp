@@ -1,0 +1,32 @@
+#include "daemon/validate_command.hpp"
+
+#include <ostream>
+
+#include "contracts/contract_loader.hpp"
+
+namespace envcontract::daemon {
+
+int run_validate(const std::vector<std::filesystem::path>& files, ValidateOutput output,
+                 std::ostream& out, std::ostream& err) {
+  int exit_code = 0;
+  for (const auto& file : files) {
+    const auto result = contracts::load_contract_file(file);
+    for (const auto& diagnostic : result.diagnostics.sorted()) {
+      err << diagnostic.to_string() << "\n";
+    }
+    if (!result.contract) {
+      err << file.string() << ": invalid (" << result.diagnostics.error_count()
+          << (result.diagnostics.error_count() == 1 ? " error" : " errors") << ")\n";
+      exit_code = 1;
+      continue;
+    }
+    if (output == ValidateOutput::normalized_json) {
+      out << contracts::to_json(*result.contract).dump(2) << "\n";
+    } else {
+      out << file.string() << ": ok\n";
+    }
+  }
+  return exit_code;
+}
+
+}  // namespace envcontract::daemon

@@ -1,0 +1,46 @@
+# Shared by scripts/run and scripts/test: installing Debian packages and building.
+# Sourced, not executed.
+
+# Build dependencies: every library comes from Debian 12, nothing is downloaded.
+BUILD_PACKAGES=(
+  g++ cmake ninja-build pkg-config ccache
+  libyaml-cpp-dev libboost-dev libboost-filesystem-dev libcpp-httplib-dev libsqlite3-dev
+  libspdlog-dev nlohmann-json3-dev libcli11-dev libelf-dev libdw-dev libsystemd-dev
+)
+# What the test suite needs on top.
+TEST_PACKAGES=(libgtest-dev libgmock-dev clang-format elfutils)
+
+# Installs the packages that are missing; silent when all are there.
+ensure_packages() {
+  local missing=()
+  local package
+  for package in "$@"; do
+    if ! dpkg-query -W -f='${Status}' "$package" 2>/dev/null | grep -q "install ok installed"; then
+      missing+=("$package")
+    fi
+  done
+  [ ${#missing[@]} -eq 0 ] && return 0
+  local sudo=()
+  if [ "$(id -u)" -ne 0 ]; then
+    command -v sudo >/dev/null || {
+      echo "error: missing packages ${missing[*]}; run as root or install sudo" >&2
+      return 1
+    }
+    sudo=(sudo)
+  fi
+  echo "Installing ${missing[*]} ..." >&2
+  "${sudo[@]}" env DEBIAN_FRONTEND=noninteractive apt-get update -qq >&2
+  "${sudo[@]}" env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends \
+    "${missing[@]}" >&2
+}
+
+# configure_and_build BUILD_DIR [cmake args...]
+configure_and_build() {
+  local build_dir=$1
+  shift
+  cmake -S . -B "$build_dir" -G Ninja "$@" >"$build_dir.configure.log" 2>&1 || {
+    cat "$build_dir.configure.log" >&2
+    return 1
+  }
+  cmake --build "$build_dir"
+}

@@ -1,0 +1,329 @@
+// Every check kind of the registry: its keys parse into the normalised
+// parameters `validate --print` shows, and its own bad values are reported.
+#include "contracts/check_kind.hpp"
+
+#include <gtest/gtest.h>
+
+#include "tests/support/contract_text.hpp"
+#include "tests/support/temp_dir.hpp"
+
+namespace envcontract::contracts {
+namespace {
+
+using testing::joined;
+using testing::load_checks;
+using testing::messages;
+
+// The one check of a contract that must be valid.
+Check single_check(const std::string& yaml) {
+  const auto result = load_checks(yaml);
+  EXPECT_TRUE(result.contract.has_value()) << joined(result);
+  if (!result.contract || result.contract->checks.size() != 1) {
+    ADD_FAILURE() << "expected exactly one check";
+    return {};
+  }
+  return result.contract->checks.front();
+}
+
+// The single error the text must produce.
+std::string single_error(const std::string& yaml) {
+  const auto result = load_checks(yaml);
+  EXPECT_FALSE(result.contract.has_value());
+  const auto lines = messages(result);
+  EXPECT_EQ(lines.size(), 1U) << joined(result);
+  return lines.empty() ? "" : lines.front();
+}
+
+TEST(CheckKinds, RegistryHasEveryKindOnce) {
+  const auto names = check_kind_names();
+  for (const char* expected :
+       {"torch", "triton", "python", "distributions", "modules", "imports", "files", "libraries",
+        "linkage", "device_nodes", "environment", "search_path", "tools", "glibc", "devices",
+        "smoke", "command", "integration_test"}) {
+    EXPECT_EQ(std::count(names.begin(), names.end(), expected), 1) << expected;
+  }
+  EXPECT_EQ(find_check_kind("nonsense"), nullptr);
+}
+
+TEST(CheckKinds, TorchReadsIdentityRules) {
+  const auto check = single_check(R"(- id: torch-cpu
+  kind: torch
+  base: "2.10.0"
+  local: cpu
+  cuda: none
+  hip: any
+  forbidden_paths: [/opt/conda/]
+  required_paths: [/opt/venv/])");
+  EXPECT_EQ(check.id, "torch-cpu");
+  EXPECT_EQ(check.stage, ProbeStage::static_files);
+  EXPECT_EQ(check.params["base"], "2.10.0");
+  EXPECT_EQ(check.params["local"], "cpu");
+  EXPECT_EQ(check.params["cuda"], Json({{"mode", "none"}}));
+  EXPECT_EQ(check.params["hip"], Json({{"mode", "any"}}));
+  EXPECT_EQ(check.params["forbidden_paths"], Json({"/opt/conda/"}));
+  EXPECT_EQ(check.params["required_paths"], Json({"/opt/venv/"}));
+}
+
+TEST(CheckKinds, TorchCudaNullMeansNoneAndVersionMeansExact) {
+  EXPECT_EQ(single_check("- kind: torch\n  cuda: null").params["cuda"], Json({{"mode", "none"}}));
+  EXPECT_EQ(single_check("- kind: torch\n  cuda: \"12.9\"").params["cuda"],
+            Json({{"mode", "exact"}, {"value", "12.9"}}));
+}
+
+TEST(CheckKinds, TorchAfterImportRunsInTheImportStage) {
+  const auto check = single_check("- kind: torch\n  cuda: \"13.0\"\n  after_import: [torch_fl]");
+  EXPECT_EQ(check.stage, ProbeStage::imports);
+  EXPECT_EQ(check.params["after_import"], Json({"torch_fl"}));
+}
+
+TEST(CheckKinds, TorchRejectsContradictions) {
+  EXPECT_EQ(single_error("- kind: torch\n  local: cpu\n  cuda: \"12.9\""),
+            "contract.yaml:5:11: error: a '+cpu' torch build has no CUDA, so 'cuda: 12.9' of "
+            "'torch' check can never pass");
+  EXPECT_EQ(single_error("- kind: torch\n  version: 2.10.0+cpu\n  base: \"2.9.0\""),
+            "contract.yaml:5:11: error: 'base' 2.9.0 contradicts 'version' 2.10.0+cpu of 'torch' "
+            "check");
+  EXPECT_EQ(single_error("- kind: torch\n  cuda: maybe"),
+            "contract.yaml:4:11: error: 'cuda' of 'torch' check must be none, required, any or a "
+            "version such as '12.9', got 'maybe'");
+  EXPECT_EQ(single_error("- kind: torch"),
+            "contract.yaml:3:5: error: 'torch' check checks nothing: give at least one of "
+            "'version', 'base', 'local', 'cuda', 'hip', 'forbidden_paths', 'required_paths'");
+}
+
+TEST(CheckKinds, TritonDefaultsToForbiddingStockTritonForAVendorProvider) {
+  const auto check = single_check(R"(- kind: triton
+  provider: FlagTree
+  provider_version: "==0.7.0"
+  version_prefix: "3.6."
+  backends: [xpu])");
+  EXPECT_EQ(check.params["provider"], "flagtree");
+  EXPECT_EQ(check.params["provider_version"], Json::parse(R"([{"op":"==","version":"0.7.0"}])"));
+  EXPECT_EQ(check.params["version_prefix"], "3.6.");
+  EXPECT_EQ(check.params["backends"], Json({"xpu"}));
+  EXPECT_EQ(check.params["forbid_distributions"], Json({"triton"}));
+  EXPECT_EQ(single_error("- kind: triton\n  provider_version: \"0.7\""),
+            "contract.yaml:4:23: error: 'provider_version' of 'triton' check needs 'provider': "
+            "which distribution's version is pinned?");
+}
+
+TEST(CheckKinds, PythonVersionIsAPrefixOrSpecifier) {
+  EXPECT_EQ(single_check("- kind: python\n  version: \"3.10\"").params["version"],
+            Json::parse(R"([{"op":"==","version":"3.10.*"}])"));
+  EXPECT_EQ(single_check("- kind: python\n  version: \">=3.10,<3.13\"").params["version"].size(),
+            2U);
+  EXPECT_EQ(single_error("- kind: python"),
+            "contract.yaml:3:5: error: 'python' check is missing the required key 'version'");
+}
+
+TEST(CheckKinds, DistributionsReadPinsAndAbsences) {
+  const auto check = single_check(R"(- kind: distributions
+  pins: {numpy: "<2", Transformers: ">=4.51,<5"}
+  absent: [Triton])");
+  EXPECT_EQ(check.params["pins"]["numpy"], Json::parse(R"([{"op":"<","version":"2"}])"));
+  EXPECT_EQ(check.params["pins"]["transformers"].size(), 2U);
+  EXPECT_EQ(check.params["absent"], Json({"triton"}));
+  EXPECT_EQ(single_error("- kind: distributions\n  pins: {numpy: \"<two\"}"),
+            "contract.yaml:4:19: error: pin of 'numpy' in 'distributions' check: 'two' is not a "
+            "valid version in specifier '<two'");
+  EXPECT_EQ(single_error("- kind: distributions\n  pins: {numpy: \"<2\"}\n  absent: [numpy]"),
+            "contract.yaml:5:13: error: 'numpy' is both pinned and required absent in "
+            "'distributions' check");
+}
+
+TEST(CheckKinds, ModulesArePresentOrAbsent) {
+  const auto check =
+      single_check("- kind: modules\n  present: [torch_fl]\n  absent: [torch_xmlir]");
+  EXPECT_EQ(check.params["present"], Json({"torch_fl"}));
+  EXPECT_EQ(check.params["absent"], Json({"torch_xmlir"}));
+  EXPECT_EQ(single_error("- kind: modules\n  absent: [torch-xmlir]"),
+            "contract.yaml:4:14: error: 'torch-xmlir' in 'absent' of 'modules' check is not a "
+            "Python module name");
+}
+
+TEST(CheckKinds, ImportsKeepTheirOrderAndTimeout) {
+  const auto check =
+      single_check("- kind: imports\n  modules: [torch_fl, flag_gems, triton]\n  timeout: 90s");
+  EXPECT_EQ(check.stage, ProbeStage::imports);
+  EXPECT_EQ(check.params["modules"], Json({"torch_fl", "flag_gems", "triton"}));
+  EXPECT_EQ(check.params["ordered"], true);
+  EXPECT_EQ(check.params["timeout_ms"], 90000);
+  EXPECT_EQ(single_error("- kind: imports\n  modules: []"),
+            "contract.yaml:4:14: error: 'modules' of 'imports' check is empty");
+}
+
+TEST(CheckKinds, FilesAreAnchoredPatterns) {
+  const auto check = single_check(
+      "- kind: files\n  exist: [\"{prefix}/lib/libxpurt.so.1\"]\n  absent: "
+      "[\"{site}/torch/lib/libtorch_cuda.so\", /opt/conda/lib/*.so]");
+  EXPECT_EQ(check.params["exist"], Json({"{prefix}/lib/libxpurt.so.1"}));
+  EXPECT_EQ(check.params["absent"].size(), 2U);
+  EXPECT_EQ(single_error("- kind: files\n  absent: [\"{sites}/torch/lib/libtorch_cuda.so\"]"),
+            "contract.yaml:4:14: error: path '{sites}/torch/lib/libtorch_cuda.so' in 'absent' of "
+            "'files' check must start with {prefix}, {site} or / (did you mean '{site}'?)");
+}
+
+TEST(CheckKinds, LibrariesAreFileNames) {
+  const auto check =
+      single_check("- kind: libraries\n  present: [libbkcl.so]\n  absent: [libcuda.so.1]");
+  EXPECT_EQ(check.params["present"], Json({"libbkcl.so"}));
+  EXPECT_EQ(single_error("- kind: libraries\n  present: [lib/libbkcl.so]"),
+            "contract.yaml:4:15: error: 'lib/libbkcl.so' in 'present' of 'libraries' check is not "
+            "a library file name such as 'libbkcl.so'");
+}
+
+TEST(CheckKinds, LinkageIsTransitiveByDefault) {
+  const auto check = single_check(
+      "- kind: linkage\n  library: \"{site}/torch_fl/lib/libtorch_fl.so\"\n  must_not_need: "
+      "[libtorch_cuda.so]");
+  EXPECT_EQ(check.params["library"], "{site}/torch_fl/lib/libtorch_fl.so");
+  EXPECT_EQ(check.params["must_not_need"], Json({"libtorch_cuda.so"}));
+  EXPECT_EQ(check.params["transitive"], true);
+  EXPECT_EQ(single_error("- kind: linkage\n  library: torch_fl/lib/libtorch_fl.so\n  must_need: "
+                         "[libc10.so]"),
+            "contract.yaml:4:14: error: 'library' of 'linkage' check "
+            "('torch_fl/lib/libtorch_fl.so') must start with {prefix}, {site} or /");
+}
+
+TEST(CheckKinds, DeviceNodesCountDefaultsToAtLeastOne) {
+  const auto check = single_check("- kind: device_nodes\n  glob: /dev/davinci*");
+  EXPECT_EQ(check.params["glob"], "/dev/davinci*");
+  EXPECT_EQ(check.params["count"], Json({{"op", ">="}, {"value", 1}}));
+  EXPECT_EQ(single_error("- kind: device_nodes\n  glob: /sys/davinci*"),
+            "contract.yaml:4:11: error: 'glob' of 'device_nodes' check must be a path under "
+            "/dev/, got '/sys/davinci*'");
+}
+
+TEST(CheckKinds, EnvironmentReadsEqualsSetUnset) {
+  const auto check = single_check(R"(- kind: environment
+  equals: {XPU_ROOT: /usr/local/xpu}
+  set: [XPU_ENABLE_PROFILER_TRACING]
+  unset: [XPU_CUPTI_ENABLE_DEVICE])");
+  EXPECT_EQ(check.params["activation"], "activated");
+  EXPECT_EQ(check.params["equals"]["XPU_ROOT"], "/usr/local/xpu");
+  EXPECT_EQ(check.params["set"], Json({"XPU_ENABLE_PROFILER_TRACING"}));
+  EXPECT_EQ(check.params["unset"], Json({"XPU_CUPTI_ENABLE_DEVICE"}));
+  EXPECT_EQ(single_error("- kind: environment\n  set: [CUDA_HOME]\n  unset: [CUDA_HOME]"),
+            "contract.yaml:5:12: error: variable CUDA_HOME must be both set and unset in "
+            "'environment' check");
+}
+
+TEST(CheckKinds, SearchPathDefaultsToLdLibraryPath) {
+  const auto check = single_check(
+      "- kind: search_path\n  starts_with: [\"${ASCEND_HOME}/lib64\", \"{prefix}/lib\"]\n  "
+      "must_not_contain: [/opt/conda]");
+  EXPECT_EQ(check.params["variable"], "LD_LIBRARY_PATH");
+  EXPECT_EQ(check.params["starts_with"], Json({"${ASCEND_HOME}/lib64", "{prefix}/lib"}));
+  EXPECT_EQ(check.params["must_not_contain"], Json({"/opt/conda"}));
+  EXPECT_EQ(single_error("- kind: search_path\n  starts_with: [lib64]"),
+            "contract.yaml:4:19: error: 'lib64' in 'starts_with' of 'search_path' check is not an "
+            "absolute directory (or one starting {prefix}, {site} or ${VARIABLE})");
+}
+
+TEST(CheckKinds, ToolsAndGlibc) {
+  EXPECT_EQ(single_check("- kind: tools\n  on_path: [xpu-smi]").params["on_path"],
+            Json({"xpu-smi"}));
+  EXPECT_EQ(single_check("- kind: glibc\n  min_version: \"2.38\"").params["min_version"], "2.38");
+  EXPECT_EQ(single_error("- kind: glibc\n  min_version: \"2\""),
+            "contract.yaml:4:18: error: 'min_version' of 'glibc' check must be a glibc version "
+            "such as '2.38', got '2'");
+}
+
+TEST(CheckKinds, DevicesImportTheExpressionsModuleByDefault) {
+  const auto check = single_check(
+      "- kind: devices\n  expression: torch_fl.flagos.device_count()\n  count: \">= 8\"");
+  EXPECT_EQ(check.stage, ProbeStage::devices);
+  EXPECT_EQ(check.params["imports"], Json({"torch_fl"}));
+  EXPECT_EQ(check.params["count"], Json({{"op", ">="}, {"value", 8}}));
+  EXPECT_EQ(check.params["timeout_ms"], 60000);
+  EXPECT_EQ(single_error("- kind: devices\n  expression: torch.cuda.device_count()\n  count: "
+                         "\"<= 8\""),
+            "contract.yaml:5:12: error: 'count' of 'devices' check: only '==', '>=' and '>' "
+            "compare counts here; got '<= 8'");
+}
+
+TEST(CheckKinds, SmokeHasCodeTimeoutAndOutputPattern) {
+  const auto check = single_check(
+      "- kind: smoke\n  code: |\n    import torch\n    print(torch.ones(2).sum())\n  timeout: "
+      "45s\n  expect_output: \"tensor\\\\(2\\\\.\"");
+  EXPECT_EQ(check.stage, ProbeStage::smoke);
+  EXPECT_EQ(check.params["code"], "import torch\nprint(torch.ones(2).sum())\n");
+  EXPECT_EQ(check.params["timeout_ms"], 45000);
+  EXPECT_EQ(check.params["expect_output"], "tensor\\(2\\.");
+  EXPECT_EQ(single_error("- kind: smoke\n  code: x\n  expect_output: \"(unclosed\""),
+            "contract.yaml:5:20: error: 'expect_output' of 'smoke' check is not a valid regular "
+            "expression: Mismatched '(' and ')' in regular expression");
+}
+
+TEST(CheckKinds, CommandHasExitCodeAndTimeout) {
+  const auto check = single_check("- kind: command\n  run: xpu-smi -L\n  expect_exit: 0");
+  EXPECT_EQ(check.params["run"], "xpu-smi -L");
+  EXPECT_EQ(check.params["expect_exit"], 0);
+  EXPECT_EQ(check.params["timeout_ms"], 300000);
+  EXPECT_EQ(single_error("- kind: command\n  run: \"true\"\n  expect_exit: 300"),
+            "contract.yaml:5:18: error: 'expect_exit' of 'command' check must be between 0 and "
+            "255, got 300");
+}
+
+TEST(CheckKinds, IntegrationTestSelectsAPlatformConfigEntryByNameOrId) {
+  testing::TempDir dir;
+  dir.write("configs/kunlunxin.yml", R"(ci_image: img:1
+integration_tests:
+  - name: Check device availability
+    id: devices
+    phase: preflight
+    command: "python - <<'PY'\nimport torch_fl\nassert torch_fl.flagos.device_count() > 0\nPY"
+  - name: Unit tests
+    command: pytest -q
+)");
+  const auto contract = dir.write("contract.yaml", R"(schema_version: 1
+checks:
+  - kind: integration_test
+    from: configs/kunlunxin.yml
+    test: devices
+  - kind: integration_test
+    from: configs/kunlunxin.yml
+    test: Unit tests
+    timeout: 20m
+)");
+  const auto result = load_contract_file(contract);
+  ASSERT_TRUE(result.contract) << joined(result);
+  const auto& checks = result.contract->checks;
+  ASSERT_EQ(checks.size(), 2U);
+  EXPECT_EQ(checks[0].id, "integration_test");
+  EXPECT_EQ(checks[1].id, "integration_test-2");
+  EXPECT_EQ(checks[0].params["entry"]["name"], "Check device availability");
+  EXPECT_NE(checks[0].params["entry"]["command"].get<std::string>().find("device_count"),
+            std::string::npos);
+  EXPECT_EQ(checks[1].params["entry"]["command"], "pytest -q");
+  EXPECT_EQ(checks[1].params["timeout_ms"], 20 * 60 * 1000);
+
+  dir.write("bad.yaml",
+            "schema_version: 1\nchecks:\n  - kind: integration_test\n    from: "
+            "configs/kunlunxin.yml\n    test: device\n");
+  const auto bad = load_contract_file(dir.path() / "bad.yaml");
+  ASSERT_EQ(messages(bad).size(), 1U) << joined(bad);
+  EXPECT_EQ(messages(bad)[0],
+            (dir.path() / "bad.yaml").string() +
+                ":5:11: error: no integration test with id or name 'device' in " +
+                (dir.path() / "configs/kunlunxin.yml").string() +
+                " (did you mean 'devices'?); it has 'devices', 'Check device availability', "
+                "'Unit tests'");
+}
+
+TEST(CheckKinds, CommonKeysIdSeverityDescription) {
+  const auto check = single_check(
+      "- id: smi\n  kind: tools\n  severity: advisory\n  description: xpu-smi helps operators\n  "
+      "on_path: [xpu-smi]");
+  EXPECT_EQ(check.id, "smi");
+  EXPECT_EQ(check.severity, Severity::advisory);
+  EXPECT_EQ(check.description, "xpu-smi helps operators");
+  EXPECT_EQ(check.section, "checks");
+  EXPECT_EQ(check.origin.to_string(), "contract.yaml:3:5");
+  EXPECT_EQ(single_error("- kind: tools\n  severity: optional\n  on_path: [x]"),
+            "contract.yaml:4:15: error: 'severity' of 'tools' check must be 'required' or "
+            "'advisory', got 'optional'");
+}
+
+}  // namespace
+}  // namespace envcontract::contracts

@@ -1,0 +1,79 @@
+// `envcontractd validate`, run as the real binary: output and exit codes.
+#include <gtest/gtest.h>
+#include <nlohmann/json.hpp>
+
+#include "tests/support/run_command.hpp"
+#include "tests/support/temp_dir.hpp"
+
+namespace envcontract {
+namespace {
+
+using testing::run_command;
+
+const std::string k_binary = ENVCONTRACTD_PATH;
+const std::string k_platforms = ENVCONTRACT_SOURCE_DIR "/contracts/platforms";
+
+TEST(ValidateCli, PrintsOkPerValidFileAndExitsZero) {
+  const auto result = run_command(
+      {k_binary, "validate", k_platforms + "/kunlunxin.yaml", k_platforms + "/cuda.yaml"});
+  EXPECT_EQ(result.exit_code, 0) << result.err;
+  EXPECT_EQ(result.out, k_platforms + "/kunlunxin.yaml: ok\n" + k_platforms + "/cuda.yaml: ok\n");
+  EXPECT_EQ(result.err, "");
+}
+
+TEST(ValidateCli, ReportsEveryErrorWithPositionAndExitsOne) {
+  testing::TempDir dir;
+  const auto bad = dir.write("bad.yaml",
+                             "schema_version: 1\nchecks:\n  - kind: tirton\n"
+                             "  - kind: tools\n    on_pth: [x]\n");
+  const auto result =
+      run_command({k_binary, "validate", bad.string(), k_platforms + "/kunlunxin.yaml"});
+  EXPECT_EQ(result.exit_code, 1);
+  EXPECT_EQ(result.out, k_platforms + "/kunlunxin.yaml: ok\n");
+  EXPECT_EQ(result.err, bad.string() +
+                            ":3:11: error: unknown check kind 'tirton' (did you mean 'triton'?); "
+                            "see docs/contracts.md for the kinds\n" +
+                            bad.string() +
+                            ":4:5: error: 'tools' check is missing the required key "
+                            "'on_path'\n" +
+                            bad.string() +
+                            ":5:5: error: unknown key 'on_pth' in 'tools' check (did you "
+                            "mean 'on_path'?)\n" +
+                            bad.string() + ": invalid (3 errors)\n");
+}
+
+TEST(ValidateCli, PrintShowsTheNormalisedContractAsJson) {
+  const auto result = run_command(
+      {k_binary, "validate", "--print", k_platforms + "/kunlunxin-environment-check.yaml"});
+  ASSERT_EQ(result.exit_code, 0) << result.err;
+  const auto json = nlohmann::json::parse(result.out);
+  EXPECT_EQ(json["display_name"], "Kunlunxin");
+  ASSERT_EQ(json["checks"].size(), 3U);
+  for (const auto& check : json["checks"]) {
+    EXPECT_TRUE(check.contains("kind"));
+    EXPECT_TRUE(check.contains("params"));
+    EXPECT_TRUE(check.contains("stage"));
+  }
+  EXPECT_EQ(json["checks"][0]["params"]["cuda"]["mode"], "none");
+}
+
+TEST(ValidateCli, UsageErrorsExitTwo) {
+  EXPECT_EQ(run_command({k_binary}).exit_code, 2);
+  EXPECT_EQ(run_command({k_binary, "validate"}).exit_code, 2);
+  EXPECT_EQ(run_command({k_binary, "validate", "/nonexistent/contract.yaml"}).exit_code, 2);
+  EXPECT_EQ(run_command({k_binary, "frobnicate"}).exit_code, 2);
+  const auto two = run_command({k_binary, "validate", "--print", k_platforms + "/kunlunxin.yaml",
+                                k_platforms + "/cuda.yaml"});
+  EXPECT_EQ(two.exit_code, 2);
+  EXPECT_NE(two.err.find("--print takes exactly one FILE"), std::string::npos);
+}
+
+TEST(ValidateCli, HelpDescribesExitCodes) {
+  const auto result = run_command({k_binary, "validate", "--help"});
+  EXPECT_EQ(result.exit_code, 0);
+  EXPECT_NE(result.out.find("Exit status: 0 all valid, 1 any invalid, 2 usage error."),
+            std::string::npos);
+}
+
+}  // namespace
+}  // namespace envcontract
