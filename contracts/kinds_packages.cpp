@@ -3,6 +3,7 @@
 
 #include <set>
 
+#include "common/python_names.hpp"
 #include "contracts/kind_helpers.hpp"
 
 namespace envcontract::contracts::kinds {
@@ -26,13 +27,13 @@ void parse_distributions(MappingReader& reader, Json& params, const KindContext&
                          "pin of '" + pin.name + "' in " + reader.what() + ": " + *error);
       continue;
     }
-    const std::string normalized = normalize_distribution_name(pin.name);
+    const std::string normalized = common::normalize_distribution_name(pin.name);
     pinned.insert(normalized);
     params["pins"][normalized] = to_json(std::get<std::vector<VersionClause>>(parsed));
   }
   read_names(reader, "absent", params, is_distribution_name, "a distribution name");
   for (auto& name : params["absent"]) {
-    name = normalize_distribution_name(name.get<std::string>());
+    name = common::normalize_distribution_name(name.get<std::string>());
     if (pinned.contains(name.get<std::string>())) {
       reader.ctx().error(*reader.get("absent"), "'" + name.get<std::string>() +
                                                     "' is both pinned and required absent in " +

@@ -1,6 +1,7 @@
 // Check kinds about the torch and triton builds an env carries.
 #include "contracts/kinds.hpp"
 
+#include "common/python_names.hpp"
 #include "contracts/kind_helpers.hpp"
 
 namespace envcontract::contracts::kinds {
@@ -116,7 +117,7 @@ void parse_triton(MappingReader& reader, Json& params, const KindContext&) {
   const auto provider = reader.string("provider");
   if (provider) {
     if (is_distribution_name(*provider)) {
-      params["provider"] = normalize_distribution_name(*provider);
+      params["provider"] = common::normalize_distribution_name(*provider);
     } else {
       reader.ctx().error(*reader.get("provider"), "'provider' of " + reader.what() +
                                                       " must be a distribution name such as "

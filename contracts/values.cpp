@@ -200,23 +200,6 @@ bool is_file_name(std::string_view text) {
   return !text.empty() && text != "." && text != ".." && text.find('/') == std::string_view::npos;
 }
 
-std::string normalize_distribution_name(std::string_view name) {
-  std::string normalized;
-  bool in_separator_run = false;
-  for (const char c : name) {
-    if (c == '-' || c == '_' || c == '.') {
-      if (!in_separator_run) {
-        normalized.push_back('-');
-      }
-      in_separator_run = true;
-      continue;
-    }
-    in_separator_run = false;
-    normalized.push_back(c >= 'A' && c <= 'Z' ? static_cast<char>(c - 'A' + 'a') : c);
-  }
-  return normalized;
-}
-
 Parsed<ImageReference> parse_image_reference(std::string_view text) {
   static const std::regex pattern(
       R"(([a-z0-9]+([._-][a-z0-9]+)*(:[0-9]+(?=/))?(/[a-z0-9]+([._-]+[a-z0-9]+)*)*)(:([A-Za-z0-9_][A-Za-z0-9_.-]{0,127}))?(@([a-z0-9]+):([0-9a-fA-F]+))?)",

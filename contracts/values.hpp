@@ -53,8 +53,6 @@ bool is_environment_variable_name(std::string_view text);  // LD_LIBRARY_PATH
 bool is_distribution_name(std::string_view text);          // flag-gems, torch_fl
 bool is_check_id(std::string_view text);                   // torch-cpu-build
 bool is_file_name(std::string_view text);                  // libbkcl.so (no slash)
-// PEP 503 normalisation: lower case, runs of "-", "_", "." become "-".
-std::string normalize_distribution_name(std::string_view name);
 
 // A container image reference: name[:tag][@algorithm:hex].
 struct ImageReference {

@@ -4,6 +4,7 @@
 
 #include <CLI/CLI.hpp>
 
+#include "daemon/facts_command.hpp"
 #include "daemon/validate_command.hpp"
 
 namespace envcontract::daemon {
@@ -27,6 +28,25 @@ int run_envcontractd(int argc, char** argv) {
                      "as JSON; takes exactly one FILE");
   validate->footer("Exit status: 0 all valid, 1 any invalid, 2 usage error.");
 
+  std::vector<std::string> roots;
+  std::vector<std::string> prefixes;
+  std::string image_tag_file;
+  std::string image_tag_env;
+  auto* facts = app.add_subcommand(
+      "facts",
+      "Discover this host's Python envs and print what their files tell, as JSON "
+      "(no env code runs)");
+  facts->add_option("--root", roots,
+                    "a filesystem root or directory to search for envs (repeatable; default /)");
+  facts->add_option("--prefix", prefixes, "an env prefix to include (repeatable)");
+  facts->add_option("--image-tag-file", image_tag_file,
+                    "file holding the host's container image reference");
+  facts
+      ->add_option("--image-tag-env", image_tag_env,
+                   "environment variable holding the host's container image reference")
+      ->excludes("--image-tag-file");
+  facts->footer("Exit status: 0 envs found, 1 none found, 2 usage error.");
+
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
@@ -43,6 +63,20 @@ int run_envcontractd(int argc, char** argv) {
     std::vector<std::filesystem::path> paths(files.begin(), files.end());
     return run_validate(paths, print ? ValidateOutput::normalized_json : ValidateOutput::verdicts,
                         std::cout, std::cerr);
+  }
+  if (facts->parsed()) {
+    probes::HostFactsOptions options;
+    options.discovery.roots.assign(roots.begin(), roots.end());
+    options.discovery.prefixes.assign(prefixes.begin(), prefixes.end());
+    if (roots.empty() && prefixes.empty()) {
+      options.discovery.roots.emplace_back("/");
+    }
+    if (!image_tag_file.empty()) {
+      options.image = {probes::ImageTagSource::Kind::file, image_tag_file};
+    } else if (!image_tag_env.empty()) {
+      options.image = {probes::ImageTagSource::Kind::environment, image_tag_env};
+    }
+    return run_facts(options, std::cout, std::cerr);
   }
   return 2;
 }

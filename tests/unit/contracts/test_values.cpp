@@ -109,7 +109,6 @@ TEST(Names, ValidateEachKind) {
   EXPECT_FALSE(is_check_id("has space"));
   EXPECT_TRUE(is_file_name("libbkcl.so"));
   EXPECT_FALSE(is_file_name("lib/libbkcl.so"));
-  EXPECT_EQ(normalize_distribution_name("Flag__Gems.x"), "flag-gems-x");
 }
 
 TEST(ImageReference, SplitsRepositoryTagAndDigest) {

@@ -1,0 +1,24 @@
+#include "common/python_names.hpp"
+
+#include <cctype>
+
+namespace envcontract::common {
+
+std::string normalize_distribution_name(std::string_view name) {
+  std::string normalized;
+  bool in_separator_run = false;
+  for (const char c : name) {
+    if (c == '-' || c == '_' || c == '.') {
+      if (!in_separator_run) {
+        normalized.push_back('-');
+      }
+      in_separator_run = true;
+      continue;
+    }
+    in_separator_run = false;
+    normalized.push_back(static_cast<char>(std::tolower(static_cast<unsigned char>(c))));
+  }
+  return normalized;
+}
+
+}  // namespace envcontract::common

@@ -1,0 +1,22 @@
+#include "daemon/facts_command.hpp"
+
+#include <ostream>
+
+namespace envcontract::daemon {
+
+int run_facts(const probes::HostFactsOptions& options, std::ostream& out, std::ostream& err) {
+  probes::ActivationCache activations;
+  const auto facts = probes::gather_host_facts(options, activations);
+  out << probes::to_json(facts).dump(2) << "\n";
+  for (const auto& problem : facts.problems) {
+    err << "warning: " << problem.path.string() << ": " << problem.problem << "\n";
+  }
+  if (facts.envs.empty()) {
+    err << "envcontractd facts: no Python environment found; name env roots with --root or "
+           "envs with --prefix\n";
+    return 1;
+  }
+  return 0;
+}
+
+}  // namespace envcontract::daemon

@@ -1,0 +1,69 @@
+#pragma once
+
+#include <filesystem>
+#include <map>
+#include <mutex>
+#include <string>
+#include <vector>
+
+#include "probes/process_runner.hpp"
+#include "probes/python_env.hpp"
+
+namespace envcontract::probes {
+
+// The two ways a user runs an env: `env/bin/python` straight, or after
+// `conda activate` / `source bin/activate`. Facts gathered both ways tell an
+// activation artifact from a real fault.
+enum class Activation { bare, activated };
+
+std::string to_string(Activation activation);
+
+// The environment a probe process gets when nothing is activated: a clean
+// base, never the agent's own variables (tokens, credentials).
+Environment bare_environment(const PythonEnv& env);
+
+struct ActivatedEnvironment {
+  Environment bare;
+  Environment activated;
+  std::vector<std::filesystem::path> scripts;  // what ran, in order
+  std::string fingerprint;                     // changes whenever an activation input changes
+  std::string problem;                         // why activation failed; `activated` is then `bare`
+  std::string script_output;                   // what the scripts printed (stdout and stderr)
+};
+
+// Runs the env's real activation in a clean bash (never in our process):
+// conda: CONDA_PREFIX, CONDA_DEFAULT_ENV, PATH, conda's env_vars (from
+// conda-meta/state and etc/conda/env_vars.d/*.json), then every
+// etc/conda/activate.d/*.sh in name order; venv: bin/activate. The prefix
+// and name reach bash as arguments, never inside the script text.
+ActivatedEnvironment activate(const PythonEnv& env,
+                              std::chrono::milliseconds timeout = std::chrono::seconds(30));
+
+// What activation depends on: the scripts and files above with their sizes
+// and modification times. Cheap: stat calls only.
+std::string activation_fingerprint(const PythonEnv& env);
+
+// Activation results per prefix, reused until the fingerprint changes.
+class ActivationCache {
+ public:
+  ActivatedEnvironment get(const PythonEnv& env);
+  std::size_t activations_run() const;
+
+ private:
+  mutable std::mutex m_mutex;
+  std::map<std::filesystem::path, ActivatedEnvironment> m_entries;
+  std::size_t m_runs = 0;
+};
+
+// Differences between two environments: variables added, removed or changed.
+struct EnvironmentChange {
+  std::string name;
+  std::string before;  // "" when added
+  std::string after;   // "" when removed
+};
+std::vector<EnvironmentChange> environment_changes(const Environment& before,
+                                                   const Environment& after);
+
+Json to_json(const ActivatedEnvironment& activation);
+
+}  // namespace envcontract::probes

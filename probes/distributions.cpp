@@ -1,0 +1,165 @@
+#include "probes/distributions.hpp"
+
+#include <algorithm>
+#include <sstream>
+
+#include "common/python_names.hpp"
+#include "probes/small_files.hpp"
+
+namespace envcontract::probes {
+namespace fs = std::filesystem;
+
+namespace {
+
+std::vector<std::string> lines_of(const std::optional<std::string>& text) {
+  std::vector<std::string> lines;
+  if (!text) {
+    return lines;
+  }
+  std::istringstream in(*text);
+  for (std::string line; std::getline(in, line);) {
+    line = trim(line);
+    if (!line.empty()) {
+      lines.push_back(line);
+    }
+  }
+  return lines;
+}
+
+// RECORD is CSV: path,hash,size. Paths with commas are quoted; we only need
+// the first field.
+std::vector<std::string> record_paths(const std::optional<std::string>& text) {
+  std::vector<std::string> paths;
+  for (const auto& line : lines_of(text)) {
+    if (line.starts_with("\"")) {
+      const auto close = line.find('"', 1);
+      paths.push_back(line.substr(1, close == std::string::npos ? std::string::npos : close - 1));
+    } else {
+      paths.push_back(line.substr(0, line.find(',')));
+    }
+  }
+  return paths;
+}
+
+// Top-level names from RECORD when top_level.txt is missing (common for
+// wheels built by modern backends).
+std::vector<std::string> top_level_from_record(const std::vector<std::string>& files) {
+  std::vector<std::string> names;
+  for (const auto& file : files) {
+    const auto slash = file.find('/');
+    std::string first = file.substr(0, slash);
+    if (first.ends_with(".dist-info") || first.ends_with(".data") || first.starts_with("..") ||
+        first == "__pycache__") {
+      continue;
+    }
+    if (slash == std::string::npos) {
+      if (!first.ends_with(".py") && !first.ends_with(".so")) {
+        continue;
+      }
+      first = first.substr(0, first.find('.'));
+    }
+    if (std::find(names.begin(), names.end(), first) == names.end()) {
+      names.push_back(first);
+    }
+  }
+  return names;
+}
+
+}  // namespace
+
+std::vector<Distribution> scan_site_packages_distributions(const fs::path& site_packages) {
+  std::vector<Distribution> distributions;
+  std::error_code error;
+  for (fs::directory_iterator it(site_packages, error), end; !error && it != end;
+       it.increment(error)) {
+    const fs::path path = it->path();
+    const std::string name = path.filename().string();
+    Distribution distribution;
+    std::optional<std::string> metadata;
+    if (name.ends_with(".dist-info")) {
+      distribution.source = "dist-info";
+      metadata = read_small_file(path / "METADATA", 64 * 1024);
+      distribution.installer = trim(read_small_file(path / "INSTALLER", 256).value_or(""));
+      distribution.files = record_paths(read_small_file(path / "RECORD", 8 * 1024 * 1024));
+    } else if (name.ends_with(".egg-info")) {
+      distribution.source = "egg-info";
+      metadata = is_directory(it->status()) ? read_small_file(path / "PKG-INFO", 64 * 1024)
+                                            : read_small_file(path, 64 * 1024);
+    } else {
+      continue;
+    }
+    distribution.metadata = path;
+    const auto headers = parse_headers(metadata.value_or(""));
+    if (const auto found = headers.find("Name"); found != headers.end()) {
+      distribution.name = found->second;
+    }
+    if (const auto found = headers.find("Version"); found != headers.end()) {
+      distribution.version = found->second;
+    }
+    if (distribution.name.empty()) {
+      // Unreadable metadata: the directory name still says name-version.
+      const std::string stem = path.stem().string();
+      const auto dash = stem.find('-');
+      distribution.name = stem.substr(0, dash);
+      distribution.version = dash == std::string::npos ? "" : stem.substr(dash + 1);
+    }
+    distribution.normalized = common::normalize_distribution_name(distribution.name);
+    distribution.top_level = lines_of(read_small_file(path / "top_level.txt", 64 * 1024));
+    if (distribution.top_level.empty()) {
+      distribution.top_level = top_level_from_record(distribution.files);
+    }
+    distributions.push_back(std::move(distribution));
+  }
+  std::sort(distributions.begin(), distributions.end(),
+            [](const auto& a, const auto& b) { return a.normalized < b.normalized; });
+  return distributions;
+}
+
+std::vector<Distribution> scan_conda_packages(const fs::path& prefix) {
+  std::vector<Distribution> packages;
+  std::error_code error;
+  for (fs::directory_iterator it(prefix / "conda-meta", error), end; !error && it != end;
+       it.increment(error)) {
+    const fs::path path = it->path();
+    if (path.extension() != ".json") {
+      continue;
+    }
+    Distribution package;
+    package.source = "conda-meta";
+    package.installer = "conda";
+    package.metadata = path;
+    // Conda records can be large (a "files" list per package); name and
+    // version come first, but parse the whole record to be safe.
+    const auto text = read_small_file(path, 16 * 1024 * 1024);
+    const auto record = Json::parse(text.value_or(""), nullptr, false);
+    if (record.is_object() && record.contains("name") && record["name"].is_string()) {
+      package.name = record["name"];
+      package.version = record.value("version", "");
+    } else {
+      // name-version-build.json, from the file name alone.
+      const std::string stem = path.stem().string();
+      const auto build_dash = stem.rfind('-');
+      const auto version_dash =
+          build_dash == std::string::npos ? std::string::npos : stem.rfind('-', build_dash - 1);
+      if (version_dash == std::string::npos) {
+        continue;
+      }
+      package.name = stem.substr(0, version_dash);
+      package.version = stem.substr(version_dash + 1, build_dash - version_dash - 1);
+    }
+    package.normalized = common::normalize_distribution_name(package.name);
+    packages.push_back(std::move(package));
+  }
+  std::sort(packages.begin(), packages.end(),
+            [](const auto& a, const auto& b) { return a.normalized < b.normalized; });
+  return packages;
+}
+
+Json to_json(const Distribution& distribution) {
+  return {{"name", distribution.name},          {"normalized", distribution.normalized},
+          {"version", distribution.version},    {"installer", distribution.installer},
+          {"source", distribution.source},      {"metadata", distribution.metadata.string()},
+          {"top_level", distribution.top_level}};
+}
+
+}  // namespace envcontract::probes

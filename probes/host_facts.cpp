@@ -1,0 +1,78 @@
+#include "probes/host_facts.hpp"
+
+#include <unistd.h>
+
+#include <ctime>
+
+namespace envcontract::probes {
+
+namespace {
+
+std::string hostname() {
+  char name[256] = {};
+  if (gethostname(name, sizeof name - 1) != 0) {
+    return "localhost";
+  }
+  return name;
+}
+
+std::string now_rfc3339() {
+  const std::time_t now = std::time(nullptr);
+  std::tm utc{};
+  gmtime_r(&now, &utc);
+  char text[32];
+  std::strftime(text, sizeof text, "%Y-%m-%dT%H:%M:%SZ", &utc);
+  return text;
+}
+
+}  // namespace
+
+HostFacts gather_host_facts(const HostFactsOptions& options, ActivationCache& cache) {
+  using Clock = std::chrono::steady_clock;
+  const auto start = Clock::now();
+  HostFacts facts;
+  facts.host = hostname();
+  facts.gathered_at = now_rfc3339();
+  facts.image = read_image_tag(options.image);
+  auto discovery = discover_envs(options.discovery);
+  facts.problems = std::move(discovery.problems);
+  for (auto& env : discovery.envs) {
+    EnvFacts env_facts;
+    env_facts.static_facts = gather_static_facts(env);
+    env_facts.env = std::move(env);
+    facts.envs.push_back(std::move(env_facts));
+  }
+  const auto static_done = Clock::now();
+  for (auto& env : facts.envs) {
+    env.activation = cache.get(env.env);
+  }
+  facts.static_elapsed = std::chrono::duration_cast<std::chrono::microseconds>(static_done - start);
+  facts.activation_elapsed =
+      std::chrono::duration_cast<std::chrono::microseconds>(Clock::now() - static_done);
+  return facts;
+}
+
+Json to_json(const HostFacts& facts) {
+  auto envs = Json::array();
+  for (const auto& env : facts.envs) {
+    Json json = to_json(env.env);
+    json["static"] = to_json(env.static_facts);
+    json["activation"] = to_json(env.activation);
+    envs.push_back(std::move(json));
+  }
+  auto problems = Json::array();
+  for (const auto& problem : facts.problems) {
+    problems.push_back({{"path", problem.path.string()}, {"problem", problem.problem}});
+  }
+  return {{"schema_version", 1},
+          {"host", facts.host},
+          {"gathered_at", facts.gathered_at},
+          {"timing_ms",
+           {{"static", static_cast<double>(facts.static_elapsed.count()) / 1000.0},
+            {"activation", static_cast<double>(facts.activation_elapsed.count()) / 1000.0}}},
+          {"image", to_json(facts.image)},
+          {"problems", problems},
+          {"envs", envs}};
+}
+
+}  // namespace envcontract::probes

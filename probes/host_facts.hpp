@@ -1,0 +1,43 @@
+#pragma once
+
+#include <chrono>
+#include <string>
+#include <vector>
+
+#include "probes/activation.hpp"
+#include "probes/discovery.hpp"
+#include "probes/image_tag.hpp"
+#include "probes/static_facts.hpp"
+
+namespace envcontract::probes {
+
+struct EnvFacts {
+  PythonEnv env;
+  StaticFacts static_facts;
+  ActivatedEnvironment activation;
+};
+
+// What one pass over a host learns without running env code.
+struct HostFacts {
+  std::string host;         // this machine's hostname
+  std::string gathered_at;  // RFC 3339, UTC
+  ImageTag image;
+  std::vector<EnvFacts> envs;
+  std::vector<DiscoveryProblem> problems;
+  std::chrono::microseconds static_elapsed{0};      // discovery and static facts
+  std::chrono::microseconds activation_elapsed{0};  // running activation scripts
+};
+
+struct HostFactsOptions {
+  DiscoveryOptions discovery;
+  ImageTagSource image;
+};
+
+// Discovers envs and reads their static facts, then activates each env
+// (through `cache`, so unchanged envs are not activated again).
+HostFacts gather_host_facts(const HostFactsOptions& options, ActivationCache& cache);
+
+// {"schema_version": 1, "host", "gathered_at", "timing_ms", "image", "problems", "envs": [...]}
+Json to_json(const HostFacts& facts);
+
+}  // namespace envcontract::probes

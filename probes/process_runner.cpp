@@ -1,0 +1,237 @@
+// The only translation unit that includes boost/process.hpp (it costs ~10 s
+// to compile on two cores).
+#include "probes/process_runner.hpp"
+
+#include <fcntl.h>
+#include <signal.h>
+#include <sys/resource.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <array>
+#include <boost/asio/io_context.hpp>
+#include <boost/asio/steady_timer.hpp>
+#include <boost/asio/write.hpp>
+#include <boost/process/args.hpp>
+#include <boost/process/async_pipe.hpp>
+#include <boost/process/child.hpp>
+#include <boost/process/env.hpp>
+#include <boost/process/environment.hpp>
+#include <boost/process/exe.hpp>
+#include <boost/process/extend.hpp>
+#include <boost/process/io.hpp>
+#include <boost/process/start_dir.hpp>
+#include <cstring>
+
+#include "probes/output_capture.hpp"
+
+namespace envcontract::probes {
+namespace asio = boost::asio;
+namespace bp = boost::process;
+
+namespace {
+
+using Clock = std::chrono::steady_clock;
+// How often we look for the child's exit: fast at first, so short commands
+// return at once, then backing off to a low steady cost.
+constexpr std::chrono::milliseconds k_first_poll{1};
+constexpr std::chrono::milliseconds k_max_poll{20};
+
+// Runs in the child between fork and exec: only async-signal-safe calls.
+// A group of its own lets us kill every descendant at once. Marking every
+// inherited descriptor close-on-exec (rather than closing it) keeps
+// Boost.Process's exec-error pipe, which is already close-on-exec, working
+// while our other pipes, sockets and files never reach the env's code.
+void prepare_child() {
+  ::setpgid(0, 0);
+  if (::close_range(3, ~0U, CLOSE_RANGE_CLOEXEC) != 0) {
+    rlimit limit{};
+    const int max_fd = ::getrlimit(RLIMIT_NOFILE, &limit) == 0 && limit.rlim_cur < 65536
+                           ? static_cast<int>(limit.rlim_cur)
+                           : 65536;
+    for (int fd = 3; fd < max_fd; ++fd) {
+      ::fcntl(fd, F_SETFD, FD_CLOEXEC);
+    }
+  }
+}
+
+// Reads a pipe to its end into a capture.
+class PipeReader {
+ public:
+  // `on_end` runs when the pipe reaches its end: a hint to look at the child now.
+  PipeReader(bp::async_pipe& pipe, OutputCapture& capture, std::function<void()> on_end)
+      : m_pipe(pipe), m_capture(capture), m_on_end(std::move(on_end)) {}
+
+  void start() {
+    m_pipe.async_read_some(asio::buffer(m_buffer),
+                           [this](const boost::system::error_code& error, std::size_t size) {
+                             m_capture.append(std::string_view(m_buffer.data(), size));
+                             if (error) {
+                               m_open = false;
+                               m_on_end();
+                               return;
+                             }
+                             start();
+                           });
+  }
+  bool open() const { return m_open; }
+  void close() {
+    boost::system::error_code ignored;
+    m_pipe.close(ignored);
+  }
+
+ private:
+  bp::async_pipe& m_pipe;
+  OutputCapture& m_capture;
+  std::function<void()> m_on_end;
+  std::array<char, 65536> m_buffer{};
+  bool m_open = true;
+};
+
+bp::environment to_boost_environment(const Environment& environment) {
+  bp::environment result;
+  result.clear();
+  for (const auto& [name, value] : environment) {
+    result[name] = value;
+  }
+  return result;
+}
+
+}  // namespace
+
+std::string signal_name(int signal) {
+  const char* abbreviation = sigabbrev_np(signal);
+  return abbreviation ? std::string("SIG") + abbreviation : "signal " + std::to_string(signal);
+}
+
+std::string ProcessResult::describe() const {
+  switch (outcome) {
+    case Outcome::exited:
+      return "exit " + std::to_string(exit_code);
+    case Outcome::signaled:
+      return "killed by " + signal_name(signal);
+    case Outcome::timed_out:
+      return "timed out after " + std::to_string(duration.count()) + " ms";
+    case Outcome::failed_to_start:
+      break;
+  }
+  return "failed to start: " + error;
+}
+
+ProcessResult run_process(const ProcessSpec& spec, const ProcessLimits& limits,
+                          const TimeoutHook& on_timeout) {
+  ProcessResult result;
+  const auto started = Clock::now();
+  if (spec.argv.empty()) {
+    result.error = "no command given";
+    return result;
+  }
+  // Boost.Process reports a failed exec only through a pipe that is easy to
+  // lose; checking first gives the user a precise message.
+  if (::access(spec.argv[0].c_str(), X_OK) != 0) {
+    result.error = spec.argv[0] + ": " + std::strerror(errno);
+    return result;
+  }
+
+  asio::io_context io;
+  bp::async_pipe out_pipe(io);
+  bp::async_pipe err_pipe(io);
+  bp::async_pipe in_pipe(io);
+  std::error_code spawn_error;
+  const std::vector<std::string> args(spec.argv.begin() + 1, spec.argv.end());
+  bp::child child(
+      bp::exe = spec.argv[0], bp::args = args, to_boost_environment(spec.environment),
+      bp::start_dir = spec.working_dir.string(), bp::std_out > out_pipe, bp::std_err > err_pipe,
+      bp::std_in < in_pipe, spawn_error,
+      bp::extend::on_exec_setup = [](auto&) { prepare_child(); });
+  if (spawn_error) {
+    result.error = spawn_error.message();
+    return result;
+  }
+  const pid_t pid = child.id();
+  // Also from the parent: whichever runs first, the group exists before we
+  // might signal it.
+  ::setpgid(pid, pid);
+
+  asio::steady_timer tick(io);
+  OutputCapture out_capture(limits.max_output_bytes);
+  OutputCapture err_capture(limits.max_output_bytes);
+  // A closed pipe usually means the child is exiting: look now, not at the next poll.
+  auto look_now = [&tick] { tick.cancel(); };
+  PipeReader out_reader(out_pipe, out_capture, look_now);
+  PipeReader err_reader(err_pipe, err_capture, look_now);
+  out_reader.start();
+  err_reader.start();
+  if (spec.stdin_data.empty()) {
+    in_pipe.close();
+  } else {
+    asio::async_write(in_pipe, asio::buffer(spec.stdin_data),
+                      [&](const boost::system::error_code&, std::size_t) { in_pipe.close(); });
+  }
+
+  bool exited = false;
+  bool timed_out = false;
+  int status = 0;
+  Clock::time_point drain_deadline = Clock::time_point::max();
+  const auto deadline = started + limits.timeout;
+  std::chrono::milliseconds poll = k_first_poll;
+  bool finished = false;
+
+  auto end_group = [&] { ::killpg(pid, SIGKILL); };
+  std::function<void()> on_tick = [&] {
+    if (!exited) {
+      const pid_t reaped = ::waitpid(pid, &status, WNOHANG);
+      if (reaped == pid) {
+        exited = true;
+        end_group();  // descendants left in its group die with it
+        drain_deadline = Clock::now() + limits.drain_grace;
+      } else if (Clock::now() >= deadline && !timed_out) {
+        timed_out = true;
+        if (on_timeout) {
+          on_timeout(pid);
+        }
+        end_group();
+      }
+    }
+    const bool output_done = !out_reader.open() && !err_reader.open();
+    if (exited && (output_done || Clock::now() >= drain_deadline)) {
+      // Whatever still holds the pipes escaped the group; stop listening.
+      finished = true;
+      out_reader.close();
+      err_reader.close();
+      in_pipe.close();
+      return;
+    }
+    tick.expires_after(poll);
+    poll = std::min(poll * 2, k_max_poll);
+    tick.async_wait([&](const boost::system::error_code&) {
+      // Expired or cancelled by look_now: either way, look again.
+      if (!finished) {
+        on_tick();
+      }
+    });
+  };
+  on_tick();
+  io.run();
+  // We reaped the child ourselves; tell Boost.Process not to touch it again.
+  child.detach();
+
+  result.duration = std::chrono::duration_cast<std::chrono::milliseconds>(Clock::now() - started);
+  result.out = out_capture.text();
+  result.err = err_capture.text();
+  result.out_bytes = out_capture.total_bytes();
+  result.err_bytes = err_capture.total_bytes();
+  if (timed_out) {
+    result.outcome = ProcessResult::Outcome::timed_out;
+    result.signal = WIFSIGNALED(status) ? WTERMSIG(status) : SIGKILL;
+  } else if (WIFSIGNALED(status)) {
+    result.outcome = ProcessResult::Outcome::signaled;
+    result.signal = WTERMSIG(status);
+  } else {
+    result.outcome = ProcessResult::Outcome::exited;
+    result.exit_code = WEXITSTATUS(status);
+  }
+  return result;
+}
+
+}  // namespace envcontract::probes

@@ -1,0 +1,67 @@
+#pragma once
+
+#include <sys/types.h>
+
+#include <chrono>
+#include <cstddef>
+#include <filesystem>
+#include <functional>
+#include <map>
+#include <string>
+#include <vector>
+
+// The one place that starts processes. Callers never see Boost.Process: it is
+// compiled into process_runner.cpp alone.
+namespace envcontract::probes {
+
+using Environment = std::map<std::string, std::string>;
+
+struct ProcessSpec {
+  std::vector<std::string> argv;  // argv[0] is an absolute path; no shell is involved
+  Environment environment;        // the complete environment: nothing is inherited
+  std::filesystem::path working_dir = "/";
+  std::string stdin_data;  // written to the child's stdin, which is then closed
+};
+
+struct ProcessLimits {
+  std::chrono::milliseconds timeout{30'000};
+  // Per stream; beyond it, the first and last halves are kept.
+  std::size_t max_output_bytes = 1024 * 1024;
+  // After the child itself has exited (or was killed), how long to keep
+  // reading output held open by processes that escaped its process group.
+  std::chrono::milliseconds drain_grace{500};
+};
+
+struct ProcessResult {
+  enum class Outcome { exited, signaled, timed_out, failed_to_start };
+  Outcome outcome = Outcome::failed_to_start;
+  int exit_code = -1;  // for exited
+  int signal = 0;      // for signaled (and timed_out: the signal that ended it)
+  std::string out;
+  std::string err;
+  std::size_t out_bytes = 0;  // total written, including what was dropped
+  std::size_t err_bytes = 0;
+  std::chrono::milliseconds duration{0};
+  std::string error;  // for failed_to_start: why
+
+  bool succeeded() const { return outcome == Outcome::exited && exit_code == 0; }
+  // "exit 0", "killed by SIGSEGV", "timed out after 30s", "failed to start: ..."
+  std::string describe() const;
+};
+
+// Called with the child's pid when the timeout expires, before the process
+// group is killed: the moment to sample a hung process.
+using TimeoutHook = std::function<void(pid_t)>;
+
+// Runs a process in a process group of its own, with bounded output capture
+// and a timeout driven by our own event loop (Boost.Process 1.74's wait_for
+// is unreliable). When the child exits, times out or is killed, the whole
+// group is killed, so no descendant outlives the call, and the child is
+// reaped. Descriptors of ours never leak into the child.
+ProcessResult run_process(const ProcessSpec& spec, const ProcessLimits& limits,
+                          const TimeoutHook& on_timeout = {});
+
+// "SIGSEGV" for 11, "signal 64" when unnamed.
+std::string signal_name(int signal);
+
+}  // namespace envcontract::probes

@@ -1,0 +1,47 @@
+#pragma once
+
+#include <filesystem>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+namespace envcontract::probes {
+
+using Json = nlohmann::ordered_json;
+
+enum class EnvKind {
+  conda,        // a prefix with conda-meta/
+  venv,         // a prefix with pyvenv.cfg (python -m venv, virtualenv, poetry, uv)
+  interpreter,  // a plain Python installation, such as a pyenv version
+};
+
+std::string to_string(EnvKind kind);
+
+// One Python environment a user of the host could run, as found on disk.
+struct PythonEnv {
+  std::string name;              // conda env name, venv dir name, "base" for a conda root
+  std::filesystem::path prefix;  // canonical: symlinks resolved
+  EnvKind kind = EnvKind::conda;
+  std::filesystem::path python;       // the interpreter a user would run: prefix/bin/python
+  std::string python_version;         // "3.10.13", or "3.10" when only the lib dir tells
+  std::string owner;                  // user name owning the prefix, or its numeric uid
+  std::vector<std::string> found_by;  // how discovery reached it
+  std::vector<std::string> problems;  // what is wrong with the prefix itself
+};
+
+// Something discovery could not use, e.g. a stale environments.txt entry.
+struct DiscoveryProblem {
+  std::filesystem::path path;
+  std::string problem;
+};
+
+struct Discovery {
+  std::vector<PythonEnv> envs;  // sorted by prefix
+  std::vector<DiscoveryProblem> problems;
+};
+
+Json to_json(const PythonEnv& env);
+Json to_json(const Discovery& discovery);
+
+}  // namespace envcontract::probes

@@ -1,0 +1,196 @@
+// Env discovery on the demo host and on purpose-built broken trees.
+#include "probes/discovery.hpp"
+
+#include <gtest/gtest.h>
+
+#include <fstream>
+#include <set>
+
+#include "tests/support/demo_host.hpp"
+#include "tests/support/temp_dir.hpp"
+
+namespace envcontract::probes {
+namespace {
+
+namespace fs = std::filesystem;
+using testing::demo_host;
+
+DiscoveryOptions under(const fs::path& root) {
+  DiscoveryOptions options;
+  options.roots = {root};
+  return options;
+}
+
+const PythonEnv* find_env(const Discovery& discovery, const std::string& name) {
+  for (const auto& env : discovery.envs) {
+    if (env.name == name) {
+      return &env;
+    }
+  }
+  return nullptr;
+}
+
+std::string all_problems(const Discovery& discovery) {
+  std::string text;
+  for (const auto& problem : discovery.problems) {
+    text += problem.path.string() + ": " + problem.problem + "\n";
+  }
+  return text;
+}
+
+// A minimal conda env: conda-meta with a python record and an interpreter link.
+void make_conda_env(const fs::path& prefix, const std::string& python_version) {
+  fs::create_directories(prefix / "conda-meta");
+  fs::create_directories(prefix / "bin");
+  std::ofstream(prefix / "conda-meta" / ("python-" + python_version + "-h1234_0.json")) << "{}";
+  fs::create_symlink("/bin/true", prefix / "bin" / "python");
+}
+
+TEST(Discovery, FindsEveryEnvOfTheDemoHost) {
+  const auto discovery = discover_envs(under(demo_host()));
+  std::set<std::string> names;
+  for (const auto& env : discovery.envs) {
+    names.insert(env.name);
+  }
+  EXPECT_EQ(names, (std::set<std::string>{"base", "torch-fl-activate", "torch-fl-cpu",
+                                          "torch-fl-hf-test", "torch-fl-xpu-py310",
+                                          "torch-fl-xpu-py311", "torch-xpu-py310", "xpu210v"}));
+  const auto* cpu = find_env(discovery, "torch-fl-cpu");
+  ASSERT_NE(cpu, nullptr);
+  EXPECT_EQ(cpu->kind, EnvKind::conda);
+  EXPECT_EQ(cpu->prefix, fs::canonical(demo_host() / "miniconda3/envs/torch-fl-cpu"));
+  EXPECT_EQ(cpu->python, cpu->prefix / "bin" / "python");
+  EXPECT_TRUE(cpu->python_version.starts_with("3.10")) << cpu->python_version;
+  EXPECT_FALSE(cpu->owner.empty());
+  EXPECT_TRUE(cpu->problems.empty());
+  // Reached both through the conda root and through environments.txt, listed once.
+  EXPECT_EQ(cpu->found_by.size(), 2U);
+
+  const auto* py311 = find_env(discovery, "torch-fl-xpu-py311");
+  ASSERT_NE(py311, nullptr);
+  EXPECT_TRUE(py311->python_version.starts_with("3.11")) << py311->python_version;
+
+  const auto* venv = find_env(discovery, "xpu210v");
+  ASSERT_NE(venv, nullptr);
+  EXPECT_EQ(venv->kind, EnvKind::venv);
+  EXPECT_TRUE(venv->python_version.starts_with("3.10")) << venv->python_version;
+
+  const auto* base = find_env(discovery, "base");
+  ASSERT_NE(base, nullptr);
+  EXPECT_EQ(base->prefix, fs::canonical(demo_host() / "miniconda3"));
+}
+
+TEST(Discovery, ReportsTheStaleEnvironmentsTxtEntry) {
+  const auto discovery = discover_envs(under(demo_host()));
+  ASSERT_EQ(discovery.problems.size(), 1U) << all_problems(discovery);
+  EXPECT_EQ(discovery.problems[0].path, demo_host() / "miniconda3/envs/torch-old-removed");
+  EXPECT_NE(discovery.problems[0].problem.find("stale entry"), std::string::npos);
+}
+
+TEST(Discovery, BrokenPrefixesAreReportedNotFatal) {
+  testing::TempDir dir;
+  const fs::path conda = dir.path() / "miniconda3";
+  make_conda_env(conda, "3.11.7");
+  fs::create_directories(conda / "envs");
+  make_conda_env(conda / "envs" / "good", "3.10.13");
+  // Half-deleted: conda-meta survived, the interpreter did not.
+  fs::create_directories(conda / "envs" / "half-deleted" / "conda-meta");
+  // The interpreter link points at a Python that was uninstalled.
+  make_conda_env(conda / "envs" / "dangling", "3.10.13");
+  fs::remove(conda / "envs" / "dangling" / "bin" / "python");
+  fs::create_symlink("/nonexistent/python3.10", conda / "envs" / "dangling" / "bin" / "python");
+  // Not an env at all, and a directory that cannot be read (a symlink loop).
+  fs::create_directories(conda / "envs" / "empty");
+  fs::create_symlink("loop", conda / "envs" / "loop");
+
+  const auto discovery = discover_envs(under(dir.path()));
+  ASSERT_NE(find_env(discovery, "good"), nullptr) << all_problems(discovery);
+  EXPECT_TRUE(find_env(discovery, "good")->problems.empty());
+
+  const auto* half = find_env(discovery, "half-deleted");
+  ASSERT_NE(half, nullptr);
+  ASSERT_EQ(half->problems.size(), 1U);
+  EXPECT_NE(half->problems[0].find("no Python interpreter"), std::string::npos);
+
+  const auto* dangling = find_env(discovery, "dangling");
+  ASSERT_NE(dangling, nullptr);
+  ASSERT_EQ(dangling->problems.size(), 1U);
+  EXPECT_NE(dangling->problems[0].find("dangling symlink to /nonexistent/python3.10"),
+            std::string::npos);
+
+  std::set<fs::path> problem_paths;
+  for (const auto& problem : discovery.problems) {
+    problem_paths.insert(problem.path.filename());
+  }
+  EXPECT_TRUE(problem_paths.contains("empty")) << all_problems(discovery);
+  EXPECT_TRUE(problem_paths.contains("loop")) << all_problems(discovery);
+}
+
+TEST(Discovery, SymlinkedPrefixesAreListedOnce) {
+  testing::TempDir dir;
+  make_conda_env(dir.path() / "real-env", "3.10.13");
+  fs::create_symlink(dir.path() / "real-env", dir.path() / "alias-env");
+  fs::create_directories(dir.path() / "home" / "alice" / ".conda");
+  std::ofstream(dir.path() / "home/alice/.conda/environments.txt")
+      << (dir.path() / "alias-env").string() << "\n"
+      << (dir.path() / "real-env").string() << "\n";
+  const auto discovery = discover_envs(under(dir.path()));
+  ASSERT_EQ(discovery.envs.size(), 1U);
+  EXPECT_EQ(discovery.envs[0].prefix, fs::canonical(dir.path() / "real-env"));
+}
+
+TEST(Discovery, SearchesHomeDirectoriesInTheUsualPlaces) {
+  testing::TempDir dir;
+  const fs::path home = dir.path() / "home" / "alice";
+  for (const char* place : {".virtualenvs/web", ".cache/pypoetry/virtualenvs/app-x1y2-py3.10",
+                            ".local/share/uv/tools/ruff"}) {
+    fs::create_directories(home / place / "bin");
+    std::ofstream(home / place / "pyvenv.cfg") << "home = /usr/bin\nversion = 3.10.13\n";
+    fs::create_symlink("/bin/true", home / place / "bin" / "python");
+  }
+  // A pyenv version is a plain interpreter prefix.
+  fs::create_directories(home / ".pyenv/versions/3.12.1/bin");
+  fs::create_directories(home / ".pyenv/versions/3.12.1/lib/python3.12");
+  fs::create_symlink("/bin/true", home / ".pyenv/versions/3.12.1/bin/python");
+
+  const auto discovery = discover_envs(under(dir.path()));
+  ASSERT_EQ(discovery.envs.size(), 4U) << all_problems(discovery);
+  const auto* pyenv = find_env(discovery, "3.12.1");
+  ASSERT_NE(pyenv, nullptr);
+  EXPECT_EQ(pyenv->kind, EnvKind::interpreter);
+  EXPECT_EQ(pyenv->python_version, "3.12");
+  const auto* poetry = find_env(discovery, "app-x1y2-py3.10");
+  ASSERT_NE(poetry, nullptr);
+  EXPECT_EQ(poetry->kind, EnvKind::venv);
+  EXPECT_EQ(poetry->python_version, "3.10.13");
+  EXPECT_NE(find_env(discovery, "web"), nullptr);
+  EXPECT_NE(find_env(discovery, "ruff"), nullptr);
+}
+
+TEST(Discovery, ConfiguredPrefixesAndOddNames) {
+  testing::TempDir dir;
+  const fs::path odd = dir.path() / "team envs" / "it's $(rm -rf) ü";
+  make_conda_env(odd, "3.10.13");
+  DiscoveryOptions options;
+  options.prefixes = {odd, dir.path() / "not-an-env"};
+  const auto discovery = discover_envs(options);
+  ASSERT_EQ(discovery.envs.size(), 1U) << all_problems(discovery);
+  EXPECT_EQ(discovery.envs[0].name, "it's $(rm -rf) ü");
+  EXPECT_EQ(discovery.envs[0].found_by, std::vector<std::string>{"configured prefix"});
+  ASSERT_EQ(discovery.problems.size(), 1U);
+  EXPECT_EQ(discovery.problems[0].path, dir.path() / "not-an-env");
+}
+
+TEST(Discovery, DuplicateNamesFallBackToPrefixes) {
+  testing::TempDir dir;
+  make_conda_env(dir.path() / "a" / "envs" / "work", "3.10.13");
+  make_conda_env(dir.path() / "b" / "work", "3.10.13");
+  const auto discovery = discover_envs(under(dir.path()));
+  ASSERT_EQ(discovery.envs.size(), 2U);
+  for (const auto& env : discovery.envs) {
+    EXPECT_EQ(env.name, env.prefix.string());
+  }
+}
+
+}  // namespace
+}  // namespace envcontract::probes

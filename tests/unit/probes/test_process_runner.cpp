@@ -1,0 +1,136 @@
+// The process runner against real processes that exit, crash, hang, flood
+// their output and leave descendants behind.
+#include "probes/process_runner.hpp"
+
+#include <gtest/gtest.h>
+#include <signal.h>
+
+#include <fstream>
+#include <thread>
+
+namespace envcontract::probes {
+namespace {
+
+using namespace std::chrono_literals;
+
+ProcessResult sh(const std::string& script, ProcessLimits limits = {},
+                 const TimeoutHook& hook = {}) {
+  ProcessSpec spec;
+  spec.argv = {"/bin/sh", "-c", script};
+  spec.environment = {{"PATH", "/usr/bin:/bin"}};
+  return run_process(spec, limits, hook);
+}
+
+// Alive and not a zombie: a killed orphan may wait a while for init to reap it.
+bool process_alive(pid_t pid) {
+  std::ifstream stat("/proc/" + std::to_string(pid) + "/stat");
+  std::string text;
+  std::getline(stat, text);
+  const auto close_paren = text.rfind(')');
+  return close_paren != std::string::npos && close_paren + 2 < text.size() &&
+         text[close_paren + 2] != 'Z';
+}
+
+TEST(ProcessRunner, CapturesExitCodeAndBothStreams) {
+  const auto result = sh("echo out; echo err >&2; exit 3");
+  EXPECT_EQ(result.outcome, ProcessResult::Outcome::exited);
+  EXPECT_EQ(result.exit_code, 3);
+  EXPECT_EQ(result.out, "out\n");
+  EXPECT_EQ(result.err, "err\n");
+  EXPECT_EQ(result.describe(), "exit 3");
+}
+
+TEST(ProcessRunner, NamesTheSignalOfACrash) {
+  const auto aborted = sh("kill -ABRT $$");
+  EXPECT_EQ(aborted.outcome, ProcessResult::Outcome::signaled);
+  EXPECT_EQ(aborted.describe(), "killed by SIGABRT");
+  const auto segfault = sh("kill -SEGV $$");
+  EXPECT_EQ(segfault.describe(), "killed by SIGSEGV");
+}
+
+TEST(ProcessRunner, TimesOutAndCallsTheHookBeforeKilling) {
+  ProcessLimits limits;
+  limits.timeout = 300ms;
+  pid_t sampled = 0;
+  bool alive_when_sampled = false;
+  const auto started = std::chrono::steady_clock::now();
+  const auto result = sh("exec sleep 60", limits, [&](pid_t pid) {
+    sampled = pid;
+    alive_when_sampled = process_alive(pid);
+  });
+  EXPECT_LT(std::chrono::steady_clock::now() - started, 5s);
+  EXPECT_EQ(result.outcome, ProcessResult::Outcome::timed_out);
+  EXPECT_EQ(result.signal, SIGKILL);
+  EXPECT_TRUE(alive_when_sampled);
+  EXPECT_GT(sampled, 0);
+  EXPECT_FALSE(process_alive(sampled));
+}
+
+TEST(ProcessRunner, KillsADescendantThatIgnoresTermAndHoldsThePipe) {
+  // The child leaves a grandchild that ignores SIGTERM and keeps stdout open.
+  const auto started = std::chrono::steady_clock::now();
+  const auto result = sh("(trap '' TERM; exec sleep 60) & echo $!; exit 0");
+  EXPECT_LT(std::chrono::steady_clock::now() - started, 5s);
+  EXPECT_EQ(result.outcome, ProcessResult::Outcome::exited);
+  const pid_t grandchild = std::stoi(result.out);
+  // Killed with its group and reaped by init: give the kernel a moment.
+  for (int i = 0; i < 100 && process_alive(grandchild); ++i) {
+    std::this_thread::sleep_for(10ms);
+  }
+  EXPECT_FALSE(process_alive(grandchild));
+}
+
+TEST(ProcessRunner, BoundsAFlood) {
+  ProcessLimits limits;
+  limits.max_output_bytes = 64 * 1024;
+  const auto result = sh("head -c 100000000 /dev/zero", limits);
+  EXPECT_EQ(result.exit_code, 0);
+  EXPECT_EQ(result.out_bytes, 100'000'000U);
+  EXPECT_LT(result.out.size(), 64U * 1024 + 100);
+  EXPECT_NE(result.out.find("bytes omitted"), std::string::npos);
+}
+
+TEST(ProcessRunner, PassesArgumentsAndEnvironmentVerbatim) {
+  ProcessSpec spec;
+  spec.argv = {"/usr/bin/printf", "%s|", "it's", "$(touch /tmp/pwned)", "a b", "ü"};
+  spec.environment = {{"ONLY", "this"}};
+  EXPECT_EQ(run_process(spec, {}).out, "it's|$(touch /tmp/pwned)|a b|ü|");
+  spec.argv = {"/usr/bin/env"};
+  EXPECT_EQ(run_process(spec, {}).out, "ONLY=this\n");
+}
+
+TEST(ProcessRunner, LeaksNoDescriptorIntoTheChild) {
+  // A descriptor of ours without close-on-exec, as a careless library leaves one.
+  int fds[2];
+  ASSERT_EQ(::pipe(fds), 0);
+  const auto result = sh("ls /proc/self/fd");
+  ::close(fds[0]);
+  ::close(fds[1]);
+  // 0, 1, 2 and the directory ls itself opened.
+  EXPECT_EQ(result.out, "0\n1\n2\n3\n");
+}
+
+TEST(ProcessRunner, WritesStdin) {
+  ProcessSpec spec;
+  spec.argv = {"/bin/cat"};
+  spec.stdin_data = "fed through stdin";
+  EXPECT_EQ(run_process(spec, {}).out, "fed through stdin");
+}
+
+TEST(ProcessRunner, ExitZeroWithNoOutput) {
+  const auto result = sh("exit 0");
+  EXPECT_TRUE(result.succeeded());
+  EXPECT_EQ(result.out, "");
+  EXPECT_EQ(result.out_bytes, 0U);
+}
+
+TEST(ProcessRunner, ReportsWhatCannotStart) {
+  ProcessSpec spec;
+  spec.argv = {"/nonexistent/python"};
+  const auto result = run_process(spec, {});
+  EXPECT_EQ(result.outcome, ProcessResult::Outcome::failed_to_start);
+  EXPECT_EQ(result.describe(), "failed to start: /nonexistent/python: No such file or directory");
+}
+
+}  // namespace
+}  // namespace envcontract::probes

@@ -1,0 +1,142 @@
+// Static facts of each demo env, read from files without running env code.
+#include "probes/static_facts.hpp"
+
+#include <gtest/gtest.h>
+
+#include <algorithm>
+
+#include "probes/discovery.hpp"
+#include "tests/support/demo_host.hpp"
+#include "tests/support/temp_dir.hpp"
+
+namespace envcontract::probes {
+namespace {
+
+namespace fs = std::filesystem;
+using testing::demo_host;
+
+StaticFacts facts_of(const std::string& relative_prefix) {
+  const auto env = describe_prefix(demo_host() / relative_prefix);
+  EXPECT_TRUE(env.has_value()) << relative_prefix;
+  return env ? gather_static_facts(*env) : StaticFacts{};
+}
+
+bool contains(const std::vector<std::string>& items, const std::string& item) {
+  return std::find(items.begin(), items.end(), item) != items.end();
+}
+
+const Distribution* find_distribution(const StaticFacts& facts, const std::string& name,
+                                      const std::string& source) {
+  for (const auto& distribution : facts.distributions) {
+    if (distribution.normalized == name && distribution.source == source) {
+      return &distribution;
+    }
+  }
+  return nullptr;
+}
+
+TEST(StaticFacts, CudaTorchOfTheHfTestEnv) {
+  const auto facts = facts_of("miniconda3/envs/torch-fl-hf-test");
+  ASSERT_TRUE(facts.torch.present);
+  EXPECT_EQ(facts.torch.version, "2.10.0+cu129");
+  EXPECT_EQ(facts.torch.base, "2.10.0");
+  EXPECT_EQ(facts.torch.local, "cu129");
+  EXPECT_EQ(facts.torch.cuda, std::optional<std::string>("12.9"));
+  EXPECT_EQ(facts.torch.hip, std::nullopt);
+  EXPECT_EQ(facts.torch.distribution_version, "2.10.0+cu129");
+  EXPECT_TRUE(contains(facts.torch.libraries, "libtorch_cuda.so"));
+  EXPECT_TRUE(contains(facts.torch.libraries, "libc10_cuda.so"));
+  EXPECT_TRUE(contains(facts.modules, "torch_xmlir"));
+  EXPECT_TRUE(contains(facts.modules, "torch_fl"));
+  EXPECT_EQ(facts.torch.location,
+            demo_host() / "miniconda3/envs/torch-fl-hf-test/lib/python3.10/site-packages/torch");
+}
+
+TEST(StaticFacts, CpuTorchAndFlagTreeOfTheProvisionedEnv) {
+  const auto facts = facts_of("miniconda3/envs/torch-fl-cpu");
+  EXPECT_EQ(facts.torch.version, "2.10.0+cpu");
+  EXPECT_EQ(facts.torch.cuda, std::nullopt);
+  EXPECT_FALSE(contains(facts.torch.libraries, "libtorch_cuda.so"));
+  EXPECT_FALSE(contains(facts.modules, "torch_xmlir"));
+  ASSERT_TRUE(facts.triton.present);
+  EXPECT_EQ(facts.triton.provider, "flagtree");
+  EXPECT_EQ(facts.triton.provider_version, "0.7.0+xpu3.6");
+  EXPECT_EQ(facts.triton.version, std::optional<std::string>("3.6.0"));
+  EXPECT_EQ(facts.triton.backends, std::vector<std::string>{"xpu"});
+  EXPECT_EQ(facts.triton.providers, std::vector<std::string>{"flagtree"});
+}
+
+TEST(StaticFacts, StockTritonWithoutVersionOrXpuBackend) {
+  const auto facts = facts_of("miniconda3/envs/torch-fl-xpu-py311");
+  ASSERT_TRUE(facts.triton.present);
+  EXPECT_EQ(facts.triton.provider, "triton");
+  EXPECT_EQ(facts.triton.provider_version, "3.5.0");
+  EXPECT_EQ(facts.triton.version, std::nullopt);
+  EXPECT_EQ(facts.triton.backends, (std::vector<std::string>{"amd", "nvidia"}));
+  EXPECT_EQ(facts.site_packages.size(), 1U);
+  EXPECT_EQ(facts.site_packages[0].parent_path().filename(), "python3.11");
+}
+
+TEST(StaticFacts, DistributionsFromPipAndConda) {
+  const auto facts = facts_of("miniconda3/envs/torch-fl-cpu");
+  const auto* torch = find_distribution(facts, "torch", "dist-info");
+  ASSERT_NE(torch, nullptr);
+  EXPECT_EQ(torch->version, "2.10.0+cpu");
+  EXPECT_EQ(torch->installer, "pip");
+  EXPECT_EQ(torch->top_level, std::vector<std::string>{"torch"});
+  const auto* torch_fl = find_distribution(facts, "torch-fl", "dist-info");
+  ASSERT_NE(torch_fl, nullptr);
+  EXPECT_EQ(torch_fl->name, "torch_fl");
+  const auto* python = find_distribution(facts, "python", "conda-meta");
+  ASSERT_NE(python, nullptr);
+  EXPECT_EQ(python->installer, "conda");
+  EXPECT_TRUE(python->version.starts_with("3.10"));
+}
+
+TEST(StaticFacts, VenvWithoutCondaMetadata) {
+  const auto facts = facts_of("venvs/xpu210v");
+  EXPECT_EQ(facts.torch.version, "2.10.0+cu129");
+  EXPECT_FALSE(facts.triton.present);
+  EXPECT_EQ(find_distribution(facts, "python", "conda-meta"), nullptr);
+  EXPECT_TRUE(contains(facts.modules, "torch_xmlir"));
+}
+
+TEST(StaticFacts, BaseWithoutTorch) {
+  const auto facts = facts_of("miniconda3");
+  EXPECT_FALSE(facts.torch.present);
+  EXPECT_FALSE(facts.triton.present);
+  EXPECT_NE(find_distribution(facts, "conda", "conda-meta"), nullptr);
+}
+
+TEST(StaticFacts, MalformedFilesAreProblemsNotCrashes) {
+  testing::TempDir dir;
+  const fs::path site = dir.path() / "lib/python3.10/site-packages";
+  fs::create_directories(dir.path() / "conda-meta");
+  fs::create_directories(dir.path() / "bin");
+  fs::create_symlink("/bin/true", dir.path() / "bin/python");
+  dir.write("conda-meta/python-3.10.13-h1_0.json", "{ not json");
+  dir.write("conda-meta/numpy-1.26.4-py310_0.json", "\x01\x02garbage");
+  dir.write("lib/python3.10/site-packages/torch/version.py",
+            "import os\n__version__ = os.environ['NEVER_RUN']\ncuda = None\n");
+  dir.write("lib/python3.10/site-packages/weird-1.0.dist-info/METADATA", std::string(10, '\0'));
+  fs::create_directories(site / "triton/backends");
+  const auto env = describe_prefix(dir.path());
+  ASSERT_TRUE(env.has_value());
+  const auto facts = gather_static_facts(*env);
+  EXPECT_TRUE(facts.torch.present);
+  EXPECT_EQ(facts.torch.version, "");
+  EXPECT_EQ(facts.torch.problem, "torch/version.py has no literal __version__");
+  EXPECT_EQ(facts.torch.cuda, std::nullopt);
+  EXPECT_TRUE(facts.triton.present);
+  EXPECT_EQ(facts.triton.provider, "");
+  // Conda records fall back to their file names when unreadable.
+  const auto* numpy = find_distribution(facts, "numpy", "conda-meta");
+  ASSERT_NE(numpy, nullptr);
+  EXPECT_EQ(numpy->version, "1.26.4");
+  const auto* weird = find_distribution(facts, "weird", "dist-info");
+  ASSERT_NE(weird, nullptr);
+  EXPECT_EQ(weird->version, "1.0");
+}
+
+}  // namespace
+}  // namespace envcontract::probes
