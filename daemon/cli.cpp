@@ -8,6 +8,84 @@
 #include "daemon/validate_command.hpp"
 
 namespace envcontract::daemon {
+namespace {
+
+struct ValidateArguments {
+  std::vector<std::string> files;
+  bool print = false;
+};
+
+CLI::App* add_validate(CLI::App& app, ValidateArguments& arguments) {
+  auto* verb = app.add_subcommand(
+      "validate", "Check contract files; print 'ok' or every error as file:line:column");
+  verb->add_option("FILE", arguments.files, "contract files (YAML)")
+      ->required()
+      ->check(CLI::ExistingFile);
+  verb->add_flag("--print", arguments.print,
+                 "print the normalised contract (every check with its kind and parameters) as "
+                 "JSON; takes exactly one FILE");
+  verb->footer("Exit status: 0 all valid, 1 any invalid, 2 usage error.");
+  return verb;
+}
+
+int run(const ValidateArguments& arguments) {
+  if (arguments.print && arguments.files.size() != 1) {
+    std::cerr << "envcontractd validate: --print takes exactly one FILE, got "
+              << arguments.files.size() << "\n";
+    return 2;
+  }
+  const std::vector<std::filesystem::path> paths(arguments.files.begin(), arguments.files.end());
+  return run_validate(paths,
+                      arguments.print ? ValidateOutput::normalized_json : ValidateOutput::verdicts,
+                      std::cout, std::cerr);
+}
+
+struct FactsArguments {
+  std::vector<std::string> roots;
+  std::vector<std::string> prefixes;
+  std::string image_tag_file;
+  std::string image_tag_env;
+  std::string image_tag_command;
+};
+
+CLI::App* add_facts(CLI::App& app, FactsArguments& arguments) {
+  auto* verb = app.add_subcommand("facts",
+                                  "Discover this host's Python envs and print what their files "
+                                  "and activation tell, as JSON (no env code runs)");
+  verb->add_option("--root", arguments.roots,
+                   "a filesystem root or directory to search for envs (repeatable; default /)");
+  verb->add_option("--prefix", arguments.prefixes, "an env prefix to include (repeatable)");
+  auto* file = verb->add_option("--image-tag-file", arguments.image_tag_file,
+                                "file holding the host's container image reference");
+  auto* variable = verb->add_option("--image-tag-env", arguments.image_tag_env,
+                                    "environment variable holding the image reference");
+  auto* command = verb->add_option("--image-tag-command", arguments.image_tag_command,
+                                   "shell command printing the image reference (10 s timeout)");
+  file->excludes(variable)->excludes(command);
+  variable->excludes(command);
+  verb->footer("Exit status: 0 envs found, 1 none found, 2 usage error.");
+  return verb;
+}
+
+int run(const FactsArguments& arguments) {
+  probes::HostFactsOptions options;
+  options.discovery.roots.assign(arguments.roots.begin(), arguments.roots.end());
+  options.discovery.prefixes.assign(arguments.prefixes.begin(), arguments.prefixes.end());
+  if (arguments.roots.empty() && arguments.prefixes.empty()) {
+    options.discovery.roots.emplace_back("/");
+  }
+  using Kind = probes::ImageTagSource::Kind;
+  if (!arguments.image_tag_file.empty()) {
+    options.image = {Kind::file, arguments.image_tag_file};
+  } else if (!arguments.image_tag_env.empty()) {
+    options.image = {Kind::environment, arguments.image_tag_env};
+  } else if (!arguments.image_tag_command.empty()) {
+    options.image = {Kind::command, arguments.image_tag_command};
+  }
+  return run_facts(options, std::cout, std::cerr);
+}
+
+}  // namespace
 
 int run_envcontractd(int argc, char** argv) {
   CLI::App app{
@@ -15,37 +93,10 @@ int run_envcontractd(int argc, char** argv) {
       "contract"};
   app.require_subcommand(1);
   app.set_version_flag("--version", std::string(ENVCONTRACT_VERSION));
-
-  std::vector<std::string> files;
-  bool print = false;
-  auto* validate = app.add_subcommand(
-      "validate", "Check contract files; print 'ok' or every error as file:line:column");
-  validate->add_option("FILE", files, "contract files (YAML)")
-      ->required()
-      ->check(CLI::ExistingFile);
-  validate->add_flag("--print", print,
-                     "print the normalised contract (every check with its kind and parameters) "
-                     "as JSON; takes exactly one FILE");
-  validate->footer("Exit status: 0 all valid, 1 any invalid, 2 usage error.");
-
-  std::vector<std::string> roots;
-  std::vector<std::string> prefixes;
-  std::string image_tag_file;
-  std::string image_tag_env;
-  auto* facts = app.add_subcommand(
-      "facts",
-      "Discover this host's Python envs and print what their files tell, as JSON "
-      "(no env code runs)");
-  facts->add_option("--root", roots,
-                    "a filesystem root or directory to search for envs (repeatable; default /)");
-  facts->add_option("--prefix", prefixes, "an env prefix to include (repeatable)");
-  facts->add_option("--image-tag-file", image_tag_file,
-                    "file holding the host's container image reference");
-  facts
-      ->add_option("--image-tag-env", image_tag_env,
-                   "environment variable holding the host's container image reference")
-      ->excludes("--image-tag-file");
-  facts->footer("Exit status: 0 envs found, 1 none found, 2 usage error.");
+  ValidateArguments validate_arguments;
+  FactsArguments facts_arguments;
+  auto* validate = add_validate(app, validate_arguments);
+  auto* facts = add_facts(app, facts_arguments);
 
   try {
     app.parse(argc, argv);
@@ -53,30 +104,11 @@ int run_envcontractd(int argc, char** argv) {
     const int code = app.exit(e);
     return code == 0 ? 0 : 2;
   }
-
   if (validate->parsed()) {
-    if (print && files.size() != 1) {
-      std::cerr << "envcontractd validate: --print takes exactly one FILE, got " << files.size()
-                << "\n";
-      return 2;
-    }
-    std::vector<std::filesystem::path> paths(files.begin(), files.end());
-    return run_validate(paths, print ? ValidateOutput::normalized_json : ValidateOutput::verdicts,
-                        std::cout, std::cerr);
+    return run(validate_arguments);
   }
   if (facts->parsed()) {
-    probes::HostFactsOptions options;
-    options.discovery.roots.assign(roots.begin(), roots.end());
-    options.discovery.prefixes.assign(prefixes.begin(), prefixes.end());
-    if (roots.empty() && prefixes.empty()) {
-      options.discovery.roots.emplace_back("/");
-    }
-    if (!image_tag_file.empty()) {
-      options.image = {probes::ImageTagSource::Kind::file, image_tag_file};
-    } else if (!image_tag_env.empty()) {
-      options.image = {probes::ImageTagSource::Kind::environment, image_tag_env};
-    }
-    return run_facts(options, std::cout, std::cerr);
+    return run(facts_arguments);
   }
   return 2;
 }

@@ -10,6 +10,8 @@
 #include <set>
 #include <sstream>
 
+#include <yaml-cpp/yaml.h>
+
 #include "probes/small_files.hpp"
 
 namespace envcontract::probes {
@@ -155,7 +157,10 @@ class Discoverer {
       }
       walk(root);
       for (const auto& home : home_dirs(root)) {
-        search_home(home);
+        search_home(root, home);
+      }
+      for (const char* condarc : {"etc/conda/.condarc", "etc/conda/condarc"}) {
+        read_condarc(root, root / condarc, root / "root");
       }
     }
     for (const auto& prefix : m_options.prefixes) {
@@ -308,8 +313,11 @@ class Discoverer {
     return homes;
   }
 
-  void search_home(const fs::path& home) {
-    read_environments_txt(home / ".conda" / "environments.txt");
+  void search_home(const fs::path& root, const fs::path& home) {
+    read_environments_txt(root, home / ".conda" / "environments.txt");
+    for (const char* condarc : {".condarc", ".config/conda/.condarc", ".conda/.condarc"}) {
+      read_condarc(root, home / condarc, home);
+    }
     const std::pair<const char*, const char*> k_env_dirs[] = {
         {".pyenv/versions", "pyenv versions"},
         {".virtualenvs", "~/.virtualenvs"},
@@ -326,7 +334,51 @@ class Discoverer {
     }
   }
 
-  void read_environments_txt(const fs::path& file) {
+  // A path written inside `root`'s filesystem: as is on this host, else
+  // under the root (a container's rootfs records its own absolute paths).
+  static std::optional<fs::path> resolve_in_root(const fs::path& root, const fs::path& path) {
+    if (path_exists(path)) {
+      return path;
+    }
+    const fs::path inside = root / path.relative_path();
+    if (root != "/" && path.is_absolute() && path_exists(inside)) {
+      return inside;
+    }
+    return std::nullopt;
+  }
+
+  // conda's envs_dirs: where `conda create -n` puts envs besides envs/.
+  // Read as data (yaml-cpp); conda itself is never run.
+  void read_condarc(const fs::path& root, const fs::path& file, const fs::path& home) {
+    if (!path_exists(file)) {
+      return;
+    }
+    std::vector<std::string> dirs;
+    try {
+      const YAML::Node config = YAML::LoadFile(file.string());
+      const YAML::Node envs_dirs = config.IsMap() ? config["envs_dirs"] : YAML::Node();
+      if (envs_dirs && envs_dirs.IsSequence()) {
+        for (const auto& dir : envs_dirs) {
+          if (dir.IsScalar()) {
+            dirs.push_back(dir.Scalar());
+          }
+        }
+      }
+    } catch (const YAML::Exception& error) {
+      problem(file, std::string("cannot read conda configuration: ") + error.what());
+      return;
+    }
+    for (auto dir : dirs) {
+      if (dir.starts_with("~/")) {
+        dir = (home / dir.substr(2)).string();
+      }
+      if (const auto resolved = resolve_in_root(root, dir)) {
+        add_children(*resolved, "envs_dirs of " + file.string());
+      }
+    }
+  }
+
+  void read_environments_txt(const fs::path& root, const fs::path& file) {
     if (!path_exists(file)) {
       return;
     }
@@ -337,18 +389,19 @@ class Discoverer {
     }
     std::istringstream lines(*text);
     for (std::string line; std::getline(lines, line);) {
-      const fs::path prefix = trim(line);
-      if (prefix.empty()) {
+      const fs::path listed = trim(line);
+      if (listed.empty()) {
         continue;
       }
-      if (!path_exists(prefix)) {
-        problem(prefix, "listed in " + file.string() +
+      const auto prefix = resolve_in_root(root, listed);
+      if (!prefix) {
+        problem(listed, "listed in " + file.string() +
                             " but does not exist: a stale entry (the env was deleted without "
                             "'conda env remove')");
         continue;
       }
-      if (!add(prefix, "listed in " + file.string())) {
-        problem(prefix, "listed in " + file.string() + " but is not a Python environment");
+      if (!add(*prefix, "listed in " + file.string())) {
+        problem(*prefix, "listed in " + file.string() + " but is not a Python environment");
       }
     }
   }

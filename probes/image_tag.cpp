@@ -3,9 +3,49 @@
 #include <cstdlib>
 #include <sstream>
 
+#include "probes/process_runner.hpp"
 #include "probes/small_files.hpp"
 
 namespace envcontract::probes {
+
+namespace {
+
+// The first line that is neither blank nor a comment.
+std::string first_meaningful_line(const std::string& text) {
+  std::istringstream lines(text);
+  for (std::string line; std::getline(lines, line);) {
+    line = trim(line);
+    if (!line.empty() && !line.starts_with("#")) {
+      return line;
+    }
+  }
+  return "";
+}
+
+ImageTag from_command(const std::string& command) {
+  ImageTag tag;
+  tag.source = "command " + command;
+  ProcessSpec spec;
+  spec.argv = {"/bin/sh", "-c", command};
+  spec.environment = {{"PATH", "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"},
+                      {"LANG", "C.UTF-8"}};
+  ProcessLimits limits;
+  limits.timeout = std::chrono::seconds(10);
+  limits.max_output_bytes = 64 * 1024;
+  const auto result = run_process(spec, limits);
+  if (!result.succeeded()) {
+    tag.problem = "image tag command " + result.describe() +
+                  (result.err.empty() ? "" : ": " + trim(result.err));
+    return tag;
+  }
+  tag.value = first_meaningful_line(result.out);
+  if (tag.value.empty()) {
+    tag.problem = "image tag command printed no image reference";
+  }
+  return tag;
+}
+
+}  // namespace
 
 ImageTag read_image_tag(const ImageTagSource& source) {
   ImageTag tag;
@@ -22,6 +62,8 @@ ImageTag read_image_tag(const ImageTagSource& source) {
       }
       return tag;
     }
+    case ImageTagSource::Kind::command:
+      return from_command(source.value);
     case ImageTagSource::Kind::file:
       break;
   }
@@ -31,15 +73,10 @@ ImageTag read_image_tag(const ImageTagSource& source) {
     tag.problem = "cannot read " + source.value;
     return tag;
   }
-  std::istringstream lines(*text);
-  for (std::string line; std::getline(lines, line);) {
-    line = trim(line);
-    if (!line.empty() && !line.starts_with("#")) {
-      tag.value = line;
-      return tag;
-    }
+  tag.value = first_meaningful_line(*text);
+  if (tag.value.empty()) {
+    tag.problem = source.value + " holds no image reference";
   }
-  tag.problem = source.value + " holds no image reference";
   return tag;
 }
 

@@ -9,9 +9,9 @@ namespace envcontract::probes {
 
 // Where the host's image reference comes from.
 struct ImageTagSource {
-  enum class Kind { none, file, environment };
+  enum class Kind { none, file, environment, command };
   Kind kind = Kind::none;
-  std::string value;  // the file path or the variable name
+  std::string value;  // the file path, the variable name, or the command line
 };
 
 struct ImageTag {
@@ -21,7 +21,9 @@ struct ImageTag {
 };
 
 // Reads the image tag from its configured source: the first non-empty,
-// non-comment line of a file, or an environment variable of the agent.
+// non-comment line of a file or of a command's output (run by /bin/sh from
+// the agent's configuration, with a clean environment and a 10 s timeout),
+// or an environment variable of the agent.
 ImageTag read_image_tag(const ImageTagSource& source);
 
 Json to_json(const ImageTag& tag);

@@ -2,6 +2,8 @@
 #include "probes/discovery.hpp"
 
 #include <gtest/gtest.h>
+#include <sys/wait.h>
+#include <unistd.h>
 
 #include <fstream>
 #include <set>
@@ -126,6 +128,55 @@ TEST(Discovery, BrokenPrefixesAreReportedNotFatal) {
   EXPECT_TRUE(problem_paths.contains("loop")) << all_problems(discovery);
 }
 
+// Runs discovery as an unprivileged user (root reads everything), returning
+// the problems it reported, one per line.
+std::string problems_seen_unprivileged(const fs::path& root) {
+  if (::geteuid() != 0) {
+    return all_problems(discover_envs(under(root)));
+  }
+  int fds[2];
+  if (::pipe(fds) != 0) {
+    return "pipe failed";
+  }
+  const pid_t child = ::fork();
+  if (child == 0) {
+    ::close(fds[0]);
+    if (::setgid(65534) != 0 || ::setuid(65534) != 0) {
+      ::_exit(3);
+    }
+    const std::string text = all_problems(discover_envs(under(root)));
+    const ssize_t written = ::write(fds[1], text.data(), text.size());
+    ::_exit(written == static_cast<ssize_t>(text.size()) ? 0 : 4);
+  }
+  ::close(fds[1]);
+  std::string text;
+  char buffer[4096];
+  for (ssize_t n; (n = ::read(fds[0], buffer, sizeof buffer)) > 0;) {
+    text.append(buffer, static_cast<std::size_t>(n));
+  }
+  ::close(fds[0]);
+  int status = 0;
+  ::waitpid(child, &status, 0);
+  return WIFEXITED(status) && WEXITSTATUS(status) == 0 ? text : "child failed";
+}
+
+TEST(Discovery, UnreadableDirectoriesAreReported) {
+  testing::TempDir dir;
+  fs::permissions(dir.path(), fs::perms::owner_all | fs::perms::group_read | fs::perms::group_exec |
+                                  fs::perms::others_read | fs::perms::others_exec);
+  make_conda_env(dir.path() / "conda", "3.11.7");
+  fs::create_directories(dir.path() / "conda" / "envs");
+  make_conda_env(dir.path() / "conda" / "envs" / "fine", "3.10.13");
+  fs::create_directories(dir.path() / "private" / "secret-env");
+  fs::permissions(dir.path() / "private", fs::perms::none);
+  const std::string problems = problems_seen_unprivileged(dir.path());
+  fs::permissions(dir.path() / "private", fs::perms::owner_all);
+  EXPECT_NE(problems.find((dir.path() / "private").string() +
+                          ": cannot read directory: Permission denied"),
+            std::string::npos)
+      << problems;
+}
+
 TEST(Discovery, SymlinkedPrefixesAreListedOnce) {
   testing::TempDir dir;
   make_conda_env(dir.path() / "real-env", "3.10.13");
@@ -165,6 +216,34 @@ TEST(Discovery, SearchesHomeDirectoriesInTheUsualPlaces) {
   EXPECT_EQ(poetry->python_version, "3.10.13");
   EXPECT_NE(find_env(discovery, "web"), nullptr);
   EXPECT_NE(find_env(discovery, "ruff"), nullptr);
+}
+
+TEST(Discovery, CondarcEnvsDirsAndContainerPaths) {
+  testing::TempDir dir;
+  // A container rootfs: its configuration names paths inside the container.
+  make_conda_env(dir.path() / "data/conda-envs/shared", "3.10.13");
+  make_conda_env(dir.path() / "opt/conda", "3.11.7");
+  fs::create_directories(dir.path() / "opt/conda/envs");
+  dir.write("etc/conda/.condarc", "envs_dirs:\n  - /data/conda-envs\n  - /nowhere\n");
+  dir.write("root/.conda/environments.txt", "/opt/conda\n");
+  dir.write("home/bob/.condarc", "envs_dirs: [~/my-envs]\n");
+  make_conda_env(dir.path() / "home/bob/my-envs/bobs", "3.12.1");
+  dir.write("home/carol/.condarc", "envs_dirs: [unclosed\n");
+
+  auto options = under(dir.path());
+  options.max_depth = 1;  // only the configuration can lead to these envs
+  const auto discovery = discover_envs(options);
+  const auto* shared = find_env(discovery, "shared");
+  ASSERT_NE(shared, nullptr) << all_problems(discovery);
+  EXPECT_EQ(shared->found_by[0], "envs_dirs of " + (dir.path() / "etc/conda/.condarc").string());
+  const auto* bobs = find_env(discovery, "bobs");
+  ASSERT_NE(bobs, nullptr);
+  const auto* base = find_env(discovery, "base");
+  ASSERT_NE(base, nullptr);
+  EXPECT_EQ(base->prefix, fs::canonical(dir.path() / "opt/conda"));
+  ASSERT_EQ(discovery.problems.size(), 1U) << all_problems(discovery);
+  EXPECT_NE(discovery.problems[0].problem.find("cannot read conda configuration"),
+            std::string::npos);
 }
 
 TEST(Discovery, ConfiguredPrefixesAndOddNames) {
