@@ -5,6 +5,7 @@
 #include <CLI/CLI.hpp>
 
 #include "daemon/facts_command.hpp"
+#include "daemon/probe_command.hpp"
 #include "daemon/validate_command.hpp"
 
 namespace envcontract::daemon {
@@ -85,6 +86,48 @@ int run(const FactsArguments& arguments) {
   return run_facts(options, std::cout, std::cerr);
 }
 
+struct ProbeArguments {
+  std::vector<std::string> roots;
+  std::vector<std::string> prefixes;
+  std::string contract;
+  std::vector<std::string> envs;
+  unsigned concurrency = 0;
+};
+
+CLI::App* add_probe(CLI::App& app, ProbeArguments& arguments) {
+  auto* verb = app.add_subcommand(
+      "probe",
+      "Run the dynamic probes (imports, devices, smoke snippets) in every env, each stage in "
+      "its own subprocess; print one JSON object per env as it finishes");
+  verb->add_option("--root", arguments.roots,
+                   "a root or directory to search for envs "
+                   "(repeatable; default /)");
+  verb->add_option("--prefix", arguments.prefixes, "an env prefix to include (repeatable)");
+  verb->add_option("--contract", arguments.contract,
+                   "contract whose imports, device and smoke checks decide what runs")
+      ->check(CLI::ExistingFile);
+  verb->add_option("--env", arguments.envs, "probe only the env of this name (repeatable)");
+  verb->add_option("--concurrency", arguments.concurrency,
+                   "envs probed at once (default: the number of cores)");
+  verb->footer("Exit status: 0 probed, 1 no env found, 2 usage error or invalid contract.");
+  return verb;
+}
+
+int run(const ProbeArguments& arguments) {
+  ProbeOptions options;
+  options.discovery.roots.assign(arguments.roots.begin(), arguments.roots.end());
+  options.discovery.prefixes.assign(arguments.prefixes.begin(), arguments.prefixes.end());
+  if (arguments.roots.empty() && arguments.prefixes.empty()) {
+    options.discovery.roots.emplace_back("/");
+  }
+  if (!arguments.contract.empty()) {
+    options.contract = arguments.contract;
+  }
+  options.only_envs = arguments.envs;
+  options.concurrency = arguments.concurrency;
+  return run_probe(options, std::cout, std::cerr);
+}
+
 }  // namespace
 
 int run_envcontractd(int argc, char** argv) {
@@ -97,6 +140,8 @@ int run_envcontractd(int argc, char** argv) {
   FactsArguments facts_arguments;
   auto* validate = add_validate(app, validate_arguments);
   auto* facts = add_facts(app, facts_arguments);
+  ProbeArguments probe_arguments;
+  auto* probe = add_probe(app, probe_arguments);
 
   try {
     app.parse(argc, argv);
@@ -109,6 +154,9 @@ int run_envcontractd(int argc, char** argv) {
   }
   if (facts->parsed()) {
     return run(facts_arguments);
+  }
+  if (probe->parsed()) {
+    return run(probe_arguments);
   }
   return 2;
 }

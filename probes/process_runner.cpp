@@ -92,7 +92,9 @@ bp::environment to_boost_environment(const Environment& environment) {
   bp::environment result;
   result.clear();
   for (const auto& [name, value] : environment) {
-    result[name] = value;
+    // Not operator[]: in Boost 1.74 its lookup reads past shorter entries
+    // (ASan: heap-buffer-overflow in basic_environment_impl::find).
+    result.set(name, value);
   }
   return result;
 }

@@ -5,8 +5,9 @@
 #include <gtest/gtest.h>
 #include <signal.h>
 
-#include <fstream>
 #include <thread>
+
+#include "tests/support/processes.hpp"
 
 namespace envcontract::probes {
 namespace {
@@ -19,16 +20,6 @@ ProcessResult sh(const std::string& script, ProcessLimits limits = {},
   spec.argv = {"/bin/sh", "-c", script};
   spec.environment = {{"PATH", "/usr/bin:/bin"}};
   return run_process(spec, limits, hook);
-}
-
-// Alive and not a zombie: a killed orphan may wait a while for init to reap it.
-bool process_alive(pid_t pid) {
-  std::ifstream stat("/proc/" + std::to_string(pid) + "/stat");
-  std::string text;
-  std::getline(stat, text);
-  const auto close_paren = text.rfind(')');
-  return close_paren != std::string::npos && close_paren + 2 < text.size() &&
-         text[close_paren + 2] != 'Z';
 }
 
 TEST(ProcessRunner, CapturesExitCodeAndBothStreams) {
@@ -56,14 +47,14 @@ TEST(ProcessRunner, TimesOutAndCallsTheHookBeforeKilling) {
   const auto started = std::chrono::steady_clock::now();
   const auto result = sh("exec sleep 60", limits, [&](pid_t pid) {
     sampled = pid;
-    alive_when_sampled = process_alive(pid);
+    alive_when_sampled = testing::process_running(pid);
   });
   EXPECT_LT(std::chrono::steady_clock::now() - started, 5s);
   EXPECT_EQ(result.outcome, ProcessResult::Outcome::timed_out);
   EXPECT_EQ(result.signal, SIGKILL);
   EXPECT_TRUE(alive_when_sampled);
   EXPECT_GT(sampled, 0);
-  EXPECT_FALSE(process_alive(sampled));
+  EXPECT_FALSE(testing::process_running(sampled));
 }
 
 TEST(ProcessRunner, KillsADescendantThatIgnoresTermAndHoldsThePipe) {
@@ -74,10 +65,10 @@ TEST(ProcessRunner, KillsADescendantThatIgnoresTermAndHoldsThePipe) {
   EXPECT_EQ(result.outcome, ProcessResult::Outcome::exited);
   const pid_t grandchild = std::stoi(result.out);
   // Killed with its group and reaped by init: give the kernel a moment.
-  for (int i = 0; i < 100 && process_alive(grandchild); ++i) {
+  for (int i = 0; i < 100 && testing::process_running(grandchild); ++i) {
     std::this_thread::sleep_for(10ms);
   }
-  EXPECT_FALSE(process_alive(grandchild));
+  EXPECT_FALSE(testing::process_running(grandchild));
 }
 
 TEST(ProcessRunner, BoundsAFlood) {

@@ -1,0 +1,64 @@
+#include "daemon/probe_command.hpp"
+
+#include <unistd.h>
+
+#include <algorithm>
+#include <mutex>
+#include <ostream>
+
+#include "contracts/contract_loader.hpp"
+#include "daemon/probe_plan.hpp"
+#include "probes/activation.hpp"
+#include "probes/dynamic_probe.hpp"
+
+namespace envcontract::daemon {
+
+int run_probe(const ProbeOptions& options, std::ostream& out, std::ostream& err) {
+  std::optional<contracts::Contract> contract;
+  if (options.contract) {
+    auto loaded = contracts::load_contract_file(*options.contract);
+    for (const auto& diagnostic : loaded.diagnostics.sorted()) {
+      err << diagnostic.to_string() << "\n";
+    }
+    if (!loaded.contract) {
+      return 2;
+    }
+    contract = std::move(loaded.contract);
+  }
+  const auto plan = plan_from_contract(contract ? &*contract : nullptr);
+
+  auto discovery = probes::discover_envs(options.discovery);
+  std::vector<probes::PythonEnv> envs;
+  for (auto& env : discovery.envs) {
+    if (options.only_envs.empty() || std::find(options.only_envs.begin(), options.only_envs.end(),
+                                               env.name) != options.only_envs.end()) {
+      envs.push_back(std::move(env));
+    }
+  }
+  if (envs.empty()) {
+    err << "envcontractd probe: no Python environment to probe; name env roots with --root\n";
+    return 1;
+  }
+
+  const bool progress = ::isatty(STDERR_FILENO) != 0;
+  probes::ActivationCache activations;
+  std::mutex output_mutex;
+  std::size_t done = 0;
+  probes::run_concurrently(envs.size(), options.concurrency, [&](std::size_t index) {
+    const auto& env = envs[index];
+    const auto activation = activations.get(env);
+    const auto facts = probes::probe_env(env, activation, plan);
+    probes::Json line = {{"name", env.name}, {"prefix", env.prefix.string()}};
+    line["activation_problem"] = activation.problem;
+    line["dynamic"] = probes::to_json(facts);
+    std::lock_guard lock(output_mutex);
+    out << line.dump() << "\n" << std::flush;
+    ++done;
+    if (progress) {
+      err << "[" << done << "/" << envs.size() << "] " << env.name << " probed\n";
+    }
+  });
+  return 0;
+}
+
+}  // namespace envcontract::daemon

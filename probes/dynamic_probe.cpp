@@ -1,0 +1,374 @@
+#include "probes/dynamic_probe.hpp"
+
+#include <stdlib.h>
+
+#include <atomic>
+#include <fstream>
+#include <sstream>
+#include <thread>
+
+#include "probes/probe_program.hpp"
+#include "probes/process_runner.hpp"
+#include "probes/small_files.hpp"
+
+namespace envcontract::probes {
+namespace fs = std::filesystem;
+
+namespace {
+
+constexpr std::size_t k_tail_bytes = 4096;
+
+std::string tail(const std::string& text) {
+  return text.size() <= k_tail_bytes ? text : text.substr(text.size() - k_tail_bytes);
+}
+
+// A private directory per stage run: the probe program, its request, its
+// result and its stack dump. Removed afterwards.
+class StageDirectory {
+ public:
+  StageDirectory() {
+    std::error_code error;
+    std::string pattern = (fs::temp_directory_path(error) / "envcontract-probe-XXXXXX").string();
+    if (!error && ::mkdtemp(pattern.data()) != nullptr) {
+      m_path = pattern;
+    }
+  }
+  ~StageDirectory() {
+    std::error_code ignored;
+    if (!m_path.empty()) {
+      fs::remove_all(m_path, ignored);
+    }
+  }
+  StageDirectory(const StageDirectory&) = delete;
+  StageDirectory& operator=(const StageDirectory&) = delete;
+
+  bool ok() const { return !m_path.empty(); }
+  fs::path file(const char* name) const { return m_path / name; }
+
+ private:
+  fs::path m_path;
+};
+
+bool write_file(const fs::path& path, std::string_view text) {
+  std::ofstream out(path, std::ios::binary);
+  out.write(text.data(), static_cast<std::streamsize>(text.size()));
+  return static_cast<bool>(out);
+}
+
+// Reads the JSON Lines the probe program wrote. Any line that is not a JSON
+// object is a probe error: the report is not trusted past it.
+struct ParsedReport {
+  Json records = Json::array();
+  bool started = false;
+  bool ended = false;
+  std::string error;
+};
+
+ParsedReport parse_report(const fs::path& path) {
+  ParsedReport report;
+  const auto text = read_small_file(path, 8 * 1024 * 1024);
+  if (!text) {
+    return report;
+  }
+  std::istringstream lines(*text);
+  int number = 0;
+  for (std::string line; std::getline(lines, line);) {
+    ++number;
+    if (line.empty()) {
+      continue;
+    }
+    auto record = Json::parse(line, nullptr, false);
+    if (record.is_discarded() || !record.is_object() || !record.contains("type") ||
+        !record["type"].is_string()) {
+      report.error =
+          "malformed probe output at line " + std::to_string(number) + ": " + line.substr(0, 120);
+      return report;
+    }
+    const std::string type = record["type"];
+    if (type == "start") {
+      if (record.value("schema_version", 0) != 1) {
+        report.error = "probe output has an unknown schema_version";
+        return report;
+      }
+      report.started = true;
+    } else if (type == "end") {
+      report.ended = true;
+    } else {
+      report.records.push_back(std::move(record));
+    }
+  }
+  return report;
+}
+
+std::string first_line(const std::string& text) {
+  return trim(text.substr(0, text.find('\n')));
+}
+
+// What went wrong in a finished report, if anything: the first failed step.
+std::optional<std::string> first_failure(const Json& records) {
+  for (const auto& record : records) {
+    const std::string type = record.value("type", "");
+    if (record.contains("ok") && record["ok"] == false) {
+      const std::string subject = type == "import" ? "import " + record.value("module", "") : type;
+      return subject + ": " + record.value("error_type", "") + ": " +
+             first_line(record.value("error", ""));
+    }
+    if (type == "devices" && record["value"].is_null()) {
+      return "device count " + record.value("expression", "") + ": " +
+             record.value("error_type", "") + ": " + first_line(record.value("error", ""));
+    }
+  }
+  return std::nullopt;
+}
+
+// The step that was running when the process died: the first requested
+// import without a record, or the stage itself.
+std::string interrupted_step(const StageResult& stage, const Json& request) {
+  if (request.contains("modules")) {
+    for (const auto& module : request["modules"]) {
+      bool seen = false;
+      for (const auto& record : stage.records) {
+        seen = seen || record.value("module", "") == module.get<std::string>();
+      }
+      if (!seen) {
+        return "import " + module.get<std::string>();
+      }
+    }
+  }
+  return stage.stage;
+}
+
+struct StageSpec {
+  std::string name;
+  Json request;
+  std::chrono::milliseconds timeout;
+};
+
+Environment stage_environment(const Environment& base) {
+  Environment environment = base;
+  // Backend autoload can abort() a process when vendor libraries were loaded
+  // first; the platforms' own probes turn it off, so do we (unless the env
+  // says otherwise).
+  environment.emplace("TORCH_DEVICE_BACKEND_AUTOLOAD", "0");
+  environment.emplace("PYTHONDONTWRITEBYTECODE", "1");
+  environment["PYTHONUNBUFFERED"] = "1";
+  return environment;
+}
+
+StageResult run_stage(const PythonEnv& env, const Environment& environment, Activation activation,
+                      const StageSpec& spec) {
+  StageResult stage;
+  stage.stage = spec.name;
+  stage.activation = activation;
+  StageDirectory directory;
+  Json request = spec.request;
+  if (!directory.ok() || !write_file(directory.file("probe.py"), probe_program_source()) ||
+      !write_file(directory.file("request.json"), request.dump())) {
+    stage.status = StageStatus::probe_error;
+    stage.summary = "cannot prepare a private directory for the probe";
+    return stage;
+  }
+  ProcessSpec process;
+  process.argv = {env.python.string(), directory.file("probe.py").string(),
+                  directory.file("request.json").string(), directory.file("result.jsonl").string(),
+                  directory.file("stacks.txt").string()};
+  process.environment = stage_environment(environment);
+  process.working_dir = env.prefix;
+  ProcessLimits limits;
+  limits.timeout = spec.timeout;
+  const fs::path stacks = directory.file("stacks.txt");
+  const auto result =
+      run_process(process, limits, [&](pid_t pid) { stage.hang = diagnose_hang(pid, stacks); });
+  stage.duration = result.duration;
+  stage.process = result.describe();
+  stage.stdout_tail = tail(result.out);
+  stage.stderr_tail = tail(result.err);
+  auto report = parse_report(directory.file("result.jsonl"));
+  stage.records = std::move(report.records);
+
+  using Outcome = ProcessResult::Outcome;
+  if (result.outcome == Outcome::failed_to_start) {
+    stage.status = StageStatus::probe_error;
+    stage.summary = "cannot run the env's interpreter: " + result.describe();
+  } else if (result.outcome == Outcome::timed_out) {
+    stage.status = StageStatus::hung;
+    stage.summary = interrupted_step(stage, request) + " did not finish within " +
+                    std::to_string(spec.timeout.count()) + " ms" +
+                    (stage.hang ? ": " + stage.hang->summary : "");
+  } else if (!report.error.empty()) {
+    stage.status = StageStatus::probe_error;
+    stage.summary = report.error;
+  } else if (result.outcome == Outcome::signaled) {
+    stage.status = StageStatus::crashed;
+    stage.summary = interrupted_step(stage, request) + " " + result.describe() +
+                    (stage.stderr_tail.empty() ? "" : ": " + first_line(stage.stderr_tail));
+  } else if (!report.started) {
+    stage.status = StageStatus::probe_error;
+    stage.summary =
+        "the probe reported nothing (" + result.describe() + "): the interpreter could not run it";
+  } else if (!report.ended) {
+    stage.status = result.exit_code == 0 ? StageStatus::probe_error : StageStatus::crashed;
+    stage.summary = interrupted_step(stage, request) + " ended the process (" + result.describe() +
+                    ") before the probe finished";
+  } else if (const auto failure = first_failure(stage.records)) {
+    stage.status = StageStatus::failed;
+    stage.summary = *failure;
+  } else {
+    stage.status = StageStatus::ok;
+    stage.summary = "ok";
+  }
+  return stage;
+}
+
+std::vector<StageSpec> stage_specs(const ProbePlan& plan) {
+  std::vector<StageSpec> specs;
+  specs.push_back({"identity", {{"stage", "identity"}}, plan.identity_timeout});
+  if (!plan.imports.empty()) {
+    specs.push_back({"imports",
+                     {{"stage", "imports"},
+                      {"modules", plan.imports},
+                      {"report_torch_after", plan.torch_after_imports}},
+                     plan.imports_timeout});
+  }
+  for (const auto& devices : plan.devices) {
+    specs.push_back(
+        {"devices:" + devices.id,
+         {{"stage", "devices"}, {"expression", devices.expression}, {"imports", devices.imports}},
+         devices.timeout});
+  }
+  for (const auto& smoke : plan.smokes) {
+    specs.push_back(
+        {"smoke:" + smoke.id, {{"stage", "smoke"}, {"code", smoke.code}}, smoke.timeout});
+  }
+  return specs;
+}
+
+// Activation matters when it changes more than the prompt and PATH.
+bool activation_changes_loading(const ActivatedEnvironment& activation) {
+  for (const auto& change : environment_changes(activation.bare, activation.activated)) {
+    if (change.name != "PS1" && change.name != "PATH" && !change.name.starts_with("CONDA_") &&
+        !change.name.starts_with("VIRTUAL_ENV")) {
+      return true;
+    }
+  }
+  return false;
+}
+
+}  // namespace
+
+std::string to_string(StageStatus status) {
+  switch (status) {
+    case StageStatus::ok:
+      return "ok";
+    case StageStatus::failed:
+      return "failed";
+    case StageStatus::crashed:
+      return "crashed";
+    case StageStatus::hung:
+      return "hung";
+    case StageStatus::probe_error:
+      return "probe_error";
+    case StageStatus::skipped:
+      break;
+  }
+  return "skipped";
+}
+
+DynamicFacts probe_env(const PythonEnv& env, const ActivatedEnvironment& activation,
+                       const ProbePlan& plan) {
+  DynamicFacts facts;
+  const auto specs = stage_specs(plan);
+  bool torch_imports = false;
+  for (const auto& spec : specs) {
+    const bool needs_torch = spec.name != "identity" && spec.name != "imports";
+    if (needs_torch && !torch_imports) {
+      StageResult skipped;
+      skipped.stage = spec.name;
+      skipped.summary = "skipped: torch does not import in this env";
+      facts.stages.push_back(std::move(skipped));
+      continue;
+    }
+    auto stage = run_stage(env, activation.activated, Activation::activated, spec);
+    if (spec.name == "identity") {
+      torch_imports = stage.status == StageStatus::ok;
+    }
+    facts.stages.push_back(std::move(stage));
+  }
+  if (!plan.compare_bare || !activation_changes_loading(activation)) {
+    return facts;
+  }
+  // The same identity and imports stages without activation, to tell
+  // "broken" from "works only when activated".
+  for (const auto& spec : specs) {
+    if (spec.name != "identity" && spec.name != "imports") {
+      continue;
+    }
+    auto bare = run_stage(env, activation.bare, Activation::bare, spec);
+    const auto activated =
+        std::find_if(facts.stages.begin(), facts.stages.end(),
+                     [&](const auto& stage) { return stage.stage == spec.name; });
+    if (activated != facts.stages.end() &&
+        (bare.status == StageStatus::ok) != (activated->status == StageStatus::ok)) {
+      ActivationArtifact artifact;
+      artifact.stage = spec.name;
+      artifact.bare = bare.status;
+      artifact.activated = activated->status;
+      artifact.summary = activated->status == StageStatus::ok
+                             ? "works only when activated: without activation, " + bare.summary
+                             : "works only without activation: activated, " + activated->summary;
+      facts.artifacts.push_back(std::move(artifact));
+    }
+    facts.stages.push_back(std::move(bare));
+  }
+  return facts;
+}
+
+void run_concurrently(std::size_t count, unsigned limit,
+                      const std::function<void(std::size_t)>& job) {
+  if (limit == 0) {
+    limit = std::max(1U, std::thread::hardware_concurrency());
+  }
+  std::atomic<std::size_t> next{0};
+  std::vector<std::thread> workers;
+  const std::size_t worker_count = std::min<std::size_t>(limit, count);
+  for (std::size_t i = 0; i < worker_count; ++i) {
+    workers.emplace_back([&] {
+      for (std::size_t index; (index = next.fetch_add(1)) < count;) {
+        job(index);
+      }
+    });
+  }
+  for (auto& worker : workers) {
+    worker.join();
+  }
+}
+
+Json to_json(const StageResult& stage) {
+  return {{"stage", stage.stage},
+          {"activation", to_string(stage.activation)},
+          {"status", to_string(stage.status)},
+          {"summary", stage.summary},
+          {"process", stage.process},
+          {"duration_ms", stage.duration.count()},
+          {"records", stage.records},
+          {"stdout_tail", stage.stdout_tail},
+          {"stderr_tail", stage.stderr_tail},
+          {"hang", stage.hang ? to_json(*stage.hang) : Json(nullptr)}};
+}
+
+Json to_json(const DynamicFacts& facts) {
+  auto stages = Json::array();
+  for (const auto& stage : facts.stages) {
+    stages.push_back(to_json(stage));
+  }
+  auto artifacts = Json::array();
+  for (const auto& artifact : facts.artifacts) {
+    artifacts.push_back({{"stage", artifact.stage},
+                         {"bare", to_string(artifact.bare)},
+                         {"activated", to_string(artifact.activated)},
+                         {"summary", artifact.summary}});
+  }
+  return {{"stages", stages}, {"activation_artifacts", artifacts}};
+}
+
+}  // namespace envcontract::probes

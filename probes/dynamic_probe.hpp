@@ -1,0 +1,94 @@
+#pragma once
+
+#include <chrono>
+#include <functional>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "probes/activation.hpp"
+#include "probes/hang_diagnosis.hpp"
+#include "probes/python_env.hpp"
+
+namespace envcontract::probes {
+
+// What to run in an env, derived from a contract by the agent (probes know
+// nothing of contracts).
+struct ProbePlan {
+  std::vector<std::string> imports;  // stage 2, in this order
+  // Modules after whose import torch's view is read again (some vendor
+  // packages patch torch.version on import).
+  bool torch_after_imports = false;
+  struct Devices {
+    std::string id;
+    std::string expression;
+    std::vector<std::string> imports;
+    std::chrono::milliseconds timeout{60'000};
+  };
+  std::vector<Devices> devices;
+  struct Smoke {
+    std::string id;
+    std::string code;
+    std::chrono::milliseconds timeout{120'000};
+  };
+  std::vector<Smoke> smokes;
+  std::chrono::milliseconds identity_timeout{60'000};
+  std::chrono::milliseconds imports_timeout{60'000};
+  // Also run identity and imports without activation when activation changes
+  // anything, to tell an activation artifact from a real fault.
+  bool compare_bare = true;
+};
+
+enum class StageStatus {
+  ok,           // the step did what it was asked
+  failed,       // env code raised: an import error, an exception in a snippet
+  crashed,      // the process died: a signal, or an exit in the middle
+  hung,         // it ran out of time and was killed (see `hang`)
+  probe_error,  // the probe's own report is missing or malformed
+  skipped,      // not run, with the reason in `summary`
+};
+
+std::string to_string(StageStatus status);
+
+struct StageResult {
+  std::string stage;  // identity, imports, devices:<id>, smoke:<id>
+  Activation activation = Activation::activated;
+  StageStatus status = StageStatus::skipped;
+  std::string summary;           // one line a person can act on
+  Json records = Json::array();  // the probe program's records (without start/end)
+  std::string process;           // "exit 0", "killed by SIGABRT", "timed out after ..."
+  std::string stdout_tail;
+  std::string stderr_tail;
+  std::chrono::milliseconds duration{0};
+  std::optional<HangDiagnosis> hang;
+};
+
+// A stage whose outcome depends on activation.
+struct ActivationArtifact {
+  std::string stage;
+  StageStatus bare = StageStatus::skipped;
+  StageStatus activated = StageStatus::skipped;
+  std::string summary;  // "works only when activated: ..."
+};
+
+struct DynamicFacts {
+  std::vector<StageResult> stages;
+  std::vector<ActivationArtifact> artifacts;
+};
+
+// Probes one env, stage by stage, each in its own subprocess under the env's
+// activated environment (and bare, for comparison). Never throws for
+// anything the env does.
+DynamicFacts probe_env(const PythonEnv& env, const ActivatedEnvironment& activation,
+                       const ProbePlan& plan);
+
+// Runs `count` jobs on at most `limit` threads (0: the number of cores),
+// calling `job(index)`; each job reports its own result, so a slow one never
+// delays the others.
+void run_concurrently(std::size_t count, unsigned limit,
+                      const std::function<void(std::size_t)>& job);
+
+Json to_json(const StageResult& stage);
+Json to_json(const DynamicFacts& facts);
+
+}  // namespace envcontract::probes

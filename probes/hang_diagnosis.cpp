@@ -1,0 +1,292 @@
+#include "probes/hang_diagnosis.hpp"
+
+#include <signal.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cmath>
+#include <fstream>
+#include <map>
+#include <sstream>
+#include <thread>
+
+#include "probes/process_runner.hpp"
+#include "probes/small_files.hpp"
+
+namespace envcontract::probes {
+namespace fs = std::filesystem;
+
+namespace {
+
+constexpr double k_spinning_cpu_percent = 50.0;
+constexpr const char* k_eu_stack = "/usr/bin/eu-stack";
+
+struct RawSample {
+  std::string name;
+  char state = '?';
+  unsigned long long cpu_ticks = 0;
+};
+
+// /proc/PID/task/TID/stat: "tid (comm) S ... utime stime ...": the name may
+// hold spaces and parentheses, so fields are counted after the last ')'.
+std::optional<RawSample> read_task_stat(const fs::path& task) {
+  const auto text = read_small_file(task / "stat", 4096);
+  if (!text) {
+    return std::nullopt;
+  }
+  const auto open = text->find('(');
+  const auto close = text->rfind(')');
+  if (open == std::string::npos || close == std::string::npos || close + 2 >= text->size()) {
+    return std::nullopt;
+  }
+  RawSample sample;
+  sample.name = text->substr(open + 1, close - open - 1);
+  std::istringstream fields(text->substr(close + 2));
+  std::vector<std::string> values;
+  for (std::string value; fields >> value;) {
+    values.push_back(value);
+  }
+  if (values.size() < 13) {
+    return std::nullopt;
+  }
+  sample.state = values[0].empty() ? '?' : values[0][0];
+  // Fields 14 and 15 of stat (utime, stime) are 11 and 12 after the state.
+  sample.cpu_ticks = std::stoull(values[11]) + std::stoull(values[12]);
+  return sample;
+}
+
+std::map<pid_t, RawSample> sample_tasks(pid_t pid) {
+  std::map<pid_t, RawSample> samples;
+  std::error_code error;
+  const fs::path tasks = "/proc/" + std::to_string(pid) + "/task";
+  for (fs::directory_iterator it(tasks, error), end; !error && it != end; it.increment(error)) {
+    const std::string name = it->path().filename().string();
+    if (name.find_first_not_of("0123456789") != std::string::npos) {
+      continue;
+    }
+    if (auto sample = read_task_stat(it->path())) {
+      samples.emplace(static_cast<pid_t>(std::stol(name)), std::move(*sample));
+    }
+  }
+  return samples;
+}
+
+std::string read_wchan(pid_t pid, pid_t tid) {
+  const auto text = read_small_file(
+      "/proc/" + std::to_string(pid) + "/task/" + std::to_string(tid) + "/wchan", 256);
+  const std::string wchan = trim(text.value_or(""));
+  return wchan == "0" ? "" : wchan;
+}
+
+// "futex_do_wait", "futex_wait_queue_me" -> "futex wait": the words a reader knows.
+std::string wait_kind(const ThreadSample& thread) {
+  if (thread.wchan.find("futex") != std::string::npos) {
+    return "futex wait";
+  }
+  if (thread.wchan.find("nanosleep") != std::string::npos ||
+      thread.wchan.find("hrtimer") != std::string::npos) {
+    return "sleep";
+  }
+  if (thread.wchan.find("poll") != std::string::npos ||
+      thread.wchan.find("select") != std::string::npos ||
+      thread.wchan.find("epoll") != std::string::npos) {
+    return "poll";
+  }
+  if (thread.wchan.find("pipe") != std::string::npos ||
+      thread.wchan.find("read") != std::string::npos) {
+    return "read";
+  }
+  if (thread.state == 'D') {
+    return "uninterruptible I/O";
+  }
+  return thread.wchan.empty() ? "sleep" : thread.wchan;
+}
+
+std::string where(const std::vector<StackFrame>& stack) {
+  for (const auto& frame : stack) {
+    if (!frame.function.empty()) {
+      return frame.function + (frame.library.empty() ? "" : " (" + frame.library + ")");
+    }
+  }
+  return stack.empty() ? "" : "an unknown function (" + stack.front().library + ")";
+}
+
+std::string thread_count_text(std::size_t count) {
+  return std::to_string(count) + (count == 1 ? " thread" : " threads");
+}
+
+void sample_python_stacks(pid_t pid, const fs::path& file, HangDiagnosis& diagnosis) {
+  if (file.empty() || ::kill(pid, SIGUSR1) != 0) {
+    return;
+  }
+  // faulthandler writes from its signal handler; give it a moment.
+  for (int attempt = 0; attempt < 20; ++attempt) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(25));
+    const auto text = read_small_file(file, 256 * 1024);
+    if (text && !text->empty() && text->back() == '\n') {
+      diagnosis.python_stacks = *text;
+      return;
+    }
+  }
+  diagnosis.python_stacks = read_small_file(file, 256 * 1024).value_or("");
+}
+
+void sample_native_stack(pid_t pid, HangDiagnosis& diagnosis) {
+  if (::access(k_eu_stack, X_OK) != 0) {
+    diagnosis.native_stack_problem = "eu-stack is not installed (apt install elfutils)";
+    return;
+  }
+  ProcessSpec spec;
+  spec.argv = {k_eu_stack, "-m", "-n", "32", "-p", std::to_string(pid)};
+  spec.environment = {{"PATH", "/usr/bin:/bin"}, {"LANG", "C.UTF-8"}};
+  ProcessLimits limits;
+  limits.timeout = std::chrono::seconds(15);
+  const auto result = run_process(spec, limits);
+  diagnosis.native_stack = parse_eu_stack(result.out, diagnosis.busiest_tid);
+  if (diagnosis.native_stack.empty()) {
+    diagnosis.native_stack_problem = "eu-stack " + result.describe() + ": " + trim(result.err);
+  }
+}
+
+}  // namespace
+
+std::vector<StackFrame> parse_eu_stack(const std::string& output, pid_t tid) {
+  std::vector<StackFrame> frames;
+  std::istringstream lines(output);
+  bool in_thread = false;
+  const std::string header = "TID " + std::to_string(tid) + ":";
+  for (std::string line; std::getline(lines, line);) {
+    if (line.starts_with("TID ")) {
+      in_thread = line == header;
+      continue;
+    }
+    if (!in_thread || !line.starts_with("#")) {
+      continue;
+    }
+    // "#0  0x00007f8bab6081d3 xpu_wait - /path/libxpurt.so.1"
+    std::istringstream fields(line);
+    std::string index;
+    std::string address;
+    fields >> index >> address;
+    std::string rest;
+    std::getline(fields, rest);
+    rest = trim(rest);
+    StackFrame frame;
+    const auto dash = rest.rfind(" - ");
+    if (dash != std::string::npos) {
+      frame.function = trim(rest.substr(0, dash));
+      frame.library = fs::path(trim(rest.substr(dash + 3))).filename().string();
+    } else if (rest.starts_with("- ")) {
+      frame.library = fs::path(trim(rest.substr(2))).filename().string();
+    } else {
+      frame.function = rest;
+    }
+    frames.push_back(std::move(frame));
+  }
+  return frames;
+}
+
+void classify_hang(HangDiagnosis& diagnosis) {
+  const auto& threads = diagnosis.threads;
+  std::vector<const ThreadSample*> spinning;
+  bool in_io = false;
+  for (const auto& thread : threads) {
+    if (thread.cpu_percent >= k_spinning_cpu_percent) {
+      spinning.push_back(&thread);
+    }
+    in_io = in_io || thread.state == 'D';
+  }
+  diagnosis.classification = !spinning.empty() ? "spin" : in_io ? "io" : "blocked";
+
+  // Group the threads that are not spinning by what they wait in.
+  std::map<std::string, std::size_t> waiting;
+  for (const auto& thread : threads) {
+    if (thread.cpu_percent < k_spinning_cpu_percent) {
+      ++waiting[wait_kind(thread)];
+    }
+  }
+  std::vector<std::pair<std::string, std::size_t>> groups(waiting.begin(), waiting.end());
+  std::sort(groups.begin(), groups.end(),
+            [](const auto& a, const auto& b) { return a.second > b.second; });
+  std::string rest;
+  for (const auto& [kind, count] : groups) {
+    rest += (rest.empty() ? "" : ", ") + std::to_string(count) +
+            (kind == "futex wait" ? " parked in futex wait" : " in " + kind);
+  }
+  const std::string location = where(diagnosis.native_stack);
+  if (diagnosis.classification == "spin") {
+    double top = 0;
+    for (const auto* thread : spinning) {
+      top = std::max(top, thread->cpu_percent);
+    }
+    diagnosis.summary =
+        std::to_string(spinning.size()) + " of " + thread_count_text(threads.size()) +
+        " running at ~" + std::to_string(static_cast<int>(std::lround(top))) + "% CPU" +
+        (location.empty() ? "" : " in " + location) + (rest.empty() ? "" : "; " + rest);
+  } else {
+    diagnosis.summary = "all " + thread_count_text(threads.size()) + " asleep: " + rest +
+                        (location.empty() ? "" : "; main thread in " + location);
+  }
+}
+
+HangDiagnosis diagnose_hang(pid_t pid, const fs::path& python_stack_file,
+                            std::chrono::milliseconds interval) {
+  HangDiagnosis diagnosis;
+  const auto first = sample_tasks(pid);
+  const auto started = std::chrono::steady_clock::now();
+  std::this_thread::sleep_for(interval);
+  const auto second = sample_tasks(pid);
+  const double seconds =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
+  const double ticks_per_second = static_cast<double>(::sysconf(_SC_CLK_TCK));
+  double busiest = -1;
+  for (const auto& [tid, sample] : second) {
+    ThreadSample thread;
+    thread.tid = tid;
+    thread.name = sample.name;
+    thread.state = sample.state;
+    const auto before = first.find(tid);
+    if (before != first.end() && seconds > 0) {
+      const double ticks = static_cast<double>(sample.cpu_ticks - before->second.cpu_ticks);
+      thread.cpu_percent = 100.0 * ticks / ticks_per_second / seconds;
+    }
+    thread.wchan = read_wchan(pid, tid);
+    if (thread.cpu_percent > busiest) {
+      busiest = thread.cpu_percent;
+      diagnosis.busiest_tid = tid;
+    }
+    diagnosis.threads.push_back(std::move(thread));
+  }
+  // With nobody busy, the main thread is the one whose stack explains the wait.
+  if (busiest < k_spinning_cpu_percent) {
+    diagnosis.busiest_tid = pid;
+  }
+  sample_python_stacks(pid, python_stack_file, diagnosis);
+  sample_native_stack(pid, diagnosis);
+  classify_hang(diagnosis);
+  return diagnosis;
+}
+
+Json to_json(const HangDiagnosis& diagnosis) {
+  auto frames = Json::array();
+  for (const auto& frame : diagnosis.native_stack) {
+    frames.push_back({{"function", frame.function}, {"library", frame.library}});
+  }
+  auto threads = Json::array();
+  for (const auto& thread : diagnosis.threads) {
+    threads.push_back({{"tid", thread.tid},
+                       {"name", thread.name},
+                       {"state", std::string(1, thread.state)},
+                       {"cpu_percent", std::round(thread.cpu_percent * 10) / 10},
+                       {"wchan", thread.wchan}});
+  }
+  return {{"classification", diagnosis.classification},
+          {"summary", diagnosis.summary},
+          {"busiest_tid", diagnosis.busiest_tid},
+          {"native_stack", frames},
+          {"native_stack_problem", diagnosis.native_stack_problem},
+          {"python_stacks", diagnosis.python_stacks},
+          {"threads", threads}};
+}
+
+}  // namespace envcontract::probes

@@ -1,0 +1,175 @@
+"""envcontract's probe program: runs one stage inside an env and reports.
+
+Shipped inside the agent and written to a private directory for each run;
+never fetched. It speaks JSON Lines (schema 1) into the result file named on
+its command line, one record per finished step, flushed as it goes, so a
+crash or a hang in a later step never loses an earlier one, and nothing the
+env's code prints (on stdout or stderr) can corrupt the report.
+
+    python envcontract_probe.py REQUEST_JSON RESULT_FILE STACK_DUMP_FILE
+
+Stages (request "stage"):
+  identity  import torch (backend autoload off); torch's own view of itself
+  imports   import modules in order; per module: success or the exact error,
+            and what was printed on stderr (C-level output included)
+  devices   evaluate a device-count expression after importing its modules
+  smoke     run a snippet of Python; report its stdout
+Compatible with Python 3.6 and later.
+"""
+import json
+import os
+import sys
+import tempfile
+import time
+import traceback
+import warnings
+
+SCHEMA_VERSION = 1
+
+
+class Report:
+    def __init__(self, path):
+        self._file = open(path, "a", encoding="utf-8")
+
+    def write(self, record_type, **fields):
+        fields["type"] = record_type
+        self._file.write(json.dumps(fields, default=repr) + "\n")
+        self._file.flush()
+
+
+class CapturedStderr:
+    """Redirects file descriptor 2 into a temporary file, so C libraries'
+    warnings (a loader's "undefined symbol") are captured with Python's."""
+
+    def __enter__(self):
+        sys.stderr.flush()
+        self._saved = os.dup(2)
+        self._file = tempfile.TemporaryFile()
+        os.dup2(self._file.fileno(), 2)
+        self.text = ""
+        return self
+
+    def __exit__(self, *exc):
+        sys.stderr.flush()
+        os.dup2(self._saved, 2)
+        os.close(self._saved)
+        self._file.seek(0)
+        self.text = self._file.read(256 * 1024).decode("utf-8", "replace")
+        self._file.close()
+        return False
+
+
+def error_fields(error):
+    return {
+        "error_type": type(error).__name__,
+        "error": str(error),
+        "traceback": traceback.format_exc(limit=20)[-8000:],
+    }
+
+
+def import_module(report, name):
+    started = time.monotonic()
+    with warnings.catch_warnings(record=True) as caught, CapturedStderr() as stderr:
+        warnings.simplefilter("always")
+        try:
+            __import__(name)
+            result = {"ok": True}
+        except BaseException as error:  # noqa: B902  env code may raise anything
+            result = {"ok": False}
+            result.update(error_fields(error))
+    result["warnings"] = ["%s: %s" % (w.category.__name__, w.message) for w in caught]
+    result["stderr"] = stderr.text
+    result["seconds"] = round(time.monotonic() - started, 4)
+    report.write("import", module=name, **result)
+    return result["ok"]
+
+
+def stage_identity(report, request):
+    if not import_module(report, "torch"):
+        return
+    import torch
+
+    version = getattr(torch, "version", None)
+    report.write(
+        "torch",
+        version=getattr(torch, "__version__", None),
+        cuda=getattr(version, "cuda", None),
+        hip=getattr(version, "hip", None),
+        file=getattr(torch, "__file__", None),
+    )
+
+
+def stage_imports(report, request):
+    for name in request.get("modules", []):
+        import_module(report, name)
+    torch = sys.modules.get("torch")
+    if torch is not None and request.get("report_torch_after", False):
+        version = getattr(torch, "version", None)
+        report.write("torch_after_imports", cuda=getattr(version, "cuda", None),
+                     hip=getattr(version, "hip", None))
+
+
+def stage_devices(report, request):
+    for name in request.get("imports", []):
+        if not import_module(report, name):
+            return
+    namespace = {name.split(".")[0]: sys.modules[name.split(".")[0]]
+                 for name in request.get("imports", [])}
+    try:
+        value = eval(request["expression"], namespace)  # the contract's own expression
+        report.write("devices", expression=request["expression"], value=int(value))
+    except BaseException as error:  # noqa: B902
+        report.write("devices", expression=request["expression"], value=None,
+                     **error_fields(error))
+
+
+def stage_smoke(report, request):
+    started = time.monotonic()
+    output = tempfile.TemporaryFile()
+    sys.stdout.flush()
+    saved = os.dup(1)
+    os.dup2(output.fileno(), 1)
+    try:
+        exec(compile(request["code"], "<smoke>", "exec"), {"__name__": "__smoke__"})
+        result = {"ok": True}
+    except BaseException as error:  # noqa: B902
+        result = {"ok": False}
+        result.update(error_fields(error))
+    finally:
+        sys.stdout.flush()
+        os.dup2(saved, 1)
+        os.close(saved)
+    output.seek(0)
+    result["output"] = output.read(256 * 1024).decode("utf-8", "replace")
+    result["seconds"] = round(time.monotonic() - started, 4)
+    report.write("smoke", **result)
+
+
+STAGES = {
+    "identity": stage_identity,
+    "imports": stage_imports,
+    "devices": stage_devices,
+    "smoke": stage_smoke,
+}
+
+
+def main():
+    request_path, result_path, stack_path = sys.argv[1:4]
+    report = Report(result_path)
+    # Python stacks of every thread on SIGUSR1, even while one spins in C.
+    import faulthandler
+    import signal
+
+    stack_file = open(stack_path, "w")
+    faulthandler.register(signal.SIGUSR1, file=stack_file, all_threads=True)
+    with open(request_path, encoding="utf-8") as source:
+        request = json.load(source)
+    report.write("start", schema_version=SCHEMA_VERSION, stage=request["stage"],
+                 pid=os.getpid(), python=sys.version.split()[0], executable=sys.executable,
+                 prefix=sys.prefix)
+    STAGES[request["stage"]](report, request)
+    report.write("end")
+
+
+if __name__ == "__main__":
+    main()

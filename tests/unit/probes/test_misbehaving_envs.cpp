@@ -1,0 +1,178 @@
+// Purpose-built envs whose code aborts, segfaults, hangs, forks a stubborn
+// grandchild, floods its output, corrupts the probe's report or exits early.
+// Each probe ends in bounded time with the right classification, and no
+// process of the probe survives it.
+#include <gtest/gtest.h>
+#include <signal.h>
+
+#include <fstream>
+#include <random>
+#include <thread>
+
+#include "probes/discovery.hpp"
+#include "probes/dynamic_probe.hpp"
+#include "tests/support/demo_host.hpp"
+#include "tests/support/processes.hpp"
+#include "tests/support/temp_dir.hpp"
+
+namespace envcontract::probes {
+namespace {
+
+namespace fs = std::filesystem;
+using namespace std::chrono_literals;
+
+constexpr const char* k_modules[][2] = {
+    {"mb_abort", "import os\nos.abort()\n"},
+    {"mb_segv", "import ctypes\nctypes.string_at(0)\n"},
+    {"mb_sleep", "import time\ntime.sleep(3600)\n"},
+    {"mb_fork",
+     "import os, signal, time\n"
+     "pid = os.fork()\n"
+     "if pid == 0:\n"
+     "    signal.signal(signal.SIGTERM, signal.SIG_IGN)\n"
+     "    time.sleep(3600)\n"
+     "    os._exit(0)\n"
+     "with open(os.path.join(os.path.dirname(__file__), 'mb_fork.pid'), 'w') as f:\n"
+     "    f.write(str(pid))\n"},
+    {"mb_flood", "import sys\nsys.stdout.write('x' * 100_000_000)\nsys.stdout.flush()\n"},
+    {"mb_badjson", "import sys\nwith open(sys.argv[2], 'a') as f:\n    f.write('{not json\\n')\n"},
+    {"mb_exit0", "import os\nos._exit(0)\n"},
+};
+
+// A venv made by hand (pyvenv.cfg and a link to a real interpreter), holding
+// the misbehaving modules.
+class MisbehavingEnv : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    const fs::path real_python = fs::canonical(testing::demo_host() / "venvs/xpu210v/bin/python");
+    const std::string version = real_python.filename().string().substr(6);  // python3.10
+    m_prefix = m_dir.path() / "misbehaving";
+    fs::create_directories(m_prefix / "bin");
+    m_site = m_prefix / "lib" / ("python" + version) / "site-packages";
+    fs::create_directories(m_site);
+    std::ofstream(m_prefix / "pyvenv.cfg")
+        << "home = " << real_python.parent_path().string() << "\nversion = " << version << "\n";
+    fs::create_symlink(real_python, m_prefix / "bin" / "python");
+    for (const auto& [name, source] : k_modules) {
+      std::ofstream(m_site / (std::string(name) + ".py")) << source;
+    }
+    m_env = describe_prefix(m_prefix).value();
+    m_marker = "envcontract-test-" + std::to_string(std::random_device{}());
+  }
+
+  StageResult run_imports(const std::string& module, std::chrono::milliseconds timeout = 20s) {
+    ProbePlan plan;
+    plan.imports = {module};
+    plan.imports_timeout = timeout;
+    plan.compare_bare = false;
+    ActivatedEnvironment activation;
+    activation.bare = bare_environment(m_env);
+    activation.bare["ENVCONTRACT_TEST_MARKER"] = m_marker;
+    activation.activated = activation.bare;
+    const auto started = std::chrono::steady_clock::now();
+    auto facts = probe_env(m_env, activation, plan);
+    m_elapsed = std::chrono::steady_clock::now() - started;
+    for (auto& stage : facts.stages) {
+      if (stage.stage == "imports") {
+        return stage;
+      }
+    }
+    ADD_FAILURE() << "no imports stage";
+    return {};
+  }
+
+  std::vector<pid_t> survivors() const {
+    return testing::processes_with_environment("ENVCONTRACT_TEST_MARKER=" + m_marker);
+  }
+
+  void expect_nothing_survives() {
+    // A killed orphan may take a moment to leave the process table.
+    for (int attempt = 0; attempt < 50 && !survivors().empty(); ++attempt) {
+      std::this_thread::sleep_for(20ms);
+    }
+    EXPECT_TRUE(survivors().empty());
+  }
+
+  testing::TempDir m_dir;
+  fs::path m_prefix;
+  fs::path m_site;
+  PythonEnv m_env;
+  std::string m_marker;
+  std::chrono::steady_clock::duration m_elapsed{};
+};
+
+TEST_F(MisbehavingEnv, AbortAtImportIsACrashWithItsSignal) {
+  const auto stage = run_imports("mb_abort");
+  EXPECT_EQ(stage.status, StageStatus::crashed);
+  EXPECT_EQ(stage.process, "killed by SIGABRT");
+  EXPECT_TRUE(stage.summary.starts_with("import mb_abort killed by SIGABRT")) << stage.summary;
+  expect_nothing_survives();
+}
+
+TEST_F(MisbehavingEnv, SegfaultIsACrashWithItsSignal) {
+  const auto stage = run_imports("mb_segv");
+  EXPECT_EQ(stage.status, StageStatus::crashed);
+  EXPECT_EQ(stage.process, "killed by SIGSEGV");
+  // Python's own fault handler is not ours; the stderr tail still says where.
+  EXPECT_TRUE(stage.summary.starts_with("import mb_segv killed by SIGSEGV")) << stage.summary;
+  expect_nothing_survives();
+}
+
+TEST_F(MisbehavingEnv, SleepingForeverIsABlockedHang) {
+  const auto stage = run_imports("mb_sleep", 1500ms);
+  EXPECT_LT(m_elapsed, 15s);
+  EXPECT_EQ(stage.status, StageStatus::hung);
+  ASSERT_TRUE(stage.hang.has_value());
+  EXPECT_EQ(stage.hang->classification, "blocked");
+  // time.sleep waits in select() or clock_nanosleep(), depending on the Python.
+  EXPECT_TRUE(stage.hang->summary.starts_with("all 1 thread asleep: 1 in ")) << stage.hang->summary;
+  EXPECT_NE(stage.hang->python_stacks.find("mb_sleep.py\", line 2"), std::string::npos)
+      << stage.hang->python_stacks;
+  EXPECT_TRUE(stage.summary.starts_with("import mb_sleep did not finish within 1500 ms"))
+      << stage.summary;
+  expect_nothing_survives();
+}
+
+TEST_F(MisbehavingEnv, AStubbornGrandchildDoesNotKeepTheProbeAlive) {
+  const auto stage = run_imports("mb_fork");
+  EXPECT_LT(m_elapsed, 15s);
+  EXPECT_EQ(stage.status, StageStatus::ok) << stage.summary;
+  std::ifstream pid_file(m_site / "mb_fork.pid");
+  pid_t grandchild = 0;
+  pid_file >> grandchild;
+  EXPECT_GT(grandchild, 0);
+  expect_nothing_survives();
+}
+
+TEST_F(MisbehavingEnv, AFloodCostsOnlyTheBound) {
+  const auto stage = run_imports("mb_flood");
+  EXPECT_EQ(stage.status, StageStatus::ok) << stage.summary;
+  EXPECT_LE(stage.stdout_tail.size(), 4096U);
+  expect_nothing_survives();
+}
+
+TEST_F(MisbehavingEnv, CorruptedProbeOutputIsAProbeError) {
+  const auto stage = run_imports("mb_badjson");
+  EXPECT_EQ(stage.status, StageStatus::probe_error);
+  EXPECT_TRUE(stage.summary.starts_with("malformed probe output at line 2: {not json"))
+      << stage.summary;
+  expect_nothing_survives();
+}
+
+TEST_F(MisbehavingEnv, ExitZeroMidwayIsAProbeError) {
+  const auto stage = run_imports("mb_exit0");
+  EXPECT_EQ(stage.status, StageStatus::probe_error);
+  EXPECT_EQ(stage.summary, "import mb_exit0 ended the process (exit 0) before the probe finished");
+}
+
+TEST_F(MisbehavingEnv, AnInterpreterThatPrintsNothingIsAProbeError) {
+  fs::remove(m_prefix / "bin" / "python");
+  fs::create_symlink("/bin/true", m_prefix / "bin" / "python");
+  const auto stage = run_imports("mb_abort");
+  EXPECT_EQ(stage.status, StageStatus::probe_error);
+  EXPECT_EQ(stage.summary, "the probe reported nothing (exit 0): the interpreter could not run it");
+  expect_nothing_survives();
+}
+
+}  // namespace
+}  // namespace envcontract::probes
