@@ -4,6 +4,7 @@
 
 #include <fcntl.h>
 #include <signal.h>
+#include <sys/prctl.h>
 #include <sys/resource.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -22,6 +23,7 @@
 #include <boost/process/io.hpp>
 #include <boost/process/start_dir.hpp>
 #include <cstring>
+#include <thread>
 
 #include "probes/output_capture.hpp"
 
@@ -99,7 +101,27 @@ bp::environment to_boost_environment(const Environment& environment) {
   return result;
 }
 
+// Reaps what is left of the child's process group once it was killed: the
+// orphans that became our children because we are a subreaper. Bounded: a
+// member that escaped the group is not ours to wait for.
+void reap_group(pid_t group) {
+  const auto deadline = Clock::now() + std::chrono::milliseconds(200);
+  while (Clock::now() < deadline) {
+    const pid_t reaped = ::waitpid(-group, nullptr, WNOHANG);
+    if (reaped < 0) {
+      return;  // ECHILD: no child of ours is left in the group
+    }
+    if (reaped == 0) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(2));
+    }
+  }
+}
+
 }  // namespace
+
+bool become_subreaper() {
+  return ::prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0) == 0;
+}
 
 std::string signal_name(int signal) {
   const char* abbreviation = sigabbrev_np(signal);
@@ -217,6 +239,8 @@ ProcessResult run_process(const ProcessSpec& spec, const ProcessLimits& limits,
   io.run();
   // We reaped the child ourselves; tell Boost.Process not to touch it again.
   child.detach();
+  end_group();
+  reap_group(pid);
 
   result.duration = std::chrono::duration_cast<std::chrono::milliseconds>(Clock::now() - started);
   result.out = out_capture.text();

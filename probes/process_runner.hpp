@@ -61,6 +61,11 @@ using TimeoutHook = std::function<void(pid_t)>;
 ProcessResult run_process(const ProcessSpec& spec, const ProcessLimits& limits,
                           const TimeoutHook& on_timeout = {});
 
+// Makes this process the reaper of its descendants' orphans (Linux
+// PR_SET_CHILD_SUBREAPER), so the grandchildren run_process kills are reaped
+// here instead of waiting as zombies for init. The agent calls it at start.
+bool become_subreaper();
+
 // "SIGSEGV" for 11, "signal 64" when unnamed.
 std::string signal_name(int signal);
 
