@@ -7,6 +7,7 @@ find_package(CLI11 2.1 REQUIRED)
 find_package(spdlog 1.10 REQUIRED)
 # Boost.Process is header-only but needs Boost.Filesystem.
 find_package(Boost 1.74 REQUIRED COMPONENTS filesystem)
+pkg_check_modules(libelf REQUIRED IMPORTED_TARGET libelf>=0.188)
 
 if(ENVCONTRACT_TESTS)
   find_package(GTest 1.12 REQUIRED)

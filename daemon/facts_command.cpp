@@ -6,7 +6,8 @@ namespace envcontract::daemon {
 
 int run_facts(const probes::HostFactsOptions& options, std::ostream& out, std::ostream& err) {
   probes::ActivationCache activations;
-  const auto facts = probes::gather_host_facts(options, activations);
+  probes::ElfCache elf_files;
+  const auto facts = probes::gather_host_facts(options, activations, elf_files);
   out << probes::to_json(facts).dump(2) << "\n";
   for (const auto& problem : facts.problems) {
     err << "warning: " << problem.path.string() << ": " << problem.problem << "\n";

@@ -27,7 +27,8 @@ std::string now_rfc3339() {
 
 }  // namespace
 
-HostFacts gather_host_facts(const HostFactsOptions& options, ActivationCache& cache) {
+HostFacts gather_host_facts(const HostFactsOptions& options, ActivationCache& activations,
+                            ElfCache& elf_files) {
   using Clock = std::chrono::steady_clock;
   const auto start = Clock::now();
   HostFacts facts;
@@ -44,11 +45,28 @@ HostFacts gather_host_facts(const HostFactsOptions& options, ActivationCache& ca
   }
   const auto static_done = Clock::now();
   for (auto& env : facts.envs) {
-    env.activation = cache.get(env.env);
+    env.activation = activations.get(env.env);
+  }
+  const auto activated_done = Clock::now();
+  const auto ld_cache = std::make_shared<const LdCache>(LdCache::load());
+  for (auto& env : facts.envs) {
+    const auto& sites = env.static_facts.site_packages;
+    env.linkage = gather_linkage_facts(env.env, sites, env.activation.activated,
+                                       Activation::activated, ld_cache, elf_files);
+    const auto path_of = [](const Environment& environment) {
+      const auto it = environment.find("LD_LIBRARY_PATH");
+      return it == environment.end() ? std::string() : it->second;
+    };
+    if (path_of(env.activation.bare) != path_of(env.activation.activated)) {
+      env.bare_linkage = gather_linkage_facts(env.env, sites, env.activation.bare, Activation::bare,
+                                              ld_cache, elf_files);
+    }
   }
   facts.static_elapsed = std::chrono::duration_cast<std::chrono::microseconds>(static_done - start);
   facts.activation_elapsed =
-      std::chrono::duration_cast<std::chrono::microseconds>(Clock::now() - static_done);
+      std::chrono::duration_cast<std::chrono::microseconds>(activated_done - static_done);
+  facts.linkage_elapsed =
+      std::chrono::duration_cast<std::chrono::microseconds>(Clock::now() - activated_done);
   return facts;
 }
 
@@ -58,6 +76,8 @@ Json to_json(const HostFacts& facts) {
     Json json = to_json(env.env);
     json["static"] = to_json(env.static_facts);
     json["activation"] = to_json(env.activation);
+    json["linkage"] = {{"activated", to_json(env.linkage)},
+                       {"bare", env.bare_linkage ? to_json(*env.bare_linkage) : Json(nullptr)}};
     envs.push_back(std::move(json));
   }
   auto problems = Json::array();
@@ -69,7 +89,8 @@ Json to_json(const HostFacts& facts) {
           {"gathered_at", facts.gathered_at},
           {"timing_ms",
            {{"static", static_cast<double>(facts.static_elapsed.count()) / 1000.0},
-            {"activation", static_cast<double>(facts.activation_elapsed.count()) / 1000.0}}},
+            {"activation", static_cast<double>(facts.activation_elapsed.count()) / 1000.0},
+            {"linkage", static_cast<double>(facts.linkage_elapsed.count()) / 1000.0}}},
           {"image", to_json(facts.image)},
           {"problems", problems},
           {"envs", envs}};

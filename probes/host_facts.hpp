@@ -7,6 +7,7 @@
 #include "probes/activation.hpp"
 #include "probes/discovery.hpp"
 #include "probes/image_tag.hpp"
+#include "probes/linkage_facts.hpp"
 #include "probes/static_facts.hpp"
 
 namespace envcontract::probes {
@@ -15,6 +16,8 @@ struct EnvFacts {
   PythonEnv env;
   StaticFacts static_facts;
   ActivatedEnvironment activation;
+  LinkageFacts linkage;                      // under the activated environment
+  std::optional<LinkageFacts> bare_linkage;  // when activation changes LD_LIBRARY_PATH
 };
 
 // What one pass over a host learns without running env code.
@@ -26,6 +29,7 @@ struct HostFacts {
   std::vector<DiscoveryProblem> problems;
   std::chrono::microseconds static_elapsed{0};      // discovery and static facts
   std::chrono::microseconds activation_elapsed{0};  // running activation scripts
+  std::chrono::microseconds linkage_elapsed{0};     // ELF reading and loader resolution
 };
 
 struct HostFactsOptions {
@@ -33,9 +37,12 @@ struct HostFactsOptions {
   ImageTagSource image;
 };
 
-// Discovers envs and reads their static facts, then activates each env
-// (through `cache`, so unchanged envs are not activated again).
-HostFacts gather_host_facts(const HostFactsOptions& options, ActivationCache& cache);
+// Discovers envs and reads their static facts, activates each env (through
+// `activations`, so unchanged envs are not activated again), then resolves
+// every shared library of each env as the loader would (through `elf_files`,
+// so a library is parsed once).
+HostFacts gather_host_facts(const HostFactsOptions& options, ActivationCache& activations,
+                            ElfCache& elf_files);
 
 // {"schema_version": 1, "host", "gathered_at", "timing_ms", "image", "problems", "envs": [...]}
 Json to_json(const HostFacts& facts);

@@ -1,0 +1,322 @@
+#include "probes/elf_file.hpp"
+
+#include <fcntl.h>
+#include <gelf.h>
+#include <libelf.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cstring>
+#include <map>
+
+namespace envcontract::probes {
+namespace fs = std::filesystem;
+
+namespace {
+
+std::string libelf_error() {
+  const char* message = elf_errmsg(-1);
+  return message ? message : "unknown libelf error";
+}
+
+bool looks_like_linker_script(const char* data, std::size_t size) {
+  const std::string_view head(data, std::min<std::size_t>(size, 4096));
+  return head.find("GROUP") != std::string_view::npos ||
+         head.find("INPUT") != std::string_view::npos ||
+         head.find("GNU ld script") != std::string_view::npos;
+}
+
+// A string from a string-table section, bounds-checked by libelf; "" when
+// the offset is bogus.
+std::string_view string_at(Elf* elf, std::size_t section, std::size_t offset) {
+  const char* text = elf_strptr(elf, section, offset);
+  return text ? std::string_view(text) : std::string_view();
+}
+
+struct VersionTables {
+  // version index -> (name, library that provides it, for needed versions)
+  std::map<unsigned, std::pair<std::string_view, std::string_view>> by_index;
+  std::vector<std::string_view> defined;
+  std::vector<ElfFile::NeededVersion> needed;
+};
+
+void read_verneed(Elf* elf, Elf_Scn* section, std::size_t strings, VersionTables& tables) {
+  Elf_Data* data = elf_getdata(section, nullptr);
+  if (data == nullptr) {
+    return;
+  }
+  int offset = 0;
+  // Each entry names a library; its aux entries name the versions needed from it.
+  for (int guard = 0; guard < 65536; ++guard) {
+    GElf_Verneed need;
+    if (gelf_getverneed(data, offset, &need) == nullptr) {
+      return;
+    }
+    const std::string_view library = string_at(elf, strings, need.vn_file);
+    int aux_offset = offset + static_cast<int>(need.vn_aux);
+    for (unsigned i = 0; i < need.vn_cnt; ++i) {
+      GElf_Vernaux aux;
+      if (gelf_getvernaux(data, aux_offset, &aux) == nullptr) {
+        return;
+      }
+      const std::string_view version = string_at(elf, strings, aux.vna_name);
+      tables.by_index[aux.vna_other & 0x7fff] = {version, library};
+      tables.needed.push_back({library, version});
+      if (aux.vna_next == 0) {
+        break;
+      }
+      aux_offset += static_cast<int>(aux.vna_next);
+    }
+    if (need.vn_next == 0) {
+      return;
+    }
+    offset += static_cast<int>(need.vn_next);
+  }
+}
+
+void read_verdef(Elf* elf, Elf_Scn* section, std::size_t strings, VersionTables& tables) {
+  Elf_Data* data = elf_getdata(section, nullptr);
+  if (data == nullptr) {
+    return;
+  }
+  int offset = 0;
+  for (int guard = 0; guard < 65536; ++guard) {
+    GElf_Verdef def;
+    if (gelf_getverdef(data, offset, &def) == nullptr) {
+      return;
+    }
+    GElf_Verdaux aux;
+    if (gelf_getverdaux(data, offset + static_cast<int>(def.vd_aux), &aux) != nullptr) {
+      const std::string_view name = string_at(elf, strings, aux.vda_name);
+      tables.by_index[def.vd_ndx & 0x7fff] = {name, {}};
+      // Index 1 is the file's own name (VER_FLG_BASE), not a version.
+      if ((def.vd_flags & VER_FLG_BASE) == 0) {
+        tables.defined.push_back(name);
+      }
+    }
+    if (def.vd_next == 0) {
+      return;
+    }
+    offset += static_cast<int>(def.vd_next);
+  }
+}
+
+}  // namespace
+
+ElfFile::~ElfFile() {
+  if (m_elf != nullptr) {
+    elf_end(static_cast<Elf*>(m_elf));
+  }
+  if (m_map != nullptr) {
+    ::munmap(m_map, m_size);
+  }
+}
+
+std::variant<std::shared_ptr<const ElfFile>, std::string> ElfFile::open(const fs::path& path) {
+  std::shared_ptr<ElfFile> file(new ElfFile());
+  std::string error = file->load(path);
+  if (!error.empty()) {
+    return error;
+  }
+  return std::shared_ptr<const ElfFile>(std::move(file));
+}
+
+std::string ElfFile::load(const fs::path& path) {
+  m_path = path;
+  static const bool initialised = elf_version(EV_CURRENT) != EV_NONE;
+  if (!initialised) {
+    return "libelf is out of date";
+  }
+  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) {
+    return std::string("cannot open: ") + std::strerror(errno);
+  }
+  struct stat info {};
+  if (::fstat(fd, &info) != 0 || !S_ISREG(info.st_mode)) {
+    ::close(fd);
+    return "not a regular file";
+  }
+  m_size = static_cast<std::size_t>(info.st_size);
+  if (m_size < 16) {
+    ::close(fd);
+    return "truncated: " + std::to_string(m_size) + " bytes, too short for an ELF header";
+  }
+  // Private and writable (copy-on-write): libelf may fix up byte order in place.
+  m_map = ::mmap(nullptr, m_size, PROT_READ | PROT_WRITE, MAP_PRIVATE, fd, 0);
+  ::close(fd);
+  if (m_map == MAP_FAILED) {
+    m_map = nullptr;
+    return std::string("cannot map: ") + std::strerror(errno);
+  }
+  const char* bytes = static_cast<const char*>(m_map);
+  if (std::memcmp(bytes, ELFMAG, SELFMAG) != 0) {
+    return looks_like_linker_script(bytes, m_size)
+               ? "not an ELF file: a linker script (GNU ld INPUT/GROUP), as libc.so is"
+               : "not an ELF file";
+  }
+  Elf* elf = elf_memory(static_cast<char*>(m_map), m_size);
+  m_elf = elf;
+  if (elf == nullptr || elf_kind(elf) != ELF_K_ELF) {
+    return "not a readable ELF file: " + libelf_error();
+  }
+  GElf_Ehdr header;
+  if (gelf_getehdr(elf, &header) == nullptr) {
+    return "truncated or corrupt ELF header: " + libelf_error();
+  }
+  m_class = header.e_ident[EI_CLASS] == ELFCLASS32 ? 32 : 64;
+  m_machine = header.e_machine;
+
+  std::size_t section_count = 0;
+  if (elf_getshdrnum(elf, &section_count) != 0 || section_count == 0) {
+    return "no section headers: cannot read its dynamic section";
+  }
+  Elf_Scn* dynamic = nullptr;
+  Elf_Scn* dynsym = nullptr;
+  Elf_Scn* versym = nullptr;
+  Elf_Scn* verneed = nullptr;
+  Elf_Scn* verdef = nullptr;
+  for (Elf_Scn* section = elf_nextscn(elf, nullptr); section != nullptr;
+       section = elf_nextscn(elf, section)) {
+    GElf_Shdr section_header;
+    if (gelf_getshdr(section, &section_header) == nullptr) {
+      return "corrupt section header: " + libelf_error();
+    }
+    switch (section_header.sh_type) {
+      case SHT_DYNAMIC:
+        dynamic = section;
+        break;
+      case SHT_DYNSYM:
+        dynsym = section;
+        break;
+      case SHT_SYMTAB:
+        m_has_symtab = true;
+        break;
+      case SHT_GNU_versym:
+        versym = section;
+        break;
+      case SHT_GNU_verneed:
+        verneed = section;
+        break;
+      case SHT_GNU_verdef:
+        verdef = section;
+        break;
+      default:
+        break;
+    }
+  }
+
+  if (dynamic != nullptr) {
+    GElf_Shdr section_header;
+    gelf_getshdr(dynamic, &section_header);
+    const std::size_t strings = section_header.sh_link;
+    Elf_Data* data = elf_getdata(dynamic, nullptr);
+    if (data == nullptr) {
+      return "corrupt dynamic section: " + libelf_error();
+    }
+    const std::size_t count =
+        section_header.sh_entsize ? data->d_size / section_header.sh_entsize : 0;
+    for (std::size_t i = 0; i < count; ++i) {
+      GElf_Dyn entry;
+      if (gelf_getdyn(data, static_cast<int>(i), &entry) == nullptr || entry.d_tag == DT_NULL) {
+        break;
+      }
+      switch (entry.d_tag) {
+        case DT_NEEDED:
+          m_needed.push_back(string_at(elf, strings, entry.d_un.d_val));
+          break;
+        case DT_SONAME:
+          m_soname = string_at(elf, strings, entry.d_un.d_val);
+          break;
+        case DT_RPATH:
+          m_rpath = string_at(elf, strings, entry.d_un.d_val);
+          break;
+        case DT_RUNPATH:
+          m_runpath = string_at(elf, strings, entry.d_un.d_val);
+          break;
+        default:
+          break;
+      }
+    }
+  }
+
+  VersionTables versions;
+  if (verneed != nullptr) {
+    GElf_Shdr section_header;
+    gelf_getshdr(verneed, &section_header);
+    read_verneed(elf, verneed, section_header.sh_link, versions);
+  }
+  if (verdef != nullptr) {
+    GElf_Shdr section_header;
+    gelf_getshdr(verdef, &section_header);
+    read_verdef(elf, verdef, section_header.sh_link, versions);
+  }
+  m_defined_versions = versions.defined;
+  m_needed_versions = versions.needed;
+
+  if (dynsym != nullptr) {
+    GElf_Shdr section_header;
+    gelf_getshdr(dynsym, &section_header);
+    Elf_Data* data = elf_getdata(dynsym, nullptr);
+    Elf_Data* version_data = versym ? elf_getdata(versym, nullptr) : nullptr;
+    if (data == nullptr) {
+      return "corrupt dynamic symbol table: " + libelf_error();
+    }
+    const std::size_t count =
+        section_header.sh_entsize ? data->d_size / section_header.sh_entsize : 0;
+    m_symbols.reserve(count);
+    // Entry 0 is the null symbol.
+    for (std::size_t i = 1; i < count; ++i) {
+      GElf_Sym raw;
+      if (gelf_getsym(data, static_cast<int>(i), &raw) == nullptr) {
+        break;
+      }
+      DynamicSymbol symbol;
+      symbol.name = string_at(elf, section_header.sh_link, raw.st_name);
+      if (symbol.name.empty()) {
+        continue;
+      }
+      symbol.defined = raw.st_shndx != SHN_UNDEF;
+      symbol.weak = GELF_ST_BIND(raw.st_info) == STB_WEAK;
+      symbol.type = GELF_ST_TYPE(raw.st_info);
+      if (!symbol.defined && GELF_ST_BIND(raw.st_info) == STB_LOCAL) {
+        continue;
+      }
+      GElf_Versym version_index = 0;
+      if (version_data != nullptr &&
+          gelf_getversym(version_data, static_cast<int>(i), &version_index) != nullptr) {
+        symbol.hidden = (version_index & 0x8000) != 0;
+        const auto found = versions.by_index.find(version_index & 0x7fff);
+        // Indexes 0 (local) and 1 (global, unversioned) carry no version.
+        if ((version_index & 0x7fff) > 1 && found != versions.by_index.end()) {
+          symbol.version = found->second.first;
+          symbol.version_library = found->second.second;
+        }
+      }
+      m_symbols.push_back(symbol);
+    }
+  }
+  for (std::uint32_t i = 0; i < m_symbols.size(); ++i) {
+    if (m_symbols[i].defined) {
+      m_defined_by_name.push_back(i);
+    }
+  }
+  std::sort(
+      m_defined_by_name.begin(), m_defined_by_name.end(),
+      [this](std::uint32_t a, std::uint32_t b) { return m_symbols[a].name < m_symbols[b].name; });
+  return {};
+}
+
+std::vector<const DynamicSymbol*> ElfFile::definitions(std::string_view name) const {
+  std::vector<const DynamicSymbol*> found;
+  auto it = std::lower_bound(
+      m_defined_by_name.begin(), m_defined_by_name.end(), name,
+      [this](std::uint32_t index, std::string_view key) { return m_symbols[index].name < key; });
+  for (; it != m_defined_by_name.end() && m_symbols[*it].name == name; ++it) {
+    found.push_back(&m_symbols[*it]);
+  }
+  return found;
+}
+
+}  // namespace envcontract::probes

@@ -1,0 +1,83 @@
+#pragma once
+
+#include <cstdint>
+#include <filesystem>
+#include <memory>
+#include <string>
+#include <string_view>
+#include <variant>
+#include <vector>
+
+namespace envcontract::probes {
+
+// One entry of an ELF file's dynamic symbol table. Strings are views into the
+// mapped file: valid while the ElfFile lives.
+struct DynamicSymbol {
+  std::string_view name;
+  bool defined = false;
+  bool weak = false;       // STB_WEAK: an undefined weak symbol may stay unresolved
+  bool hidden = false;     // a non-default version (name@VER rather than name@@VER)
+  unsigned char type = 0;  // STT_FUNC, STT_OBJECT, ...
+  // The version required (undefined: from .gnu.version_r, with the library
+  // that must provide it) or provided (defined: from .gnu.version_d).
+  std::string_view version;
+  std::string_view version_library;
+};
+
+// An ELF shared object or executable, read without running anything:
+// mapped once, parsed with libelf, every error a message rather than a crash.
+class ElfFile {
+ public:
+  // The file's facts, or what is wrong with it ("not an ELF file: a linker
+  // script (GNU ld INPUT/GROUP)", "truncated: ...", ...).
+  static std::variant<std::shared_ptr<const ElfFile>, std::string> open(
+      const std::filesystem::path& path);
+
+  ~ElfFile();
+  ElfFile(const ElfFile&) = delete;
+  ElfFile& operator=(const ElfFile&) = delete;
+
+  const std::filesystem::path& path() const { return m_path; }
+  int elf_class() const { return m_class; }       // 32 or 64
+  unsigned machine() const { return m_machine; }  // EM_X86_64, ...
+  std::string_view soname() const { return m_soname; }
+  const std::vector<std::string_view>& needed() const { return m_needed; }
+  std::string_view rpath() const { return m_rpath; }
+  std::string_view runpath() const { return m_runpath; }
+  bool stripped() const { return !m_has_symtab; }
+  const std::vector<DynamicSymbol>& symbols() const { return m_symbols; }
+  // Versions this file defines (.gnu.version_d), e.g. "GLIBC_2.34".
+  const std::vector<std::string_view>& defined_versions() const { return m_defined_versions; }
+  // Versions it needs, with the library that must define each (.gnu.version_r).
+  struct NeededVersion {
+    std::string_view library;
+    std::string_view version;
+  };
+  const std::vector<NeededVersion>& needed_versions() const { return m_needed_versions; }
+
+  // Defined symbols named `name` (any version), found by binary search over
+  // an index built once at load: no per-lookup allocation.
+  std::vector<const DynamicSymbol*> definitions(std::string_view name) const;
+
+ private:
+  ElfFile() = default;
+  std::string load(const std::filesystem::path& path);
+
+  std::filesystem::path m_path;
+  void* m_map = nullptr;
+  std::size_t m_size = 0;
+  void* m_elf = nullptr;  // Elf*, kept opaque so callers need no libelf header
+  int m_class = 0;
+  unsigned m_machine = 0;
+  std::string_view m_soname;
+  std::vector<std::string_view> m_needed;
+  std::string_view m_rpath;
+  std::string_view m_runpath;
+  bool m_has_symtab = false;
+  std::vector<DynamicSymbol> m_symbols;
+  std::vector<std::string_view> m_defined_versions;
+  std::vector<NeededVersion> m_needed_versions;
+  std::vector<std::uint32_t> m_defined_by_name;  // indexes into m_symbols, sorted by name
+};
+
+}  // namespace envcontract::probes

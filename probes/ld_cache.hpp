@@ -1,0 +1,30 @@
+#pragma once
+
+#include <filesystem>
+#include <map>
+#include <string>
+#include <vector>
+
+namespace envcontract::probes {
+
+// /etc/ld.so.cache, read as the dynamic loader reads it (the "glibc-ld.so.
+// cache1.1" format; an older prefix is skipped): soname -> paths, in the
+// cache's order. Unreadable or corrupt caches are empty, with a problem.
+class LdCache {
+ public:
+  static LdCache load(const std::filesystem::path& path = "/etc/ld.so.cache");
+
+  // Candidate paths for `soname` (callers check class and machine).
+  std::vector<std::filesystem::path> lookup(const std::string& soname) const;
+  std::size_t size() const { return m_entries.size(); }
+  const std::string& problem() const { return m_problem; }
+  // Every path in the cache, for "a different version exists" hints.
+  std::vector<std::filesystem::path> all_paths() const;
+
+ private:
+  std::multimap<std::string, std::filesystem::path> m_entries;
+  std::vector<std::string> m_order;
+  std::string m_problem;
+};
+
+}  // namespace envcontract::probes

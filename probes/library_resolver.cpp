@@ -1,0 +1,331 @@
+#include "probes/library_resolver.hpp"
+
+#include <sys/stat.h>
+
+#include <algorithm>
+#include <deque>
+#include <set>
+
+#include "probes/small_files.hpp"
+
+namespace envcontract::probes {
+namespace fs = std::filesystem;
+
+std::variant<std::shared_ptr<const ElfFile>, std::string> ElfCache::get(const fs::path& path) {
+  struct stat info {};
+  if (::stat(path.c_str(), &info) != 0) {
+    return std::string("cannot read: no such file");
+  }
+  const std::int64_t mtime = info.st_mtim.tv_sec * 1'000'000'000LL + info.st_mtim.tv_nsec;
+  {
+    std::lock_guard lock(m_mutex);
+    const auto it = m_entries.find(path);
+    if (it != m_entries.end() && it->second.size == static_cast<std::uintmax_t>(info.st_size) &&
+        it->second.mtime == mtime) {
+      return it->second.file;
+    }
+  }
+  auto file = ElfFile::open(path);
+  std::lock_guard lock(m_mutex);
+  m_entries[path] = {static_cast<std::uintmax_t>(info.st_size), mtime, file};
+  return file;
+}
+
+std::vector<std::string> split_search_path(const std::string& value) {
+  std::vector<std::string> dirs;
+  std::string current;
+  for (const char c : value + ":") {
+    if (c == ':' || c == ';') {
+      if (!current.empty()) {
+        dirs.push_back(current);
+      }
+      current.clear();
+    } else {
+      current.push_back(c);
+    }
+  }
+  return dirs;
+}
+
+namespace {
+
+void replace_all(std::string& text, const std::string& from, const std::string& to) {
+  for (std::size_t at = text.find(from); at != std::string::npos;
+       at = text.find(from, at + to.size())) {
+    text.replace(at, from.size(), to);
+  }
+}
+
+class Resolver {
+ public:
+  Resolver(const SearchEnvironment& search, ElfCache& cache) : m_search(search), m_cache(cache) {}
+
+  // Loads `path` as a root (dlopen by path) and everything it needs.
+  void load_root(const fs::path& path, bool preloaded) {
+    auto file = m_cache.get(path);
+    if (const auto* error = std::get_if<std::string>(&file)) {
+      m_closure.errors.push_back(path.string() + ": " + *error);
+      return;
+    }
+    const auto& elf = std::get<std::shared_ptr<const ElfFile>>(file);
+    if (m_reference == nullptr) {
+      m_reference = elf;
+    }
+    LoadedObject object;
+    object.path = path;
+    object.elf = elf;
+    object.needed_as = path.string();
+    object.found_via = preloaded ? "executable" : "path";
+    const std::size_t index = m_closure.objects.size();
+    m_closure.objects.push_back(std::move(object));
+    m_loader_of.push_back(-1);
+    if (preloaded) {
+      m_executable = index;
+    }
+    load_dependencies(index);
+  }
+
+  LinkClosure take() { return std::move(m_closure); }
+
+ private:
+  struct Candidate {
+    fs::path dir;
+    std::string how;
+  };
+
+  // Breadth-first, as the loader maps DT_NEEDED entries.
+  void load_dependencies(std::size_t first) {
+    std::deque<std::size_t> queue = {first};
+    while (!queue.empty()) {
+      const std::size_t index = queue.front();
+      queue.pop_front();
+      const auto elf = m_closure.objects[index].elf;
+      for (const auto needed : elf->needed()) {
+        const std::string name(needed);
+        if (already_loaded(name)) {
+          continue;
+        }
+        if (const auto found = locate(name, index)) {
+          queue.push_back(*found);
+        }
+      }
+    }
+  }
+
+  bool already_loaded(const std::string& name) const {
+    for (const auto& object : m_closure.objects) {
+      if (object.needed_as == name || object.elf->soname() == name) {
+        return true;
+      }
+    }
+    return false;
+  }
+
+  std::vector<fs::path> expand(std::string_view list, const LoadedObject& owner) const {
+    std::vector<fs::path> dirs;
+    for (auto dir : split_search_path(std::string(list))) {
+      // $ORIGIN is the directory of the object as it was found, symlinks kept.
+      const std::string origin = owner.path.parent_path().string();
+      replace_all(dir, "${ORIGIN}", origin);
+      replace_all(dir, "$ORIGIN", origin);
+      replace_all(dir, "${LIB}", m_search.lib);
+      replace_all(dir, "$LIB", m_search.lib);
+      replace_all(dir, "${PLATFORM}", m_search.platform);
+      replace_all(dir, "$PLATFORM", m_search.platform);
+      dirs.push_back(fs::path(dir).lexically_normal());
+    }
+    return dirs;
+  }
+
+  std::vector<Candidate> search_order(std::size_t requester) const {
+    std::vector<Candidate> order;
+    const auto& object = m_closure.objects[requester];
+    // DT_RPATH of the requester and of every object up its loader chain, each
+    // only when that object has no DT_RUNPATH; none at all when the requester
+    // has DT_RUNPATH.
+    if (object.elf->runpath().empty()) {
+      for (int at = static_cast<int>(requester); at >= 0; at = m_loader_of[at]) {
+        const auto& loader = m_closure.objects[at];
+        if (loader.elf->runpath().empty() && !loader.elf->rpath().empty()) {
+          for (const auto& dir : expand(loader.elf->rpath(), loader)) {
+            order.push_back({dir, "RPATH of " + loader.path.filename().string()});
+          }
+        }
+      }
+      // Then the executable's own DT_RPATH, for objects it dlopens.
+      if (m_executable && *m_executable != requester) {
+        const auto& executable = m_closure.objects[*m_executable];
+        if (executable.elf->runpath().empty() && !executable.elf->rpath().empty()) {
+          for (const auto& dir : expand(executable.elf->rpath(), executable)) {
+            order.push_back({dir, "RPATH of " + executable.path.filename().string()});
+          }
+        }
+      }
+    }
+    for (const auto& dir : m_search.ld_library_path) {
+      order.push_back({dir, "LD_LIBRARY_PATH"});
+    }
+    for (const auto& dir : expand(object.elf->runpath(), object)) {
+      order.push_back({dir, "RUNPATH of " + object.path.filename().string()});
+    }
+    return order;
+  }
+
+  // Why `elf` cannot be used by this process, or "" when it can.
+  std::string incompatibility(const ElfFile& elf) const {
+    if (m_reference == nullptr) {
+      return {};
+    }
+    if (elf.elf_class() != m_reference->elf_class()) {
+      return std::to_string(elf.elf_class()) + "-bit, the process is " +
+             std::to_string(m_reference->elf_class()) + "-bit";
+    }
+    if (elf.machine() != m_reference->machine()) {
+      return "machine " + std::to_string(elf.machine()) + ", the process is machine " +
+             std::to_string(m_reference->machine());
+    }
+    return {};
+  }
+
+  // Tries one candidate file; true when it was loaded.
+  bool try_candidate(const fs::path& raw_path, const std::string& name, std::size_t requester,
+                     const std::string& how, MissingLibrary& miss) {
+    const fs::path path = raw_path.lexically_normal();
+    if (!path_exists(path)) {
+      return false;
+    }
+    auto file = m_cache.get(path);
+    if (const auto* error = std::get_if<std::string>(&file)) {
+      miss.rejected.push_back(path.string() + ": " + *error);
+      return false;
+    }
+    const auto& elf = std::get<std::shared_ptr<const ElfFile>>(file);
+    if (const auto why = incompatibility(*elf); !why.empty()) {
+      miss.rejected.push_back(path.string() + ": " + why);
+      return false;
+    }
+    LoadedObject object;
+    object.path = path;
+    object.elf = elf;
+    object.needed_as = name;
+    object.needed_by = m_closure.objects[requester].path;
+    object.found_via = how;
+    object.system = how == "ld.so.cache" || how == "system";
+    m_closure.objects.push_back(std::move(object));
+    m_loader_of.push_back(static_cast<int>(requester));
+    return true;
+  }
+
+  std::optional<std::size_t> locate(const std::string& name, std::size_t requester) {
+    MissingLibrary miss;
+    miss.name = name;
+    miss.needed_by = m_closure.objects[requester].path;
+    const std::size_t next = m_closure.objects.size();
+    if (name.find('/') != std::string::npos) {
+      if (try_candidate(name, name, requester, "path", miss)) {
+        return next;
+      }
+      miss.searched.push_back(name + " (a path)");
+    } else {
+      for (const auto& candidate : search_order(requester)) {
+        miss.searched.push_back(candidate.dir.string() + " (" + candidate.how + ")");
+        if (try_candidate(candidate.dir / name, name, requester, candidate.how, miss)) {
+          return next;
+        }
+      }
+      if (m_search.cache) {
+        miss.searched.push_back("/etc/ld.so.cache");
+        for (const auto& path : m_search.cache->lookup(name)) {
+          if (try_candidate(path, name, requester, "ld.so.cache", miss)) {
+            return next;
+          }
+        }
+      }
+      for (const auto& dir : m_search.system_dirs) {
+        miss.searched.push_back(dir.string() + " (system)");
+        if (try_candidate(dir / name, name, requester, "system", miss)) {
+          return next;
+        }
+      }
+    }
+    find_other_versions(miss);
+    m_closure.missing.push_back(std::move(miss));
+    return std::nullopt;
+  }
+
+  // libxpurt.so.2 is missing; is a libxpurt.so.1 around?
+  void find_other_versions(MissingLibrary& miss) const {
+    const auto dot_so = miss.name.find(".so");
+    if (dot_so == std::string::npos) {
+      return;
+    }
+    const std::string stem = miss.name.substr(0, dot_so + 3);
+    std::set<fs::path> found;
+    auto consider = [&](const fs::path& path) {
+      const std::string file = path.filename().string();
+      if (file != miss.name && (file == stem || file.starts_with(stem + ".")) &&
+          path_exists(path)) {
+        found.insert(path);
+      }
+    };
+    for (const auto& searched : miss.searched) {
+      const fs::path dir = searched.substr(0, searched.rfind(" ("));
+      std::error_code error;
+      for (fs::directory_iterator it(dir, error), end; !error && it != end; it.increment(error)) {
+        consider(it->path());
+      }
+    }
+    if (m_search.cache) {
+      for (const auto& path : m_search.cache->all_paths()) {
+        consider(path);
+      }
+    }
+    miss.other_versions.assign(found.begin(), found.end());
+  }
+
+  const SearchEnvironment& m_search;
+  ElfCache& m_cache;
+  LinkClosure m_closure;
+  std::vector<int> m_loader_of;                // index of the object whose DT_NEEDED loaded it
+  std::shared_ptr<const ElfFile> m_reference;  // the first object: its class is the process's
+  std::optional<std::size_t> m_executable;
+};
+
+}  // namespace
+
+LinkClosure resolve_closure(const fs::path& root, const fs::path& executable,
+                            const SearchEnvironment& search, ElfCache& cache) {
+  Resolver resolver(search, cache);
+  if (!executable.empty()) {
+    resolver.load_root(executable, true);
+  }
+  resolver.load_root(root, false);
+  return resolver.take();
+}
+
+std::vector<std::string> needed_chain(const LinkClosure& closure, const std::string& name) {
+  for (const auto& object : closure.objects) {
+    if (object.needed_as != name && object.elf->soname() != name) {
+      continue;
+    }
+    // Walk needed_by links back to an object without one (the root).
+    std::vector<std::string> chain = {name};
+    fs::path parent = object.needed_by;
+    for (int guard = 0; !parent.empty() && guard < 256; ++guard) {
+      const auto it = std::find_if(closure.objects.begin(), closure.objects.end(),
+                                   [&](const auto& candidate) { return candidate.path == parent; });
+      if (it == closure.objects.end()) {
+        break;
+      }
+      chain.insert(chain.begin(), it->path.filename().string());
+      if (it->found_via == "executable") {
+        return {};  // reached through the interpreter, not through the library
+      }
+      parent = it->needed_by;
+    }
+    return chain;
+  }
+  return {};
+}
+
+}  // namespace envcontract::probes

@@ -1,0 +1,88 @@
+#pragma once
+
+#include <filesystem>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <variant>
+#include <vector>
+
+#include "probes/elf_file.hpp"
+#include "probes/ld_cache.hpp"
+#include "probes/python_env.hpp"
+
+namespace envcontract::probes {
+
+// Parsed ELF files shared across envs and scans (libc is read once), keyed by
+// path and invalidated when size or modification time change.
+class ElfCache {
+ public:
+  std::variant<std::shared_ptr<const ElfFile>, std::string> get(const std::filesystem::path& path);
+
+ private:
+  struct Entry {
+    std::uintmax_t size = 0;
+    std::int64_t mtime = 0;
+    std::variant<std::shared_ptr<const ElfFile>, std::string> file;
+  };
+  std::mutex m_mutex;
+  std::map<std::filesystem::path, Entry> m_entries;
+};
+
+// What the dynamic loader of this host would search, for one process.
+struct SearchEnvironment {
+  std::vector<std::string> ld_library_path;  // LD_LIBRARY_PATH, split
+  std::shared_ptr<const LdCache> cache;
+  std::vector<std::filesystem::path> system_dirs = {
+      "/lib/x86_64-linux-gnu", "/usr/lib/x86_64-linux-gnu", "/lib", "/usr/lib"};
+  std::string lib = "lib/x86_64-linux-gnu";  // $LIB on Debian amd64
+  std::string platform = "x86_64";           // $PLATFORM
+};
+
+// LD_LIBRARY_PATH of `environment` split as the loader splits it (":" or ";";
+// empty entries dropped).
+std::vector<std::string> split_search_path(const std::string& value);
+
+struct LoadedObject {
+  std::filesystem::path path;
+  std::shared_ptr<const ElfFile> elf;
+  std::string needed_as;            // the DT_NEEDED name (or the root's path)
+  std::filesystem::path needed_by;  // empty for the root and preloaded objects
+  std::string found_via;            // path, RPATH, LD_LIBRARY_PATH, RUNPATH, ld.so.cache, system
+  bool system = false;              // found through ld.so.cache or a system dir
+};
+
+struct MissingLibrary {
+  std::string name;
+  std::filesystem::path needed_by;
+  std::vector<std::string> searched;  // every directory tried, in order, with how
+  // Files with the same base name but another version (libxpurt.so.1 for
+  // libxpurt.so.2), in the searched dirs and ld.so.cache.
+  std::vector<std::filesystem::path> other_versions;
+  // Candidates skipped as the loader skips them: wrong class or machine.
+  std::vector<std::string> rejected;
+};
+
+struct LinkClosure {
+  std::vector<LoadedObject> objects;  // load order: preloaded, root, then breadth-first
+  std::vector<MissingLibrary> missing;
+  std::vector<std::string> errors;  // unreadable or non-ELF files met on the way
+};
+
+// Resolves the dependency closure of `root` the way ld.so would when a
+// process whose executable is `executable` (empty: none) dlopens it: DT_RPATH
+// of each loader in the chain (unless the object has DT_RUNPATH),
+// LD_LIBRARY_PATH, DT_RUNPATH, ld.so.cache, system dirs; $ORIGIN, $LIB and
+// $PLATFORM expanded; objects already loaded reused by name or soname;
+// candidates of the wrong class or machine skipped.
+LinkClosure resolve_closure(const std::filesystem::path& root,
+                            const std::filesystem::path& executable,
+                            const SearchEnvironment& search, ElfCache& cache);
+
+// The chain of DT_NEEDED names by which `root` (objects[...] with empty
+// needed_by after the preloaded ones) reaches a library named `name`, e.g.
+// {"libtorch_fl.so", "libc10_cuda.so", "libtorch_cuda.so"}; empty when it does not.
+std::vector<std::string> needed_chain(const LinkClosure& closure, const std::string& name);
+
+}  // namespace envcontract::probes

@@ -1,0 +1,138 @@
+#include "probes/linkage_facts.hpp"
+
+#include <algorithm>
+
+namespace envcontract::probes {
+namespace fs = std::filesystem;
+
+namespace {
+
+bool is_shared_library(const fs::path& path) {
+  const std::string name = path.filename().string();
+  return name.ends_with(".so") || name.find(".so.") != std::string::npos;
+}
+
+LibraryLinkage analyse(const fs::path& path, const fs::path& executable,
+                       const SearchEnvironment& search, ElfCache& cache) {
+  LibraryLinkage library;
+  library.path = path;
+  auto file = cache.get(path);
+  if (const auto* error = std::get_if<std::string>(&file)) {
+    library.error = *error;
+    return library;
+  }
+  const auto& elf = std::get<std::shared_ptr<const ElfFile>>(file);
+  library.soname = std::string(elf->soname());
+  for (const auto needed : elf->needed()) {
+    library.needed.emplace_back(needed);
+  }
+  const auto closure = resolve_closure(path, executable, search, cache);
+  bool after_root = false;
+  for (const auto& object : closure.objects) {
+    after_root = after_root || object.path == path.lexically_normal() || object.path == path;
+    if (after_root && object.path != path) {
+      library.closure.push_back(object.elf->soname().empty() ? object.path.filename().string()
+                                                             : std::string(object.elf->soname()));
+    }
+  }
+  library.missing = closure.missing;
+  library.symbols = resolve_symbols(closure);
+  return library;
+}
+
+Json strings(const std::vector<fs::path>& paths) {
+  auto array = Json::array();
+  for (const auto& path : paths) {
+    array.push_back(path.string());
+  }
+  return array;
+}
+
+}  // namespace
+
+LinkageFacts gather_linkage_facts(const PythonEnv& env, const std::vector<fs::path>& site_packages,
+                                  const Environment& environment, Activation activation,
+                                  const std::shared_ptr<const LdCache>& ld_cache,
+                                  ElfCache& elf_cache, std::size_t max_libraries) {
+  LinkageFacts facts;
+  facts.activation = activation;
+  SearchEnvironment search;
+  search.cache = ld_cache;
+  if (const auto it = environment.find("LD_LIBRARY_PATH"); it != environment.end()) {
+    search.ld_library_path = split_search_path(it->second);
+  }
+  std::error_code error;
+  const fs::path executable = fs::exists(env.python, error) ? env.python : fs::path();
+  std::vector<fs::path> libraries;
+  for (const auto& site : site_packages) {
+    for (fs::recursive_directory_iterator it(site, error), end; !error && it != end;
+         it.increment(error)) {
+      if (it->is_regular_file(error) && !it->is_symlink(error) && is_shared_library(it->path())) {
+        libraries.push_back(it->path());
+      }
+    }
+  }
+  std::sort(libraries.begin(), libraries.end());
+  if (libraries.size() > max_libraries) {
+    facts.skipped = libraries.size() - max_libraries;
+    libraries.resize(max_libraries);
+  }
+  for (const auto& path : libraries) {
+    facts.libraries.push_back(analyse(path, executable, search, elf_cache));
+  }
+  return facts;
+}
+
+Json to_json(const LibraryLinkage& library) {
+  auto missing = Json::array();
+  for (const auto& miss : library.missing) {
+    missing.push_back({{"name", miss.name},
+                       {"needed_by", miss.needed_by.string()},
+                       {"searched", miss.searched},
+                       {"other_versions", strings(miss.other_versions)},
+                       {"rejected", miss.rejected}});
+  }
+  auto unresolved = Json::array();
+  for (const auto& symbol : library.symbols.unresolved) {
+    Json entry = {{"mangled", symbol.mangled},
+                  {"demangled", symbol.demangled},
+                  {"version", symbol.version},
+                  {"needed_by", symbol.needed_by.string()},
+                  {"near_miss", nullptr}};
+    if (symbol.near_miss) {
+      entry["near_miss"] = {{"mangled", symbol.near_miss->mangled},
+                            {"demangled", symbol.near_miss->demangled},
+                            {"library", symbol.near_miss->library.string()},
+                            {"differences", symbol.near_miss->differences}};
+    }
+    unresolved.push_back(std::move(entry));
+  }
+  auto versions = Json::array();
+  for (const auto& version : library.symbols.missing_versions) {
+    versions.push_back({{"version", version.version},
+                        {"library", version.library},
+                        {"needed_by", version.needed_by.string()}});
+  }
+  return {{"path", library.path.string()},
+          {"soname", library.soname},
+          {"loads", library.loads()},
+          {"error", library.error},
+          {"needed", library.needed},
+          {"closure", library.closure},
+          {"missing", missing},
+          {"unresolved", unresolved},
+          {"missing_versions", versions},
+          {"unchecked", strings(library.symbols.unchecked)}};
+}
+
+Json to_json(const LinkageFacts& facts) {
+  auto libraries = Json::array();
+  for (const auto& library : facts.libraries) {
+    libraries.push_back(to_json(library));
+  }
+  return {{"activation", to_string(facts.activation)},
+          {"libraries", libraries},
+          {"skipped", facts.skipped}};
+}
+
+}  // namespace envcontract::probes

@@ -1,0 +1,163 @@
+// The ELF reader on real libraries built here, and on hostile input.
+#include "probes/elf_file.hpp"
+
+#include <elf.h>
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <fstream>
+
+#include "tests/support/compile.hpp"
+#include "tests/support/run_command.hpp"
+#include "tests/support/temp_dir.hpp"
+
+namespace envcontract::probes {
+namespace {
+
+namespace fs = std::filesystem;
+
+std::shared_ptr<const ElfFile> open_ok(const fs::path& path) {
+  auto file = ElfFile::open(path);
+  if (const auto* error = std::get_if<std::string>(&file)) {
+    ADD_FAILURE() << path << ": " << *error;
+    return nullptr;
+  }
+  return std::get<std::shared_ptr<const ElfFile>>(file);
+}
+
+std::string open_error(const fs::path& path) {
+  auto file = ElfFile::open(path);
+  const auto* error = std::get_if<std::string>(&file);
+  return error ? *error : "<opened>";
+}
+
+const DynamicSymbol* find_symbol(const ElfFile& elf, std::string_view name, bool defined) {
+  for (const auto& symbol : elf.symbols()) {
+    if (symbol.name == name && symbol.defined == defined) {
+      return &symbol;
+    }
+  }
+  return nullptr;
+}
+
+TEST(ElfFile, ReadsDynamicSectionAndSymbols) {
+  testing::TempDir dir;
+  testing::build_shared_library(dir.path() / "dep/libdep.so", "int dep(void) { return 1; }",
+                                {"-Wl,-soname,libdep.so"});
+  testing::build_shared_library(
+      dir.path() / "libmain.so",
+      "int dep(void);\n__attribute__((weak)) int optional(void);\n"
+      "int main_entry(void) { return dep() + (optional ? optional() : 0); }",
+      {"-Wl,-soname,libmain.so.1", "-L" + (dir.path() / "dep").string(), "-ldep",
+       "-Wl,--enable-new-dtags", "-Wl,-rpath,$ORIGIN/dep"});
+  const auto elf = open_ok(dir.path() / "libmain.so");
+  ASSERT_NE(elf, nullptr);
+  EXPECT_EQ(elf->elf_class(), 64);
+  EXPECT_EQ(elf->machine(), EM_X86_64);
+  EXPECT_EQ(elf->soname(), "libmain.so.1");
+  EXPECT_NE(std::find(elf->needed().begin(), elf->needed().end(), "libdep.so"),
+            elf->needed().end());
+  EXPECT_EQ(elf->runpath(), "$ORIGIN/dep");
+  EXPECT_EQ(elf->rpath(), "");
+  EXPECT_FALSE(elf->stripped());
+  ASSERT_NE(find_symbol(*elf, "main_entry", true), nullptr);
+  ASSERT_NE(find_symbol(*elf, "dep", false), nullptr);
+  const auto* optional = find_symbol(*elf, "optional", false);
+  ASSERT_NE(optional, nullptr);
+  EXPECT_TRUE(optional->weak);
+  EXPECT_EQ(elf->definitions("main_entry").size(), 1U);
+  EXPECT_TRUE(elf->definitions("dep").empty());
+}
+
+TEST(ElfFile, ReadsSymbolVersions) {
+  const auto libc = open_ok("/lib/x86_64-linux-gnu/libc.so.6");
+  ASSERT_NE(libc, nullptr);
+  const auto& versions = libc->defined_versions();
+  EXPECT_NE(std::find(versions.begin(), versions.end(), "GLIBC_2.34"), versions.end());
+  const auto definitions = libc->definitions("malloc");
+  ASSERT_FALSE(definitions.empty());
+  EXPECT_EQ(definitions[0]->version, "GLIBC_2.2.5");
+
+  // A library using libc records what it needs from it.
+  testing::TempDir dir;
+  testing::build_shared_library(dir.path() / "libuser.so",
+                                "#include <stdlib.h>\nvoid* use(void) { return malloc(4); }");
+  const auto user = open_ok(dir.path() / "libuser.so");
+  ASSERT_NE(user, nullptr);
+  const auto* malloc_ref = find_symbol(*user, "malloc", false);
+  ASSERT_NE(malloc_ref, nullptr);
+  EXPECT_EQ(malloc_ref->version, "GLIBC_2.2.5");
+  EXPECT_EQ(malloc_ref->version_library, "libc.so.6");
+  const auto& needed = user->needed_versions();
+  EXPECT_TRUE(std::any_of(needed.begin(), needed.end(), [](const auto& entry) {
+    return entry.library == "libc.so.6" && entry.version == "GLIBC_2.2.5";
+  }));
+}
+
+TEST(ElfFile, StrippedLibraryHasNoSymtab) {
+  testing::TempDir dir;
+  testing::build_shared_library(dir.path() / "libstripped.so", "int f(void) { return 0; }", {"-s"});
+  const auto elf = open_ok(dir.path() / "libstripped.so");
+  ASSERT_NE(elf, nullptr);
+  EXPECT_TRUE(elf->stripped());
+  EXPECT_EQ(elf->definitions("f").size(), 1U);
+}
+
+TEST(ElfFile, ThirtyTwoBitLibrary) {
+  testing::TempDir dir;
+  const auto result =
+      testing::run_command({"/usr/bin/cc", "-m32", "-shared", "-fPIC", "-o",
+                            (dir.path() / "lib32.so").string(), "-x", "c", "/dev/null"});
+  if (result.exit_code != 0) {
+    GTEST_SKIP() << "no 32-bit toolchain (apt install gcc-multilib): " << result.err;
+  }
+  const auto elf = open_ok(dir.path() / "lib32.so");
+  ASSERT_NE(elf, nullptr);
+  EXPECT_EQ(elf->elf_class(), 32);
+  EXPECT_EQ(elf->machine(), EM_386);
+}
+
+TEST(ElfFile, HostileInputGetsAClearErrorPerFile) {
+  testing::TempDir dir;
+  testing::build_shared_library(dir.path() / "libgood.so", "int f(void) { return 0; }");
+  std::ifstream good_file(dir.path() / "libgood.so", std::ios::binary);
+  const std::string good((std::istreambuf_iterator<char>(good_file)), {});
+
+  dir.write("libempty.so", "");
+  EXPECT_EQ(open_error(dir.path() / "libempty.so"),
+            "truncated: 0 bytes, too short for an ELF header");
+  dir.write("libtext.so", "this is not a library, just text named like one\n");
+  EXPECT_EQ(open_error(dir.path() / "libtext.so"), "not an ELF file");
+  EXPECT_EQ(open_error("/usr/lib/x86_64-linux-gnu/libc.so"),
+            "not an ELF file: a linker script (GNU ld INPUT/GROUP), as libc.so is");
+  EXPECT_EQ(open_error(dir.path()), "not a regular file");
+  EXPECT_EQ(open_error(dir.path() / "missing.so"), "cannot open: No such file or directory");
+
+  // Truncated in the middle of the section headers, and at every few bytes.
+  for (std::size_t size : {std::size_t{20}, std::size_t{64}, good.size() / 2, good.size() - 10}) {
+    dir.write("libcut.so", good.substr(0, size));
+    (void)ElfFile::open(dir.path() / "libcut.so");  // an error or a partial read, never a crash
+  }
+  // Bogus offsets: section headers pointing past the end, garbage counts.
+  std::string bogus = good;
+  auto* header = reinterpret_cast<Elf64_Ehdr*>(bogus.data());
+  header->e_shoff = 0xffffffffffULL;
+  dir.write("libbogus.so", bogus);
+  EXPECT_NE(open_error(dir.path() / "libbogus.so"), "<opened>");
+  bogus = good;
+  header = reinterpret_cast<Elf64_Ehdr*>(bogus.data());
+  header->e_shnum = 0xffff;
+  header->e_shentsize = 0x7fff;
+  dir.write("libbogus2.so", bogus);
+  (void)ElfFile::open(dir.path() / "libbogus2.so");
+  // Every byte of the dynamic section flipped: strings and counts go wild.
+  for (std::size_t offset = 64; offset < good.size(); offset += 97) {
+    std::string corrupt = good;
+    corrupt[offset] = static_cast<char>(~corrupt[offset]);
+    dir.write("libflip.so", corrupt);
+    (void)ElfFile::open(dir.path() / "libflip.so");
+  }
+}
+
+}  // namespace
+}  // namespace envcontract::probes

@@ -1,0 +1,222 @@
+// Our resolver against the real dynamic loader: libraries with RPATH,
+// RUNPATH and $ORIGIN layouts, missing and present dependencies, versioned
+// and missing symbols, wrong-class candidates. For each case the verdict of
+// dlopen(RTLD_NOW) (and ldd's "not found") must match ours.
+#include "probes/library_resolver.hpp"
+
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <fstream>
+
+#include "probes/symbol_resolution.hpp"
+#include "tests/support/compile.hpp"
+#include "tests/support/run_command.hpp"
+#include "tests/support/temp_dir.hpp"
+
+namespace envcontract::probes {
+namespace {
+
+namespace fs = std::filesystem;
+
+struct Verdicts {
+  std::string loader;  // "ok" or dlerror()
+  LinkClosure closure;
+  SymbolReport symbols;
+  bool ours_loads() const {
+    return closure.missing.empty() && symbols.unresolved.empty() &&
+           symbols.missing_versions.empty();
+  }
+};
+
+class ResolverVersusLoader : public ::testing::Test {
+ protected:
+  fs::path dir(const std::string& name) const { return m_dir.path() / name; }
+
+  void library(const std::string& path, const std::string& source,
+               std::vector<std::string> arguments = {}) {
+    const std::string soname = fs::path(path).filename().string();
+    arguments.insert(arguments.begin(), "-Wl,-soname," + soname);
+    testing::build_shared_library(dir(path), source, arguments);
+  }
+
+  Verdicts compare(const std::string& path, const std::string& ld_library_path = "") {
+    Verdicts verdicts;
+    const auto run = testing::run_command(
+        {"/usr/bin/env", "LD_LIBRARY_PATH=" + ld_library_path, DLOPEN_CHECK_PATH, dir(path)});
+    verdicts.loader = run.out.substr(0, run.out.find('\n'));
+    SearchEnvironment search;
+    search.cache = m_cache;
+    search.ld_library_path = split_search_path(ld_library_path);
+    verdicts.closure = resolve_closure(dir(path), DLOPEN_CHECK_PATH, search, m_elf_files);
+    verdicts.symbols = resolve_symbols(verdicts.closure);
+    EXPECT_EQ(verdicts.loader == "ok", verdicts.ours_loads())
+        << path << ": the loader says '" << verdicts.loader << "'";
+    return verdicts;
+  }
+
+  // ldd's "=> not found" names, for agreement on missing libraries.
+  std::vector<std::string> ldd_not_found(const std::string& path,
+                                         const std::string& ld_library_path = "") {
+    const auto run = testing::run_command(
+        {"/usr/bin/env", "LD_LIBRARY_PATH=" + ld_library_path, "/usr/bin/ldd", dir(path)});
+    std::vector<std::string> names;
+    std::istringstream lines(run.out);
+    for (std::string line; std::getline(lines, line);) {
+      const auto arrow = line.find(" => not found");
+      if (arrow != std::string::npos) {
+        names.push_back(
+            line.substr(line.find_first_not_of(" \t"), arrow - line.find_first_not_of(" \t")));
+      }
+    }
+    return names;
+  }
+
+  static std::vector<std::string> missing_names(const Verdicts& verdicts) {
+    std::vector<std::string> names;
+    for (const auto& miss : verdicts.closure.missing) {
+      names.push_back(miss.name);
+    }
+    return names;
+  }
+
+  testing::TempDir m_dir;
+  std::shared_ptr<const LdCache> m_cache = std::make_shared<LdCache>(LdCache::load());
+  ElfCache m_elf_files;
+};
+
+TEST_F(ResolverVersusLoader, RunpathWithOrigin) {
+  library("b/libB.so", "int b(void) { return 2; }");
+  library("a/libA.so", "int b(void); int a(void) { return b(); }",
+          {"-L" + dir("b").string(), "-lB", "-Wl,--enable-new-dtags", "-Wl,-rpath,$ORIGIN/../b"});
+  const auto verdicts = compare("a/libA.so");
+  EXPECT_EQ(verdicts.loader, "ok");
+  const auto found = std::find_if(verdicts.closure.objects.begin(), verdicts.closure.objects.end(),
+                                  [](const auto& object) { return object.needed_as == "libB.so"; });
+  ASSERT_NE(found, verdicts.closure.objects.end());
+  EXPECT_EQ(found->found_via, "RUNPATH of libA.so");
+  EXPECT_EQ(found->path, dir("b/libB.so"));
+}
+
+TEST_F(ResolverVersusLoader, MissingDependencyNamesWhoNeedsItAndWhereWeLooked) {
+  library("scratch/libnothere.so", "int gone(void) { return 0; }");
+  library("c/libC.so", "int gone(void); int c(void) { return gone(); }",
+          {"-L" + dir("scratch").string(), "-lnothere", "-Wl,--enable-new-dtags",
+           "-Wl,-rpath,$ORIGIN"});
+  fs::remove_all(dir("scratch"));
+  const auto verdicts = compare("c/libC.so");
+  EXPECT_NE(verdicts.loader.find("libnothere.so: cannot open shared object file"),
+            std::string::npos);
+  ASSERT_EQ(missing_names(verdicts), std::vector<std::string>{"libnothere.so"});
+  EXPECT_EQ(ldd_not_found("c/libC.so"), std::vector<std::string>{"libnothere.so"});
+  const auto& miss = verdicts.closure.missing[0];
+  EXPECT_EQ(miss.needed_by, dir("c/libC.so"));
+  ASSERT_FALSE(miss.searched.empty());
+  EXPECT_EQ(miss.searched[0], dir("c").string() + " (RUNPATH of libC.so)");
+  EXPECT_NE(std::find(miss.searched.begin(), miss.searched.end(), "/etc/ld.so.cache"),
+            miss.searched.end());
+  EXPECT_EQ(miss.searched.back(), "/usr/lib (system)");
+}
+
+TEST_F(ResolverVersusLoader, RpathIsInheritedByDependenciesButRunpathIsNot) {
+  library("g/libG.so", "int g(void) { return 7; }");
+  library("f/libF.so", "int g(void); int f(void) { return g(); }",
+          {"-L" + dir("g").string(), "-lG"});
+  library("e-rpath/libE.so", "int f(void); int e(void) { return f(); }",
+          {"-L" + dir("f").string(), "-lF", "-Wl,--disable-new-dtags",
+           "-Wl,-rpath,$ORIGIN/../f:$ORIGIN/../g"});
+  library("e-runpath/libE.so", "int f(void); int e(void) { return f(); }",
+          {"-L" + dir("f").string(), "-lF", "-Wl,--enable-new-dtags",
+           "-Wl,-rpath,$ORIGIN/../f:$ORIGIN/../g"});
+  EXPECT_EQ(compare("e-rpath/libE.so").loader, "ok");
+  const auto runpath = compare("e-runpath/libE.so");
+  EXPECT_NE(runpath.loader, "ok");
+  ASSERT_EQ(missing_names(runpath), std::vector<std::string>{"libG.so"});
+  EXPECT_EQ(runpath.closure.missing[0].needed_by, dir("f/libF.so"));
+  EXPECT_EQ(ldd_not_found("e-runpath/libE.so"), std::vector<std::string>{"libG.so"});
+}
+
+TEST_F(ResolverVersusLoader, LdLibraryPathDecides) {
+  library("i/libI.so", "int i(void) { return 9; }");
+  library("h/libH.so", "int i(void); int h(void) { return i(); }",
+          {"-L" + dir("i").string(), "-lI"});
+  EXPECT_EQ(missing_names(compare("h/libH.so")), std::vector<std::string>{"libI.so"});
+  const auto with_path = compare("h/libH.so", dir("i").string());
+  EXPECT_EQ(with_path.loader, "ok");
+  EXPECT_TRUE(with_path.closure.missing.empty());
+}
+
+TEST_F(ResolverVersusLoader, MissingVersionNode) {
+  m_dir.write("v2.map", "VERS_2 { global: vfunc; local: *; };\n");
+  m_dir.write("v1.map", "VERS_1 { global: vfunc; local: *; };\n");
+  library("v/libv.so", "int vfunc(void) { return 2; }",
+          {"-Wl,--version-script," + dir("v2.map").string()});
+  library("u/libU.so", "int vfunc(void); int u(void) { return vfunc(); }",
+          {"-L" + dir("v").string(), "-lv", "-Wl,--enable-new-dtags", "-Wl,-rpath,$ORIGIN/../v"});
+  // The library is replaced by a build that only has the older version.
+  library("v/libv.so", "int vfunc(void) { return 1; }",
+          {"-Wl,--version-script," + dir("v1.map").string()});
+  const auto verdicts = compare("u/libU.so");
+  EXPECT_NE(verdicts.loader.find("version `VERS_2' not found"), std::string::npos)
+      << verdicts.loader;
+  ASSERT_EQ(verdicts.symbols.missing_versions.size(), 1U);
+  EXPECT_EQ(verdicts.symbols.missing_versions[0].version, "VERS_2");
+  EXPECT_EQ(verdicts.symbols.missing_versions[0].library, "libv.so");
+}
+
+TEST_F(ResolverVersusLoader, UndefinedSymbolAndWeakReference) {
+  library("x/libx.so", "int xfunc(void) { return 1; }");
+  library("w/libW.so",
+          "int xfunc(void);\n__attribute__((weak)) int maybe(void);\n"
+          "int w(void) { return xfunc() + (maybe ? maybe() : 0); }",
+          {"-L" + dir("x").string(), "-lx", "-Wl,--enable-new-dtags", "-Wl,-rpath,$ORIGIN/../x"});
+  EXPECT_EQ(compare("w/libW.so").loader, "ok");
+  library("x/libx.so", "int other(void) { return 1; }");
+  const auto verdicts = compare("w/libW.so");
+  EXPECT_NE(verdicts.loader.find("undefined symbol: xfunc"), std::string::npos);
+  ASSERT_EQ(verdicts.symbols.unresolved.size(), 1U);
+  EXPECT_EQ(verdicts.symbols.unresolved[0].mangled, "xfunc");
+  EXPECT_FALSE(verdicts.symbols.unresolved[0].near_miss.has_value());
+}
+
+TEST_F(ResolverVersusLoader, WrongClassCandidatesAreSkipped) {
+  const auto probe = testing::run_command({"/usr/bin/cc", "-m32", "-shared", "-fPIC", "-o",
+                                           dir("probe32.so").string(), "-x", "c", "/dev/null"});
+  if (probe.exit_code != 0) {
+    GTEST_SKIP() << "no 32-bit toolchain (apt install gcc-multilib)";
+  }
+  library("l64/libL.so", "int l(void) { return 64; }");
+  library("l32/libL.so", "int l(void) { return 32; }", {"-m32"});
+  library("k/libK.so", "int l(void); int k(void) { return l(); }",
+          {"-L" + dir("l64").string(), "-lL"});
+  const auto verdicts = compare("k/libK.so", dir("l32").string() + ":" + dir("l64").string());
+  EXPECT_EQ(verdicts.loader, "ok");
+  const auto found = std::find_if(verdicts.closure.objects.begin(), verdicts.closure.objects.end(),
+                                  [](const auto& object) { return object.needed_as == "libL.so"; });
+  ASSERT_NE(found, verdicts.closure.objects.end());
+  EXPECT_EQ(found->path, dir("l64/libL.so"));
+}
+
+TEST_F(ResolverVersusLoader, PlatformTokenIsExpanded) {
+  library("p/x86_64/libQ.so", "int q(void) { return 1; }");
+  library("p/libP.so", "int q(void); int p(void) { return q(); }",
+          {"-L" + dir("p/x86_64").string(), "-lQ", "-Wl,--enable-new-dtags",
+           "-Wl,-rpath,$ORIGIN/$PLATFORM"});
+  EXPECT_EQ(compare("p/libP.so").loader, "ok");
+}
+
+TEST(LdCache, ReadsTheHostsCache) {
+  const auto cache = LdCache::load();
+  EXPECT_EQ(cache.problem(), "");
+  EXPECT_GT(cache.size(), 10U);
+  const auto libc = cache.lookup("libc.so.6");
+  ASSERT_FALSE(libc.empty());
+  EXPECT_TRUE(fs::exists(libc[0]));
+  testing::TempDir dir;
+  dir.write("broken.cache", "glibc-ld.so.cache1.1\xff\xff\xff\x7f");
+  EXPECT_NE(LdCache::load(dir.path() / "broken.cache").problem(), "");
+  EXPECT_NE(LdCache::load(dir.path() / "missing.cache").problem(), "");
+}
+
+}  // namespace
+}  // namespace envcontract::probes

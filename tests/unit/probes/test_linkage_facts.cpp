@@ -1,0 +1,135 @@
+// Loader-faithful linkage of every demo env, as the demo host's README says.
+#include "probes/linkage_facts.hpp"
+
+#include <gtest/gtest.h>
+
+#include <algorithm>
+
+#include "probes/discovery.hpp"
+#include "probes/static_facts.hpp"
+#include "tests/support/demo_host.hpp"
+
+namespace envcontract::probes {
+namespace {
+
+namespace fs = std::filesystem;
+using testing::demo_host;
+
+struct EnvLinkage {
+  LinkageFacts activated;
+  LinkageFacts bare;
+};
+
+EnvLinkage linkage_of(const std::string& relative_prefix) {
+  static ElfCache elf_files;
+  static const auto ld_cache = std::make_shared<const LdCache>(LdCache::load());
+  const auto env = describe_prefix(demo_host() / relative_prefix).value();
+  const auto sites = gather_static_facts(env).site_packages;
+  const auto activation = activate(env);
+  return {gather_linkage_facts(env, sites, activation.activated, Activation::activated, ld_cache,
+                               elf_files),
+          gather_linkage_facts(env, sites, activation.bare, Activation::bare, ld_cache, elf_files)};
+}
+
+const LibraryLinkage& library(const LinkageFacts& facts, const std::string& suffix) {
+  for (const auto& library : facts.libraries) {
+    if (library.path.string().ends_with(suffix)) {
+      return library;
+    }
+  }
+  static const LibraryLinkage missing;
+  ADD_FAILURE() << "no library ending in " << suffix;
+  return missing;
+}
+
+TEST(LinkageFacts, AbiSignatureMismatchOfTheVendorPlugin) {
+  const auto facts = linkage_of("miniconda3/envs/torch-fl-hf-test");
+  const auto& plugin = library(facts.activated, "torch_xmlir/libxpytorch.so");
+  EXPECT_FALSE(plugin.loads());
+  ASSERT_EQ(plugin.symbols.unresolved.size(), 1U);
+  const auto& symbol = plugin.symbols.unresolved[0];
+  EXPECT_EQ(symbol.mangled, "_ZN3c104cuda29c10_cuda_check_implementationEiPKcS2_ib");
+  EXPECT_EQ(symbol.demangled,
+            "c10::cuda::c10_cuda_check_implementation(int, char const*, char const*, int, bool)");
+  ASSERT_TRUE(symbol.near_miss.has_value());
+  EXPECT_EQ(symbol.near_miss->mangled, "_ZN3c104cuda29c10_cuda_check_implementationEiPKcS2_jb");
+  EXPECT_EQ(symbol.near_miss->demangled,
+            "c10::cuda::c10_cuda_check_implementation(int, char const*, char const*, unsigned "
+            "int, bool)");
+  EXPECT_EQ(symbol.near_miss->library.filename(), "libc10_cuda.so");
+  EXPECT_EQ(symbol.near_miss->differences,
+            std::vector<std::string>{
+                "4th parameter: int (wanted) vs unsigned int (defined in libc10_cuda.so)"});
+}
+
+TEST(LinkageFacts, MissingLibbkclWithWhoNeedsItAndWhereWeLooked) {
+  for (const char* env :
+       {"miniconda3/envs/torch-fl-hf-test", "miniconda3/envs/torch-fl-xpu-py310"}) {
+    const auto facts = linkage_of(env);
+    const auto& torch_fl = library(facts.activated, "torch_fl/lib/libtorch_fl.so");
+    ASSERT_EQ(torch_fl.missing.size(), 1U) << env;
+    const auto& miss = torch_fl.missing[0];
+    EXPECT_EQ(miss.name, "libbkcl.so");
+    EXPECT_EQ(miss.needed_by.filename(), "libtorch_fl.so");
+    const std::string xpu_lib = (demo_host() / "usr/local/xpu/lib").string();
+    // In the loader's order: LD_LIBRARY_PATH (set by activate.d), then the
+    // library's own RUNPATH, then the cache and the system dirs.
+    ASSERT_GE(miss.searched.size(), 4U);
+    EXPECT_EQ(miss.searched[0], xpu_lib + " (LD_LIBRARY_PATH)");
+    const std::string site = torch_fl.path.parent_path().parent_path().parent_path().string();
+    EXPECT_EQ(miss.searched[2], site + "/torch/lib (RUNPATH of libtorch_fl.so)");
+    EXPECT_TRUE(miss.other_versions.empty());
+    // Its symbols were not judged: the missing library is the cause.
+    EXPECT_TRUE(torch_fl.symbols.unresolved.empty());
+  }
+}
+
+TEST(LinkageFacts, ADifferentVersionOfTheRuntimeExists) {
+  const auto facts = linkage_of("miniconda3/envs/torch-xpu-py310");
+  const auto& plugin = library(facts.activated, "torch_xmlir/libxpytorch.so");
+  ASSERT_EQ(plugin.missing.size(), 1U);
+  EXPECT_EQ(plugin.missing[0].name, "libxpurt.so.2");
+  EXPECT_EQ(plugin.missing[0].other_versions,
+            std::vector<fs::path>{demo_host() / "usr/local/xpu/lib/libxpurt.so.1"});
+}
+
+TEST(LinkageFacts, UndefinedSymbolWithoutNearMiss) {
+  const auto facts = linkage_of("venvs/xpu210v");
+  const auto& plugin = library(facts.activated, "torch_xmlir/libxpytorch.so");
+  ASSERT_EQ(plugin.symbols.unresolved.size(), 1U);
+  const auto& symbol = plugin.symbols.unresolved[0];
+  EXPECT_EQ(symbol.mangled, "_ZN2at4_ops5triu_10redispatchEN3c1014DispatchKeySetERNS_6TensorEl");
+  EXPECT_EQ(symbol.demangled,
+            "at::_ops::triu_::redispatch(c10::DispatchKeySet, at::Tensor&, long)");
+  // at::_ops::tril_ is defined, but it is another function: no near miss.
+  EXPECT_FALSE(symbol.near_miss.has_value());
+}
+
+TEST(LinkageFacts, ProvisionedEnvLoadsCleanlyAndHasNoCudaLinkage) {
+  const auto facts = linkage_of("miniconda3/envs/torch-fl-cpu");
+  for (const auto& library : facts.activated.libraries) {
+    EXPECT_TRUE(library.loads()) << library.path;
+  }
+  const auto& torch_fl = library(facts.activated, "torch_fl/lib/libtorch_fl.so");
+  EXPECT_EQ(std::count(torch_fl.closure.begin(), torch_fl.closure.end(), "libtorch_cuda.so"), 0);
+  EXPECT_NE(std::find(torch_fl.closure.begin(), torch_fl.closure.end(), "libxpurt.so.1"),
+            torch_fl.closure.end());
+}
+
+TEST(LinkageFacts, CudaTorchReachesLibtorchCuda) {
+  const auto facts = linkage_of("miniconda3/envs/torch-fl-hf-test");
+  const auto& torch = library(facts.activated, "torch/lib/libtorch.so");
+  EXPECT_NE(std::find(torch.closure.begin(), torch.closure.end(), "libtorch_cuda.so"),
+            torch.closure.end());
+}
+
+TEST(LinkageFacts, ActivationArtifactShowsInLinkageToo) {
+  const auto facts = linkage_of("miniconda3/envs/torch-fl-activate");
+  EXPECT_TRUE(library(facts.activated, "torch_fl/lib/libtorch_fl.so").loads());
+  const auto& bare = library(facts.bare, "torch_fl/lib/libtorch_fl.so");
+  ASSERT_EQ(bare.missing.size(), 1U);
+  EXPECT_EQ(bare.missing[0].name, "libxpu_fl_runtime.so");
+}
+
+}  // namespace
+}  // namespace envcontract::probes
