@@ -303,29 +303,4 @@ LinkClosure resolve_closure(const fs::path& root, const fs::path& executable,
   return resolver.take();
 }
 
-std::vector<std::string> needed_chain(const LinkClosure& closure, const std::string& name) {
-  for (const auto& object : closure.objects) {
-    if (object.needed_as != name && object.elf->soname() != name) {
-      continue;
-    }
-    // Walk needed_by links back to an object without one (the root).
-    std::vector<std::string> chain = {name};
-    fs::path parent = object.needed_by;
-    for (int guard = 0; !parent.empty() && guard < 256; ++guard) {
-      const auto it = std::find_if(closure.objects.begin(), closure.objects.end(),
-                                   [&](const auto& candidate) { return candidate.path == parent; });
-      if (it == closure.objects.end()) {
-        break;
-      }
-      chain.insert(chain.begin(), it->path.filename().string());
-      if (it->found_via == "executable") {
-        return {};  // reached through the interpreter, not through the library
-      }
-      parent = it->needed_by;
-    }
-    return chain;
-  }
-  return {};
-}
-
 }  // namespace envcontract::probes

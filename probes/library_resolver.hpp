@@ -80,9 +80,4 @@ LinkClosure resolve_closure(const std::filesystem::path& root,
                             const std::filesystem::path& executable,
                             const SearchEnvironment& search, ElfCache& cache);
 
-// The chain of DT_NEEDED names by which `root` (objects[...] with empty
-// needed_by after the preloaded ones) reaches a library named `name`, e.g.
-// {"libtorch_fl.so", "libc10_cuda.so", "libtorch_cuda.so"}; empty when it does not.
-std::vector<std::string> needed_chain(const LinkClosure& closure, const std::string& name);
-
 }  // namespace envcontract::probes

@@ -27,17 +27,35 @@ LibraryLinkage analyse(const fs::path& path, const fs::path& executable,
     library.needed.emplace_back(needed);
   }
   const auto closure = resolve_closure(path, executable, search, cache);
+  auto name_of = [](const LoadedObject& object) {
+    return object.elf->soname().empty() ? object.path.filename().string()
+                                        : std::string(object.elf->soname());
+  };
   bool after_root = false;
   for (const auto& object : closure.objects) {
-    after_root = after_root || object.path == path.lexically_normal() || object.path == path;
-    if (after_root && object.path != path) {
-      library.closure.push_back(object.elf->soname().empty() ? object.path.filename().string()
-                                                             : std::string(object.elf->soname()));
+    after_root = after_root || object.path == path;
+    if (!after_root || object.path == path) {
+      continue;  // the interpreter's own libraries, and the root itself
     }
+    std::string needed_by;
+    for (const auto& other : closure.objects) {
+      if (other.path == object.needed_by) {
+        needed_by = other.path == path ? path.filename().string() : name_of(other);
+      }
+    }
+    library.closure.push_back({name_of(object), needed_by});
   }
   library.missing = closure.missing;
   library.symbols = resolve_symbols(closure);
   return library;
+}
+
+Json closure_json(const std::vector<LibraryLinkage::Link>& closure) {
+  auto array = Json::array();
+  for (const auto& link : closure) {
+    array.push_back({{"name", link.name}, {"needed_by", link.needed_by}});
+  }
+  return array;
 }
 
 Json strings(const std::vector<fs::path>& paths) {
@@ -49,6 +67,27 @@ Json strings(const std::vector<fs::path>& paths) {
 }
 
 }  // namespace
+
+std::vector<std::string> needed_chain(const LibraryLinkage& library, const std::string& name) {
+  std::vector<std::string> chain;
+  std::string current = name;
+  const std::string root = library.path.filename().string();
+  for (std::size_t guard = 0; guard <= library.closure.size(); ++guard) {
+    const auto link =
+        std::find_if(library.closure.begin(), library.closure.end(),
+                     [&](const auto& candidate) { return candidate.name == current; });
+    if (link == library.closure.end()) {
+      return {};
+    }
+    chain.insert(chain.begin(), link->name);
+    if (link->needed_by == root) {
+      chain.insert(chain.begin(), root);
+      return chain;
+    }
+    current = link->needed_by;
+  }
+  return {};
+}
 
 LinkageFacts gather_linkage_facts(const PythonEnv& env, const std::vector<fs::path>& site_packages,
                                   const Environment& environment, Activation activation,
@@ -118,7 +157,7 @@ Json to_json(const LibraryLinkage& library) {
           {"loads", library.loads()},
           {"error", library.error},
           {"needed", library.needed},
-          {"closure", library.closure},
+          {"closure", closure_json(library.closure)},
           {"missing", missing},
           {"unresolved", unresolved},
           {"missing_versions", versions},

@@ -16,7 +16,13 @@ struct LibraryLinkage {
   std::filesystem::path path;
   std::string soname;
   std::vector<std::string> needed;
-  std::vector<std::string> closure;  // sonames (or file names) of everything it loads
+  // Everything it loads: each object's soname (or file name) and the name of
+  // the object whose DT_NEEDED brought it in.
+  struct Link {
+    std::string name;
+    std::string needed_by;
+  };
+  std::vector<Link> closure;
   std::vector<MissingLibrary> missing;
   SymbolReport symbols;
   std::string error;  // the file itself could not be read as ELF
@@ -26,6 +32,12 @@ struct LibraryLinkage {
            symbols.missing_versions.empty();
   }
 };
+
+// The chain of names by which `library` comes to load `name`, e.g.
+// {"libtorch.so", "libtorch_cuda.so"}; empty when it does not load it.
+// This is how linkage rules ("libtorch_fl.so must not NEED libtorch_cuda.so",
+// directly or through its closure) are judged.
+std::vector<std::string> needed_chain(const LibraryLinkage& library, const std::string& name);
 
 struct LinkageFacts {
   Activation activation = Activation::activated;

@@ -111,16 +111,20 @@ TEST(LinkageFacts, ProvisionedEnvLoadsCleanlyAndHasNoCudaLinkage) {
     EXPECT_TRUE(library.loads()) << library.path;
   }
   const auto& torch_fl = library(facts.activated, "torch_fl/lib/libtorch_fl.so");
-  EXPECT_EQ(std::count(torch_fl.closure.begin(), torch_fl.closure.end(), "libtorch_cuda.so"), 0);
-  EXPECT_NE(std::find(torch_fl.closure.begin(), torch_fl.closure.end(), "libxpurt.so.1"),
-            torch_fl.closure.end());
+  EXPECT_TRUE(needed_chain(torch_fl, "libtorch_cuda.so").empty());
+  EXPECT_EQ(needed_chain(torch_fl, "libxpurt.so.1"),
+            (std::vector<std::string>{"libtorch_fl.so", "libxpurt.so.1"}));
 }
 
 TEST(LinkageFacts, CudaTorchReachesLibtorchCuda) {
   const auto facts = linkage_of("miniconda3/envs/torch-fl-hf-test");
   const auto& torch = library(facts.activated, "torch/lib/libtorch.so");
-  EXPECT_NE(std::find(torch.closure.begin(), torch.closure.end(), "libtorch_cuda.so"),
-            torch.closure.end());
+  EXPECT_EQ(needed_chain(torch, "libtorch_cuda.so"),
+            (std::vector<std::string>{"libtorch.so", "libtorch_cuda.so"}));
+  // Through the closure: the vendor plugin reaches libc10.so via libc10_cuda.so.
+  const auto& plugin = library(facts.activated, "torch_xmlir/libxpytorch.so");
+  EXPECT_EQ(needed_chain(plugin, "libc10.so"),
+            (std::vector<std::string>{"libxpytorch.so", "libc10_cuda.so", "libc10.so"}));
 }
 
 TEST(LinkageFacts, ActivationArtifactShowsInLinkageToo) {
