@@ -1,5 +1,6 @@
 // Loader-faithful linkage of every demo env, as the demo host's README says.
 #include "probes/linkage_facts.hpp"
+#include "probes/linkage_rules.hpp"
 
 #include <gtest/gtest.h>
 
@@ -125,6 +126,40 @@ TEST(LinkageFacts, CudaTorchReachesLibtorchCuda) {
   const auto& plugin = library(facts.activated, "torch_xmlir/libxpytorch.so");
   EXPECT_EQ(needed_chain(plugin, "libc10.so"),
             (std::vector<std::string>{"libxpytorch.so", "libc10_cuda.so", "libc10.so"}));
+}
+
+TEST(LinkageRules, ForbiddenNeededDirectlyOrThroughTheClosure) {
+  const auto site = [](const std::string& env) {
+    return (demo_host() / "miniconda3/envs" / env / "lib/python3.10/site-packages").string();
+  };
+  LinkageRule no_cuda;
+  no_cuda.must_not_need = {"libtorch_cuda.so"};
+
+  // The contract's rule on torch_fl: clean in the provisioned env.
+  no_cuda.library_glob = site("torch-fl-cpu") + "/torch_fl/lib/libtorch_fl.so";
+  const auto cpu =
+      check_linkage_rule(linkage_of("miniconda3/envs/torch-fl-cpu").activated, no_cuda);
+  EXPECT_EQ(cpu.matched.size(), 1U);
+  EXPECT_TRUE(cpu.violations.empty());
+
+  // The same rule on the CUDA build's torch libraries catches libtorch.so.
+  const auto hf = linkage_of("miniconda3/envs/torch-fl-hf-test").activated;
+  no_cuda.library_glob = site("torch-fl-hf-test") + "/torch/lib/*.so";
+  const auto verdict = check_linkage_rule(hf, no_cuda);
+  ASSERT_EQ(verdict.violations.size(), 1U);
+  EXPECT_EQ(verdict.violations[0].summary,
+            "libtorch.so needs libtorch_cuda.so (libtorch.so -> libtorch_cuda.so)");
+
+  // Only through the closure: libxpytorch.so reaches libc10.so via libc10_cuda.so.
+  LinkageRule plugin;
+  plugin.library_glob = site("torch-fl-hf-test") + "/torch_xmlir/*.so";
+  plugin.must_not_need = {"libc10.so"};
+  EXPECT_EQ(check_linkage_rule(hf, plugin).violations.size(), 1U);
+  plugin.transitive = false;
+  EXPECT_TRUE(check_linkage_rule(hf, plugin).violations.empty());
+  plugin.must_not_need.clear();
+  plugin.must_need = {"libc10_cuda.so"};
+  EXPECT_TRUE(check_linkage_rule(hf, plugin).violations.empty());
 }
 
 TEST(LinkageFacts, ActivationArtifactShowsInLinkageToo) {
