@@ -134,7 +134,7 @@ std::vector<Distribution> scan_conda_packages(const fs::path& prefix) {
     const auto record = Json::parse(text.value_or(""), nullptr, false);
     if (record.is_object() && record.contains("name") && record["name"].is_string()) {
       package.name = record["name"];
-      package.version = record.value("version", "");
+      package.version = text_field(record, "version");
     } else {
       // name-version-build.json, from the file name alone.
       const std::string stem = path.stem().string();

@@ -8,6 +8,7 @@
 #include <thread>
 
 #include "probes/probe_program.hpp"
+#include "probes/probe_report.hpp"
 #include "probes/process_runner.hpp"
 #include "probes/small_files.hpp"
 
@@ -55,51 +56,6 @@ bool write_file(const fs::path& path, std::string_view text) {
   return static_cast<bool>(out);
 }
 
-// Reads the JSON Lines the probe program wrote. Any line that is not a JSON
-// object is a probe error: the report is not trusted past it.
-struct ParsedReport {
-  Json records = Json::array();
-  bool started = false;
-  bool ended = false;
-  std::string error;
-};
-
-ParsedReport parse_report(const fs::path& path) {
-  ParsedReport report;
-  const auto text = read_small_file(path, 8 * 1024 * 1024);
-  if (!text) {
-    return report;
-  }
-  std::istringstream lines(*text);
-  int number = 0;
-  for (std::string line; std::getline(lines, line);) {
-    ++number;
-    if (line.empty()) {
-      continue;
-    }
-    auto record = Json::parse(line, nullptr, false);
-    if (record.is_discarded() || !record.is_object() || !record.contains("type") ||
-        !record["type"].is_string()) {
-      report.error =
-          "malformed probe output at line " + std::to_string(number) + ": " + line.substr(0, 120);
-      return report;
-    }
-    const std::string type = record["type"];
-    if (type == "start") {
-      if (record.value("schema_version", 0) != 1) {
-        report.error = "probe output has an unknown schema_version";
-        return report;
-      }
-      report.started = true;
-    } else if (type == "end") {
-      report.ended = true;
-    } else {
-      report.records.push_back(std::move(record));
-    }
-  }
-  return report;
-}
-
 std::string first_line(const std::string& text) {
   return trim(text.substr(0, text.find('\n')));
 }
@@ -107,15 +63,16 @@ std::string first_line(const std::string& text) {
 // What went wrong in a finished report, if anything: the first failed step.
 std::optional<std::string> first_failure(const Json& records) {
   for (const auto& record : records) {
-    const std::string type = record.value("type", "");
+    const std::string type = text_field(record, "type");
     if (record.contains("ok") && record["ok"] == false) {
-      const std::string subject = type == "import" ? "import " + record.value("module", "") : type;
-      return subject + ": " + record.value("error_type", "") + ": " +
-             first_line(record.value("error", ""));
+      const std::string subject =
+          type == "import" ? "import " + text_field(record, "module") : type;
+      return subject + ": " + text_field(record, "error_type") + ": " +
+             first_line(text_field(record, "error"));
     }
-    if (type == "devices" && record["value"].is_null()) {
-      return "device count " + record.value("expression", "") + ": " +
-             record.value("error_type", "") + ": " + first_line(record.value("error", ""));
+    if (type == "devices" && (!record.contains("value") || record["value"].is_null())) {
+      return "device count " + text_field(record, "expression") + ": " +
+             text_field(record, "error_type") + ": " + first_line(text_field(record, "error"));
     }
   }
   return std::nullopt;
@@ -128,7 +85,8 @@ std::string interrupted_step(const StageResult& stage, const Json& request) {
     for (const auto& module : request["modules"]) {
       bool seen = false;
       for (const auto& record : stage.records) {
-        seen = seen || record.value("module", "") == module.get<std::string>();
+        // The request is ours (strings); the records are not to be trusted.
+        seen = seen || text_field(record, "module") == module.get<std::string>();
       }
       if (!seen) {
         return "import " + module.get<std::string>();
@@ -183,7 +141,8 @@ StageResult run_stage(const PythonEnv& env, const Environment& environment, Acti
   stage.process = result.describe();
   stage.stdout_tail = tail(result.out);
   stage.stderr_tail = tail(result.err);
-  auto report = parse_report(directory.file("result.jsonl"));
+  auto report = parse_probe_report(
+      read_small_file(directory.file("result.jsonl"), 8 * 1024 * 1024).value_or(""));
   stage.records = std::move(report.records);
 
   using Outcome = ProcessResult::Outcome;

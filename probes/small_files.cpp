@@ -16,6 +16,17 @@ std::string trim(const std::string& text) {
   return text.substr(first, last - first + 1);
 }
 
+std::string text_field(const nlohmann::ordered_json& object, const char* key) {
+  if (!object.is_object()) {
+    return {};
+  }
+  const auto it = object.find(key);
+  if (it == object.end() || it->is_null()) {
+    return {};
+  }
+  return it->is_string() ? it->get<std::string>() : it->dump();
+}
+
 bool path_exists(const std::filesystem::path& path) {
   std::error_code error;
   return std::filesystem::exists(path, error);

@@ -5,6 +5,8 @@
 #include <optional>
 #include <string>
 
+#include <nlohmann/json.hpp>
+
 // Reading the small text files that describe envs (pyvenv.cfg, METADATA,
 // version.py) without trusting them: size-capped, never executed.
 namespace envcontract::probes {
@@ -28,6 +30,11 @@ std::map<std::string, std::optional<std::string>> parse_python_assignments(
     const std::string& source);
 
 std::string trim(const std::string& text);
+
+// A field of an untrusted JSON object as text: the string itself, "" when
+// absent or null, the JSON text of anything else. Never throws on a type
+// surprise, as nlohmann's value() would.
+std::string text_field(const nlohmann::ordered_json& object, const char* key);
 
 // Existence tests that never throw: an unreadable path simply does not count.
 bool path_exists(const std::filesystem::path& path);

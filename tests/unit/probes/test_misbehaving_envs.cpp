@@ -37,6 +37,10 @@ constexpr const char* k_modules[][2] = {
     {"mb_flood", "import sys\nsys.stdout.write('x' * 100_000_000)\nsys.stdout.flush()\n"},
     {"mb_badjson", "import sys\nwith open(sys.argv[2], 'a') as f:\n    f.write('{not json\\n')\n"},
     {"mb_exit0", "import os\nos._exit(0)\n"},
+    {"mb_typed",
+     "import sys\nwith open(sys.argv[2], 'a') as f:\n"
+     "    f.write('{\"type\": \"import\", \"module\": 5, \"ok\": false, \"error\": [1]}\\n')\n"
+     "    f.write('{\"type\": \"devices\"}\\n')\n"},
 };
 
 // A venv made by hand (pyvenv.cfg and a link to a real interpreter), holding
@@ -157,6 +161,12 @@ TEST_F(MisbehavingEnv, CorruptedProbeOutputIsAProbeError) {
   EXPECT_TRUE(stage.summary.starts_with("malformed probe output at line 2: {not json"))
       << stage.summary;
   expect_nothing_survives();
+}
+
+TEST_F(MisbehavingEnv, RecordsOfTheWrongTypeDoNotCrashTheAgent) {
+  const auto stage = run_imports("mb_typed");
+  EXPECT_EQ(stage.status, StageStatus::failed);
+  EXPECT_EQ(stage.summary, "import 5: : [1]");
 }
 
 TEST_F(MisbehavingEnv, ExitZeroMidwayIsAProbeError) {
