@@ -6,5 +6,6 @@ message(STATUS "  compiler      ${CMAKE_CXX_COMPILER_ID} ${CMAKE_CXX_COMPILER_VE
 message(STATUS "  sanitizers    ${ENVCONTRACT_SANITIZE}")
 message(STATUS "  werror        ${ENVCONTRACT_WERROR}")
 message(STATUS "  tests         ${ENVCONTRACT_TESTS}")
+message(STATUS "  fuzz targets  ${ENVCONTRACT_FUZZ}")
 message(STATUS "  ccache        ${CCACHE_PROGRAM}")
 message(STATUS "")

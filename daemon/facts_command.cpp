@@ -2,13 +2,15 @@
 
 #include <ostream>
 
+#include "common/json_text.hpp"
+
 namespace envcontract::daemon {
 
 int run_facts(const probes::HostFactsOptions& options, std::ostream& out, std::ostream& err) {
   probes::ActivationCache activations;
   probes::ElfCache elf_files;
   const auto facts = probes::gather_host_facts(options, activations, elf_files);
-  out << probes::to_json(facts).dump(2) << "\n";
+  out << common::json_text(probes::to_json(facts), 2) << "\n";
   for (const auto& problem : facts.problems) {
     err << "warning: " << problem.path.string() << ": " << problem.problem << "\n";
   }

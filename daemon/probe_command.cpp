@@ -6,6 +6,7 @@
 #include <mutex>
 #include <ostream>
 
+#include "common/json_text.hpp"
 #include "contracts/contract_loader.hpp"
 #include "daemon/probe_plan.hpp"
 #include "probes/activation.hpp"
@@ -52,7 +53,7 @@ int run_probe(const ProbeOptions& options, std::ostream& out, std::ostream& err)
     line["activation_problem"] = activation.problem;
     line["dynamic"] = probes::to_json(facts);
     std::lock_guard lock(output_mutex);
-    out << line.dump() << "\n" << std::flush;
+    out << common::json_text(line) << "\n" << std::flush;
     ++done;
     if (progress) {
       err << "[" << done << "/" << envs.size() << "] " << env.name << " probed\n";

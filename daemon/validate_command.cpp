@@ -2,6 +2,7 @@
 
 #include <ostream>
 
+#include "common/json_text.hpp"
 #include "contracts/contract_loader.hpp"
 
 namespace envcontract::daemon {
@@ -21,7 +22,7 @@ int run_validate(const std::vector<std::filesystem::path>& files, ValidateOutput
       continue;
     }
     if (output == ValidateOutput::normalized_json) {
-      out << contracts::to_json(*result.contract).dump(2) << "\n";
+      out << common::json_text(contracts::to_json(*result.contract), 2) << "\n";
     } else {
       out << file.string() << ": ok\n";
     }

@@ -7,6 +7,7 @@
 #include <sstream>
 #include <thread>
 
+#include "common/json_text.hpp"
 #include "probes/probe_program.hpp"
 #include "probes/probe_report.hpp"
 #include "probes/process_runner.hpp"
@@ -121,7 +122,7 @@ StageResult run_stage(const PythonEnv& env, const Environment& environment, Acti
   StageDirectory directory;
   Json request = spec.request;
   if (!directory.ok() || !write_file(directory.file("probe.py"), probe_program_source()) ||
-      !write_file(directory.file("request.json"), request.dump())) {
+      !write_file(directory.file("request.json"), common::json_text(request))) {
     stage.status = StageStatus::probe_error;
     stage.summary = "cannot prepare a private directory for the probe";
     return stage;

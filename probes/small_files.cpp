@@ -1,5 +1,7 @@
 #include "probes/small_files.hpp"
 
+#include "common/json_text.hpp"
+
 #include <algorithm>
 #include <fstream>
 #include <regex>
@@ -24,7 +26,7 @@ std::string text_field(const nlohmann::ordered_json& object, const char* key) {
   if (it == object.end() || it->is_null()) {
     return {};
   }
-  return it->is_string() ? it->get<std::string>() : it->dump();
+  return it->is_string() ? it->get<std::string>() : common::json_text(*it);
 }
 
 bool path_exists(const std::filesystem::path& path) {

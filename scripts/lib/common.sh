@@ -8,7 +8,8 @@ BUILD_PACKAGES=(
   libspdlog-dev nlohmann-json3-dev libcli11-dev libelf-dev libdw-dev libsystemd-dev
 )
 # What the test suite needs on top.
-TEST_PACKAGES=(libgtest-dev libgmock-dev clang-format elfutils python3 gcc-multilib)
+TEST_PACKAGES=(libgtest-dev libgmock-dev clang-format elfutils python3 gcc-multilib clang
+  libclang-rt-14-dev)
 
 # Installs the packages that are missing; silent when all are there.
 ensure_packages() {

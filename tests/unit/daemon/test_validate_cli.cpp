@@ -57,6 +57,18 @@ TEST(ValidateCli, PrintShowsTheNormalisedContractAsJson) {
   EXPECT_EQ(json["checks"][0]["params"]["cuda"]["mode"], "none");
 }
 
+TEST(ValidateCli, InvalidUtf8InAContractIsPrintedNotACrash) {
+  // Found by fuzzing: JSON output used to throw on bytes that are not UTF-8.
+  testing::TempDir dir;
+  const auto contract =
+      dir.write("latin1.yaml",
+                "schema_version: 1\ndescription: \"caf\xe9\"\nchecks:\n  - kind: tools\n"
+                "    on_path: [xpu-smi]\n");
+  const auto result = run_command({k_binary, "validate", "--print", contract.string()});
+  ASSERT_EQ(result.exit_code, 0) << result.err;
+  EXPECT_EQ(nlohmann::json::parse(result.out)["description"], "caf\xef\xbf\xbd");
+}
+
 TEST(ValidateCli, UsageErrorsExitTwo) {
   EXPECT_EQ(run_command({k_binary}).exit_code, 2);
   EXPECT_EQ(run_command({k_binary, "validate"}).exit_code, 2);
