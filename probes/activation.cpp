@@ -1,5 +1,6 @@
 #include "probes/activation.hpp"
 
+#include <pwd.h>
 #include <sys/stat.h>
 
 #include <algorithm>
@@ -134,8 +135,16 @@ Environment bare_environment(const PythonEnv& env) {
   Environment environment;
   environment["PATH"] = k_base_path;
   environment["LANG"] = "C.UTF-8";
-  environment["HOME"] = std::getenv("HOME") ? std::getenv("HOME") : "/";
-  (void)env;
+  // The home of the env's owner, as when that user runs it; never the agent's.
+  environment["HOME"] = "/";
+  struct passwd entry {};
+  struct passwd* found = nullptr;
+  std::vector<char> buffer(16384);
+  if (!env.owner.empty() &&
+      getpwnam_r(env.owner.c_str(), &entry, buffer.data(), buffer.size(), &found) == 0 &&
+      found != nullptr && found->pw_dir != nullptr) {
+    environment["HOME"] = found->pw_dir;
+  }
   return environment;
 }
 

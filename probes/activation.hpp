@@ -19,7 +19,8 @@ enum class Activation { bare, activated };
 std::string to_string(Activation activation);
 
 // The environment a probe process gets when nothing is activated: a clean
-// base, never the agent's own variables (tokens, credentials).
+// base (PATH, LANG, and HOME of the env's owner), never the agent's own
+// variables (tokens, credentials).
 Environment bare_environment(const PythonEnv& env);
 
 struct ActivatedEnvironment {

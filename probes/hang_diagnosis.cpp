@@ -116,7 +116,9 @@ std::string thread_count_text(std::size_t count) {
 }
 
 void sample_python_stacks(pid_t pid, const fs::path& file, HangDiagnosis& diagnosis) {
-  if (file.empty() || ::kill(pid, SIGUSR1) != 0) {
+  // The probe program creates the file when it registers its SIGUSR1
+  // handler; before that, SIGUSR1 would simply kill the process.
+  if (file.empty() || !path_exists(file) || ::kill(pid, SIGUSR1) != 0) {
     return;
   }
   // faulthandler writes from its signal handler; give it a moment.
@@ -261,8 +263,9 @@ HangDiagnosis diagnose_hang(pid_t pid, const fs::path& python_stack_file,
   if (busiest < k_spinning_cpu_percent) {
     diagnosis.busiest_tid = pid;
   }
-  sample_python_stacks(pid, python_stack_file, diagnosis);
+  // Native first: it only pauses the process, the signal may end it.
   sample_native_stack(pid, diagnosis);
+  sample_python_stacks(pid, python_stack_file, diagnosis);
   classify_hang(diagnosis);
   return diagnosis;
 }

@@ -3,6 +3,7 @@
 #include "probes/activation.hpp"
 
 #include <gtest/gtest.h>
+#include <pwd.h>
 
 #include <fstream>
 
@@ -64,6 +65,10 @@ TEST(Activation, TheAgentsOwnEnvironmentNeverLeaks) {
   ::unsetenv("ENVCONTRACT_TEST_SECRET");
   EXPECT_FALSE(activation.activated.contains("ENVCONTRACT_TEST_SECRET"));
   EXPECT_FALSE(activation.bare.contains("ENVCONTRACT_TEST_SECRET"));
+  // HOME is the env owner's, as when that user runs it.
+  const passwd* owner = ::getpwnam(env.owner.c_str());
+  ASSERT_NE(owner, nullptr);
+  EXPECT_EQ(activation.bare.at("HOME"), owner->pw_dir);
 }
 
 TEST(Activation, ScriptOutputCannotCorruptTheEnvironment) {
