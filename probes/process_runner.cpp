@@ -23,6 +23,7 @@
 #include <boost/process/io.hpp>
 #include <boost/process/start_dir.hpp>
 #include <cstring>
+#include <mutex>
 #include <thread>
 
 #include "probes/output_capture.hpp"
@@ -46,6 +47,12 @@ constexpr std::chrono::milliseconds k_max_poll{20};
 // while our other pipes, sockets and files never reach the env's code.
 void prepare_child() {
   ::setpgid(0, 0);
+  // The agent ignores SIGPIPE and may block signals in its threads; the env's
+  // code gets the defaults a shell would give it.
+  ::signal(SIGPIPE, SIG_DFL);
+  sigset_t none;
+  sigemptyset(&none);
+  ::sigprocmask(SIG_SETMASK, &none, nullptr);
   if (::close_range(3, ~0U, CLOSE_RANGE_CLOEXEC) != 0) {
     rlimit limit{};
     const int max_fd = ::getrlimit(RLIMIT_NOFILE, &limit) == 0 && limit.rlim_cur < 65536
@@ -156,6 +163,11 @@ ProcessResult run_process(const ProcessSpec& spec, const ProcessLimits& limits,
     result.error = spec.argv[0] + ": " + std::strerror(errno);
     return result;
   }
+
+  // Writing stdin to a child that already exited raises SIGPIPE, whose default
+  // action would kill the agent: ignore it (the write then fails with EPIPE).
+  static std::once_flag ignore_sigpipe;
+  std::call_once(ignore_sigpipe, [] { ::signal(SIGPIPE, SIG_IGN); });
 
   asio::io_context io;
   bp::async_pipe out_pipe(io);

@@ -108,6 +108,17 @@ TEST(ProcessRunner, WritesStdin) {
   EXPECT_EQ(run_process(spec, {}).out, "fed through stdin");
 }
 
+TEST(ProcessRunner, AChildThatIgnoresItsStdinDoesNotKillUs) {
+  ProcessSpec spec;
+  spec.argv = {"/bin/true"};
+  spec.stdin_data = std::string(4 * 1024 * 1024, 'x');  // far beyond a pipe's buffer
+  EXPECT_TRUE(run_process(spec, {}).succeeded());
+  // And the child does not inherit our ignored SIGPIPE.
+  ProcessSpec check;
+  check.argv = {"/bin/sh", "-c", "grep SigIgn /proc/self/status"};
+  EXPECT_EQ(run_process(check, {}).out, "SigIgn:\t0000000000000000\n");
+}
+
 TEST(ProcessRunner, ExitZeroWithNoOutput) {
   const auto result = sh("exit 0");
   EXPECT_TRUE(result.succeeded());
