@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "contracts/contract.hpp"
+#include "contracts/judges.hpp"
 #include "contracts/mapping_reader.hpp"
 
 namespace envcontract::contracts {
@@ -24,6 +25,9 @@ struct CheckKind {
   // Reads the kind's own keys (the common id/kind/severity/description are
   // already consumed) into `params`, filling defaults, reporting every problem.
   void (*parse)(MappingReader& reader, Json& params, const KindContext& context);
+  // Judges a check of this kind against one env's facts; nullptr while the
+  // facts it needs are not gathered yet (the check is then an error).
+  judges::Judge judge;
 };
 
 // Every kind, in the order the docs present them.

@@ -274,6 +274,7 @@ Json to_json(const ActivatedEnvironment& activation) {
   return {{"scripts", scripts},
           {"problem", activation.problem},
           {"changes", changes},
+          {"bare", activation.bare},
           {"activated", activation.activated}};
 }
 

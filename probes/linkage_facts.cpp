@@ -68,27 +68,6 @@ Json strings(const std::vector<fs::path>& paths) {
 
 }  // namespace
 
-std::vector<std::string> needed_chain(const LibraryLinkage& library, const std::string& name) {
-  std::vector<std::string> chain;
-  std::string current = name;
-  const std::string root = library.path.filename().string();
-  for (std::size_t guard = 0; guard <= library.closure.size(); ++guard) {
-    const auto link =
-        std::find_if(library.closure.begin(), library.closure.end(),
-                     [&](const auto& candidate) { return candidate.name == current; });
-    if (link == library.closure.end()) {
-      return {};
-    }
-    chain.insert(chain.begin(), link->name);
-    if (link->needed_by == root) {
-      chain.insert(chain.begin(), root);
-      return chain;
-    }
-    current = link->needed_by;
-  }
-  return {};
-}
-
 LinkageFacts gather_linkage_facts(const PythonEnv& env, const std::vector<fs::path>& site_packages,
                                   const Environment& environment, Activation activation,
                                   const std::shared_ptr<const LdCache>& ld_cache,

@@ -33,12 +33,6 @@ struct LibraryLinkage {
   }
 };
 
-// The chain of names by which `library` comes to load `name`, e.g.
-// {"libtorch.so", "libtorch_cuda.so"}; empty when it does not load it.
-// This is how linkage rules ("libtorch_fl.so must not NEED libtorch_cuda.so",
-// directly or through its closure) are judged.
-std::vector<std::string> needed_chain(const LibraryLinkage& library, const std::string& name);
-
 struct LinkageFacts {
   Activation activation = Activation::activated;
   std::vector<LibraryLinkage> libraries;  // every *.so under site-packages

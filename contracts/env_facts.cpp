@@ -1,0 +1,133 @@
+#include "contracts/env_facts.hpp"
+
+namespace envcontract::contracts {
+
+namespace {
+
+const Json& null_json() {
+  static const Json null_value = nullptr;
+  return null_value;
+}
+
+const Json& empty_array() {
+  static const Json empty = Json::array();
+  return empty;
+}
+
+const Json& member(const Json& object, const char* key) {
+  if (!object.is_object()) {
+    return null_json();
+  }
+  const auto it = object.find(key);
+  return it == object.end() ? null_json() : *it;
+}
+
+}  // namespace
+
+std::string string_field(const Json& object, const char* key) {
+  const Json& value = member(object, key);
+  return value.is_string() ? value.get<std::string>() : std::string();
+}
+
+const Json& array_field(const Json& object, const char* key) {
+  const Json& value = member(object, key);
+  return value.is_array() ? value : empty_array();
+}
+
+std::string EnvFactsView::prefix() const {
+  return string_field(m_facts, "prefix");
+}
+
+std::string EnvFactsView::python_version() const {
+  return string_field(m_facts, "python_version");
+}
+
+std::string EnvFactsView::site() const {
+  const Json& sites = member(member(m_facts, "static"), "site_packages");
+  return sites.is_array() && !sites.empty() && sites[0].is_string() ? sites[0].get<std::string>()
+                                                                    : prefix() + "/lib";
+}
+
+const Json& EnvFactsView::torch() const {
+  return member(member(m_facts, "static"), "torch");
+}
+
+const Json& EnvFactsView::triton() const {
+  return member(member(m_facts, "static"), "triton");
+}
+
+std::vector<std::string> EnvFactsView::modules() const {
+  std::vector<std::string> names;
+  for (const auto& module : member(member(m_facts, "static"), "modules")) {
+    if (module.is_string()) {
+      names.push_back(module.get<std::string>());
+    }
+  }
+  return names;
+}
+
+const Json& EnvFactsView::distributions() const {
+  const Json& list = member(member(m_facts, "static"), "distributions");
+  return list.is_array() ? list : empty_array();
+}
+
+const Json& EnvFactsView::environment(const std::string& activation) const {
+  const Json& activation_facts = member(m_facts, "activation");
+  if (activation == "bare") {
+    // The bare environment is the activated one less what activation changed.
+    return member(activation_facts, "bare");
+  }
+  return member(activation_facts, "activated");
+}
+
+const Json& EnvFactsView::libraries(const std::string& activation) const {
+  const Json& list = member(member(member(m_facts, "linkage"), activation.c_str()), "libraries");
+  return list.is_array() ? list : empty_array();
+}
+
+const Json* EnvFactsView::stage(const std::string& name, const std::string& activation) const {
+  for (const auto& stage : member(member(m_facts, "dynamic"), "stages")) {
+    if (string_field(stage, "stage") == name && string_field(stage, "activation") == activation) {
+      return &stage;
+    }
+  }
+  return nullptr;
+}
+
+const Json* EnvFactsView::activation_artifact(const std::string& stage) const {
+  for (const auto& artifact : member(member(m_facts, "dynamic"), "activation_artifacts")) {
+    if (string_field(artifact, "stage") == stage) {
+      return &artifact;
+    }
+  }
+  return nullptr;
+}
+
+bool EnvFactsView::has_dynamic_facts() const {
+  return member(m_facts, "dynamic").is_object();
+}
+
+std::string EnvFactsView::expand(const std::string& pattern) const {
+  std::string text = pattern;
+  auto replace = [&](const std::string& from, const std::string& to) {
+    for (auto at = text.find(from); at != std::string::npos; at = text.find(from, at + to.size())) {
+      text.replace(at, from.size(), to);
+    }
+  };
+  replace("{prefix}", prefix());
+  replace("{site}", site());
+  // ${VAR} from the activated environment.
+  for (auto start = text.find("${"); start != std::string::npos; start = text.find("${", start)) {
+    const auto end = text.find('}', start);
+    if (end == std::string::npos) {
+      break;
+    }
+    const std::string name = text.substr(start + 2, end - start - 2);
+    const std::string value = string_field(environment("activated"), name.c_str());
+    text.replace(start, end - start + 1, value);
+    start += value.size();
+  }
+  return text;
+}
+
+}  // namespace envcontract::contracts

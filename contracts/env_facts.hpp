@@ -1,0 +1,50 @@
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "contracts/contract.hpp"
+
+namespace envcontract::contracts {
+
+// Read-only access to one env's facts JSON (docs/probes.md). Every accessor
+// tolerates missing or odd fields: facts come from the env, not from us.
+class EnvFactsView {
+ public:
+  explicit EnvFactsView(const Json& facts) : m_facts(facts) {}
+
+  const Json& raw() const { return m_facts; }
+  std::string prefix() const;
+  std::string python_version() const;
+  std::string site() const;    // the first site-packages
+  const Json& torch() const;   // static torch facts, or null
+  const Json& triton() const;  // static triton facts, or null
+  std::vector<std::string> modules() const;
+  const Json& distributions() const;  // array
+  // The activated (or bare) environment as a map of variables.
+  const Json& environment(const std::string& activation) const;
+  // Linkage of every library under the env's site-packages, or an empty array.
+  const Json& libraries(const std::string& activation = "activated") const;
+  // A dynamic stage ("identity", "imports", "devices:<id>", ...), or nullptr
+  // when dynamic probes did not run it.
+  const Json* stage(const std::string& name, const std::string& activation = "activated") const;
+  // The activation artifact recorded for a stage, or nullptr.
+  const Json* activation_artifact(const std::string& stage) const;
+  bool has_dynamic_facts() const;
+
+  // "{prefix}/lib", "{site}/torch/lib/x.so" and "${VAR}/lib" (from the
+  // activated environment) made absolute.
+  std::string expand(const std::string& pattern) const;
+
+ private:
+  const Json& m_facts;
+};
+
+// The field as a string ("" when absent, null or not a string).
+std::string string_field(const Json& object, const char* key);
+
+// The field when it is an array, else an empty array: a reference into
+// `object` (nlohmann's value() returns copies, which must not be pointed into).
+const Json& array_field(const Json& object, const char* key);
+
+}  // namespace envcontract::contracts

@@ -1,0 +1,50 @@
+#pragma once
+
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "contracts/contract.hpp"
+
+namespace envcontract::contracts {
+
+enum class CheckStatus { pass, fail, error, skip, waived };
+std::string to_string(CheckStatus status);
+
+// Why a check did not pass, in words an operator can act on.
+struct Diagnosis {
+  std::string cause;               // a stable code: cuda_build, missing_library, hang, ...
+  std::string summary;             // one line
+  Json evidence = Json::object();  // the facts that prove it
+  std::string remedy;              // what to do about it
+};
+
+struct CheckResult {
+  std::string id;
+  std::string kind;
+  Severity severity = Severity::required;
+  CheckStatus status = CheckStatus::skip;
+  Json expected = nullptr;
+  Json actual = nullptr;
+  std::optional<Diagnosis> diagnosis;  // for anything that did not pass
+  std::vector<Diagnosis> notes;        // advisory findings, e.g. activation_required
+};
+
+enum class EnvVerdict { compliant, drift, error };
+std::string to_string(EnvVerdict verdict);
+
+struct EnvJudgement {
+  EnvVerdict verdict = EnvVerdict::error;
+  std::vector<CheckResult> checks;
+};
+
+// Judges every check of `contract` against one env's facts: the JSON that
+// `envcontractd facts` prints for the env, with the env's dynamic facts
+// (`envcontractd probe`) under "dynamic" (docs/probes.md). A required check
+// that fails makes the env drift; one that could not be judged, an error.
+EnvJudgement judge_env(const Contract& contract, const Json& env_facts);
+
+Json to_json(const CheckResult& result);
+Json to_json(const EnvJudgement& judgement);
+
+}  // namespace envcontract::contracts

@@ -1,0 +1,36 @@
+#pragma once
+
+#include "contracts/env_facts.hpp"
+#include "contracts/judgement.hpp"
+
+// The judges of the registry's kinds, grouped by theme in judges_*.cpp. Each
+// fills `result` (status, expected, actual, diagnosis); check_kind.cpp wires
+// them to their kinds.
+namespace envcontract::contracts::judges {
+
+using Judge = void (*)(const Check& check, const EnvFactsView& facts, CheckResult& result);
+
+void torch(const Check& check, const EnvFactsView& facts, CheckResult& result);
+void triton(const Check& check, const EnvFactsView& facts, CheckResult& result);
+void python(const Check& check, const EnvFactsView& facts, CheckResult& result);
+void distributions(const Check& check, const EnvFactsView& facts, CheckResult& result);
+void modules(const Check& check, const EnvFactsView& facts, CheckResult& result);
+void files(const Check& check, const EnvFactsView& facts, CheckResult& result);
+void linkage(const Check& check, const EnvFactsView& facts, CheckResult& result);
+void environment(const Check& check, const EnvFactsView& facts, CheckResult& result);
+void search_path(const Check& check, const EnvFactsView& facts, CheckResult& result);
+void imports(const Check& check, const EnvFactsView& facts, CheckResult& result);
+void devices(const Check& check, const EnvFactsView& facts, CheckResult& result);
+void smoke(const Check& check, const EnvFactsView& facts, CheckResult& result);
+
+// Why the libraries under `directory` cannot load, from the linkage facts:
+// a missing library, an ABI near miss, an undefined symbol, one per library.
+std::vector<Diagnosis> linkage_problems_under(const EnvFactsView& facts,
+                                              const std::string& directory);
+
+// Helpers shared by the judges.
+void fail(CheckResult& result, std::string cause, std::string summary, Json evidence,
+          std::string remedy);
+void pass(CheckResult& result);
+
+}  // namespace envcontract::contracts::judges

@@ -1,0 +1,91 @@
+// Judges of the environment an activated env gives its processes.
+#include <sstream>
+
+#include "contracts/judges.hpp"
+
+namespace envcontract::contracts::judges {
+
+void environment(const Check& check, const EnvFactsView& facts, CheckResult& result) {
+  const std::string activation = check.params.value("activation", "activated");
+  const Json& variables = facts.environment(activation);
+  Json actual = Json::object();
+  auto value_of = [&](const std::string& name) -> Json {
+    return variables.is_object() && variables.contains(name) ? variables[name] : Json(nullptr);
+  };
+  auto remedy = "set it in the env's etc/conda/activate.d (or unset it there)";
+  for (const auto& [name, wanted] : check.params["equals"].items()) {
+    actual[name] = value_of(name);
+    if (actual[name] != wanted) {
+      result.actual = actual;
+      fail(result, "environment_mismatch",
+           name + " is " + (actual[name].is_null() ? std::string("unset") : actual[name].dump()) +
+               " " + activation + ", the contract wants " + wanted.dump(),
+           {{"variable", name}, {"value", actual[name]}}, remedy);
+      return;
+    }
+  }
+  for (const auto& name : check.params["set"]) {
+    actual[name.get<std::string>()] = value_of(name);
+    if (value_of(name).is_null()) {
+      result.actual = actual;
+      fail(result, "environment_mismatch", name.get<std::string>() + " is not set " + activation,
+           {{"variable", name}}, remedy);
+      return;
+    }
+  }
+  for (const auto& name : check.params["unset"]) {
+    actual[name.get<std::string>()] = value_of(name);
+    if (!value_of(name).is_null()) {
+      result.actual = actual;
+      fail(result, "environment_mismatch",
+           name.get<std::string>() + " is set (" + value_of(name).dump() + ") " + activation +
+               "; the contract wants it unset",
+           {{"variable", name}, {"value", value_of(name)}}, remedy);
+      return;
+    }
+  }
+  result.actual = actual;
+  pass(result);
+}
+
+void search_path(const Check& check, const EnvFactsView& facts, CheckResult& result) {
+  const std::string variable = check.params.value("variable", "LD_LIBRARY_PATH");
+  const std::string activation = check.params.value("activation", "activated");
+  const std::string value = string_field(facts.environment(activation), variable.c_str());
+  std::vector<std::string> entries;
+  std::istringstream parts(value);
+  for (std::string entry; std::getline(parts, entry, ':');) {
+    if (!entry.empty()) {
+      entries.push_back(entry);
+    }
+  }
+  result.actual = value;
+  const Json evidence = {{"variable", variable}, {"value", value}, {"activation", activation}};
+  std::size_t position = 0;
+  for (const auto& dir : check.params["starts_with"]) {
+    const std::string wanted = facts.expand(dir.get<std::string>());
+    if (position >= entries.size() || entries[position] != wanted) {
+      fail(result, "search_path_mismatch",
+           variable + " does not start with " + wanted + " (entry " + std::to_string(position + 1) +
+               " is " + (position < entries.size() ? entries[position] : std::string("missing")) +
+               ")",
+           evidence, "put the vendor directories first in the env's activate.d script");
+      return;
+    }
+    ++position;
+  }
+  for (const auto& root : check.params["must_not_contain"]) {
+    const std::string forbidden = facts.expand(root.get<std::string>());
+    for (const auto& entry : entries) {
+      if (entry.starts_with(forbidden)) {
+        fail(result, "search_path_mismatch",
+             variable + " contains " + entry + ", under " + forbidden, evidence,
+             "remove it from the env's activation scripts");
+        return;
+      }
+    }
+  }
+  pass(result);
+}
+
+}  // namespace envcontract::contracts::judges

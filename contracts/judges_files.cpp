@@ -1,0 +1,134 @@
+// Judges of files on disk and of linkage between shared libraries.
+#include <fnmatch.h>
+#include <glob.h>
+
+#include <algorithm>
+
+#include "contracts/judges.hpp"
+
+namespace envcontract::contracts::judges {
+namespace {
+
+std::vector<std::string> glob_paths(const std::string& pattern) {
+  std::vector<std::string> paths;
+  glob_t matches{};
+  if (::glob(pattern.c_str(), GLOB_NOSORT, nullptr, &matches) == 0) {
+    for (std::size_t i = 0; i < matches.gl_pathc; ++i) {
+      paths.emplace_back(matches.gl_pathv[i]);
+    }
+  }
+  ::globfree(&matches);
+  std::sort(paths.begin(), paths.end());
+  return paths;
+}
+
+// How `library` (one entry of the linkage facts) comes to load `name`:
+// {"libtorch.so", "libtorch_cuda.so"}; empty when it does not.
+std::vector<std::string> chain_to(const Json& library, const std::string& name) {
+  const std::string root = std::filesystem::path(string_field(library, "path")).filename();
+  const Json& closure = array_field(library, "closure");
+  std::vector<std::string> chain;
+  std::string current = name;
+  for (std::size_t guard = 0; guard <= closure.size(); ++guard) {
+    const auto link = std::find_if(closure.begin(), closure.end(), [&](const Json& entry) {
+      return string_field(entry, "name") == current;
+    });
+    if (link == closure.end()) {
+      return {};
+    }
+    chain.insert(chain.begin(), current);
+    current = string_field(*link, "needed_by");
+    if (current == root) {
+      chain.insert(chain.begin(), root);
+      return chain;
+    }
+  }
+  return {};
+}
+
+std::string arrows(const std::vector<std::string>& chain) {
+  std::string text;
+  for (const auto& name : chain) {
+    text += (text.empty() ? "" : " -> ") + name;
+  }
+  return text;
+}
+
+}  // namespace
+
+void files(const Check& check, const EnvFactsView& facts, CheckResult& result) {
+  Json actual = Json::object();
+  for (const auto& pattern : check.params["exist"]) {
+    const std::string expanded = facts.expand(pattern.get<std::string>());
+    const auto found = glob_paths(expanded);
+    actual[pattern.get<std::string>()] = found;
+    if (found.empty()) {
+      result.actual = actual;
+      fail(result, "missing_file", expanded + " does not exist", {{"pattern", expanded}},
+           "install the package that provides it");
+      return;
+    }
+  }
+  for (const auto& pattern : check.params["absent"]) {
+    const std::string expanded = facts.expand(pattern.get<std::string>());
+    const auto found = glob_paths(expanded);
+    actual[pattern.get<std::string>()] = found;
+    if (!found.empty()) {
+      result.actual = actual;
+      fail(result, "forbidden_file", found.front() + " exists; the contract forbids it",
+           {{"paths", found}},
+           "remove the package that installs it (a build for another platform?)");
+      return;
+    }
+  }
+  result.actual = actual;
+  pass(result);
+}
+
+void linkage(const Check& check, const EnvFactsView& facts, CheckResult& result) {
+  const std::string pattern = facts.expand(check.params.value("library", ""));
+  const bool transitive = check.params.value("transitive", true);
+  Json matched = Json::array();
+  for (const auto& library : facts.libraries()) {
+    const std::string path = string_field(library, "path");
+    if (::fnmatch(pattern.c_str(), path.c_str(), FNM_PATHNAME) != 0) {
+      continue;
+    }
+    matched.push_back(path);
+    const std::string file = std::filesystem::path(path).filename();
+    auto reach = [&](const std::string& name) {
+      if (transitive) {
+        return chain_to(library, name);
+      }
+      const auto& needed = array_field(library, "needed");
+      return std::find(needed.begin(), needed.end(), name) != needed.end()
+                 ? std::vector<std::string>{file, name}
+                 : std::vector<std::string>{};
+    };
+    for (const auto& forbidden : check.params["must_not_need"]) {
+      const auto chain = reach(forbidden.get<std::string>());
+      if (!chain.empty()) {
+        result.actual = {{"matched", matched}};
+        fail(result, "forbidden_needed",
+             file + " needs " + forbidden.get<std::string>() + " (" + arrows(chain) + ")",
+             {{"library", path}, {"chain", chain}},
+             "install a " + file + " built without " + forbidden.get<std::string>());
+        return;
+      }
+    }
+    for (const auto& required : check.params["must_need"]) {
+      if (reach(required.get<std::string>()).empty()) {
+        result.actual = {{"matched", matched}};
+        fail(result, "missing_library", file + " does not need " + required.get<std::string>(),
+             {{"library", path}, {"needed", array_field(library, "needed")}},
+             "install the " + file + " build the contract names");
+        return;
+      }
+    }
+  }
+  // No matching library is not a linkage fault; a files check says whether it must exist.
+  result.actual = {{"matched", matched}};
+  pass(result);
+}
+
+}  // namespace envcontract::contracts::judges

@@ -1,0 +1,297 @@
+// Judges of what happened when env code ran: imports, device counts, smoke
+// snippets. A failure is explained from the linkage facts when they know why.
+#include <regex>
+
+#include "contracts/judges.hpp"
+#include "contracts/values.hpp"
+
+namespace envcontract::contracts::judges {
+namespace {
+
+const std::string k_not_found = ": cannot open shared object file";
+const std::string k_undefined = "undefined symbol: ";
+
+std::string first_line(const std::string& text) {
+  return text.substr(0, text.find('\n'));
+}
+
+// The linkage facts' entry for a missing library, with who needs it.
+std::optional<Json> missing_library_evidence(const EnvFactsView& facts, const std::string& name,
+                                             const std::string& activation) {
+  for (const auto& library : facts.libraries(activation)) {
+    for (const auto& missing : array_field(library, "missing")) {
+      if (string_field(missing, "name") == name) {
+        return missing;
+      }
+    }
+  }
+  return std::nullopt;
+}
+
+std::optional<Json> unresolved_evidence(const EnvFactsView& facts, const std::string& symbol,
+                                        const std::string& activation) {
+  for (const auto& library : facts.libraries(activation)) {
+    for (const auto& unresolved : array_field(library, "unresolved")) {
+      if (string_field(unresolved, "mangled") == symbol) {
+        return unresolved;
+      }
+    }
+  }
+  return std::nullopt;
+}
+
+std::string file_name(const std::string& path) {
+  return std::filesystem::path(path).filename().string();
+}
+
+// Why an import (or a snippet) raised, from its error text and the linkage facts.
+Diagnosis explain_error(const std::string& subject, const std::string& error_type,
+                        const std::string& error, const EnvFactsView& facts,
+                        const std::string& activation) {
+  const std::string text = first_line(error);
+  if (const auto at = text.find(k_not_found); at != std::string::npos) {
+    const std::string library = file_name(text.substr(0, at));
+    Diagnosis diagnosis{"missing_library",
+                        subject + " fails: " + library + " cannot be found",
+                        {{"error", text}},
+                        ""};
+    if (auto evidence = missing_library_evidence(facts, library, activation)) {
+      diagnosis.summary += " (needed by " + file_name(string_field(*evidence, "needed_by")) + ")";
+      diagnosis.evidence["missing"] = *evidence;
+      const auto& others = array_field(*evidence, "other_versions");
+      if (!others.empty()) {
+        diagnosis.summary += "; a different version exists: " + others.front().get<std::string>();
+      }
+    }
+    diagnosis.remedy = "install the package that provides " + library +
+                       ", or put its directory on LD_LIBRARY_PATH in the env's activate.d";
+    return diagnosis;
+  }
+  if (const auto at = text.find(k_undefined); at != std::string::npos) {
+    const std::string symbol = text.substr(at + k_undefined.size());
+    auto evidence = unresolved_evidence(facts, symbol, activation);
+    if (evidence && evidence->contains("near_miss") && (*evidence)["near_miss"].is_object()) {
+      const Json& near = (*evidence)["near_miss"];
+      std::string differences;
+      for (const auto& difference : array_field(near, "differences")) {
+        differences += (differences.empty() ? "" : "; ") + difference.get<std::string>();
+      }
+      return {"abi_signature_mismatch",
+              file_name(string_field(*evidence, "needed_by")) + " wants " +
+                  string_field(*evidence, "demangled") + " but " +
+                  file_name(string_field(near, "library")) + " defines " +
+                  string_field(near, "demangled") + " (" + differences + ")",
+              *evidence,
+              "use builds of " + file_name(string_field(*evidence, "needed_by")) + " and " +
+                  file_name(string_field(near, "library")) + " made against the same torch"};
+    }
+    Diagnosis diagnosis{"undefined_symbol",
+                        subject + " fails: undefined symbol " + symbol,
+                        {{"error", text}},
+                        "install the builds made for this torch version"};
+    if (evidence) {
+      diagnosis.summary = file_name(string_field(*evidence, "needed_by")) + " needs " +
+                          string_field(*evidence, "demangled") + ", which nothing it loads defines";
+      diagnosis.evidence = *evidence;
+    }
+    return diagnosis;
+  }
+  return {"import_error",
+          subject + " fails: " + error_type + ": " + text,
+          {{"error", error}},
+          "fix the import error above in this env"};
+}
+
+// A stage that did not finish: hang, crash or a probe error.
+std::optional<Diagnosis> unfinished_stage(const Json& stage) {
+  const std::string status = string_field(stage, "status");
+  const std::string summary = string_field(stage, "summary");
+  if (status == "hung") {
+    return Diagnosis{"hang", summary, stage.value("hang", Json(nullptr)),
+                     "the operation never completes: check the vendor runtime and driver versions; "
+                     "the native stack shows where it waits"};
+  }
+  if (status == "crashed") {
+    return Diagnosis{"crash",
+                     summary,
+                     {{"process", stage.value("process", Json(""))},
+                      {"stderr_tail", stage.value("stderr_tail", Json(""))}},
+                     "the process died in the env's own code; the stderr tail shows where"};
+  }
+  if (status == "probe_error") {
+    return Diagnosis{"probe_error", summary, Json::object(),
+                     "the probe could not report; see the agent's log"};
+  }
+  return std::nullopt;
+}
+
+// Finds the stage, or marks the result as not judgeable.
+const Json* require_stage(const EnvFactsView& facts, const std::string& name, CheckResult& result) {
+  const Json* stage = facts.stage(name);
+  if (stage == nullptr) {
+    result.status = CheckStatus::error;
+    result.diagnosis = Diagnosis{"probe_error",
+                                 facts.has_dynamic_facts() ? "the " + name + " stage did not run"
+                                                           : "dynamic probes did not run",
+                                 Json::object(), "run the dynamic probes (envcontractd probe)"};
+    return nullptr;
+  }
+  if (string_field(*stage, "status") == "skipped") {
+    result.status = CheckStatus::skip;
+    result.diagnosis =
+        Diagnosis{"probe_error", string_field(*stage, "summary"), Json::object(), ""};
+    return nullptr;
+  }
+  if (auto problem = unfinished_stage(*stage)) {
+    result.status = problem->cause == "probe_error" ? CheckStatus::error : CheckStatus::fail;
+    result.diagnosis = std::move(*problem);
+    return nullptr;
+  }
+  return stage;
+}
+
+const Json* find_record(const Json& stage, const std::string& type, const std::string& module) {
+  for (const auto& record : array_field(stage, "records")) {
+    if (string_field(record, "type") == type &&
+        (module.empty() || string_field(record, "module") == module)) {
+      return &record;
+    }
+  }
+  return nullptr;
+}
+
+}  // namespace
+
+std::vector<Diagnosis> linkage_problems_under(const EnvFactsView& facts,
+                                              const std::string& directory) {
+  std::vector<Diagnosis> problems;
+  for (const auto& library : facts.libraries()) {
+    const std::string path = string_field(library, "path");
+    if (!path.starts_with(directory + "/")) {
+      continue;
+    }
+    const std::string subject = "loading " + file_name(path);
+    if (const auto& missing = array_field(library, "missing"); !missing.empty()) {
+      problems.push_back(explain_error(subject, "", string_field(missing[0], "name") + k_not_found,
+                                       facts, "activated"));
+    } else if (const auto& unresolved = array_field(library, "unresolved"); !unresolved.empty()) {
+      problems.push_back(explain_error(
+          subject, "", k_undefined + string_field(unresolved[0], "mangled"), facts, "activated"));
+    }
+  }
+  return problems;
+}
+
+void imports(const Check& check, const EnvFactsView& facts, CheckResult& result) {
+  if (const Json* artifact = facts.activation_artifact("imports")) {
+    result.notes.push_back({"activation_required", string_field(*artifact, "summary"), *artifact,
+                            "run this env activated (conda activate), as its users do"});
+  }
+  const Json* stage = require_stage(facts, "imports", result);
+  if (stage == nullptr) {
+    return;
+  }
+  Json actual = Json::object();
+  for (const auto& module : check.params["modules"]) {
+    const std::string name = module.get<std::string>();
+    const Json* record = find_record(*stage, "import", name);
+    if (record == nullptr) {
+      result.status = CheckStatus::error;
+      result.diagnosis =
+          Diagnosis{"probe_error", "no import of " + name + " was recorded", Json::object(), ""};
+      return;
+    }
+    actual[name] = record->value("ok", Json(false));
+    for (const auto& warning : array_field(*record, "warnings")) {
+      if (warning.is_string() &&
+          warning.get<std::string>().find(k_undefined) != std::string::npos) {
+        result.notes.push_back(explain_error("import " + name + " (warning only)", "Warning",
+                                             warning.get<std::string>(), facts, "activated"));
+      }
+    }
+    if (record->value("ok", Json(false)) != true) {
+      result.actual = actual;
+      result.status = CheckStatus::fail;
+      result.diagnosis = explain_error("import " + name, string_field(*record, "error_type"),
+                                       string_field(*record, "error"), facts, "activated");
+      return;
+    }
+  }
+  result.actual = actual;
+  pass(result);
+}
+
+void devices(const Check& check, const EnvFactsView& facts, CheckResult& result) {
+  const Json* stage = require_stage(facts, "devices:" + check.id, result);
+  if (stage == nullptr) {
+    return;
+  }
+  for (const auto& record : array_field(*stage, "records")) {
+    if (string_field(record, "type") == "import" && record.value("ok", Json(false)) != true) {
+      result.status = CheckStatus::fail;
+      result.diagnosis = explain_error("import " + string_field(record, "module"),
+                                       string_field(record, "error_type"),
+                                       string_field(record, "error"), facts, "activated");
+      return;
+    }
+  }
+  const Json* record = find_record(*stage, "devices", "");
+  const Json value = record ? record->value("value", Json(nullptr)) : Json(nullptr);
+  result.actual = value;
+  if (!value.is_number_integer()) {
+    result.status = CheckStatus::fail;
+    result.diagnosis =
+        explain_error(check.params.value("expression", std::string("the expression")),
+                      record ? string_field(*record, "error_type") : "",
+                      record ? string_field(*record, "error") : "no value", facts, "activated");
+    return;
+  }
+  Comparison comparison;
+  comparison.op = string_field(check.params["count"], "op");
+  comparison.value = check.params["count"].value("value", 0);
+  if (!comparison.holds_for(value.get<std::int64_t>())) {
+    fail(result, "too_few_devices",
+         check.params.value("expression", std::string()) + " is " + value.dump() +
+             ", the contract wants " + comparison.op + " " + std::to_string(comparison.value),
+         {{"expression", check.params["expression"]}, {"value", value}},
+         "check that the devices are visible to this env (driver, device nodes, *_VISIBLE_DEVICES) "
+         "and that its torch_fl is the build for this platform");
+    return;
+  }
+  pass(result);
+}
+
+void smoke(const Check& check, const EnvFactsView& facts, CheckResult& result) {
+  const Json* stage = require_stage(facts, "smoke:" + check.id, result);
+  if (stage == nullptr) {
+    return;
+  }
+  const Json* record = find_record(*stage, "smoke", "");
+  if (record == nullptr) {
+    result.status = CheckStatus::error;
+    result.diagnosis = Diagnosis{"probe_error", "the snippet left no record", Json::object(), ""};
+    return;
+  }
+  const std::string output = string_field(*record, "output");
+  result.actual = {{"output", output}};
+  if (record->value("ok", Json(false)) != true) {
+    result.status = CheckStatus::fail;
+    result.diagnosis = explain_error("the snippet", string_field(*record, "error_type"),
+                                     string_field(*record, "error"), facts, "activated");
+    if (result.diagnosis->cause == "import_error") {
+      result.diagnosis->cause = "smoke_failed";
+    }
+    return;
+  }
+  const std::string pattern = check.params.value("expect_output", "");
+  if (!pattern.empty() && !std::regex_search(output, std::regex(pattern))) {
+    fail(result, "smoke_failed",
+         "the snippet printed " + Json(first_line(output)).dump() + ", which does not match " +
+             pattern,
+         {{"output", output}}, "see what the snippet printed");
+    return;
+  }
+  pass(result);
+}
+
+}  // namespace envcontract::contracts::judges
