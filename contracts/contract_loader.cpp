@@ -219,9 +219,9 @@ LoadResult load_contract_text(const std::string& text, const std::filesystem::pa
   }
   // A platform config grows CI keys we have never seen: keep them, warn. Our
   // own schema is strict, so a typo there never silently disables a check.
-  for (const auto& key : top.unknown_keys()) {
-    if (platform_config) {
-      contract.kept[key] = yaml_to_json(*find_child(*root, key));
+  if (platform_config) {
+    for (const auto& [key, value] : top.unknown_entries()) {
+      contract.kept[key] = yaml_to_json(value);
     }
   }
   top.reject_unknown_keys(platform_config ? DiagnosticLevel::warning : DiagnosticLevel::error);

@@ -108,15 +108,18 @@ std::optional<std::vector<std::string>> MappingReader::string_list(std::string_v
   return read_string_list(*value, "'" + std::string(key) + "' of " + m_what, m_ctx);
 }
 
-std::vector<std::string> MappingReader::unknown_keys() const {
-  std::vector<std::string> unknown;
+std::vector<std::pair<std::string, YAML::Node>> MappingReader::unknown_entries() const {
+  std::vector<std::pair<std::string, YAML::Node>> unknown;
   if (!m_is_mapping) {
     return unknown;
   }
   for (const auto& pair : m_node) {
-    const std::string key = pair.first.IsScalar() ? pair.first.Scalar() : std::string();
+    if (!pair.first.IsScalar()) {
+      continue;
+    }
+    const auto& key = pair.first.Scalar();
     if (std::find(m_known_keys.begin(), m_known_keys.end(), key) == m_known_keys.end()) {
-      unknown.push_back(key);
+      unknown.emplace_back(key, pair.second);
     }
   }
   return unknown;

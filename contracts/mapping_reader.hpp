@@ -46,8 +46,9 @@ class MappingReader {
   // Reports the present keys that no accessor asked for.
   void reject_unknown_keys(DiagnosticLevel level = DiagnosticLevel::error);
 
-  // Keys present in the mapping that no accessor asked for, in file order.
-  std::vector<std::string> unknown_keys() const;
+  // Entries whose (scalar) key no accessor asked for, in file order, with
+  // their values. Keys that are not scalars are left to reject_unknown_keys.
+  std::vector<std::pair<std::string, YAML::Node>> unknown_entries() const;
 
  private:
   void remember(std::string_view key);

@@ -190,6 +190,13 @@ TEST(ContractErrors, UnreadableFilesAndDirectoriesAreClearErrors) {
   EXPECT_NE(messages(directory)[0].find("is a directory"), std::string::npos);
 }
 
+TEST(ContractErrors, NullAndComplexKeysInAPlatformConfig) {
+  // Found by fuzzing: a key-less line in a platform config crashed the loader.
+  const auto result = load_text("setup_script: s.sh\n: is drift\n? [a, b]\n: c\n");
+  EXPECT_FALSE(result.contract);
+  EXPECT_GE(result.diagnostics.error_count(), 1U);
+}
+
 TEST(ContractErrors, NonUtf8AndBinaryInputDoNotCrash) {
   const std::string binary("\x00\xff\xfe\x01garbage: [\x80\x81", 17);
   const auto result = load_text(binary);
