@@ -90,6 +90,10 @@ int compare(const Version& a, const Version& b, bool with_local) {
 
 }  // namespace
 
+bool is_version(std::string_view text) {
+  return parse(text).has_value();
+}
+
 std::optional<int> compare_versions(std::string_view a, std::string_view b) {
   const auto left = parse(a);
   const auto right = parse(b);

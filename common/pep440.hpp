@@ -9,6 +9,9 @@
 // releases, local segments ("+cpu", "+ascend3.5").
 namespace envcontract::common {
 
+// Whether `text` is a PEP 440 version ("2.10.0", "0.6.2a2", "0.7.0+ascend3.5").
+bool is_version(std::string_view text);
+
 // <0, 0, >0 as a compares to b; local segments compared only when both have
 // one. nullopt when either is not a PEP 440 version.
 std::optional<int> compare_versions(std::string_view a, std::string_view b);

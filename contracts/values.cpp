@@ -1,5 +1,7 @@
 #include "contracts/values.hpp"
 
+#include "common/pep440.hpp"
+
 #include <charconv>
 #include <regex>
 
@@ -112,9 +114,7 @@ bool is_release_version(std::string_view text) {
 }
 
 bool is_pep440_version(std::string_view text) {
-  static const std::regex pattern(
-      R"((\d+!)?\d+(\.\d+)*((a|b|rc)\d+)?(\.post\d+)?(\.dev\d+)?(\+[A-Za-z0-9]+(\.[A-Za-z0-9]+)*)?)");
-  return matches(text, pattern);
+  return common::is_version(text);
 }
 
 Parsed<std::vector<VersionClause>> parse_version_specifier(std::string_view text,
