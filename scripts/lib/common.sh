@@ -11,6 +11,11 @@ BUILD_PACKAGES=(
 TEST_PACKAGES=(libgtest-dev libgmock-dev clang-format elfutils python3 gcc-multilib clang
   libclang-rt-14-dev)
 
+# ccache keys on relative paths, so a fresh clone in another folder (as CI
+# makes) reuses what an earlier build compiled.
+export CCACHE_BASEDIR="$PWD"
+export CCACHE_NOHASHDIR=1
+
 # Installs the packages that are missing; silent when all are there.
 ensure_packages() {
   local missing=()
