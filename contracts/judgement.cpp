@@ -63,9 +63,10 @@ EnvJudgement judge_env(const Contract& contract, const Json& env_facts) {
     const CheckKind* kind = find_check_kind(check.kind);
     if (kind == nullptr || kind->judge == nullptr) {
       result.status = CheckStatus::error;
-      result.diagnosis = Diagnosis{
-          "probe_error", "checks of kind '" + check.kind + "' cannot be judged by this version yet",
-          Json::object(), "upgrade envcontract, or mark the check advisory"};
+      result.diagnosis =
+          Diagnosis{"unsupported_check",
+                    "checks of kind '" + check.kind + "' cannot be judged by this version yet",
+                    Json::object(), "upgrade envcontract, or mark the check advisory"};
     } else {
       kind->judge(check, facts, result);
     }

@@ -173,6 +173,7 @@ TEST_F(MisbehavingEnv, ExitZeroMidwayIsAProbeError) {
   const auto stage = run_imports("mb_exit0");
   EXPECT_EQ(stage.status, StageStatus::probe_error);
   EXPECT_EQ(stage.summary, "import mb_exit0 ended the process (exit 0) before the probe finished");
+  expect_nothing_survives();
 }
 
 TEST_F(MisbehavingEnv, AnInterpreterThatPrintsNothingIsAProbeError) {
