@@ -1,4 +1,4 @@
-# All dependencies are Debian 12 packages; scripts/deps.sh installs them.
+# All dependencies are Debian 12 packages; scripts/lib/common.sh lists them.
 find_package(PkgConfig REQUIRED)
 find_package(Threads REQUIRED)
 find_package(yaml-cpp 0.7 REQUIRED)
@@ -8,6 +8,11 @@ find_package(spdlog 1.10 REQUIRED)
 # Boost.Process is header-only but needs Boost.Filesystem.
 find_package(Boost 1.74 REQUIRED COMPONENTS filesystem)
 pkg_check_modules(libelf REQUIRED IMPORTED_TARGET libelf>=0.188)
+pkg_check_modules(sqlite3 REQUIRED IMPORTED_TARGET sqlite3>=3.40)
+# Debian builds cpp-httplib as a shared library; its header only declares.
+pkg_check_modules(httplib REQUIRED IMPORTED_TARGET cpp-httplib>=0.11)
+pkg_check_modules(libsystemd REQUIRED IMPORTED_TARGET libsystemd)
+find_package(OpenSSL 3 REQUIRED COMPONENTS Crypto)
 
 if(ENVCONTRACT_TESTS)
   find_package(GTest 1.12 REQUIRED)

@@ -130,4 +130,21 @@ std::string EnvFactsView::expand(const std::string& pattern) const {
   return text;
 }
 
+std::vector<std::string> EnvFactsView::unset_variables(const std::string& pattern) const {
+  std::vector<std::string> names;
+  for (auto start = pattern.find("${"); start != std::string::npos;
+       start = pattern.find("${", start + 2)) {
+    const auto end = pattern.find('}', start);
+    if (end == std::string::npos) {
+      break;
+    }
+    const std::string name = pattern.substr(start + 2, end - start - 2);
+    const Json& variables = environment("activated");
+    if (!variables.is_object() || !variables.contains(name)) {
+      names.push_back(name);
+    }
+  }
+  return names;
+}
+
 }  // namespace envcontract::contracts

@@ -35,6 +35,8 @@ class EnvFactsView {
   // "{prefix}/lib", "{site}/torch/lib/x.so" and "${VAR}/lib" (from the
   // activated environment) made absolute.
   std::string expand(const std::string& pattern) const;
+  // The ${VAR} names in `pattern` that the activated environment leaves unset.
+  std::vector<std::string> unset_variables(const std::string& pattern) const;
 
  private:
   const Json& m_facts;

@@ -1,5 +1,7 @@
 #include "contracts/judgement.hpp"
 
+#include <algorithm>
+
 #include "contracts/check_kind.hpp"
 #include "contracts/env_facts.hpp"
 
@@ -49,6 +51,41 @@ void pass(CheckResult& result) {
 
 }  // namespace judges
 
+namespace {
+
+// Consequences, not noise: once an `imports` check fails, device and smoke
+// checks that fail the same way only repeat it. They become `skip`, naming the
+// check to fix first. Hangs, crashes and device counts are their own evidence
+// and stay.
+void skip_consequences(std::vector<CheckResult>& results) {
+  const auto failed_import = std::find_if(results.begin(), results.end(), [](const auto& result) {
+    return result.kind == "imports" && result.status == CheckStatus::fail;
+  });
+  if (failed_import == results.end()) {
+    return;
+  }
+  const std::string blocker = failed_import->id;
+  const std::string blocker_summary = failed_import->diagnosis->summary;
+  for (auto& result : results) {
+    if ((result.kind != "devices" && result.kind != "smoke") ||
+        result.status != CheckStatus::fail || !result.diagnosis) {
+      continue;
+    }
+    const std::string& cause = result.diagnosis->cause;
+    if (cause == "hang" || cause == "crash" || cause == "too_few_devices") {
+      continue;
+    }
+    result.status = CheckStatus::skip;
+    result.diagnosis =
+        Diagnosis{"blocked",
+                  "not judged: check " + blocker + " fails first (" + blocker_summary + ")",
+                  {{"blocked_by", blocker}, {"own_failure", result.diagnosis->summary}},
+                  "fix " + blocker + " first"};
+  }
+}
+
+}  // namespace
+
 EnvJudgement judge_env(const Contract& contract, const Json& env_facts) {
   const EnvFactsView facts(env_facts);
   EnvJudgement judgement;
@@ -70,11 +107,14 @@ EnvJudgement judge_env(const Contract& contract, const Json& env_facts) {
     } else {
       kind->judge(check, facts, result);
     }
-    if (check.severity == Severity::required) {
+    judgement.checks.push_back(std::move(result));
+  }
+  skip_consequences(judgement.checks);
+  for (const auto& result : judgement.checks) {
+    if (result.severity == Severity::required) {
       failed = failed || result.status == CheckStatus::fail;
       errored = errored || result.status == CheckStatus::error;
     }
-    judgement.checks.push_back(std::move(result));
   }
   judgement.verdict = failed    ? EnvVerdict::drift
                       : errored ? EnvVerdict::error

@@ -63,6 +63,14 @@ void search_path(const Check& check, const EnvFactsView& facts, CheckResult& res
   const Json evidence = {{"variable", variable}, {"value", value}, {"activation", activation}};
   std::size_t position = 0;
   for (const auto& dir : check.params["starts_with"]) {
+    const auto unset = facts.unset_variables(dir.get<std::string>());
+    if (!unset.empty()) {
+      fail(result, "search_path_mismatch",
+           variable + " cannot start with " + dir.get<std::string>() + ": " + unset.front() +
+               " is not set when the env is activated",
+           evidence, "set " + unset.front() + " in the env's etc/conda/activate.d script");
+      return;
+    }
     const std::string wanted = facts.expand(dir.get<std::string>());
     if (position >= entries.size() || entries[position] != wanted) {
       fail(result, "search_path_mismatch",

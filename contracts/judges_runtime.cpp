@@ -138,8 +138,8 @@ const Json* require_stage(const EnvFactsView& facts, const std::string& name, Ch
   }
   if (string_field(*stage, "status") == "skipped") {
     result.status = CheckStatus::skip;
-    result.diagnosis =
-        Diagnosis{"probe_error", string_field(*stage, "summary"), Json::object(), ""};
+    result.diagnosis = Diagnosis{"blocked", string_field(*stage, "summary"), Json::object(),
+                                 "fix the failures that keep torch from importing first"};
     return nullptr;
   }
   if (auto problem = unfinished_stage(*stage)) {

@@ -1,12 +1,16 @@
 #include "daemon/cli.hpp"
 
+#include <unistd.h>
+
 #include <iostream>
 
 #include <CLI/CLI.hpp>
 
 #include "daemon/facts_command.hpp"
 #include "daemon/probe_command.hpp"
+#include "daemon/scan_command.hpp"
 #include "daemon/validate_command.hpp"
+#include "report/report_table.hpp"
 
 namespace envcontract::daemon {
 namespace {
@@ -41,7 +45,8 @@ int run(const ValidateArguments& arguments) {
                       std::cout, std::cerr);
 }
 
-struct FactsArguments {
+// Where to look for envs and the image reference: shared by facts and scan.
+struct HostArguments {
   std::vector<std::string> roots;
   std::vector<std::string> prefixes;
   std::string image_tag_file;
@@ -49,10 +54,7 @@ struct FactsArguments {
   std::string image_tag_command;
 };
 
-CLI::App* add_facts(CLI::App& app, FactsArguments& arguments) {
-  auto* verb = app.add_subcommand("facts",
-                                  "Discover this host's Python envs and print what their files "
-                                  "and activation tell, as JSON (no env code runs)");
+void add_host_options(CLI::App* verb, HostArguments& arguments) {
   verb->add_option("--root", arguments.roots,
                    "a filesystem root or directory to search for envs (repeatable; default /)");
   verb->add_option("--prefix", arguments.prefixes, "an env prefix to include (repeatable)");
@@ -64,11 +66,9 @@ CLI::App* add_facts(CLI::App& app, FactsArguments& arguments) {
                                    "shell command printing the image reference (10 s timeout)");
   file->excludes(variable)->excludes(command);
   variable->excludes(command);
-  verb->footer("Exit status: 0 envs found, 1 none found, 2 usage error.");
-  return verb;
 }
 
-int run(const FactsArguments& arguments) {
+probes::HostFactsOptions host_options(const HostArguments& arguments) {
   probes::HostFactsOptions options;
   options.discovery.roots.assign(arguments.roots.begin(), arguments.roots.end());
   options.discovery.prefixes.assign(arguments.prefixes.begin(), arguments.prefixes.end());
@@ -83,7 +83,63 @@ int run(const FactsArguments& arguments) {
   } else if (!arguments.image_tag_command.empty()) {
     options.image = {Kind::command, arguments.image_tag_command};
   }
-  return run_facts(options, std::cout, std::cerr);
+  return options;
+}
+
+CLI::App* add_facts(CLI::App& app, HostArguments& arguments) {
+  auto* verb = app.add_subcommand("facts",
+                                  "Discover this host's Python envs and print what their files "
+                                  "and activation tell, as JSON (no env code runs)");
+  add_host_options(verb, arguments);
+  verb->footer("Exit status: 0 envs found, 1 none found, 2 usage error.");
+  return verb;
+}
+
+int run_facts_verb(const HostArguments& arguments) {
+  return run_facts(host_options(arguments), std::cout, std::cerr);
+}
+
+struct ScanArguments {
+  HostArguments host;
+  std::string contract;
+  std::string format = "table";
+  bool verbose = false;
+  unsigned concurrency = 0;
+};
+
+CLI::App* add_scan(CLI::App& app, ScanArguments& arguments) {
+  auto* verb = app.add_subcommand(
+      "scan",
+      "Scan this host once (discover, probe, judge) without a daemon or database and print "
+      "the report");
+  verb->add_option("--contract", arguments.contract, "the contract to judge against (YAML)")
+      ->required()
+      ->check(CLI::ExistingFile);
+  add_host_options(verb, arguments.host);
+  verb->add_option("--format", arguments.format, "table (for people) or json (docs/report.md)")
+      ->check(CLI::IsMember({"table", "json"}))
+      ->capture_default_str();
+  verb->add_flag("-v,--verbose", arguments.verbose,
+                 "with --format table: evidence and remedy under each failing check");
+  verb->add_option("--concurrency", arguments.concurrency,
+                   "envs probed at once (default: the number of cores)");
+  verb->footer(
+      "Progress goes to stderr on a terminal.\n"
+      "Exit status: 0 compliant, 1 drift, 2 error (invalid contract, a check that could not "
+      "be judged, usage error).");
+  return verb;
+}
+
+int run(const ScanArguments& arguments) {
+  ScanCommandOptions options;
+  options.contract = arguments.contract;
+  options.settings.facts = host_options(arguments.host);
+  options.settings.concurrency = arguments.concurrency;
+  options.format = arguments.format == "json" ? ReportFormat::json : ReportFormat::table;
+  options.verbose = arguments.verbose;
+  options.progress = ::isatty(STDERR_FILENO) != 0;
+  options.colour = report::colour_wanted(STDOUT_FILENO);
+  return run_scan(options, std::cout, std::cerr);
 }
 
 struct ProbeArguments {
@@ -137,11 +193,13 @@ int run_envcontractd(int argc, char** argv) {
   app.require_subcommand(1);
   app.set_version_flag("--version", std::string(ENVCONTRACT_VERSION));
   ValidateArguments validate_arguments;
-  FactsArguments facts_arguments;
+  HostArguments facts_arguments;
   auto* validate = add_validate(app, validate_arguments);
   auto* facts = add_facts(app, facts_arguments);
   ProbeArguments probe_arguments;
   auto* probe = add_probe(app, probe_arguments);
+  ScanArguments scan_arguments;
+  auto* scan = add_scan(app, scan_arguments);
 
   try {
     app.parse(argc, argv);
@@ -153,7 +211,10 @@ int run_envcontractd(int argc, char** argv) {
     return run(validate_arguments);
   }
   if (facts->parsed()) {
-    return run(facts_arguments);
+    return run_facts_verb(facts_arguments);
+  }
+  if (scan->parsed()) {
+    return run(scan_arguments);
   }
   if (probe->parsed()) {
     return run(probe_arguments);

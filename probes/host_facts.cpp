@@ -2,7 +2,7 @@
 
 #include <unistd.h>
 
-#include <ctime>
+#include "common/time_text.hpp"
 
 namespace envcontract::probes {
 
@@ -16,15 +16,6 @@ std::string hostname() {
   return name;
 }
 
-std::string now_rfc3339() {
-  const std::time_t now = std::time(nullptr);
-  std::tm utc{};
-  gmtime_r(&now, &utc);
-  char text[32];
-  std::strftime(text, sizeof text, "%Y-%m-%dT%H:%M:%SZ", &utc);
-  return text;
-}
-
 }  // namespace
 
 HostFacts gather_host_facts(const HostFactsOptions& options, ActivationCache& activations,
@@ -33,7 +24,7 @@ HostFacts gather_host_facts(const HostFactsOptions& options, ActivationCache& ac
   const auto start = Clock::now();
   HostFacts facts;
   facts.host = hostname();
-  facts.gathered_at = now_rfc3339();
+  facts.gathered_at = common::now_rfc3339();
   facts.image = read_image_tag(options.image);
   auto discovery = discover_envs(options.discovery);
   facts.problems = std::move(discovery.problems);

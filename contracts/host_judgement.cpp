@@ -1,0 +1,196 @@
+#include "contracts/host_judgement.hpp"
+
+#include <algorithm>
+#include <variant>
+
+#include "contracts/env_facts.hpp"
+#include "contracts/judges.hpp"
+#include "contracts/values.hpp"
+
+namespace envcontract::contracts {
+namespace {
+
+// The host's image satisfies a target when the repositories agree and the
+// target's tag and digest, where it names them, are the host's too.
+bool image_matches(const ImageReference& host, const ImageReference& target) {
+  return host.repository == target.repository && (target.tag.empty() || host.tag == target.tag) &&
+         (target.digest.empty() || host.digest == target.digest);
+}
+
+std::string mismatch_summary(const std::string& host_image, const ImageReference& host,
+                             const Target& target, const ImageReference& wanted) {
+  if (host.repository == wanted.repository && !wanted.tag.empty() && host.tag != wanted.tag) {
+    return "the host runs " + host.repository + " tag " + (host.tag.empty() ? "(none)" : host.tag) +
+           ", target '" + target.name + "' wants tag " + wanted.tag;
+  }
+  return "the host runs " + host_image + ", target '" + target.name + "' wants " + target.image;
+}
+
+CheckResult image_check(const Target& target) {
+  CheckResult check;
+  check.id = "image";
+  check.kind = "image";
+  check.expected = target.image;
+  return check;
+}
+
+}  // namespace
+
+std::vector<TargetJudgement> judge_targets(const Contract& contract, const Json& image_facts) {
+  std::vector<TargetJudgement> judged;
+  const std::string host_image = string_field(image_facts, "value");
+  const std::string source = string_field(image_facts, "source");
+  const std::string problem = string_field(image_facts, "problem");
+  const auto parsed = parse_image_reference(host_image);
+  const auto* host_reference = std::get_if<ImageReference>(&parsed);
+  bool any_match = false;
+  for (const auto& target : contract.targets) {
+    TargetJudgement result{target.name, target.image, image_check(target)};
+    result.check.actual = host_image.empty() ? Json(nullptr) : Json(host_image);
+    const auto wanted_parsed = parse_image_reference(target.image);
+    const auto* wanted = std::get_if<ImageReference>(&wanted_parsed);
+    if (host_image.empty()) {
+      result.check.status = CheckStatus::error;
+      result.check.diagnosis = Diagnosis{
+          "image_unknown",
+          problem.empty() ? "the host's image reference is not configured, so target '" +
+                                target.name + "' cannot be judged"
+                          : "the host's image reference could not be read: " + problem,
+          {{"source", source}, {"problem", problem}},
+          "tell the agent where the image reference is: --image-tag-file FILE (or image_tag "
+          "in agent.yaml)"};
+    } else if (host_reference == nullptr) {
+      result.check.status = CheckStatus::error;
+      result.check.diagnosis = Diagnosis{
+          "image_unknown",
+          "the host's image reference is not an image reference: " + std::get<std::string>(parsed),
+          {{"source", source}, {"value", host_image}},
+          "fix the file or command the agent reads the image reference from (" + source + ")"};
+    } else if (wanted != nullptr && image_matches(*host_reference, *wanted)) {
+      judges::pass(result.check);
+      any_match = true;
+    } else {
+      judges::fail(result.check, "image_mismatch",
+                   wanted != nullptr
+                       ? mismatch_summary(host_image, *host_reference, target, *wanted)
+                       : "the host runs " + host_image + ", target '" + target.name + "' wants " +
+                             target.image,
+                   {{"host_image", host_image}, {"source", source}, {"target_image", target.image}},
+                   "re-create the host's container from " + target.image +
+                       ", or update the contract if the target has moved");
+    }
+    judged.push_back(std::move(result));
+  }
+  // A host runs one image: once it matches a target, the others do not apply.
+  if (any_match) {
+    for (auto& result : judged) {
+      if (result.check.status == CheckStatus::fail) {
+        result.check.status = CheckStatus::skip;
+        result.check.diagnosis->cause = "other_target";
+        result.check.diagnosis->summary =
+            "the host runs another target's image (" + host_image + ")";
+        result.check.diagnosis->remedy = "";
+      }
+    }
+  }
+  return judged;
+}
+
+namespace {
+
+std::string count_envs(std::size_t count) {
+  return std::to_string(count) + (count == 1 ? " env" : " envs");
+}
+
+// Applies the contract's `envs` rule; returns the reasons it is not met.
+std::vector<std::string> unmet_env_rule(const Contract& contract, const HostJudgement& host,
+                                        bool& only_errors) {
+  std::vector<std::string> reasons;
+  std::size_t drifted = 0;
+  std::size_t errored = 0;
+  for (const auto& env : host.envs) {
+    drifted += env.judgement.verdict == EnvVerdict::drift ? 1 : 0;
+    errored += env.judgement.verdict == EnvVerdict::error ? 1 : 0;
+  }
+  only_errors = drifted == 0;
+  const std::string tally = " (" + count_envs(host.envs.size()) + ": " + std::to_string(drifted) +
+                            " drift, " + std::to_string(errored) + " error)";
+  switch (contract.envs.mode) {
+    case EnvRequirement::Mode::any:
+      if (host.envs.empty()) {
+        reasons.push_back("no Python env was found on the host");
+        only_errors = false;
+      } else if (host.compliant_envs.empty()) {
+        reasons.push_back("no env satisfies the contract" + tally);
+      }
+      break;
+    case EnvRequirement::Mode::all:
+      if (host.envs.empty()) {
+        reasons.push_back("no Python env was found on the host");
+        only_errors = false;
+      } else if (host.compliant_envs.size() != host.envs.size()) {
+        reasons.push_back("the contract wants every env to comply, " +
+                          std::to_string(drifted + errored) + " of " +
+                          count_envs(host.envs.size()) + " do not");
+      }
+      break;
+    case EnvRequirement::Mode::named:
+      for (const auto& name : contract.envs.names) {
+        const auto found = std::find_if(host.envs.begin(), host.envs.end(),
+                                        [&](const auto& env) { return env.name == name; });
+        if (found == host.envs.end()) {
+          reasons.push_back("env '" + name + "', which the contract names, was not found");
+          only_errors = false;
+        } else if (found->judgement.verdict != EnvVerdict::compliant) {
+          reasons.push_back("env '" + name + "', which the contract names, is " +
+                            to_string(found->judgement.verdict));
+          only_errors = only_errors && found->judgement.verdict == EnvVerdict::error;
+        }
+      }
+      break;
+  }
+  return reasons;
+}
+
+}  // namespace
+
+HostJudgement judge_host(const Contract& contract, const Json& host_facts) {
+  HostJudgement host;
+  const Json* image =
+      host_facts.is_object() && host_facts.contains("image") ? &host_facts.at("image") : nullptr;
+  host.targets = judge_targets(contract, image != nullptr ? *image : Json::object());
+  for (const auto& env : array_field(host_facts, "envs")) {
+    NamedEnvJudgement judged{string_field(env, "name"), judge_env(contract, env)};
+    if (judged.judgement.verdict == EnvVerdict::compliant) {
+      host.compliant_envs.push_back(judged.name);
+    }
+    host.envs.push_back(std::move(judged));
+  }
+
+  bool target_failed = false;
+  bool target_errored = false;
+  for (const auto& target : host.targets) {
+    if (target.check.status == CheckStatus::fail) {
+      target_failed = true;
+      host.reasons.push_back(target.check.diagnosis->summary);
+    } else if (target.check.status == CheckStatus::error) {
+      target_errored = true;
+      host.reasons.push_back(target.check.diagnosis->summary);
+    }
+  }
+  bool env_rule_only_errors = false;
+  auto env_reasons = unmet_env_rule(contract, host, env_rule_only_errors);
+  const bool env_rule_met = env_reasons.empty();
+  host.reasons.insert(host.reasons.end(), env_reasons.begin(), env_reasons.end());
+
+  if (host.reasons.empty()) {
+    host.verdict = EnvVerdict::compliant;
+  } else if (target_failed || (!env_rule_met && !env_rule_only_errors)) {
+    host.verdict = EnvVerdict::drift;
+  } else {
+    host.verdict = target_errored || !env_rule_met ? EnvVerdict::error : EnvVerdict::drift;
+  }
+  return host;
+}
+
+}  // namespace envcontract::contracts

@@ -1,0 +1,25 @@
+#pragma once
+
+#include <filesystem>
+#include <memory>
+#include <string>
+#include <variant>
+
+#include "contracts/contract.hpp"
+#include "report/report.hpp"
+
+namespace envcontract::daemon {
+
+// A contract in force, with what identifies the exact text it came from.
+struct LoadedContract {
+  contracts::Contract contract;
+  report::ContractIdentity identity;  // name, path, sha256 of the file's bytes
+};
+
+using ContractHandle = std::shared_ptr<const LoadedContract>;
+
+// Reads and validates a contract file. On failure, returns every error as
+// "file:line:column: error: ..." lines, ready to log or print.
+std::variant<ContractHandle, std::string> load_contract(const std::filesystem::path& path);
+
+}  // namespace envcontract::daemon

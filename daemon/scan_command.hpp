@@ -1,0 +1,26 @@
+#pragma once
+
+#include <filesystem>
+#include <iosfwd>
+
+#include "daemon/scanner.hpp"
+
+namespace envcontract::daemon {
+
+enum class ReportFormat { json, table };
+
+struct ScanCommandOptions {
+  std::filesystem::path contract;
+  ScanSettings settings;
+  ReportFormat format = ReportFormat::table;
+  bool verbose = false;
+  bool progress = false;  // env by env on `err`, with what is still running
+  bool colour = false;
+};
+
+// `envcontractd scan`: scans this host once, without a daemon or database,
+// and prints the report. Returns 0 compliant, 1 drift, 2 error (including an
+// invalid contract).
+int run_scan(const ScanCommandOptions& options, std::ostream& out, std::ostream& err);
+
+}  // namespace envcontract::daemon

@@ -1,0 +1,67 @@
+#pragma once
+
+#include <chrono>
+#include <functional>
+#include <map>
+#include <mutex>
+#include <string>
+
+#include "daemon/contract_source.hpp"
+#include "probes/dynamic_probe.hpp"
+#include "probes/host_facts.hpp"
+
+namespace envcontract::daemon {
+
+struct ScanSettings {
+  probes::HostFactsOptions facts;
+  unsigned concurrency = 0;  // envs probed at once; 0: the number of cores
+  // Dynamic facts of an env whose fingerprint has not changed are reused for
+  // this long; then the env is probed again, because devices come and go
+  // without any file changing. Zero: probe every env on every scan.
+  std::chrono::seconds reprobe_interval{0};
+};
+
+// What a scan tells whoever watches it (the terminal, the agent's log).
+struct ScanObserver {
+  std::function<void(std::size_t env_count)> started;
+  std::function<void(const std::string& env, bool reused)> env_started;
+  std::function<void(const std::string& env, const std::string& verdict,
+                     std::chrono::milliseconds elapsed, std::size_t done, std::size_t total)>
+      env_finished;
+};
+
+// Runs scans: gathers the host's facts, probes each env (in parallel, each
+// stage in its own subprocess), judges them and builds the report. Keeps
+// activation results, parsed ELF files and each env's dynamic facts between
+// scans, so an unchanged env costs a few file reads. One scan at a time.
+class Scanner {
+ public:
+  report::Json scan(const LoadedContract& contract, const ScanSettings& settings,
+                    const ScanObserver& observer = {});
+
+  // How many envs the last scan probed, and how many it took from the cache.
+  std::size_t last_probed() const { return m_last_probed; }
+  std::size_t last_reused() const { return m_last_reused; }
+
+ private:
+  struct CachedProbe {
+    std::string fingerprint;
+    report::Json dynamic;
+    std::string probed_at;
+    std::chrono::steady_clock::time_point when;
+  };
+
+  std::mutex m_scan_mutex;
+  probes::ActivationCache m_activations;
+  probes::ElfCache m_elf_files;
+  std::map<std::string, CachedProbe> m_probes;  // by env prefix
+  std::size_t m_last_probed = 0;
+  std::size_t m_last_reused = 0;
+};
+
+// What decides whether an env must be probed again: its files' facts
+// (metadata, packages, torch and triton files), its activation, the
+// libraries its extensions resolve to, and the contract's hash.
+std::string env_fingerprint(const report::Json& env_facts, const std::string& contract_sha256);
+
+}  // namespace envcontract::daemon

@@ -1,0 +1,28 @@
+#include "tests/support/report_schema.hpp"
+
+#include <filesystem>
+
+#include "tests/support/run_command.hpp"
+#include "tests/support/temp_dir.hpp"
+
+namespace envcontract::testing {
+
+std::optional<std::string> report_schema_violations(const nlohmann::ordered_json& document) {
+  // Debian's interpreter, where python3-jsonschema lives (not a pyenv one).
+  const std::string python = "/usr/bin/python3";
+  if (!std::filesystem::exists(python) ||
+      run_command({python, "-c", "import jsonschema"}).exit_code != 0) {
+    return std::nullopt;
+  }
+  TempDir dir;
+  const auto file = dir.write("report.json", document.dump(2));
+  const auto result =
+      run_command({python, ENVCONTRACT_SOURCE_DIR "/tests/support/validate_json.py",
+                   ENVCONTRACT_SOURCE_DIR "/docs/report.schema.json", file.string()});
+  if (result.exit_code != 0 && result.out.empty()) {
+    return "validator failed: " + result.err;
+  }
+  return result.out;
+}
+
+}  // namespace envcontract::testing

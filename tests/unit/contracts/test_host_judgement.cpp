@@ -1,0 +1,155 @@
+// The host-level judgement: targets (the image) and the contract's env rule.
+#include <gtest/gtest.h>
+
+#include "contracts/host_judgement.hpp"
+#include "tests/support/contract_text.hpp"
+#include "tests/support/temp_dir.hpp"
+
+namespace envcontract {
+namespace {
+
+using contracts::CheckStatus;
+using contracts::EnvVerdict;
+using contracts::Json;
+
+contracts::Contract load(const std::string& text) {
+  auto loaded = testing::load_text(text);
+  EXPECT_TRUE(loaded.contract) << testing::joined(loaded);
+  return loaded.contract ? *loaded.contract : contracts::Contract{};
+}
+
+const std::string k_two_targets =
+    "schema_version: 1\n"
+    "targets:\n"
+    "  - {name: ci, image: 'harbor.example/flagos/runtime:2.2.0'}\n"
+    "  - {name: dev, image: 'harbor.example/flagos/runtime-dev'}\n";
+
+Json image(const std::string& value) {
+  return {{"value", value}, {"source", "file /etc/flagos-image"}, {"problem", ""}};
+}
+
+TEST(JudgeTargets, TagMismatchNamesBothTags) {
+  const auto judged =
+      contracts::judge_targets(load(k_two_targets), image("harbor.example/flagos/runtime:2.1.2"));
+  ASSERT_EQ(judged.size(), 2U);
+  EXPECT_EQ(judged[0].check.status, CheckStatus::fail);
+  EXPECT_EQ(judged[0].check.diagnosis->cause, "image_mismatch");
+  EXPECT_EQ(judged[0].check.diagnosis->summary,
+            "the host runs harbor.example/flagos/runtime tag 2.1.2, target 'ci' wants tag 2.2.0");
+  EXPECT_EQ(judged[0].check.diagnosis->evidence["source"], "file /etc/flagos-image");
+  EXPECT_EQ(judged[1].check.diagnosis->summary,
+            "the host runs harbor.example/flagos/runtime:2.1.2, target 'dev' wants "
+            "harbor.example/flagos/runtime-dev");
+}
+
+TEST(JudgeTargets, OneMatchingTargetPassesAndTheOthersDoNotApply) {
+  const auto judged = contracts::judge_targets(load(k_two_targets),
+                                               image("harbor.example/flagos/runtime-dev:nightly"));
+  ASSERT_EQ(judged.size(), 2U);
+  EXPECT_EQ(judged[0].check.status, CheckStatus::skip);
+  EXPECT_EQ(judged[0].check.diagnosis->cause, "other_target");
+  EXPECT_EQ(judged[1].check.status, CheckStatus::pass);  // no tag in the target: any tag
+}
+
+TEST(JudgeTargets, DigestMustMatchWhenTheTargetNamesOne) {
+  const std::string digest(64, 'a');
+  const auto contract =
+      load("schema_version: 1\nimage: 'registry.example/x:1@sha256:" + digest + "'\n");
+  EXPECT_EQ(contracts::judge_targets(contract, image("registry.example/x:1@sha256:" + digest))[0]
+                .check.status,
+            CheckStatus::pass);
+  EXPECT_EQ(contracts::judge_targets(
+                contract, image("registry.example/x:1@sha256:" + std::string(64, 'b')))[0]
+                .check.status,
+            CheckStatus::fail);
+}
+
+TEST(JudgeTargets, UnknownOrUnreadableImageIsAnErrorThatSaysWhatToConfigure) {
+  const auto contract = load(k_two_targets);
+  const auto unconfigured = contracts::judge_targets(contract, Json::object());
+  EXPECT_EQ(unconfigured[0].check.status, CheckStatus::error);
+  EXPECT_EQ(unconfigured[0].check.diagnosis->cause, "image_unknown");
+  EXPECT_NE(unconfigured[0].check.diagnosis->remedy.find("--image-tag-file"), std::string::npos);
+
+  const auto unreadable = contracts::judge_targets(
+      contract, {{"value", ""}, {"source", "file /nope"}, {"problem", "No such file"}});
+  EXPECT_EQ(unreadable[0].check.diagnosis->summary,
+            "the host's image reference could not be read: No such file");
+
+  const auto garbage = contracts::judge_targets(contract, image("Not An Image!"));
+  EXPECT_EQ(garbage[0].check.status, CheckStatus::error);
+  EXPECT_NE(garbage[0].check.diagnosis->summary.find("is not an image reference"),
+            std::string::npos);
+}
+
+// Two envs, "good" holding a marker file and "bad" without it, judged by a
+// contract that wants the marker.
+class EnvRule : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    m_dir.write("good/marker", "");
+    m_dir.write("bad/other", "");
+  }
+  Json host(const std::string& image_value = "") const {
+    Json envs = Json::array();
+    for (const char* name : {"good", "bad"}) {
+      envs.push_back({{"name", name}, {"prefix", (m_dir.path() / name).string()}});
+    }
+    return {{"image", image(image_value)}, {"envs", envs}};
+  }
+  contracts::HostJudgement judge(const std::string& rule, const std::string& extra = "",
+                                 const std::string& image_value = "") const {
+    return contracts::judge_host(load("schema_version: 1\n" + extra + "envs:\n  require: " + rule +
+                                      "\nchecks:\n  - id: marker\n    kind: files\n"
+                                      "    exist: ['{prefix}/marker']\n"),
+                                 host(image_value));
+  }
+  testing::TempDir m_dir;
+};
+
+TEST_F(EnvRule, AnyNeedsOneCompliantEnv) {
+  const auto judged = judge("any");
+  EXPECT_EQ(judged.verdict, EnvVerdict::compliant);
+  EXPECT_EQ(judged.compliant_envs, std::vector<std::string>{"good"});
+  EXPECT_TRUE(judged.reasons.empty());
+  ASSERT_EQ(judged.envs.size(), 2U);
+  EXPECT_EQ(judged.envs[1].judgement.verdict, EnvVerdict::drift);
+}
+
+TEST_F(EnvRule, AllNeedsEveryEnv) {
+  const auto judged = judge("all");
+  EXPECT_EQ(judged.verdict, EnvVerdict::drift);
+  EXPECT_EQ(judged.reasons,
+            std::vector<std::string>{"the contract wants every env to comply, 1 of 2 envs do not"});
+}
+
+TEST_F(EnvRule, NamedEnvsMustExistAndComply) {
+  EXPECT_EQ(judge("[good]").verdict, EnvVerdict::compliant);
+  const auto judged = judge("[good, bad, gone]");
+  EXPECT_EQ(judged.verdict, EnvVerdict::drift);
+  EXPECT_EQ(judged.reasons,
+            (std::vector<std::string>{"env 'bad', which the contract names, is drift",
+                                      "env 'gone', which the contract names, was not found"}));
+}
+
+TEST_F(EnvRule, ImageMismatchMakesACompliantEnvSetDrift) {
+  const std::string target = "image: 'registry.example/runtime:2.2.0'\n";
+  EXPECT_EQ(judge("any", target, "registry.example/runtime:2.2.0").verdict, EnvVerdict::compliant);
+  const auto judged = judge("any", target, "registry.example/runtime:2.1.2");
+  EXPECT_EQ(judged.verdict, EnvVerdict::drift);
+  ASSERT_EQ(judged.reasons.size(), 1U);
+  EXPECT_EQ(judged.reasons[0],
+            "the host runs registry.example/runtime tag 2.1.2, target 'default' wants tag 2.2.0");
+  EXPECT_EQ(judge("any", target).verdict, EnvVerdict::error);  // image not configured
+}
+
+TEST(HostRule, NoEnvAtAllIsDrift) {
+  const auto judged =
+      contracts::judge_host(load("schema_version: 1\nimage: 'r.example/x:1'\n"),
+                            {{"image", image("r.example/x:1")}, {"envs", Json::array()}});
+  EXPECT_EQ(judged.verdict, EnvVerdict::drift);
+  EXPECT_EQ(judged.reasons, std::vector<std::string>{"no Python env was found on the host"});
+}
+
+}  // namespace
+}  // namespace envcontract

@@ -1,0 +1,194 @@
+// `envcontractd scan` on the demo host, run as the real binary: the report
+// (valid against docs/report.schema.json), the table, and the exit codes.
+#include <gtest/gtest.h>
+#include <nlohmann/json.hpp>
+
+#include <fstream>
+#include <map>
+#include <set>
+#include <sstream>
+
+#include "common/sha256.hpp"
+#include "tests/support/demo_host.hpp"
+#include "tests/support/report_schema.hpp"
+#include "tests/support/run_command.hpp"
+#include "tests/support/temp_dir.hpp"
+
+namespace envcontract {
+namespace {
+
+using Json = nlohmann::ordered_json;
+using testing::demo_host;
+using testing::run_command;
+
+const std::string k_binary = ENVCONTRACTD_PATH;
+
+std::string read_file(const std::filesystem::path& path) {
+  std::ifstream in(path);
+  std::ostringstream text;
+  text << in.rdbuf();
+  return text.str();
+}
+
+// The demo contract with a short smoke timeout: the hang is the point, not
+// how long we wait for it.
+std::filesystem::path quick_demo_contract(const testing::TempDir& dir) {
+  std::string text =
+      read_file(ENVCONTRACT_SOURCE_DIR "/tests/fixtures/demo_host/kunlunxin-demo.yaml");
+  const auto at = text.find("timeout: 20s");
+  EXPECT_NE(at, std::string::npos);
+  text.replace(at, 12, "timeout: 3s");
+  return dir.write("kunlunxin-demo.yaml", text);
+}
+
+std::vector<std::string> demo_scan_args(const std::filesystem::path& contract) {
+  return {k_binary,           "scan",
+          "--contract",       contract.string(),
+          "--root",           demo_host().string(),
+          "--image-tag-file", (demo_host() / "etc/flagos-image").string()};
+}
+
+std::set<std::string> failing_causes(const Json& env) {
+  std::set<std::string> causes;
+  for (const auto& check : env["checks"]) {
+    if (check["status"] == "fail") {
+      causes.insert(check["diagnosis"]["cause"].get<std::string>());
+    }
+  }
+  return causes;
+}
+
+TEST(ScanCli, DemoHostReportNamesEachEnvsOwnReasons) {
+  testing::TempDir dir;
+  const auto contract = quick_demo_contract(dir);
+  auto args = demo_scan_args(contract);
+  args.insert(args.end(), {"--format", "json"});
+  const auto result = run_command(args);
+  ASSERT_EQ(result.exit_code, 1) << result.err;
+  const auto report = Json::parse(result.out);
+
+  EXPECT_EQ(report["schema_version"], 1);
+  EXPECT_EQ(report["verdict"], "drift");
+  EXPECT_EQ(report["compliant_envs"], Json::array());
+  EXPECT_EQ(report["contract"]["name"], "kunlunxin-demo");
+  EXPECT_EQ(report["contract"]["sha256"], common::sha256_hex(read_file(contract)));
+  EXPECT_EQ(report["reasons"],
+            Json({"the host runs harbor.example/flagos-runtime/"
+                  "flagos-runtime-kunlunxin-xre5.37.1 tag 2.1.2, target 'ci' wants tag 2.2.0",
+                  "no env satisfies the contract (8 envs: 8 drift, 0 error)"}));
+  ASSERT_EQ(report["targets"].size(), 1U);
+  EXPECT_EQ(report["targets"][0]["checks"][0]["diagnosis"]["cause"], "image_mismatch");
+
+  std::map<std::string, std::set<std::string>> causes;
+  for (const auto& env : report["envs"]) {
+    EXPECT_EQ(env["verdict"], "drift") << env["name"];
+    EXPECT_EQ(env["target"], "ci");
+    causes[env["name"].get<std::string>()] = failing_causes(env);
+  }
+  using Causes = std::set<std::string>;
+  EXPECT_EQ(causes["torch-fl-hf-test"],
+            (Causes{"cuda_build", "forbidden_file", "forbidden_package", "missing_library"}));
+  EXPECT_EQ(causes["torch-fl-xpu-py310"],
+            (Causes{"cuda_build", "forbidden_file", "stock_triton", "missing_library"}));
+  EXPECT_EQ(causes["torch-fl-xpu-py311"],
+            (Causes{"cuda_build", "forbidden_file", "stock_triton", "too_few_devices"}));
+  EXPECT_EQ(causes["torch-fl-cpu"], Causes{"hang"});
+  EXPECT_EQ(causes["torch-fl-activate"], Causes{"triton_backend_missing"});
+
+  // Consequences, not noise: device and smoke checks behind a failing import
+  // are skipped, naming the check to fix first.
+  for (const auto& env : report["envs"]) {
+    if (env["name"] != "torch-fl-hf-test") {
+      continue;
+    }
+    for (const auto& check : env["checks"]) {
+      if (check["id"] == "flagos-devices") {
+        EXPECT_EQ(check["status"], "skip");
+        EXPECT_EQ(check["diagnosis"]["cause"], "blocked");
+        EXPECT_EQ(check["diagnosis"]["evidence"]["blocked_by"], "import-order");
+      }
+    }
+    EXPECT_EQ(env["summary"],
+              "torch-cpu-build: CUDA build of torch (2.10.0+cu129, torch.version.cuda == '12.9') "
+              "where the contract requires a CPU build (and 3 more)");
+  }
+
+  const auto violations = testing::report_schema_violations(report);
+  if (!violations) {
+    GTEST_SKIP() << "python3-jsonschema is not installed: the report was not validated";
+  }
+  EXPECT_EQ(*violations, "");
+}
+
+TEST(ScanCli, TableSumsUpThenListsFailingChecksWithoutColourOffATerminal) {
+  testing::TempDir dir;
+  auto args = demo_scan_args(quick_demo_contract(dir));
+  args.push_back("-v");
+  const auto result = run_command(args);
+  ASSERT_EQ(result.exit_code, 1) << result.err;
+  const auto& out = result.out;
+  EXPECT_NE(out.find(": drift; compliant envs: none; contract kunlunxin-demo (scanned "),
+            std::string::npos)
+      << out;
+  EXPECT_NE(out.find("  no env satisfies the contract (8 envs: 8 drift, 0 error)\n"),
+            std::string::npos);
+  EXPECT_NE(out.find("ENV"), std::string::npos);
+  EXPECT_NE(out.find("torch-fl-cpu"), std::string::npos);
+  EXPECT_NE(out.find("1 of 66 threads running"), std::string::npos);
+  EXPECT_NE(out.find("remedy:"), std::string::npos);
+  EXPECT_NE(out.find("evidence:"), std::string::npos);
+  EXPECT_NE(out.find("warning: "), std::string::npos);  // the stale environments.txt entry
+  EXPECT_EQ(out.find('\x1b'), std::string::npos);
+  EXPECT_EQ(result.err, "");  // no progress off a terminal
+}
+
+TEST(ScanCli, CompliantHostExitsZero) {
+  testing::TempDir dir;
+  const auto contract = dir.write(
+      "compliant.yaml",
+      "schema_version: 1\n"
+      "targets:\n"
+      "  - name: ci\n"
+      "    image: harbor.example/flagos-runtime/flagos-runtime-kunlunxin-xre5.37.1:2.1.2\n"
+      "checks:\n"
+      "  - id: python\n    kind: python\n    version: '>=3.6'\n");
+  auto args = demo_scan_args(contract);
+  args.insert(args.end(), {"--format", "json"});
+  const auto result = run_command(args);
+  ASSERT_EQ(result.exit_code, 0) << result.err << result.out;
+  const auto report = Json::parse(result.out);
+  EXPECT_EQ(report["verdict"], "compliant");
+  EXPECT_EQ(report["reasons"], Json::array());
+  EXPECT_EQ(report["compliant_envs"].size(), report["envs"].size());
+  const auto violations = testing::report_schema_violations(report);
+  if (violations) {
+    EXPECT_EQ(*violations, "");
+  }
+}
+
+TEST(ScanCli, UnknownImageIsAnErrorExitTwo) {
+  testing::TempDir dir;
+  const auto contract =
+      dir.write("image-only.yaml", "schema_version: 1\nimage: registry.example/runtime:2.2.0\n");
+  const auto result = run_command({k_binary, "scan", "--contract", contract.string(), "--prefix",
+                                   (demo_host() / "miniconda3").string(), "--format", "json"});
+  EXPECT_EQ(result.exit_code, 2) << result.err;
+  const auto report = Json::parse(result.out);
+  EXPECT_EQ(report["verdict"], "error");
+  EXPECT_EQ(report["targets"][0]["checks"][0]["diagnosis"]["cause"], "image_unknown");
+}
+
+TEST(ScanCli, InvalidContractExitsTwoWithItsErrors) {
+  testing::TempDir dir;
+  const auto contract = dir.write("bad.yaml", "schema_version: 1\nchecks:\n  - kind: tirton\n");
+  const auto result = run_command(
+      {k_binary, "scan", "--contract", contract.string(), "--root", demo_host().string()});
+  EXPECT_EQ(result.exit_code, 2);
+  EXPECT_EQ(result.out, "");
+  EXPECT_NE(result.err.find(contract.string() + ":3:11: error: unknown check kind 'tirton'"),
+            std::string::npos)
+      << result.err;
+}
+
+}  // namespace
+}  // namespace envcontract
