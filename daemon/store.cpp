@@ -1,0 +1,320 @@
+#include "daemon/store.hpp"
+
+#include <sqlite3.h>
+
+#include <set>
+
+#include "common/json_text.hpp"
+#include "common/time_text.hpp"
+#include "contracts/env_facts.hpp"
+#include "daemon/store_schema.hpp"
+
+namespace envcontract::daemon {
+namespace {
+
+using contracts::array_field;
+using contracts::string_field;
+using report::Json;
+
+constexpr std::string_view k_verdict = "@verdict";  // '@' is never part of a check id
+
+std::string leave_alone() {
+  return " The file was left untouched: move it away, or name another file with --database, "
+         "and the agent starts a new database.";
+}
+
+// Checks that the file is ours and sound, then brings its schema up to date.
+// Returns what is wrong, or "".
+std::string prepare(sqlite::Database& db, const std::filesystem::path& path) {
+  // Reading the header tells a non-database (SQLITE_NOTADB) at once.
+  std::int64_t application_id = 0;
+  std::int64_t version = 0;
+  std::int64_t tables = 0;
+  try {
+    application_id = db.query_int("PRAGMA application_id");
+    version = db.query_int("PRAGMA user_version");
+    tables = db.query_int("SELECT COUNT(*) FROM sqlite_master");
+  } catch (const sqlite::Error& error) {
+    return path.string() + " is not an envcontract database (" + error.what() + ")." +
+           leave_alone();
+  }
+  const bool fresh = application_id == 0 && version == 0 && tables == 0;
+  if (!fresh && application_id != store_application_id) {
+    return path.string() + " is an SQLite database of another application (application_id " +
+           std::to_string(application_id) + ")." + leave_alone();
+  }
+  const auto latest = static_cast<std::int64_t>(store_migrations().size());
+  if (version > latest) {
+    return path.string() + " was written by a newer envcontract (schema version " +
+           std::to_string(version) + "; this agent knows up to " + std::to_string(latest) +
+           "). Upgrade the agent, or name another file with --database.";
+  }
+  if (!fresh) {
+    const auto check = db.query_text("PRAGMA quick_check");
+    if (check.value_or("") != "ok") {
+      return path.string() + " is corrupt (quick_check: " + check.value_or("no answer") + ")." +
+             leave_alone();
+    }
+  }
+  // WAL: readers never wait for a scan, and a crash mid-scan loses only the
+  // scan's own transaction. NORMAL is durable enough in WAL mode.
+  const auto mode = db.query_text("PRAGMA journal_mode=WAL");
+  if (mode.value_or("") != "wal") {
+    return path.string() + ": cannot switch to WAL mode (journal_mode is " +
+           mode.value_or("unknown") + "); is the directory writable and on a local disk?";
+  }
+  db.exec("PRAGMA synchronous=NORMAL; PRAGMA foreign_keys=ON; PRAGMA busy_timeout=5000");
+  for (auto next = version; next < latest; ++next) {
+    sqlite::Transaction transaction(db);
+    db.exec(store_migrations()[static_cast<std::size_t>(next)]);
+    db.exec("PRAGMA application_id=" + std::to_string(store_application_id) +
+            "; PRAGMA user_version=" + std::to_string(next + 1));
+    transaction.commit();
+  }
+  return "";
+}
+
+std::string window_start(const std::string& at, std::chrono::seconds window) {
+  const auto time = common::parse_rfc3339(at);
+  return time ? common::rfc3339(*time - window) : at;
+}
+
+}  // namespace
+
+Store::Store(const std::filesystem::path& path, FlappingRule flapping)
+    : m_db(path), m_flapping(flapping) {}
+
+std::variant<std::unique_ptr<Store>, std::string> Store::open(const std::filesystem::path& path,
+                                                              FlappingRule flapping) {
+  std::error_code error;
+  if (std::filesystem::is_directory(path, error)) {
+    return path.string() + " is a directory; --database names the database file";
+  }
+  if (path.has_parent_path()) {
+    std::filesystem::create_directories(path.parent_path(), error);
+    if (error) {
+      return "cannot create " + path.parent_path().string() +
+             " for the database: " + error.message();
+    }
+  }
+  try {
+    std::unique_ptr<Store> store(new Store(path, flapping));
+    if (auto problem = prepare(store->m_db, path); !problem.empty()) {
+      return problem;
+    }
+    return store;
+  } catch (const sqlite::Error& e) {
+    return path.string() + ": " + e.what();
+  }
+}
+
+void Store::record_state(std::int64_t scan_id, const std::string& at, const std::string& subject,
+                         const std::string& check_id, const std::string& status,
+                         const std::string& cause, const std::string& summary,
+                         const std::string& actual, std::string& since, bool& flapping) {
+  sqlite::Statement current(
+      m_db,
+      "SELECT t.id, t.status, t.cause, t.actual, t.since FROM current_states c "
+      "JOIN transitions t ON t.id = c.transition_id "
+      "WHERE c.subject = ?1 AND c.check_id = ?2");
+  current.bind(1, subject).bind(2, check_id);
+  const bool known = current.step();
+  if (known && current.text(1) == status && current.text(2) == cause && current.text(3) == actual) {
+    since = current.text(4);
+  } else {
+    sqlite::Statement insert(m_db,
+                             "INSERT INTO transitions (scan_id, at, subject, check_id, status, "
+                             "previous_status, cause, summary, actual, since) "
+                             "VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10)");
+    // `since` is when the check entered its status: a new value under the
+    // same status (another missing library, say) keeps it.
+    since = known && current.text(1) == status ? current.text(4) : at;
+    insert.bind(1, scan_id).bind(2, at).bind(3, subject).bind(4, check_id).bind(5, status);
+    if (known) {
+      insert.bind(6, current.text(1));
+    } else {
+      insert.bind_null(6);
+    }
+    insert.bind(7, cause).bind(8, summary).bind(9, actual).bind(10, since);
+    insert.run();
+    sqlite::Statement upsert(m_db,
+                             "INSERT INTO current_states (subject, check_id, transition_id) "
+                             "VALUES (?1, ?2, ?3) ON CONFLICT (subject, check_id) "
+                             "DO UPDATE SET transition_id = excluded.transition_id");
+    upsert.bind(1, subject).bind(2, check_id).bind(3, m_db.last_insert_rowid());
+    upsert.run();
+  }
+  sqlite::Statement changes(m_db,
+                            "SELECT COUNT(*) FROM transitions WHERE subject = ?1 AND "
+                            "check_id = ?2 AND at >= ?3 AND previous_status IS NOT NULL AND "
+                            "previous_status != status");
+  changes.bind(1, subject).bind(2, check_id).bind(3, window_start(at, m_flapping.window));
+  flapping = changes.step() && changes.integer(0) > m_flapping.changes;
+}
+
+void Store::record_checks(std::int64_t scan_id, const std::string& at, const std::string& subject,
+                          Json& checks) {
+  if (!checks.is_array()) {
+    return;
+  }
+  for (auto& check : checks) {
+    const Json& diagnosis = check.contains("diagnosis") && check["diagnosis"].is_object()
+                                ? check["diagnosis"]
+                                : Json::object();
+    std::string since;
+    bool flapping = false;
+    record_state(scan_id, at, subject, string_field(check, "id"), string_field(check, "status"),
+                 string_field(diagnosis, "cause"), string_field(diagnosis, "summary"),
+                 check.contains("actual") ? common::json_text(check["actual"]) : "null", since,
+                 flapping);
+    check["since"] = since;
+    check["flapping"] = flapping;
+  }
+}
+
+std::int64_t Store::record_scan(Json& report) {
+  std::lock_guard lock(m_mutex);
+  sqlite::Transaction transaction(m_db);
+  std::string at = string_field(report, "scanned_at");
+  if (!common::parse_rfc3339(at)) {
+    at = common::now_rfc3339();
+  }
+  sqlite::Statement scan(m_db,
+                         "INSERT INTO scans (started_at, duration_ms, contract_name, "
+                         "contract_sha256, verdict, env_count, compliant_count) "
+                         "VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)");
+  const Json& contract = report.contains("contract") ? report["contract"] : Json::object();
+  scan.bind(1, at)
+      .bind(2, report.contains("duration_ms") && report["duration_ms"].is_number()
+                   ? report["duration_ms"].get<double>()
+                   : 0.0)
+      .bind(3, string_field(contract, "name"))
+      .bind(4, string_field(contract, "sha256"))
+      .bind(5, string_field(report, "verdict"))
+      .bind(6, static_cast<std::int64_t>(array_field(report, "envs").size()))
+      .bind(7, static_cast<std::int64_t>(array_field(report, "compliant_envs").size()));
+  scan.run();
+  const std::int64_t scan_id = m_db.last_insert_rowid();
+
+  std::string since;
+  bool flapping = false;
+  std::string reasons;
+  for (const auto& reason : array_field(report, "reasons")) {
+    reasons +=
+        (reasons.empty() ? "" : "; ") + (reason.is_string() ? reason.get<std::string>() : "");
+  }
+  record_state(scan_id, at, "host", std::string(k_verdict), string_field(report, "verdict"), "",
+               reasons, "null", since, flapping);
+  if (report.contains("targets") && report["targets"].is_array()) {
+    for (auto& target : report["targets"]) {
+      if (target.is_object() && target.contains("checks")) {
+        record_checks(scan_id, at, "target:" + string_field(target, "name"), target["checks"]);
+      }
+    }
+  }
+  std::set<std::string> present;
+  if (report.contains("envs") && report["envs"].is_array()) {
+    for (auto& env : report["envs"]) {
+      if (!env.is_object()) {
+        continue;
+      }
+      const std::string subject = "env:" + string_field(env, "name");
+      present.insert(subject);
+      record_state(scan_id, at, subject, std::string(k_verdict), string_field(env, "verdict"), "",
+                   string_field(env, "summary"), "null", since, flapping);
+      if (env.contains("checks")) {
+        record_checks(scan_id, at, subject, env["checks"]);
+      }
+    }
+  }
+  // An env that has disappeared gets a last transition, so its timeline ends.
+  sqlite::Statement vanished(m_db,
+                             "SELECT c.subject FROM current_states c JOIN transitions t ON "
+                             "t.id = c.transition_id WHERE c.check_id = ?1 AND "
+                             "c.subject LIKE 'env:%' AND t.status != 'gone'");
+  vanished.bind(1, k_verdict);
+  std::vector<std::string> gone;
+  while (vanished.step()) {
+    if (!present.contains(vanished.text(0))) {
+      gone.push_back(vanished.text(0));
+    }
+  }
+  for (const auto& subject : gone) {
+    record_state(scan_id, at, subject, std::string(k_verdict), "gone", "",
+                 "the env is no longer on the host", "null", since, flapping);
+  }
+
+  report["scan_id"] = scan_id;
+  sqlite::Statement latest(m_db,
+                           "INSERT INTO latest_report (id, scan_id, report) VALUES (1, ?1, ?2) "
+                           "ON CONFLICT (id) DO UPDATE SET scan_id = excluded.scan_id, "
+                           "report = excluded.report");
+  latest.bind(1, scan_id).bind(2, common::json_text(report));
+  latest.run();
+  transaction.commit();
+  return scan_id;
+}
+
+std::optional<Json> Store::latest_report() {
+  std::lock_guard lock(m_mutex);
+  const auto text = m_db.query_text("SELECT report FROM latest_report WHERE id = 1");
+  if (!text) {
+    return std::nullopt;
+  }
+  auto report = Json::parse(*text, nullptr, false);
+  if (report.is_discarded()) {
+    return std::nullopt;
+  }
+  return report;
+}
+
+Json Store::history(const HistoryQuery& query) {
+  std::lock_guard lock(m_mutex);
+  std::string subject;
+  if (!query.env.empty()) {
+    subject = "env:" + query.env;
+  } else if (!query.target.empty()) {
+    subject = "target:" + query.target;
+  }
+  sqlite::Statement select(m_db,
+                           "SELECT scan_id, at, subject, check_id, status, previous_status, cause, "
+                           "summary, actual FROM transitions "
+                           "WHERE (?1 = '' OR subject = ?1) AND (?2 = '' OR check_id = ?2) AND "
+                           "(?3 = '' OR at >= ?3) ORDER BY id LIMIT ?4");
+  select.bind(1, subject)
+      .bind(2, query.check)
+      .bind(3, query.since)
+      .bind(4, static_cast<std::int64_t>(query.limit));
+  auto rows = Json::array();
+  while (select.step()) {
+    const std::string row_subject = select.text(2);
+    const auto colon = row_subject.find(':');
+    const std::string scope =
+        colon == std::string::npos ? row_subject : row_subject.substr(0, colon);
+    const std::string name = colon == std::string::npos ? "" : row_subject.substr(colon + 1);
+    auto actual = Json::parse(select.text(8), nullptr, false);
+    rows.push_back({{"scan_id", select.integer(0)},
+                    {"at", select.text(1)},
+                    {"scope", scope},
+                    {"name", name},
+                    {"check", select.text(3)},
+                    {"status", select.text(4)},
+                    {"previous_status", select.is_null(5) ? Json(nullptr) : Json(select.text(5))},
+                    {"cause", select.text(6)},
+                    {"summary", select.text(7)},
+                    {"actual", actual.is_discarded() ? Json(nullptr) : actual}});
+  }
+  return rows;
+}
+
+std::int64_t Store::scan_count() {
+  std::lock_guard lock(m_mutex);
+  return m_db.query_int("SELECT COUNT(*) FROM scans");
+}
+
+std::int64_t Store::transition_count() {
+  std::lock_guard lock(m_mutex);
+  return m_db.query_int("SELECT COUNT(*) FROM transitions");
+}
+
+}  // namespace envcontract::daemon

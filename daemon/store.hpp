@@ -1,0 +1,76 @@
+#pragma once
+
+#include <chrono>
+#include <cstdint>
+#include <filesystem>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <string>
+#include <variant>
+
+#include "daemon/sqlite.hpp"
+#include "report/report.hpp"
+
+namespace envcontract::daemon {
+
+struct FlappingRule {
+  int changes = 3;  // more status changes than this within the window: flapping
+  std::chrono::seconds window{24 * 3600};
+};
+
+struct HistoryQuery {
+  std::string env;     // only this env's checks ("" for every env, target and the host)
+  std::string target;  // only this target's checks
+  std::string check;   // only this check id; "@verdict" is the env's or host's verdict
+  std::string since;   // RFC 3339; "" for the whole history
+  std::size_t limit = 1000;
+};
+
+// The agent's database: scans, each check's history and the latest report,
+// in one SQLite file (WAL mode). History is differential: a check's state is
+// written when its status, cause or actual value changes, so an unchanged
+// host adds one small scan row per scan. Every scan is one transaction.
+// Thread-safe: one connection behind a mutex.
+class Store {
+ public:
+  // The schema version this build writes. Older files are migrated on open.
+  static constexpr int schema_version = 2;
+
+  // Opens or creates the database. A corrupt file, another application's
+  // database or one written by a newer envcontract is an error saying what
+  // to do; such a file is never modified.
+  static std::variant<std::unique_ptr<Store>, std::string> open(const std::filesystem::path& path,
+                                                                FlappingRule flapping = {});
+
+  // Records a finished scan: its row, the checks whose state changed, and the
+  // report as the latest. Fills each check's `since` and `flapping` and the
+  // report's `scan_id`.
+  std::int64_t record_scan(report::Json& report);
+
+  // The report of the last recorded scan, with its since/flapping.
+  std::optional<report::Json> latest_report();
+
+  // Transitions, oldest first: {scan_id, at, scope (env, target or host),
+  // name, check, status, previous_status, cause, summary, actual}.
+  report::Json history(const HistoryQuery& query);
+
+  // Number of rows in scans and transitions (for tests and metrics).
+  std::int64_t scan_count();
+  std::int64_t transition_count();
+
+ private:
+  Store(const std::filesystem::path& path, FlappingRule flapping);
+  void record_checks(std::int64_t scan_id, const std::string& at, const std::string& subject,
+                     report::Json& checks);
+  void record_state(std::int64_t scan_id, const std::string& at, const std::string& subject,
+                    const std::string& check_id, const std::string& status,
+                    const std::string& cause, const std::string& summary, const std::string& actual,
+                    std::string& since, bool& flapping);
+
+  std::mutex m_mutex;
+  sqlite::Database m_db;
+  FlappingRule m_flapping;
+};
+
+}  // namespace envcontract::daemon

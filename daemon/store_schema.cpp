@@ -1,0 +1,56 @@
+#include "daemon/store_schema.hpp"
+
+namespace envcontract::daemon {
+
+const std::vector<std::string_view>& store_migrations() {
+  static const std::vector<std::string_view> migrations = {
+      // 1: scans, the differential check history, the latest report.
+      R"sql(
+CREATE TABLE scans (
+  id INTEGER PRIMARY KEY,
+  started_at TEXT NOT NULL,
+  duration_ms REAL NOT NULL,
+  contract_name TEXT NOT NULL,
+  contract_sha256 TEXT NOT NULL,
+  verdict TEXT NOT NULL,
+  env_count INTEGER NOT NULL,
+  compliant_count INTEGER NOT NULL
+);
+CREATE TABLE transitions (
+  id INTEGER PRIMARY KEY,
+  scan_id INTEGER NOT NULL REFERENCES scans(id),
+  at TEXT NOT NULL,
+  subject TEXT NOT NULL,
+  check_id TEXT NOT NULL,
+  status TEXT NOT NULL,
+  previous_status TEXT,
+  cause TEXT NOT NULL,
+  summary TEXT NOT NULL,
+  actual TEXT NOT NULL,
+  since TEXT NOT NULL
+);
+CREATE INDEX transitions_by_check ON transitions(subject, check_id, id);
+CREATE TABLE latest_report (
+  id INTEGER PRIMARY KEY CHECK (id = 1),
+  scan_id INTEGER NOT NULL REFERENCES scans(id),
+  report TEXT NOT NULL
+);
+)sql",
+      // 2: each check's current state by key, so a scan finds it without
+      // scanning its history; history by time for the since= filter.
+      R"sql(
+CREATE TABLE current_states (
+  subject TEXT NOT NULL,
+  check_id TEXT NOT NULL,
+  transition_id INTEGER NOT NULL REFERENCES transitions(id),
+  PRIMARY KEY (subject, check_id)
+) WITHOUT ROWID;
+INSERT INTO current_states (subject, check_id, transition_id)
+  SELECT subject, check_id, MAX(id) FROM transitions GROUP BY subject, check_id;
+CREATE INDEX transitions_by_time ON transitions(at);
+)sql",
+  };
+  return migrations;
+}
+
+}  // namespace envcontract::daemon
