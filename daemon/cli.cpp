@@ -6,9 +6,12 @@
 
 #include <CLI/CLI.hpp>
 
+#include "contracts/values.hpp"
 #include "daemon/facts_command.hpp"
+#include "daemon/logging.hpp"
 #include "daemon/probe_command.hpp"
 #include "daemon/scan_command.hpp"
+#include "daemon/serve_command.hpp"
 #include "daemon/validate_command.hpp"
 #include "report/report_table.hpp"
 
@@ -184,6 +187,142 @@ int run(const ProbeArguments& arguments) {
   return run_probe(options, std::cout, std::cerr);
 }
 
+struct ServeArguments {
+  std::string config_file;
+  std::string contract;
+  std::string contracts_dir;
+  std::vector<std::string> roots;
+  std::vector<std::string> prefixes;
+  std::string listen;
+  std::string database;
+  std::string image_tag_file;
+  std::string interval;
+  std::string reprobe_interval;
+  std::string token_file;
+  std::string log_level;
+  unsigned concurrency = 0;
+  std::string ready_file;
+  CLI::App* verb = nullptr;
+};
+
+constexpr const char* k_default_config = "/etc/envcontract/agent.yaml";
+
+CLI::App* add_serve(CLI::App& app, ServeArguments& arguments) {
+  auto* verb = app.add_subcommand(
+      "serve",
+      "Run the agent: scan at startup, every interval and on demand; keep history in SQLite; "
+      "serve the report, API, metrics and dashboard over HTTP");
+  arguments.verb = verb;
+  verb->add_option("--config", arguments.config_file,
+                   std::string("YAML config (docs/agent.md); default ") + k_default_config +
+                       " when it exists. Flags override it");
+  verb->add_option("--contract", arguments.contract,
+                   "contract file, or 'auto' to pick one of --contracts-dir by the devices and "
+                   "tools this host has (default auto)");
+  verb->add_option("--contracts-dir", arguments.contracts_dir,
+                   "where 'auto' looks for contracts (default /usr/share/envcontract/contracts)");
+  verb->add_option("--root", arguments.roots,
+                   "a filesystem root or directory to search for envs (repeatable; default /)");
+  verb->add_option("--prefix", arguments.prefixes, "an env prefix to include (repeatable)");
+  verb->add_option("--listen", arguments.listen,
+                   "HOST:PORT to serve on (default 127.0.0.1:9714; port 0: any free port)");
+  verb->add_option("--database", arguments.database,
+                   "SQLite file for history (default /var/lib/envcontract/agent.db)");
+  verb->add_option("--image-tag-file", arguments.image_tag_file,
+                   "file holding the host's container image reference");
+  verb->add_option("--interval", arguments.interval, "time between scans (default 5m)");
+  verb->add_option("--reprobe-interval", arguments.reprobe_interval,
+                   "longest time an unchanged env goes without its dynamic probes (devices, "
+                   "smoke) running again (default 30m)");
+  verb->add_option("--token-file", arguments.token_file,
+                   "file (mode 0600) holding the bearer token POST /api/v1/scan needs; without "
+                   "it, anyone who reaches the port may start scans");
+  verb->add_option("--log-level", arguments.log_level,
+                   "trace, debug, info (default), warn, error, critical or off")
+      ->check(CLI::IsMember({"trace", "debug", "info", "warn", "error", "critical", "off"}));
+  verb->add_option("--concurrency", arguments.concurrency,
+                   "envs probed at once (default: the number of cores)");
+  verb->add_option("--ready-file", arguments.ready_file,
+                   "write the dashboard's URL to this file once listening (for scripts)");
+  verb->footer(
+      "Signals: SIGHUP reloads the contract (an invalid one is logged and the last good one "
+      "stays); SIGTERM and SIGINT stop.\n"
+      "Exit status: 0 stopped cleanly, 2 cannot start (invalid config or contract, database "
+      "refused, port taken).");
+  return verb;
+}
+
+bool given(const ServeArguments& arguments, const char* flag) {
+  return arguments.verb->get_option(flag)->count() > 0;
+}
+
+std::optional<std::chrono::milliseconds> duration_flag(const std::string& flag,
+                                                       const std::string& text) {
+  const auto parsed = contracts::parse_duration(text);
+  if (const auto* error = std::get_if<std::string>(&parsed)) {
+    std::cerr << "envcontractd serve: " << flag << ": " << *error << "\n";
+    return std::nullopt;
+  }
+  return std::get<std::chrono::milliseconds>(parsed);
+}
+
+int run(const ServeArguments& arguments) {
+  ServeOptions options;
+  auto& config = options.config;
+  const bool explicit_config = given(arguments, "--config");
+  const std::filesystem::path config_file =
+      explicit_config ? arguments.config_file : k_default_config;
+  std::error_code error;
+  if (explicit_config || std::filesystem::exists(config_file, error)) {
+    const auto problems = read_agent_config(config_file, config);
+    if (!problems.empty()) {
+      std::cerr << problems;
+      return 2;
+    }
+  }
+  if (given(arguments, "--contract"))
+    config.contract = arguments.contract;
+  if (given(arguments, "--contracts-dir"))
+    config.contracts_dir = arguments.contracts_dir;
+  if (given(arguments, "--root") || given(arguments, "--prefix")) {
+    config.roots.assign(arguments.roots.begin(), arguments.roots.end());
+    config.prefixes.assign(arguments.prefixes.begin(), arguments.prefixes.end());
+  }
+  if (given(arguments, "--listen"))
+    config.listen = arguments.listen;
+  if (given(arguments, "--database"))
+    config.database = arguments.database;
+  if (given(arguments, "--image-tag-file")) {
+    config.image = {probes::ImageTagSource::Kind::file, arguments.image_tag_file};
+  }
+  if (given(arguments, "--interval")) {
+    const auto interval = duration_flag("--interval", arguments.interval);
+    if (!interval)
+      return 2;
+    config.interval = *interval;
+  }
+  if (given(arguments, "--reprobe-interval")) {
+    const auto interval = duration_flag("--reprobe-interval", arguments.reprobe_interval);
+    if (!interval)
+      return 2;
+    config.reprobe_interval = *interval;
+  }
+  if (given(arguments, "--token-file"))
+    config.token_file = arguments.token_file;
+  if (given(arguments, "--log-level"))
+    config.log_level = arguments.log_level;
+  if (given(arguments, "--concurrency"))
+    config.concurrency = arguments.concurrency;
+  if (!parse_listen_address(config.listen)) {
+    std::cerr << "envcontractd serve: --listen must be HOST:PORT such as 127.0.0.1:9714, got '"
+              << config.listen << "'\n";
+    return 2;
+  }
+  options.ready_file = arguments.ready_file;
+  configure_logging(config.log_level);
+  return run_serve(options);
+}
+
 }  // namespace
 
 int run_envcontractd(int argc, char** argv) {
@@ -200,6 +339,8 @@ int run_envcontractd(int argc, char** argv) {
   auto* probe = add_probe(app, probe_arguments);
   ScanArguments scan_arguments;
   auto* scan = add_scan(app, scan_arguments);
+  ServeArguments serve_arguments;
+  auto* serve = add_serve(app, serve_arguments);
 
   try {
     app.parse(argc, argv);
@@ -215,6 +356,9 @@ int run_envcontractd(int argc, char** argv) {
   }
   if (scan->parsed()) {
     return run(scan_arguments);
+  }
+  if (serve->parsed()) {
+    return run(serve_arguments);
   }
   if (probe->parsed()) {
     return run(probe_arguments);

@@ -1,0 +1,331 @@
+#include "daemon/agent.hpp"
+
+#include <spdlog/spdlog.h>
+#include <sys/stat.h>
+
+#include <cerrno>
+#include <cstring>
+#include <fstream>
+#include <sstream>
+
+#include "common/json_text.hpp"
+#include "common/time_text.hpp"
+#include "daemon/contract_detection.hpp"
+
+namespace envcontract::daemon {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+constexpr std::size_t k_kept_tickets = 200;
+
+// The token must be private to the agent's user: a token others can read
+// protects nothing.
+// Returns the token, or "" with `error` set.
+std::string read_token(const std::filesystem::path& path, std::string& error) {
+  struct stat info {};
+  if (::stat(path.c_str(), &info) != 0) {
+    error =
+        std::string("cannot read the token file ") + path.string() + ": " + std::strerror(errno);
+    return "";
+  }
+  if ((info.st_mode & 077) != 0) {
+    char mode[8];
+    std::snprintf(mode, sizeof mode, "%04o", static_cast<unsigned>(info.st_mode & 07777));
+    error = "the token file " + path.string() + " is readable by others (mode " + mode +
+            "); run: chmod 600 " + path.string();
+    return "";
+  }
+  std::ifstream in(path);
+  std::ostringstream text;
+  text << in.rdbuf();
+  std::string token = text.str();
+  while (!token.empty() && std::isspace(static_cast<unsigned char>(token.back()))) {
+    token.pop_back();
+  }
+  if (token.empty() || token.find_first_of(" \t\r\n") != std::string::npos) {
+    error = "the token file " + path.string() +
+            " must hold one token on one line (e.g. from: openssl rand -hex 32)";
+    return "";
+  }
+  return token;
+}
+
+ScanSettings settings_from(const AgentConfig& config) {
+  ScanSettings settings;
+  settings.facts.discovery.roots = config.roots;
+  settings.facts.discovery.prefixes = config.prefixes;
+  settings.facts.image = config.image;
+  settings.concurrency = config.concurrency;
+  settings.reprobe_interval =
+      std::chrono::duration_cast<std::chrono::seconds>(config.reprobe_interval);
+  return settings;
+}
+
+}  // namespace
+
+Agent::Agent(AgentConfig config) : m_config(std::move(config)) {
+  m_snapshot = std::make_shared<const AgentSnapshot>();
+}
+
+Agent::~Agent() {
+  stop();
+}
+
+std::string Agent::start() {
+  std::string source;
+  if (m_config.contract == "auto") {
+    auto detected = detect_contract(m_config.contracts_dir, m_config.detect_root);
+    if (auto* error = std::get_if<std::string>(&detected)) {
+      return *error;
+    }
+    const auto& chosen = std::get<DetectedContract>(detected);
+    m_contract_file = chosen.file;
+    source = "auto: " + chosen.file.string() + " (" + chosen.why + ")";
+  } else {
+    m_contract_file = m_config.contract;
+    source = m_contract_file.string();
+  }
+  m_contract_signature = contract_signature();
+  auto loaded = load_contract(m_contract_file);
+  if (auto* errors = std::get_if<std::string>(&loaded)) {
+    return "the contract is invalid:\n" + *errors;
+  }
+  if (!m_config.token_file.empty()) {
+    std::string error;
+    m_token = read_token(m_config.token_file, error);
+    if (m_token.empty()) {
+      return error;
+    }
+  }
+  auto opened = Store::open(m_config.database, m_config.flapping);
+  if (auto* error = std::get_if<std::string>(&opened)) {
+    return *error;
+  }
+  m_store = std::move(std::get<std::unique_ptr<Store>>(opened));
+
+  auto contract = std::get<ContractHandle>(loaded);
+  spdlog::info("contract {} ({}), sha256 {}", contract->identity.name, source,
+               contract->identity.sha256.substr(0, 12));
+  std::shared_ptr<const report::Json> previous;
+  std::shared_ptr<const std::string> previous_text;
+  if (auto stored = m_store->latest_report()) {
+    spdlog::info("serving the stored report of scan {} until the first scan finishes",
+                 stored->value("scan_id", 0));
+    previous_text = std::make_shared<const std::string>(common::json_text(*stored));
+    previous = std::make_shared<const report::Json>(std::move(*stored));
+  }
+  publish([&](AgentSnapshot& snapshot) {
+    snapshot.contract = contract;
+    snapshot.contract_loaded_at = common::now_rfc3339();
+    snapshot.contract_source = source;
+    snapshot.report = previous;
+    snapshot.report_text = previous_text;
+  });
+  request_scan("startup");
+  m_thread = std::thread([this] { run(); });
+  return "";
+}
+
+void Agent::stop() {
+  {
+    std::lock_guard lock(m_mutex);
+    m_stopping = true;
+  }
+  m_wake.notify_all();
+  if (m_thread.joinable()) {
+    m_thread.join();
+  }
+}
+
+std::int64_t Agent::request_scan(const std::string& reason) {
+  std::int64_t id = 0;
+  {
+    std::lock_guard lock(m_mutex);
+    if (!m_queued.empty()) {
+      return m_queued.back();  // a queued scan will see whatever prompted this one too
+    }
+    id = m_next_ticket++;
+    m_tickets[id] = ScanTicket{id, "queued", reason, common::now_rfc3339(), "", std::nullopt, ""};
+    m_queued.push_back(id);
+    while (m_tickets.size() > k_kept_tickets) {
+      m_tickets.erase(m_tickets.begin());
+    }
+  }
+  m_wake.notify_all();
+  return id;
+}
+
+std::optional<ScanTicket> Agent::ticket(std::int64_t id) const {
+  std::lock_guard lock(m_mutex);
+  const auto found = m_tickets.find(id);
+  return found == m_tickets.end() ? std::nullopt : std::optional(found->second);
+}
+
+void Agent::request_reload() {
+  {
+    std::lock_guard lock(m_mutex);
+    m_reload_requested = true;
+  }
+  m_wake.notify_all();
+}
+
+std::shared_ptr<const AgentSnapshot> Agent::snapshot() const {
+  std::lock_guard lock(m_snapshot_mutex);
+  return m_snapshot;
+}
+
+report::Json Agent::history(const HistoryQuery& query) {
+  return m_store->history(query);
+}
+
+bool Agent::token_matches(const std::string& presented) const {
+  if (presented.size() != m_token.size()) {
+    return false;
+  }
+  unsigned char difference = 0;
+  for (std::size_t i = 0; i < presented.size(); ++i) {
+    difference |= static_cast<unsigned char>(presented[i] ^ m_token[i]);
+  }
+  return difference == 0;
+}
+
+void Agent::publish(const std::function<void(AgentSnapshot&)>& change) {
+  std::lock_guard lock(m_snapshot_mutex);
+  auto next = std::make_shared<AgentSnapshot>(*m_snapshot);
+  change(*next);
+  m_snapshot = std::move(next);
+}
+
+std::optional<Agent::FileSignature> Agent::contract_signature() const {
+  struct stat info {};
+  if (::stat(m_contract_file.c_str(), &info) != 0) {
+    return std::nullopt;
+  }
+  return FileSignature{
+      static_cast<std::uintmax_t>(info.st_ino), static_cast<std::uintmax_t>(info.st_size),
+      static_cast<std::int64_t>(info.st_mtim.tv_sec) * 1'000'000'000 + info.st_mtim.tv_nsec};
+}
+
+void Agent::reload_contract(const std::string& why) {
+  auto loaded = load_contract(m_contract_file);
+  if (auto* errors = std::get_if<std::string>(&loaded)) {
+    ++m_counters.reload_failures;
+    spdlog::error("{}: the new contract is invalid; the last good one stays in force:\n{}", why,
+                  *errors);
+    publish([&](AgentSnapshot& snapshot) { snapshot.reload_error = *errors; });
+    return;
+  }
+  auto contract = std::get<ContractHandle>(loaded);
+  const auto current = snapshot()->contract;
+  publish([&](AgentSnapshot& snapshot) { snapshot.reload_error.clear(); });
+  if (current && current->identity.sha256 == contract->identity.sha256) {
+    spdlog::debug("{}: the contract is unchanged", why);
+    return;
+  }
+  ++m_counters.reloads;
+  spdlog::info("{}: contract {} reloaded, sha256 {}", why, contract->identity.name,
+               contract->identity.sha256.substr(0, 12));
+  publish([&](AgentSnapshot& snapshot) {
+    snapshot.contract = contract;
+    snapshot.contract_loaded_at = common::now_rfc3339();
+  });
+  request_scan("contract reloaded");
+}
+
+void Agent::run() {
+  std::unique_lock lock(m_mutex);
+  auto next_due = Clock::now() + m_config.interval;  // the startup scan is queued already
+  while (!m_stopping) {
+    const auto wake_at = std::min(next_due, Clock::now() + m_config.contract_poll);
+    m_wake.wait_until(lock, wake_at,
+                      [&] { return m_stopping || m_reload_requested || !m_queued.empty(); });
+    if (m_stopping) {
+      break;
+    }
+    const auto signature = contract_signature();
+    const bool file_changed = signature != m_contract_signature;
+    if (m_reload_requested || file_changed) {
+      const std::string why = m_reload_requested ? "SIGHUP" : "contract file changed";
+      m_reload_requested = false;
+      m_contract_signature = signature;
+      lock.unlock();
+      reload_contract(why);
+      lock.lock();
+    }
+    if (Clock::now() >= next_due) {
+      next_due = Clock::now() + m_config.interval;
+      if (m_queued.empty()) {
+        const std::int64_t id = m_next_ticket++;
+        m_tickets[id] =
+            ScanTicket{id, "queued", "interval", common::now_rfc3339(), "", std::nullopt, ""};
+        m_queued.push_back(id);
+      }
+    }
+    if (!m_queued.empty()) {
+      run_scan(lock);
+    }
+  }
+}
+
+void Agent::run_scan(std::unique_lock<std::mutex>& lock) {
+  const std::vector<std::int64_t> batch(m_queued.begin(), m_queued.end());
+  m_queued.clear();
+  for (const auto id : batch) {
+    m_tickets[id].state = "running";
+  }
+  lock.unlock();
+
+  const auto started = Clock::now();
+  const auto contract = snapshot()->contract;
+  publish([&](AgentSnapshot& snapshot) {
+    snapshot.scanning = true;
+    snapshot.scan_started_at = common::now_rfc3339();
+  });
+  std::optional<std::int64_t> scan_id;
+  std::string failure;
+  try {
+    auto report = m_scanner.scan(*contract, settings_from(m_config));
+    try {
+      scan_id = m_store->record_scan(report);
+    } catch (const std::exception& e) {
+      // The report is still served; only its history is missing.
+      spdlog::error("cannot record the scan in {}: {}", m_config.database.string(), e.what());
+    }
+    const auto seconds = std::chrono::duration<double>(Clock::now() - started).count();
+    m_counters.last_scan_seconds = seconds;
+    m_counters.last_scan_finished =
+        std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count();
+    m_counters.envs_probed += static_cast<std::int64_t>(m_scanner.last_probed());
+    m_counters.envs_reused += static_cast<std::int64_t>(m_scanner.last_reused());
+    ++m_counters.scans;
+    spdlog::info("scan {}: {}, {} envs ({} probed, {} unchanged) in {:.1f} s", scan_id.value_or(0),
+                 report.value("verdict", ""), report["envs"].size(), m_scanner.last_probed(),
+                 m_scanner.last_reused(), seconds);
+    auto text = std::make_shared<const std::string>(common::json_text(report));
+    auto shared = std::make_shared<const report::Json>(std::move(report));
+    publish([&](AgentSnapshot& snapshot) {
+      snapshot.report = shared;
+      snapshot.report_text = text;
+      snapshot.scanning = false;
+    });
+  } catch (const std::exception& e) {
+    failure = e.what();
+    ++m_counters.scan_failures;
+    spdlog::error("scan failed: {}", failure);
+    publish([&](AgentSnapshot& snapshot) { snapshot.scanning = false; });
+  }
+
+  lock.lock();
+  for (const auto id : batch) {
+    const auto found = m_tickets.find(id);
+    if (found == m_tickets.end()) {
+      continue;
+    }
+    found->second.state = failure.empty() ? "done" : "failed";
+    found->second.error = failure;
+    found->second.scan_id = scan_id;
+    found->second.finished_at = common::now_rfc3339();
+  }
+}
+
+}  // namespace envcontract::daemon

@@ -1,0 +1,124 @@
+#pragma once
+
+#include <atomic>
+#include <condition_variable>
+#include <cstdint>
+#include <deque>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <string>
+#include <thread>
+
+#include "daemon/agent_config.hpp"
+#include "daemon/contract_source.hpp"
+#include "daemon/scanner.hpp"
+#include "daemon/store.hpp"
+
+namespace envcontract::daemon {
+
+// A scan somebody asked for (POST /api/v1/scan), or the schedule.
+struct ScanTicket {
+  std::int64_t id = 0;
+  std::string state = "queued";  // queued, running, done, failed
+  std::string reason;            // "startup", "interval", "api", "contract reloaded"
+  std::string queued_at;
+  std::string finished_at;
+  std::optional<std::int64_t> scan_id;  // the report's scan_id once done
+  std::string error;                    // why it failed
+};
+
+// What the HTTP side reads: replaced whole after each scan or reload, never
+// modified, so requests are answered from memory without locks or work.
+struct AgentSnapshot {
+  std::shared_ptr<const report::Json> report;  // null until the first scan (or a stored one)
+  std::shared_ptr<const std::string> report_text;
+  ContractHandle contract;
+  std::string contract_loaded_at;
+  std::string contract_source;  // the file, or "auto: <why>"
+  std::string reload_error;     // the last rejected contract's errors, "" when none
+  bool scanning = false;
+  std::string scan_started_at;
+};
+
+struct AgentCounters {
+  std::atomic<std::int64_t> scans{0};
+  std::atomic<std::int64_t> scan_failures{0};
+  std::atomic<std::int64_t> reloads{0};
+  std::atomic<std::int64_t> reload_failures{0};
+  std::atomic<std::int64_t> envs_probed{0};
+  std::atomic<std::int64_t> envs_reused{0};
+  std::atomic<double> last_scan_seconds{0};
+  std::atomic<double> last_scan_finished{0};  // Unix time
+};
+
+// The agent's core loop: keeps the contract in force (reloading it on
+// request or when its file changes, keeping the last good one when the new
+// one is invalid), scans at startup, every interval and on demand (one scan
+// at a time, requests that arrive meanwhile coalesce into the next), records
+// each scan in the store and publishes a snapshot for the HTTP side.
+class Agent {
+ public:
+  explicit Agent(AgentConfig config);
+  ~Agent();
+  Agent(const Agent&) = delete;
+  Agent& operator=(const Agent&) = delete;
+
+  // Chooses and loads the contract, opens the database, reads the token and
+  // starts the scheduler (whose first scan starts at once). Returns what
+  // keeps the agent from starting, or "".
+  std::string start();
+  void stop();
+
+  // Queues a scan (or joins the one already queued) and returns its ticket id.
+  std::int64_t request_scan(const std::string& reason);
+  std::optional<ScanTicket> ticket(std::int64_t id) const;
+  // Re-reads the contract file on the scheduler thread (SIGHUP).
+  void request_reload();
+
+  std::shared_ptr<const AgentSnapshot> snapshot() const;
+  report::Json history(const HistoryQuery& query);
+  const AgentCounters& counters() const { return m_counters; }
+  const AgentConfig& config() const { return m_config; }
+
+  bool token_required() const { return !m_token.empty(); }
+  // Compares in constant time.
+  bool token_matches(const std::string& presented) const;
+
+ private:
+  struct FileSignature {
+    std::uintmax_t inode = 0;
+    std::uintmax_t size = 0;
+    std::int64_t mtime_ns = 0;
+    bool operator==(const FileSignature&) const = default;
+  };
+
+  void run();
+  void reload_contract(const std::string& why);
+  void run_scan(std::unique_lock<std::mutex>& lock);
+  void publish(const std::function<void(AgentSnapshot&)>& change);
+  std::optional<FileSignature> contract_signature() const;
+
+  AgentConfig m_config;
+  std::filesystem::path m_contract_file;
+  std::unique_ptr<Store> m_store;
+  Scanner m_scanner;
+  std::string m_token;
+  AgentCounters m_counters;
+
+  mutable std::mutex m_snapshot_mutex;
+  std::shared_ptr<const AgentSnapshot> m_snapshot;
+
+  mutable std::mutex m_mutex;  // guards what follows
+  std::condition_variable m_wake;
+  bool m_stopping = false;
+  bool m_reload_requested = false;
+  std::int64_t m_next_ticket = 1;
+  std::deque<std::int64_t> m_queued;
+  std::map<std::int64_t, ScanTicket> m_tickets;
+  std::optional<FileSignature> m_contract_signature;
+  std::thread m_thread;
+};
+
+}  // namespace envcontract::daemon

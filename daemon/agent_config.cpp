@@ -1,0 +1,160 @@
+#include "daemon/agent_config.hpp"
+
+#include <algorithm>
+#include <regex>
+
+#include "contracts/mapping_reader.hpp"
+#include "contracts/values.hpp"
+
+namespace envcontract::daemon {
+namespace {
+
+using contracts::MappingReader;
+using contracts::Need;
+
+std::optional<std::chrono::milliseconds> read_duration(MappingReader& reader,
+                                                       std::string_view key) {
+  const auto node = reader.get(key);
+  if (!node) {
+    return std::nullopt;
+  }
+  if (!node->IsScalar()) {
+    reader.ctx().error(*node, "'" + std::string(key) + "' must be a duration such as '5m', got " +
+                                  contracts::describe_node_type(*node));
+    return std::nullopt;
+  }
+  const auto parsed = contracts::parse_duration(node->Scalar());
+  if (const auto* error = std::get_if<std::string>(&parsed)) {
+    reader.ctx().error(*node, "'" + std::string(key) + "': " + *error);
+    return std::nullopt;
+  }
+  return std::get<std::chrono::milliseconds>(parsed);
+}
+
+void read_image_tag(MappingReader& top, AgentConfig& config) {
+  const auto node = top.get("image_tag");
+  if (!node) {
+    return;
+  }
+  MappingReader reader(*node, "'image_tag'", top.ctx());
+  if (!reader.is_mapping()) {
+    return;  // reported by the reader
+  }
+  using Kind = probes::ImageTagSource::Kind;
+  int given = 0;
+  for (const auto& [key, kind] :
+       {std::pair{"file", Kind::file}, std::pair{"env", Kind::environment},
+        std::pair{"command", Kind::command}}) {
+    if (const auto value = reader.string(key)) {
+      config.image = {kind, *value};
+      ++given;
+    }
+  }
+  if (given != 1) {
+    top.ctx().error(*node, "'image_tag' takes exactly one of file, env or command");
+  }
+  reader.reject_unknown_keys();
+}
+
+void read_flapping(MappingReader& top, AgentConfig& config) {
+  const auto node = top.get("flapping");
+  if (!node) {
+    return;
+  }
+  MappingReader reader(*node, "'flapping'", top.ctx());
+  if (const auto changes = reader.integer("changes", Need::optional, 1, 1000)) {
+    config.flapping.changes = static_cast<int>(*changes);
+  }
+  if (const auto window = read_duration(reader, "window")) {
+    config.flapping.window = std::chrono::duration_cast<std::chrono::seconds>(*window);
+  }
+  reader.reject_unknown_keys();
+}
+
+std::vector<std::filesystem::path> paths(const std::vector<std::string>& texts) {
+  return {texts.begin(), texts.end()};
+}
+
+}  // namespace
+
+std::string read_agent_config(const std::filesystem::path& path, AgentConfig& config) {
+  contracts::Diagnostics diagnostics;
+  contracts::ParseContext ctx(path.string(), diagnostics);
+  const auto document = contracts::load_yaml_file(path, ctx);
+  if (document && !document->IsNull()) {
+    MappingReader top(*document, "the agent config (docs/agent.md)", ctx);
+    if (top.is_mapping()) {
+      if (auto v = top.string("contract"))
+        config.contract = *v;
+      if (auto v = top.string("contracts_dir"))
+        config.contracts_dir = *v;
+      if (auto v = top.string("detect_root"))
+        config.detect_root = *v;
+      if (auto v = top.string_list("roots"))
+        config.roots = paths(*v);
+      if (auto v = top.string_list("prefixes"))
+        config.prefixes = paths(*v);
+      if (auto v = top.string("listen")) {
+        if (!parse_listen_address(*v)) {
+          ctx.error(*top.get("listen"),
+                    "'listen' must be HOST:PORT such as 127.0.0.1:9714, got '" + *v + "'");
+        }
+        config.listen = *v;
+      }
+      if (auto v = top.string("database"))
+        config.database = *v;
+      read_image_tag(top, config);
+      if (auto v = read_duration(top, "interval"))
+        config.interval = *v;
+      if (auto v = read_duration(top, "reprobe_interval"))
+        config.reprobe_interval = *v;
+      if (auto v = read_duration(top, "contract_poll"))
+        config.contract_poll = *v;
+      if (auto v = top.integer("concurrency", Need::optional, 0, 256)) {
+        config.concurrency = static_cast<unsigned>(*v);
+      }
+      if (auto v = top.string("token_file"))
+        config.token_file = *v;
+      if (auto v = top.string("log_level")) {
+        static const std::vector<std::string> levels = {"trace", "debug",    "info", "warn",
+                                                        "error", "critical", "off"};
+        if (std::find(levels.begin(), levels.end(), *v) == levels.end()) {
+          ctx.error(*top.get("log_level"),
+                    "'log_level' must be one of trace, debug, info, warn, error, critical, off");
+        }
+        config.log_level = *v;
+      }
+      read_flapping(top, config);
+      if (auto v = top.integer("http_threads", Need::optional, 1, 64)) {
+        config.http_threads = static_cast<unsigned>(*v);
+      }
+      if (auto v = read_duration(top, "http_timeout"))
+        config.http_timeout = *v;
+      top.reject_unknown_keys();
+    }
+  }
+  std::string errors;
+  for (const auto& diagnostic : diagnostics.sorted()) {
+    errors += diagnostic.to_string() + "\n";
+  }
+  return diagnostics.has_errors() ? errors : "";
+}
+
+std::optional<ListenAddress> parse_listen_address(const std::string& text) {
+  static const std::regex pattern(R"re((\[[0-9A-Fa-f:.]+\]|[A-Za-z0-9.-]+):([0-9]{1,5}))re");
+  std::smatch match;
+  if (!std::regex_match(text, match, pattern)) {
+    return std::nullopt;
+  }
+  const int port = std::stoi(match[2]);
+  if (port > 65535) {
+    return std::nullopt;
+  }
+  std::string host = match[1];
+  if (host.front() == '[') {
+    host = host.substr(1, host.size() - 2);
+  }
+  return ListenAddress{host, port};
+}
+
+}  // namespace envcontract::daemon

@@ -1,0 +1,49 @@
+#pragma once
+
+#include <chrono>
+#include <cstdint>
+#include <filesystem>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "daemon/store.hpp"
+#include "probes/image_tag.hpp"
+
+namespace envcontract::daemon {
+
+// Everything `envcontractd serve` can be told: the YAML file
+// (/etc/envcontract/agent.yaml, docs/agent.md) first, then flags over it.
+struct AgentConfig {
+  std::string contract = "auto";  // a contract file, or "auto": detect among contracts_dir
+  std::filesystem::path contracts_dir = "/usr/share/envcontract/contracts";
+  std::filesystem::path detect_root = "/";  // where /dev and tools are looked for by auto
+  std::vector<std::filesystem::path> roots = {"/"};
+  std::vector<std::filesystem::path> prefixes;
+  std::string listen = "127.0.0.1:9714";
+  std::filesystem::path database = "/var/lib/envcontract/agent.db";
+  probes::ImageTagSource image;
+  std::chrono::milliseconds interval{5 * 60 * 1000};
+  std::chrono::milliseconds reprobe_interval{30 * 60 * 1000};  // devices and smoke, unchanged env
+  std::chrono::milliseconds contract_poll{2000};  // how often the contract file is looked at
+  unsigned concurrency = 0;
+  std::filesystem::path token_file;  // bearer token for POST /api/v1/scan; empty: no token
+  std::string log_level = "info";
+  FlappingRule flapping;
+  unsigned http_threads = 4;
+  std::chrono::milliseconds http_timeout{10'000};
+};
+
+// Reads the agent's YAML config into `config` (keys absent keep their
+// values). Returns every problem as "file:line:column: error: ..." lines, or
+// "" when it is valid. Unknown keys are errors, with a did-you-mean.
+std::string read_agent_config(const std::filesystem::path& path, AgentConfig& config);
+
+// "127.0.0.1:9714", "localhost:9714", "[::1]:9714", "0.0.0.0:9714".
+struct ListenAddress {
+  std::string host;
+  int port = 0;
+};
+std::optional<ListenAddress> parse_listen_address(const std::string& text);
+
+}  // namespace envcontract::daemon

@@ -1,0 +1,16 @@
+#pragma once
+
+#include <string>
+
+#include "daemon/agent.hpp"
+
+namespace envcontract::daemon {
+
+// The agent's state in the Prometheus text exposition format (version
+// 0.0.4): host and env verdicts, failing checks by cause, scan and reload
+// counters. Only failing checks get a series, so cardinality stays bounded
+// by what is wrong.
+std::string render_metrics(const AgentSnapshot& snapshot, const AgentCounters& counters,
+                           const std::string& version);
+
+}  // namespace envcontract::daemon

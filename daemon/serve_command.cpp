@@ -1,0 +1,90 @@
+#include "daemon/serve_command.hpp"
+
+#include <pthread.h>
+#include <signal.h>
+#include <spdlog/spdlog.h>
+#include <systemd/sd-daemon.h>
+
+#include <fstream>
+#include <thread>
+
+#include "daemon/agent.hpp"
+#include "daemon/http_api.hpp"
+
+namespace envcontract::daemon {
+namespace {
+
+// Blocks the signals the agent handles in every thread (threads inherit the
+// mask), so that only sigwait() sees them. Probes restore the default mask.
+sigset_t handled_signals() {
+  sigset_t signals;
+  sigemptyset(&signals);
+  sigaddset(&signals, SIGHUP);
+  sigaddset(&signals, SIGTERM);
+  sigaddset(&signals, SIGINT);
+  return signals;
+}
+
+void write_ready_file(const std::filesystem::path& file, const std::string& url) {
+  const auto temporary = file.string() + ".tmp";
+  {
+    std::ofstream out(temporary);
+    out << url << "\n";
+  }
+  std::filesystem::rename(temporary, file);  // readers never see half a line
+}
+
+}  // namespace
+
+int run_serve(const ServeOptions& options) {
+  const auto address = parse_listen_address(options.config.listen);
+  if (!address) {
+    spdlog::critical("--listen must be HOST:PORT such as 127.0.0.1:9714, got '{}'",
+                     options.config.listen);
+    return 2;
+  }
+  const sigset_t signals = handled_signals();
+  pthread_sigmask(SIG_BLOCK, &signals, nullptr);
+
+  Agent agent(options.config);
+  HttpServer http(agent, ENVCONTRACT_VERSION);
+  const auto bound = http.bind(*address);
+  if (const auto* error = std::get_if<std::string>(&bound)) {
+    spdlog::critical("{}", *error);
+    return 2;
+  }
+  if (const auto problem = agent.start(); !problem.empty()) {
+    spdlog::critical("{}", problem);
+    return 2;
+  }
+  const std::string host =
+      address->host.find(':') != std::string::npos ? "[" + address->host + "]" : address->host;
+  const std::string url = "http://" + host + ":" + std::to_string(std::get<int>(bound)) + "/";
+  std::thread server([&http] { http.serve(); });
+  spdlog::info("envcontractd {} serving the dashboard and API at {}", ENVCONTRACT_VERSION, url);
+  if (!options.ready_file.empty()) {
+    write_ready_file(options.ready_file, url);
+  }
+  sd_notify(0, "READY=1");
+
+  for (;;) {
+    int received = 0;
+    if (sigwait(&signals, &received) != 0) {
+      continue;
+    }
+    if (received == SIGHUP) {
+      spdlog::info("SIGHUP: reloading the contract");
+      agent.request_reload();
+      continue;
+    }
+    spdlog::info("{}: stopping", received == SIGTERM ? "SIGTERM" : "SIGINT");
+    break;
+  }
+  sd_notify(0, "STOPPING=1");
+  http.stop();
+  server.join();
+  agent.stop();
+  return 0;
+}
+
+}  // namespace envcontract::daemon

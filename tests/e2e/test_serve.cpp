@@ -1,0 +1,276 @@
+// `envcontractd serve` end to end: a real agent on a free loopback port, a
+// real database file, the demo host (a private copy where the test changes it).
+#include <signal.h>
+#include <sys/stat.h>
+
+#include "daemon/sqlite.hpp"
+#include "tests/e2e/agent_fixture.hpp"
+#include "tests/support/demo_host.hpp"
+#include "tests/support/report_schema.hpp"
+
+namespace envcontract {
+namespace {
+
+using namespace testing;  // NOLINT: the fixture's helpers
+using Causes = std::vector<std::string>;
+
+std::vector<std::string> demo_arguments(const TempDir& dir, const std::filesystem::path& host) {
+  return {"--contract",       quick_demo_contract(dir.path()).string(),
+          "--root",           host.string(),
+          "--image-tag-file", (host / "etc/flagos-image").string(),
+          "--database",       (dir.path() / "agent.db").string(),
+          "--interval",       "1h"};
+}
+
+TEST(Serve, ReportDiagnosesHistoryAndComplianceOnTheDemoHost) {
+  TempDir dir;
+  const auto host = dir.path() / "host";
+  build_demo_host(host);
+  AgentProcess agent(dir.path(), demo_arguments(dir, host));
+
+  int status = 0;
+  EXPECT_EQ(get_json(agent, "/healthz", &status)["status"], "ok");
+  EXPECT_EQ(status, 200);
+
+  const auto report = wait_for_report(agent);
+  ASSERT_EQ(report["verdict"], "drift") << agent.log();
+  EXPECT_EQ(report["scan_id"], 1);
+  EXPECT_EQ(report["reasons"][1], "no env satisfies the contract (8 envs: 8 drift, 0 error)");
+  EXPECT_EQ(failing_causes(report, "torch-fl-hf-test"),
+            (Causes{"cuda_build", "forbidden_file", "forbidden_package", "missing_library"}));
+  EXPECT_EQ(failing_causes(report, "torch-fl-xpu-py310"),
+            (Causes{"cuda_build", "forbidden_file", "missing_library", "stock_triton"}));
+  EXPECT_EQ(failing_causes(report, "torch-fl-xpu-py311"),
+            (Causes{"cuda_build", "forbidden_file", "stock_triton", "too_few_devices"}));
+  EXPECT_EQ(failing_causes(report, "torch-fl-cpu"), Causes{"hang"});
+  EXPECT_EQ(failing_causes(report, "torch-fl-activate"), Causes{"triton_backend_missing"});
+  if (const auto violations = report_schema_violations(report)) {
+    EXPECT_EQ(*violations, "");
+  }
+
+  const auto compliance = http_get(agent.url(), "/api/v1/compliance");
+  EXPECT_EQ(compliance.status, 503);
+  EXPECT_EQ(Json::parse(compliance.body)["reasons"], report["reasons"]);
+
+  const auto env = get_json(agent, "/api/v1/envs/torch-fl-cpu", &status);
+  EXPECT_EQ(status, 200);
+  EXPECT_EQ(env["verdict"], "drift");
+  EXPECT_EQ(env["scan_id"], 1);
+  const auto missing = get_json(agent, "/api/v1/envs/no-such-env", &status);
+  EXPECT_EQ(status, 404);
+  EXPECT_EQ(missing["error"], "no env named 'no-such-env' on this host");
+
+  // Fix the host: give torch-fl-activate FlagTree's xpu backend and run the
+  // host on the target image. Then ask for a scan.
+  const auto backends = host /
+                        "miniconda3/envs/torch-fl-activate/lib/python3.10/site-packages/"
+                        "triton/backends";
+  std::filesystem::create_directories(backends / "xpu");
+  write_text(backends / "xpu/__init__.py", "");
+  write_text(host / "etc/flagos-image",
+             "harbor.example/flagos-runtime/flagos-runtime-kunlunxin-xre5.37.1:2.2.0\n");
+  const auto posted = http_post(agent.url(), "/api/v1/scan", "");
+  ASSERT_EQ(posted.status, 202) << posted.body;
+  const auto ticket_id = Json::parse(posted.body)["id"].get<std::int64_t>();
+
+  const auto fixed = wait_for_scan_after(agent, 1);
+  EXPECT_EQ(fixed["verdict"], "compliant") << fixed["reasons"];
+  EXPECT_EQ(fixed["compliant_envs"], Json({"torch-fl-activate"}));
+  EXPECT_EQ(http_get(agent.url(), "/api/v1/compliance").status, 200);
+  Json ticket;
+  ASSERT_TRUE(wait_until([&] {
+    ticket = get_json(agent, "/api/v1/scans/" + std::to_string(ticket_id));
+    return ticket["state"] == "done";
+  }));
+  EXPECT_EQ(ticket["scan_id"], fixed["scan_id"]);
+
+  // The transition is in the history, and the unchanged checks kept their since.
+  const auto history = get_json(agent, "/api/v1/history?env=torch-fl-activate&check=flagtree-xpu");
+  ASSERT_EQ(history["transitions"].size(), 2U) << history.dump(2);
+  EXPECT_EQ(history["transitions"][0]["status"], "fail");
+  EXPECT_EQ(history["transitions"][0]["cause"], "triton_backend_missing");
+  EXPECT_EQ(history["transitions"][1]["status"], "pass");
+  EXPECT_EQ(history["transitions"][1]["previous_status"], "fail");
+  for (const auto& entry : fixed["envs"]) {
+    if (entry["name"] == "torch-fl-cpu") {
+      for (const auto& check : entry["checks"]) {
+        if (check["id"] == "first-device-op") {
+          EXPECT_EQ(check["since"], report["scanned_at"]);  // hanging since the first scan
+        }
+      }
+    }
+  }
+  const auto host_history = get_json(agent, "/api/v1/history?check=%40verdict&since=2000-01-01");
+  EXPECT_GE(host_history["transitions"].size(), 3U);  // host drift, then compliant; env changes
+}
+
+TEST(Serve, ScanNeedsTheBearerTokenFromAPrivateTokenFile) {
+  TempDir dir;
+  const auto token_file = dir.write("token", "s3cret-token\n");
+  ::chmod(token_file.c_str(), 0644);
+  auto arguments = demo_arguments(dir, demo_host());
+  arguments.insert(arguments.end(), {"--prefix", (demo_host() / "venvs/xpu210v").string(),
+                                     "--token-file", token_file.string()});
+  std::string log;
+  EXPECT_EQ(AgentProcess::run_to_exit(dir.path(), arguments, log), 2);
+  EXPECT_NE(log.find("is readable by others (mode 0644); run: chmod 600 " + token_file.string()),
+            std::string::npos)
+      << log;
+
+  ::chmod(token_file.c_str(), 0600);
+  AgentProcess agent(dir.path(), arguments);
+  const auto first = wait_for_report(agent);
+  const auto anonymous = http_post(agent.url(), "/api/v1/scan", "");
+  EXPECT_EQ(anonymous.status, 401);
+  EXPECT_EQ(anonymous.headers.count("WWW-Authenticate"), 1U);
+  EXPECT_EQ(http_post(agent.url(), "/api/v1/scan", "", {{"Authorization", "Bearer wrong"}}).status,
+            401);
+  const auto allowed =
+      http_post(agent.url(), "/api/v1/scan", "", {{"Authorization", "Bearer s3cret-token"}});
+  EXPECT_EQ(allowed.status, 202) << allowed.body;
+  wait_for_scan_after(agent, first["scan_id"].get<std::int64_t>());
+}
+
+TEST(Serve, ContractReloadsOnChangeAndOnSighupKeepingTheLastGoodOne) {
+  TempDir dir;
+  const auto contract = dir.write("contract.yaml",
+                                  "schema_version: 1\nname: first\nchecks:\n"
+                                  "  - id: python\n    kind: python\n    version: '>=3.6'\n");
+  // A long poll interval first, so only SIGHUP can reload.
+  const auto config = dir.write(
+      "agent.yaml", "contract_poll: 1h\ndatabase: " + (dir.path() / "agent.db").string() + "\n");
+  std::vector<std::string> arguments = {"--config",   config.string(),
+                                        "--contract", contract.string(),
+                                        "--prefix",   (demo_host() / "venvs/xpu210v").string()};
+  {
+    AgentProcess agent(dir.path(), arguments);
+    const auto first = wait_for_report(agent);
+    EXPECT_EQ(first["contract"]["name"], "first");
+    write_text(contract,
+               "schema_version: 1\nname: second\nchecks:\n"
+               "  - id: python\n    kind: python\n    version: '>=3.6'\n");
+    agent.signal(SIGHUP);
+    const auto second = wait_for_scan_after(agent, first["scan_id"].get<std::int64_t>());
+    EXPECT_EQ(second["contract"]["name"], "second");
+    EXPECT_EQ(get_json(agent, "/api/v1/contract")["name"], "second");
+
+    write_text(contract, "schema_version: 1\nname: broken\nchecks:\n  - kind: tirton\n");
+    agent.signal(SIGHUP);
+    Json served;
+    ASSERT_TRUE(wait_until([&] {
+      served = get_json(agent, "/api/v1/contract");
+      return served["reload_error"].is_string();
+    })) << agent.log();
+    EXPECT_EQ(served["name"], "second");
+    EXPECT_NE(served["reload_error"].get<std::string>().find(":4:11: error: unknown check kind"),
+              std::string::npos);
+    EXPECT_NE(agent.log().find("the last good one stays in force"), std::string::npos);
+    EXPECT_EQ(http_get(agent.url(), "/healthz").status, 200);
+    EXPECT_EQ(agent.stop(), 0);
+  }
+
+  // Without the long poll, a changed file is picked up by itself.
+  write_text(config,
+             "contract_poll: 200ms\ndatabase: " + (dir.path() / "other.db").string() + "\n");
+  write_text(contract,
+             "schema_version: 1\nname: third\nchecks:\n"
+             "  - id: python\n    kind: python\n    version: '>=3.6'\n");
+  AgentProcess agent(dir.path(), arguments);
+  const auto third = wait_for_report(agent);
+  EXPECT_EQ(third["contract"]["name"], "third");
+  write_text(contract,
+             "schema_version: 1\nname: fourth\nchecks:\n"
+             "  - id: python\n    kind: python\n    version: '>=3.6'\n");
+  const auto fourth = wait_for_scan_after(agent, third["scan_id"].get<std::int64_t>());
+  EXPECT_EQ(fourth["contract"]["name"], "fourth");
+}
+
+TEST(Serve, KilledMidScanTheDatabaseIsIntactAndThePreviousReportIsServed) {
+  TempDir dir;
+  const auto arguments = demo_arguments(dir, demo_host());
+  std::int64_t first_scan = 0;
+  {
+    AgentProcess agent(dir.path(), arguments);
+    first_scan = wait_for_report(agent)["scan_id"].get<std::int64_t>();
+  }
+  {
+    AgentProcess agent(dir.path(), arguments);
+    // The stored report is served at once, while the startup scan runs.
+    int status = 0;
+    const auto served = get_json(agent, "/api/v1/report", &status);
+    EXPECT_EQ(status, 200);
+    EXPECT_EQ(served["scan_id"], first_scan);
+    ASSERT_TRUE(wait_until([&] {
+      return http_get(agent.url(), "/metrics").body.find("envcontract_scan_in_progress 1") !=
+             std::string::npos;
+    }));
+    agent.kill_hard();
+  }
+  {
+    daemon::sqlite::Database db(dir.path() / "agent.db");
+    EXPECT_EQ(db.query_text("PRAGMA integrity_check"), "ok");
+    EXPECT_EQ(db.query_int("SELECT MAX(id) FROM scans"), first_scan);
+  }
+  AgentProcess agent(dir.path(), arguments);
+  const auto served = get_json(agent, "/api/v1/report");
+  EXPECT_EQ(served["scan_id"], first_scan);
+  EXPECT_EQ(served["verdict"], "drift");
+}
+
+TEST(Serve, BadRequestsGetJsonErrorsAndTheAgentKeepsServing) {
+  TempDir dir;
+  auto arguments = demo_arguments(dir, demo_host());
+  arguments.insert(arguments.end(), {"--prefix", (demo_host() / "venvs/xpu210v").string()});
+  AgentProcess agent(dir.path(), arguments);
+  wait_for_report(agent);
+
+  const auto unknown = http_get(agent.url(), "/api/v2/everything");
+  EXPECT_EQ(unknown.status, 404);
+  EXPECT_EQ(Json::parse(unknown.body)["error"], "no such endpoint: GET /api/v2/everything");
+  const auto wrong_method = http_request(agent.url(), "DELETE", "/api/v1/report");
+  EXPECT_EQ(wrong_method.status, 405);
+  EXPECT_EQ(wrong_method.headers.at("Allow"), "GET");
+  EXPECT_EQ(http_get(agent.url(), "/api/v1/scan").status, 405);
+
+  for (const char* path : {"/api/v1/history?since=last-tuesday", "/api/v1/history?limit=0",
+                           "/api/v1/history?limit=abc", "/api/v1/history?colour=blue",
+                           "/api/v1/history?env=a&target=b"}) {
+    const auto result = http_get(agent.url(), path);
+    EXPECT_EQ(result.status, 400) << path;
+    EXPECT_TRUE(Json::parse(result.body)["error"].is_string()) << path;
+  }
+  EXPECT_EQ(http_get(agent.url(), "/api/v1/scans/999999").status, 404);
+  const auto huge = http_post(agent.url(), "/api/v1/scan", std::string(200 * 1024, 'x'));
+  EXPECT_EQ(huge.status, 413);
+  EXPECT_EQ(http_get(agent.url(), "/healthz").status, 200);
+  EXPECT_EQ(http_get(agent.url(), "/api/v1/report").status, 200);
+}
+
+TEST(Serve, StartupErrorsSayWhatToFix) {
+  TempDir dir;
+  std::string log;
+  const auto bad_contract = dir.write("bad.yaml", "schema_version: 1\nchecks:\n  - kind: tirton\n");
+  EXPECT_EQ(
+      AgentProcess::run_to_exit(
+          dir.path(),
+          {"--contract", bad_contract.string(), "--database", (dir.path() / "a.db").string()}, log),
+      2);
+  EXPECT_NE(log.find(":3:11: error: unknown check kind 'tirton'"), std::string::npos) << log;
+
+  const auto garbage = dir.write("garbage.db", std::string(4096, 'x'));
+  EXPECT_EQ(AgentProcess::run_to_exit(dir.path(),
+                                      {"--contract", quick_demo_contract(dir.path()).string(),
+                                       "--database", garbage.string()},
+                                      log),
+            2);
+  EXPECT_NE(log.find("is not an envcontract database"), std::string::npos) << log;
+
+  const auto config = dir.write("agent.yaml", "intervall: 5m\nlisten: nowhere\n");
+  EXPECT_EQ(AgentProcess::run_to_exit(dir.path(), {"--config", config.string()}, log), 2);
+  EXPECT_NE(log.find("unknown key 'intervall'"), std::string::npos) << log;
+  EXPECT_NE(log.find("did you mean 'interval'"), std::string::npos) << log;
+  EXPECT_NE(log.find("'listen' must be HOST:PORT"), std::string::npos) << log;
+}
+
+}  // namespace
+}  // namespace envcontract

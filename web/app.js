@@ -1,0 +1,189 @@
+// The dashboard: reads the agent's JSON API and renders it. All data goes in
+// through textContent, never as HTML: env names and messages come from hosts.
+"use strict";
+
+const state = { report: null, expanded: new Set(), filter: "" };
+
+function el(tag, attrs, ...children) {
+  const node = document.createElement(tag);
+  for (const [key, value] of Object.entries(attrs || {})) {
+    if (key === "class") node.className = value;
+    else if (key.startsWith("data-")) node.setAttribute(key, value);
+    else node[key] = value;
+  }
+  for (const child of children) {
+    if (child === null || child === undefined) continue;
+    node.append(child instanceof Node ? child : document.createTextNode(String(child)));
+  }
+  return node;
+}
+
+function statusBadge(status) {
+  return el("span", { class: "status " + status }, status);
+}
+
+async function getJson(path) {
+  const response = await fetch(path, { headers: { Accept: "application/json" } });
+  const body = await response.json().catch(() => ({}));
+  return { status: response.status, body };
+}
+
+function showProblem(text) {
+  const box = document.getElementById("problem");
+  box.hidden = !text;
+  box.textContent = text || "";
+}
+
+function matchesFilter(env) {
+  if (!state.filter) return true;
+  const needle = state.filter.toLowerCase();
+  const haystack = [env.name, env.verdict, env.summary]
+    .concat((env.checks || []).map((c) => [c.id, c.status, c.diagnosis ? c.diagnosis.cause : ""].join(" ")))
+    .join(" ").toLowerCase();
+  return haystack.includes(needle);
+}
+
+function checkRows(env) {
+  const table = el("table", { class: "checks" },
+    el("thead", {}, el("tr", {}, el("th", {}, "check"), el("th", {}, "status"), el("th", {}, "cause"),
+      el("th", {}, "summary"), el("th", {}, "since"))));
+  const body = el("tbody");
+  for (const check of env.checks || []) {
+    const diagnosis = check.diagnosis || {};
+    const summary = el("td", {}, diagnosis.summary || "");
+    if (diagnosis.evidence && Object.keys(diagnosis.evidence).length) {
+      summary.append(el("div", { class: "evidence" }, JSON.stringify(diagnosis.evidence, null, 1)));
+    }
+    if (diagnosis.remedy) summary.append(el("div", { class: "remedy" }, "→ " + diagnosis.remedy));
+    for (const note of check.notes || []) {
+      summary.append(el("div", { class: "remedy" }, "note (" + note.cause + "): " + note.summary));
+    }
+    const history = el("a", { class: "history", href: "#" }, "history");
+    history.addEventListener("click", (event) => {
+      event.preventDefault();
+      loadHistory(env.name, check.id);
+    });
+    body.append(el("tr", { "data-check": check.id, "data-cause": diagnosis.cause || "" },
+      el("td", {}, check.id, " ", history),
+      el("td", {}, statusBadge(check.status)),
+      el("td", { class: "cause" }, diagnosis.cause || ""),
+      summary,
+      el("td", {}, check.since || "", check.flapping ? el("span", { class: "flapping" }, " flapping") : null)));
+  }
+  table.append(body);
+  return table;
+}
+
+function renderEnvs(report) {
+  const body = document.querySelector("#env-table tbody");
+  body.replaceChildren();
+  for (const env of report.envs || []) {
+    if (!matchesFilter(env)) continue;
+    const row = el("tr", { class: "env", "data-env": env.name, title: env.prefix },
+      el("td", {}, env.name), el("td", {}, env.kind), el("td", {}, env.python_version),
+      el("td", {}, el("span", { class: "badge " + env.verdict }, env.verdict)),
+      el("td", {}, env.summary));
+    row.addEventListener("click", () => {
+      if (state.expanded.has(env.name)) state.expanded.delete(env.name);
+      else state.expanded.add(env.name);
+      renderEnvs(state.report);
+    });
+    body.append(row);
+    if (state.expanded.has(env.name)) {
+      body.append(el("tr", { class: "details", "data-details": env.name },
+        el("td", { colSpan: 5 }, checkRows(env))));
+    }
+  }
+}
+
+function render(report) {
+  state.report = report;
+  document.getElementById("host").textContent = report.host;
+  const verdict = document.getElementById("verdict");
+  verdict.textContent = report.verdict;
+  verdict.className = "badge " + report.verdict;
+  document.title = report.host + ": " + report.verdict + " · envcontract";
+  const contract = report.contract || {};
+  document.getElementById("meta").textContent =
+    "contract " + contract.name + " (" + (contract.sha256 || "").slice(0, 12) + ") · scanned " +
+    report.scanned_at + (report.scan_id ? " · scan " + report.scan_id : "") +
+    (report.image && report.image.value ? " · image " + report.image.value : "");
+  const reasons = document.getElementById("reasons");
+  reasons.replaceChildren(...(report.reasons || []).map((r) => el("li", {}, r)));
+  if (!(report.reasons || []).length) reasons.append(el("li", {}, "the host complies with its contract"));
+  document.getElementById("compliant").textContent =
+    "compliant envs: " + ((report.compliant_envs || []).join(", ") || "none");
+  const targets = document.querySelector("#target-table tbody");
+  targets.replaceChildren();
+  for (const target of report.targets || []) {
+    const check = (target.checks || [])[0] || {};
+    targets.append(el("tr", { "data-target": target.name }, el("td", {}, target.name), el("td", {}, target.image),
+      el("td", {}, statusBadge(check.status || "")), el("td", {}, (check.diagnosis || {}).summary || "")));
+  }
+  renderEnvs(report);
+}
+
+async function loadHistory(env, check) {
+  const query = new URLSearchParams({ env, check });
+  const { status, body } = await getJson("/api/v1/history?" + query);
+  const section = document.getElementById("history");
+  section.hidden = false;
+  document.getElementById("history-title").textContent = "History of " + check + " in " + env;
+  const rows = document.querySelector("#history-table tbody");
+  rows.replaceChildren();
+  if (status !== 200) {
+    rows.append(el("tr", {}, el("td", { colSpan: 4 }, body.error || "history unavailable")));
+    return;
+  }
+  for (const t of body.transitions || []) {
+    rows.append(el("tr", {}, el("td", {}, t.at), el("td", {}, statusBadge(t.status)),
+      el("td", { class: "cause" }, t.cause), el("td", {}, t.summary)));
+  }
+  section.scrollIntoView();
+}
+
+async function refresh() {
+  try {
+    const { status, body } = await getJson("/api/v1/report");
+    if (status === 200) {
+      showProblem("");
+      if (!state.report || state.report.scan_id !== body.scan_id || state.report.scanned_at !== body.scanned_at) {
+        render(body);
+      }
+    } else {
+      showProblem(body.error || "no report yet (HTTP " + status + ")");
+    }
+    const contract = await getJson("/api/v1/contract");
+    if (contract.status === 200 && contract.body.reload_error) {
+      showProblem("The contract file is invalid; the last good contract stays in force:\n" + contract.body.reload_error);
+    }
+  } catch (error) {
+    showProblem("cannot reach the agent: " + error);
+  }
+}
+
+async function scanNow() {
+  const label = document.getElementById("scan-state");
+  const response = await fetch("/api/v1/scan", { method: "POST" });
+  const body = await response.json().catch(() => ({}));
+  if (response.status !== 202) {
+    label.textContent = body.error || "scan refused (HTTP " + response.status + ")";
+    return;
+  }
+  label.textContent = "scan " + body.id + " queued";
+  for (;;) {
+    await new Promise((resolve) => setTimeout(resolve, 1000));
+    const ticket = await getJson("/api/v1/scans/" + body.id);
+    label.textContent = "scan " + body.id + ": " + (ticket.body.state || "?");
+    if (ticket.body.state === "done" || ticket.body.state === "failed") break;
+  }
+  await refresh();
+}
+
+document.getElementById("filter").addEventListener("input", (event) => {
+  state.filter = event.target.value;
+  if (state.report) renderEnvs(state.report);
+});
+document.getElementById("scan").addEventListener("click", scanNow);
+refresh();
+setInterval(refresh, 15000);
