@@ -52,7 +52,8 @@ function checkRows(env) {
     const diagnosis = check.diagnosis || {};
     const summary = el("td", {}, diagnosis.summary || "");
     if (diagnosis.evidence && Object.keys(diagnosis.evidence).length) {
-      summary.append(el("div", { class: "evidence" }, JSON.stringify(diagnosis.evidence, null, 1)));
+      summary.append(el("details", {}, el("summary", {}, "evidence"),
+        el("div", { class: "evidence" }, JSON.stringify(diagnosis.evidence, null, 1))));
     }
     if (diagnosis.remedy) summary.append(el("div", { class: "remedy" }, "→ " + diagnosis.remedy));
     for (const note of check.notes || []) {
@@ -86,6 +87,9 @@ function renderEnvs(report) {
     row.addEventListener("click", () => {
       if (state.expanded.has(env.name)) state.expanded.delete(env.name);
       else state.expanded.add(env.name);
+      // The address names the open envs, so a link shows what the sender saw.
+      history.replaceState(null, "", state.expanded.size
+        ? "#" + [...state.expanded].map((n) => "env=" + encodeURIComponent(n)).join("&") : "#");
       renderEnvs(state.report);
     });
     body.append(row);
@@ -180,6 +184,9 @@ async function scanNow() {
   await refresh();
 }
 
+for (const part of location.hash.replace(/^#/, "").split("&")) {
+  if (part.startsWith("env=")) state.expanded.add(decodeURIComponent(part.slice(4)));
+}
 document.getElementById("filter").addEventListener("input", (event) => {
   state.filter = event.target.value;
   if (state.report) renderEnvs(state.report);

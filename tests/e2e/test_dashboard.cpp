@@ -1,0 +1,87 @@
+// The dashboard in headless Chromium and the metrics through Prometheus'
+// own checker, both against a real agent on the demo host.
+#include "tests/e2e/agent_fixture.hpp"
+#include "tests/support/demo_host.hpp"
+#include "tests/support/run_command.hpp"
+
+namespace envcontract {
+namespace {
+
+using namespace testing;  // NOLINT: the fixture's helpers
+
+std::vector<std::string> arguments_for(const TempDir& dir) {
+  return {"--contract",       quick_demo_contract(dir.path()).string(),
+          "--root",           demo_host().string(),
+          "--image-tag-file", (demo_host() / "etc/flagos-image").string(),
+          "--database",       (dir.path() / "agent.db").string()};
+}
+
+// The DOM after the page's scripts ran, as headless Chromium renders it.
+std::string rendered_dom(const std::string& url, const std::filesystem::path& profile) {
+  const auto result = run_command({"/usr/bin/chromium", "--headless", "--no-sandbox",
+                                   "--disable-gpu", "--disable-quic", "--no-first-run",
+                                   "--disable-background-networking", "--disable-component-update",
+                                   "--disable-sync", "--user-data-dir=" + profile.string(),
+                                   "--virtual-time-budget=10000", "--dump-dom", url});
+  return result.out;
+}
+
+TEST(Dashboard, RendersTheVerdictEveryEnvAndAnOpenEnvsDiagnoses) {
+  if (!std::filesystem::exists("/usr/bin/chromium")) {
+    GTEST_SKIP() << "chromium is not installed (scripts/test installs it): dashboard not tested";
+  }
+  TempDir dir;
+  AgentProcess agent(dir.path(), arguments_for(dir));
+  const auto report = wait_for_report(agent);
+
+  const auto dom = rendered_dom(agent.url() + "/", dir.path() / "profile");
+  EXPECT_NE(dom.find(R"(<span id="verdict" class="badge drift">drift</span>)"), std::string::npos)
+      << dom;
+  EXPECT_NE(dom.find("no env satisfies the contract (8 envs: 8 drift, 0 error)"),
+            std::string::npos);
+  for (const auto& env : report["envs"]) {
+    EXPECT_NE(dom.find("data-env=\"" + env["name"].get<std::string>() + "\""), std::string::npos)
+        << env["name"];
+  }
+  EXPECT_NE(dom.find("tag 2.1.2, target 'ci' wants tag 2.2.0"), std::string::npos);
+  EXPECT_EQ(dom.find("data-details="), std::string::npos);  // nothing open by default
+
+  // A link naming an env opens it: its checks with causes, evidence and remedies.
+  const auto open = rendered_dom(agent.url() + "/#env=torch-fl-cpu", dir.path() / "profile2");
+  EXPECT_NE(open.find(R"(data-details="torch-fl-cpu")"), std::string::npos) << open;
+  EXPECT_NE(open.find(R"(data-check="first-device-op" data-cause="hang")"), std::string::npos);
+  EXPECT_NE(open.find("1 of 66 threads running at"), std::string::npos);
+  EXPECT_NE(open.find("<summary>evidence</summary>"), std::string::npos);
+}
+
+TEST(Metrics, PassPromtoolAndCountWhatFails) {
+  TempDir dir;
+  auto arguments = arguments_for(dir);
+  arguments.insert(arguments.end(),
+                   {"--prefix", (demo_host() / "miniconda3/envs/torch-fl-xpu-py311").string()});
+  AgentProcess agent(dir.path(), arguments);
+  wait_for_report(agent);
+  const auto metrics = http_get(agent.url(), "/metrics");
+  ASSERT_EQ(metrics.status, 200);
+  EXPECT_EQ(metrics.headers.at("Content-Type"), "text/plain; version=0.0.4; charset=utf-8");
+  const auto& text = metrics.body;
+  EXPECT_NE(text.find("envcontract_host_compliant 0\n"), std::string::npos) << text;
+  EXPECT_NE(text.find("envcontract_scans_total 1\n"), std::string::npos);
+  EXPECT_NE(text.find(R"(envcontract_check_failing{cause="too_few_devices",check="flagos-devices",)"
+                      R"(env="torch-fl-xpu-py311",severity="required",status="fail"} 1)"),
+            std::string::npos);
+  EXPECT_NE(text.find(R"(envcontract_check_failing{cause="image_mismatch",check="image",)"),
+            std::string::npos);
+
+  if (!std::filesystem::exists("/usr/bin/promtool")) {
+    GTEST_SKIP() << "promtool is not installed (package prometheus; scripts/test installs it)";
+  }
+  const auto file = dir.write("metrics.txt", text);
+  const auto checked = run_command(
+      {"/bin/sh", "-c", "exec /usr/bin/promtool check metrics < \"$1\"", "sh", file.string()});
+  EXPECT_EQ(checked.exit_code, 0) << checked.out << checked.err;
+  EXPECT_EQ(checked.out + checked.err, "") << "promtool has lint findings";
+}
+
+}  // namespace
+}  // namespace envcontract

@@ -1,0 +1,138 @@
+// The agent's YAML config and `contract: auto`.
+#include <gtest/gtest.h>
+#include <sys/stat.h>
+
+#include "daemon/agent_config.hpp"
+#include "daemon/contract_detection.hpp"
+#include "tests/support/temp_dir.hpp"
+
+namespace envcontract {
+namespace {
+
+using daemon::AgentConfig;
+
+TEST(AgentConfig, ReadsEverySettingAndKeepsDefaultsForTheRest) {
+  testing::TempDir dir;
+  const auto file = dir.write("agent.yaml",
+                              "contract: /etc/envcontract/kunlunxin.yaml\n"
+                              "roots: [/, /var/lib/containers/rootfs]\n"
+                              "listen: 0.0.0.0:9800\n"
+                              "database: /srv/envcontract.db\n"
+                              "image_tag: {file: /etc/flagos-image}\n"
+                              "interval: 10m\n"
+                              "reprobe_interval: 1h\n"
+                              "concurrency: 3\n"
+                              "token_file: /etc/envcontract/token\n"
+                              "log_level: debug\n"
+                              "flapping: {changes: 5, window: 12h}\n"
+                              "http_threads: 8\n");
+  AgentConfig config;
+  ASSERT_EQ(daemon::read_agent_config(file, config), "");
+  EXPECT_EQ(config.contract, "/etc/envcontract/kunlunxin.yaml");
+  EXPECT_EQ(config.roots.size(), 2U);
+  EXPECT_EQ(config.listen, "0.0.0.0:9800");
+  EXPECT_EQ(config.database, "/srv/envcontract.db");
+  EXPECT_EQ(config.image.kind, probes::ImageTagSource::Kind::file);
+  EXPECT_EQ(config.image.value, "/etc/flagos-image");
+  EXPECT_EQ(config.interval, std::chrono::minutes(10));
+  EXPECT_EQ(config.reprobe_interval, std::chrono::hours(1));
+  EXPECT_EQ(config.concurrency, 3U);
+  EXPECT_EQ(config.log_level, "debug");
+  EXPECT_EQ(config.flapping.changes, 5);
+  EXPECT_EQ(config.flapping.window, std::chrono::hours(12));
+  EXPECT_EQ(config.http_threads, 8U);
+  EXPECT_EQ(config.contracts_dir, AgentConfig{}.contracts_dir);
+}
+
+TEST(AgentConfig, EveryMistakeIsReportedWithItsPosition) {
+  testing::TempDir dir;
+  const auto file = dir.write("agent.yaml",
+                              "intervall: 5m\n"
+                              "listen: somewhere\n"
+                              "interval: soon\n"
+                              "image_tag: {file: /a, env: B}\n"
+                              "log_level: loud\n"
+                              "interval: 5m\n");
+  AgentConfig config;
+  const auto errors = daemon::read_agent_config(file, config);
+  const auto f = file.string();
+  EXPECT_NE(errors.find(f + ":1:1: error: unknown key 'intervall' in the agent config"),
+            std::string::npos)
+      << errors;
+  EXPECT_NE(errors.find("did you mean 'interval'"), std::string::npos);
+  EXPECT_NE(errors.find(f + ":2:9: error: 'listen' must be HOST:PORT"), std::string::npos);
+  EXPECT_NE(errors.find(f + ":3:11: error: 'interval': expected a duration"), std::string::npos);
+  EXPECT_NE(errors.find("'image_tag' takes exactly one of file, env or command"),
+            std::string::npos);
+  EXPECT_NE(errors.find("'log_level' must be one of"), std::string::npos);
+  EXPECT_NE(errors.find("duplicate key 'interval'"), std::string::npos) << errors;
+}
+
+TEST(AgentConfig, ListenAddresses) {
+  EXPECT_EQ(daemon::parse_listen_address("127.0.0.1:9714")->port, 9714);
+  EXPECT_EQ(daemon::parse_listen_address("[::1]:80")->host, "::1");
+  EXPECT_EQ(daemon::parse_listen_address("localhost:0")->port, 0);
+  EXPECT_FALSE(daemon::parse_listen_address("9714"));
+  EXPECT_FALSE(daemon::parse_listen_address("host:99999"));
+  EXPECT_FALSE(daemon::parse_listen_address("a b:1"));
+}
+
+// A host root with device nodes and tools, and a contracts dir with the shipped contracts.
+class ContractDetection : public ::testing::Test {
+ protected:
+  std::filesystem::path contracts() const { return ENVCONTRACT_SOURCE_DIR "/contracts/platforms"; }
+  void add_tool(const std::string& name) {
+    const auto tool = m_root.write("usr/bin/" + name, "#!/bin/sh\n");
+    ::chmod(tool.c_str(), 0755);
+  }
+  testing::TempDir m_root;
+};
+
+TEST_F(ContractDetection, KunlunxinDevicesPickThePlatformsMainContract) {
+  m_root.write("dev/xpu0", "");
+  m_root.write("dev/xpuctrl", "");
+  const auto detected = daemon::detect_contract(contracts(), m_root.path());
+  ASSERT_TRUE(std::holds_alternative<daemon::DetectedContract>(detected))
+      << std::get<std::string>(detected);
+  const auto& chosen = std::get<daemon::DetectedContract>(detected);
+  EXPECT_EQ(chosen.file.filename(), "kunlunxin.yaml");
+  EXPECT_NE(chosen.why.find("/dev/xpu"), std::string::npos) << chosen.why;
+}
+
+TEST_F(ContractDetection, MoreSignalsWin) {
+  m_root.write("dev/xpu0", "");  // a stray node
+  m_root.write("dev/davinci0", "");
+  m_root.write("dev/davinci_manager", "");
+  add_tool("npu-smi");
+  const auto detected = daemon::detect_contract(contracts(), m_root.path());
+  ASSERT_TRUE(std::holds_alternative<daemon::DetectedContract>(detected));
+  EXPECT_EQ(std::get<daemon::DetectedContract>(detected).file.filename(), "ascend.yaml");
+}
+
+TEST_F(ContractDetection, NothingFoundSaysWhatWasLookedFor) {
+  const auto detected = daemon::detect_contract(contracts(), m_root.path());
+  ASSERT_TRUE(std::holds_alternative<std::string>(detected));
+  const auto& error = std::get<std::string>(detected);
+  EXPECT_NE(error.find("found no accelerator"), std::string::npos) << error;
+  EXPECT_NE(error.find("/dev/davinci[0-9]*"), std::string::npos);
+  EXPECT_NE(error.find("--contract"), std::string::npos);
+}
+
+TEST_F(ContractDetection, EqualCandidatesWithoutAMainContractAreAmbiguous) {
+  testing::TempDir dir;
+  for (const char* name : {"a", "b"}) {
+    dir.write(std::string(name) + ".yaml",
+              "schema_version: 1\nname: " + std::string(name) +
+                  "\nplatform: kunlunxin\ndetect:\n  device_nodes: [/dev/xpu*]\n"
+                  "checks:\n  - kind: python\n    version: '3.10'\n");
+  }
+  m_root.write("dev/xpu0", "");
+  const auto detected = daemon::detect_contract(dir.path(), m_root.path());
+  ASSERT_TRUE(std::holds_alternative<std::string>(detected));
+  EXPECT_NE(std::get<std::string>(detected).find("cannot choose between a.yaml, b.yaml"),
+            std::string::npos)
+      << std::get<std::string>(detected);
+}
+
+}  // namespace
+}  // namespace envcontract
