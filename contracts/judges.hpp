@@ -22,6 +22,12 @@ void search_path(const Check& check, const EnvFactsView& facts, CheckResult& res
 void imports(const Check& check, const EnvFactsView& facts, CheckResult& result);
 void devices(const Check& check, const EnvFactsView& facts, CheckResult& result);
 void smoke(const Check& check, const EnvFactsView& facts, CheckResult& result);
+void command(const Check& check, const EnvFactsView& facts, CheckResult& result);
+void integration_test(const Check& check, const EnvFactsView& facts, CheckResult& result);
+void libraries(const Check& check, const EnvFactsView& facts, CheckResult& result);
+void device_nodes(const Check& check, const EnvFactsView& facts, CheckResult& result);
+void tools(const Check& check, const EnvFactsView& facts, CheckResult& result);
+void glibc(const Check& check, const EnvFactsView& facts, CheckResult& result);
 
 // Why the libraries under `directory` cannot load, from the linkage facts:
 // a missing library, an ABI near miss, an undefined symbol, one per library.

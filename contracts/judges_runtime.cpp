@@ -294,4 +294,61 @@ void smoke(const Check& check, const EnvFactsView& facts, CheckResult& result) {
   pass(result);
 }
 
+namespace {
+
+// Judges a command stage's exit status and output; `what` names the command
+// in summaries ("`xpu-smi -L`", "integration test preflight-devices").
+void judge_command_stage(const Check& check, const EnvFactsView& facts, const std::string& what,
+                         int expect_exit, const std::string& pattern, const std::string& cause,
+                         CheckResult& result) {
+  const Json* stage = require_stage(facts, "command:" + check.id, result);
+  if (stage == nullptr) {
+    return;
+  }
+  const Json* record = find_record(*stage, "command", "");
+  if (record == nullptr || !record->contains("exit_code") || !record->at("exit_code").is_number()) {
+    result.status = CheckStatus::error;
+    result.diagnosis = Diagnosis{"probe_error", what + " left no exit status", Json::object(), ""};
+    return;
+  }
+  const int exit_code = record->at("exit_code").get<int>();
+  const std::string output = string_field(*record, "output");
+  const std::string errors = string_field(*stage, "stderr_tail");
+  result.actual = {{"exit_code", exit_code}, {"output", output}};
+  const Json evidence = {{"run", string_field(*record, "run")},
+                         {"exit_code", exit_code},
+                         {"stdout", string_field(*stage, "stdout_tail")},
+                         {"stderr", errors}};
+  if (exit_code != expect_exit) {
+    const std::string why = first_line(errors.empty() ? output : errors);
+    fail(result, cause,
+         what + " exited " + std::to_string(exit_code) + " (wanted " + std::to_string(expect_exit) +
+             ")" + (why.empty() ? "" : ": " + why),
+         evidence,
+         "run it by hand in the activated env to see why: " + string_field(*record, "run"));
+    return;
+  }
+  if (!pattern.empty() && !std::regex_search(output, std::regex(pattern))) {
+    fail(result, cause,
+         what + " printed " + Json(first_line(output)).dump() + ", which does not match " + pattern,
+         evidence, "see what it printed");
+    return;
+  }
+  pass(result);
+}
+
+}  // namespace
+
+void command(const Check& check, const EnvFactsView& facts, CheckResult& result) {
+  const std::string run = check.params.value("run", "");
+  judge_command_stage(check, facts, "`" + first_line(run) + "`",
+                      check.params.value("expect_exit", 0), check.params.value("expect_output", ""),
+                      "command_failed", result);
+}
+
+void integration_test(const Check& check, const EnvFactsView& facts, CheckResult& result) {
+  judge_command_stage(check, facts, "integration test " + check.params.value("test", check.id), 0,
+                      "", "integration_test_failed", result);
+}
+
 }  // namespace envcontract::contracts::judges

@@ -44,9 +44,36 @@ probes::ProbePlan plan_from_contract(const contracts::Contract* contract) {
           {check.id, check.params.value("expression", ""), imports, timeout_of(check)});
     } else if (check.kind == "smoke") {
       plan.smokes.push_back({check.id, check.params.value("code", ""), timeout_of(check)});
+    } else if (check.kind == "command") {
+      plan.commands.push_back({check.id, check.params.value("run", ""), {}, timeout_of(check)});
+    } else if (check.kind == "integration_test") {
+      // value() returns copies: keep them alive while iterating.
+      const contracts::Json entry = check.params.value("entry", contracts::Json::object());
+      const contracts::Json environment = entry.value("environment", contracts::Json::object());
+      std::map<std::string, std::string> extra;
+      for (const auto& [name, value] : environment.items()) {
+        extra[name] = value.is_string() ? value.get<std::string>() : value.dump();
+      }
+      plan.commands.push_back(
+          {check.id, entry.value("command", ""), std::move(extra), timeout_of(check)});
     }
   }
   return plan;
+}
+
+std::vector<std::string> library_names_from_contract(const contracts::Contract& contract) {
+  std::vector<std::string> names;
+  for (const auto& check : contract.checks) {
+    if (check.kind != "libraries") {
+      continue;
+    }
+    for (const char* key : {"present", "absent"}) {
+      for (const auto& name : check.params.value(key, contracts::Json::array())) {
+        append_unique(names, name.get<std::string>());
+      }
+    }
+  }
+  return names;
 }
 
 }  // namespace envcontract::daemon

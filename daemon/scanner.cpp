@@ -24,7 +24,9 @@ report::Json Scanner::scan(const LoadedContract& contract, const ScanSettings& s
                            const ScanObserver& observer) {
   std::lock_guard scan_lock(m_scan_mutex);
   const auto started = std::chrono::steady_clock::now();
-  const auto facts = probes::gather_host_facts(settings.facts, m_activations, m_elf_files);
+  auto options = settings.facts;
+  options.library_names = library_names_from_contract(contract.contract);
+  const auto facts = probes::gather_host_facts(options, m_activations, m_elf_files);
   auto host_json = probes::to_json(facts);
   auto& envs = host_json["envs"];
   const auto plan = plan_from_contract(&contract.contract);

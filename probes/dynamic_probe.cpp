@@ -180,6 +180,61 @@ StageResult run_stage(const PythonEnv& env, const Environment& environment, Acti
   return stage;
 }
 
+// A shell command: its exit status and output are the facts; judging them
+// against what the contract expects is the judge's job.
+StageResult run_command_stage(const PythonEnv& env, const Environment& environment,
+                              const ProbePlan::Command& command) {
+  StageResult stage;
+  stage.stage = "command:" + command.id;
+  stage.activation = Activation::activated;
+  ProcessSpec process;
+  process.argv = {"/bin/bash", "-c", command.run};
+  process.environment = environment;
+  for (const auto& [name, value] : command.extra) {
+    process.environment[name] = value;
+  }
+  process.working_dir = env.prefix;
+  ProcessLimits limits;
+  limits.timeout = command.timeout;
+  StageDirectory directory;  // no Python stacks from a shell, but hang_diagnosis wants a path
+  const auto result = run_process(process, limits, [&](pid_t pid) {
+    stage.hang = diagnose_hang(pid, directory.file("stacks.txt"));
+  });
+  stage.duration = result.duration;
+  stage.process = result.describe();
+  stage.stdout_tail = tail(result.out);
+  stage.stderr_tail = tail(result.err);
+  constexpr std::size_t k_kept_output = 64 * 1024;
+  stage.records.push_back(
+      {{"type", "command"},
+       {"run", command.run},
+       {"exit_code",
+        result.outcome == ProcessResult::Outcome::exited ? Json(result.exit_code) : Json(nullptr)},
+       {"output", result.out.substr(0, k_kept_output)}});
+  using Outcome = ProcessResult::Outcome;
+  switch (result.outcome) {
+    case Outcome::failed_to_start:
+      stage.status = StageStatus::probe_error;
+      stage.summary = "cannot run bash: " + result.describe();
+      break;
+    case Outcome::timed_out:
+      stage.status = StageStatus::hung;
+      stage.summary = "`" + first_line(command.run) + "` did not finish within " +
+                      std::to_string(command.timeout.count()) + " ms" +
+                      (stage.hang ? ": " + stage.hang->summary : "");
+      break;
+    case Outcome::signaled:
+      stage.status = StageStatus::crashed;
+      stage.summary = "`" + first_line(command.run) + "` " + result.describe();
+      break;
+    case Outcome::exited:
+      stage.status = StageStatus::ok;
+      stage.summary = result.describe();
+      break;
+  }
+  return stage;
+}
+
 std::vector<StageSpec> stage_specs(const ProbePlan& plan) {
   std::vector<StageSpec> specs;
   specs.push_back({"identity", {{"stage", "identity"}}, plan.identity_timeout});
@@ -253,6 +308,9 @@ DynamicFacts probe_env(const PythonEnv& env, const ActivatedEnvironment& activat
       torch_imports = stage.status == StageStatus::ok;
     }
     facts.stages.push_back(std::move(stage));
+  }
+  for (const auto& command : plan.commands) {
+    facts.stages.push_back(run_command_stage(env, activation.activated, command));
   }
   if (!plan.compare_bare || !activation_changes_loading(activation)) {
     return facts;

@@ -2,6 +2,7 @@
 
 #include <chrono>
 #include <functional>
+#include <map>
 #include <optional>
 #include <string>
 #include <vector>
@@ -32,6 +33,15 @@ struct ProbePlan {
     std::chrono::milliseconds timeout{120'000};
   };
   std::vector<Smoke> smokes;
+  // Shell commands (bash -c) run in the activated environment, with `extra`
+  // variables on top; they need no Python and run even when torch does not import.
+  struct Command {
+    std::string id;
+    std::string run;
+    std::map<std::string, std::string> extra;
+    std::chrono::milliseconds timeout{300'000};
+  };
+  std::vector<Command> commands;
   std::chrono::milliseconds identity_timeout{60'000};
   std::chrono::milliseconds imports_timeout{60'000};
   // Also run identity and imports without activation when activation changes
@@ -51,7 +61,7 @@ enum class StageStatus {
 std::string to_string(StageStatus status);
 
 struct StageResult {
-  std::string stage;  // identity, imports, devices:<id>, smoke:<id>
+  std::string stage;  // identity, imports, devices:<id>, smoke:<id>, command:<id>
   Activation activation = Activation::activated;
   StageStatus status = StageStatus::skipped;
   std::string summary;           // one line a person can act on

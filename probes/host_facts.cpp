@@ -48,6 +48,9 @@ HostFacts gather_host_facts(const HostFactsOptions& options, ActivationCache& ac
       const auto it = environment.find("LD_LIBRARY_PATH");
       return it == environment.end() ? std::string() : it->second;
     };
+    env.library_lookups = lookup_libraries(env.env, env.activation.activated, options.library_names,
+                                           ld_cache, elf_files);
+    env.glibc = glibc_facts(env.env, env.activation.activated, ld_cache, elf_files);
     if (path_of(env.activation.bare) != path_of(env.activation.activated)) {
       env.bare_linkage = gather_linkage_facts(env.env, sites, env.activation.bare, Activation::bare,
                                               ld_cache, elf_files);
@@ -69,6 +72,12 @@ Json to_json(const HostFacts& facts) {
     json["activation"] = to_json(env.activation);
     json["linkage"] = {{"activated", to_json(env.linkage)},
                        {"bare", env.bare_linkage ? to_json(*env.bare_linkage) : Json(nullptr)}};
+    auto lookups = Json::array();
+    for (const auto& lookup : env.library_lookups) {
+      lookups.push_back(to_json(lookup));
+    }
+    json["library_lookups"] = std::move(lookups);
+    json["glibc"] = to_json(env.glibc);
     envs.push_back(std::move(json));
   }
   auto problems = Json::array();

@@ -7,6 +7,7 @@
 #include "probes/activation.hpp"
 #include "probes/discovery.hpp"
 #include "probes/image_tag.hpp"
+#include "probes/library_lookup.hpp"
 #include "probes/linkage_facts.hpp"
 #include "probes/static_facts.hpp"
 
@@ -16,8 +17,10 @@ struct EnvFacts {
   PythonEnv env;
   StaticFacts static_facts;
   ActivatedEnvironment activation;
-  LinkageFacts linkage;                      // under the activated environment
-  std::optional<LinkageFacts> bare_linkage;  // when activation changes LD_LIBRARY_PATH
+  LinkageFacts linkage;                        // under the activated environment
+  std::optional<LinkageFacts> bare_linkage;    // when activation changes LD_LIBRARY_PATH
+  std::vector<LibraryLookup> library_lookups;  // HostFactsOptions::library_names, activated
+  GlibcFacts glibc;                            // the C library its processes get
 };
 
 // What one pass over a host learns without running env code.
@@ -35,6 +38,8 @@ struct HostFacts {
 struct HostFactsOptions {
   DiscoveryOptions discovery;
   ImageTagSource image;
+  // Libraries to look up by name in each env (a contract's `libraries` checks).
+  std::vector<std::string> library_names;
 };
 
 // Discovers envs and reads their static facts, activates each env (through

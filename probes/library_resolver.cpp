@@ -87,6 +87,26 @@ class Resolver {
 
   LinkClosure take() { return std::move(m_closure); }
 
+  // What dlopen(name) from the executable loaded by load_root would find.
+  std::variant<LoadedObject, MissingLibrary> lookup(const std::string& name) {
+    for (const auto& object : m_closure.objects) {
+      if (object.needed_as == name || object.elf->soname() == name) {
+        return object;  // already loaded with the executable
+      }
+    }
+    const std::size_t requester = m_executable.value_or(0);
+    if (m_closure.objects.empty()) {
+      MissingLibrary miss;
+      miss.name = name;
+      miss.searched.push_back("(the executable could not be read)");
+      return miss;
+    }
+    if (const auto found = locate(name, requester)) {
+      return m_closure.objects[*found];
+    }
+    return m_closure.missing.back();
+  }
+
  private:
   struct Candidate {
     fs::path dir;
@@ -292,6 +312,15 @@ class Resolver {
 };
 
 }  // namespace
+
+std::variant<LoadedObject, MissingLibrary> locate_library(const std::string& name,
+                                                          const fs::path& executable,
+                                                          const SearchEnvironment& search,
+                                                          ElfCache& cache) {
+  Resolver resolver(search, cache);
+  resolver.load_root(executable, true);
+  return resolver.lookup(name);
+}
 
 LinkClosure resolve_closure(const fs::path& root, const fs::path& executable,
                             const SearchEnvironment& search, ElfCache& cache) {

@@ -80,4 +80,12 @@ LinkClosure resolve_closure(const std::filesystem::path& root,
                             const std::filesystem::path& executable,
                             const SearchEnvironment& search, ElfCache& cache);
 
+// Where the loader finds `name` when a process whose executable is
+// `executable` calls dlopen("name"): the executable's own dependencies first,
+// then its RPATH/RUNPATH, LD_LIBRARY_PATH, ld.so.cache and the system dirs.
+std::variant<LoadedObject, MissingLibrary> locate_library(const std::string& name,
+                                                          const std::filesystem::path& executable,
+                                                          const SearchEnvironment& search,
+                                                          ElfCache& cache);
+
 }  // namespace envcontract::probes

@@ -1,0 +1,173 @@
+// Judges of what the env's processes get from the system: libraries the
+// loader resolves, device nodes, tools on PATH, the C library.
+#include <glob.h>
+#include <unistd.h>
+
+#include <sstream>
+
+#include "common/pep440.hpp"
+#include "contracts/judges.hpp"
+#include "contracts/values.hpp"
+
+namespace envcontract::contracts::judges {
+namespace {
+
+const Json* find_lookup(const EnvFactsView& facts, const std::string& name) {
+  for (const auto& lookup : array_field(facts.raw(), "library_lookups")) {
+    if (string_field(lookup, "name") == name) {
+      return &lookup;
+    }
+  }
+  return nullptr;
+}
+
+std::size_t count_matches(const std::string& pattern) {
+  glob_t matches{};
+  std::size_t count = 0;
+  if (::glob(pattern.c_str(), 0, nullptr, &matches) == 0) {
+    count = matches.gl_pathc;
+  }
+  ::globfree(&matches);
+  return count;
+}
+
+Comparison comparison_of(const Json& count) {
+  Comparison comparison;
+  comparison.op = string_field(count, "op");
+  comparison.value = count.is_object() && count.contains("value") && count["value"].is_number()
+                         ? count["value"].get<std::int64_t>()
+                         : 0;
+  return comparison;
+}
+
+}  // namespace
+
+void libraries(const Check& check, const EnvFactsView& facts, CheckResult& result) {
+  Json actual = Json::object();
+  const auto look_up = [&](const Json& name) -> const Json* {
+    const Json* lookup = find_lookup(facts, name.get<std::string>());
+    actual[name.get<std::string>()] =
+        lookup != nullptr && lookup->contains("path") ? lookup->at("path") : Json(nullptr);
+    if (lookup == nullptr) {
+      result.actual = actual;
+      result.status = CheckStatus::error;
+      result.diagnosis = Diagnosis{
+          "probe_error", "where the loader finds " + name.get<std::string>() + " was not looked up",
+          Json::object(), "scan with the agent (envcontractd scan)"};
+    }
+    return lookup;
+  };
+  for (const auto& name : check.params.value("present", Json::array())) {
+    const Json* lookup = look_up(name);
+    if (lookup == nullptr) {
+      return;
+    }
+    if (string_field(*lookup, "path").empty()) {
+      const auto& others = array_field(*lookup, "other_versions");
+      std::string summary = name.get<std::string>() + " cannot be found by the env's loader";
+      if (!others.empty()) {
+        summary += "; a different version exists: " + others.front().get<std::string>();
+      }
+      result.actual = actual;
+      fail(result, "missing_library", summary,
+           {{"library", name},
+            {"searched", array_field(*lookup, "searched")},
+            {"other_versions", others}},
+           "install the package that provides " + name.get<std::string>() +
+               ", or put its directory on LD_LIBRARY_PATH in the env's activate.d script");
+      return;
+    }
+  }
+  for (const auto& name : check.params.value("absent", Json::array())) {
+    const Json* lookup = look_up(name);
+    if (lookup == nullptr) {
+      return;
+    }
+    const std::string path = string_field(*lookup, "path");
+    if (!path.empty()) {
+      result.actual = actual;
+      fail(result, "forbidden_library",
+           name.get<std::string>() + " is found at " + path + " (through " +
+               string_field(*lookup, "found_via") + "); the contract forbids it",
+           {{"library", name}, {"path", path}, {"found_via", string_field(*lookup, "found_via")}},
+           "remove it from the env's library path, or uninstall the package that ships it");
+      return;
+    }
+  }
+  result.actual = actual;
+  pass(result);
+}
+
+void device_nodes(const Check& check, const EnvFactsView&, CheckResult& result) {
+  const std::string pattern = check.params.value("glob", "");
+  const auto count = static_cast<std::int64_t>(count_matches(pattern));
+  result.actual = count;
+  const auto wanted = comparison_of(check.params.value("count", Json::object()));
+  if (!wanted.holds_for(count)) {
+    fail(result, "missing_device_nodes",
+         pattern + " matches " + std::to_string(count) + " device node" + (count == 1 ? "" : "s") +
+             ", the contract wants " + wanted.op + " " + std::to_string(wanted.value),
+         {{"glob", pattern}, {"count", count}},
+         "check that the driver is loaded and the devices are passed into the container "
+         "(--device)");
+    return;
+  }
+  pass(result);
+}
+
+void tools(const Check& check, const EnvFactsView& facts, CheckResult& result) {
+  const std::string path = string_field(facts.environment("activated"), "PATH");
+  Json actual = Json::object();
+  std::string missing;
+  for (const auto& tool : check.params.value("on_path", Json::array())) {
+    const std::string name = tool.get<std::string>();
+    actual[name] = nullptr;
+    std::istringstream dirs(path);
+    for (std::string dir; std::getline(dirs, dir, ':');) {
+      const std::string candidate = (dir.empty() ? "." : dir) + "/" + name;
+      if (::access(candidate.c_str(), X_OK) == 0) {
+        actual[name] = candidate;
+        break;
+      }
+    }
+    if (actual[name].is_null() && missing.empty()) {
+      missing = name;
+    }
+  }
+  result.actual = actual;
+  if (!missing.empty()) {
+    fail(result, "missing_tool", missing + " is not on the PATH of the activated env",
+         {{"tool", missing}, {"PATH", path}},
+         "install the vendor's tools, or add their directory to PATH in the env's activation");
+    return;
+  }
+  pass(result);
+}
+
+void glibc(const Check& check, const EnvFactsView& facts, CheckResult& result) {
+  const Json& glibc = facts.raw().contains("glibc") ? facts.raw().at("glibc") : Json::object();
+  const std::string version = string_field(glibc, "version");
+  const std::string wanted = check.params.value("min_version", "");
+  result.actual = version.empty() ? Json(nullptr) : Json(version);
+  if (version.empty()) {
+    result.status = CheckStatus::error;
+    result.diagnosis =
+        Diagnosis{"probe_error",
+                  "the C library's version is unknown: " + string_field(glibc, "problem"),
+                  {{"glibc", glibc}},
+                  ""};
+    return;
+  }
+  const auto order = common::compare_versions(version, wanted);
+  if (order && *order < 0) {
+    fail(result, "glibc_too_old",
+         "glibc " + version + " (" + string_field(glibc, "path") +
+             "), the contract wants >= " + wanted,
+         {{"version", version}, {"path", string_field(glibc, "path")}},
+         "run the env on an image whose glibc is " + wanted + " or newer");
+    return;
+  }
+  pass(result);
+}
+
+}  // namespace envcontract::contracts::judges

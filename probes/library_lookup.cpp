@@ -1,0 +1,120 @@
+#include "probes/library_lookup.hpp"
+
+#include <algorithm>
+#include <regex>
+
+namespace envcontract::probes {
+namespace fs = std::filesystem;
+
+namespace {
+
+fs::path interpreter(const PythonEnv& env) {
+  std::error_code error;
+  return fs::exists(env.python, error) ? env.python : fs::path();
+}
+
+// "2.36" > "2.4": compare the numbers.
+bool older(const std::string& a, const std::string& b) {
+  const auto parts = [](const std::string& text) {
+    std::vector<int> numbers;
+    std::size_t start = 0;
+    while (start <= text.size()) {
+      const auto dot = text.find('.', start);
+      numbers.push_back(std::atoi(text.substr(start, dot - start).c_str()));
+      if (dot == std::string::npos) {
+        break;
+      }
+      start = dot + 1;
+    }
+    return numbers;
+  };
+  return parts(a) < parts(b);
+}
+
+}  // namespace
+
+SearchEnvironment search_environment(const Environment& environment,
+                                     const std::shared_ptr<const LdCache>& ld_cache) {
+  SearchEnvironment search;
+  search.cache = ld_cache;
+  if (const auto it = environment.find("LD_LIBRARY_PATH"); it != environment.end()) {
+    search.ld_library_path = split_search_path(it->second);
+  }
+  return search;
+}
+
+std::vector<LibraryLookup> lookup_libraries(const PythonEnv& env, const Environment& environment,
+                                            const std::vector<std::string>& names,
+                                            const std::shared_ptr<const LdCache>& ld_cache,
+                                            ElfCache& elf_cache) {
+  const auto search = search_environment(environment, ld_cache);
+  const auto executable = interpreter(env);
+  std::vector<LibraryLookup> lookups;
+  for (const auto& name : names) {
+    LibraryLookup lookup;
+    lookup.name = name;
+    auto found = executable.empty() ? std::variant<LoadedObject, MissingLibrary>(MissingLibrary{
+                                          name, {}, {"(the env's interpreter is missing)"}, {}, {}})
+                                    : locate_library(name, executable, search, elf_cache);
+    if (const auto* object = std::get_if<LoadedObject>(&found)) {
+      lookup.path = object->path;
+      lookup.found_via = object->found_via;
+    } else {
+      const auto& miss = std::get<MissingLibrary>(found);
+      lookup.searched = miss.searched;
+      lookup.other_versions = miss.other_versions;
+    }
+    lookups.push_back(std::move(lookup));
+  }
+  return lookups;
+}
+
+GlibcFacts glibc_facts(const PythonEnv& env, const Environment& environment,
+                       const std::shared_ptr<const LdCache>& ld_cache, ElfCache& elf_cache) {
+  GlibcFacts facts;
+  const auto lookups = lookup_libraries(env, environment, {"libc.so.6"}, ld_cache, elf_cache);
+  if (lookups.empty() || lookups.front().path.empty()) {
+    facts.problem = "libc.so.6 cannot be found by the env's loader";
+    return facts;
+  }
+  facts.path = lookups.front().path;
+  auto file = elf_cache.get(facts.path);
+  if (const auto* error = std::get_if<std::string>(&file)) {
+    facts.problem = facts.path.string() + ": " + *error;
+    return facts;
+  }
+  static const std::regex glibc_version(R"re(GLIBC_([0-9]+\.[0-9]+(\.[0-9]+)?))re");
+  for (const auto version : std::get<std::shared_ptr<const ElfFile>>(file)->defined_versions()) {
+    std::match_results<std::string_view::const_iterator> match;
+    if (std::regex_match(version.begin(), version.end(), match, glibc_version)) {
+      const std::string number = match[1].str();
+      if (facts.version.empty() || older(facts.version, number)) {
+        facts.version = number;
+      }
+    }
+  }
+  if (facts.version.empty()) {
+    facts.problem = facts.path.string() + " defines no GLIBC_ version (not glibc?)";
+  }
+  return facts;
+}
+
+Json to_json(const LibraryLookup& lookup) {
+  auto others = Json::array();
+  for (const auto& path : lookup.other_versions) {
+    others.push_back(path.string());
+  }
+  return {{"name", lookup.name},
+          {"path", lookup.path.empty() ? Json(nullptr) : Json(lookup.path.string())},
+          {"found_via", lookup.found_via},
+          {"searched", lookup.searched},
+          {"other_versions", others}};
+}
+
+Json to_json(const GlibcFacts& glibc) {
+  return {{"version", glibc.version.empty() ? Json(nullptr) : Json(glibc.version)},
+          {"path", glibc.path.empty() ? Json(nullptr) : Json(glibc.path.string())},
+          {"problem", glibc.problem}};
+}
+
+}  // namespace envcontract::probes
