@@ -6,13 +6,13 @@
 
 #include <CLI/CLI.hpp>
 
+#include "contracts/validate_files.hpp"
 #include "contracts/values.hpp"
 #include "daemon/facts_command.hpp"
 #include "daemon/logging.hpp"
 #include "daemon/probe_command.hpp"
 #include "daemon/scan_command.hpp"
 #include "daemon/serve_command.hpp"
-#include "daemon/validate_command.hpp"
 #include "report/report_table.hpp"
 
 namespace envcontract::daemon {
@@ -43,9 +43,10 @@ int run(const ValidateArguments& arguments) {
     return 2;
   }
   const std::vector<std::filesystem::path> paths(arguments.files.begin(), arguments.files.end());
-  return run_validate(paths,
-                      arguments.print ? ValidateOutput::normalized_json : ValidateOutput::verdicts,
-                      std::cout, std::cerr);
+  using contracts::ValidateOutput;
+  return contracts::validate_files(
+      paths, arguments.print ? ValidateOutput::normalized_json : ValidateOutput::verdicts,
+      std::cout, std::cerr);
 }
 
 // Where to look for envs and the image reference: shared by facts and scan.

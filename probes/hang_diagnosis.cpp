@@ -19,6 +19,7 @@ namespace fs = std::filesystem;
 namespace {
 
 constexpr double k_spinning_cpu_percent = 50.0;
+constexpr double k_runnable_cpu_percent = 10.0;
 constexpr const char* k_eu_stack = "/usr/bin/eu-stack";
 
 struct RawSample {
@@ -188,12 +189,20 @@ std::vector<StackFrame> parse_eu_stack(const std::string& output, pid_t tid) {
   return frames;
 }
 
+// Busy on its own, or runnable and busy as far as a loaded machine lets it:
+// a spinning thread on a host whose cores are all taken gets less than half
+// a core, but it never sleeps.
+bool is_spinning(const ThreadSample& thread) {
+  return thread.cpu_percent >= k_spinning_cpu_percent ||
+         (thread.state == 'R' && thread.cpu_percent >= k_runnable_cpu_percent);
+}
+
 void classify_hang(HangDiagnosis& diagnosis) {
   const auto& threads = diagnosis.threads;
   std::vector<const ThreadSample*> spinning;
   bool in_io = false;
   for (const auto& thread : threads) {
-    if (thread.cpu_percent >= k_spinning_cpu_percent) {
+    if (is_spinning(thread)) {
       spinning.push_back(&thread);
     }
     in_io = in_io || thread.state == 'D';
@@ -203,7 +212,7 @@ void classify_hang(HangDiagnosis& diagnosis) {
   // Group the threads that are not spinning by what they wait in.
   std::map<std::string, std::size_t> waiting;
   for (const auto& thread : threads) {
-    if (thread.cpu_percent < k_spinning_cpu_percent) {
+    if (!is_spinning(thread)) {
       ++waiting[wait_kind(thread)];
     }
   }
@@ -260,7 +269,10 @@ HangDiagnosis diagnose_hang(pid_t pid, const fs::path& python_stack_file,
     diagnosis.threads.push_back(std::move(thread));
   }
   // With nobody busy, the main thread is the one whose stack explains the wait.
-  if (busiest < k_spinning_cpu_percent) {
+  const auto busiest_thread =
+      std::find_if(diagnosis.threads.begin(), diagnosis.threads.end(),
+                   [&](const ThreadSample& thread) { return thread.tid == diagnosis.busiest_tid; });
+  if (busiest_thread == diagnosis.threads.end() || !is_spinning(*busiest_thread)) {
     diagnosis.busiest_tid = pid;
   }
   // Native first: it only pauses the process, the signal may end it.

@@ -55,7 +55,7 @@ void add_check_rows(const std::string& env, const std::string& verdict, const Js
                     string_field(diagnosis, "summary"), &check});
     first = false;
   }
-  if (first) {
+  if (first && !verdict.empty()) {  // an env that fails nothing still gets its line
     rows.push_back({env, verdict, "", "", verdict == "compliant" ? "complies" : "", nullptr});
   }
 }

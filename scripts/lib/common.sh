@@ -9,7 +9,8 @@ BUILD_PACKAGES=(
 )
 # What the test suite needs on top.
 TEST_PACKAGES=(libgtest-dev libgmock-dev clang-format elfutils python3 gcc-multilib clang
-  libclang-rt-14-dev python3-jsonschema sqlite3 chromium prometheus)
+  libclang-rt-14-dev python3-jsonschema sqlite3 chromium prometheus
+  libxml2-utils)
 
 # ccache keys on relative paths, so a fresh clone in another folder (as CI
 # makes) reuses what an earlier build compiled.

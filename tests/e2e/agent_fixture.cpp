@@ -46,7 +46,7 @@ std::filesystem::path quick_demo_contract(const std::filesystem::path& dir) {
       read_text(ENVCONTRACT_SOURCE_DIR "/tests/fixtures/demo_host/kunlunxin-demo.yaml");
   const auto at = text.find("timeout: 20s");
   if (at != std::string::npos) {
-    text.replace(at, 12, "timeout: 3s");
+    text.replace(at, 12, "timeout: 6s");
   }
   const auto path = dir / "kunlunxin-demo.yaml";
   std::ofstream(path) << text;

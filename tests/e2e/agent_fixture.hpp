@@ -25,7 +25,7 @@ bool wait_until(const std::function<bool()>& condition,
 // GET `path` and parse the body as JSON (null when it is not JSON).
 Json get_json(const AgentProcess& agent, const std::string& path, int* status = nullptr);
 
-// The demo contract with a 3 s smoke timeout (the hang is the point, not the
+// The demo contract with a 6 s smoke timeout (the hang is the point, not the
 // wait), written into `dir`.
 std::filesystem::path quick_demo_contract(const std::filesystem::path& dir);
 

@@ -22,6 +22,15 @@ std::vector<std::string> demo_arguments(const TempDir& dir, const std::filesyste
           "--interval",       "1h"};
 }
 
+// One env of the demo host: for tests about the agent rather than the envs.
+std::vector<std::string> one_env_arguments(const TempDir& dir) {
+  return {"--contract",       quick_demo_contract(dir.path()).string(),
+          "--prefix",         (demo_host() / "venvs/xpu210v").string(),
+          "--image-tag-file", (demo_host() / "etc/flagos-image").string(),
+          "--database",       (dir.path() / "agent.db").string(),
+          "--interval",       "1h"};
+}
+
 TEST(Serve, ReportDiagnosesHistoryAndComplianceOnTheDemoHost) {
   TempDir dir;
   const auto host = dir.path() / "host";
@@ -108,9 +117,8 @@ TEST(Serve, ScanNeedsTheBearerTokenFromAPrivateTokenFile) {
   TempDir dir;
   const auto token_file = dir.write("token", "s3cret-token\n");
   ::chmod(token_file.c_str(), 0644);
-  auto arguments = demo_arguments(dir, demo_host());
-  arguments.insert(arguments.end(), {"--prefix", (demo_host() / "venvs/xpu210v").string(),
-                                     "--token-file", token_file.string()});
+  auto arguments = one_env_arguments(dir);
+  arguments.insert(arguments.end(), {"--token-file", token_file.string()});
   std::string log;
   EXPECT_EQ(AgentProcess::run_to_exit(dir.path(), arguments, log), 2);
   EXPECT_NE(log.find("is readable by others (mode 0644); run: chmod 600 " + token_file.string()),
@@ -219,9 +227,7 @@ TEST(Serve, KilledMidScanTheDatabaseIsIntactAndThePreviousReportIsServed) {
 
 TEST(Serve, BadRequestsGetJsonErrorsAndTheAgentKeepsServing) {
   TempDir dir;
-  auto arguments = demo_arguments(dir, demo_host());
-  arguments.insert(arguments.end(), {"--prefix", (demo_host() / "venvs/xpu210v").string()});
-  AgentProcess agent(dir.path(), arguments);
+  AgentProcess agent(dir.path(), one_env_arguments(dir));
   wait_for_report(agent);
 
   const auto unknown = http_get(agent.url(), "/api/v2/everything");

@@ -48,7 +48,9 @@ TEST(JudgeDemoHost, EveryEnvDriftsForItsOwnReasons) {
   auto contract = *loaded.contract;
   for (auto& c : contract.checks) {
     if (c.kind == "smoke") {
-      c.params["timeout_ms"] = 2000;  // the hang is the point; no need to wait 20 s
+      // The hang is the point, not the wait; long enough for a loaded machine
+      // (sanitizers, parallel tests) to reach the spin before the sample.
+      c.params["timeout_ms"] = 6000;
     }
   }
   probes::HostFactsOptions options;

@@ -9,6 +9,7 @@
 #include <sstream>
 
 #include "common/sha256.hpp"
+#include "tests/e2e/agent_fixture.hpp"
 #include "tests/support/demo_host.hpp"
 #include "tests/support/report_schema.hpp"
 #include "tests/support/run_command.hpp"
@@ -23,22 +24,8 @@ using testing::run_command;
 
 const std::string k_binary = ENVCONTRACTD_PATH;
 
-std::string read_file(const std::filesystem::path& path) {
-  std::ifstream in(path);
-  std::ostringstream text;
-  text << in.rdbuf();
-  return text.str();
-}
-
-// The demo contract with a short smoke timeout: the hang is the point, not
-// how long we wait for it.
 std::filesystem::path quick_demo_contract(const testing::TempDir& dir) {
-  std::string text =
-      read_file(ENVCONTRACT_SOURCE_DIR "/tests/fixtures/demo_host/kunlunxin-demo.yaml");
-  const auto at = text.find("timeout: 20s");
-  EXPECT_NE(at, std::string::npos);
-  text.replace(at, 12, "timeout: 3s");
-  return dir.write("kunlunxin-demo.yaml", text);
+  return testing::quick_demo_contract(dir.path());
 }
 
 std::vector<std::string> demo_scan_args(const std::filesystem::path& contract) {
@@ -71,7 +58,7 @@ TEST(ScanCli, DemoHostReportNamesEachEnvsOwnReasons) {
   EXPECT_EQ(report["verdict"], "drift");
   EXPECT_EQ(report["compliant_envs"], Json::array());
   EXPECT_EQ(report["contract"]["name"], "kunlunxin-demo");
-  EXPECT_EQ(report["contract"]["sha256"], common::sha256_hex(read_file(contract)));
+  EXPECT_EQ(report["contract"]["sha256"], common::sha256_hex(testing::read_text(contract)));
   EXPECT_EQ(report["reasons"],
             Json({"the host runs harbor.example/flagos-runtime/"
                   "flagos-runtime-kunlunxin-xre5.37.1 tag 2.1.2, target 'ci' wants tag 2.2.0",

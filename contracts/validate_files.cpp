@@ -1,17 +1,17 @@
-#include "daemon/validate_command.hpp"
+#include "contracts/validate_files.hpp"
 
 #include <ostream>
 
 #include "common/json_text.hpp"
 #include "contracts/contract_loader.hpp"
 
-namespace envcontract::daemon {
+namespace envcontract::contracts {
 
-int run_validate(const std::vector<std::filesystem::path>& files, ValidateOutput output,
-                 std::ostream& out, std::ostream& err) {
+int validate_files(const std::vector<std::filesystem::path>& files, ValidateOutput output,
+                   std::ostream& out, std::ostream& err) {
   int exit_code = 0;
   for (const auto& file : files) {
-    const auto result = contracts::load_contract_file(file);
+    const auto result = load_contract_file(file);
     for (const auto& diagnostic : result.diagnostics.sorted()) {
       err << diagnostic.to_string() << "\n";
     }
@@ -30,4 +30,4 @@ int run_validate(const std::vector<std::filesystem::path>& files, ValidateOutput
   return exit_code;
 }
 
-}  // namespace envcontract::daemon
+}  // namespace envcontract::contracts

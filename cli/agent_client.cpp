@@ -1,0 +1,126 @@
+#include "cli/agent_client.hpp"
+
+#include <httplib.h>
+
+#include <future>
+#include <thread>
+
+namespace envcontract::cli {
+namespace {
+
+std::string seconds(std::chrono::milliseconds duration) {
+  char text[32];
+  std::snprintf(text, sizeof text, "%.1f s", static_cast<double>(duration.count()) / 1000.0);
+  return text;
+}
+
+std::string describe(httplib::Error error) {
+  switch (error) {
+    case httplib::Error::Connection:
+      return "cannot connect (connection refused or host unreachable)";
+    case httplib::Error::ConnectionTimeout:
+      return "connection timed out";
+    case httplib::Error::Read:
+      return "the connection broke while reading the answer";
+    case httplib::Error::Write:
+      return "the connection broke while sending the request";
+    case httplib::Error::Canceled:
+      return "canceled";
+    default:
+      return httplib::to_string(error);
+  }
+}
+
+}  // namespace
+
+Response request(const HostAddress& host, const std::string& method, const std::string& path,
+                 const ClientOptions& options) {
+  using Clock = std::chrono::steady_clock;
+  const auto deadline = Clock::now() + options.timeout;
+  httplib::Client client(host.base_url());
+  const auto seconds_of = [](std::chrono::milliseconds d) {
+    return std::make_pair(static_cast<time_t>(d.count() / 1000),
+                          static_cast<time_t>((d.count() % 1000) * 1000));
+  };
+  const auto [sec, usec] = seconds_of(options.timeout);
+  client.set_connection_timeout(sec, usec);
+  client.set_read_timeout(sec, usec);
+  client.set_write_timeout(sec, usec);
+  client.set_keep_alive(false);
+  httplib::Headers headers = {{"Accept", "application/json"}};
+  if (!options.token.empty()) {
+    headers.emplace("Authorization", "Bearer " + options.token);
+  }
+
+  Response response;
+  bool too_large = false;
+  bool too_slow = false;
+  httplib::Request req;
+  req.method = method;
+  req.path = path;
+  req.headers = headers;
+  if (method == "POST") {
+    req.body = "";
+    req.set_header("Content-Length", "0");
+  }
+  // Read timeouts bound each read; the deadline bounds a server that drips.
+  req.content_receiver = [&](const char* data, size_t length, uint64_t, uint64_t) {
+    if (response.body.size() + length > options.max_response_bytes) {
+      too_large = true;
+      return false;
+    }
+    if (Clock::now() > deadline) {
+      too_slow = true;
+      return false;
+    }
+    response.body.append(data, length);
+    return true;
+  };
+  req.progress = [&](uint64_t, uint64_t) {
+    if (Clock::now() > deadline) {
+      too_slow = true;
+      return false;
+    }
+    return true;
+  };
+  httplib::Response answer;
+  httplib::Error error = httplib::Error::Success;
+  bool sent = false;
+  // Timeouts inside httplib bound each read, not the request: a server that
+  // drips its headers byte by byte would hold us for ever. Wait for the
+  // deadline here and shut the socket down when it passes.
+  std::promise<void> finished;
+  auto done = finished.get_future();
+  std::thread worker([&] {
+    sent = client.send(req, answer, error);
+    finished.set_value();
+  });
+  if (done.wait_until(deadline) == std::future_status::timeout) {
+    too_slow = true;
+    client.stop();
+  }
+  worker.join();
+  if (too_large) {
+    response.error = "the answer is larger than " +
+                     std::to_string(options.max_response_bytes >> 20) +
+                     " MiB; is this an envcontract agent?";
+    response.body.clear();
+    return response;
+  }
+  if (too_slow || (!sent && Clock::now() > deadline)) {
+    response.error = "no complete answer within " + seconds(options.timeout);
+    response.body.clear();
+    return response;
+  }
+  if (!sent) {
+    response.error = describe(error);
+    return response;
+  }
+  response.status = answer.status;
+  if (response.body.empty() && !answer.body.empty()) {
+    response.body = answer.body;
+  }
+  return response;
+}
+
+}  // namespace envcontract::cli

@@ -1,0 +1,29 @@
+#pragma once
+
+#include <chrono>
+#include <cstddef>
+#include <string>
+
+#include "cli/host_address.hpp"
+
+namespace envcontract::cli {
+
+struct ClientOptions {
+  std::chrono::milliseconds timeout{10'000};  // the whole request, connect to last byte
+  std::size_t max_response_bytes = 64 << 20;  // a report of thousands of envs fits
+  std::string token;                          // sent as a bearer token when set
+};
+
+struct Response {
+  int status = 0;  // 0: no HTTP answer
+  std::string body;
+  std::string error;  // why there is no usable answer; "" when status is set
+};
+
+// One request to an agent, bounded in time and size whatever the server
+// does: refuses to connect, never answers, drips bytes, or sends gigabytes.
+// The only translation unit of fleetctl that includes httplib.h.
+Response request(const HostAddress& host, const std::string& method, const std::string& path,
+                 const ClientOptions& options);
+
+}  // namespace envcontract::cli

@@ -1,0 +1,139 @@
+#include "cli/fleet.hpp"
+
+#include <algorithm>
+#include <atomic>
+#include <fstream>
+#include <thread>
+
+#include "contracts/env_facts.hpp"
+
+namespace envcontract::cli {
+namespace {
+
+using contracts::string_field;
+
+std::string trimmed(const std::string& text) {
+  const auto first = text.find_first_not_of(" \t\r");
+  if (first == std::string::npos) {
+    return "";
+  }
+  return text.substr(first, text.find_last_not_of(" \t\r") - first + 1);
+}
+
+// The fields fleetctl relies on, so a foreign or broken answer is an error
+// and not a crash or a silent "compliant".
+std::string report_shape_problem(const Json& report) {
+  if (!report.is_object()) {
+    return "the answer is not a JSON object";
+  }
+  if (!report.contains("schema_version") || report["schema_version"] != 1) {
+    return "not an envcontract report of schema version 1";
+  }
+  if (!report.contains("verdict") || !report["verdict"].is_string()) {
+    return "the report has no verdict";
+  }
+  if (!report.contains("envs") || !report["envs"].is_array()) {
+    return "the report has no envs list";
+  }
+  return "";
+}
+
+}  // namespace
+
+std::string HostReport::state() const {
+  return report ? string_field(*report, "verdict") : "unavailable";
+}
+
+std::optional<Json> get_json(const HostAddress& host, const std::string& path,
+                             const ClientOptions& options, std::string& error, int* status) {
+  const auto response = request(host, "GET", path, options);
+  if (status != nullptr) {
+    *status = response.status;
+  }
+  if (response.status == 0) {
+    error = response.error;
+    return std::nullopt;
+  }
+  auto json = Json::parse(response.body, nullptr, false);
+  if (json.is_discarded()) {
+    error = "HTTP " + std::to_string(response.status) + " with an answer that is not JSON" +
+            (response.status == 200 ? "; is this an envcontract agent?" : "");
+    return std::nullopt;
+  }
+  if (response.status != 200) {
+    const std::string message = string_field(json, "error");
+    error = "HTTP " + std::to_string(response.status) +
+            (message.empty() ? std::string() : ": " + message);
+    return std::nullopt;
+  }
+  return json;
+}
+
+std::vector<HostReport> fetch_reports(const std::vector<HostAddress>& hosts,
+                                      const ClientOptions& options, unsigned concurrency) {
+  std::vector<HostReport> results(hosts.size());
+  std::atomic<std::size_t> next{0};
+  const auto work = [&] {
+    for (std::size_t i; (i = next.fetch_add(1)) < hosts.size();) {
+      auto& result = results[i];
+      result.address = hosts[i];
+      std::string error;
+      auto report = get_json(hosts[i], "/api/v1/report", options, error);
+      if (report) {
+        error = report_shape_problem(*report);
+      }
+      if (error.empty()) {
+        result.report = std::move(report);
+      } else {
+        result.error = error;
+      }
+    }
+  };
+  std::vector<std::thread> workers;
+  const auto count = std::min<std::size_t>(std::max(1U, concurrency), hosts.size());
+  for (std::size_t i = 0; i < count; ++i) {
+    workers.emplace_back(work);
+  }
+  for (auto& worker : workers) {
+    worker.join();
+  }
+  return results;
+}
+
+std::vector<HostAddress> read_inventory(const std::string& path, std::string& error) {
+  std::ifstream in(path);
+  if (!in) {
+    error = path + ": cannot read the inventory";
+    return {};
+  }
+  std::vector<HostAddress> hosts;
+  std::string line;
+  for (int number = 1; std::getline(in, line); ++number) {
+    const auto text = trimmed(line.substr(0, line.find('#')));
+    if (text.empty()) {
+      continue;
+    }
+    auto address = parse_host_address(text);
+    if (!address) {
+      error = path + ":" + std::to_string(number) + ": '" + text +
+              "' is not a host, host:port or http:// URL";
+      return {};
+    }
+    hosts.push_back(std::move(*address));
+  }
+  return hosts;
+}
+
+int fleet_exit_status(const std::vector<HostReport>& hosts) {
+  bool drift = false;
+  for (const auto& host : hosts) {
+    const auto state = host.state();
+    if (state == "unavailable" || state == "error") {
+      return 2;
+    }
+    drift = drift || state != "compliant";
+  }
+  return drift ? 1 : 0;
+}
+
+}  // namespace envcontract::cli

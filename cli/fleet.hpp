@@ -1,0 +1,43 @@
+#pragma once
+
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "cli/agent_client.hpp"
+#include "report/report.hpp"
+
+namespace envcontract::cli {
+
+using Json = report::Json;
+
+// One host's answer: its report, or why there is none.
+struct HostReport {
+  HostAddress address;
+  std::optional<Json> report;
+  std::string error;
+
+  // "compliant", "drift", "error" (the agent's verdict) or "unavailable" (no report: unreachable,
+  // no scan yet, not an agent).
+  std::string state() const;
+};
+
+// GETs `path` and parses a JSON answer; `error` says what went wrong
+// (transport, status, not JSON) in one line.
+std::optional<Json> get_json(const HostAddress& host, const std::string& path,
+                             const ClientOptions& options, std::string& error,
+                             int* status = nullptr);
+
+// Fetches every host's report, `concurrency` at a time, in input order.
+std::vector<HostReport> fetch_reports(const std::vector<HostAddress>& hosts,
+                                      const ClientOptions& options, unsigned concurrency);
+
+// Reads an inventory: one host per line; blank lines and # comments are skipped.
+// Returns the hosts, or the first bad line as "FILE:LINE: ..." in `error`.
+std::vector<HostAddress> read_inventory(const std::string& path, std::string& error);
+
+// 0 when every host complies, 2 when any host could not be asked or judged,
+// else 1 (drift somewhere).
+int fleet_exit_status(const std::vector<HostReport>& hosts);
+
+}  // namespace envcontract::cli

@@ -1,0 +1,30 @@
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "cli/fleet.hpp"
+#include "report/report_table.hpp"
+
+namespace envcontract::cli {
+
+// Many hosts: one line each (state, compliant envs, the causes it drifts
+// for, or why it could not be asked), then the fleet's summary line.
+std::string fleet_table(const std::vector<HostReport>& hosts, const report::TableStyle& style);
+
+// "37 of 120 hosts drift; 2 unreachable; top causes: cuda_build 31, image_mismatch 12"
+std::string fleet_summary(const std::vector<HostReport>& hosts);
+
+// {"hosts": [{"host", "state", "error", "report"}], "summary": {...}}
+Json fleet_json(const std::vector<HostReport>& hosts);
+
+// A history answer's transitions as a table, oldest first.
+std::string history_table(const Json& transitions, const report::TableStyle& style);
+
+// What differs between two hosts' reports: contract, image, verdicts, envs
+// only on one side, and checks whose status or cause differ in envs both have.
+Json diff_reports(const Json& a, const Json& b);
+std::string diff_table(const Json& diff, const std::string& a, const std::string& b);
+bool diff_is_empty(const Json& diff);
+
+}  // namespace envcontract::cli

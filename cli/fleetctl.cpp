@@ -1,0 +1,424 @@
+#include "cli/fleetctl.hpp"
+
+#include <unistd.h>
+
+#include <CLI/CLI.hpp>
+#include <cstdlib>
+#include <fstream>
+#include <iostream>
+#include <sstream>
+#include <thread>
+
+#include "cli/fleet_render.hpp"
+#include "cli/junit.hpp"
+#include "common/json_text.hpp"
+#include "contracts/validate_files.hpp"
+#include "contracts/values.hpp"
+
+namespace envcontract::cli {
+namespace {
+
+constexpr const char* k_exit_codes =
+    "Exit status: 0 every host complies, 1 drift somewhere, 2 error (bad arguments, an "
+    "unreachable host, an answer that is not a report, a host its agent could not judge).";
+
+struct Common {
+  std::string output = "table";
+  bool verbose = false;
+  std::string timeout = "10s";
+  unsigned concurrency = 16;
+};
+
+void add_common(CLI::App* verb, Common& common, const std::vector<std::string>& formats) {
+  verb->add_option("-o,--output", common.output, "output format")
+      ->check(CLI::IsMember(formats))
+      ->capture_default_str();
+  verb->add_flag("-v,--verbose", common.verbose,
+                 "with the table: evidence, remedy and since under each failing check");
+  verb->add_option("--timeout", common.timeout,
+                   "per host and request: connect, send, answer (default 10s)");
+}
+
+// Parses --timeout; prints the problem and returns nullopt when it is bad.
+std::optional<ClientOptions> client_options(const Common& common) {
+  const auto parsed = contracts::parse_duration(common.timeout);
+  if (const auto* error = std::get_if<std::string>(&parsed)) {
+    std::cerr << "fleetctl: --timeout: " << *error << "\n";
+    return std::nullopt;
+  }
+  ClientOptions options;
+  options.timeout = std::get<std::chrono::milliseconds>(parsed);
+  return options;
+}
+
+report::TableStyle table_style(const Common& common) {
+  return {common.verbose, report::colour_wanted(STDOUT_FILENO)};
+}
+
+std::optional<HostAddress> host_argument(const std::string& text) {
+  auto address = parse_host_address(text);
+  if (!address) {
+    std::cerr << "fleetctl: '" << text
+              << "' is not a host, host:port or http:// URL (the default port is "
+              << default_agent_port << ")\n";
+  }
+  return address;
+}
+
+// Prints the hosts' reports in the chosen format and returns the exit status.
+int print_reports(const std::vector<HostReport>& hosts, const Common& common) {
+  if (common.output == "junit") {
+    std::cout << junit_xml(hosts);
+  } else if (common.output == "json") {
+    if (hosts.size() == 1 && hosts.front().report) {
+      std::cout << common::json_text(*hosts.front().report, 2) << "\n";
+    } else {
+      std::cout << common::json_text(fleet_json(hosts), 2) << "\n";
+    }
+  } else if (hosts.size() == 1) {
+    const auto& host = hosts.front();
+    if (host.report) {
+      std::cout << report::render_table(*host.report, table_style(common));
+    } else {
+      std::cerr << "fleetctl: " << host.address.text << ": " << host.error << "\n";
+    }
+  } else {
+    std::cout << fleet_table(hosts, table_style(common));
+  }
+  return fleet_exit_status(hosts);
+}
+
+// --- check -------------------------------------------------------------------
+
+struct CheckArguments {
+  Common common;
+  std::vector<std::string> hosts;
+  std::string inventory;
+};
+
+int run_check(const CheckArguments& arguments) {
+  const auto options = client_options(arguments.common);
+  if (!options) {
+    return 2;
+  }
+  std::vector<HostAddress> hosts;
+  for (const auto& text : arguments.hosts) {
+    auto address = host_argument(text);
+    if (!address) {
+      return 2;
+    }
+    hosts.push_back(std::move(*address));
+  }
+  if (!arguments.inventory.empty()) {
+    std::string error;
+    auto listed = read_inventory(arguments.inventory, error);
+    if (!error.empty()) {
+      std::cerr << "fleetctl: " << error << "\n";
+      return 2;
+    }
+    hosts.insert(hosts.end(), listed.begin(), listed.end());
+  }
+  if (hosts.empty()) {
+    std::cerr << "fleetctl check: name at least one HOST, or --inventory FILE\n";
+    return 2;
+  }
+  return print_reports(fetch_reports(hosts, *options, arguments.common.concurrency),
+                       arguments.common);
+}
+
+// --- history -----------------------------------------------------------------
+
+struct HistoryArguments {
+  Common common;
+  std::string host;
+  std::string env;
+  std::string target;
+  std::string check;
+  std::string since;
+  unsigned limit = 0;
+};
+
+std::string url_encoded(const std::string& text) {
+  std::ostringstream out;
+  for (const unsigned char c : text) {
+    if (std::isalnum(c) || c == '-' || c == '_' || c == '.' || c == '~') {
+      out << c;
+    } else {
+      char hex[4];
+      std::snprintf(hex, sizeof hex, "%%%02X", c);
+      out << hex;
+    }
+  }
+  return out.str();
+}
+
+int run_history(const HistoryArguments& arguments) {
+  const auto options = client_options(arguments.common);
+  const auto host = host_argument(arguments.host);
+  if (!options || !host) {
+    return 2;
+  }
+  std::string query;
+  const auto add = [&](const char* key, const std::string& value) {
+    if (!value.empty()) {
+      query += (query.empty() ? "?" : "&") + std::string(key) + "=" + url_encoded(value);
+    }
+  };
+  add("env", arguments.env);
+  add("target", arguments.target);
+  add("check", arguments.check);
+  add("since", arguments.since);
+  add("limit", arguments.limit > 0 ? std::to_string(arguments.limit) : "");
+  std::string error;
+  const auto answer = get_json(*host, "/api/v1/history" + query, *options, error);
+  if (!answer || !answer->contains("transitions") || !(*answer)["transitions"].is_array()) {
+    std::cerr << "fleetctl: " << host->text << ": "
+              << (error.empty() ? "the answer has no transitions" : error) << "\n";
+    return 2;
+  }
+  if (arguments.common.output == "json") {
+    std::cout << common::json_text((*answer)["transitions"], 2) << "\n";
+  } else {
+    std::cout << history_table((*answer)["transitions"], table_style(arguments.common));
+  }
+  return 0;
+}
+
+// --- diff --------------------------------------------------------------------
+
+struct DiffArguments {
+  Common common;
+  std::string a;
+  std::string b;
+};
+
+int run_diff(const DiffArguments& arguments) {
+  const auto options = client_options(arguments.common);
+  const auto a = host_argument(arguments.a);
+  const auto b = host_argument(arguments.b);
+  if (!options || !a || !b) {
+    return 2;
+  }
+  const auto reports = fetch_reports({*a, *b}, *options, 2);
+  for (const auto& host : reports) {
+    if (!host.report) {
+      std::cerr << "fleetctl: " << host.address.text << ": " << host.error << "\n";
+      return 2;
+    }
+  }
+  const auto diff = diff_reports(*reports[0].report, *reports[1].report);
+  if (arguments.common.output == "json") {
+    std::cout << common::json_text({{"a", a->text}, {"b", b->text}, {"differences", diff}}, 2)
+              << "\n";
+  } else {
+    std::cout << diff_table(diff, a->text, b->text);
+  }
+  return diff_is_empty(diff) ? 0 : 1;
+}
+
+// --- scan --------------------------------------------------------------------
+
+struct ScanArguments {
+  Common common;
+  std::string host;
+  std::string token_file;
+  std::string wait_timeout = "30m";
+  bool no_wait = false;
+};
+
+std::optional<std::string> read_token(const ScanArguments& arguments) {
+  if (arguments.token_file.empty()) {
+    const char* token = std::getenv("FLEETCTL_TOKEN");
+    return std::string(token != nullptr ? token : "");
+  }
+  std::ifstream in(arguments.token_file);
+  if (!in) {
+    std::cerr << "fleetctl: cannot read the token file " << arguments.token_file << "\n";
+    return std::nullopt;
+  }
+  std::string token;
+  std::getline(in, token);
+  while (!token.empty() && std::isspace(static_cast<unsigned char>(token.back()))) {
+    token.pop_back();
+  }
+  return token;
+}
+
+int run_scan(const ScanArguments& arguments) {
+  auto options = client_options(arguments.common);
+  const auto host = host_argument(arguments.host);
+  const auto token = read_token(arguments);
+  const auto wait = contracts::parse_duration(arguments.wait_timeout);
+  if (const auto* error = std::get_if<std::string>(&wait)) {
+    std::cerr << "fleetctl: --wait-timeout: " << *error << "\n";
+    return 2;
+  }
+  if (!options || !host || !token) {
+    return 2;
+  }
+  options->token = *token;
+  const auto posted = request(*host, "POST", "/api/v1/scan", *options);
+  const auto body = Json::parse(posted.body, nullptr, false);
+  if (posted.status != 202 || !body.is_object() || !body.contains("id") ||
+      !body["id"].is_number_integer()) {
+    std::string why = posted.status == 0 ? posted.error
+                                         : "HTTP " + std::to_string(posted.status) +
+                                               (body.is_object() && body.contains("error")
+                                                    ? ": " + body.value("error", std::string())
+                                                    : std::string());
+    if (posted.status == 401) {
+      why += " (give the agent's token with --token-file FILE or FLEETCTL_TOKEN)";
+    }
+    std::cerr << "fleetctl: " << host->text << ": cannot start a scan: " << why << "\n";
+    return 2;
+  }
+  const auto id = body["id"].get<std::int64_t>();
+  if (arguments.no_wait) {
+    std::cout << "scan " << id << " queued on " << host->text << "\n";
+    return 0;
+  }
+  const bool progress = ::isatty(STDERR_FILENO) != 0;
+  const auto started = std::chrono::steady_clock::now();
+  const auto deadline = started + std::get<std::chrono::milliseconds>(wait);
+  std::string state;
+  for (;;) {
+    std::string error;
+    const auto ticket = get_json(*host, "/api/v1/scans/" + std::to_string(id), *options, error);
+    if (!ticket) {
+      std::cerr << (progress ? "\n" : "") << "fleetctl: " << host->text << ": " << error << "\n";
+      return 2;
+    }
+    state = ticket->value("state", "");
+    if (progress) {
+      const auto seconds = std::chrono::duration_cast<std::chrono::seconds>(
+                               std::chrono::steady_clock::now() - started)
+                               .count();
+      std::cerr << "\rscan " << id << " on " << host->text << ": " << state << " (" << seconds
+                << " s)   " << std::flush;
+    }
+    if (state == "done" || state == "failed") {
+      if (progress) {
+        std::cerr << "\n";
+      }
+      if (state == "failed") {
+        std::cerr << "fleetctl: " << host->text
+                  << ": the scan failed: " << ticket->value("error", std::string()) << "\n";
+        return 2;
+      }
+      break;
+    }
+    if (std::chrono::steady_clock::now() > deadline) {
+      std::cerr << (progress ? "\n" : "") << "fleetctl: " << host->text << ": scan " << id
+                << " still " << state << " after " << arguments.wait_timeout << "\n";
+      return 2;
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(500));
+  }
+  return print_reports(fetch_reports({*host}, *options, 1), arguments.common);
+}
+
+}  // namespace
+
+int run_fleetctl(int argc, char** argv) {
+  CLI::App app{"fleetctl: asks envcontract agents whether their hosts match their contracts"};
+  app.require_subcommand(1);
+  app.set_version_flag("--version", std::string(ENVCONTRACT_VERSION));
+  app.footer(
+      "HOST is name, name:port or http://name:port (default port 9714).\n"
+      "Colour only on a terminal, never with NO_COLOR set.\n" +
+      std::string(k_exit_codes));
+
+  CheckArguments check;
+  auto* check_verb = app.add_subcommand(
+      "check", "Fetch and print hosts' reports: one host in full, many as a fleet summary");
+  check_verb->add_option("HOST", check.hosts, "hosts to ask");
+  check_verb->add_option("--inventory", check.inventory, "file of hosts, one per line (# comments)")
+      ->check(CLI::ExistingFile);
+  add_common(check_verb, check.common, {"table", "json", "junit"});
+  check_verb->add_option("--concurrency", check.common.concurrency,
+                         "hosts asked at once (default 16)");
+  check_verb->footer(
+      "Formats: table (one host: summary line, then env x failing check; many hosts: a line "
+      "each and the fleet summary), json (one host: its report; many: {hosts, summary}), "
+      "junit (a testsuite per env, a testcase per check).\n" +
+      std::string(k_exit_codes));
+
+  HistoryArguments history;
+  auto* history_verb = app.add_subcommand("history", "Show how a host's checks changed over time");
+  history_verb->add_option("HOST", history.host, "the host")->required();
+  history_verb->add_option("--env", history.env, "only this env");
+  history_verb->add_option("--target", history.target, "only this target");
+  history_verb->add_option("--check", history.check,
+                           "only this check id (@verdict: the env's or host's verdict)");
+  history_verb->add_option("--since", history.since,
+                           "only changes since this time (RFC 3339 or a date: 2026-11-24)");
+  history_verb->add_option("--limit", history.limit, "at most this many rows (default 1000)");
+  add_common(history_verb, history.common, {"table", "json"});
+  history_verb->footer("Exit status: 0 shown, 2 error.");
+
+  DiffArguments diff;
+  auto* diff_verb = app.add_subcommand(
+      "diff", "What differs between two hosts: contract, image, envs and their checks");
+  diff_verb->add_option("A", diff.a, "first host")->required();
+  diff_verb->add_option("B", diff.b, "second host")->required();
+  add_common(diff_verb, diff.common, {"table", "json"});
+  diff_verb->footer("Exit status: 0 no difference, 1 differences, 2 error.");
+
+  ScanArguments scan;
+  auto* scan_verb =
+      app.add_subcommand("scan", "Start a scan on a host, wait for it and print the report");
+  scan_verb->add_option("HOST", scan.host, "the host")->required();
+  scan_verb->add_option("--token-file", scan.token_file,
+                        "file holding the agent's bearer token (default: $FLEETCTL_TOKEN)");
+  scan_verb->add_option("--wait-timeout", scan.wait_timeout,
+                        "how long to wait for the scan (default 30m)");
+  scan_verb->add_flag("--no-wait", scan.no_wait, "queue the scan and return");
+  add_common(scan_verb, scan.common, {"table", "json", "junit"});
+  scan_verb->footer("Progress goes to stderr on a terminal.\n" + std::string(k_exit_codes));
+
+  auto* contract_verb = app.add_subcommand("contract", "Work with contract files");
+  contract_verb->require_subcommand(1);
+  std::vector<std::string> contract_files;
+  bool print = false;
+  auto* validate_verb = contract_verb->add_subcommand(
+      "validate", "Check contract files as the agent does; print 'ok' or every error");
+  validate_verb->add_option("FILE", contract_files, "contract files (YAML)")
+      ->required()
+      ->check(CLI::ExistingFile);
+  validate_verb->add_flag("--print", print,
+                          "print the normalised contract as JSON (exactly one FILE)");
+  validate_verb->footer("Exit status: 0 all valid, 1 any invalid, 2 usage error.");
+
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::ParseError& e) {
+    const int code = app.exit(e);
+    return code == 0 ? 0 : 2;
+  }
+  if (check_verb->parsed()) {
+    return run_check(check);
+  }
+  if (history_verb->parsed()) {
+    return run_history(history);
+  }
+  if (diff_verb->parsed()) {
+    return run_diff(diff);
+  }
+  if (scan_verb->parsed()) {
+    return run_scan(scan);
+  }
+  if (validate_verb->parsed()) {
+    if (print && contract_files.size() != 1) {
+      std::cerr << "fleetctl contract validate: --print takes exactly one FILE\n";
+      return 2;
+    }
+    const std::vector<std::filesystem::path> paths(contract_files.begin(), contract_files.end());
+    return contracts::validate_files(
+        paths,
+        print ? contracts::ValidateOutput::normalized_json : contracts::ValidateOutput::verdicts,
+        std::cout, std::cerr);
+  }
+  return 2;
+}
+
+}  // namespace envcontract::cli

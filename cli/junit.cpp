@@ -1,0 +1,160 @@
+#include "cli/junit.hpp"
+
+#include <sstream>
+
+#include "common/json_text.hpp"
+#include "contracts/env_facts.hpp"
+
+namespace envcontract::cli {
+namespace {
+
+using contracts::array_field;
+using contracts::string_field;
+
+// Escapes for attributes and text; drops characters XML 1.0 cannot carry
+// (control characters from a crashed process's output, say).
+std::string xml(const std::string& text) {
+  std::string out;
+  out.reserve(text.size());
+  for (const char c : text) {
+    const auto byte = static_cast<unsigned char>(c);
+    switch (c) {
+      case '&':
+        out += "&amp;";
+        break;
+      case '<':
+        out += "&lt;";
+        break;
+      case '>':
+        out += "&gt;";
+        break;
+      case '"':
+        out += "&quot;";
+        break;
+      case '\'':
+        out += "&apos;";
+        break;
+      default:
+        if (byte >= 0x20 || c == '\n' || c == '\t' || c == '\r') {
+          out += c;
+        }
+    }
+  }
+  return out;
+}
+
+struct Suite {
+  std::string name;
+  std::string host;
+  int tests = 0;
+  int failures = 0;
+  int errors = 0;
+  int skipped = 0;
+  std::ostringstream cases;
+};
+
+void add_case(Suite& suite, const std::string& classname, const Json& check) {
+  const std::string status = string_field(check, "status");
+  const Json& diagnosis = check.contains("diagnosis") && check.at("diagnosis").is_object()
+                              ? check.at("diagnosis")
+                              : Json::object();
+  const std::string summary = string_field(diagnosis, "summary");
+  const std::string cause = string_field(diagnosis, "cause");
+  ++suite.tests;
+  suite.cases << "    <testcase classname=\"" << xml(classname) << "\" name=\""
+              << xml(string_field(check, "id")) << "\" time=\"0\"";
+  std::string body;
+  if (status == "fail" || status == "error") {
+    body = "cause: " + cause + "\nsummary: " + summary + "\nevidence: " +
+           common::json_text(diagnosis.contains("evidence") ? diagnosis.at("evidence")
+                                                            : Json::object()) +
+           "\nremedy: " + string_field(diagnosis, "remedy");
+    const std::string since = string_field(check, "since");
+    if (!since.empty()) {
+      body += "\nsince: " + since;
+    }
+  }
+  if (status == "fail") {
+    ++suite.failures;
+    suite.cases << ">\n      <failure message=\"" << xml(summary) << "\" type=\"" << xml(cause)
+                << "\">" << xml(body) << "</failure>\n    </testcase>\n";
+  } else if (status == "error") {
+    ++suite.errors;
+    suite.cases << ">\n      <error message=\"" << xml(summary) << "\" type=\"" << xml(cause)
+                << "\">" << xml(body) << "</error>\n    </testcase>\n";
+  } else if (status == "skip" || status == "waived") {
+    ++suite.skipped;
+    suite.cases << ">\n      <skipped message=\"" << xml(status + ": " + summary)
+                << "\"/>\n    </testcase>\n";
+  } else {
+    suite.cases << "/>\n";
+  }
+}
+
+void write_suite(std::ostream& out, const Suite& suite) {
+  out << "  <testsuite name=\"" << xml(suite.name) << "\" hostname=\"" << xml(suite.host)
+      << "\" tests=\"" << suite.tests << "\" failures=\"" << suite.failures << "\" errors=\""
+      << suite.errors << "\" skipped=\"" << suite.skipped << "\" time=\"0\">\n"
+      << suite.cases.str() << "  </testsuite>\n";
+}
+
+}  // namespace
+
+std::string junit_xml(const std::vector<HostReport>& hosts) {
+  std::vector<std::unique_ptr<Suite>> suites;
+  for (const auto& host : hosts) {
+    const std::string name = host.address.text;
+    if (!host.report) {
+      auto suite = std::make_unique<Suite>();
+      suite->name = name;
+      suite->host = name;
+      suite->tests = 1;
+      suite->errors = 1;
+      suite->cases << "    <testcase classname=\"" << xml(name)
+                   << "\" name=\"report\" time=\"0\">\n      <error message=\"" << xml(host.error)
+                   << "\" type=\"unavailable\"/>\n    </testcase>\n";
+      suites.push_back(std::move(suite));
+      continue;
+    }
+    const auto& report = *host.report;
+    for (const auto& target : array_field(report, "targets")) {
+      auto suite = std::make_unique<Suite>();
+      suite->name = name + "/target:" + string_field(target, "name");
+      suite->host = name;
+      for (const auto& check : array_field(target, "checks")) {
+        add_case(*suite, suite->name, check);
+      }
+      suites.push_back(std::move(suite));
+    }
+    for (const auto& env : array_field(report, "envs")) {
+      auto suite = std::make_unique<Suite>();
+      suite->name = name + "/" + string_field(env, "name");
+      suite->host = name;
+      for (const auto& check : array_field(env, "checks")) {
+        add_case(*suite, suite->name, check);
+      }
+      suites.push_back(std::move(suite));
+    }
+  }
+  int tests = 0;
+  int failures = 0;
+  int errors = 0;
+  int skipped = 0;
+  for (const auto& suite : suites) {
+    tests += suite->tests;
+    failures += suite->failures;
+    errors += suite->errors;
+    skipped += suite->skipped;
+  }
+  std::ostringstream out;
+  out << "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n"
+      << "<testsuites name=\"envcontract\" tests=\"" << tests << "\" failures=\"" << failures
+      << "\" errors=\"" << errors << "\" skipped=\"" << skipped << "\" time=\"0\">\n";
+  for (const auto& suite : suites) {
+    write_suite(out, *suite);
+  }
+  out << "</testsuites>\n";
+  return out.str();
+}
+
+}  // namespace envcontract::cli
