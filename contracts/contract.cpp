@@ -65,6 +65,15 @@ Json to_json(const Contract& contract) {
                       {"params", check.params}});
   }
   json["checks"] = checks;
+  auto waivers = Json::array();
+  for (const auto& waiver : contract.waivers) {
+    waivers.push_back({{"check", waiver.check},
+                       {"envs", waiver.envs},
+                       {"reason", waiver.reason},
+                       {"until", waiver.until.empty() ? Json(nullptr) : Json(waiver.until)},
+                       {"origin", waiver.origin.to_string()}});
+  }
+  json["waivers"] = waivers;
   json["kept"] = contract.kept;
   return json;
 }

@@ -53,6 +53,17 @@ struct Detection {
   std::vector<std::string> tools;         // executables such as xpu-smi
 };
 
+// A known failure accepted for a while: the check is reported `waived`, with
+// its diagnosis, instead of failing the env. An expired waiver no longer
+// applies, and the report says so.
+struct Waiver {
+  std::string check;              // a check id of this contract
+  std::vector<std::string> envs;  // empty: every env
+  std::string reason;             // why, e.g. the ticket tracking the fix
+  std::string until;              // "2026-12-31" (UTC, inclusive), or "" for no end
+  SourceLocation origin;
+};
+
 struct Contract {
   std::filesystem::path path;
   std::string name;  // defaults to the file name without extension
@@ -64,6 +75,7 @@ struct Contract {
   EnvRequirement envs;
   Detection detect;
   std::vector<Check> checks;
+  std::vector<Waiver> waivers;
   Json kept = Json::object();  // CI-only keys of a platform config, kept verbatim, not judged
 };
 

@@ -1,12 +1,15 @@
 #include "contracts/contract_loader.hpp"
 
+#include <algorithm>
 #include <fstream>
 #include <map>
+#include <regex>
 #include <sstream>
 
 #include "contracts/check_parser.hpp"
 #include "contracts/legacy_forms.hpp"
 #include "contracts/mapping_reader.hpp"
+#include "contracts/spelling.hpp"
 #include "contracts/values.hpp"
 #include "contracts/yaml_document.hpp"
 
@@ -112,6 +115,60 @@ void read_env_requirement(MappingReader& top, Contract& contract) {
     }
   } else {
     ctx.error(require, expected + ", got " + describe_node_type(require));
+  }
+}
+
+// Waivers name checks, so they are read after the checks, to point at typos.
+void read_waivers(MappingReader& top, Contract& contract) {
+  const auto waivers = top.get("waivers");
+  if (!waivers) {
+    return;
+  }
+  auto& ctx = top.ctx();
+  if (!waivers->IsSequence()) {
+    ctx.error(*waivers, "'waivers' must be a list of {check, reason, envs, until}, got " +
+                            describe_node_type(*waivers));
+    return;
+  }
+  std::vector<std::string> ids;
+  for (const auto& check : contract.checks) {
+    ids.push_back(check.id);
+  }
+  static const std::regex date(R"re(\d{4}-(0[1-9]|1[0-2])-(0[1-9]|[12]\d|3[01]))re");
+  for (const auto& node : *waivers) {
+    MappingReader reader(node, "waiver", ctx);
+    if (!reader.is_mapping()) {
+      continue;
+    }
+    Waiver waiver;
+    waiver.origin = ctx.locate(node);
+    const auto check = reader.string("check", Need::required);
+    const auto reason = reader.string("reason", Need::required);
+    waiver.envs = reader.string_list("envs").value_or(std::vector<std::string>{});
+    if (const auto until = reader.string("until")) {
+      if (std::regex_match(*until, date)) {
+        waiver.until = *until;
+      } else {
+        ctx.error(*reader.get("until"),
+                  "'until' of a waiver must be a date such as 2026-12-31, got '" + *until + "'");
+      }
+    }
+    reader.reject_unknown_keys();
+    if (check && std::find(ids.begin(), ids.end(), *check) == ids.end()) {
+      ctx.error(*reader.get("check"),
+                "waiver for unknown check '" + *check + "'" + did_you_mean(*check, ids));
+      continue;
+    }
+    if (reason && reason->find_first_not_of(" \t") == std::string::npos) {
+      ctx.error(*reader.get("reason"),
+                "a waiver needs a reason (the ticket that tracks the fix, say)");
+      continue;
+    }
+    if (check && reason) {
+      waiver.check = *check;
+      waiver.reason = *reason;
+      contract.waivers.push_back(std::move(waiver));
+    }
   }
 }
 
@@ -224,9 +281,9 @@ LoadResult load_contract_text(const std::string& text, const std::filesystem::pa
       contract.kept[key] = yaml_to_json(value);
     }
   }
-  top.reject_unknown_keys(platform_config ? DiagnosticLevel::warning : DiagnosticLevel::error);
-
   contract.checks = parser.take_checks();
+  read_waivers(top, contract);
+  top.reject_unknown_keys(platform_config ? DiagnosticLevel::warning : DiagnosticLevel::error);
   if (contract.checks.empty() && contract.targets.empty() && !result.diagnostics.has_errors()) {
     ctx.error(*root,
               "the contract checks nothing: add 'checks:' (see docs/contracts.md), an "

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 
+#include "common/time_text.hpp"
 #include "contracts/check_kind.hpp"
 #include "contracts/env_facts.hpp"
 
@@ -84,9 +85,44 @@ void skip_consequences(std::vector<CheckResult>& results) {
   }
 }
 
+// A failing check with a waiver in force is `waived`; its diagnosis stays, so
+// the report still says what is wrong. An expired waiver is only a note.
+void apply_waivers(const Contract& contract, const std::string& env,
+                   std::vector<CheckResult>& results, std::chrono::system_clock::time_point now) {
+  const std::string today = common::rfc3339(now).substr(0, 10);
+  for (auto& result : results) {
+    if (result.status != CheckStatus::fail && result.status != CheckStatus::error) {
+      continue;
+    }
+    for (const auto& waiver : contract.waivers) {
+      if (waiver.check != result.id ||
+          (!waiver.envs.empty() &&
+           std::find(waiver.envs.begin(), waiver.envs.end(), env) == waiver.envs.end())) {
+        continue;
+      }
+      const Json evidence = {{"reason", waiver.reason},
+                             {"until", waiver.until.empty() ? Json(nullptr) : Json(waiver.until)},
+                             {"waiver", waiver.origin.to_string()}};
+      if (!waiver.until.empty() && today > waiver.until) {
+        result.notes.push_back(Diagnosis{
+            "waiver_expired", "the waiver expired on " + waiver.until + " (" + waiver.reason + ")",
+            evidence, "fix the check, or renew the waiver in the contract"});
+        continue;
+      }
+      result.status = CheckStatus::waived;
+      result.notes.push_back(Diagnosis{
+          "waived",
+          "waived" + (waiver.until.empty() ? "" : " until " + waiver.until) + ": " + waiver.reason,
+          evidence, ""});
+      break;
+    }
+  }
+}
+
 }  // namespace
 
-EnvJudgement judge_env(const Contract& contract, const Json& env_facts) {
+EnvJudgement judge_env(const Contract& contract, const Json& env_facts,
+                       std::chrono::system_clock::time_point now) {
   const EnvFactsView facts(env_facts);
   EnvJudgement judgement;
   bool failed = false;
@@ -110,6 +146,7 @@ EnvJudgement judge_env(const Contract& contract, const Json& env_facts) {
     judgement.checks.push_back(std::move(result));
   }
   skip_consequences(judgement.checks);
+  apply_waivers(contract, string_field(env_facts, "name"), judgement.checks, now);
   for (const auto& result : judgement.checks) {
     if (result.severity == Severity::required) {
       failed = failed || result.status == CheckStatus::fail;

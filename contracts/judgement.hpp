@@ -1,5 +1,6 @@
 #pragma once
 
+#include <chrono>
 #include <optional>
 #include <string>
 #include <vector>
@@ -42,7 +43,10 @@ struct EnvJudgement {
 // `envcontractd facts` prints for the env, with the env's dynamic facts
 // (`envcontractd probe`) under "dynamic" (docs/probes.md). A required check
 // that fails makes the env drift; one that could not be judged, an error.
-EnvJudgement judge_env(const Contract& contract, const Json& env_facts);
+// Waivers in force on `now` turn failing checks into `waived`.
+EnvJudgement judge_env(
+    const Contract& contract, const Json& env_facts,
+    std::chrono::system_clock::time_point now = std::chrono::system_clock::now());
 
 Json to_json(const CheckResult& result);
 Json to_json(const EnvJudgement& judgement);

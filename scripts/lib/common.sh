@@ -10,7 +10,7 @@ BUILD_PACKAGES=(
 # What the test suite needs on top.
 TEST_PACKAGES=(libgtest-dev libgmock-dev clang-format elfutils python3 gcc-multilib clang
   libclang-rt-14-dev python3-jsonschema sqlite3 chromium prometheus
-  libxml2-utils)
+  libxml2-utils lintian)
 
 # ccache keys on relative paths, so a fresh clone in another folder (as CI
 # makes) reuses what an earlier build compiled.

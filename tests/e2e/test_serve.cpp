@@ -195,7 +195,9 @@ TEST(Serve, ContractReloadsOnChangeAndOnSighupKeepingTheLastGoodOne) {
 
 TEST(Serve, KilledMidScanTheDatabaseIsIntactAndThePreviousReportIsServed) {
   TempDir dir;
-  const auto arguments = demo_arguments(dir, demo_host());
+  // The hanging env: each scan takes the smoke time-out, time to kill it in.
+  auto arguments = one_env_arguments(dir);
+  arguments[3] = (demo_host() / "miniconda3/envs/torch-fl-cpu").string();
   std::int64_t first_scan = 0;
   {
     AgentProcess agent(dir.path(), arguments);

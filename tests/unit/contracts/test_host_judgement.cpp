@@ -1,6 +1,7 @@
 // The host-level judgement: targets (the image) and the contract's env rule.
 #include <gtest/gtest.h>
 
+#include "common/time_text.hpp"
 #include "contracts/host_judgement.hpp"
 #include "tests/support/contract_text.hpp"
 #include "tests/support/temp_dir.hpp"
@@ -149,6 +150,72 @@ TEST(HostRule, NoEnvAtAllIsDrift) {
                             {{"image", image("r.example/x:1")}, {"envs", Json::array()}});
   EXPECT_EQ(judged.verdict, EnvVerdict::drift);
   EXPECT_EQ(judged.reasons, std::vector<std::string>{"no Python env was found on the host"});
+}
+
+}  // namespace
+}  // namespace envcontract
+
+namespace envcontract {
+namespace {
+
+const std::string k_marker_contract =
+    "schema_version: 1\n"
+    "checks:\n  - id: marker\n    kind: files\n    exist: ['{prefix}/marker']\n";
+
+contracts::Json env_without_marker(const testing::TempDir& dir) {
+  return {{"name", "bad"}, {"prefix", dir.path().string()}};
+}
+
+const auto k_day = *common::parse_rfc3339("2026-11-30T12:00:00Z");
+
+TEST(Waivers, AWaiverInForceWaivesTheCheckAndKeepsItsDiagnosis) {
+  testing::TempDir dir;
+  const auto contract =
+      load(k_marker_contract +
+           "waivers:\n  - {check: marker, envs: [bad], reason: OPS-1234, until: 2026-11-30}\n");
+  const auto judged = contracts::judge_env(contract, env_without_marker(dir), k_day);
+  EXPECT_EQ(judged.verdict, EnvVerdict::compliant);
+  ASSERT_EQ(judged.checks.size(), 1U);
+  EXPECT_EQ(judged.checks[0].status, CheckStatus::waived);
+  EXPECT_EQ(judged.checks[0].diagnosis->cause, "missing_file");
+  ASSERT_EQ(judged.checks[0].notes.size(), 1U);
+  EXPECT_EQ(judged.checks[0].notes[0].cause, "waived");
+  EXPECT_EQ(judged.checks[0].notes[0].summary, "waived until 2026-11-30: OPS-1234");
+
+  // Another env is not covered; the day after, the waiver has expired.
+  auto other = env_without_marker(dir);
+  other["name"] = "other";
+  EXPECT_EQ(contracts::judge_env(contract, other, k_day).verdict, EnvVerdict::drift);
+  const auto expired =
+      contracts::judge_env(contract, env_without_marker(dir), k_day + std::chrono::hours(24));
+  EXPECT_EQ(expired.verdict, EnvVerdict::drift);
+  EXPECT_EQ(expired.checks[0].notes[0].cause, "waiver_expired");
+}
+
+TEST(Waivers, WithoutEnvsOrDateItCoversEveryEnvForGood) {
+  testing::TempDir dir;
+  const auto contract =
+      load(k_marker_contract + "waivers:\n  - {check: marker, reason: accepted}\n");
+  EXPECT_EQ(contracts::judge_env(contract, env_without_marker(dir), k_day).checks[0].status,
+            CheckStatus::waived);
+}
+
+TEST(Waivers, MistakesAreReportedWithTheirPosition) {
+  const auto result = testing::load_text(k_marker_contract +
+                                         "waivers:\n"
+                                         "  - {check: markr, reason: typo}\n"
+                                         "  - {check: marker, reason: '  ', until: next week}\n"
+                                         "  - {check: marker}\n");
+  const auto errors = testing::joined(result);
+  EXPECT_FALSE(result.contract);
+  EXPECT_NE(errors.find("contract.yaml:7:13: error: waiver for unknown check 'markr' (did you "
+                        "mean 'marker'?)"),
+            std::string::npos)
+      << errors;
+  EXPECT_NE(errors.find("'until' of a waiver must be a date such as 2026-12-31, got 'next week'"),
+            std::string::npos);
+  EXPECT_NE(errors.find("a waiver needs a reason"), std::string::npos);
+  EXPECT_NE(errors.find("missing the required key 'reason'"), std::string::npos) << errors;
 }
 
 }  // namespace

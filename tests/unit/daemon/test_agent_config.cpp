@@ -136,3 +136,21 @@ TEST_F(ContractDetection, EqualCandidatesWithoutAMainContractAreAmbiguous) {
 
 }  // namespace
 }  // namespace envcontract
+
+namespace envcontract {
+namespace {
+
+TEST(AgentConfig, ThePackagedDefaultIsValidAndMatchesTheBuiltInDefaults) {
+  daemon::AgentConfig config;
+  ASSERT_EQ(daemon::read_agent_config(ENVCONTRACT_SOURCE_DIR "/packaging/agent.yaml", config), "");
+  const daemon::AgentConfig defaults;
+  EXPECT_EQ(config.contract, defaults.contract);
+  EXPECT_EQ(config.contracts_dir, defaults.contracts_dir);
+  EXPECT_EQ(config.listen, defaults.listen);
+  EXPECT_EQ(config.database, defaults.database);
+  EXPECT_EQ(config.interval, defaults.interval);
+  EXPECT_EQ(config.reprobe_interval, defaults.reprobe_interval);
+}
+
+}  // namespace
+}  // namespace envcontract

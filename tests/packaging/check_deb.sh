@@ -1,0 +1,68 @@
+#!/bin/sh
+# Builds the Debian package from a build dir and checks it the way a user
+# meets it: contents, conffiles, dependencies, the systemd unit, the
+# installed binaries and contracts, and lintian.
+# usage: check_deb.sh BUILD_DIR
+set -eu
+build=$1
+work=$(mktemp -d)
+trap 'rm -rf "$work"' EXIT
+
+cpack --config "$build/CPackConfig.cmake" -B "$work/out" >"$work/cpack.log" 2>&1 || {
+  cat "$work/cpack.log"
+  exit 1
+}
+deb=$(ls "$work"/out/envcontract_*.deb)
+echo "built $(basename "$deb")"
+
+dpkg-deb -c "$deb" >"$work/contents"
+for path in ./usr/bin/envcontractd ./usr/bin/fleetctl ./lib/systemd/system/envcontractd.service \
+  ./etc/envcontract/agent.yaml ./usr/share/envcontract/contracts/kunlunxin.yaml \
+  ./usr/share/doc/envcontract/copyright ./usr/share/doc/envcontract/changelog.gz \
+  ./usr/share/doc/envcontract/agent.md; do
+  grep -q " $path\$" "$work/contents" || {
+    echo "missing from the package: $path"
+    exit 1
+  }
+done
+
+depends=$(dpkg-deb -f "$deb" Depends)
+for library in libsqlite3 libyaml-cpp libelf libsystemd; do
+  case "$depends" in
+    *"$library"*) ;;
+    *)
+      echo "Depends lacks $library: $depends"
+      exit 1
+      ;;
+  esac
+done
+
+dpkg-deb -e "$deb" "$work/control"
+grep -qx /etc/envcontract/agent.yaml "$work/control/conffiles" || {
+  echo "agent.yaml is not a conffile"
+  exit 1
+}
+
+dpkg-deb -x "$deb" "$work/root"
+"$work/root/usr/bin/envcontractd" --version
+"$work/root/usr/bin/fleetctl" --version
+"$work/root/usr/bin/envcontractd" validate "$work/root"/usr/share/envcontract/contracts/*.yaml
+
+if command -v systemd-analyze >/dev/null; then
+  # Verified in place of the installed binary, which this machine need not have.
+  sed "s|/usr/bin/envcontractd|$work/root/usr/bin/envcontractd|" \
+    "$work/root/lib/systemd/system/envcontractd.service" >"$work/envcontractd.service"
+  systemd-analyze verify "$work/envcontractd.service"
+  echo "systemd-analyze verify: ok"
+else
+  echo "systemd-analyze missing: unit not verified"
+fi
+
+if command -v lintian >/dev/null; then
+  # No man pages yet (each verb has --help); the rest must be clean.
+  lintian --fail-on error,warning --suppress-tags no-manual-page "$deb"
+  echo "lintian: ok"
+else
+  echo "lintian missing: package not linted (scripts/test installs it)"
+  exit 77
+fi
