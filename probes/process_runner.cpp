@@ -45,8 +45,17 @@ constexpr std::chrono::milliseconds k_max_poll{20};
 // inherited descriptor close-on-exec (rather than closing it) keeps
 // Boost.Process's exec-error pipe, which is already close-on-exec, working
 // while our other pipes, sockets and files never reach the env's code.
-void prepare_child() {
+void prepare_child(pid_t agent) {
   ::setpgid(0, 0);
+  // In its own group, the child is out of reach of a signal to the agent's
+  // group: if the agent dies (kill -9, a crash) mid-probe, the kernel kills
+  // the child rather than leaving a hung probe spinning for ever. Our own
+  // kill covers the child's descendants; this covers the child when we are
+  // gone. The agent may have died before prctl: then leave at once.
+  ::prctl(PR_SET_PDEATHSIG, SIGKILL);
+  if (::getppid() != agent) {
+    ::_exit(127);
+  }
   // The agent ignores SIGPIPE and may block signals in its threads; the env's
   // code gets the defaults a shell would give it.
   ::signal(SIGPIPE, SIG_DFL);
@@ -174,12 +183,13 @@ ProcessResult run_process(const ProcessSpec& spec, const ProcessLimits& limits,
   bp::async_pipe err_pipe(io);
   bp::async_pipe in_pipe(io);
   std::error_code spawn_error;
+  const pid_t agent = ::getpid();
   const std::vector<std::string> args(spec.argv.begin() + 1, spec.argv.end());
   bp::child child(
       bp::exe = spec.argv[0], bp::args = args, to_boost_environment(spec.environment),
       bp::start_dir = spec.working_dir.string(), bp::std_out > out_pipe, bp::std_err > err_pipe,
       bp::std_in < in_pipe, spawn_error,
-      bp::extend::on_exec_setup = [](auto&) { prepare_child(); });
+      bp::extend::on_exec_setup = [agent](auto&) { prepare_child(agent); });
   if (spawn_error) {
     result.error = spawn_error.message();
     return result;

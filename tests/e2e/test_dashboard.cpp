@@ -42,6 +42,9 @@ TEST(Dashboard, RendersTheVerdictEveryEnvAndAnOpenEnvsDiagnoses) {
                                          "miniconda3/envs/torch-fl-hf-test", "venvs/xpu210v"}));
   const auto report = wait_for_report(agent);
 
+  const auto page = http_get(agent.url(), "/");
+  EXPECT_EQ(page.headers.at("Content-Security-Policy"),
+            "default-src 'self'; frame-ancestors 'none'");
   const auto dom = rendered_dom(agent.url() + "/", dir.path() / "profile");
   EXPECT_NE(dom.find(R"(<span id="verdict" class="badge drift">drift</span>)"), std::string::npos)
       << dom;

@@ -225,6 +225,15 @@ TEST(Fleetctl, ScanWaitsForTheResultAndNeedsTheToken) {
   EXPECT_EQ(scanned.exit_code, 1) << scanned.err;
   EXPECT_GT(Json::parse(scanned.out)["scan_id"].get<int>(), first["scan_id"].get<int>());
 
+  const auto table = fleetctl({"scan", host_of(agent), "--token-file", token.string()});
+  EXPECT_EQ(table.exit_code, 1) << table.err;
+  EXPECT_NE(table.out.find(": drift; compliant envs: none;"), std::string::npos) << table.out;
+  EXPECT_EQ(table.err, "");  // no progress off a terminal
+  const auto junit =
+      fleetctl({"scan", host_of(agent), "--token-file", token.string(), "-o", "junit"});
+  EXPECT_NE(junit.out.find("<testsuite name=\"" + host_of(agent) + "/xpu210v\""),
+            std::string::npos);
+
   ::setenv("FLEETCTL_TOKEN", "fleet-secret", 1);
   const auto queued = fleetctl({"scan", host_of(agent), "--no-wait"});
   ::unsetenv("FLEETCTL_TOKEN");

@@ -6,6 +6,7 @@
 #include "daemon/sqlite.hpp"
 #include "tests/e2e/agent_fixture.hpp"
 #include "tests/support/demo_host.hpp"
+#include "tests/support/processes.hpp"
 #include "tests/support/report_schema.hpp"
 
 namespace envcontract {
@@ -195,9 +196,14 @@ TEST(Serve, ContractReloadsOnChangeAndOnSighupKeepingTheLastGoodOne) {
 
 TEST(Serve, KilledMidScanTheDatabaseIsIntactAndThePreviousReportIsServed) {
   TempDir dir;
-  // The hanging env: each scan takes the smoke time-out, time to kill it in.
+  // A private copy of the hanging env's host, so its probes can be told from
+  // other tests': each scan takes the smoke time-out, time to kill it in.
+  const auto host = dir.path() / "host";
+  build_demo_host(host);
+  const auto env = host / "miniconda3/envs/torch-fl-cpu";
   auto arguments = one_env_arguments(dir);
-  arguments[3] = (demo_host() / "miniconda3/envs/torch-fl-cpu").string();
+  arguments[3] = env.string();
+  const auto probes = [&] { return processes_with_environment("CONDA_PREFIX=" + env.string()); };
   std::int64_t first_scan = 0;
   {
     AgentProcess agent(dir.path(), arguments);
@@ -210,12 +216,12 @@ TEST(Serve, KilledMidScanTheDatabaseIsIntactAndThePreviousReportIsServed) {
     const auto served = get_json(agent, "/api/v1/report", &status);
     EXPECT_EQ(status, 200);
     EXPECT_EQ(served["scan_id"], first_scan);
-    ASSERT_TRUE(wait_until([&] {
-      return http_get(agent.url(), "/metrics").body.find("envcontract_scan_in_progress 1") !=
-             std::string::npos;
-    }));
+    ASSERT_TRUE(wait_until([&] { return !probes().empty(); })) << agent.log();
     agent.kill_hard();
   }
+  // The probe the agent was running dies with it, hung or not.
+  EXPECT_TRUE(wait_until([&] { return probes().empty(); }, std::chrono::seconds(10)))
+      << probes().size() << " probe processes outlived the agent";
   {
     daemon::sqlite::Database db(dir.path() / "agent.db");
     EXPECT_EQ(db.query_text("PRAGMA integrity_check"), "ok");

@@ -179,3 +179,23 @@ TEST(ScanCli, InvalidContractExitsTwoWithItsErrors) {
 
 }  // namespace
 }  // namespace envcontract
+
+namespace envcontract {
+namespace {
+
+TEST(ScanCli, OnATerminalProgressGoesToStderr) {
+  if (!std::filesystem::exists("/usr/bin/script")) {
+    GTEST_SKIP() << "script (bsdutils) is missing: no terminal to test progress on";
+  }
+  testing::TempDir dir;
+  const std::string command = std::string(ENVCONTRACTD_PATH) + " scan --contract " +
+                              testing::quick_demo_contract(dir.path()).string() + " --prefix " +
+                              (testing::demo_host() / "venvs/xpu210v").string();
+  // script gives the command a terminal on stdout and stderr alike.
+  const auto result = testing::run_command({"/usr/bin/script", "-qec", command, "/dev/null"});
+  EXPECT_NE(result.out.find("scanning 1 env"), std::string::npos) << result.out;
+  EXPECT_NE(result.out.find("[1/1] xpu210v: drift ("), std::string::npos) << result.out;
+}
+
+}  // namespace
+}  // namespace envcontract
