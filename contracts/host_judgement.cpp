@@ -168,13 +168,11 @@ HostJudgement judge_host(const Contract& contract, const Json& host_facts) {
   }
 
   bool target_failed = false;
-  bool target_errored = false;
   for (const auto& target : host.targets) {
     if (target.check.status == CheckStatus::fail) {
       target_failed = true;
       host.reasons.push_back(target.check.diagnosis->summary);
     } else if (target.check.status == CheckStatus::error) {
-      target_errored = true;
       host.reasons.push_back(target.check.diagnosis->summary);
     }
   }
@@ -183,12 +181,14 @@ HostJudgement judge_host(const Contract& contract, const Json& host_facts) {
   const bool env_rule_met = env_reasons.empty();
   host.reasons.insert(host.reasons.end(), env_reasons.begin(), env_reasons.end());
 
+  // Every reason comes from a target or the env rule: drift when one of them
+  // drifts, else only unjudgeable parts remain.
   if (host.reasons.empty()) {
     host.verdict = EnvVerdict::compliant;
   } else if (target_failed || (!env_rule_met && !env_rule_only_errors)) {
     host.verdict = EnvVerdict::drift;
   } else {
-    host.verdict = target_errored || !env_rule_met ? EnvVerdict::error : EnvVerdict::drift;
+    host.verdict = EnvVerdict::error;
   }
   return host;
 }

@@ -35,6 +35,7 @@ std::vector<Diagnosis> linkage_problems_under(const EnvFactsView& facts,
                                               const std::string& directory);
 
 // Helpers shared by the judges.
+std::vector<std::string> glob_paths(const std::string& pattern);  // sorted matches
 void fail(CheckResult& result, std::string cause, std::string summary, Json evidence,
           std::string remedy);
 void pass(CheckResult& result);

@@ -9,19 +9,6 @@
 namespace envcontract::contracts::judges {
 namespace {
 
-std::vector<std::string> glob_paths(const std::string& pattern) {
-  std::vector<std::string> paths;
-  glob_t matches{};
-  if (::glob(pattern.c_str(), GLOB_NOSORT, nullptr, &matches) == 0) {
-    for (std::size_t i = 0; i < matches.gl_pathc; ++i) {
-      paths.emplace_back(matches.gl_pathv[i]);
-    }
-  }
-  ::globfree(&matches);
-  std::sort(paths.begin(), paths.end());
-  return paths;
-}
-
 // How `library` (one entry of the linkage facts) comes to load `name`:
 // {"libtorch.so", "libtorch_cuda.so"}; empty when it does not.
 std::vector<std::string> chain_to(const Json& library, const std::string& name) {
@@ -55,6 +42,19 @@ std::string arrows(const std::vector<std::string>& chain) {
 }
 
 }  // namespace
+
+std::vector<std::string> glob_paths(const std::string& pattern) {
+  std::vector<std::string> paths;
+  glob_t matches{};
+  if (::glob(pattern.c_str(), GLOB_NOSORT, nullptr, &matches) == 0) {
+    for (std::size_t i = 0; i < matches.gl_pathc; ++i) {
+      paths.emplace_back(matches.gl_pathv[i]);
+    }
+  }
+  ::globfree(&matches);
+  std::sort(paths.begin(), paths.end());
+  return paths;
+}
 
 void files(const Check& check, const EnvFactsView& facts, CheckResult& result) {
   Json actual = Json::object();

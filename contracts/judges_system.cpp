@@ -1,6 +1,5 @@
 // Judges of what the env's processes get from the system: libraries the
 // loader resolves, device nodes, tools on PATH, the C library.
-#include <glob.h>
 #include <unistd.h>
 
 #include <sstream>
@@ -19,16 +18,6 @@ const Json* find_lookup(const EnvFactsView& facts, const std::string& name) {
     }
   }
   return nullptr;
-}
-
-std::size_t count_matches(const std::string& pattern) {
-  glob_t matches{};
-  std::size_t count = 0;
-  if (::glob(pattern.c_str(), 0, nullptr, &matches) == 0) {
-    count = matches.gl_pathc;
-  }
-  ::globfree(&matches);
-  return count;
 }
 
 Comparison comparison_of(const Json& count) {
@@ -100,7 +89,7 @@ void libraries(const Check& check, const EnvFactsView& facts, CheckResult& resul
 
 void device_nodes(const Check& check, const EnvFactsView&, CheckResult& result) {
   const std::string pattern = check.params.value("glob", "");
-  const auto count = static_cast<std::int64_t>(count_matches(pattern));
+  const auto count = static_cast<std::int64_t>(glob_paths(pattern).size());
   result.actual = count;
   const auto wanted = comparison_of(check.params.value("count", Json::object()));
   if (!wanted.holds_for(count)) {

@@ -58,10 +58,27 @@ struct HostArguments {
   std::string image_tag_command;
 };
 
-void add_host_options(CLI::App* verb, HostArguments& arguments) {
-  verb->add_option("--root", arguments.roots,
+void add_discovery_options(CLI::App* verb, std::vector<std::string>& roots,
+                           std::vector<std::string>& prefixes) {
+  verb->add_option("--root", roots,
                    "a filesystem root or directory to search for envs (repeatable; default /)");
-  verb->add_option("--prefix", arguments.prefixes, "an env prefix to include (repeatable)");
+  verb->add_option("--prefix", prefixes, "an env prefix to include (repeatable)");
+}
+
+// Where to look for envs: the roots and prefixes given, or the whole host.
+probes::DiscoveryOptions discovery_options(const std::vector<std::string>& roots,
+                                           const std::vector<std::string>& prefixes) {
+  probes::DiscoveryOptions options;
+  options.roots.assign(roots.begin(), roots.end());
+  options.prefixes.assign(prefixes.begin(), prefixes.end());
+  if (roots.empty() && prefixes.empty()) {
+    options.roots.emplace_back("/");
+  }
+  return options;
+}
+
+void add_host_options(CLI::App* verb, HostArguments& arguments) {
+  add_discovery_options(verb, arguments.roots, arguments.prefixes);
   auto* file = verb->add_option("--image-tag-file", arguments.image_tag_file,
                                 "file holding the host's container image reference");
   auto* variable = verb->add_option("--image-tag-env", arguments.image_tag_env,
@@ -74,11 +91,7 @@ void add_host_options(CLI::App* verb, HostArguments& arguments) {
 
 probes::HostFactsOptions host_options(const HostArguments& arguments) {
   probes::HostFactsOptions options;
-  options.discovery.roots.assign(arguments.roots.begin(), arguments.roots.end());
-  options.discovery.prefixes.assign(arguments.prefixes.begin(), arguments.prefixes.end());
-  if (arguments.roots.empty() && arguments.prefixes.empty()) {
-    options.discovery.roots.emplace_back("/");
-  }
+  options.discovery = discovery_options(arguments.roots, arguments.prefixes);
   using Kind = probes::ImageTagSource::Kind;
   if (!arguments.image_tag_file.empty()) {
     options.image = {Kind::file, arguments.image_tag_file};
@@ -159,10 +172,7 @@ CLI::App* add_probe(CLI::App& app, ProbeArguments& arguments) {
       "probe",
       "Run the dynamic probes (imports, devices, smoke snippets) in every env, each stage in "
       "its own subprocess; print one JSON object per env as it finishes");
-  verb->add_option("--root", arguments.roots,
-                   "a root or directory to search for envs "
-                   "(repeatable; default /)");
-  verb->add_option("--prefix", arguments.prefixes, "an env prefix to include (repeatable)");
+  add_discovery_options(verb, arguments.roots, arguments.prefixes);
   verb->add_option("--contract", arguments.contract,
                    "contract whose imports, device and smoke checks decide what runs")
       ->check(CLI::ExistingFile);
@@ -175,11 +185,7 @@ CLI::App* add_probe(CLI::App& app, ProbeArguments& arguments) {
 
 int run(const ProbeArguments& arguments) {
   ProbeOptions options;
-  options.discovery.roots.assign(arguments.roots.begin(), arguments.roots.end());
-  options.discovery.prefixes.assign(arguments.prefixes.begin(), arguments.prefixes.end());
-  if (arguments.roots.empty() && arguments.prefixes.empty()) {
-    options.discovery.roots.emplace_back("/");
-  }
+  options.discovery = discovery_options(arguments.roots, arguments.prefixes);
   if (!arguments.contract.empty()) {
     options.contract = arguments.contract;
   }

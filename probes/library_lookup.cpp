@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <regex>
 
+#include "common/pep440.hpp"
+
 namespace envcontract::probes {
 namespace fs = std::filesystem;
 
@@ -11,24 +13,6 @@ namespace {
 fs::path interpreter(const PythonEnv& env) {
   std::error_code error;
   return fs::exists(env.python, error) ? env.python : fs::path();
-}
-
-// "2.36" > "2.4": compare the numbers.
-bool older(const std::string& a, const std::string& b) {
-  const auto parts = [](const std::string& text) {
-    std::vector<int> numbers;
-    std::size_t start = 0;
-    while (start <= text.size()) {
-      const auto dot = text.find('.', start);
-      numbers.push_back(std::atoi(text.substr(start, dot - start).c_str()));
-      if (dot == std::string::npos) {
-        break;
-      }
-      start = dot + 1;
-    }
-    return numbers;
-  };
-  return parts(a) < parts(b);
 }
 
 }  // namespace
@@ -88,7 +72,7 @@ GlibcFacts glibc_facts(const PythonEnv& env, const Environment& environment,
     std::match_results<std::string_view::const_iterator> match;
     if (std::regex_match(version.begin(), version.end(), match, glibc_version)) {
       const std::string number = match[1].str();
-      if (facts.version.empty() || older(facts.version, number)) {
+      if (facts.version.empty() || common::compare_versions(facts.version, number) < 0) {
         facts.version = number;
       }
     }

@@ -140,11 +140,15 @@ TEST(Serve, ScanNeedsTheBearerTokenFromAPrivateTokenFile) {
   wait_for_scan_after(agent, first["scan_id"].get<std::int64_t>());
 }
 
+// A valid contract of that name with one check every env passes.
+std::string python_contract(const std::string& name) {
+  return "schema_version: 1\nname: " + name +
+         "\nchecks:\n  - id: python\n    kind: python\n    version: '>=3.6'\n";
+}
+
 TEST(Serve, ContractReloadsOnChangeAndOnSighupKeepingTheLastGoodOne) {
   TempDir dir;
-  const auto contract = dir.write("contract.yaml",
-                                  "schema_version: 1\nname: first\nchecks:\n"
-                                  "  - id: python\n    kind: python\n    version: '>=3.6'\n");
+  const auto contract = dir.write("contract.yaml", python_contract("first"));
   // A long poll interval first, so only SIGHUP can reload.
   const auto config = dir.write(
       "agent.yaml", "contract_poll: 1h\ndatabase: " + (dir.path() / "agent.db").string() + "\n");
@@ -155,9 +159,7 @@ TEST(Serve, ContractReloadsOnChangeAndOnSighupKeepingTheLastGoodOne) {
     AgentProcess agent(dir.path(), arguments);
     const auto first = wait_for_report(agent);
     EXPECT_EQ(first["contract"]["name"], "first");
-    write_text(contract,
-               "schema_version: 1\nname: second\nchecks:\n"
-               "  - id: python\n    kind: python\n    version: '>=3.6'\n");
+    write_text(contract, python_contract("second"));
     agent.signal(SIGHUP);
     const auto second = wait_for_scan_after(agent, first["scan_id"].get<std::int64_t>());
     EXPECT_EQ(second["contract"]["name"], "second");
@@ -181,15 +183,11 @@ TEST(Serve, ContractReloadsOnChangeAndOnSighupKeepingTheLastGoodOne) {
   // Without the long poll, a changed file is picked up by itself.
   write_text(config,
              "contract_poll: 200ms\ndatabase: " + (dir.path() / "other.db").string() + "\n");
-  write_text(contract,
-             "schema_version: 1\nname: third\nchecks:\n"
-             "  - id: python\n    kind: python\n    version: '>=3.6'\n");
+  write_text(contract, python_contract("third"));
   AgentProcess agent(dir.path(), arguments);
   const auto third = wait_for_report(agent);
   EXPECT_EQ(third["contract"]["name"], "third");
-  write_text(contract,
-             "schema_version: 1\nname: fourth\nchecks:\n"
-             "  - id: python\n    kind: python\n    version: '>=3.6'\n");
+  write_text(contract, python_contract("fourth"));
   const auto fourth = wait_for_scan_after(agent, third["scan_id"].get<std::int64_t>());
   EXPECT_EQ(fourth["contract"]["name"], "fourth");
 }
