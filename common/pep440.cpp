@@ -1,6 +1,7 @@
 #include "common/pep440.hpp"
 
 #include <algorithm>
+#include <charconv>
 #include <limits>
 #include <regex>
 #include <vector>
@@ -17,6 +18,17 @@ struct Version {
   std::string local;
 };
 
+// A run of digits as a number; nullopt when it does not fit (a "version"
+// such as 99999999999999999999 is not one we can compare).
+std::optional<long> number(const std::string& digits) {
+  long value = 0;
+  const auto [end, error] = std::from_chars(digits.data(), digits.data() + digits.size(), value);
+  if (error != std::errc() || end != digits.data() + digits.size()) {
+    return std::nullopt;
+  }
+  return value;
+}
+
 std::optional<Version> parse(std::string_view text) {
   static const std::regex pattern(
       R"(v?(\d+(?:\.\d+)*)(?:[-_.]?(a|alpha|b|beta|rc|c|pre|preview)[-_.]?(\d*))?(?:[-_.]?(?:post|rev|r)[-_.]?(\d*))?(?:[-_.]?dev[-_.]?(\d*))?(?:\+([A-Za-z0-9.]+))?)",
@@ -30,7 +42,11 @@ std::optional<Version> parse(std::string_view text) {
   std::size_t start = 0;
   while (start <= release.size()) {
     const auto dot = release.find('.', start);
-    version.release.push_back(std::stol(release.substr(start, dot - start)));
+    const auto part = number(release.substr(start, dot - start));
+    if (!part) {
+      return std::nullopt;
+    }
+    version.release.push_back(*part);
     if (dot == std::string::npos) {
       break;
     }
@@ -44,13 +60,25 @@ std::optional<Version> parse(std::string_view text) {
     version.pre_kind = kind[0] == 'a' || kind[0] == 'A'   ? 0
                        : kind[0] == 'b' || kind[0] == 'B' ? 1
                                                           : 2;
-    version.pre_number = match[3].length() ? std::stol(match[3].str()) : 0;
+    const auto pre_number = match[3].length() ? number(match[3].str()) : std::optional<long>(0);
+    if (!pre_number) {
+      return std::nullopt;
+    }
+    version.pre_number = *pre_number;
   }
   if (match[4].matched) {
-    version.post = match[4].length() ? std::stol(match[4].str()) : 0;
+    const auto post = match[4].length() ? number(match[4].str()) : std::optional<long>(0);
+    if (!post) {
+      return std::nullopt;
+    }
+    version.post = *post;
   }
   if (match[5].matched) {
-    version.dev = match[5].length() ? std::stol(match[5].str()) : 0;
+    const auto dev = match[5].length() ? number(match[5].str()) : std::optional<long>(0);
+    if (!dev) {
+      return std::nullopt;
+    }
+    version.dev = *dev;
   }
   version.local = match[6].str();
   return version;

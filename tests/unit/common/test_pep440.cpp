@@ -36,3 +36,21 @@ TEST(Pep440, LocalSegmentsAreIgnoredUnlessTheSpecNamesOne) {
 
 }  // namespace
 }  // namespace envcontract::common
+
+namespace envcontract::common {
+namespace {
+
+// Found by fuzzing: a number too large for a long threw out of the parser.
+TEST(Pep440, NumbersTooLargeToCompareAreNotVersions) {
+  const std::string huge = "99999999999999999999999";
+  EXPECT_FALSE(is_version(huge));
+  EXPECT_FALSE(is_version("2." + huge));
+  EXPECT_FALSE(is_version("2.0rc" + huge));
+  EXPECT_FALSE(is_version("2.0.post" + huge));
+  EXPECT_FALSE(is_version("2.0.dev" + huge));
+  EXPECT_FALSE(compare_versions("2." + huge, "2.0"));
+  EXPECT_TRUE(is_version("2.10.0rc1"));
+}
+
+}  // namespace
+}  // namespace envcontract::common
