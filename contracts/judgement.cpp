@@ -119,6 +119,58 @@ void apply_waivers(const Contract& contract, const std::string& env,
   }
 }
 
+// Kinds whose facts come from running the env's code or its activation.
+bool needs_env_code(const Check& check) {
+  return check.stage != ProbeStage::static_files || check.kind == "environment" ||
+         check.kind == "search_path" || check.kind == "tools" || check.kind == "libraries";
+}
+
+// When none of the env's code may run (files that others could write, or no
+// user to run it as), the env fails a check of its own naming the cause,
+// and every check that needed its code points at it: never a pass, never
+// a silent skip.
+std::optional<CheckResult> code_refusal_check(const Json& env_facts) {
+  const Json unsafe = env_facts.contains("unsafe") && env_facts["unsafe"].is_array()
+                          ? env_facts["unsafe"]
+                          : Json::array();
+  std::string run_as_problem;
+  if (env_facts.contains("run_as") && env_facts["run_as"].is_object()) {
+    const auto& problem = env_facts["run_as"].value("problem", Json(nullptr));
+    run_as_problem = problem.is_string() ? problem.get<std::string>() : "";
+  }
+  if (unsafe.empty() && run_as_problem.empty()) {
+    return std::nullopt;
+  }
+  CheckResult result;
+  result.id = "env:code-safety";
+  result.kind = "env_safety";
+  result.severity = Severity::required;
+  result.status = CheckStatus::fail;
+  if (!unsafe.empty()) {
+    const Json& first = unsafe.front();
+    auto text = [&](const char* key) {
+      return first.contains(key) && first[key].is_string() ? first[key].get<std::string>() : "";
+    };
+    result.actual = unsafe;
+    result.diagnosis = Diagnosis{
+        "unsafe_permissions",
+        text("path") + " is " + text("why") + " (owner " + text("owner") + ", group " +
+            text("group") + ", mode " + text("mode") + ")" +
+            (unsafe.size() > 1 ? "; " + std::to_string(unsafe.size() - 1) + " more listed" : "") +
+            ": none of this env's code was run",
+        {{"unsafe", unsafe}},
+        "only root and the env's user may be able to write what the env runs: remove the write "
+        "bits (chmod go-w PATH) or give the path to its user (chown), then rescan"};
+  } else {
+    result.diagnosis =
+        Diagnosis{"run_as_unavailable",
+                  run_as_problem + ": none of this env's code was run",
+                  {{"run_as", env_facts["run_as"]}},
+                  "set run_root_envs_as in the agent's config to an existing unprivileged user"};
+  }
+  return result;
+}
+
 }  // namespace
 
 EnvJudgement judge_env(const Contract& contract, const Json& env_facts,
@@ -127,12 +179,26 @@ EnvJudgement judge_env(const Contract& contract, const Json& env_facts,
   EnvJudgement judgement;
   bool failed = false;
   bool errored = false;
+  const auto refusal = code_refusal_check(env_facts);
+  if (refusal) {
+    judgement.checks.push_back(*refusal);
+  }
   for (const auto& check : contract.checks) {
     CheckResult result;
     result.id = check.id;
     result.kind = check.kind;
     result.severity = check.severity;
     result.expected = check.params;
+    if (refusal && needs_env_code(check)) {
+      result.status = CheckStatus::skip;
+      result.diagnosis = Diagnosis{
+          "blocked",
+          "not judged: check " + refusal->id + " fails first (" + refusal->diagnosis->summary + ")",
+          {{"blocked_by", refusal->id}},
+          "fix " + refusal->id + " first"};
+      judgement.checks.push_back(std::move(result));
+      continue;
+    }
     // Every kind of the registry has a judge (tested); an unknown kind can
     // only come from a contract built in code, not from a loaded file.
     if (const CheckKind* kind = find_check_kind(check.kind)) {

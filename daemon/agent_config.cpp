@@ -71,6 +71,29 @@ void read_flapping(MappingReader& top, AgentConfig& config) {
   reader.reject_unknown_keys();
 }
 
+void read_probe_limits(MappingReader& top, AgentConfig& config) {
+  const auto node = top.get("probe_limits");
+  if (!node) {
+    return;
+  }
+  MappingReader reader(*node, "'probe_limits'", top.ctx());
+  auto& limits = config.probe_limits;
+  // 0 lifts a limit.
+  if (const auto v = reader.integer("memory_mb", Need::optional, 0, 1 << 24)) {
+    limits.memory_bytes = static_cast<std::uint64_t>(*v) << 20;
+  }
+  if (const auto v = reader.integer("cpu_seconds", Need::optional, 0, 86400)) {
+    limits.cpu_seconds = static_cast<std::uint64_t>(*v);
+  }
+  if (const auto v = reader.integer("open_files", Need::optional, 0, 1 << 20)) {
+    limits.open_files = static_cast<std::uint64_t>(*v);
+  }
+  if (const auto v = reader.integer("processes", Need::optional, 0, 1 << 20)) {
+    limits.processes = static_cast<std::uint64_t>(*v);
+  }
+  reader.reject_unknown_keys();
+}
+
 std::vector<std::filesystem::path> paths(const std::vector<std::string>& texts) {
   return {texts.begin(), texts.end()};
 }
@@ -130,6 +153,15 @@ std::string read_agent_config(const std::filesystem::path& path, AgentConfig& co
       }
       if (auto v = read_duration(top, "http_timeout"))
         config.http_timeout = *v;
+      if (auto v = top.string("run_root_envs_as")) {
+        if (v->empty()) {
+          ctx.error(*top.get("run_root_envs_as"),
+                    "'run_root_envs_as' must name a user, such as nobody (or root, to run "
+                    "root-owned envs' code as root)");
+        }
+        config.run_root_envs_as = *v;
+      }
+      read_probe_limits(top, config);
       top.reject_unknown_keys();
     }
   }

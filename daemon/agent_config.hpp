@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "daemon/store.hpp"
+#include "probes/containment.hpp"
 #include "probes/image_tag.hpp"
 
 namespace envcontract::daemon {
@@ -32,6 +33,10 @@ struct AgentConfig {
   FlappingRule flapping;
   unsigned http_threads = 4;
   std::chrono::milliseconds http_timeout{10'000};
+  // Root-owned envs' code runs as this user; "root" only by explicit choice
+  // (docs/security.md).
+  std::string run_root_envs_as = "nobody";
+  probes::ResourceLimits probe_limits;  // per probe process tree
 };
 
 // Reads the agent's YAML config into `config` (keys absent keep their

@@ -53,22 +53,29 @@ int run(const ValidateArguments& arguments) {
 struct HostArguments {
   std::vector<std::string> roots;
   std::vector<std::string> prefixes;
+  std::string run_root_envs_as = "nobody";
   std::string image_tag_file;
   std::string image_tag_env;
   std::string image_tag_command;
 };
 
 void add_discovery_options(CLI::App* verb, std::vector<std::string>& roots,
-                           std::vector<std::string>& prefixes) {
+                           std::vector<std::string>& prefixes, std::string& run_root_envs_as) {
   verb->add_option("--root", roots,
                    "a filesystem root or directory to search for envs (repeatable; default /)");
   verb->add_option("--prefix", prefixes, "an env prefix to include (repeatable)");
+  verb->add_option("--run-root-envs-as", run_root_envs_as,
+                   "the user that root-owned envs' code runs as; 'root' runs it as root, and "
+                   "reports say so (docs/security.md)")
+      ->capture_default_str();
 }
 
 // Where to look for envs: the roots and prefixes given, or the whole host.
 probes::DiscoveryOptions discovery_options(const std::vector<std::string>& roots,
-                                           const std::vector<std::string>& prefixes) {
+                                           const std::vector<std::string>& prefixes,
+                                           const std::string& run_root_envs_as) {
   probes::DiscoveryOptions options;
+  options.run_as.root_envs_user = run_root_envs_as;
   options.roots.assign(roots.begin(), roots.end());
   options.prefixes.assign(prefixes.begin(), prefixes.end());
   if (roots.empty() && prefixes.empty()) {
@@ -78,7 +85,7 @@ probes::DiscoveryOptions discovery_options(const std::vector<std::string>& roots
 }
 
 void add_host_options(CLI::App* verb, HostArguments& arguments) {
-  add_discovery_options(verb, arguments.roots, arguments.prefixes);
+  add_discovery_options(verb, arguments.roots, arguments.prefixes, arguments.run_root_envs_as);
   auto* file = verb->add_option("--image-tag-file", arguments.image_tag_file,
                                 "file holding the host's container image reference");
   auto* variable = verb->add_option("--image-tag-env", arguments.image_tag_env,
@@ -91,7 +98,8 @@ void add_host_options(CLI::App* verb, HostArguments& arguments) {
 
 probes::HostFactsOptions host_options(const HostArguments& arguments) {
   probes::HostFactsOptions options;
-  options.discovery = discovery_options(arguments.roots, arguments.prefixes);
+  options.discovery =
+      discovery_options(arguments.roots, arguments.prefixes, arguments.run_root_envs_as);
   using Kind = probes::ImageTagSource::Kind;
   if (!arguments.image_tag_file.empty()) {
     options.image = {Kind::file, arguments.image_tag_file};
@@ -162,6 +170,7 @@ int run(const ScanArguments& arguments) {
 struct ProbeArguments {
   std::vector<std::string> roots;
   std::vector<std::string> prefixes;
+  std::string run_root_envs_as = "nobody";
   std::string contract;
   std::vector<std::string> envs;
   unsigned concurrency = 0;
@@ -172,7 +181,7 @@ CLI::App* add_probe(CLI::App& app, ProbeArguments& arguments) {
       "probe",
       "Run the dynamic probes (imports, devices, smoke snippets) in every env, each stage in "
       "its own subprocess; print one JSON object per env as it finishes");
-  add_discovery_options(verb, arguments.roots, arguments.prefixes);
+  add_discovery_options(verb, arguments.roots, arguments.prefixes, arguments.run_root_envs_as);
   verb->add_option("--contract", arguments.contract,
                    "contract whose imports, device and smoke checks decide what runs")
       ->check(CLI::ExistingFile);
@@ -185,7 +194,8 @@ CLI::App* add_probe(CLI::App& app, ProbeArguments& arguments) {
 
 int run(const ProbeArguments& arguments) {
   ProbeOptions options;
-  options.discovery = discovery_options(arguments.roots, arguments.prefixes);
+  options.discovery =
+      discovery_options(arguments.roots, arguments.prefixes, arguments.run_root_envs_as);
   if (!arguments.contract.empty()) {
     options.contract = arguments.contract;
   }
@@ -209,6 +219,7 @@ struct ServeArguments {
   std::string log_level;
   unsigned concurrency = 0;
   std::string ready_file;
+  std::string run_root_envs_as;
   CLI::App* verb = nullptr;
 };
 
@@ -231,6 +242,9 @@ CLI::App* add_serve(CLI::App& app, ServeArguments& arguments) {
   verb->add_option("--root", arguments.roots,
                    "a filesystem root or directory to search for envs (repeatable; default /)");
   verb->add_option("--prefix", arguments.prefixes, "an env prefix to include (repeatable)");
+  verb->add_option("--run-root-envs-as", arguments.run_root_envs_as,
+                   "the user that root-owned envs' code runs as (default nobody; 'root' runs "
+                   "it as root, and reports say so)");
   verb->add_option("--listen", arguments.listen,
                    "HOST:PORT to serve on (default 127.0.0.1:9714; port 0: any free port)");
   verb->add_option("--database", arguments.database,
@@ -295,6 +309,8 @@ int run(const ServeArguments& arguments) {
     config.roots.assign(arguments.roots.begin(), arguments.roots.end());
     config.prefixes.assign(arguments.prefixes.begin(), arguments.prefixes.end());
   }
+  if (given(arguments, "--run-root-envs-as"))
+    config.run_root_envs_as = arguments.run_root_envs_as;
   if (given(arguments, "--listen"))
     config.listen = arguments.listen;
   if (given(arguments, "--database"))

@@ -29,7 +29,8 @@ report::Json Scanner::scan(const LoadedContract& contract, const ScanSettings& s
   const auto facts = probes::gather_host_facts(options, m_activations, m_elf_files);
   auto host_json = probes::to_json(facts);
   auto& envs = host_json["envs"];
-  const auto plan = plan_from_contract(&contract.contract);
+  auto plan = plan_from_contract(&contract.contract);
+  plan.resources = settings.probe_limits;
   if (observer.started) {
     observer.started(facts.envs.size());
   }

@@ -19,6 +19,7 @@ struct ScanSettings {
   // this long; then the env is probed again, because devices come and go
   // without any file changing. Zero: probe every env on every scan.
   std::chrono::seconds reprobe_interval{0};
+  probes::ResourceLimits probe_limits;  // per probe process tree
 };
 
 // What a scan tells whoever watches it (the terminal, the agent's log).

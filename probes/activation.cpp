@@ -4,8 +4,11 @@
 #include <sys/stat.h>
 
 #include <algorithm>
+#include <cctype>
 #include <cstdlib>
+#include <set>
 
+#include "probes/scratch_directory.hpp"
 #include "probes/small_files.hpp"
 
 namespace envcontract::probes {
@@ -59,9 +62,32 @@ std::vector<fs::path> sorted_files(const fs::path& dir, const std::string& exten
   return files;
 }
 
+bool is_shell_name(const std::string& name) {
+  if (name.empty() || std::isdigit(static_cast<unsigned char>(name[0]))) {
+    return false;
+  }
+  return std::all_of(name.begin(), name.end(), [](char c) {
+    return std::isalnum(static_cast<unsigned char>(c)) || c == '_';
+  });
+}
+
+// Variables that change what bash does before or while it runs the
+// activation scripts, rather than what the env's programs see: a value for
+// them would make our fixed script run someone else's code.
+bool changes_bash_itself(const std::string& name) {
+  static const std::set<std::string> names = {
+      "BASH_ENV",       "ENV",        "SHELLOPTS",   "BASHOPTS",        "PS4",
+      "PROMPT_COMMAND", "IFS",        "GLOBIGNORE",  "CDPATH",          "BASH_XTRACEFD",
+      "FUNCNEST",       "EXECIGNORE", "BASH_COMPAT", "POSIXLY_CORRECT", "INPUTRC",
+      "TMOUT"};
+  return names.contains(name) || name.starts_with("BASH_FUNC_");
+}
+
 // conda env config vars: conda-meta/state {"env_vars": {...}} and
 // etc/conda/env_vars.d/*.json, applied before activate.d as conda does.
-Environment conda_env_vars(const fs::path& prefix) {
+// Names that are not shell names, or that would change bash itself, are
+// refused with a message in `refused`.
+Environment conda_env_vars(const fs::path& prefix, std::vector<std::string>& refused) {
   Environment variables;
   std::vector<fs::path> sources = sorted_files(prefix / "etc" / "conda" / "env_vars.d", ".json");
   sources.push_back(prefix / "conda-meta" / "state");
@@ -79,13 +105,24 @@ Environment conda_env_vars(const fs::path& prefix) {
       continue;
     }
     for (const auto& [name, value] : values->items()) {
-      if (value.is_string()) {
+      if (!value.is_string()) {
+        continue;
+      }
+      if (!is_shell_name(name)) {
+        refused.push_back(source.string() + ": '" + name +
+                          "' is not a shell variable name; not applied");
+      } else if (changes_bash_itself(name)) {
+        refused.push_back(source.string() + ": " + name +
+                          " changes how bash runs the activation scripts; not applied");
+      } else {
         variables[name] = value.get<std::string>();
       }
     }
   }
   return variables;
 }
+
+}  // namespace
 
 std::vector<fs::path> activation_inputs(const PythonEnv& env) {
   std::vector<fs::path> inputs;
@@ -99,6 +136,8 @@ std::vector<fs::path> activation_inputs(const PythonEnv& env) {
   }
   return inputs;
 }
+
+namespace {
 
 Environment parse_nul_separated(const std::string& text) {
   Environment environment;
@@ -120,7 +159,7 @@ Environment parse_nul_separated(const std::string& text) {
 
 // Variables bash sets for itself, not the scripts' doing.
 void drop_shell_noise(Environment& environment) {
-  for (const char* name : {"_", "SHLVL", "PWD", "OLDPWD"}) {
+  for (const char* name : {"_", "SHLVL", "PWD", "OLDPWD", "ENVCONTRACT_PROBE"}) {
     environment.erase(name);
   }
 }
@@ -135,16 +174,13 @@ Environment bare_environment(const PythonEnv& env) {
   Environment environment;
   environment["PATH"] = k_base_path;
   environment["LANG"] = "C.UTF-8";
-  // The home of the env's owner, as when that user runs it; never the agent's.
-  environment["HOME"] = "/";
-  struct passwd entry {};
-  struct passwd* found = nullptr;
-  std::vector<char> buffer(16384);
-  if (!env.owner.empty() &&
-      getpwnam_r(env.owner.c_str(), &entry, buffer.data(), buffer.size(), &found) == 0 &&
-      found != nullptr && found->pw_dir != nullptr) {
-    environment["HOME"] = found->pw_dir;
+  // Who runs it, as a login would tell it; never the agent's own.
+  environment["HOME"] = env.run_as.home.empty() ? "/" : env.run_as.home.string();
+  if (!env.run_as.user.empty()) {
+    environment["USER"] = env.run_as.user;
+    environment["LOGNAME"] = env.run_as.user;
   }
+  environment["SHELL"] = env.run_as.shell.empty() ? "/bin/sh" : env.run_as.shell;
   return environment;
 }
 
@@ -174,15 +210,16 @@ ActivatedEnvironment activate(const PythonEnv& env, std::chrono::milliseconds ti
     }
   }
 
-  std::error_code temp_error;
-  std::string directory_template =
-      (fs::temp_directory_path(temp_error) / "envcontract-activate-XXXXXX").string();
-  if (temp_error || ::mkdtemp(directory_template.data()) == nullptr) {
-    result.problem = "cannot create a temporary directory for activation";
+  if (const std::string refusal = code_refusal(env); !refusal.empty()) {
+    result.problem = refusal;
     return result;
   }
-  const fs::path directory = directory_template;
-  const fs::path output = directory / "environment";
+  const auto credentials = credentials_of(env);
+  ScratchDirectory directory("envcontract-activate", credentials);
+  if (!directory.ok() || !directory.hand_over()) {
+    result.problem = "cannot create a private directory for activation";
+    return result;
+  }
 
   ProcessSpec spec;
   spec.argv = {k_bash,
@@ -194,10 +231,18 @@ ActivatedEnvironment activate(const PythonEnv& env, std::chrono::milliseconds ti
                to_string(env.kind),
                env.prefix.string(),
                env.name,
-               output.string()};
+               directory.file("environment").string()};
   spec.environment = result.bare;
+  spec.credentials = credentials;
   if (env.kind == EnvKind::conda) {
-    for (const auto& [name, value] : conda_env_vars(env.prefix)) {
+    Environment variables;
+    {
+      ReadingAs reading(env.run_as);
+      if (reading.ok()) {
+        variables = conda_env_vars(env.prefix, result.refused_variables);
+      }
+    }
+    for (const auto& [name, value] : variables) {
       spec.environment[name] = value;
     }
   }
@@ -207,9 +252,7 @@ ActivatedEnvironment activate(const PythonEnv& env, std::chrono::milliseconds ti
   limits.max_output_bytes = 64 * 1024;
   const auto run = run_process(spec, limits);
   result.script_output = run.out + run.err;
-  const auto text = read_small_file(output, 4 * 1024 * 1024);
-  std::error_code ignored;
-  fs::remove_all(directory, ignored);
+  const auto text = directory.read("environment", 4 * 1024 * 1024);
 
   if (!run.succeeded() || !text) {
     result.problem =
@@ -273,6 +316,7 @@ Json to_json(const ActivatedEnvironment& activation) {
   }
   return {{"scripts", scripts},
           {"problem", activation.problem},
+          {"refused_variables", activation.refused_variables},
           {"changes", changes},
           {"bare", activation.bare},
           {"activated", activation.activated}};

@@ -30,13 +30,21 @@ struct ActivatedEnvironment {
   std::string fingerprint;                     // changes whenever an activation input changes
   std::string problem;                         // why activation failed; `activated` is then `bare`
   std::string script_output;                   // what the scripts printed (stdout and stderr)
+  // conda env_vars that were not applied, each with why (not a shell name,
+  // or a name that changes how bash itself starts, such as BASH_ENV).
+  std::vector<std::string> refused_variables;
 };
+
+// The files activation reads or runs: activate.d scripts, env_vars files,
+// conda-meta/state, bin/activate (those that may exist; absent ones too).
+std::vector<std::filesystem::path> activation_inputs(const PythonEnv& env);
 
 // Runs the env's real activation in a clean bash (never in our process):
 // conda: CONDA_PREFIX, CONDA_DEFAULT_ENV, PATH, conda's env_vars (from
 // conda-meta/state and etc/conda/env_vars.d/*.json), then every
 // etc/conda/activate.d/*.sh in name order; venv: bin/activate. The prefix
-// and name reach bash as arguments, never inside the script text.
+// and name reach bash as arguments, never inside the script text. It runs
+// as env.run_as, and not at all when code_refusal(env) says so.
 ActivatedEnvironment activate(const PythonEnv& env,
                               std::chrono::milliseconds timeout = std::chrono::seconds(30));
 

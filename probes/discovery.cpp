@@ -12,7 +12,9 @@
 
 #include <yaml-cpp/yaml.h>
 
+#include "probes/activation.hpp"
 #include "probes/small_files.hpp"
+#include "probes/static_facts.hpp"
 
 namespace envcontract::probes {
 namespace fs = std::filesystem;
@@ -104,7 +106,8 @@ void check_interpreter(PythonEnv& env) {
 
 }  // namespace
 
-std::optional<PythonEnv> describe_prefix(const fs::path& prefix) {
+std::optional<PythonEnv> describe_prefix(const fs::path& prefix, const RunAsPolicy& run_as,
+                                         const fs::path& scan_root) {
   PythonEnv env;
   std::error_code error;
   env.prefix = fs::canonical(prefix, error);
@@ -134,6 +137,10 @@ std::optional<PythonEnv> describe_prefix(const fs::path& prefix) {
     env.name = "base";
   }
   env.owner = owner_of(env.prefix);
+  env.run_as = run_as_for_prefix(env.prefix, run_as);
+  env.unsafe = find_unsafe_paths(
+      {env.prefix, env.python, activation_inputs(env), find_site_packages(env), scan_root},
+      env.run_as);
   check_interpreter(env);
   if (env.python_version.empty() && env.problems.empty()) {
     env.problems.push_back(
@@ -155,6 +162,8 @@ class Discoverer {
         problem(root, "root is not a readable directory");
         continue;
       }
+      std::error_code error;
+      m_scan_root = fs::weakly_canonical(root, error);
       walk(root);
       for (const auto& home : home_dirs(root)) {
         search_home(root, home);
@@ -163,6 +172,7 @@ class Discoverer {
         read_condarc(root, root / condarc, root / "root");
       }
     }
+    m_scan_root = "/";
     for (const auto& prefix : m_options.prefixes) {
       if (!add(prefix, "configured prefix")) {
         problem(prefix,
@@ -187,7 +197,7 @@ class Discoverer {
   // Adds the env at `prefix` (once, however it is reached). A conda
   // installation brings its envs/ along.
   bool add(const fs::path& prefix, const std::string& how) {
-    auto env = describe_prefix(prefix);
+    auto env = describe_prefix(prefix, m_options.run_as, m_scan_root);
     if (!env) {
       return false;
     }
@@ -421,6 +431,7 @@ class Discoverer {
   }
 
   const DiscoveryOptions& m_options;
+  fs::path m_scan_root = "/";  // the root being walked: safety checks stop there
   std::map<fs::path, PythonEnv> m_envs;
   std::vector<DiscoveryProblem> m_problems;
 };

@@ -20,6 +20,8 @@ struct DiscoveryOptions {
   // How many directories one root's walk may open: discovery stays cheap on
   // a host with a huge tree.
   std::size_t max_directories = 20000;
+  // Whose credentials each env's code runs with (probes/run_as.hpp).
+  RunAsPolicy run_as;
 };
 
 // Finds every Python environment a user of the host could use: conda
@@ -32,6 +34,10 @@ Discovery discover_envs(const DiscoveryOptions& options);
 
 // Describes one prefix (conda, venv or a plain interpreter) as discovery
 // would; nullopt when the directory is not a Python environment.
-std::optional<PythonEnv> describe_prefix(const std::filesystem::path& prefix);
+// `scan_root`: the root it was found under; the safety check looks at the
+// prefix's parents up to it.
+std::optional<PythonEnv> describe_prefix(const std::filesystem::path& prefix,
+                                         const RunAsPolicy& run_as = {},
+                                         const std::filesystem::path& scan_root = "/");
 
 }  // namespace envcontract::probes

@@ -11,6 +11,7 @@
 #include "probes/probe_program.hpp"
 #include "probes/probe_report.hpp"
 #include "probes/process_runner.hpp"
+#include "probes/scratch_directory.hpp"
 #include "probes/small_files.hpp"
 
 namespace envcontract::probes {
@@ -22,39 +23,6 @@ constexpr std::size_t k_tail_bytes = 4096;
 
 std::string tail(const std::string& text) {
   return text.size() <= k_tail_bytes ? text : text.substr(text.size() - k_tail_bytes);
-}
-
-// A private directory per stage run: the probe program, its request, its
-// result and its stack dump. Removed afterwards.
-class StageDirectory {
- public:
-  StageDirectory() {
-    std::error_code error;
-    std::string pattern = (fs::temp_directory_path(error) / "envcontract-probe-XXXXXX").string();
-    if (!error && ::mkdtemp(pattern.data()) != nullptr) {
-      m_path = pattern;
-    }
-  }
-  ~StageDirectory() {
-    std::error_code ignored;
-    if (!m_path.empty()) {
-      fs::remove_all(m_path, ignored);
-    }
-  }
-  StageDirectory(const StageDirectory&) = delete;
-  StageDirectory& operator=(const StageDirectory&) = delete;
-
-  bool ok() const { return !m_path.empty(); }
-  fs::path file(const char* name) const { return m_path / name; }
-
- private:
-  fs::path m_path;
-};
-
-bool write_file(const fs::path& path, std::string_view text) {
-  std::ofstream out(path, std::ios::binary);
-  out.write(text.data(), static_cast<std::streamsize>(text.size()));
-  return static_cast<bool>(out);
 }
 
 std::string first_line(const std::string& text) {
@@ -115,14 +83,15 @@ Environment stage_environment(const Environment& base) {
 }
 
 StageResult run_stage(const PythonEnv& env, const Environment& environment, Activation activation,
-                      const StageSpec& spec) {
+                      const StageSpec& spec, const ResourceLimits& resources) {
   StageResult stage;
   stage.stage = spec.name;
   stage.activation = activation;
-  StageDirectory directory;
+  const auto credentials = credentials_of(env);
+  ScratchDirectory directory("envcontract-probe", credentials);
   Json request = spec.request;
-  if (!directory.ok() || !write_file(directory.file("probe.py"), probe_program_source()) ||
-      !write_file(directory.file("request.json"), common::json_text(request))) {
+  if (!directory.ok() || !directory.write("probe.py", probe_program_source()) ||
+      !directory.write("request.json", common::json_text(request)) || !directory.hand_over()) {
     stage.status = StageStatus::probe_error;
     stage.summary = "cannot prepare a private directory for the probe";
     return stage;
@@ -133,17 +102,18 @@ StageResult run_stage(const PythonEnv& env, const Environment& environment, Acti
                   directory.file("stacks.txt").string()};
   process.environment = stage_environment(environment);
   process.working_dir = env.prefix;
+  process.credentials = credentials;
   ProcessLimits limits;
   limits.timeout = spec.timeout;
-  const fs::path stacks = directory.file("stacks.txt");
-  const auto result =
-      run_process(process, limits, [&](pid_t pid) { stage.hang = diagnose_hang(pid, stacks); });
+  limits.resources = resources;
+  const auto read_stacks = [&] { return directory.read("stacks.txt", 256 * 1024); };
+  const auto result = run_process(process, limits,
+                                  [&](pid_t pid) { stage.hang = diagnose_hang(pid, read_stacks); });
   stage.duration = result.duration;
   stage.process = result.describe();
   stage.stdout_tail = tail(result.out);
   stage.stderr_tail = tail(result.err);
-  auto report = parse_probe_report(
-      read_small_file(directory.file("result.jsonl"), 8 * 1024 * 1024).value_or(""));
+  auto report = parse_probe_report(directory.read("result.jsonl", 8 * 1024 * 1024).value_or(""));
   stage.records = std::move(report.records);
 
   using Outcome = ProcessResult::Outcome;
@@ -183,7 +153,7 @@ StageResult run_stage(const PythonEnv& env, const Environment& environment, Acti
 // A shell command: its exit status and output are the facts; judging them
 // against what the contract expects is the judge's job.
 StageResult run_command_stage(const PythonEnv& env, const Environment& environment,
-                              const ProbePlan::Command& command) {
+                              const ProbePlan::Command& command, const ResourceLimits& resources) {
   StageResult stage;
   stage.stage = "command:" + command.id;
   stage.activation = Activation::activated;
@@ -194,12 +164,13 @@ StageResult run_command_stage(const PythonEnv& env, const Environment& environme
     process.environment[name] = value;
   }
   process.working_dir = env.prefix;
+  process.credentials = credentials_of(env);
   ProcessLimits limits;
   limits.timeout = command.timeout;
-  StageDirectory directory;  // no Python stacks from a shell, but hang_diagnosis wants a path
-  const auto result = run_process(process, limits, [&](pid_t pid) {
-    stage.hang = diagnose_hang(pid, directory.file("stacks.txt"));
-  });
+  limits.resources = resources;
+  // A shell dumps no Python stacks.
+  const auto result =
+      run_process(process, limits, [&](pid_t pid) { stage.hang = diagnose_hang(pid, {}); });
   stage.duration = result.duration;
   stage.process = result.describe();
   stage.stdout_tail = tail(result.out);
@@ -292,6 +263,10 @@ std::string to_string(StageStatus status) {
 DynamicFacts probe_env(const PythonEnv& env, const ActivatedEnvironment& activation,
                        const ProbePlan& plan) {
   DynamicFacts facts;
+  facts.refused = code_refusal(env);
+  if (!facts.refused.empty()) {
+    return facts;
+  }
   const auto specs = stage_specs(plan);
   bool torch_imports = false;
   for (const auto& spec : specs) {
@@ -303,14 +278,14 @@ DynamicFacts probe_env(const PythonEnv& env, const ActivatedEnvironment& activat
       facts.stages.push_back(std::move(skipped));
       continue;
     }
-    auto stage = run_stage(env, activation.activated, Activation::activated, spec);
+    auto stage = run_stage(env, activation.activated, Activation::activated, spec, plan.resources);
     if (spec.name == "identity") {
       torch_imports = stage.status == StageStatus::ok;
     }
     facts.stages.push_back(std::move(stage));
   }
   for (const auto& command : plan.commands) {
-    facts.stages.push_back(run_command_stage(env, activation.activated, command));
+    facts.stages.push_back(run_command_stage(env, activation.activated, command, plan.resources));
   }
   if (!plan.compare_bare || !activation_changes_loading(activation)) {
     return facts;
@@ -321,7 +296,7 @@ DynamicFacts probe_env(const PythonEnv& env, const ActivatedEnvironment& activat
     if (spec.name != "identity" && spec.name != "imports") {
       continue;
     }
-    auto bare = run_stage(env, activation.bare, Activation::bare, spec);
+    auto bare = run_stage(env, activation.bare, Activation::bare, spec, plan.resources);
     const auto activated =
         std::find_if(facts.stages.begin(), facts.stages.end(),
                      [&](const auto& stage) { return stage.stage == spec.name; });
@@ -386,7 +361,9 @@ Json to_json(const DynamicFacts& facts) {
                          {"activated", to_string(artifact.activated)},
                          {"summary", artifact.summary}});
   }
-  return {{"stages", stages}, {"activation_artifacts", artifacts}};
+  return {{"stages", stages},
+          {"activation_artifacts", artifacts},
+          {"refused", facts.refused.empty() ? Json(nullptr) : Json(facts.refused)}};
 }
 
 }  // namespace envcontract::probes

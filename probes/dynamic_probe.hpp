@@ -47,6 +47,8 @@ struct ProbePlan {
   // Also run identity and imports without activation when activation changes
   // anything, to tell an activation artifact from a real fault.
   bool compare_bare = true;
+  // Per stage process tree (probes/containment.hpp).
+  ResourceLimits resources;
 };
 
 enum class StageStatus {
@@ -84,6 +86,8 @@ struct ActivationArtifact {
 struct DynamicFacts {
   std::vector<StageResult> stages;
   std::vector<ActivationArtifact> artifacts;
+  // Why none of the env's code ran (code_refusal), or "".
+  std::string refused;
 };
 
 // Probes one env, stage by stage, each in its own subprocess under the env's

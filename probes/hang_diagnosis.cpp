@@ -116,22 +116,22 @@ std::string thread_count_text(std::size_t count) {
   return std::to_string(count) + (count == 1 ? " thread" : " threads");
 }
 
-void sample_python_stacks(pid_t pid, const fs::path& file, HangDiagnosis& diagnosis) {
+void sample_python_stacks(pid_t pid, const StackReader& read, HangDiagnosis& diagnosis) {
   // The probe program creates the file when it registers its SIGUSR1
   // handler; before that, SIGUSR1 would simply kill the process.
-  if (file.empty() || !path_exists(file) || ::kill(pid, SIGUSR1) != 0) {
+  if (!read || !read() || ::kill(pid, SIGUSR1) != 0) {
     return;
   }
   // faulthandler writes from its signal handler; give it a moment.
   for (int attempt = 0; attempt < 20; ++attempt) {
     std::this_thread::sleep_for(std::chrono::milliseconds(25));
-    const auto text = read_small_file(file, 256 * 1024);
+    const auto text = read();
     if (text && !text->empty() && text->back() == '\n') {
       diagnosis.python_stacks = *text;
       return;
     }
   }
-  diagnosis.python_stacks = read_small_file(file, 256 * 1024).value_or("");
+  diagnosis.python_stacks = read().value_or("");
 }
 
 void sample_native_stack(pid_t pid, HangDiagnosis& diagnosis) {
@@ -240,7 +240,7 @@ void classify_hang(HangDiagnosis& diagnosis) {
   }
 }
 
-HangDiagnosis diagnose_hang(pid_t pid, const fs::path& python_stack_file,
+HangDiagnosis diagnose_hang(pid_t pid, const StackReader& read_python_stacks,
                             std::chrono::milliseconds interval) {
   HangDiagnosis diagnosis;
   const auto first = sample_tasks(pid);
@@ -277,7 +277,7 @@ HangDiagnosis diagnose_hang(pid_t pid, const fs::path& python_stack_file,
   }
   // Native first: it only pauses the process, the signal may end it.
   sample_native_stack(pid, diagnosis);
-  sample_python_stacks(pid, python_stack_file, diagnosis);
+  sample_python_stacks(pid, read_python_stacks, diagnosis);
   classify_hang(diagnosis);
   return diagnosis;
 }

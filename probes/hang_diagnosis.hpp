@@ -4,6 +4,8 @@
 
 #include <chrono>
 #include <filesystem>
+#include <functional>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -40,9 +42,11 @@ struct HangDiagnosis {
 
 // Samples `pid` before it is killed: per thread state, CPU over `interval`
 // and wait channel from /proc; the Python stacks the probe program dumps on
-// SIGUSR1 into `python_stack_file`; the native stack of the busiest thread
-// from eu-stack (elfutils).
-HangDiagnosis diagnose_hang(pid_t pid, const std::filesystem::path& python_stack_file,
+// SIGUSR1 into a file that `read_python_stacks` reads (nullopt while the
+// file does not exist: the probe creates it when its handler is in place);
+// the native stack of the busiest thread from eu-stack (elfutils).
+using StackReader = std::function<std::optional<std::string>()>;
+HangDiagnosis diagnose_hang(pid_t pid, const StackReader& read_python_stacks,
                             std::chrono::milliseconds interval = std::chrono::milliseconds(300));
 
 // Classification and summary from thread samples and the busiest stack.

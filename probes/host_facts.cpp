@@ -30,7 +30,15 @@ HostFacts gather_host_facts(const HostFactsOptions& options, ActivationCache& ac
   facts.problems = std::move(discovery.problems);
   for (auto& env : discovery.envs) {
     EnvFacts env_facts;
-    env_facts.static_facts = gather_static_facts(env);
+    {
+      // Read as the user the env's code runs as: whatever that user could
+      // not read (a link to /etc/shadow, another user's private file) stays
+      // out of the facts, as it would stay out of their interpreter.
+      ReadingAs reading(env.run_as);
+      if (reading.ok()) {
+        env_facts.static_facts = gather_static_facts(env);
+      }
+    }
     env_facts.env = std::move(env);
     facts.envs.push_back(std::move(env_facts));
   }
@@ -41,6 +49,10 @@ HostFacts gather_host_facts(const HostFactsOptions& options, ActivationCache& ac
   const auto activated_done = Clock::now();
   const auto ld_cache = std::make_shared<const LdCache>(LdCache::load());
   for (auto& env : facts.envs) {
+    ReadingAs reading(env.env.run_as);
+    if (!reading.ok()) {
+      continue;
+    }
     const auto& sites = env.static_facts.site_packages;
     env.linkage = gather_linkage_facts(env.env, sites, env.activation.activated,
                                        Activation::activated, ld_cache, elf_files);

@@ -8,14 +8,14 @@
 namespace envcontract::probes {
 namespace fs = std::filesystem;
 
-namespace {
-
-fs::path interpreter(const PythonEnv& env) {
+fs::path loaded_interpreter(const PythonEnv& env) {
+  // The loader takes the main program's $ORIGIN from its real path
+  // (/proc/self/exe), so a venv's bin/python link resolves from the base
+  // interpreter's directory.
   std::error_code error;
-  return fs::exists(env.python, error) ? env.python : fs::path();
+  const fs::path real = fs::canonical(env.python, error);
+  return error ? fs::path() : real;
 }
-
-}  // namespace
 
 SearchEnvironment search_environment(const Environment& environment,
                                      const std::shared_ptr<const LdCache>& ld_cache) {
@@ -32,7 +32,7 @@ std::vector<LibraryLookup> lookup_libraries(const PythonEnv& env, const Environm
                                             const std::shared_ptr<const LdCache>& ld_cache,
                                             ElfCache& elf_cache) {
   const auto search = search_environment(environment, ld_cache);
-  const auto executable = interpreter(env);
+  const auto executable = loaded_interpreter(env);
   std::vector<LibraryLookup> lookups;
   for (const auto& name : names) {
     LibraryLookup lookup;

@@ -10,6 +10,10 @@
 
 namespace envcontract::probes {
 
+// The env's interpreter as the loader sees it: bin/python with every link
+// resolved, or empty when it does not exist.
+std::filesystem::path loaded_interpreter(const PythonEnv& env);
+
 // Where the env's interpreter would find a library by name, under one environment.
 struct LibraryLookup {
   std::string name;

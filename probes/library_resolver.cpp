@@ -1,11 +1,16 @@
 #include "probes/library_resolver.hpp"
 
+#include <fcntl.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include <algorithm>
+#include <cerrno>
+#include <cstring>
 #include <deque>
 #include <set>
 
+#include "probes/process_runner.hpp"
 #include "probes/small_files.hpp"
 
 namespace envcontract::probes {
@@ -17,6 +22,11 @@ std::variant<std::shared_ptr<const ElfFile>, std::string> ElfCache::get(const fs
     return std::string("cannot read: no such file");
   }
   const std::int64_t mtime = info.st_mtim.tv_sec * 1'000'000'000LL + info.st_mtim.tv_nsec;
+  // The cache serves every env; whether this env's user may read the file is
+  // asked anew each time (the calling thread reads as that user, ReadingAs).
+  if (::faccessat(AT_FDCWD, path.c_str(), R_OK, AT_EACCESS) != 0) {
+    return std::string("cannot read: ") + std::strerror(errno);
+  }
   {
     std::lock_guard lock(m_mutex);
     const auto it = m_entries.find(path);
@@ -29,6 +39,26 @@ std::variant<std::shared_ptr<const ElfFile>, std::string> ElfCache::get(const fs
   std::lock_guard lock(m_mutex);
   m_entries[path] = {static_cast<std::uintmax_t>(info.st_size), mtime, file};
   return file;
+}
+
+std::string host_loader_platform() {
+  static const std::string platform = [] {
+    ProcessSpec spec;
+    spec.argv = {"/lib64/ld-linux-x86-64.so.2", "--list-diagnostics"};
+    spec.environment = {{"PATH", "/usr/bin:/bin"}};
+    ProcessLimits limits;
+    limits.timeout = std::chrono::seconds(10);
+    const auto run = run_process(spec, limits);
+    const std::string key = "dl_platform=\"";
+    const auto start = run.out.find(key);
+    if (!run.succeeded() || start == std::string::npos) {
+      return std::string("x86_64");
+    }
+    const auto end = run.out.find('"', start + key.size());
+    const std::string value = run.out.substr(start + key.size(), end - start - key.size());
+    return value.empty() || end == std::string::npos ? std::string("x86_64") : value;
+  }();
+  return platform;
 }
 
 std::vector<std::string> split_search_path(const std::string& value) {

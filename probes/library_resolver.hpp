@@ -30,14 +30,19 @@ class ElfCache {
   std::map<std::filesystem::path, Entry> m_entries;
 };
 
+// What this host's loader expands $PLATFORM to: glibc picks it from the CPU
+// ("haswell", "xeon_phi" on some Intel CPUs; "x86_64" otherwise), so it is
+// asked once (ld.so --list-diagnostics) rather than assumed.
+std::string host_loader_platform();
+
 // What the dynamic loader of this host would search, for one process.
 struct SearchEnvironment {
   std::vector<std::string> ld_library_path;  // LD_LIBRARY_PATH, split
   std::shared_ptr<const LdCache> cache;
   std::vector<std::filesystem::path> system_dirs = {
       "/lib/x86_64-linux-gnu", "/usr/lib/x86_64-linux-gnu", "/lib", "/usr/lib"};
-  std::string lib = "lib/x86_64-linux-gnu";  // $LIB on Debian amd64
-  std::string platform = "x86_64";           // $PLATFORM
+  std::string lib = "lib/x86_64-linux-gnu";       // $LIB on Debian amd64
+  std::string platform = host_loader_platform();  // $PLATFORM
 };
 
 // LD_LIBRARY_PATH of `environment` split as the loader splits it (":" or ";";

@@ -1,5 +1,7 @@
 #include "probes/linkage_facts.hpp"
 
+#include "probes/library_lookup.hpp"
+
 #include <algorithm>
 
 namespace envcontract::probes {
@@ -80,7 +82,7 @@ LinkageFacts gather_linkage_facts(const PythonEnv& env, const std::vector<fs::pa
     search.ld_library_path = split_search_path(it->second);
   }
   std::error_code error;
-  const fs::path executable = fs::exists(env.python, error) ? env.python : fs::path();
+  const fs::path executable = loaded_interpreter(env);
   std::vector<fs::path> libraries;
   for (const auto& site : site_packages) {
     for (fs::recursive_directory_iterator it(site, error), end; !error && it != end;

@@ -3,13 +3,16 @@
 #include "probes/process_runner.hpp"
 
 #include <fcntl.h>
+#include <linux/capability.h>
 #include <signal.h>
 #include <sys/prctl.h>
 #include <sys/resource.h>
+#include <sys/syscall.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
 #include <array>
+#include <atomic>
 #include <boost/asio/io_context.hpp>
 #include <boost/asio/steady_timer.hpp>
 #include <boost/asio/write.hpp>
@@ -22,6 +25,7 @@
 #include <boost/process/extend.hpp>
 #include <boost/process/io.hpp>
 #include <boost/process/start_dir.hpp>
+#include <cerrno>
 #include <cstring>
 #include <mutex>
 #include <thread>
@@ -39,21 +43,105 @@ using Clock = std::chrono::steady_clock;
 // return at once, then backing off to a low steady cost.
 constexpr std::chrono::milliseconds k_first_poll{1};
 constexpr std::chrono::milliseconds k_max_poll{20};
+// Where no cgroup holds a probe's processes, this variable in their
+// environment tells them apart.
+constexpr const char* k_marker_variable = "ENVCONTRACT_PROBE";
+
+// What the child does between fork and exec, prepared by the parent: the
+// child must not allocate.
+struct ChildSetup {
+  pid_t agent = 0;
+  std::vector<int> join_fds;  // cgroup.procs of the probe's cgroups
+  std::array<std::pair<int, rlim_t>, 4> limits{};
+  std::size_t limit_count = 0;
+  const Credentials* credentials = nullptr;
+};
+
+// Leaves the child with a message on its stderr (which we capture) and the
+// exit status a shell gives a command it cannot run.
+[[noreturn]] void fail_child(const char* what) {
+  constexpr char prefix[] = "envcontract: cannot start the process: ";
+  [[maybe_unused]] auto ignored = ::write(2, prefix, sizeof prefix - 1);
+  ignored = ::write(2, what, std::strlen(what));
+  ignored = ::write(2, "\n", 1);
+  ::_exit(126);
+}
+
+// From here on the child holds no capability in any set and can never gain
+// one: setuid to a non-zero uid clears the permitted, effective and ambient
+// sets, the inheritable set is cleared by hand, the bounding set is emptied
+// while we still may, and no_new_privs makes setuid binaries and file
+// capabilities inert for everything it execs.
+void drop_to(const Credentials& credentials) {
+  for (int capability = 0; capability < 64; ++capability) {
+    if (::prctl(PR_CAPBSET_DROP, capability, 0, 0, 0) != 0 && errno != EINVAL) {
+      fail_child("dropping the capability bounding set");
+    }
+  }
+  // Raw system calls: this process has one thread, and glibc's wrappers are
+  // not async-signal-safe.
+  if (::syscall(SYS_setgroups, credentials.groups.size(), credentials.groups.data()) != 0) {
+    fail_child("setgroups");
+  }
+  if (::syscall(SYS_setresgid, credentials.gid, credentials.gid, credentials.gid) != 0) {
+    fail_child("setresgid");
+  }
+  if (::syscall(SYS_setresuid, credentials.uid, credentials.uid, credentials.uid) != 0) {
+    fail_child("setresuid");
+  }
+  uid_t real = 0, effective = 0, saved = 0;
+  if (::getresuid(&real, &effective, &saved) != 0 || real != credentials.uid ||
+      effective != credentials.uid || saved != credentials.uid) {
+    fail_child("the user did not change");
+  }
+  __user_cap_header_struct header{_LINUX_CAPABILITY_VERSION_3, 0};
+  __user_cap_data_struct data[2] = {};
+  if (::syscall(SYS_capset, &header, data) != 0) {
+    fail_child("clearing capabilities");
+  }
+  ::prctl(PR_CAP_AMBIENT, PR_CAP_AMBIENT_CLEAR_ALL, 0, 0, 0);
+}
 
 // Runs in the child between fork and exec: only async-signal-safe calls.
 // A group of its own lets us kill every descendant at once. Marking every
 // inherited descriptor close-on-exec (rather than closing it) keeps
 // Boost.Process's exec-error pipe, which is already close-on-exec, working
 // while our other pipes, sockets and files never reach the env's code.
-void prepare_child(pid_t agent) {
+void prepare_child(const ChildSetup& setup) {
   ::setpgid(0, 0);
+  // Into the probe's cgroups while still root: writing "0" moves the writer.
+  for (const int fd : setup.join_fds) {
+    if (::write(fd, "0", 1) != 1) {
+      fail_child("joining its cgroup");
+    }
+  }
+  for (std::size_t i = 0; i < setup.limit_count; ++i) {
+    const auto [resource, value] = setup.limits[i];
+    rlimit limit{};
+    ::getrlimit(resource, &limit);
+    // Only ever lower: an operator's tighter limit stays. The CPU limit's
+    // hard value is a little above the soft one, so SIGXCPU comes first.
+    const rlim_t hard = resource == RLIMIT_CPU ? value + 5 : value;
+    limit.rlim_max = std::min(limit.rlim_max, hard);
+    limit.rlim_cur = std::min(limit.rlim_max, value);
+    if (::setrlimit(resource, &limit) != 0) {
+      fail_child("setting resource limits");
+    }
+  }
+  if (setup.credentials != nullptr) {
+    drop_to(*setup.credentials);
+  }
+  if (::prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) != 0) {
+    fail_child("no_new_privs");
+  }
   // In its own group, the child is out of reach of a signal to the agent's
   // group: if the agent dies (kill -9, a crash) mid-probe, the kernel kills
   // the child rather than leaving a hung probe spinning for ever. Our own
   // kill covers the child's descendants; this covers the child when we are
-  // gone. The agent may have died before prctl: then leave at once.
+  // gone. Set after the change of user, which clears it. The agent may have
+  // died before prctl: then leave at once.
   ::prctl(PR_SET_PDEATHSIG, SIGKILL);
-  if (::getppid() != agent) {
+  if (::getppid() != setup.agent) {
     ::_exit(127);
   }
   // The agent ignores SIGPIPE and may block signals in its threads; the env's
@@ -71,6 +159,34 @@ void prepare_child(pid_t agent) {
       ::fcntl(fd, F_SETFD, FD_CLOEXEC);
     }
   }
+}
+
+ChildSetup child_setup(const ProcessSpec& spec, const ResourceLimits& resources,
+                       const ProbeCgroup* cgroup) {
+  ChildSetup setup;
+  setup.agent = ::getpid();
+  if (cgroup != nullptr) {
+    setup.join_fds = cgroup->join_fds();
+  }
+  auto add = [&](int resource, std::uint64_t value) {
+    if (value > 0) {
+      setup.limits[setup.limit_count++] = {resource, static_cast<rlim_t>(value)};
+    }
+  };
+  // RLIMIT_DATA, not RLIMIT_AS: device runtimes reserve terabytes of address
+  // space they never touch (CUDA's unified memory), which RLIMIT_AS would
+  // refuse; RLIMIT_DATA counts what is really writable.
+  add(RLIMIT_DATA, resources.memory_bytes);
+  add(RLIMIT_CPU, resources.cpu_seconds);
+  add(RLIMIT_NOFILE, resources.open_files);
+  // RLIMIT_NPROC counts every process of the user, not the probe's: only a
+  // fallback, generous, where no pids cgroup bounds the tree.
+  if (spec.credentials && spec.credentials->uid != 0 &&
+      (cgroup == nullptr || !cgroup->limits_processes())) {
+    add(RLIMIT_NPROC, resources.processes * 8);
+  }
+  setup.credentials = spec.credentials ? &*spec.credentials : nullptr;
+  return setup;
 }
 
 // Reads a pipe to its end into a capture.
@@ -183,13 +299,25 @@ ProcessResult run_process(const ProcessSpec& spec, const ProcessLimits& limits,
   bp::async_pipe err_pipe(io);
   bp::async_pipe in_pipe(io);
   std::error_code spawn_error;
-  const pid_t agent = ::getpid();
+  // Every descendant stays in reach: in a cgroup of its own where the host
+  // gives us one, else marked in its environment.
+  const auto cgroup = ProbeCgroup::create(limits.resources);
+  Environment environment = spec.environment;
+  std::string marker;
+  if (!cgroup) {
+    static std::atomic<unsigned> next_marker{0};
+    const std::string value =
+        std::to_string(::getpid()) + "-" + std::to_string(next_marker.fetch_add(1));
+    environment[k_marker_variable] = value;
+    marker = std::string(k_marker_variable) + "=" + value;
+  }
+  const ChildSetup setup = child_setup(spec, limits.resources, cgroup.get());
   const std::vector<std::string> args(spec.argv.begin() + 1, spec.argv.end());
   bp::child child(
-      bp::exe = spec.argv[0], bp::args = args, to_boost_environment(spec.environment),
+      bp::exe = spec.argv[0], bp::args = args, to_boost_environment(environment),
       bp::start_dir = spec.working_dir.string(), bp::std_out > out_pipe, bp::std_err > err_pipe,
       bp::std_in < in_pipe, spawn_error,
-      bp::extend::on_exec_setup = [agent](auto&) { prepare_child(agent); });
+      bp::extend::on_exec_setup = [&setup](auto&) { prepare_child(setup); });
   if (spawn_error) {
     result.error = spawn_error.message();
     return result;
@@ -223,7 +351,18 @@ ProcessResult run_process(const ProcessSpec& spec, const ProcessLimits& limits,
   std::chrono::milliseconds poll = k_first_poll;
   bool finished = false;
 
-  auto end_group = [&] { ::killpg(pid, SIGKILL); };
+  // The process group, then whatever left it (setsid, double fork).
+  std::vector<pid_t> escaped;
+  auto end_group = [&] {
+    ::killpg(pid, SIGKILL);
+    auto killed = cgroup ? cgroup->kill_all() : find_marked_processes(marker);
+    for (const pid_t other : killed) {
+      if (!cgroup) {
+        ::kill(other, SIGKILL);
+      }
+      escaped.push_back(other);
+    }
+  };
   std::function<void()> on_tick = [&] {
     if (!exited) {
       const pid_t reaped = ::waitpid(pid, &status, WNOHANG);
@@ -263,6 +402,8 @@ ProcessResult run_process(const ProcessSpec& spec, const ProcessLimits& limits,
   child.detach();
   end_group();
   reap_group(pid);
+  // They were re-parented to us (the agent is their subreaper): no zombie is left.
+  reap_adopted(std::move(escaped));
 
   result.duration = std::chrono::duration_cast<std::chrono::milliseconds>(Clock::now() - started);
   result.out = out_capture.text();

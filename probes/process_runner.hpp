@@ -7,8 +7,11 @@
 #include <filesystem>
 #include <functional>
 #include <map>
+#include <optional>
 #include <string>
 #include <vector>
+
+#include "probes/containment.hpp"
 
 // The one place that starts processes. Callers never see Boost.Process: it is
 // compiled into process_runner.cpp alone.
@@ -16,11 +19,24 @@ namespace envcontract::probes {
 
 using Environment = std::map<std::string, std::string>;
 
+// The user a child runs as. The agent (root) switches to it between fork
+// and exec: supplementary groups, gid, uid, then no capability left in any
+// set, the bounding set emptied and no_new_privs, so nothing the child
+// execs can gain privileges back.
+struct Credentials {
+  uid_t uid = 0;
+  gid_t gid = 0;
+  std::vector<gid_t> groups;
+};
+
 struct ProcessSpec {
   std::vector<std::string> argv;  // argv[0] is an absolute path; no shell is involved
   Environment environment;        // the complete environment: nothing is inherited
   std::filesystem::path working_dir = "/";
   std::string stdin_data;  // written to the child's stdin, which is then closed
+  // Unset: the agent's own credentials, still with no_new_privs. Env code
+  // always runs with credentials set (probes/run_as.hpp decides whose).
+  std::optional<Credentials> credentials;
 };
 
 struct ProcessLimits {
@@ -30,6 +46,8 @@ struct ProcessLimits {
   // After the child itself has exited (or was killed), how long to keep
   // reading output held open by processes that escaped its process group.
   std::chrono::milliseconds drain_grace{500};
+  // Per process tree: rlimits, and cgroup limits where the host gives us cgroups.
+  ResourceLimits resources;
 };
 
 struct ProcessResult {
@@ -53,11 +71,13 @@ struct ProcessResult {
 // group is killed: the moment to sample a hung process.
 using TimeoutHook = std::function<void(pid_t)>;
 
-// Runs a process in a process group of its own, with bounded output capture
-// and a timeout driven by our own event loop (Boost.Process 1.74's wait_for
-// is unreliable). When the child exits, times out or is killed, the whole
-// group is killed, so no descendant outlives the call, and the child is
-// reaped. Descriptors of ours never leak into the child.
+// Runs a process in a process group and cgroup of its own, with bounded
+// output capture and a timeout driven by our own event loop (Boost.Process
+// 1.74's wait_for is unreliable). When the child exits, times out or is
+// killed, every descendant is killed, including those that left the process
+// group with setsid (through the cgroup, or an environment marker where the
+// host has no cgroup for us), and reaped. Descriptors of ours never leak
+// into the child.
 ProcessResult run_process(const ProcessSpec& spec, const ProcessLimits& limits,
                           const TimeoutHook& on_timeout = {});
 

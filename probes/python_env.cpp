@@ -15,6 +15,10 @@ std::string to_string(EnvKind kind) {
 }
 
 Json to_json(const PythonEnv& env) {
+  auto unsafe = Json::array();
+  for (const auto& path : env.unsafe) {
+    unsafe.push_back(to_json(path));
+  }
   return {{"name", env.name},
           {"prefix", env.prefix.string()},
           {"kind", to_string(env.kind)},
@@ -22,7 +26,31 @@ Json to_json(const PythonEnv& env) {
           {"python_version", env.python_version},
           {"owner", env.owner},
           {"found_by", env.found_by},
-          {"problems", env.problems}};
+          {"problems", env.problems},
+          {"run_as", to_json(env.run_as)},
+          {"unsafe", unsafe}};
+}
+
+std::string code_refusal(const PythonEnv& env) {
+  if (!env.run_as.problem.empty()) {
+    return "none of this env's code runs: " + env.run_as.problem;
+  }
+  if (!env.unsafe.empty()) {
+    const auto& first = env.unsafe.front();
+    return "none of this env's code runs: " + first.path.string() + " is " + first.why +
+           " (owner " + first.owner + ", group " + first.group + ", mode " + mode_text(first.mode) +
+           ")" +
+           (env.unsafe.size() > 1 ? ", and " + std::to_string(env.unsafe.size() - 1) + " more"
+                                  : "");
+  }
+  return "";
+}
+
+std::optional<Credentials> credentials_of(const PythonEnv& env) {
+  if (!env.run_as.switch_credentials) {
+    return std::nullopt;
+  }
+  return Credentials{env.run_as.uid, env.run_as.gid, env.run_as.groups};
 }
 
 Json to_json(const Discovery& discovery) {

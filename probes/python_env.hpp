@@ -6,6 +6,10 @@
 
 #include <nlohmann/json.hpp>
 
+#include "probes/env_safety.hpp"
+#include "probes/process_runner.hpp"
+#include "probes/run_as.hpp"
+
 namespace envcontract::probes {
 
 using Json = nlohmann::ordered_json;
@@ -28,7 +32,17 @@ struct PythonEnv {
   std::string owner;                  // user name owning the prefix, or its numeric uid
   std::vector<std::string> found_by;  // how discovery reached it
   std::vector<std::string> problems;  // what is wrong with the prefix itself
+  RunAs run_as;                       // whose credentials its code runs with
+  // Paths others could write: while any is listed, none of its code runs.
+  std::vector<UnsafePath> unsafe;
 };
+
+// Why none of this env's code may run (its user cannot be had, or others
+// could write what it would run), or "" when it may.
+std::string code_refusal(const PythonEnv& env);
+
+// The credentials to hand the process runner: unset when the agent keeps its own.
+std::optional<Credentials> credentials_of(const PythonEnv& env);
 
 // Something discovery could not use, e.g. a stale environments.txt entry.
 struct DiscoveryProblem {

@@ -10,25 +10,6 @@ namespace fs = std::filesystem;
 
 namespace {
 
-std::vector<fs::path> find_site_packages(const PythonEnv& env) {
-  std::vector<fs::path> found;
-  std::error_code error;
-  for (fs::directory_iterator it(env.prefix / "lib", error), end; !error && it != end;
-       it.increment(error)) {
-    const std::string name = it->path().filename().string();
-    if (name.starts_with("python") && dir_exists(it->path() / "site-packages")) {
-      found.push_back(it->path() / "site-packages");
-    }
-  }
-  // A prefix may carry several lib/pythonX.Y; the interpreter's own comes first.
-  const std::string own = "python" + env.python_version.substr(0, env.python_version.rfind('.'));
-  std::stable_partition(found.begin(), found.end(), [&](const fs::path& path) {
-    return path.parent_path().filename() == own ||
-           path.parent_path().filename() == "python" + env.python_version;
-  });
-  return found;
-}
-
 bool is_identifier(const std::string& name) {
   static const std::regex pattern(R"([A-Za-z_][A-Za-z0-9_]*)");
   return std::regex_match(name, pattern);
@@ -176,6 +157,25 @@ Json optional_json(const std::optional<std::string>& value) {
 }
 
 }  // namespace
+
+std::vector<fs::path> find_site_packages(const PythonEnv& env) {
+  std::vector<fs::path> found;
+  std::error_code error;
+  for (fs::directory_iterator it(env.prefix / "lib", error), end; !error && it != end;
+       it.increment(error)) {
+    const std::string name = it->path().filename().string();
+    if (name.starts_with("python") && dir_exists(it->path() / "site-packages")) {
+      found.push_back(it->path() / "site-packages");
+    }
+  }
+  // A prefix may carry several lib/pythonX.Y; the interpreter's own comes first.
+  const std::string own = "python" + env.python_version.substr(0, env.python_version.rfind('.'));
+  std::stable_partition(found.begin(), found.end(), [&](const fs::path& path) {
+    return path.parent_path().filename() == own ||
+           path.parent_path().filename() == "python" + env.python_version;
+  });
+  return found;
+}
 
 StaticFacts gather_static_facts(const PythonEnv& env) {
   StaticFacts facts;

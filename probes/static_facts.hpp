@@ -44,6 +44,10 @@ struct StaticFacts {
   TritonFacts triton;
 };
 
+// The env's own site-packages directories (lib/pythonX.Y/site-packages), the
+// interpreter's version first.
+std::vector<std::filesystem::path> find_site_packages(const PythonEnv& env);
+
 // Reads the facts of `env` from its files. Never runs env code; a missing or
 // malformed file becomes a recorded problem, not an exception.
 StaticFacts gather_static_facts(const PythonEnv& env);

@@ -102,6 +102,14 @@ Json build_report(const ContractIdentity& contract, const contracts::HostJudgeme
         {"verdict", contracts::to_string(env.judgement.verdict)},
         {"checks", checks_json(env.judgement.checks)}};
     entry["summary"] = env_summary(entry);
+    if (facts != nullptr && facts->contains("run_as") && facts->at("run_as").is_object()) {
+      const Json& run_as = facts->at("run_as");
+      const Json uid = run_as.value("uid", Json(0));
+      entry["run_as"] = {{"user", string_field(run_as, "user")},
+                         {"uid", uid.is_number_unsigned() ? uid : Json(0)},
+                         {"reason", string_field(run_as, "reason")},
+                         {"as_root", uid.is_number() && uid.get<long long>() == 0}};
+    }
     envs.push_back(std::move(entry));
   }
   report["envs"] = std::move(envs);

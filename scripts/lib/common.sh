@@ -6,11 +6,12 @@ BUILD_PACKAGES=(
   g++ cmake ninja-build pkg-config ccache
   libyaml-cpp-dev libboost-dev libboost-filesystem-dev libcpp-httplib-dev libsqlite3-dev
   libspdlog-dev nlohmann-json3-dev libcli11-dev libelf-dev libdw-dev libsystemd-dev libssl-dev
+  patchelf
 )
 # What the test suite needs on top.
 TEST_PACKAGES=(libgtest-dev libgmock-dev clang-format elfutils python3 gcc-multilib clang
   libclang-rt-14-dev python3-jsonschema sqlite3 chromium prometheus
-  libxml2-utils lintian)
+  libxml2-utils lintian patchelf)
 
 # ccache keys on relative paths, so a fresh clone in another folder (as CI
 # makes) reuses what an earlier build compiled.

@@ -13,6 +13,12 @@ TempDir::TempDir() {
     throw std::system_error(errno, std::generic_category(), "mkdtemp");
   }
   m_path = pattern;
+  // Reachable by the unprivileged users that probes run as (the agent never
+  // runs env code as root); nothing in it is writable by them.
+  std::filesystem::permissions(
+      m_path, std::filesystem::perms::owner_all | std::filesystem::perms::group_read |
+                  std::filesystem::perms::group_exec | std::filesystem::perms::others_read |
+                  std::filesystem::perms::others_exec);
 }
 
 TempDir::~TempDir() {

@@ -65,10 +65,14 @@ TEST(Activation, TheAgentsOwnEnvironmentNeverLeaks) {
   ::unsetenv("ENVCONTRACT_TEST_SECRET");
   EXPECT_FALSE(activation.activated.contains("ENVCONTRACT_TEST_SECRET"));
   EXPECT_FALSE(activation.bare.contains("ENVCONTRACT_TEST_SECRET"));
-  // HOME is the env owner's, as when that user runs it.
-  const passwd* owner = ::getpwnam(env.owner.c_str());
-  ASSERT_NE(owner, nullptr);
-  EXPECT_EQ(activation.bare.at("HOME"), owner->pw_dir);
+  // HOME is that of the user the env's code runs as (the env is root's, so
+  // the configured unprivileged user's), as when that user runs it.
+  EXPECT_EQ(env.run_as.user, "nobody");
+  const passwd* user = ::getpwnam(env.run_as.user.c_str());
+  ASSERT_NE(user, nullptr);
+  EXPECT_EQ(activation.bare.at("HOME"), user->pw_dir);
+  EXPECT_EQ(activation.bare.at("USER"), "nobody");
+  EXPECT_EQ(activation.bare.at("LOGNAME"), "nobody");
 }
 
 TEST(Activation, ScriptOutputCannotCorruptTheEnvironment) {

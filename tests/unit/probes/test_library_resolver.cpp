@@ -198,11 +198,21 @@ TEST_F(ResolverVersusLoader, WrongClassCandidatesAreSkipped) {
 }
 
 TEST_F(ResolverVersusLoader, PlatformTokenIsExpanded) {
-  library("p/x86_64/libQ.so", "int q(void) { return 1; }");
+  // glibc picks $PLATFORM from the CPU: "haswell" on many Intel machines.
+  const std::string platform = host_loader_platform();
+  ASSERT_FALSE(platform.empty());
+  library("p/" + platform + "/libQ.so", "int q(void) { return 1; }");
   library("p/libP.so", "int q(void); int p(void) { return q(); }",
-          {"-L" + dir("p/x86_64").string(), "-lQ", "-Wl,--enable-new-dtags",
+          {"-L" + dir("p/" + platform).string(), "-lQ", "-Wl,--enable-new-dtags",
            "-Wl,-rpath,$ORIGIN/$PLATFORM"});
   EXPECT_EQ(compare("p/libP.so").loader, "ok");
+  // A directory named for another platform is not searched, by either.
+  const std::string other = platform == "x86_64" ? "haswell" : "x86_64";
+  library("o/" + other + "/libR.so", "int r(void) { return 1; }");
+  library("o/libO.so", "int r(void); int o(void) { return r(); }",
+          {"-L" + dir("o/" + other).string(), "-lR", "-Wl,--enable-new-dtags",
+           "-Wl,-rpath,$ORIGIN/$PLATFORM"});
+  EXPECT_NE(compare("o/libO.so").loader, "ok");
 }
 
 TEST(LdCache, ReadsTheHostsCache) {

@@ -32,7 +32,7 @@ constexpr const char* k_modules[][2] = {
      "    signal.signal(signal.SIGTERM, signal.SIG_IGN)\n"
      "    time.sleep(3600)\n"
      "    os._exit(0)\n"
-     "with open(os.path.join(os.path.dirname(__file__), 'mb_fork.pid'), 'w') as f:\n"
+     "with open(os.path.join(os.environ['ENVCONTRACT_TEST_OUT'], 'mb_fork.pid'), 'w') as f:\n"
      "    f.write(str(pid))\n"},
     {"mb_flood", "import sys\nsys.stdout.write('x' * 100_000_000)\nsys.stdout.flush()\n"},
     {"mb_badjson", "import sys\nwith open(sys.argv[2], 'a') as f:\n    f.write('{not json\\n')\n"},
@@ -61,6 +61,11 @@ class MisbehavingEnv : public ::testing::Test {
       std::ofstream(m_site / (std::string(name) + ".py")) << source;
     }
     m_env = describe_prefix(m_prefix).value();
+    // Where the modules may write: the probe runs as an unprivileged user,
+    // who cannot write the root-owned env.
+    m_out = m_dir.path() / "out";
+    fs::create_directories(m_out);
+    fs::permissions(m_out, fs::perms::all);
     m_marker = "envcontract-test-" + std::to_string(std::random_device{}());
   }
 
@@ -72,6 +77,7 @@ class MisbehavingEnv : public ::testing::Test {
     ActivatedEnvironment activation;
     activation.bare = bare_environment(m_env);
     activation.bare["ENVCONTRACT_TEST_MARKER"] = m_marker;
+    activation.bare["ENVCONTRACT_TEST_OUT"] = m_out.string();
     activation.activated = activation.bare;
     const auto started = std::chrono::steady_clock::now();
     auto facts = probe_env(m_env, activation, plan);
@@ -100,6 +106,7 @@ class MisbehavingEnv : public ::testing::Test {
   testing::TempDir m_dir;
   fs::path m_prefix;
   fs::path m_site;
+  fs::path m_out;
   PythonEnv m_env;
   std::string m_marker;
   std::chrono::steady_clock::duration m_elapsed{};
@@ -141,7 +148,7 @@ TEST_F(MisbehavingEnv, AStubbornGrandchildDoesNotKeepTheProbeAlive) {
   const auto stage = run_imports("mb_fork");
   EXPECT_LT(m_elapsed, 15s);
   EXPECT_EQ(stage.status, StageStatus::ok) << stage.summary;
-  std::ifstream pid_file(m_site / "mb_fork.pid");
+  std::ifstream pid_file(m_out / "mb_fork.pid");
   pid_t grandchild = 0;
   pid_file >> grandchild;
   EXPECT_GT(grandchild, 0);

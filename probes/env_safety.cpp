@@ -1,0 +1,156 @@
+#include "probes/env_safety.hpp"
+
+#include <grp.h>
+#include <pwd.h>
+#include <sys/stat.h>
+
+#include <algorithm>
+#include <cstdio>
+#include <set>
+
+namespace envcontract::probes {
+namespace fs = std::filesystem;
+
+namespace {
+
+std::string user_name(uid_t uid) {
+  passwd entry{};
+  passwd* found = nullptr;
+  std::vector<char> buffer(16384);
+  if (getpwuid_r(uid, &entry, buffer.data(), buffer.size(), &found) == 0 && found) {
+    return found->pw_name;
+  }
+  return std::to_string(uid);
+}
+
+// A group whose write bit is harmless: one that holds nobody but the user the
+// code runs as (the user's private group), or root's group with no members.
+bool trusted_group(gid_t gid, const RunAs& run_as) {
+  if (gid != run_as.gid && gid != 0) {
+    return false;
+  }
+  group entry{};
+  group* found = nullptr;
+  std::vector<char> buffer(65536);
+  if (getgrgid_r(gid, &entry, buffer.data(), buffer.size(), &found) != 0 || found == nullptr) {
+    return false;
+  }
+  for (char** member = found->gr_mem; member && *member; ++member) {
+    if (run_as.user != *member) {
+      return false;
+    }
+  }
+  return true;
+}
+
+std::string group_name(gid_t gid) {
+  group entry{};
+  group* found = nullptr;
+  std::vector<char> buffer(65536);
+  if (getgrgid_r(gid, &entry, buffer.data(), buffer.size(), &found) == 0 && found) {
+    return found->gr_name;
+  }
+  return std::to_string(gid);
+}
+
+class Checker {
+ public:
+  explicit Checker(const RunAs& run_as) : m_run_as(run_as) {}
+
+  // `as_parent`: a directory on the way, where a sticky world-writable
+  // directory (/tmp) is fine: others cannot replace what they do not own.
+  void check(const fs::path& path, bool as_parent) {
+    if (!m_seen.insert(path).second) {
+      return;
+    }
+    struct stat info {};
+    if (::lstat(path.c_str(), &info) != 0) {
+      return;  // absent: nothing to load from it
+    }
+    const unsigned mode = info.st_mode & 07777;
+    std::string why;
+    if (info.st_uid != 0 && info.st_uid != m_run_as.uid) {
+      why = "owned by " + user_name(info.st_uid) + ", who is neither root nor " + m_run_as.user;
+    } else if (S_ISLNK(info.st_mode)) {
+      return;  // a link's own mode means nothing; its directory and target are checked
+    } else if ((mode & S_IWOTH) && !(as_parent && S_ISDIR(info.st_mode) && (mode & S_ISVTX))) {
+      why = "writable by everyone";
+    } else if ((mode & S_IWGRP) && !trusted_group(info.st_gid, m_run_as) &&
+               !(as_parent && S_ISDIR(info.st_mode) && (mode & S_ISVTX))) {
+      why = "writable by the group " + group_name(info.st_gid);
+    }
+    if (!why.empty()) {
+      m_unsafe.push_back(
+          {path, user_name(info.st_uid), group_name(info.st_gid), mode, std::move(why)});
+    }
+  }
+
+  // `path` and every directory above it, up to and including `top`.
+  void check_with_parents(const fs::path& path, const fs::path& top) {
+    check(path, false);
+    for (fs::path dir = path.parent_path(); !dir.empty(); dir = dir.parent_path()) {
+      check(dir, true);
+      if (dir == top || dir == dir.root_path()) {
+        break;
+      }
+    }
+  }
+
+  std::vector<UnsafePath> take() { return std::move(m_unsafe); }
+
+ private:
+  const RunAs& m_run_as;
+  std::set<fs::path> m_seen;
+  std::vector<UnsafePath> m_unsafe;
+};
+
+}  // namespace
+
+std::string mode_text(unsigned mode) {
+  char text[8];
+  std::snprintf(text, sizeof text, "%04o", mode & 07777);
+  return text;
+}
+
+std::vector<UnsafePath> find_unsafe_paths(const SafetyInputs& inputs, const RunAs& run_as) {
+  Checker checker(run_as);
+  const fs::path root = inputs.scan_root.empty() ? fs::path("/") : inputs.scan_root;
+  checker.check_with_parents(inputs.prefix, root);
+  if (!inputs.python.empty()) {
+    checker.check_with_parents(inputs.python, inputs.prefix);
+    // What it resolves to, wherever that is (a base interpreter for a venv).
+    std::error_code error;
+    const fs::path real = fs::canonical(inputs.python, error);
+    if (!error) {
+      checker.check_with_parents(real, real.root_path());
+    }
+  }
+  for (const auto& file : inputs.activation) {
+    checker.check_with_parents(file, inputs.prefix);
+  }
+  for (const auto& site : inputs.site_dirs) {
+    checker.check_with_parents(site, inputs.prefix);
+    std::error_code error;
+    std::vector<fs::path> pth_files;
+    for (fs::directory_iterator it(site, error), end; !error && it != end; it.increment(error)) {
+      if (it->path().extension() == ".pth") {
+        pth_files.push_back(it->path());
+      }
+    }
+    std::sort(pth_files.begin(), pth_files.end());
+    for (const auto& pth : pth_files) {
+      checker.check(pth, false);
+    }
+  }
+  return checker.take();
+}
+
+nlohmann::ordered_json to_json(const UnsafePath& unsafe) {
+  return {{"path", unsafe.path.string()},
+          {"owner", unsafe.owner},
+          {"group", unsafe.group},
+          {"mode", mode_text(unsafe.mode)},
+          {"why", unsafe.why}};
+}
+
+}  // namespace envcontract::probes

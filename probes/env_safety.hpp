@@ -1,0 +1,46 @@
+#pragma once
+
+#include <sys/types.h>
+
+#include <filesystem>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "probes/run_as.hpp"
+
+// Whether an env's code may run at all, as sshd's StrictModes decides for
+// authorized_keys: when anything the probe would execute or load could have
+// been written by someone other than root and the user it runs as, running
+// it would run that someone's code with the env owner's rights.
+namespace envcontract::probes {
+
+struct UnsafePath {
+  std::filesystem::path path;
+  std::string owner;  // user name or uid
+  std::string group;  // group name or gid
+  unsigned mode = 0;  // permission bits, e.g. 0777
+  std::string why;    // "writable by everyone", "owned by alice", ...
+};
+
+struct SafetyInputs {
+  std::filesystem::path prefix;
+  std::filesystem::path python;  // bin/python as a user would run it
+  std::vector<std::filesystem::path>
+      activation;                                // scripts and variable files that activation reads
+  std::vector<std::filesystem::path> site_dirs;  // the env's site-packages
+  std::filesystem::path scan_root = "/";         // parents are checked up to here
+};
+
+// Every path among the inputs (with the prefix's parents, what bin/python
+// resolves to and its directories, and each site dir's .pth files) that
+// someone other than root and `run_as` could write. Empty: safe.
+std::vector<UnsafePath> find_unsafe_paths(const SafetyInputs& inputs, const RunAs& run_as);
+
+nlohmann::ordered_json to_json(const UnsafePath& unsafe);
+
+// "0755"
+std::string mode_text(unsigned mode);
+
+}  // namespace envcontract::probes

@@ -1,0 +1,87 @@
+#pragma once
+
+#include <sys/types.h>
+
+#include <filesystem>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+// Who runs an env's code. The agent is root on a host shared by many users;
+// an env's activation scripts, interpreter and modules belong to whoever can
+// write them, so they run with that user's credentials and never as root
+// (docs/security.md).
+namespace envcontract::probes {
+
+// The policy, from the agent's config.
+struct RunAsPolicy {
+  // Envs owned by root (a system conda under /opt, an image's own envs) run
+  // as this user. "root" runs them as root: an explicit choice that every
+  // report then states.
+  std::string root_envs_user = "nobody";
+};
+
+// The credentials one env's code runs under.
+struct RunAs {
+  uid_t uid = 0;
+  gid_t gid = 0;
+  std::vector<gid_t> groups;  // supplementary groups, as initgroups would give
+  std::string user;           // the name, or the numeric uid when it has no passwd entry
+  std::filesystem::path home = "/";
+  std::string shell = "/bin/sh";
+  // Why this user: "owner of the env", "root-owned env: configured user",
+  // "root by configuration", "the agent is not root".
+  std::string reason;
+  // When set, no env code may run: why (e.g. the configured user does not exist).
+  std::string problem;
+  // True when the agent can change to these credentials, i.e. it runs as
+  // root; an unprivileged agent runs everything as itself.
+  bool switch_credentials = false;
+
+  bool is_root() const { return uid == 0; }
+};
+
+// The credentials for an env whose prefix is owned by `owner`, under `policy`.
+RunAs resolve_run_as(uid_t owner, const RunAsPolicy& policy);
+
+// The same for the owner of `prefix` (followed through symlinks).
+RunAs run_as_for_prefix(const std::filesystem::path& prefix, const RunAsPolicy& policy);
+
+// A user's credentials by name ("nobody") or numeric uid; `problem` is set when
+// there is no such user.
+RunAs run_as_user(const std::string& name);
+
+nlohmann::ordered_json to_json(const RunAs& run_as);
+
+// Whether `run_as` may read the file at `path`, as the kernel would decide
+// for that user (every directory on the way searchable, the file readable).
+// Answered by switching this thread's filesystem credentials (see
+// ReadingAs); true for an agent that cannot switch.
+bool readable_by(const std::filesystem::path& path, const RunAs& run_as);
+
+// For the lifetime of this object, file access by the calling thread is
+// checked by the kernel against `run_as`'s credentials (setfsuid, setfsgid
+// and the thread's supplementary groups, per thread), so the agent, root,
+// reads an env's files exactly as their owner could: a symlink to
+// /etc/shadow or to another user's private file fails with EACCES. Nothing
+// changes for an agent that is not root, or when `run_as` is root. Other
+// threads are not affected.
+class ReadingAs {
+ public:
+  explicit ReadingAs(const RunAs& run_as);
+  ~ReadingAs();
+  ReadingAs(const ReadingAs&) = delete;
+  ReadingAs& operator=(const ReadingAs&) = delete;
+
+  // False when switching failed: the caller must not read on the env's behalf.
+  bool ok() const { return m_ok; }
+
+ private:
+  bool m_switched = false;
+  bool m_ok = true;
+  std::vector<gid_t> m_saved_groups;
+};
+
+}  // namespace envcontract::probes

@@ -1,0 +1,142 @@
+#include "probes/scratch_directory.hpp"
+
+#include <dirent.h>
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstdlib>
+#include <vector>
+
+namespace envcontract::probes {
+namespace fs = std::filesystem;
+
+namespace {
+
+constexpr int k_max_depth = 16;
+constexpr std::size_t k_max_entries = 10'000;
+
+}  // namespace
+
+ScratchDirectory::ScratchDirectory(const char* prefix, const std::optional<Credentials>& owner)
+    : m_owner(owner) {
+  std::error_code error;
+  std::string pattern = (fs::temp_directory_path(error) / (std::string(prefix) + "-XXXXXX"));
+  if (error || ::mkdtemp(pattern.data()) == nullptr) {
+    return;
+  }
+  m_path = pattern;
+  m_fd = ::open(m_path.c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+}
+
+bool ScratchDirectory::write(const char* name, std::string_view text) {
+  if (m_fd < 0) {
+    return false;
+  }
+  const int fd = ::openat(m_fd, name, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0644);
+  if (fd < 0) {
+    return false;
+  }
+  bool ok = ::fchmod(fd, 0644) == 0;  // whatever the umask
+  while (ok && !text.empty()) {
+    const ssize_t written = ::write(fd, text.data(), text.size());
+    ok = written > 0;
+    if (ok) {
+      text.remove_prefix(static_cast<std::size_t>(written));
+    }
+  }
+  return ::close(fd) == 0 && ok;
+}
+
+bool ScratchDirectory::hand_over() {
+  if (m_fd < 0) {
+    return false;
+  }
+  return !m_owner || ::fchown(m_fd, m_owner->uid, m_owner->gid) == 0;
+}
+
+std::optional<std::string> ScratchDirectory::read(const char* name, std::size_t max_bytes) const {
+  if (m_fd < 0) {
+    return std::nullopt;
+  }
+  // O_NONBLOCK: a FIFO planted here must not stall the agent.
+  const int fd = ::openat(m_fd, name, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
+  if (fd < 0) {
+    return std::nullopt;
+  }
+  struct stat info {};
+  std::optional<std::string> text;
+  const uid_t expected = m_owner ? m_owner->uid : ::geteuid();
+  // A hard link to a file of someone else's would pass O_NOFOLLOW: only the
+  // child's user's own files are read.
+  if (::fstat(fd, &info) == 0 && S_ISREG(info.st_mode) && info.st_uid == expected) {
+    text.emplace();
+    char chunk[65536];
+    while (text->size() < max_bytes) {
+      const ssize_t got = ::read(fd, chunk, std::min(sizeof chunk, max_bytes - text->size()));
+      if (got <= 0) {
+        break;
+      }
+      text->append(chunk, static_cast<std::size_t>(got));
+    }
+  }
+  ::close(fd);
+  return text;
+}
+
+bool remove_contents_at(int dir_fd, int depth) {
+  const int list_fd = ::dup(dir_fd);
+  if (list_fd < 0) {
+    return false;
+  }
+  DIR* dir = ::fdopendir(list_fd);
+  if (dir == nullptr) {
+    ::close(list_fd);
+    return false;
+  }
+  std::vector<std::string> names;
+  while (const dirent* entry = ::readdir(dir)) {
+    const std::string name = entry->d_name;
+    if (name != "." && name != "..") {
+      names.push_back(name);
+    }
+    if (names.size() >= k_max_entries) {
+      break;
+    }
+  }
+  ::closedir(dir);
+  bool empty = names.size() < k_max_entries;
+  for (const auto& name : names) {
+    if (::unlinkat(dir_fd, name.c_str(), 0) == 0 || errno == ENOENT) {
+      continue;
+    }
+    if (errno != EISDIR || depth >= k_max_depth) {
+      empty = false;
+      continue;
+    }
+    const int child =
+        ::openat(dir_fd, name.c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+    if (child < 0) {
+      empty = false;
+      continue;
+    }
+    remove_contents_at(child, depth + 1);
+    ::close(child);
+    empty = ::unlinkat(dir_fd, name.c_str(), AT_REMOVEDIR) == 0 && empty;
+  }
+  return empty;
+}
+
+ScratchDirectory::~ScratchDirectory() {
+  if (m_fd < 0) {
+    return;
+  }
+  remove_contents_at(m_fd);
+  ::close(m_fd);
+  // By name, last: AT_REMOVEDIR removes only an empty directory, so if the
+  // name now stands for something else, nothing of value goes.
+  ::rmdir(m_path.c_str());
+}
+
+}  // namespace envcontract::probes

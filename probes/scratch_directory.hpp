@@ -1,0 +1,51 @@
+#pragma once
+
+#include <sys/types.h>
+
+#include <filesystem>
+#include <optional>
+#include <string>
+#include <string_view>
+
+#include "probes/process_runner.hpp"
+
+namespace envcontract::probes {
+
+// A private directory for one child process: the files we hand it and the
+// files it writes back. When the child runs as another user, the directory
+// is given to that user (mode 0700), so what it writes there is that user's
+// and nobody else's. Everything we do inside it afterwards goes through a
+// descriptor of the directory, so renaming it or planting symlinks in it
+// cannot make the agent (root) read or delete anything else.
+class ScratchDirectory {
+ public:
+  // `owner`: the credentials the child will run with; unset for our own.
+  // `prefix`: the name's start, e.g. "envcontract-probe".
+  ScratchDirectory(const char* prefix, const std::optional<Credentials>& owner);
+  ~ScratchDirectory();
+  ScratchDirectory(const ScratchDirectory&) = delete;
+  ScratchDirectory& operator=(const ScratchDirectory&) = delete;
+
+  bool ok() const { return m_fd >= 0; }
+  // The path to give the child.
+  std::filesystem::path file(const char* name) const { return m_path / name; }
+  // Writes a file for the child to read (ours, mode 0644). Call before
+  // hand_over().
+  bool write(const char* name, std::string_view text);
+  // Gives the directory to the child's user. Call after writing inputs.
+  bool hand_over();
+  // A file the child wrote: a regular file (no symlink is followed) that
+  // belongs to the child's user, at most `max_bytes`. nullopt otherwise.
+  std::optional<std::string> read(const char* name, std::size_t max_bytes) const;
+
+ private:
+  std::filesystem::path m_path;
+  int m_fd = -1;
+  std::optional<Credentials> m_owner;
+};
+
+// Removes what is below the directory `dir_fd` without following symlinks,
+// bounded in depth and entries; true when it is empty afterwards.
+bool remove_contents_at(int dir_fd, int depth = 0);
+
+}  // namespace envcontract::probes
