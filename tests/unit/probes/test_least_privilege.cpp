@@ -1,0 +1,409 @@
+// Env code never runs as root (docs/security.md). Real unprivileged users,
+// real envs they own, real processes: each env's activation script and
+// imported module record who they run as, and the test reads the records.
+#include <grp.h>
+#include <gtest/gtest.h>
+#include <pwd.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <fstream>
+#include <map>
+#include <optional>
+#include <random>
+#include <sstream>
+#include <thread>
+
+#include "common/json_text.hpp"
+#include "contracts/judgement.hpp"
+#include "probes/activation.hpp"
+#include "probes/discovery.hpp"
+#include "probes/dynamic_probe.hpp"
+#include "probes/host_facts.hpp"
+#include "tests/support/contract_text.hpp"
+#include "tests/support/demo_host.hpp"
+#include "tests/support/processes.hpp"
+#include "tests/support/temp_dir.hpp"
+
+namespace envcontract::probes {
+namespace {
+
+namespace fs = std::filesystem;
+using namespace std::chrono_literals;
+
+struct User {
+  std::string name;
+  uid_t uid = 0;
+  gid_t gid = 0;
+  std::string home;
+};
+
+// A system user of the tests' own, made once per machine.
+std::optional<User> ensure_user(const std::string& name) {
+  for (int attempt = 0; attempt < 20 && ::getpwnam(name.c_str()) == nullptr; ++attempt) {
+    // Two test processes may race for /etc/passwd's lock: try again.
+    const std::string command =
+        "useradd --system --no-create-home --user-group --shell "
+        "/usr/sbin/nologin " +
+        name + " >/dev/null 2>&1";
+    if (std::system(command.c_str()) != 0) {
+      std::this_thread::sleep_for(100ms);
+    }
+  }
+  const passwd* entry = ::getpwnam(name.c_str());
+  if (entry == nullptr) {
+    return std::nullopt;
+  }
+  // Copied: getpwnam's answer is overwritten by the next call.
+  return User{entry->pw_name, entry->pw_uid, entry->pw_gid, entry->pw_dir};
+}
+
+void chown_tree(const fs::path& root, uid_t uid, gid_t gid) {
+  ASSERT_EQ(::lchown(root.c_str(), uid, gid), 0);
+  for (const auto& entry : fs::recursive_directory_iterator(root)) {
+    ASSERT_EQ(::lchown(entry.path().c_str(), uid, gid), 0) << entry.path();
+  }
+}
+
+std::map<std::string, std::string> read_record(const fs::path& path) {
+  std::map<std::string, std::string> record;
+  std::ifstream in(path);
+  for (std::string line; std::getline(in, line);) {
+    const auto colon = line.find(':');
+    if (colon != std::string::npos) {
+      std::string value = line.substr(colon + 1);
+      value.erase(0, value.find_first_not_of(" \t"));
+      record[line.substr(0, colon)] = value;
+    }
+  }
+  return record;
+}
+
+constexpr const char* k_no_capabilities = "0000000000000000";
+
+class LeastPrivilege : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    if (::geteuid() != 0) {
+      GTEST_SKIP() << "needs root: the agent's change of user is what is tested";
+    }
+    const auto alice = ensure_user("ectest-alice");
+    const auto bob = ensure_user("ectest-bob");
+    ASSERT_TRUE(alice && bob) << "useradd failed";
+    m_alice = *alice;
+    m_bob = *bob;
+    m_alice_uid = m_alice.uid;
+    m_alice_gid = m_alice.gid;
+    m_marker = "envcontract-test-" + std::to_string(std::random_device{}());
+    m_out = m_dir.path() / "out";
+    fs::create_directories(m_out);
+    fs::permissions(m_out, fs::perms::all);  // every probe user may leave its record here
+  }
+
+  void TearDown() override {
+    for (int attempt = 0; attempt < 50 && !survivors().empty(); ++attempt) {
+      std::this_thread::sleep_for(20ms);
+    }
+    EXPECT_TRUE(survivors().empty()) << "a process of this test outlived its probe";
+  }
+
+  std::vector<pid_t> survivors() const {
+    return testing::processes_with_environment("ECTEST_MARKER=" + m_marker);
+  }
+
+  // A venv (made as `python -m venv` lays it out) whose activation script
+  // and module `ec_whoami` record their credentials in out/.
+  fs::path make_venv(const std::string& name) {
+    const fs::path python = fs::canonical(testing::demo_host() / "venvs/xpu210v/bin/python");
+    const std::string version = python.filename().string().substr(6);  // 3.10
+    const fs::path prefix = m_dir.path() / name;
+    fs::create_directories(prefix / "bin");
+    const fs::path site = prefix / "lib" / ("python" + version) / "site-packages";
+    fs::create_directories(site);
+    std::ofstream(prefix / "pyvenv.cfg")
+        << "home = " << python.parent_path().string() << "\nversion = " << version << "\n";
+    fs::create_symlink(python, prefix / "bin" / "python");
+    const std::string record =
+        R"(grep -E '^(Uid|Gid|Groups|CapInh|CapPrm|CapEff|CapBnd|CapAmb|NoNewPrivs):' /proc/self/status)";
+    std::ofstream(prefix / "bin" / "activate")
+        << "export VIRTUAL_ENV=\"" << prefix.string() << "\" PATH=\"" << prefix.string()
+        << "/bin:$PATH\" ECTEST_MARKER=" << m_marker << "\n"
+        << record << " > " << (m_out / (name + ".activate")).string() << "\n";
+    std::ofstream(site / "ec_whoami.py")
+        << "import os\n"
+        << "with open(" << '"' << (m_out / (name + ".module")).string() << '"' << ", 'w') as out:\n"
+        << "    for line in open('/proc/self/status'):\n"
+        << "        if line.split(':')[0] in ('Uid', 'Gid', 'Groups', 'CapInh', 'CapPrm', "
+           "'CapEff', 'CapBnd', 'CapAmb', 'NoNewPrivs'):\n"
+        << "            out.write(line)\n";
+    return prefix;
+  }
+
+  // Activates and imports ec_whoami as the agent does.
+  DynamicFacts probe(const PythonEnv& env, ActivatedEnvironment* activation_out = nullptr,
+                     std::vector<std::string> modules = {"ec_whoami"},
+                     ResourceLimits resources = {}) {
+    auto activation = activate(env);
+    ProbePlan plan;
+    plan.imports = std::move(modules);
+    plan.imports_timeout = 20s;
+    plan.compare_bare = false;
+    plan.resources = resources;
+    activation.activated["ECTEST_MARKER"] = m_marker;
+    auto facts = probe_env(env, activation, plan);
+    if (activation_out) {
+      *activation_out = activation;
+    }
+    return facts;
+  }
+
+  void expect_unprivileged(const fs::path& record_path, uid_t uid, gid_t gid) {
+    ASSERT_TRUE(fs::exists(record_path)) << record_path << " was not written";
+    auto record = read_record(record_path);
+    const std::string id = std::to_string(uid);
+    EXPECT_EQ(record["Uid"], id + "\t" + id + "\t" + id + "\t" + id) << record_path;
+    const std::string gid_text = std::to_string(gid);
+    EXPECT_EQ(record["Gid"], gid_text + "\t" + gid_text + "\t" + gid_text + "\t" + gid_text);
+    for (const char* set : {"CapInh", "CapPrm", "CapEff", "CapBnd", "CapAmb"}) {
+      EXPECT_EQ(record[set], k_no_capabilities) << set << " in " << record_path;
+    }
+    EXPECT_EQ(record["NoNewPrivs"], "1") << record_path;
+  }
+
+  testing::TempDir m_dir;
+  User m_alice;
+  User m_bob;
+  uid_t m_alice_uid = 0;
+  gid_t m_alice_gid = 0;
+  std::string m_marker;
+  fs::path m_out;
+};
+
+TEST_F(LeastPrivilege, AnEnvsCodeRunsAsItsOwnerWithNoCapabilities) {
+  const fs::path prefix = make_venv("alice-env");
+  chown_tree(prefix, m_alice_uid, m_alice_gid);
+  const auto env = describe_prefix(prefix).value();
+  EXPECT_EQ(env.run_as.user, "ectest-alice");
+  EXPECT_EQ(env.run_as.reason, "owner of the env");
+  EXPECT_TRUE(env.unsafe.empty()) << common::json_text(to_json(env));
+  ActivatedEnvironment activation;
+  const auto facts = probe(env, &activation);
+  EXPECT_EQ(activation.problem, "");
+  EXPECT_EQ(activation.bare.at("HOME"), m_alice.home);
+  EXPECT_EQ(activation.bare.at("USER"), "ectest-alice");
+  ASSERT_FALSE(facts.stages.empty());
+  expect_unprivileged(m_out / "alice-env.activate", m_alice_uid, m_alice_gid);
+  expect_unprivileged(m_out / "alice-env.module", m_alice_uid, m_alice_gid);
+  // Supplementary groups are the user's own, not root's.
+  auto record = read_record(m_out / "alice-env.module");
+  EXPECT_EQ(record["Groups"].find('0'), std::string::npos) << record["Groups"];
+}
+
+TEST_F(LeastPrivilege, ARootOwnedEnvRunsAsTheConfiguredUser) {
+  const fs::path prefix = make_venv("root-env");
+  const auto env = describe_prefix(prefix).value();
+  EXPECT_EQ(env.run_as.user, "nobody");
+  probe(env);
+  const passwd* nobody = ::getpwnam("nobody");
+  ASSERT_NE(nobody, nullptr);
+  expect_unprivileged(m_out / "root-env.activate", nobody->pw_uid, nobody->pw_gid);
+  expect_unprivileged(m_out / "root-env.module", nobody->pw_uid, nobody->pw_gid);
+
+  // Another user by configuration; root only when said, and then it says so.
+  RunAsPolicy as_bob{"ectest-bob"};
+  const auto as_bob_env = describe_prefix(prefix, as_bob).value();
+  EXPECT_EQ(as_bob_env.run_as.uid, m_bob.uid);
+  RunAsPolicy as_root{"root"};
+  const auto root_env = describe_prefix(prefix, as_root).value();
+  EXPECT_EQ(root_env.run_as.uid, 0U);
+  EXPECT_NE(root_env.run_as.reason.find("root by configuration"), std::string::npos);
+  RunAsPolicy missing{"ectest-no-such-user"};
+  const auto nowhere = describe_prefix(prefix, missing).value();
+  EXPECT_NE(code_refusal(nowhere).find("no user 'ectest-no-such-user'"), std::string::npos);
+  fs::remove(m_out / "root-env.module");
+  const auto refused = probe(nowhere);
+  EXPECT_FALSE(refused.refused.empty());
+  EXPECT_FALSE(fs::exists(m_out / "root-env.module"));
+}
+
+struct UnsafeCase {
+  const char* name;
+  // The path made writable, relative to the test dir, and its mode.
+  std::string relative;
+  fs::perms mode;
+};
+
+class UnsafeEnv : public LeastPrivilege, public ::testing::WithParamInterface<UnsafeCase> {};
+
+TEST_P(UnsafeEnv, RunsNoneOfItsCodeAndNamesThePath) {
+  const fs::path prefix = make_venv("env");
+  chown_tree(prefix, m_alice_uid, m_alice_gid);
+  const fs::path unsafe =
+      GetParam().relative.empty() ? m_dir.path() : m_dir.path() / GetParam().relative;
+  fs::permissions(unsafe, GetParam().mode);
+  const auto env = describe_prefix(prefix, {}, m_dir.path()).value();
+  ASSERT_FALSE(env.unsafe.empty());
+  EXPECT_EQ(env.unsafe.front().path, unsafe);
+  EXPECT_EQ(env.unsafe.front().why, "writable by everyone");
+  ActivatedEnvironment activation;
+  const auto facts = probe(env, &activation);
+  EXPECT_NE(activation.problem.find("none of this env's code runs: " + unsafe.string()),
+            std::string::npos)
+      << activation.problem;
+  EXPECT_TRUE(facts.stages.empty());
+  EXPECT_FALSE(facts.refused.empty());
+  // The markers prove it: neither the activation script nor the module ran.
+  EXPECT_FALSE(fs::exists(m_out / "env.activate"));
+  EXPECT_FALSE(fs::exists(m_out / "env.module"));
+
+  // The report: a failing check of the env's own, naming path, owner and
+  // mode; checks that needed the env's code point at it.
+  const auto loaded = testing::load_checks("- {id: imp, kind: imports, modules: [ec_whoami]}\n");
+  ASSERT_TRUE(loaded.contract) << testing::joined(loaded);
+  Json facts_json = to_json(env);
+  facts_json["dynamic"] = to_json(facts);
+  const auto judged = contracts::judge_env(*loaded.contract, facts_json);
+  EXPECT_EQ(judged.verdict, contracts::EnvVerdict::drift);
+  ASSERT_EQ(judged.checks.size(), 2U);
+  EXPECT_EQ(judged.checks[0].id, "env:code-safety");
+  ASSERT_TRUE(judged.checks[0].diagnosis);
+  EXPECT_EQ(judged.checks[0].diagnosis->cause, "unsafe_permissions");
+  EXPECT_NE(judged.checks[0].diagnosis->summary.find(unsafe.string()), std::string::npos);
+  EXPECT_NE(judged.checks[0].diagnosis->summary.find("mode 07"), std::string::npos)
+      << judged.checks[0].diagnosis->summary;
+  EXPECT_EQ(judged.checks[1].status, contracts::CheckStatus::skip);
+  EXPECT_EQ(judged.checks[1].diagnosis->cause, "blocked");
+}
+
+INSTANTIATE_TEST_SUITE_P(WorldWritable, UnsafeEnv,
+                         ::testing::Values(UnsafeCase{"site_packages",
+                                                      "env/lib/python3.10/site-packages",
+                                                      fs::perms::all},
+                                           UnsafeCase{"activation_script", "env/bin/activate",
+                                                      fs::perms::all & ~fs::perms::others_exec},
+                                           UnsafeCase{"prefix_parent", "", fs::perms::all}),
+                         [](const auto& case_info) { return std::string(case_info.param.name); });
+
+TEST_F(LeastPrivilege, NothingAnOwnerCannotReadReachesTheFacts) {
+  const fs::path prefix = make_venv("env");
+  const fs::path site = prefix / "lib/python3.10/site-packages";
+  // A root-only secret and a private file of bob's, linked from alice's env.
+  const fs::path root_secret = m_dir.path() / "root-secret";
+  std::ofstream(root_secret) << "Metadata-Version: 2.1\nName: rootsecret-7f3a\nVersion: 9.9\n";
+  fs::permissions(root_secret, fs::perms::owner_read | fs::perms::owner_write);
+  const fs::path bob_home = m_dir.path() / "bob";
+  fs::create_directories(bob_home);
+  std::ofstream(bob_home / "private.py") << "__version__ = 'bobsecret-91c2'\n";
+  chown_tree(bob_home, m_bob.uid, m_bob.gid);
+  fs::permissions(bob_home / "private.py", fs::perms::owner_read | fs::perms::owner_write);
+  fs::create_directories(site / "leak-1.0.dist-info");
+  std::ofstream(site / "leak-1.0.dist-info/RECORD") << "";
+  fs::create_symlink(root_secret, site / "leak-1.0.dist-info/METADATA");
+  fs::create_symlink("/etc/shadow", site / "leak-1.0.dist-info/INSTALLER");
+  fs::create_directories(site / "torch");
+  fs::create_symlink(bob_home / "private.py", site / "torch/version.py");
+  chown_tree(prefix, m_alice_uid, m_alice_gid);
+
+  HostFactsOptions options;
+  options.discovery.prefixes = {prefix};
+  ActivationCache activations;
+  ElfCache elf_files;
+  const std::string facts =
+      common::json_text(to_json(gather_host_facts(options, activations, elf_files)));
+  EXPECT_EQ(facts.find("rootsecret-7f3a"), std::string::npos);
+  EXPECT_EQ(facts.find("bobsecret-91c2"), std::string::npos);
+  std::ifstream shadow("/etc/shadow");
+  std::string first_line;
+  std::getline(shadow, first_line);
+  ASSERT_FALSE(first_line.empty());
+  EXPECT_EQ(facts.find(first_line.substr(0, first_line.find(':') + 2)), std::string::npos);
+  // The same files readable by alice are read: the reading works at all.
+  fs::permissions(root_secret, fs::perms::owner_read | fs::perms::others_read);
+  ActivationCache fresh;
+  const std::string readable =
+      common::json_text(to_json(gather_host_facts(options, fresh, elf_files)));
+  EXPECT_NE(readable.find("rootsecret-7f3a"), std::string::npos);
+}
+
+TEST_F(LeastPrivilege, EscapedForkedAndGreedyProbesAreBoundedAndEnded) {
+  const fs::path prefix = make_venv("env");
+  const fs::path site = prefix / "lib/python3.10/site-packages";
+  std::ofstream(site / "ec_escape.py")
+      << "import subprocess\n"
+      << "subprocess.run(['setsid', '-f', 'sh', '-c', 'sleep 300'])\n";
+  std::ofstream(site / "ec_forks.py")
+      << "import os, time\n"
+      << "children = 0\n"
+      << "for _ in range(1000):\n"
+      << "    try:\n"
+      << "        pid = os.fork()\n"
+      << "    except OSError:\n"
+      << "        break\n"
+      << "    if pid == 0:\n"
+      << "        time.sleep(300)\n"
+      << "        os._exit(0)\n"
+      << "    children += 1\n"
+      << "open(" << '"' << (m_out / "forks").string() << '"' << ", 'w').write(str(children))\n";
+  std::ofstream(site / "ec_greedy.py") << "chunks = []\n"
+                                       << "while True:\n"
+                                       << "    chunks.append(bytearray(16 << 20))\n";
+  chown_tree(prefix, m_alice_uid, m_alice_gid);
+  const auto env = describe_prefix(prefix).value();
+  ResourceLimits limits;
+  limits.processes = 64;
+  limits.memory_bytes = 256ULL << 20;
+
+  const auto started = std::chrono::steady_clock::now();
+  auto escaped = probe(env, nullptr, {"ec_escape"}, limits);
+  ASSERT_FALSE(escaped.stages.empty());
+  EXPECT_EQ(escaped.stages.back().status, StageStatus::ok) << escaped.stages.back().summary;
+  EXPECT_TRUE(survivors().empty()) << "the setsid child outlived the probe";
+
+  auto forks = probe(env, nullptr, {"ec_forks"}, limits);
+  std::ifstream forks_record(m_out / "forks");
+  int children = -1;
+  forks_record >> children;
+  EXPECT_GE(children, 1);
+  EXPECT_LT(children, 1000) << "nothing bounded the fork loop";
+  EXPECT_TRUE(survivors().empty()) << "forked children outlived the probe";
+
+  auto greedy = probe(env, nullptr, {"ec_greedy"}, limits);
+  ASSERT_FALSE(greedy.stages.empty());
+  const auto& stage = greedy.stages.back();
+  EXPECT_NE(stage.status, StageStatus::ok);
+  EXPECT_NE(stage.status, StageStatus::hung) << "the allocation was not bounded";
+  EXPECT_LT(std::chrono::steady_clock::now() - started, 60s);
+}
+
+TEST_F(LeastPrivilege, ActivationVariablesThatChangeBashAreRefused) {
+  const fs::path prefix = m_dir.path() / "conda-env";
+  const fs::path python = fs::canonical(testing::demo_host() / "venvs/xpu210v/bin/python");
+  fs::create_directories(prefix / "bin");
+  fs::create_directories(prefix / "conda-meta");
+  fs::create_directories(prefix / "lib/python3.10/site-packages");
+  fs::create_symlink(python, prefix / "bin/python");
+  const fs::path planted = m_out / "bash_env_ran";
+  std::ofstream(m_out / "bash_env.sh") << "touch " << planted.string() << "\n";
+  std::ofstream(prefix / "conda-meta/state")
+      << R"({"env_vars": {"BASH_ENV": ")" << (m_out / "bash_env.sh").string()
+      << R"j(", "BASH_FUNC_ls%%": "() { touch /tmp/x; }", "bad name": "1", "PS4": "$(id)", )j"
+      << R"("ECTEST_GOOD": "kept"}})";
+  chown_tree(prefix, m_alice_uid, m_alice_gid);
+  const auto env = describe_prefix(prefix).value();
+  const auto activation = activate(env);
+  EXPECT_EQ(activation.problem, "");
+  EXPECT_EQ(activation.activated.at("ECTEST_GOOD"), "kept");
+  EXPECT_FALSE(activation.activated.contains("BASH_ENV"));
+  EXPECT_FALSE(fs::exists(planted)) << "BASH_ENV ran";
+  ASSERT_EQ(activation.refused_variables.size(), 4U);
+  std::string all;
+  for (const auto& message : activation.refused_variables) {
+    all += message + "\n";
+  }
+  EXPECT_NE(all.find("BASH_ENV changes how bash runs the activation scripts"), std::string::npos)
+      << all;
+  EXPECT_NE(all.find("'bad name' is not a shell variable name"), std::string::npos) << all;
+}
+
+}  // namespace
+}  // namespace envcontract::probes
