@@ -15,6 +15,7 @@ install(FILES
           ${PROJECT_SOURCE_DIR}/docs/fleetctl.md
           ${PROJECT_SOURCE_DIR}/docs/report.md
           ${PROJECT_SOURCE_DIR}/docs/report.schema.json
+          ${PROJECT_SOURCE_DIR}/docs/security.md
           ${PROJECT_SOURCE_DIR}/packaging/copyright
         DESTINATION ${CMAKE_INSTALL_DOCDIR})
 # A native package: Debian wants its changelog as changelog.gz, compressed, at maximum compression and without

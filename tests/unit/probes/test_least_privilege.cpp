@@ -23,6 +23,7 @@
 #include "tests/support/contract_text.hpp"
 #include "tests/support/demo_host.hpp"
 #include "tests/support/processes.hpp"
+#include "tests/support/run_command.hpp"
 #include "tests/support/temp_dir.hpp"
 
 namespace envcontract::probes {
@@ -317,6 +318,24 @@ TEST_F(LeastPrivilege, NothingAnOwnerCannotReadReachesTheFacts) {
   std::getline(shadow, first_line);
   ASSERT_FALSE(first_line.empty());
   EXPECT_EQ(facts.find(first_line.substr(0, first_line.find(':') + 2)), std::string::npos);
+  // Nor what the agent prints: the facts verb, and a whole scan's report and
+  // log (stderr), as an operator would run them.
+  const fs::path contract = m_dir.path() / "contract.yaml";
+  std::ofstream(contract) << "name: leak-check\nchecks:\n"
+                          << "  - {id: torch, kind: torch, base: '2.10.0'}\n"
+                          << "  - {id: dists, kind: distributions, absent: [leak]}\n";
+  for (const auto& argv : std::vector<std::vector<std::string>>{
+           {ENVCONTRACTD_PATH, "facts", "--prefix", prefix.string()},
+           {ENVCONTRACTD_PATH, "scan", "--contract", contract.string(), "--prefix", prefix.string(),
+            "--format", "json"}}) {
+    const auto run = testing::run_command(argv);
+    EXPECT_NE(run.out.find("ectest-alice"), std::string::npos) << argv[1] << ": " << run.err;
+    for (const auto& secret : {std::string("rootsecret-7f3a"), std::string("bobsecret-91c2"),
+                               first_line.substr(0, first_line.find(':') + 2)}) {
+      EXPECT_EQ(run.out.find(secret), std::string::npos) << argv[1] << " printed " << secret;
+      EXPECT_EQ(run.err.find(secret), std::string::npos) << argv[1] << " logged " << secret;
+    }
+  }
   // The same files readable by alice are read: the reading works at all.
   fs::permissions(root_secret, fs::perms::owner_read | fs::perms::others_read);
   ActivationCache fresh;
