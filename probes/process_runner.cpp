@@ -108,7 +108,10 @@ void drop_to(const Credentials& credentials) {
 // Boost.Process's exec-error pipe, which is already close-on-exec, working
 // while our other pipes, sockets and files never reach the env's code.
 void prepare_child(const ChildSetup& setup) {
-  ::setpgid(0, 0);
+  // A session of its own (and so a process group of its own): no
+  // controlling terminal, so env code cannot read from or type into the
+  // terminal of an operator running `envcontractd scan`.
+  ::setsid();
   // Into the probe's cgroups while still root: writing "0" moves the writer.
   for (const int fd : setup.join_fds) {
     if (::write(fd, "0", 1) != 1) {
@@ -323,9 +326,6 @@ ProcessResult run_process(const ProcessSpec& spec, const ProcessLimits& limits,
     return result;
   }
   const pid_t pid = child.id();
-  // Also from the parent: whichever runs first, the group exists before we
-  // might signal it.
-  ::setpgid(pid, pid);
 
   asio::steady_timer tick(io);
   OutputCapture out_capture(limits.max_output_bytes);
