@@ -101,8 +101,14 @@ RunAs resolve_run_as(uid_t owner, const RunAsPolicy& policy) {
       // Files of a uid with no passwd entry (an unpacked archive, a container
       // user): that uid, its file's group unknown, so the nobody group.
       run_as.uid = owner;
-      run_as.gid = run_as_user("nobody").gid;
       run_as.user = std::to_string(owner);
+      const RunAs nobody = run_as_user("nobody");
+      run_as.gid = nobody.gid;
+      if (!nobody.problem.empty() || nobody.gid == 0) {
+        // Never root's group for lack of another.
+        run_as.problem = "uid " + run_as.user +
+                         " has no passwd entry and there is no 'nobody' group to run it with";
+      }
     }
     run_as.reason = "owner of the env";
     run_as.switch_credentials = true;
