@@ -1,9 +1,11 @@
 #include "common/pep440.hpp"
 
 #include <algorithm>
+#include <cctype>
 #include <charconv>
+#include <initializer_list>
 #include <limits>
-#include <regex>
+#include <string>
 #include <vector>
 
 namespace envcontract::common {
@@ -29,59 +31,127 @@ std::optional<long> number(const std::string& digits) {
   return value;
 }
 
+// PEP 440's public and local versions, scanned left to right once (no
+// backtracking regex: versions come from files any user may have written).
+class VersionScanner {
+ public:
+  explicit VersionScanner(std::string_view text) : m_text(text) {}
+
+  std::optional<Version> scan() {
+    Version version;
+    accept_word({"v"});
+    if (!scan_release(version.release)) {
+      return std::nullopt;
+    }
+    if (!scan_suffix({"alpha", "a", "beta", "b", "preview", "pre", "rc", "c"},
+                     [&](std::string_view kind, long n) {
+                       const char first = lower(kind[0]);
+                       version.pre_kind = first == 'a' ? 0 : first == 'b' ? 1 : 2;
+                       version.pre_number = n;
+                     }) ||
+        !scan_suffix({"post", "rev", "r"}, [&](std::string_view, long n) { version.post = n; }) ||
+        !scan_suffix({"dev"}, [&](std::string_view, long n) { version.dev = n; })) {
+      return std::nullopt;
+    }
+    if (m_at < m_text.size() && m_text[m_at] == '+') {
+      const std::string_view local = m_text.substr(m_at + 1);
+      if (local.empty() || !std::all_of(local.begin(), local.end(), [](char c) {
+            return std::isalnum(static_cast<unsigned char>(c)) || c == '.';
+          })) {
+        return std::nullopt;
+      }
+      version.local = std::string(local);
+      m_at = m_text.size();
+    }
+    if (m_at != m_text.size()) {
+      return std::nullopt;
+    }
+    while (version.release.size() > 1 && version.release.back() == 0) {
+      version.release.pop_back();  // 2.10.0 == 2.10
+    }
+    return version;
+  }
+
+ private:
+  static char lower(char c) {
+    return static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  }
+  static bool is_separator(char c) { return c == '-' || c == '_' || c == '.'; }
+
+  std::string_view digits() {
+    const std::size_t start = m_at;
+    while (m_at < m_text.size() && std::isdigit(static_cast<unsigned char>(m_text[m_at]))) {
+      ++m_at;
+    }
+    return m_text.substr(start, m_at - start);
+  }
+
+  // The longest of `words` at the cursor, case-insensitively; the cursor moves past it.
+  std::string_view accept_word(std::initializer_list<std::string_view> words) {
+    std::string_view best;
+    for (const auto word : words) {
+      if (word.size() > best.size() && m_at + word.size() <= m_text.size() &&
+          std::equal(word.begin(), word.end(), m_text.begin() + static_cast<long>(m_at),
+                     [](char a, char b) { return a == lower(b); })) {
+        best = word;
+      }
+    }
+    m_at += best.size();
+    return best;
+  }
+
+  bool scan_release(std::vector<long>& release) {
+    for (;;) {
+      const auto part = number(std::string(digits()));
+      if (!part) {
+        return false;
+      }
+      release.push_back(*part);
+      if (m_at + 1 < m_text.size() && m_text[m_at] == '.' &&
+          std::isdigit(static_cast<unsigned char>(m_text[m_at + 1]))) {
+        ++m_at;
+        continue;
+      }
+      return true;
+    }
+  }
+
+  // [-_.]? WORD [-_.]? digits*: absent is fine (true, cursor unchanged); a
+  // number too large to compare is not (false).
+  template <typename Store>
+  bool scan_suffix(std::initializer_list<std::string_view> words, Store store) {
+    const std::size_t start = m_at;
+    if (m_at < m_text.size() && is_separator(m_text[m_at])) {
+      ++m_at;
+    }
+    const std::string_view word = accept_word(words);
+    if (word.empty()) {
+      m_at = start;
+      return true;
+    }
+    const std::size_t before_separator = m_at;
+    if (m_at < m_text.size() && is_separator(m_text[m_at])) {
+      ++m_at;
+    }
+    const std::string_view number_text = digits();
+    if (number_text.empty()) {
+      m_at = before_separator;  // "1.0.post-" is not "1.0.post" followed by "-"
+    }
+    const auto value =
+        number_text.empty() ? std::optional<long>(0) : number(std::string(number_text));
+    if (!value) {
+      return false;
+    }
+    store(word, *value);
+    return true;
+  }
+
+  std::string_view m_text;
+  std::size_t m_at = 0;
+};
+
 std::optional<Version> parse(std::string_view text) {
-  static const std::regex pattern(
-      R"(v?(\d+(?:\.\d+)*)(?:[-_.]?(a|alpha|b|beta|rc|c|pre|preview)[-_.]?(\d*))?(?:[-_.]?(?:post|rev|r)[-_.]?(\d*))?(?:[-_.]?dev[-_.]?(\d*))?(?:\+([A-Za-z0-9.]+))?)",
-      std::regex::icase);
-  std::match_results<std::string_view::const_iterator> match;
-  if (!std::regex_match(text.begin(), text.end(), match, pattern)) {
-    return std::nullopt;
-  }
-  Version version;
-  const std::string release = match[1].str();
-  std::size_t start = 0;
-  while (start <= release.size()) {
-    const auto dot = release.find('.', start);
-    const auto part = number(release.substr(start, dot - start));
-    if (!part) {
-      return std::nullopt;
-    }
-    version.release.push_back(*part);
-    if (dot == std::string::npos) {
-      break;
-    }
-    start = dot + 1;
-  }
-  while (version.release.size() > 1 && version.release.back() == 0) {
-    version.release.pop_back();  // 2.10.0 == 2.10
-  }
-  if (match[2].matched) {
-    const std::string kind = match[2].str();
-    version.pre_kind = kind[0] == 'a' || kind[0] == 'A'   ? 0
-                       : kind[0] == 'b' || kind[0] == 'B' ? 1
-                                                          : 2;
-    const auto pre_number = match[3].length() ? number(match[3].str()) : std::optional<long>(0);
-    if (!pre_number) {
-      return std::nullopt;
-    }
-    version.pre_number = *pre_number;
-  }
-  if (match[4].matched) {
-    const auto post = match[4].length() ? number(match[4].str()) : std::optional<long>(0);
-    if (!post) {
-      return std::nullopt;
-    }
-    version.post = *post;
-  }
-  if (match[5].matched) {
-    const auto dev = match[5].length() ? number(match[5].str()) : std::optional<long>(0);
-    if (!dev) {
-      return std::nullopt;
-    }
-    version.dev = *dev;
-  }
-  version.local = match[6].str();
-  return version;
+  return VersionScanner(text).scan();
 }
 
 int compare(const Version& a, const Version& b, bool with_local) {

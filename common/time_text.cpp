@@ -20,6 +20,12 @@ std::string now_rfc3339() {
 }
 
 std::optional<SystemTime> parse_rfc3339(std::string_view text) {
+  // The longest meaningful form, 2026-11-30T12:00:00.123456789+05:30, is 35
+  // characters: longer text (from HTTP queries, the store) is refused before
+  // the regex sees it, so that it cannot recurse without bound.
+  if (text.size() > 40) {
+    return std::nullopt;
+  }
   static const std::regex pattern(
       R"re((\d{4})-(\d{2})-(\d{2})(?:[Tt ](\d{2}):(\d{2}):(\d{2})(?:\.\d+)?(?:([Zz])|([+-])(\d{2}):(\d{2})))?)re");
   std::match_results<std::string_view::const_iterator> match;

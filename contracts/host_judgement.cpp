@@ -152,6 +152,27 @@ std::vector<std::string> unmet_env_rule(const Contract& contract, const HostJudg
   return reasons;
 }
 
+// One env whose judging fails is that env's error; the others are judged.
+EnvJudgement judge_env_contained(const Contract& contract, const Json& env) {
+  try {
+    return judge_env(contract, env);
+  } catch (const std::exception& e) {
+    CheckResult result;
+    result.id = "env:judgement";
+    result.kind = "env_facts";
+    result.severity = Severity::required;
+    result.status = CheckStatus::error;
+    result.diagnosis = Diagnosis{"judge_error", "judging this env failed: " + std::string(e.what()),
+                                 Json::object(),
+                                 "report it with the env's facts (envcontractd facts --json): "
+                                 "this is the agent's fault, not the env's"};
+    EnvJudgement judgement;
+    judgement.verdict = EnvVerdict::error;
+    judgement.checks.push_back(std::move(result));
+    return judgement;
+  }
+}
+
 }  // namespace
 
 HostJudgement judge_host(const Contract& contract, const Json& host_facts) {
@@ -160,7 +181,7 @@ HostJudgement judge_host(const Contract& contract, const Json& host_facts) {
       host_facts.is_object() && host_facts.contains("image") ? &host_facts.at("image") : nullptr;
   host.targets = judge_targets(contract, image != nullptr ? *image : Json::object());
   for (const auto& env : array_field(host_facts, "envs")) {
-    NamedEnvJudgement judged{string_field(env, "name"), judge_env(contract, env)};
+    NamedEnvJudgement judged{string_field(env, "name"), judge_env_contained(contract, env)};
     if (judged.judgement.verdict == EnvVerdict::compliant) {
       host.compliant_envs.push_back(judged.name);
     }

@@ -171,6 +171,64 @@ std::optional<CheckResult> code_refusal_check(const Json& env_facts) {
   return result;
 }
 
+// Files the agent refused to read (a FIFO, an oversized or absurdly long-lined
+// file) and steps of gathering that failed leave the facts incomplete: the
+// env gets an `error` check of its own naming them, so it is never
+// compliant on what the agent could not see. Its other checks are judged on
+// what was gathered: a missing package still fails.
+std::optional<CheckResult> incomplete_facts_check(const Json& env_facts) {
+  const auto list = [&](const char* key) {
+    return env_facts.contains(key) && env_facts[key].is_array() ? env_facts[key] : Json::array();
+  };
+  const Json refused = list("refused_files");
+  const Json errors = list("fact_errors");
+  if (refused.empty() && errors.empty()) {
+    return std::nullopt;
+  }
+  CheckResult result;
+  result.id = "env:facts";
+  result.kind = "env_facts";
+  result.severity = Severity::required;
+  result.status = CheckStatus::error;
+  result.actual = {{"refused_files", refused}, {"fact_errors", errors}};
+  const auto more = [](const Json& items) {
+    return items.size() > 1 ? "; " + std::to_string(items.size() - 1) + " more listed" : "";
+  };
+  if (!refused.empty()) {
+    result.diagnosis = Diagnosis{
+        "unreadable_file",
+        string_field(refused.front(), "path") + " " + string_field(refused.front(), "problem") +
+            more(refused) + ": the facts that depend on it are unknown",
+        {{"refused_files", refused}},
+        "the agent reads only regular files within size limits (docs/reliability.md): "
+        "replace the file with what its package installed (reinstall the package) or remove "
+        "it, then rescan"};
+  } else {
+    result.diagnosis = Diagnosis{
+        "facts_error",
+        "gathering " + string_field(errors.front(), "stage") +
+            " failed: " + string_field(errors.front(), "message") + more(errors),
+        {{"fact_errors", errors}},
+        "rescan; if it persists, report it with the agent's log (this is the agent's fault, "
+        "not the env's)"};
+  }
+  return result;
+}
+
+// A judge that throws fails its own check, never the env's other checks.
+void judge_contained(const CheckKind& kind, const Check& check, const EnvFactsView& facts,
+                     CheckResult& result) {
+  try {
+    kind.judge(check, facts, result);
+  } catch (const std::exception& e) {
+    result.status = CheckStatus::error;
+    result.diagnosis = Diagnosis{
+        "judge_error", "judging this check failed: " + std::string(e.what()), Json::object(),
+        "report it with the env's facts (envcontractd facts --json): "
+        "this is the agent's fault, not the env's"};
+  }
+}
+
 }  // namespace
 
 EnvJudgement judge_env(const Contract& contract, const Json& env_facts,
@@ -182,6 +240,9 @@ EnvJudgement judge_env(const Contract& contract, const Json& env_facts,
   const auto refusal = code_refusal_check(env_facts);
   if (refusal) {
     judgement.checks.push_back(*refusal);
+  }
+  if (auto incomplete = incomplete_facts_check(env_facts)) {
+    judgement.checks.push_back(std::move(*incomplete));
   }
   for (const auto& check : contract.checks) {
     CheckResult result;
@@ -202,7 +263,7 @@ EnvJudgement judge_env(const Contract& contract, const Json& env_facts,
     // Every kind of the registry has a judge (tested); an unknown kind can
     // only come from a contract built in code, not from a loaded file.
     if (const CheckKind* kind = find_check_kind(check.kind)) {
-      kind->judge(check, facts, result);
+      judge_contained(*kind, check, facts, result);
     } else {
       result.status = CheckStatus::error;
       result.diagnosis = Diagnosis{"unknown_kind", "unknown check kind '" + check.kind + "'",

@@ -1,6 +1,7 @@
 // Judges of the environment an activated env gives its processes.
 #include <sstream>
 
+#include "common/json_text.hpp"
 #include "contracts/judges.hpp"
 
 namespace envcontract::contracts::judges {
@@ -18,8 +19,9 @@ void environment(const Check& check, const EnvFactsView& facts, CheckResult& res
     if (actual[name] != wanted) {
       result.actual = actual;
       fail(result, "environment_mismatch",
-           name + " is " + (actual[name].is_null() ? std::string("unset") : actual[name].dump()) +
-               " " + activation + ", the contract wants " + wanted.dump(),
+           name + " is " +
+               (actual[name].is_null() ? std::string("unset") : common::json_text(actual[name])) +
+               " " + activation + ", the contract wants " + common::json_text(wanted),
            {{"variable", name}, {"value", actual[name]}}, remedy);
       return;
     }
@@ -38,8 +40,8 @@ void environment(const Check& check, const EnvFactsView& facts, CheckResult& res
     if (!value_of(name).is_null()) {
       result.actual = actual;
       fail(result, "environment_mismatch",
-           name.get<std::string>() + " is set (" + value_of(name).dump() + ") " + activation +
-               "; the contract wants it unset",
+           name.get<std::string>() + " is set (" + common::json_text(value_of(name)) + ") " +
+               activation + "; the contract wants it unset",
            {{"variable", name}, {"value", value_of(name)}}, remedy);
       return;
     }

@@ -2,6 +2,7 @@
 // distributions and modules.
 #include <algorithm>
 
+#include "common/json_text.hpp"
 #include "common/pep440.hpp"
 #include "common/python_names.hpp"
 #include "contracts/judges.hpp"
@@ -111,7 +112,7 @@ void torch(const Check& check, const EnvFactsView& facts, CheckResult& result) {
       if (string_field(record, "type") == "torch_after_imports") {
         view["cuda"] = record.value("cuda", Json(nullptr));
         view["hip"] = record.value("hip", Json(nullptr));
-        view["source"] = "after importing " + params["after_import"].dump();
+        view["source"] = "after importing " + common::json_text(params["after_import"]);
         found = true;
       }
     }
@@ -184,7 +185,7 @@ void torch(const Check& check, const EnvFactsView& facts, CheckResult& result) {
         return location.starts_with(prefix.get<std::string>());
       })) {
     fail(result, "forbidden_path",
-         "torch resolves from " + location + ", outside " + required.dump(), evidence,
+         "torch resolves from " + location + ", outside " + common::json_text(required), evidence,
          "install torch where the contract requires it");
     return;
   }
@@ -250,11 +251,12 @@ void triton(const Check& check, const EnvFactsView& facts, CheckResult& result) 
     }
   }
   if (!missing.empty()) {
-    fail(
-        result, "triton_backend_missing",
-        "triton (" + provider + " " + provider_version + ") has backends " +
-            array_field(triton, "backends").dump() + "; the contract needs " + Json(missing).dump(),
-        triton, "install the " + (wanted.empty() ? provider : wanted) + " build for this platform");
+    fail(result, "triton_backend_missing",
+         "triton (" + provider + " " + provider_version + ") has backends " +
+             common::json_text(array_field(triton, "backends")) + "; the contract needs " +
+             common::json_text(Json(missing)),
+         triton,
+         "install the " + (wanted.empty() ? provider : wanted) + " build for this platform");
     return;
   }
   pass(result);

@@ -2,6 +2,7 @@
 // snippets. A failure is explained from the linkage facts when they know why.
 #include <regex>
 
+#include "common/json_text.hpp"
 #include "contracts/judges.hpp"
 #include "contracts/values.hpp"
 
@@ -13,6 +14,15 @@ const std::string k_undefined = "undefined symbol: ";
 
 std::string first_line(const std::string& text) {
   return text.substr(0, text.find('\n'));
+}
+
+// A contract's output pattern searched in what env code printed. libstdc++'s
+// regex recurses once per character a repetition consumes, so the output
+// searched is bounded: a megabyte line must not overflow the agent's stack.
+constexpr std::size_t k_searched_output_bytes = 4096;
+
+bool output_matches(const std::string& output, const std::string& pattern) {
+  return std::regex_search(output.substr(0, k_searched_output_bytes), std::regex(pattern));
 }
 
 // The linkage facts' entry for a missing library, with who needs it.
@@ -251,7 +261,7 @@ void devices(const Check& check, const EnvFactsView& facts, CheckResult& result)
   comparison.value = check.params["count"].value("value", 0);
   if (!comparison.holds_for(value.get<std::int64_t>())) {
     fail(result, "too_few_devices",
-         check.params.value("expression", std::string()) + " is " + value.dump() +
+         check.params.value("expression", std::string()) + " is " + common::json_text(value) +
              ", the contract wants " + comparison.op + " " + std::to_string(comparison.value),
          {{"expression", check.params["expression"]}, {"value", value}},
          "check that the devices are visible to this env (driver, device nodes, *_VISIBLE_DEVICES) "
@@ -284,10 +294,10 @@ void smoke(const Check& check, const EnvFactsView& facts, CheckResult& result) {
     return;
   }
   const std::string pattern = check.params.value("expect_output", "");
-  if (!pattern.empty() && !std::regex_search(output, std::regex(pattern))) {
+  if (!pattern.empty() && !output_matches(output, pattern)) {
     fail(result, "smoke_failed",
-         "the snippet printed " + Json(first_line(output)).dump() + ", which does not match " +
-             pattern,
+         "the snippet printed " + common::json_text(first_line(output)) +
+             ", which does not match " + pattern,
          {{"output", output}}, "see what the snippet printed");
     return;
   }
@@ -328,9 +338,10 @@ void judge_command_stage(const Check& check, const EnvFactsView& facts, const st
          "run it by hand in the activated env to see why: " + string_field(*record, "run"));
     return;
   }
-  if (!pattern.empty() && !std::regex_search(output, std::regex(pattern))) {
+  if (!pattern.empty() && !output_matches(output, pattern)) {
     fail(result, cause,
-         what + " printed " + Json(first_line(output)).dump() + ", which does not match " + pattern,
+         what + " printed " + common::json_text(first_line(output)) + ", which does not match " +
+             pattern,
          evidence, "see what it printed");
     return;
   }

@@ -61,6 +61,8 @@ ScanSettings settings_from(const AgentConfig& config) {
   settings.concurrency = config.concurrency;
   settings.reprobe_interval =
       std::chrono::duration_cast<std::chrono::seconds>(config.reprobe_interval);
+  settings.env_deadline = config.env_deadline;
+  settings.scan_deadline = config.scan_deadline;
   return settings;
 }
 
@@ -134,6 +136,9 @@ void Agent::stop() {
     std::lock_guard lock(m_mutex);
     m_stopping = true;
   }
+  // A running scan ends within a poll: its probes are killed, and what it
+  // returns is neither stored nor served (it is a partial picture).
+  m_scanner.cancel("the agent is stopping");
   m_wake.notify_all();
   if (m_thread.joinable()) {
     m_thread.join();
@@ -179,6 +184,11 @@ std::shared_ptr<const AgentSnapshot> Agent::snapshot() const {
 
 report::Json Agent::history(const HistoryQuery& query) {
   return m_store->history(query);
+}
+
+bool Agent::stopping() const {
+  std::lock_guard lock(m_mutex);
+  return m_stopping;
 }
 
 bool Agent::token_matches(const std::string& presented) const {
@@ -288,6 +298,12 @@ void Agent::run_scan(std::unique_lock<std::mutex>& lock) {
   std::string failure;
   try {
     auto report = m_scanner.scan(*contract, settings_from(m_config));
+    if (stopping()) {
+      spdlog::info("scan cut short by shutdown: not recorded");
+      publish([&](AgentSnapshot& snapshot) { snapshot.scanning = false; });
+      lock.lock();
+      return;
+    }
     try {
       scan_id = m_store->record_scan(report);
     } catch (const std::exception& e) {

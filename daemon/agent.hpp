@@ -97,6 +97,7 @@ class Agent {
   void run();
   void reload_contract(const std::string& why);
   void run_scan(std::unique_lock<std::mutex>& lock);
+  bool stopping() const;
   void publish(const std::function<void(AgentSnapshot&)>& change);
   std::optional<FileSignature> contract_signature() const;
 

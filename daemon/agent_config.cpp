@@ -162,6 +162,10 @@ std::string read_agent_config(const std::filesystem::path& path, AgentConfig& co
         config.run_root_envs_as = *v;
       }
       read_probe_limits(top, config);
+      if (auto v = read_duration(top, "env_deadline"))
+        config.env_deadline = *v;
+      if (auto v = read_duration(top, "scan_deadline"))
+        config.scan_deadline = *v;
       top.reject_unknown_keys();
     }
   }

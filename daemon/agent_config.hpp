@@ -36,7 +36,9 @@ struct AgentConfig {
   // Root-owned envs' code runs as this user; "root" only by explicit choice
   // (docs/security.md).
   std::string run_root_envs_as = "nobody";
-  probes::ResourceLimits probe_limits;  // per probe process tree
+  probes::ResourceLimits probe_limits;                      // per probe process tree
+  std::chrono::milliseconds env_deadline{15 * 60 * 1000};   // one env's probe stages together
+  std::chrono::milliseconds scan_deadline{60 * 60 * 1000};  // the whole scan (watchdog)
 };
 
 // Reads the agent's YAML config into `config` (keys absent keep their

@@ -1,5 +1,7 @@
 #include "daemon/probe_plan.hpp"
 
+#include "common/json_text.hpp"
+
 #include <algorithm>
 
 namespace envcontract::daemon {
@@ -52,7 +54,7 @@ probes::ProbePlan plan_from_contract(const contracts::Contract* contract) {
       const contracts::Json environment = entry.value("environment", contracts::Json::object());
       std::map<std::string, std::string> extra;
       for (const auto& [name, value] : environment.items()) {
-        extra[name] = value.is_string() ? value.get<std::string>() : value.dump();
+        extra[name] = value.is_string() ? value.get<std::string>() : common::json_text(value);
       }
       plan.commands.push_back(
           {check.id, entry.value("command", ""), std::move(extra), timeout_of(check)});

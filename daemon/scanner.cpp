@@ -1,6 +1,8 @@
 #include "daemon/scanner.hpp"
 
+#include <condition_variable>
 #include <set>
+#include <thread>
 
 #include "common/json_text.hpp"
 #include "common/sha256.hpp"
@@ -20,17 +22,89 @@ std::string env_fingerprint(const report::Json& env_facts, const std::string& co
   return common::sha256_hex(material);
 }
 
+namespace {
+
+std::string seconds_text(std::chrono::milliseconds duration) {
+  return std::to_string(std::chrono::duration_cast<std::chrono::seconds>(duration).count()) + " s";
+}
+
+// Cancels a scan that outlives its deadline; ends with the scan.
+class Watchdog {
+ public:
+  Watchdog(std::chrono::milliseconds deadline, probes::Cancellation& cancellation) {
+    if (deadline.count() <= 0) {
+      return;
+    }
+    m_thread = std::thread([this, deadline, &cancellation] {
+      std::unique_lock lock(m_mutex);
+      if (!m_wake.wait_for(lock, deadline, [this] { return m_done; })) {
+        cancellation.cancel("the scan's deadline of " + seconds_text(deadline) +
+                            " passed (scan_deadline in the agent's config)");
+      }
+    });
+  }
+  ~Watchdog() {
+    {
+      std::lock_guard lock(m_mutex);
+      m_done = true;
+    }
+    m_wake.notify_all();
+    if (m_thread.joinable()) {
+      m_thread.join();
+    }
+  }
+  Watchdog(const Watchdog&) = delete;
+  Watchdog& operator=(const Watchdog&) = delete;
+
+ private:
+  std::mutex m_mutex;
+  std::condition_variable m_wake;
+  bool m_done = false;
+  std::thread m_thread;
+};
+
+void add_fact_error(report::Json& env, const std::string& stage, const std::string& message) {
+  if (!env.contains("fact_errors") || !env["fact_errors"].is_array()) {
+    env["fact_errors"] = report::Json::array();
+  }
+  env["fact_errors"].push_back({{"stage", stage}, {"message", message}});
+}
+
+}  // namespace
+
+void Scanner::cancel(const std::string& reason) {
+  std::lock_guard lock(m_cancel_mutex);
+  m_cancelled_for = reason;
+  if (m_running) {
+    m_running->cancel(reason);
+  }
+}
+
 report::Json Scanner::scan(const LoadedContract& contract, const ScanSettings& settings,
                            const ScanObserver& observer) {
   std::lock_guard scan_lock(m_scan_mutex);
   const auto started = std::chrono::steady_clock::now();
+  const auto cancellation = std::make_shared<probes::Cancellation>();
+  {
+    std::lock_guard lock(m_cancel_mutex);
+    m_running = cancellation;
+    if (!m_cancelled_for.empty()) {
+      cancellation->cancel(m_cancelled_for);
+    }
+  }
+  const Watchdog watchdog(settings.scan_deadline, *cancellation);
   auto options = settings.facts;
   options.library_names = library_names_from_contract(contract.contract);
+  options.cancellation = cancellation.get();
   const auto facts = probes::gather_host_facts(options, m_activations, m_elf_files);
+  // What this scan did not read has left every env: keep no memory of it.
+  m_elf_files.drop_unused();
   auto host_json = probes::to_json(facts);
   auto& envs = host_json["envs"];
   auto plan = plan_from_contract(&contract.contract);
   plan.resources = settings.probe_limits;
+  plan.env_deadline = settings.env_deadline;
+  plan.cancellation = cancellation.get();
   if (observer.started) {
     observer.started(facts.envs.size());
   }
@@ -58,26 +132,52 @@ report::Json Scanner::scan(const LoadedContract& contract, const ScanSettings& s
       observer.env_started(env.env.name, reusable.has_value());
     }
     CachedProbe result;
+    std::string failure;
     if (reusable) {
       result = std::move(*reusable);
     } else {
-      const auto dynamic = probes::probe_env(env.env, env.activation, plan);
-      result = {fingerprint, probes::to_json(dynamic), common::now_rfc3339(), env_started};
+      // One env's failure is that env's error: the others are probed and
+      // the scan finishes.
+      try {
+        const auto dynamic = probes::probe_env(env.env, env.activation, plan);
+        result = {fingerprint, probes::to_json(dynamic), common::now_rfc3339(), env_started};
+      } catch (const std::exception& e) {
+        failure = e.what();
+      } catch (...) {
+        failure = "an unknown exception";
+      }
     }
     std::lock_guard lock(progress_mutex);
-    envs[index]["dynamic"] = result.dynamic;
-    envs[index]["probed_at"] = result.probed_at;
+    if (failure.empty()) {
+      envs[index]["dynamic"] = result.dynamic;
+      envs[index]["probed_at"] = result.probed_at;
+    } else {
+      add_fact_error(envs[index], "dynamic probe", failure);
+    }
     probed += reusable ? 0 : 1;
-    m_probes[env.env.prefix.string()] = std::move(result);
+    // A probe cut short says nothing about the env: the next scan probes it anew.
+    if (failure.empty() && !cancellation->cancelled()) {
+      m_probes[env.env.prefix.string()] = std::move(result);
+    } else {
+      m_probes.erase(env.env.prefix.string());
+    }
     ++done;
     if (observer.env_finished) {
-      const auto judged = contracts::judge_env(contract.contract, envs[index]);
-      observer.env_finished(env.env.name, contracts::to_string(judged.verdict),
+      std::string verdict = "error";
+      try {
+        verdict =
+            contracts::to_string(contracts::judge_env(contract.contract, envs[index]).verdict);
+      } catch (const std::exception&) {
+      }
+      observer.env_finished(env.env.name, verdict,
                             std::chrono::duration_cast<std::chrono::milliseconds>(
                                 std::chrono::steady_clock::now() - env_started),
                             done, facts.envs.size());
     }
   });
+  if (cancellation->cancelled()) {
+    host_json["cancelled"] = cancellation->reason();
+  }
   std::erase_if(m_probes, [&](const auto& entry) { return !seen.contains(entry.first); });
   m_last_probed = probed;
   m_last_reused = facts.envs.size() - probed;
@@ -85,6 +185,10 @@ report::Json Scanner::scan(const LoadedContract& contract, const ScanSettings& s
   const auto judgement = contracts::judge_host(contract.contract, host_json);
   const auto elapsed =
       std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - started);
+  {
+    std::lock_guard lock(m_cancel_mutex);
+    m_running.reset();
+  }
   return report::build_report(contract.identity, judgement, host_json, elapsed.count());
 }
 

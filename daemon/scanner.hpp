@@ -3,6 +3,7 @@
 #include <chrono>
 #include <functional>
 #include <map>
+#include <memory>
 #include <mutex>
 #include <string>
 
@@ -20,6 +21,11 @@ struct ScanSettings {
   // without any file changing. Zero: probe every env on every scan.
   std::chrono::seconds reprobe_interval{0};
   probes::ResourceLimits probe_limits;  // per probe process tree
+  // All of one env's probe stages together (zero: each stage's own timeout only).
+  std::chrono::milliseconds env_deadline{15 * 60 * 1000};
+  // The whole scan: past it, running probes are stopped, envs not yet probed
+  // are reported as not probed, and the scan finishes (zero: no watchdog).
+  std::chrono::milliseconds scan_deadline{60 * 60 * 1000};
 };
 
 // What a scan tells whoever watches it (the terminal, the agent's log).
@@ -40,6 +46,11 @@ class Scanner {
   report::Json scan(const LoadedContract& contract, const ScanSettings& settings,
                     const ScanObserver& observer = {});
 
+  // Stops the running scan, if any, and every later one: its processes are
+  // killed within a poll (20 ms) and it returns a report saying what was
+  // not probed and why. For the agent's shutdown.
+  void cancel(const std::string& reason);
+
   // How many envs the last scan probed, and how many it took from the cache.
   std::size_t last_probed() const { return m_last_probed; }
   std::size_t last_reused() const { return m_last_reused; }
@@ -53,6 +64,9 @@ class Scanner {
   };
 
   std::mutex m_scan_mutex;
+  std::mutex m_cancel_mutex;  // guards the two below
+  std::shared_ptr<probes::Cancellation> m_running;
+  std::string m_cancelled_for;  // once set, every scan is cancelled from its start
   probes::ActivationCache m_activations;
   probes::ElfCache m_elf_files;
   std::map<std::string, CachedProbe> m_probes;  // by env prefix

@@ -92,7 +92,7 @@ Environment conda_env_vars(const fs::path& prefix, std::vector<std::string>& ref
   std::vector<fs::path> sources = sorted_files(prefix / "etc" / "conda" / "env_vars.d", ".json");
   sources.push_back(prefix / "conda-meta" / "state");
   for (const auto& source : sources) {
-    const auto text = read_small_file(source, 1024 * 1024);
+    const auto text = read_env_file(source, file_limits::small_text);
     if (!text) {
       continue;
     }
@@ -197,7 +197,8 @@ std::string activation_fingerprint(const PythonEnv& env) {
   return fingerprint;
 }
 
-ActivatedEnvironment activate(const PythonEnv& env, std::chrono::milliseconds timeout) {
+ActivatedEnvironment activate(const PythonEnv& env, std::chrono::milliseconds timeout,
+                              const Cancellation* cancellation) {
   ActivatedEnvironment result;
   result.bare = bare_environment(env);
   result.activated = result.bare;
@@ -250,6 +251,7 @@ ActivatedEnvironment activate(const PythonEnv& env, std::chrono::milliseconds ti
   ProcessLimits limits;
   limits.timeout = timeout;
   limits.max_output_bytes = 64 * 1024;
+  limits.cancellation = cancellation;
   const auto run = run_process(spec, limits);
   result.script_output = run.out + run.err;
   const auto text = directory.read("environment", 4 * 1024 * 1024);
@@ -264,7 +266,7 @@ ActivatedEnvironment activate(const PythonEnv& env, std::chrono::milliseconds ti
   return result;
 }
 
-ActivatedEnvironment ActivationCache::get(const PythonEnv& env) {
+ActivatedEnvironment ActivationCache::get(const PythonEnv& env, const Cancellation* cancellation) {
   const std::string fingerprint = activation_fingerprint(env);
   {
     std::lock_guard lock(m_mutex);
@@ -274,10 +276,12 @@ ActivatedEnvironment ActivationCache::get(const PythonEnv& env) {
     }
   }
   // Activation runs outside the lock: a slow script must not stall other envs.
-  auto activated = activate(env);
+  auto activated = activate(env, std::chrono::seconds(30), cancellation);
   std::lock_guard lock(m_mutex);
   ++m_runs;
-  m_entries[env.prefix] = activated;
+  if (cancellation == nullptr || !cancellation->cancelled()) {
+    m_entries[env.prefix] = activated;
+  }
   return activated;
 }
 

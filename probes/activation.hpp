@@ -46,7 +46,8 @@ std::vector<std::filesystem::path> activation_inputs(const PythonEnv& env);
 // and name reach bash as arguments, never inside the script text. It runs
 // as env.run_as, and not at all when code_refusal(env) says so.
 ActivatedEnvironment activate(const PythonEnv& env,
-                              std::chrono::milliseconds timeout = std::chrono::seconds(30));
+                              std::chrono::milliseconds timeout = std::chrono::seconds(30),
+                              const Cancellation* cancellation = nullptr);
 
 // What activation depends on: the scripts and files above with their sizes
 // and modification times. Cheap: stat calls only.
@@ -55,7 +56,8 @@ std::string activation_fingerprint(const PythonEnv& env);
 // Activation results per prefix, reused until the fingerprint changes.
 class ActivationCache {
  public:
-  ActivatedEnvironment get(const PythonEnv& env);
+  // A cancelled activation is returned but not kept: the next scan runs it again.
+  ActivatedEnvironment get(const PythonEnv& env, const Cancellation* cancellation = nullptr);
   std::size_t activations_run() const;
 
  private:

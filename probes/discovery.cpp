@@ -6,7 +6,6 @@
 #include <algorithm>
 #include <deque>
 #include <map>
-#include <regex>
 #include <set>
 #include <sstream>
 
@@ -37,21 +36,30 @@ std::string owner_of(const fs::path& path) {
 
 // "3.10.13" from conda-meta/python-3.10.13-h955ad1f_0.json.
 std::string conda_python_version(const fs::path& prefix) {
-  static const std::regex pattern(R"(python-(\d+\.\d+(\.\d+)?)-[^-]+\.json)");
   std::error_code error;
   for (fs::directory_iterator it(prefix / "conda-meta", error), end; !error && it != end;
        it.increment(error)) {
-    std::smatch match;
     const std::string name = it->path().filename().string();
-    if (std::regex_match(name, match, pattern)) {
-      return match[1].str();
+    if (!name.starts_with("python-") || !name.ends_with(".json")) {
+      continue;
+    }
+    // python-VERSION-BUILD.json: the build has no '-'.
+    const std::string_view middle = std::string_view(name).substr(7, name.size() - 7 - 5);
+    const auto dash = middle.find('-');
+    if (dash == std::string_view::npos || dash + 1 == middle.size() ||
+        middle.find('-', dash + 1) != std::string_view::npos) {
+      continue;
+    }
+    const std::string_view version = middle.substr(0, dash);
+    if (first_release_number(version) == version) {
+      return std::string(version);
     }
   }
   return "";
 }
 
 std::string venv_python_version(const fs::path& prefix) {
-  const auto text = read_small_file(prefix / "pyvenv.cfg");
+  const auto text = read_env_file(prefix / "pyvenv.cfg", file_limits::small_text);
   if (!text) {
     return "";
   }
@@ -59,10 +67,8 @@ std::string venv_python_version(const fs::path& prefix) {
   for (const char* key : {"version_info", "version"}) {
     if (const auto it = values.find(key); it != values.end()) {
       // virtualenv writes version_info = 3.10.13.final.0
-      static const std::regex release(R"(\d+\.\d+(\.\d+)?)");
-      std::smatch match;
-      if (std::regex_search(it->second, match, release)) {
-        return match[0].str();
+      if (auto release = first_release_number(it->second); !release.empty()) {
+        return release;
       }
     }
   }
@@ -71,15 +77,20 @@ std::string venv_python_version(const fs::path& prefix) {
 
 // "3.10" from lib/python3.10/: what the layout tells when metadata does not.
 std::string layout_python_version(const fs::path& prefix) {
-  static const std::regex pattern(R"(python(\d+\.\d+))");
   std::error_code error;
   std::string best;
   for (fs::directory_iterator it(prefix / "lib", error), end; !error && it != end;
        it.increment(error)) {
-    std::smatch match;
     const std::string name = it->path().filename().string();
-    if (std::regex_match(name, match, pattern) && dir_exists(it->path())) {
-      best = std::max(best, match[1].str());
+    if (!name.starts_with("python")) {
+      continue;
+    }
+    const std::string version = name.substr(6);
+    const auto dot = version.find('.');
+    // Exactly N.N: python3.10, not python3.10.13 or python3.10t.
+    if (first_release_number(version) == version && dot != std::string::npos &&
+        version.find('.', dot + 1) == std::string::npos && dir_exists(it->path())) {
+      best = std::max(best, version);
     }
   }
   return best;
@@ -364,8 +375,15 @@ class Discoverer {
       return;
     }
     std::vector<std::string> dirs;
+    const auto read = read_file_bounded(file, file_limits::conda_config);
+    if (!read.text) {
+      if (!read.refusal.empty()) {
+        problem(file, "conda configuration not read: it " + read.refusal);
+      }
+      return;
+    }
     try {
-      const YAML::Node config = YAML::LoadFile(file.string());
+      const YAML::Node config = YAML::Load(*read.text);
       const YAML::Node envs_dirs = config.IsMap() ? config["envs_dirs"] : YAML::Node();
       if (envs_dirs && envs_dirs.IsSequence()) {
         for (const auto& dir : envs_dirs) {
@@ -392,9 +410,11 @@ class Discoverer {
     if (!path_exists(file)) {
       return;
     }
-    const auto text = read_small_file(file, 1024 * 1024);
+    const auto read = read_file_bounded(file, file_limits::env_list);
+    const auto& text = read.text;
     if (!text) {
-      problem(file, "cannot read conda's list of envs");
+      problem(file, "cannot read conda's list of envs" +
+                        (read.refusal.empty() ? std::string() : ": it " + read.refusal));
       return;
     }
     std::istringstream lines(*text);

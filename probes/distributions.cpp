@@ -78,13 +78,15 @@ std::vector<Distribution> scan_site_packages_distributions(const fs::path& site_
     std::optional<std::string> metadata;
     if (name.ends_with(".dist-info")) {
       distribution.source = "dist-info";
-      metadata = read_small_file(path / "METADATA", 64 * 1024);
-      distribution.installer = trim(read_small_file(path / "INSTALLER", 256).value_or(""));
-      distribution.files = record_paths(read_small_file(path / "RECORD", 8 * 1024 * 1024));
+      metadata = read_env_file(path / "METADATA", file_limits::metadata);
+      distribution.installer =
+          trim(read_env_file(path / "INSTALLER", file_limits::small_text).value_or(""));
+      distribution.files = record_paths(read_env_file(path / "RECORD", file_limits::record));
     } else if (name.ends_with(".egg-info")) {
       distribution.source = "egg-info";
-      metadata = is_directory(it->status()) ? read_small_file(path / "PKG-INFO", 64 * 1024)
-                                            : read_small_file(path, 64 * 1024);
+      metadata = is_directory(it->status())
+                     ? read_env_file(path / "PKG-INFO", file_limits::metadata)
+                     : read_env_file(path, file_limits::metadata);
     } else {
       continue;
     }
@@ -104,7 +106,8 @@ std::vector<Distribution> scan_site_packages_distributions(const fs::path& site_
       distribution.version = dash == std::string::npos ? "" : stem.substr(dash + 1);
     }
     distribution.normalized = common::normalize_distribution_name(distribution.name);
-    distribution.top_level = lines_of(read_small_file(path / "top_level.txt", 64 * 1024));
+    distribution.top_level =
+        lines_of(read_env_file(path / "top_level.txt", file_limits::small_text));
     if (distribution.top_level.empty()) {
       distribution.top_level = top_level_from_record(distribution.files);
     }
@@ -130,7 +133,7 @@ std::vector<Distribution> scan_conda_packages(const fs::path& prefix) {
     package.metadata = path;
     // Conda records can be large (a "files" list per package); name and
     // version come first, but parse the whole record to be safe.
-    const auto text = read_small_file(path, 16 * 1024 * 1024);
+    const auto text = read_env_file(path, file_limits::conda_record);
     const auto record = Json::parse(text.value_or(""), nullptr, false);
     if (record.is_object() && record.contains("name") && record["name"].is_string()) {
       package.name = record["name"];

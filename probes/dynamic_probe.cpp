@@ -69,7 +69,71 @@ struct StageSpec {
   std::string name;
   Json request;
   std::chrono::milliseconds timeout;
+  std::string timeout_origin = "";  // set when the env's deadline, not the stage's own, bounds it
 };
+
+// What is left of an env's time, shared by its stages in order.
+class StageBudget {
+ public:
+  explicit StageBudget(const ProbePlan& plan)
+      : m_plan(plan),
+        m_deadline(plan.env_deadline.count() > 0
+                       ? std::chrono::steady_clock::now() + plan.env_deadline
+                       : std::chrono::steady_clock::time_point::max()) {}
+
+  // Why the next stage may not start, or "".
+  std::string exhausted() const {
+    if (m_plan.cancellation != nullptr && m_plan.cancellation->cancelled()) {
+      return "not run: " + m_plan.cancellation->reason();
+    }
+    if (std::chrono::steady_clock::now() >= m_deadline) {
+      return "not run: the env's deadline of " + seconds(m_plan.env_deadline) +
+             " passed before this stage (env_deadline in the agent's config)";
+    }
+    return "";
+  }
+
+  // `spec` with its timeout cut to what is left.
+  StageSpec bounded(StageSpec spec) const {
+    if (m_deadline == std::chrono::steady_clock::time_point::max()) {
+      return spec;
+    }
+    const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(
+        m_deadline - std::chrono::steady_clock::now());
+    if (left < spec.timeout) {
+      spec.timeout = std::max(left, std::chrono::milliseconds(1));
+      spec.timeout_origin = " (what was left of the env's " + seconds(m_plan.env_deadline) +
+                            " deadline, env_deadline in the agent's config)";
+    }
+    return spec;
+  }
+
+  ProcessLimits limits(std::chrono::milliseconds timeout) const {
+    ProcessLimits limits;
+    limits.timeout = timeout;
+    limits.resources = m_plan.resources;
+    limits.cancellation = m_plan.cancellation;
+    return limits;
+  }
+
+ private:
+  static std::string seconds(std::chrono::milliseconds duration) {
+    return std::to_string(std::chrono::duration_cast<std::chrono::seconds>(duration).count()) +
+           " s";
+  }
+
+  const ProbePlan& m_plan;
+  std::chrono::steady_clock::time_point m_deadline;
+};
+
+StageResult not_run(const std::string& name, Activation activation, const std::string& why) {
+  StageResult stage;
+  stage.stage = name;
+  stage.activation = activation;
+  stage.status = StageStatus::probe_error;
+  stage.summary = why;
+  return stage;
+}
 
 Environment stage_environment(const Environment& base) {
   Environment environment = base;
@@ -83,7 +147,7 @@ Environment stage_environment(const Environment& base) {
 }
 
 StageResult run_stage(const PythonEnv& env, const Environment& environment, Activation activation,
-                      const StageSpec& spec, const ResourceLimits& resources) {
+                      const StageSpec& spec, const StageBudget& budget) {
   StageResult stage;
   stage.stage = spec.name;
   stage.activation = activation;
@@ -103,9 +167,7 @@ StageResult run_stage(const PythonEnv& env, const Environment& environment, Acti
   process.environment = stage_environment(environment);
   process.working_dir = env.prefix;
   process.credentials = credentials;
-  ProcessLimits limits;
-  limits.timeout = spec.timeout;
-  limits.resources = resources;
+  const ProcessLimits limits = budget.limits(spec.timeout);
   const auto read_stacks = [&] { return directory.read("stacks.txt", 256 * 1024); };
   const auto result = run_process(process, limits,
                                   [&](pid_t pid) { stage.hang = diagnose_hang(pid, read_stacks); });
@@ -123,8 +185,11 @@ StageResult run_stage(const PythonEnv& env, const Environment& environment, Acti
   } else if (result.outcome == Outcome::timed_out) {
     stage.status = StageStatus::hung;
     stage.summary = interrupted_step(stage, request) + " did not finish within " +
-                    std::to_string(spec.timeout.count()) + " ms" +
+                    std::to_string(spec.timeout.count()) + " ms" + spec.timeout_origin +
                     (stage.hang ? ": " + stage.hang->summary : "");
+  } else if (result.outcome == Outcome::cancelled) {
+    stage.status = StageStatus::probe_error;
+    stage.summary = interrupted_step(stage, request) + " was " + result.describe();
   } else if (!report.error.empty()) {
     stage.status = StageStatus::probe_error;
     stage.summary = report.error;
@@ -153,7 +218,7 @@ StageResult run_stage(const PythonEnv& env, const Environment& environment, Acti
 // A shell command: its exit status and output are the facts; judging them
 // against what the contract expects is the judge's job.
 StageResult run_command_stage(const PythonEnv& env, const Environment& environment,
-                              const ProbePlan::Command& command, const ResourceLimits& resources) {
+                              const ProbePlan::Command& command, const StageBudget& budget) {
   StageResult stage;
   stage.stage = "command:" + command.id;
   stage.activation = Activation::activated;
@@ -165,9 +230,8 @@ StageResult run_command_stage(const PythonEnv& env, const Environment& environme
   }
   process.working_dir = env.prefix;
   process.credentials = credentials_of(env);
-  ProcessLimits limits;
-  limits.timeout = command.timeout;
-  limits.resources = resources;
+  const auto bounded = budget.bounded({stage.stage, Json(), command.timeout});
+  const ProcessLimits limits = budget.limits(bounded.timeout);
   // A shell dumps no Python stacks.
   const auto result =
       run_process(process, limits, [&](pid_t pid) { stage.hang = diagnose_hang(pid, {}); });
@@ -191,8 +255,12 @@ StageResult run_command_stage(const PythonEnv& env, const Environment& environme
     case Outcome::timed_out:
       stage.status = StageStatus::hung;
       stage.summary = "`" + first_line(command.run) + "` did not finish within " +
-                      std::to_string(command.timeout.count()) + " ms" +
+                      std::to_string(bounded.timeout.count()) + " ms" + bounded.timeout_origin +
                       (stage.hang ? ": " + stage.hang->summary : "");
+      break;
+    case Outcome::cancelled:
+      stage.status = StageStatus::probe_error;
+      stage.summary = "`" + first_line(command.run) + "` was " + result.describe();
       break;
     case Outcome::signaled:
       stage.status = StageStatus::crashed;
@@ -268,6 +336,7 @@ DynamicFacts probe_env(const PythonEnv& env, const ActivatedEnvironment& activat
     return facts;
   }
   const auto specs = stage_specs(plan);
+  const StageBudget budget(plan);
   bool torch_imports = false;
   for (const auto& spec : specs) {
     const bool needs_torch = spec.name != "identity" && spec.name != "imports";
@@ -278,14 +347,23 @@ DynamicFacts probe_env(const PythonEnv& env, const ActivatedEnvironment& activat
       facts.stages.push_back(std::move(skipped));
       continue;
     }
-    auto stage = run_stage(env, activation.activated, Activation::activated, spec, plan.resources);
+    if (const auto why = budget.exhausted(); !why.empty()) {
+      facts.stages.push_back(not_run(spec.name, Activation::activated, why));
+      continue;
+    }
+    auto stage =
+        run_stage(env, activation.activated, Activation::activated, budget.bounded(spec), budget);
     if (spec.name == "identity") {
       torch_imports = stage.status == StageStatus::ok;
     }
     facts.stages.push_back(std::move(stage));
   }
   for (const auto& command : plan.commands) {
-    facts.stages.push_back(run_command_stage(env, activation.activated, command, plan.resources));
+    if (const auto why = budget.exhausted(); !why.empty()) {
+      facts.stages.push_back(not_run("command:" + command.id, Activation::activated, why));
+      continue;
+    }
+    facts.stages.push_back(run_command_stage(env, activation.activated, command, budget));
   }
   if (!plan.compare_bare || !activation_changes_loading(activation)) {
     return facts;
@@ -296,7 +374,13 @@ DynamicFacts probe_env(const PythonEnv& env, const ActivatedEnvironment& activat
     if (spec.name != "identity" && spec.name != "imports") {
       continue;
     }
-    auto bare = run_stage(env, activation.bare, Activation::bare, spec, plan.resources);
+    if (!budget.exhausted().empty()) {
+      break;  // a comparison only: nothing is lost when it is not made
+    }
+    auto bare = run_stage(env, activation.bare, Activation::bare, budget.bounded(spec), budget);
+    if (!budget.exhausted().empty()) {
+      break;  // cut short: comparing it would invent an activation artifact
+    }
     const auto activated =
         std::find_if(facts.stages.begin(), facts.stages.end(),
                      [&](const auto& stage) { return stage.stage == spec.name; });

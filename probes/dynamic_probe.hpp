@@ -49,6 +49,11 @@ struct ProbePlan {
   bool compare_bare = true;
   // Per stage process tree (probes/containment.hpp).
   ResourceLimits resources;
+  // All stages of one env together: a stage gets what is left of it, and a
+  // stage with nothing left is not run. Zero: no deadline beyond each stage's.
+  std::chrono::milliseconds env_deadline{0};
+  // Set by the scan's watchdog or the agent's shutdown: stops what runs.
+  const Cancellation* cancellation = nullptr;
 };
 
 enum class StageStatus {

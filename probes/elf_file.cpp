@@ -3,7 +3,6 @@
 #include <fcntl.h>
 #include <gelf.h>
 #include <libelf.h>
-#include <sys/mman.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -109,8 +108,8 @@ ElfFile::~ElfFile() {
   if (m_elf != nullptr) {
     elf_end(static_cast<Elf*>(m_elf));
   }
-  if (m_map != nullptr) {
-    ::munmap(m_map, m_size);
+  if (m_fd >= 0) {
+    ::close(m_fd);
   }
 }
 
@@ -129,34 +128,32 @@ std::string ElfFile::load(const fs::path& path) {
   if (!initialised) {
     return "libelf is out of date";
   }
-  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  // O_NONBLOCK: a FIFO put where a library is expected must not block the scan.
+  const int fd = ::open(path.c_str(), O_RDONLY | O_NONBLOCK | O_CLOEXEC | O_NOCTTY);
   if (fd < 0) {
     return std::string("cannot open: ") + std::strerror(errno);
   }
+  m_fd = fd;
   struct stat info {};
   if (::fstat(fd, &info) != 0 || !S_ISREG(info.st_mode)) {
-    ::close(fd);
     return "not a regular file";
   }
-  m_size = static_cast<std::size_t>(info.st_size);
-  if (m_size < 16) {
-    ::close(fd);
-    return "truncated: " + std::to_string(m_size) + " bytes, too short for an ELF header";
+  char head[4096];
+  const ssize_t head_size = ::pread(fd, head, sizeof head, 0);
+  if (head_size < 16) {
+    return "truncated: " + std::to_string(std::max<ssize_t>(head_size, 0)) +
+           " bytes, too short for an ELF header";
   }
-  // Private and writable (copy-on-write): libelf may fix up byte order in place.
-  m_map = ::mmap(nullptr, m_size, PROT_READ | PROT_WRITE, MAP_PRIVATE, fd, 0);
-  ::close(fd);
-  if (m_map == MAP_FAILED) {
-    m_map = nullptr;
-    return std::string("cannot map: ") + std::strerror(errno);
-  }
-  const char* bytes = static_cast<const char*>(m_map);
-  if (std::memcmp(bytes, ELFMAG, SELFMAG) != 0) {
-    return looks_like_linker_script(bytes, m_size)
+  if (std::memcmp(head, ELFMAG, SELFMAG) != 0) {
+    return looks_like_linker_script(head, static_cast<std::size_t>(head_size))
                ? "not an ELF file: a linker script (GNU ld INPUT/GROUP), as libc.so is"
                : "not an ELF file";
   }
-  Elf* elf = elf_memory(static_cast<char*>(m_map), m_size);
+  // ELF_C_READ, not a mapping: libelf reads the sections we ask for with
+  // pread into memory of its own. A library truncated by someone else while
+  // we read it then gives a read error, where a mapping would raise SIGBUS
+  // and kill the agent.
+  Elf* elf = elf_begin(fd, ELF_C_READ, nullptr);
   m_elf = elf;
   if (elf == nullptr || elf_kind(elf) != ELF_K_ELF) {
     return "not a readable ELF file: " + libelf_error();
@@ -305,6 +302,11 @@ std::string ElfFile::load(const fs::path& path) {
   std::sort(
       m_defined_by_name.begin(), m_defined_by_name.end(),
       [this](std::uint32_t a, std::uint32_t b) { return m_symbols[a].name < m_symbols[b].name; });
+  // Everything kept points into sections already read: the file itself is
+  // no longer needed, and an agent must not hold thousands of descriptors.
+  elf_cntl(elf, ELF_C_FDDONE);
+  ::close(m_fd);
+  m_fd = -1;
   return {};
 }
 

@@ -64,8 +64,7 @@ class ElfFile {
   std::string load(const std::filesystem::path& path);
 
   std::filesystem::path m_path;
-  void* m_map = nullptr;
-  std::size_t m_size = 0;
+  int m_fd = -1;          // open while loading only
   void* m_elf = nullptr;  // Elf*, kept opaque so callers need no libelf header
   int m_class = 0;
   unsigned m_machine = 0;

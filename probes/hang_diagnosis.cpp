@@ -18,6 +18,9 @@ namespace fs = std::filesystem;
 
 namespace {
 
+// /proc files say size 0 and are short: read up to 4 KiB of what they hold.
+constexpr FileLimits k_proc_file{"/proc file", 4096, true, 0};
+
 constexpr double k_spinning_cpu_percent = 50.0;
 constexpr double k_runnable_cpu_percent = 10.0;
 constexpr const char* k_eu_stack = "/usr/bin/eu-stack";
@@ -31,7 +34,7 @@ struct RawSample {
 // /proc/PID/task/TID/stat: "tid (comm) S ... utime stime ...": the name may
 // hold spaces and parentheses, so fields are counted after the last ')'.
 std::optional<RawSample> read_task_stat(const fs::path& task) {
-  const auto text = read_small_file(task / "stat", 4096);
+  const auto text = read_file_bounded(task / "stat", k_proc_file).text;
   if (!text) {
     return std::nullopt;
   }
@@ -73,8 +76,10 @@ std::map<pid_t, RawSample> sample_tasks(pid_t pid) {
 }
 
 std::string read_wchan(pid_t pid, pid_t tid) {
-  const auto text = read_small_file(
-      "/proc/" + std::to_string(pid) + "/task/" + std::to_string(tid) + "/wchan", 256);
+  const auto text =
+      read_file_bounded("/proc/" + std::to_string(pid) + "/task/" + std::to_string(tid) + "/wchan",
+                        k_proc_file)
+          .text;
   const std::string wchan = trim(text.value_or(""));
   return wchan == "0" ? "" : wchan;
 }

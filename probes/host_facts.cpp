@@ -2,6 +2,8 @@
 
 #include <unistd.h>
 
+#include <algorithm>
+
 #include "common/time_text.hpp"
 
 namespace envcontract::probes {
@@ -14,6 +16,28 @@ std::string hostname() {
     return "localhost";
   }
   return name;
+}
+
+// Runs one step of gathering an env's facts: what it throws becomes an
+// error of that env, and the files it refused become that env's problems.
+template <typename Step>
+void contained(EnvFacts& env, const char* stage, Step&& step) {
+  FileProblemLog refused;
+  try {
+    step();
+  } catch (const std::exception& e) {
+    env.errors.push_back({stage, e.what()});
+  } catch (...) {
+    env.errors.push_back({stage, "an unknown exception"});
+  }
+  for (auto& problem : refused.take()) {
+    const bool known =
+        std::any_of(env.refused_files.begin(), env.refused_files.end(),
+                    [&](const FileProblem& seen) { return seen.path == problem.path; });
+    if (!known) {
+      env.refused_files.push_back(std::move(problem));
+    }
+  }
 }
 
 }  // namespace
@@ -30,43 +54,46 @@ HostFacts gather_host_facts(const HostFactsOptions& options, ActivationCache& ac
   facts.problems = std::move(discovery.problems);
   for (auto& env : discovery.envs) {
     EnvFacts env_facts;
-    {
+    env_facts.env = std::move(env);
+    contained(env_facts, "static facts", [&] {
       // Read as the user the env's code runs as: whatever that user could
       // not read (a link to /etc/shadow, another user's private file) stays
       // out of the facts, as it would stay out of their interpreter.
-      ReadingAs reading(env.run_as);
+      ReadingAs reading(env_facts.env.run_as);
       if (reading.ok()) {
-        env_facts.static_facts = gather_static_facts(env);
+        env_facts.static_facts = gather_static_facts(env_facts.env);
       }
-    }
-    env_facts.env = std::move(env);
+    });
     facts.envs.push_back(std::move(env_facts));
   }
   const auto static_done = Clock::now();
   for (auto& env : facts.envs) {
-    env.activation = activations.get(env.env);
+    contained(env, "activation",
+              [&] { env.activation = activations.get(env.env, options.cancellation); });
   }
   const auto activated_done = Clock::now();
   const auto ld_cache = std::make_shared<const LdCache>(LdCache::load());
   for (auto& env : facts.envs) {
-    ReadingAs reading(env.env.run_as);
-    if (!reading.ok()) {
-      continue;
-    }
-    const auto& sites = env.static_facts.site_packages;
-    env.linkage = gather_linkage_facts(env.env, sites, env.activation.activated,
-                                       Activation::activated, ld_cache, elf_files);
-    const auto path_of = [](const Environment& environment) {
-      const auto it = environment.find("LD_LIBRARY_PATH");
-      return it == environment.end() ? std::string() : it->second;
-    };
-    env.library_lookups = lookup_libraries(env.env, env.activation.activated, options.library_names,
-                                           ld_cache, elf_files);
-    env.glibc = glibc_facts(env.env, env.activation.activated, ld_cache, elf_files);
-    if (path_of(env.activation.bare) != path_of(env.activation.activated)) {
-      env.bare_linkage = gather_linkage_facts(env.env, sites, env.activation.bare, Activation::bare,
-                                              ld_cache, elf_files);
-    }
+    contained(env, "linkage", [&] {
+      ReadingAs reading(env.env.run_as);
+      if (!reading.ok()) {
+        return;
+      }
+      const auto& sites = env.static_facts.site_packages;
+      env.linkage = gather_linkage_facts(env.env, sites, env.activation.activated,
+                                         Activation::activated, ld_cache, elf_files);
+      const auto path_of = [](const Environment& environment) {
+        const auto it = environment.find("LD_LIBRARY_PATH");
+        return it == environment.end() ? std::string() : it->second;
+      };
+      env.library_lookups = lookup_libraries(env.env, env.activation.activated,
+                                             options.library_names, ld_cache, elf_files);
+      env.glibc = glibc_facts(env.env, env.activation.activated, ld_cache, elf_files);
+      if (path_of(env.activation.bare) != path_of(env.activation.activated)) {
+        env.bare_linkage = gather_linkage_facts(env.env, sites, env.activation.bare,
+                                                Activation::bare, ld_cache, elf_files);
+      }
+    });
   }
   facts.static_elapsed = std::chrono::duration_cast<std::chrono::microseconds>(static_done - start);
   facts.activation_elapsed =
@@ -74,6 +101,14 @@ HostFacts gather_host_facts(const HostFactsOptions& options, ActivationCache& ac
   facts.linkage_elapsed =
       std::chrono::duration_cast<std::chrono::microseconds>(Clock::now() - activated_done);
   return facts;
+}
+
+Json to_json(const FactError& error) {
+  return {{"stage", error.stage}, {"message", error.message}};
+}
+
+Json to_json(const FileProblem& problem) {
+  return {{"path", problem.path.string()}, {"problem", problem.problem}};
 }
 
 Json to_json(const HostFacts& facts) {
@@ -90,6 +125,16 @@ Json to_json(const HostFacts& facts) {
     }
     json["library_lookups"] = std::move(lookups);
     json["glibc"] = to_json(env.glibc);
+    auto refused = Json::array();
+    for (const auto& problem : env.refused_files) {
+      refused.push_back(to_json(problem));
+    }
+    json["refused_files"] = std::move(refused);
+    auto errors = Json::array();
+    for (const auto& error : env.errors) {
+      errors.push_back(to_json(error));
+    }
+    json["fact_errors"] = std::move(errors);
     envs.push_back(std::move(json));
   }
   auto problems = Json::array();

@@ -9,12 +9,22 @@
 #include "probes/image_tag.hpp"
 #include "probes/library_lookup.hpp"
 #include "probes/linkage_facts.hpp"
+#include "probes/small_files.hpp"
 #include "probes/static_facts.hpp"
 
 namespace envcontract::probes {
 
+// Something that went wrong while gathering one env's facts: the env is
+// reported with it, and every other env is gathered as usual.
+struct FactError {
+  std::string stage;    // "static facts", "activation", "linkage", "dynamic probe"
+  std::string message;  // what happened
+};
+
 struct EnvFacts {
   PythonEnv env;
+  std::vector<FileProblem> refused_files;  // env files the agent would not read (small_files.hpp)
+  std::vector<FactError> errors;
   StaticFacts static_facts;
   ActivatedEnvironment activation;
   LinkageFacts linkage;                        // under the activated environment
@@ -40,6 +50,8 @@ struct HostFactsOptions {
   ImageTagSource image;
   // Libraries to look up by name in each env (a contract's `libraries` checks).
   std::vector<std::string> library_names;
+  // Stops activation scripts that are running when the scan is cancelled.
+  const Cancellation* cancellation = nullptr;
 };
 
 // Discovers envs and reads their static facts, activates each env (through
@@ -51,5 +63,10 @@ HostFacts gather_host_facts(const HostFactsOptions& options, ActivationCache& ac
 
 // {"schema_version": 1, "host", "gathered_at", "timing_ms", "image", "problems", "envs": [...]}
 Json to_json(const HostFacts& facts);
+
+// {"refused_files": [{"path", "problem"}], "fact_errors": [{"stage", "message"}]} members of an
+// env.
+Json to_json(const FactError& error);
+Json to_json(const FileProblem& problem);
 
 }  // namespace envcontract::probes

@@ -68,9 +68,11 @@ ImageTag read_image_tag(const ImageTagSource& source) {
       break;
   }
   tag.source = "file " + source.value;
-  const auto text = read_small_file(source.value, 64 * 1024);
+  const auto read = read_file_bounded(source.value, file_limits::small_text);
+  const auto& text = read.text;
   if (!text) {
-    tag.problem = "cannot read " + source.value;
+    tag.problem =
+        "cannot read " + source.value + (read.refusal.empty() ? "" : ": it " + read.refusal);
     return tag;
   }
   tag.value = first_meaningful_line(*text);

@@ -32,9 +32,11 @@ std::string string_at(const std::string& data, std::size_t offset) {
 
 LdCache LdCache::load(const std::filesystem::path& path) {
   LdCache cache;
-  const auto data = read_small_file(path, 64 * 1024 * 1024);
+  const auto read = read_file_bounded(path, {"loader cache", 64 * 1024 * 1024, false, 0});
+  const auto& data = read.text;
   if (!data) {
-    cache.m_problem = "cannot read " + path.string();
+    cache.m_problem =
+        "cannot read " + path.string() + (read.refusal.empty() ? "" : ": it " + read.refusal);
     return cache;
   }
   const auto start = data->find(k_magic);

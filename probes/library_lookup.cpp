@@ -1,9 +1,9 @@
 #include "probes/library_lookup.hpp"
 
 #include <algorithm>
-#include <regex>
 
 #include "common/pep440.hpp"
+#include "probes/small_files.hpp"
 
 namespace envcontract::probes {
 namespace fs = std::filesystem;
@@ -67,11 +67,12 @@ GlibcFacts glibc_facts(const PythonEnv& env, const Environment& environment,
     facts.problem = facts.path.string() + ": " + *error;
     return facts;
   }
-  static const std::regex glibc_version(R"re(GLIBC_([0-9]+\.[0-9]+(\.[0-9]+)?))re");
   for (const auto version : std::get<std::shared_ptr<const ElfFile>>(file)->defined_versions()) {
-    std::match_results<std::string_view::const_iterator> match;
-    if (std::regex_match(version.begin(), version.end(), match, glibc_version)) {
-      const std::string number = match[1].str();
+    // GLIBC_2.36, GLIBC_2.2.5; not GLIBC_PRIVATE.
+    const std::string_view number_text =
+        version.starts_with("GLIBC_") ? version.substr(6) : std::string_view();
+    if (!number_text.empty() && first_release_number(number_text) == number_text) {
+      const std::string number(number_text);
       if (facts.version.empty() || common::compare_versions(facts.version, number) < 0) {
         facts.version = number;
       }

@@ -21,6 +21,12 @@ std::variant<std::shared_ptr<const ElfFile>, std::string> ElfCache::get(const fs
   if (::stat(path.c_str(), &info) != 0) {
     return std::string("cannot read: no such file");
   }
+  if (!S_ISREG(info.st_mode) && !S_ISDIR(info.st_mode)) {
+    // A FIFO or device where a library should be: never opened (a FIFO
+    // would block), and reported as a hostile file of the env being read.
+    FileProblemLog::record(path, "is not a regular file, where a shared library was expected");
+    return std::string("cannot read: not a regular file");
+  }
   const std::int64_t mtime = info.st_mtim.tv_sec * 1'000'000'000LL + info.st_mtim.tv_nsec;
   // The cache serves every env; whether this env's user may read the file is
   // asked anew each time (the calling thread reads as that user, ReadingAs).
@@ -32,13 +38,27 @@ std::variant<std::shared_ptr<const ElfFile>, std::string> ElfCache::get(const fs
     const auto it = m_entries.find(path);
     if (it != m_entries.end() && it->second.size == static_cast<std::uintmax_t>(info.st_size) &&
         it->second.mtime == mtime) {
+      it->second.used = true;
       return it->second.file;
     }
   }
   auto file = ElfFile::open(path);
   std::lock_guard lock(m_mutex);
-  m_entries[path] = {static_cast<std::uintmax_t>(info.st_size), mtime, file};
+  m_entries[path] = {static_cast<std::uintmax_t>(info.st_size), mtime, file, true};
   return file;
+}
+
+void ElfCache::drop_unused() {
+  std::lock_guard lock(m_mutex);
+  std::erase_if(m_entries, [](const auto& entry) { return !entry.second.used; });
+  for (auto& [path, entry] : m_entries) {
+    entry.used = false;
+  }
+}
+
+std::size_t ElfCache::size() const {
+  std::lock_guard lock(m_mutex);
+  return m_entries.size();
 }
 
 std::string host_loader_platform() {

@@ -20,13 +20,20 @@ class ElfCache {
  public:
   std::variant<std::shared_ptr<const ElfFile>, std::string> get(const std::filesystem::path& path);
 
+  // Drops every file not asked for since the last call: called after each
+  // scan, so a library that left every env (deleted, replaced, its env
+  // removed) does not stay in memory for the agent's lifetime.
+  void drop_unused();
+  std::size_t size() const;
+
  private:
   struct Entry {
     std::uintmax_t size = 0;
     std::int64_t mtime = 0;
     std::variant<std::shared_ptr<const ElfFile>, std::string> file;
+    bool used = true;
   };
-  std::mutex m_mutex;
+  mutable std::mutex m_mutex;
   std::map<std::filesystem::path, Entry> m_entries;
 };
 

@@ -271,6 +271,8 @@ std::string ProcessResult::describe() const {
       return "killed by " + signal_name(signal);
     case Outcome::timed_out:
       return "timed out after " + std::to_string(duration.count()) + " ms";
+    case Outcome::cancelled:
+      return "stopped after " + std::to_string(duration.count()) + " ms: " + cancel_reason;
     case Outcome::failed_to_start:
       break;
   }
@@ -283,6 +285,11 @@ ProcessResult run_process(const ProcessSpec& spec, const ProcessLimits& limits,
   const auto started = Clock::now();
   if (spec.argv.empty()) {
     result.error = "no command given";
+    return result;
+  }
+  if (limits.cancellation != nullptr && limits.cancellation->cancelled()) {
+    result.outcome = ProcessResult::Outcome::cancelled;
+    result.cancel_reason = limits.cancellation->reason();
     return result;
   }
   // Boost.Process reports a failed exec only through a pipe that is easy to
@@ -345,6 +352,7 @@ ProcessResult run_process(const ProcessSpec& spec, const ProcessLimits& limits,
 
   bool exited = false;
   bool timed_out = false;
+  bool cancelled = false;
   int status = 0;
   Clock::time_point drain_deadline = Clock::time_point::max();
   const auto deadline = started + limits.timeout;
@@ -370,11 +378,15 @@ ProcessResult run_process(const ProcessSpec& spec, const ProcessLimits& limits,
         exited = true;
         end_group();  // descendants left in its group die with it
         drain_deadline = Clock::now() + limits.drain_grace;
-      } else if (Clock::now() >= deadline && !timed_out) {
+      } else if (Clock::now() >= deadline && !timed_out && !cancelled) {
         timed_out = true;
         if (on_timeout) {
           on_timeout(pid);
         }
+        end_group();
+      } else if (limits.cancellation != nullptr && limits.cancellation->cancelled() && !timed_out &&
+                 !cancelled) {
+        cancelled = true;
         end_group();
       }
     }
@@ -413,6 +425,10 @@ ProcessResult run_process(const ProcessSpec& spec, const ProcessLimits& limits,
   if (timed_out) {
     result.outcome = ProcessResult::Outcome::timed_out;
     result.signal = WIFSIGNALED(status) ? WTERMSIG(status) : SIGKILL;
+  } else if (cancelled) {
+    result.outcome = ProcessResult::Outcome::cancelled;
+    result.signal = WIFSIGNALED(status) ? WTERMSIG(status) : SIGKILL;
+    result.cancel_reason = limits.cancellation->reason();
   } else if (WIFSIGNALED(status)) {
     result.outcome = ProcessResult::Outcome::signaled;
     result.signal = WTERMSIG(status);

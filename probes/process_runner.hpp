@@ -11,6 +11,7 @@
 #include <string>
 #include <vector>
 
+#include "probes/cancellation.hpp"
 #include "probes/containment.hpp"
 
 // The one place that starts processes. Callers never see Boost.Process: it is
@@ -48,10 +49,12 @@ struct ProcessLimits {
   std::chrono::milliseconds drain_grace{500};
   // Per process tree: rlimits, and cgroup limits where the host gives us cgroups.
   ResourceLimits resources;
+  // When set and cancelled, the process tree is killed at the next poll.
+  const Cancellation* cancellation = nullptr;
 };
 
 struct ProcessResult {
-  enum class Outcome { exited, signaled, timed_out, failed_to_start };
+  enum class Outcome { exited, signaled, timed_out, cancelled, failed_to_start };
   Outcome outcome = Outcome::failed_to_start;
   int exit_code = -1;  // for exited
   int signal = 0;      // for signaled (and timed_out: the signal that ended it)
@@ -63,7 +66,8 @@ struct ProcessResult {
   std::string error;  // for failed_to_start: why
 
   bool succeeded() const { return outcome == Outcome::exited && exit_code == 0; }
-  // "exit 0", "killed by SIGSEGV", "timed out after 30s", "failed to start: ..."
+  std::string cancel_reason;  // for cancelled: Cancellation::reason()
+  // "exit 0", "killed by SIGSEGV", "timed out after 30s", "stopped: ...", "failed to start: ..."
   std::string describe() const;
 };
 

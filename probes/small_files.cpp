@@ -1,13 +1,162 @@
 #include "probes/small_files.hpp"
 
-#include "common/json_text.hpp"
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 #include <algorithm>
-#include <fstream>
-#include <regex>
+#include <cerrno>
 #include <sstream>
 
+#include "common/json_text.hpp"
+
 namespace envcontract::probes {
+
+namespace {
+
+thread_local FileProblemLog* t_innermost_log = nullptr;
+
+bool is_digit(char c) {
+  return c >= '0' && c <= '9';
+}
+
+bool is_identifier_start(char c) {
+  return (c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z') || c == '_';
+}
+
+bool is_identifier_char(char c) {
+  return is_identifier_start(c) || is_digit(c);
+}
+
+std::string file_type_name(mode_t mode) {
+  if (S_ISFIFO(mode)) {
+    return "a FIFO";
+  }
+  if (S_ISSOCK(mode)) {
+    return "a socket";
+  }
+  if (S_ISCHR(mode)) {
+    return "a character device";
+  }
+  if (S_ISBLK(mode)) {
+    return "a block device";
+  }
+  if (S_ISDIR(mode)) {
+    return "a directory";
+  }
+  return "not a regular file";
+}
+
+std::string byte_count(std::size_t bytes) {
+  if (bytes >= 1024 * 1024 && bytes % (1024 * 1024) == 0) {
+    return std::to_string(bytes / (1024 * 1024)) + " MiB";
+  }
+  if (bytes >= 1024 && bytes % 1024 == 0) {
+    return std::to_string(bytes / 1024) + " KiB";
+  }
+  return std::to_string(bytes) + " bytes";
+}
+
+std::size_t longest_line(std::string_view text) {
+  std::size_t longest = 0;
+  std::size_t start = 0;
+  while (start <= text.size()) {
+    const auto end = text.find('\n', start);
+    const std::size_t length = (end == std::string_view::npos ? text.size() : end) - start;
+    longest = std::max(longest, length);
+    if (end == std::string_view::npos) {
+      break;
+    }
+    start = end + 1;
+  }
+  return longest;
+}
+
+}  // namespace
+
+FileRead read_file_bounded(const std::filesystem::path& path, const FileLimits& limits) {
+  // O_NONBLOCK: opening a FIFO with no writer would otherwise wait forever.
+  // O_NOCTTY: a terminal device never becomes the agent's.
+  const int fd = ::open(path.c_str(), O_RDONLY | O_NONBLOCK | O_CLOEXEC | O_NOCTTY);
+  if (fd < 0) {
+    return {};
+  }
+  FileRead result;
+  struct stat info {};
+  if (::fstat(fd, &info) != 0) {
+    ::close(fd);
+    return {};
+  }
+  if (!S_ISREG(info.st_mode)) {
+    ::close(fd);
+    result.refusal = "is " + file_type_name(info.st_mode) + ", not a regular file";
+    return result;
+  }
+  const auto size = static_cast<std::size_t>(info.st_size);
+  if (size > limits.max_bytes && !limits.prefix_is_enough) {
+    ::close(fd);
+    result.refusal = "is " + std::to_string(size) + " bytes, over the " +
+                     byte_count(limits.max_bytes) + " limit for a " + limits.kind;
+    return result;
+  }
+  // Grow with what is there: the limit bounds hostile files, it is not a
+  // size hint. One byte more than the limit tells a file that grew.
+  std::string text;
+  const std::size_t wanted = limits.prefix_is_enough ? limits.max_bytes : limits.max_bytes + 1;
+  char chunk[65536];
+  while (text.size() < wanted) {
+    const ssize_t got = ::read(fd, chunk, std::min(sizeof chunk, wanted - text.size()));
+    if (got < 0 && errno == EINTR) {
+      continue;
+    }
+    if (got < 0) {
+      ::close(fd);
+      return {};
+    }
+    if (got == 0) {
+      break;
+    }
+    text.append(chunk, static_cast<std::size_t>(got));
+  }
+  ::close(fd);
+  if (text.size() > limits.max_bytes) {
+    result.refusal = "grew past the " + byte_count(limits.max_bytes) + " limit for a " +
+                     std::string(limits.kind) + " while it was read";
+    return result;
+  }
+  if (limits.max_line != 0) {
+    if (const std::size_t longest = longest_line(text); longest > limits.max_line) {
+      result.refusal = "has a line of " + std::to_string(longest) + " bytes, over the " +
+                       byte_count(limits.max_line) + " limit for a " + limits.kind;
+      return result;
+    }
+  }
+  result.text = std::move(text);
+  return result;
+}
+
+FileProblemLog::FileProblemLog() : m_outer(t_innermost_log) {
+  t_innermost_log = this;
+}
+
+FileProblemLog::~FileProblemLog() {
+  t_innermost_log = m_outer;
+}
+
+void FileProblemLog::record(const std::filesystem::path& path, std::string problem) {
+  if (t_innermost_log != nullptr) {
+    t_innermost_log->m_problems.push_back({path, std::move(problem)});
+  }
+}
+
+std::optional<std::string> read_env_file(const std::filesystem::path& path,
+                                         const FileLimits& limits) {
+  auto read = read_file_bounded(path, limits);
+  if (!read.refusal.empty()) {
+    FileProblemLog::record(path, std::move(read.refusal));
+  }
+  return std::move(read.text);
+}
 
 std::string trim(const std::string& text) {
   const auto first = text.find_first_not_of(" \t\r\n");
@@ -16,6 +165,47 @@ std::string trim(const std::string& text) {
   }
   const auto last = text.find_last_not_of(" \t\r\n");
   return text.substr(first, last - first + 1);
+}
+
+bool is_python_identifier(std::string_view name) {
+  return !name.empty() && is_identifier_start(name.front()) &&
+         std::all_of(name.begin(), name.end(), is_identifier_char);
+}
+
+std::string first_release_number(std::string_view text) {
+  // Leftmost N.N(.N)?; a run of digits that does not start one cannot have
+  // a later start inside it either, so each run is tried once: linear time.
+  std::size_t i = 0;
+  while (i < text.size()) {
+    if (!is_digit(text[i])) {
+      ++i;
+      continue;
+    }
+    const std::size_t start = i;
+    auto digits = [&](std::size_t from) {
+      std::size_t end = from;
+      while (end < text.size() && is_digit(text[end])) {
+        ++end;
+      }
+      return end;
+    };
+    const std::size_t major_end = digits(start);
+    if (major_end < text.size() && text[major_end] == '.') {
+      const std::size_t minor_end = digits(major_end + 1);
+      if (minor_end > major_end + 1) {
+        std::size_t end = minor_end;
+        if (end < text.size() && text[end] == '.') {
+          const std::size_t micro_end = digits(end + 1);
+          if (micro_end > end + 1) {
+            end = micro_end;
+          }
+        }
+        return std::string(text.substr(start, end - start));
+      }
+    }
+    i = major_end;
+  }
+  return {};
 }
 
 std::string text_field(const nlohmann::ordered_json& object, const char* key) {
@@ -37,25 +227,6 @@ bool path_exists(const std::filesystem::path& path) {
 bool dir_exists(const std::filesystem::path& path) {
   std::error_code error;
   return std::filesystem::is_directory(path, error);
-}
-
-std::optional<std::string> read_small_file(const std::filesystem::path& path,
-                                           std::size_t max_bytes) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) {
-    return std::nullopt;
-  }
-  // Grow with what is there: the cap bounds hostile files, it is not a size hint.
-  std::string text;
-  char chunk[65536];
-  while (text.size() < max_bytes && in) {
-    in.read(chunk, static_cast<std::streamsize>(std::min(sizeof chunk, max_bytes - text.size())));
-    text.append(chunk, static_cast<std::size_t>(in.gcount()));
-  }
-  if (in.bad()) {
-    return std::nullopt;
-  }
-  return text;
 }
 
 std::map<std::string, std::string> parse_key_values(const std::string& text) {
@@ -91,29 +262,89 @@ std::map<std::string, std::string> parse_headers(const std::string& text) {
   return headers;
 }
 
+namespace {
+
+// One line of `name [: annotation] = 'text' | "text" | None [# comment]`,
+// scanned left to right once: no backtracking, whatever the line holds.
+struct Assignment {
+  std::string name;
+  std::optional<std::string> value;
+};
+
+std::optional<Assignment> scan_assignment(std::string_view line) {
+  std::size_t at = 0;
+  const auto skip_blanks = [&] {
+    while (at < line.size() && (line[at] == ' ' || line[at] == '\t' || line[at] == '\f')) {
+      ++at;
+    }
+  };
+  if (line.empty() || !is_identifier_start(line[0])) {
+    return std::nullopt;
+  }
+  while (at < line.size() && is_identifier_char(line[at])) {
+    ++at;
+  }
+  Assignment assignment{std::string(line.substr(0, at)), std::nullopt};
+  skip_blanks();
+  if (at < line.size() && line[at] == ':') {  // an annotation: Optional[str]
+    ++at;
+    skip_blanks();
+    const std::size_t start = at;
+    constexpr std::string_view annotation_chars = "._[], ";
+    while (at < line.size() && (is_identifier_char(line[at]) ||
+                                annotation_chars.find(line[at]) != std::string_view::npos)) {
+      ++at;
+    }
+    if (at == start) {
+      return std::nullopt;
+    }
+  }
+  if (at >= line.size() || line[at] != '=') {
+    return std::nullopt;
+  }
+  ++at;
+  skip_blanks();
+  if (at < line.size() && (line[at] == '\'' || line[at] == '"')) {
+    const char quote = line[at++];
+    const std::size_t start = at;
+    while (at < line.size() && line[at] != quote) {
+      if (line[at] == '\\') {
+        return std::nullopt;  // escapes: not a plain literal
+      }
+      ++at;
+    }
+    if (at >= line.size()) {
+      return std::nullopt;
+    }
+    assignment.value = std::string(line.substr(start, at - start));
+    ++at;
+  } else if (line.substr(at, 4) == "None" &&
+             (at + 4 == line.size() || !is_identifier_char(line[at + 4]))) {
+    at += 4;
+  } else {
+    return std::nullopt;
+  }
+  skip_blanks();
+  if (at < line.size() && line[at] != '#') {
+    return std::nullopt;
+  }
+  return assignment;
+}
+
+}  // namespace
+
 std::map<std::string, std::optional<std::string>> parse_python_assignments(
     const std::string& source) {
-  // name = 'text' | "text" | None, at the start of a line (module level).
-  static const std::regex assignment(
-      R"re(^([A-Za-z_][A-Za-z0-9_]*)\s*(?::\s*[A-Za-z_.\[\], ]+)?=\s*(?:'([^'\\\n]*)'|"([^"\\\n]*)"|(None))\s*(?:#.*)?$)re");
   std::map<std::string, std::optional<std::string>> values;
   std::istringstream lines(source);
   for (std::string line; std::getline(lines, line);) {
     if (!line.empty() && line.back() == '\r') {
       line.pop_back();
     }
-    std::smatch match;
-    if (!std::regex_match(line, match, assignment)) {
-      continue;
+    if (auto assignment = scan_assignment(line)) {
+      // Later assignments win, as when Python runs the module.
+      values[assignment->name] = std::move(assignment->value);
     }
-    std::optional<std::string> value;
-    if (match[2].matched) {
-      value = match[2].str();
-    } else if (match[3].matched) {
-      value = match[3].str();
-    }
-    // Later assignments win, as when Python runs the module.
-    values[match[1].str()] = value;
   }
   return values;
 }

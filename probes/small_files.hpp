@@ -4,17 +4,76 @@
 #include <map>
 #include <optional>
 #include <string>
+#include <string_view>
+#include <vector>
 
 #include <nlohmann/json.hpp>
 
 // Reading the small text files that describe envs (pyvenv.cfg, METADATA,
-// version.py) without trusting them: size-capped, never executed.
+// version.py, conda-meta records, .condarc) without trusting them: any user
+// of the host may have written them, so a file that is not a regular file (a
+// FIFO would block the scan for good), too big, or made of absurdly long
+// lines is refused with a reason, never read, and never parsed with a
+// backtracking regex.
 namespace envcontract::probes {
 
-// The file's text, or nullopt when it cannot be read. Files larger than
-// `max_bytes` are read only up to that size: metadata we need is at the top.
-std::optional<std::string> read_small_file(const std::filesystem::path& path,
-                                           std::size_t max_bytes = 256 * 1024);
+// How much of a file of one kind the agent reads.
+struct FileLimits {
+  const char* kind;               // what the file is, for messages: "package metadata"
+  std::size_t max_bytes;          // larger files are refused ...
+  bool prefix_is_enough = false;  // ... unless their top is all we need (METADATA headers)
+  std::size_t max_line = 0;       // a longer line refuses the file; 0: lines are not bounded
+};
+
+namespace file_limits {
+inline constexpr FileLimits metadata{"package metadata", 64 * 1024, true, 0};
+inline constexpr FileLimits small_text{"small text file", 64 * 1024, false, 4096};
+inline constexpr FileLimits python_source{"Python source", 256 * 1024, false, 4096};
+inline constexpr FileLimits record{"RECORD file list", 16 * 1024 * 1024, false, 64 * 1024};
+inline constexpr FileLimits conda_record{"conda-meta record", 32 * 1024 * 1024, false, 0};
+inline constexpr FileLimits conda_config{"conda configuration", 1024 * 1024, false, 64 * 1024};
+inline constexpr FileLimits env_list{"list of envs", 1024 * 1024, false, 4096};
+inline constexpr FileLimits shell_script{"activation script", 1024 * 1024, false, 0};
+}  // namespace file_limits
+
+// The outcome of reading one file: its text, or why it was refused. A file
+// that does not exist or that the reading user may not read is neither: the
+// interpreter would not see it either.
+struct FileRead {
+  std::optional<std::string> text;
+  std::string refusal;  // "is a FIFO, not a regular file"; "" unless refused
+};
+
+FileRead read_file_bounded(const std::filesystem::path& path, const FileLimits& limits);
+
+// A file the agent refused to read, and why.
+struct FileProblem {
+  std::filesystem::path path;
+  std::string problem;
+};
+
+// Collects the refusals of read_env_file on this thread while it lives (the
+// innermost log wins), so that gathering one env's facts can report every
+// hostile file it met without threading a list through every reader.
+class FileProblemLog {
+ public:
+  FileProblemLog();
+  ~FileProblemLog();
+  FileProblemLog(const FileProblemLog&) = delete;
+  FileProblemLog& operator=(const FileProblemLog&) = delete;
+
+  static void record(const std::filesystem::path& path, std::string problem);
+  std::vector<FileProblem> take() { return std::move(m_problems); }
+
+ private:
+  FileProblemLog* m_outer;
+  std::vector<FileProblem> m_problems;
+};
+
+// read_file_bounded for files taken from envs: a refusal goes to the
+// thread's FileProblemLog and the file counts as unreadable.
+std::optional<std::string> read_env_file(const std::filesystem::path& path,
+                                         const FileLimits& limits);
 
 // "key = value" lines (pyvenv.cfg); keys lower-cased, values trimmed.
 std::map<std::string, std::string> parse_key_values(const std::string& text);
@@ -30,6 +89,12 @@ std::map<std::string, std::optional<std::string>> parse_python_assignments(
     const std::string& source);
 
 std::string trim(const std::string& text);
+
+// [A-Za-z_][A-Za-z0-9_]*
+bool is_python_identifier(std::string_view name);
+
+// The first "N.N" or "N.N.N" in `text` (a run of digits and dots), or "".
+std::string first_release_number(std::string_view text);
 
 // A field of an untrusted JSON object as text: the string itself, "" when
 // absent or null, the JSON text of anything else. Never throws on a type

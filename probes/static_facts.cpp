@@ -1,7 +1,6 @@
 #include "probes/static_facts.hpp"
 
 #include <algorithm>
-#include <regex>
 
 #include "probes/small_files.hpp"
 
@@ -9,11 +8,6 @@ namespace envcontract::probes {
 namespace fs = std::filesystem;
 
 namespace {
-
-bool is_identifier(const std::string& name) {
-  static const std::regex pattern(R"([A-Za-z_][A-Za-z0-9_]*)");
-  return std::regex_match(name, pattern);
-}
 
 std::vector<std::string> list_modules(const std::vector<fs::path>& sites) {
   std::vector<std::string> modules;
@@ -29,7 +23,7 @@ std::vector<std::string> list_modules(const std::vector<fs::path>& sites) {
       } else if (name.ends_with(".so")) {
         module = name.substr(0, name.find('.'));  // torch_C.cpython-310-x86_64-linux-gnu.so
       }
-      if (is_identifier(module) && module != "__pycache__" &&
+      if (is_python_identifier(module) && module != "__pycache__" &&
           std::find(modules.begin(), modules.end(), module) == modules.end()) {
         modules.push_back(module);
       }
@@ -69,7 +63,7 @@ TorchFacts torch_facts(const std::vector<fs::path>& sites,
   }
   torch.present = true;
   torch.location = *location;
-  const auto source = read_small_file(torch.location / "version.py");
+  const auto source = read_env_file(torch.location / "version.py", file_limits::python_source);
   if (!source) {
     torch.problem = "cannot read " + (torch.location / "version.py").string();
   } else {
@@ -135,7 +129,8 @@ TritonFacts triton_facts(const std::vector<fs::path>& sites,
       triton.provider_version = distribution->version;
     }
   }
-  if (const auto source = read_small_file(triton.location / "__init__.py")) {
+  if (const auto source =
+          read_env_file(triton.location / "__init__.py", file_limits::python_source)) {
     const auto values = parse_python_assignments(*source);
     if (const auto it = values.find("__version__"); it != values.end()) {
       triton.version = it->second;

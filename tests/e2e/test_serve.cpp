@@ -3,6 +3,7 @@
 #include <signal.h>
 #include <sys/stat.h>
 
+#include "common/json_text.hpp"
 #include "daemon/sqlite.hpp"
 #include "tests/e2e/agent_fixture.hpp"
 #include "tests/support/demo_host.hpp"
@@ -96,7 +97,7 @@ TEST(Serve, ReportDiagnosesHistoryAndComplianceOnTheDemoHost) {
 
   // The transition is in the history, and the unchanged checks kept their since.
   const auto history = get_json(agent, "/api/v1/history?env=torch-fl-activate&check=flagtree-xpu");
-  ASSERT_EQ(history["transitions"].size(), 2U) << history.dump(2);
+  ASSERT_EQ(history["transitions"].size(), 2U) << common::json_text(history, 2);
   EXPECT_EQ(history["transitions"][0]["status"], "fail");
   EXPECT_EQ(history["transitions"][0]["cause"], "triton_backend_missing");
   EXPECT_EQ(history["transitions"][1]["status"], "pass");

@@ -2,6 +2,7 @@
 
 #include <filesystem>
 
+#include "common/json_text.hpp"
 #include "tests/support/run_command.hpp"
 #include "tests/support/temp_dir.hpp"
 
@@ -15,7 +16,7 @@ std::optional<std::string> report_schema_violations(const nlohmann::ordered_json
     return std::nullopt;
   }
   TempDir dir;
-  const auto file = dir.write("report.json", document.dump(2));
+  const auto file = dir.write("report.json", common::json_text(document, 2));
   const auto result =
       run_command({python, ENVCONTRACT_SOURCE_DIR "/tests/support/validate_json.py",
                    ENVCONTRACT_SOURCE_DIR "/docs/report.schema.json", file.string()});

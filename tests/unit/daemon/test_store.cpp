@@ -5,6 +5,7 @@
 #include <fstream>
 #include <sstream>
 
+#include "common/json_text.hpp"
 #include "daemon/sqlite.hpp"
 #include "daemon/store.hpp"
 #include "tests/support/report_schema.hpp"
@@ -153,7 +154,7 @@ TEST(Store, HistoryTellsSinceWhenItFailedAndWhenItWasFixed) {
   EXPECT_EQ(r3["envs"][0]["checks"][0]["since"], "2026-11-26T09:00:00Z");
 
   const auto history = store->history({"env-a", "", "import-order", "", 100});
-  ASSERT_EQ(history.size(), 3U) << history.dump(2);
+  ASSERT_EQ(history.size(), 3U) << common::json_text(history, 2);
   EXPECT_EQ(history[0]["status"], "fail");
   EXPECT_EQ(history[0]["previous_status"], nullptr);
   EXPECT_EQ(history[0]["actual"], "libbkcl.so");

@@ -7,6 +7,7 @@
 #include <mutex>
 #include <thread>
 
+#include "common/json_text.hpp"
 #include "probes/discovery.hpp"
 #include "tests/support/demo_host.hpp"
 
@@ -47,7 +48,7 @@ const Json& import_record(const StageResult& stage, const std::string& module) {
     }
   }
   static const Json missing = Json::object();
-  ADD_FAILURE() << "no import record for " << module << " in " << stage.records.dump();
+  ADD_FAILURE() << "no import record for " << module << " in " << common::json_text(stage.records);
   return missing;
 }
 

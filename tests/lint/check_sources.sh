@@ -1,0 +1,37 @@
+#!/usr/bin/env bash
+# Rules about untrusted input that a compiler cannot check, enforced on the
+# sources so that a new call site cannot slip past review:
+#  - every JSON text goes through common::json_text, which replaces invalid
+#    UTF-8; nlohmann's bare dump() throws on it and once aborted whole scans;
+#  - probes/ reads files that any user of the host may have written: no
+#    backtracking regex (std::regex recursed until the stack overflowed on a
+#    30 KB line) and no reader that opens a FIFO blocking (YAML::LoadFile,
+#    std::ifstream on env paths): files come through read_env_file.
+set -euo pipefail
+cd "${1:-$(dirname "$0")/../..}"
+
+status=0
+report() {
+  echo "$1" >&2
+  echo "  $2" >&2
+  status=1
+}
+
+sources=$(git ls-files '*.cpp' '*.hpp' '*.cpp.in' 2>/dev/null || find . -name '*.cpp' -o -name '*.hpp')
+
+while IFS= read -r hit; do
+  report "$hit" "use common::json_text(value) instead of dump(): it never throws on invalid UTF-8"
+done < <(grep -n '\.dump(' $sources | grep -v '^common/json_text\.cpp:' || true)
+
+while IFS= read -r hit; do
+  report "$hit" "no std::regex on env contents: write a small scanner (see probes/small_files.cpp)"
+done < <(grep -n 'std::regex\|#include <regex>' $(echo "$sources" | grep '^probes/') || true)
+
+while IFS= read -r hit; do
+  report "$hit" "read env files with read_env_file/read_file_bounded (O_NONBLOCK, regular files, size caps)"
+done < <(grep -n 'YAML::LoadFile\|std::ifstream' $(echo "$sources" | grep '^probes/' | grep -v '^probes/containment\.cpp') || true)
+
+if [ $status -eq 0 ]; then
+  echo "sources: no bare dump(), no regex or blocking readers on env contents"
+fi
+exit $status
