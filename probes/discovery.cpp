@@ -125,6 +125,7 @@ std::optional<PythonEnv> describe_prefix(const fs::path& prefix, const RunAsPoli
   if (error) {
     return std::nullopt;
   }
+  FileProblemLog refused;
   if (dir_exists(env.prefix / "conda-meta")) {
     env.kind = EnvKind::conda;
     env.python_version = conda_python_version(env.prefix);
@@ -158,6 +159,7 @@ std::optional<PythonEnv> describe_prefix(const fs::path& prefix, const RunAsPoli
         "cannot tell the Python version: no conda-meta python record, no "
         "pyvenv.cfg version, no lib/pythonX.Y");
   }
+  env.refused_files = refused.take();
   return env;
 }
 

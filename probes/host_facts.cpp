@@ -54,6 +54,7 @@ HostFacts gather_host_facts(const HostFactsOptions& options, ActivationCache& ac
   facts.problems = std::move(discovery.problems);
   for (auto& env : discovery.envs) {
     EnvFacts env_facts;
+    env_facts.refused_files = env.refused_files;
     env_facts.env = std::move(env);
     contained(env_facts, "static facts", [&] {
       // Read as the user the env's code runs as: whatever that user could

@@ -9,6 +9,7 @@
 #include "probes/env_safety.hpp"
 #include "probes/process_runner.hpp"
 #include "probes/run_as.hpp"
+#include "probes/small_files.hpp"
 
 namespace envcontract::probes {
 
@@ -35,6 +36,8 @@ struct PythonEnv {
   RunAs run_as;                       // whose credentials its code runs with
   // Paths others could write: while any is listed, none of its code runs.
   std::vector<UnsafePath> unsafe;
+  // Files discovery would not read (a FIFO for pyvenv.cfg, a 60,000-digit version).
+  std::vector<FileProblem> refused_files;
 };
 
 // Why none of this env's code may run (its user cannot be had, or others

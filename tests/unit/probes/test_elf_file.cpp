@@ -4,8 +4,12 @@
 #include <elf.h>
 #include <gtest/gtest.h>
 
+#include <sys/stat.h>
+
 #include <algorithm>
+#include <atomic>
 #include <fstream>
+#include <thread>
 
 #include "tests/support/compile.hpp"
 #include "tests/support/run_command.hpp"
@@ -157,6 +161,55 @@ TEST(ElfFile, HostileInputGetsAClearErrorPerFile) {
     dir.write("libflip.so", corrupt);
     (void)ElfFile::open(dir.path() / "libflip.so");
   }
+}
+
+// Someone truncates and rewrites a library while the agent reads it: a
+// mapping of the file died of SIGBUS (100 of 3,029 runs); read with pread,
+// each open is an error or a complete read, and the agent lives.
+TEST(ElfFile, ALibraryTruncatedWhileReadIsAnErrorNotACrash) {
+  testing::TempDir dir;
+  const fs::path original = "/usr/lib/x86_64-linux-gnu/libstdc++.so.6";
+  if (!fs::exists(original)) {
+    GTEST_SKIP() << "no " << original << " to copy";
+  }
+  std::ifstream in(original, std::ios::binary);
+  const std::string bytes((std::istreambuf_iterator<char>(in)), {});
+  const auto path = dir.write("libvictim.so", bytes);
+  std::atomic<bool> done{false};
+  std::thread vandal([&] {
+    for (std::size_t round = 0; !done; ++round) {
+      fs::resize_file(path, (round * 7919) % bytes.size());
+      std::ofstream(path, std::ios::binary | std::ios::trunc)
+          .write(bytes.data(), static_cast<std::streamsize>(bytes.size()));
+    }
+  });
+  std::size_t opened = 0;
+  std::size_t refused = 0;
+  for (int i = 0; i < 300; ++i) {
+    auto file = ElfFile::open(path);
+    if (const auto* elf = std::get_if<std::shared_ptr<const ElfFile>>(&file)) {
+      ++opened;
+      for (const auto& symbol : (*elf)->symbols()) {
+        (void)symbol.name.size();  // every view still points at memory we own
+      }
+    } else {
+      ++refused;
+    }
+  }
+  done = true;
+  vandal.join();
+  EXPECT_EQ(opened + refused, 300U);
+  // The complete file reads as before once nobody touches it.
+  const auto settled = open_ok(path);
+  ASSERT_NE(settled, nullptr);
+  EXPECT_FALSE(settled->symbols().empty());
+}
+
+TEST(ElfFile, AFifoIsNeverOpenedForReading) {
+  testing::TempDir dir;
+  const auto fifo = dir.path() / "libfifo.so";
+  ASSERT_EQ(::mkfifo(fifo.c_str(), 0644), 0);
+  EXPECT_EQ(open_error(fifo), "not a regular file");
 }
 
 }  // namespace

@@ -74,6 +74,16 @@ class MisbehavingEnv : public ::testing::Test {
     plan.imports = {module};
     plan.imports_timeout = timeout;
     plan.compare_bare = false;
+    for (auto& stage : run_plan(plan).stages) {
+      if (stage.stage == "imports") {
+        return stage;
+      }
+    }
+    ADD_FAILURE() << "no imports stage";
+    return {};
+  }
+
+  DynamicFacts run_plan(const ProbePlan& plan) {
     ActivatedEnvironment activation;
     activation.bare = bare_environment(m_env);
     activation.bare["ENVCONTRACT_TEST_MARKER"] = m_marker;
@@ -82,13 +92,7 @@ class MisbehavingEnv : public ::testing::Test {
     const auto started = std::chrono::steady_clock::now();
     auto facts = probe_env(m_env, activation, plan);
     m_elapsed = std::chrono::steady_clock::now() - started;
-    for (auto& stage : facts.stages) {
-      if (stage.stage == "imports") {
-        return stage;
-      }
-    }
-    ADD_FAILURE() << "no imports stage";
-    return {};
+    return facts;
   }
 
   std::vector<pid_t> survivors() const {
@@ -111,6 +115,70 @@ class MisbehavingEnv : public ::testing::Test {
   std::string m_marker;
   std::chrono::steady_clock::duration m_elapsed{};
 };
+
+const StageResult* find_stage(const DynamicFacts& facts, const std::string& name) {
+  for (const auto& stage : facts.stages) {
+    if (stage.stage == name) {
+      return &stage;
+    }
+  }
+  ADD_FAILURE() << "no stage " << name;
+  return nullptr;
+}
+
+// The env's deadline bounds its stages together: the hanging import gets
+// what is left of it, and the command after it does not start.
+TEST_F(MisbehavingEnv, TheEnvDeadlineBoundsAllItsStages) {
+  ProbePlan plan;
+  plan.imports = {"mb_sleep"};
+  plan.imports_timeout = 60s;
+  plan.commands.push_back({"after", "echo never", {}, 60s});
+  plan.compare_bare = false;
+  plan.env_deadline = 2s;
+  const auto facts = run_plan(plan);
+  EXPECT_LT(m_elapsed, 10s);
+  const auto* imports = find_stage(facts, "imports");
+  ASSERT_NE(imports, nullptr);
+  EXPECT_EQ(imports->status, StageStatus::hung);
+  EXPECT_NE(imports->summary.find("(what was left of the env's 2 s deadline, env_deadline in the "
+                                  "agent's config)"),
+            std::string::npos)
+      << imports->summary;
+  const auto* command = find_stage(facts, "command:after");
+  ASSERT_NE(command, nullptr);
+  EXPECT_EQ(command->status, StageStatus::probe_error);
+  EXPECT_EQ(command->summary,
+            "not run: the env's deadline of 2 s passed before this stage (env_deadline in the "
+            "agent's config)");
+  expect_nothing_survives();
+}
+
+// The agent's shutdown (or the scan's watchdog) stops a probe at once.
+TEST_F(MisbehavingEnv, ACancelledProbeStopsAndSaysWhy) {
+  Cancellation cancellation;
+  ProbePlan plan;
+  plan.imports = {"mb_sleep"};
+  plan.imports_timeout = 60s;
+  plan.commands.push_back({"after", "echo never", {}, 60s});
+  plan.compare_bare = false;
+  plan.cancellation = &cancellation;
+  std::thread canceller([&] {
+    std::this_thread::sleep_for(1s);
+    cancellation.cancel("the agent is stopping");
+  });
+  const auto facts = run_plan(plan);
+  canceller.join();
+  EXPECT_LT(m_elapsed, 10s);
+  const auto* imports = find_stage(facts, "imports");
+  ASSERT_NE(imports, nullptr);
+  EXPECT_EQ(imports->status, StageStatus::probe_error);
+  EXPECT_NE(imports->summary.find(": the agent is stopping"), std::string::npos)
+      << imports->summary;
+  const auto* command = find_stage(facts, "command:after");
+  ASSERT_NE(command, nullptr);
+  EXPECT_EQ(command->summary, "not run: the agent is stopping");
+  expect_nothing_survives();
+}
 
 TEST_F(MisbehavingEnv, AbortAtImportIsACrashWithItsSignal) {
   const auto stage = run_imports("mb_abort");

@@ -58,6 +58,33 @@ TEST(ProcessRunner, TimesOutAndCallsTheHookBeforeKilling) {
   EXPECT_FALSE(testing::process_running(sampled));
 }
 
+TEST(ProcessRunner, ACancellationEndsTheTreeWithinAPoll) {
+  ASSERT_TRUE(become_subreaper());
+  Cancellation cancellation;
+  ProcessLimits limits;
+  limits.timeout = 60s;
+  limits.cancellation = &cancellation;
+  std::thread canceller([&] {
+    std::this_thread::sleep_for(300ms);
+    cancellation.cancel("the agent is stopping");
+    cancellation.cancel("a later reason is not kept");
+  });
+  const auto started = std::chrono::steady_clock::now();
+  const auto result = sh("(trap '' TERM; exec sleep 60) & echo $!; exec sleep 60", limits);
+  canceller.join();
+  EXPECT_LT(std::chrono::steady_clock::now() - started, 5s);
+  EXPECT_EQ(result.outcome, ProcessResult::Outcome::cancelled);
+  EXPECT_EQ(result.cancel_reason, "the agent is stopping");
+  EXPECT_TRUE(result.describe().starts_with("stopped after ")) << result.describe();
+  EXPECT_TRUE(result.describe().ends_with(" ms: the agent is stopping")) << result.describe();
+  const pid_t grandchild = std::stoi(result.out);
+  EXPECT_FALSE(std::filesystem::exists("/proc/" + std::to_string(grandchild)));
+  // Once cancelled, nothing more starts.
+  const auto after = sh("echo never", limits);
+  EXPECT_EQ(after.outcome, ProcessResult::Outcome::cancelled);
+  EXPECT_EQ(after.out, "");
+}
+
 TEST(ProcessRunner, KillsADescendantThatIgnoresTermAndHoldsThePipe) {
   // As the agent does: orphans become ours, so we can reap them.
   ASSERT_TRUE(become_subreaper());
