@@ -11,6 +11,7 @@ namespace envcontract::cli {
 namespace {
 
 using contracts::array_field;
+using contracts::object_field;
 using contracts::string_field;
 
 // The causes a host fails for, each counted once per host.
@@ -112,7 +113,7 @@ std::string fleet_table(const std::vector<HostReport>& hosts, const report::Tabl
       detail = joined(host_causes(*host.report));
       if (detail.empty()) {
         detail = "complies (contract " +
-                 string_field(host.report->value("contract", Json()), "name") + ")";
+                 string_field(object_field(*host.report, "contract"), "name") + ")";
       }
     }
     out << padded(host.address.text, width + 2) << painted(state, style)
@@ -204,14 +205,14 @@ Json diff_reports(const Json& a, const Json& b) {
       diff[name] = {{"a", left}, {"b", right}};
     }
   };
-  const Json& contract_a = a.contains("contract") ? a.at("contract") : Json::object();
-  const Json& contract_b = b.contains("contract") ? b.at("contract") : Json::object();
+  const Json& contract_a = object_field(a, "contract");
+  const Json& contract_b = object_field(b, "contract");
   field_diff(
       "contract",
       string_field(contract_a, "name") + " " + string_field(contract_a, "sha256").substr(0, 12),
       string_field(contract_b, "name") + " " + string_field(contract_b, "sha256").substr(0, 12));
-  field_diff("image", string_field(a.value("image", Json::object()), "value"),
-             string_field(b.value("image", Json::object()), "value"));
+  field_diff("image", string_field(object_field(a, "image"), "value"),
+             string_field(object_field(b, "image"), "value"));
   field_diff("verdict", string_field(a, "verdict"), string_field(b, "verdict"));
 
   const auto envs_a = by_name(array_field(a, "envs"), "name");

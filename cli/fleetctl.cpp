@@ -12,6 +12,7 @@
 #include "cli/fleet_render.hpp"
 #include "cli/junit.hpp"
 #include "common/json_text.hpp"
+#include "contracts/env_facts.hpp"
 #include "contracts/validate_files.hpp"
 #include "contracts/values.hpp"
 
@@ -261,11 +262,12 @@ int run_scan(const ScanArguments& arguments) {
   const auto body = Json::parse(posted.body, nullptr, false);
   if (posted.status != 202 || !body.is_object() || !body.contains("id") ||
       !body["id"].is_number_integer()) {
-    std::string why = posted.status == 0 ? posted.error
-                                         : "HTTP " + std::to_string(posted.status) +
-                                               (body.is_object() && body.contains("error")
-                                                    ? ": " + body.value("error", std::string())
-                                                    : std::string());
+    std::string why = posted.status == 0
+                          ? posted.error
+                          : "HTTP " + std::to_string(posted.status) +
+                                (contracts::string_field(body, "error").empty()
+                                     ? std::string()
+                                     : ": " + contracts::string_field(body, "error"));
     if (posted.status == 401) {
       why += " (give the agent's token with --token-file FILE or FLEETCTL_TOKEN)";
     }

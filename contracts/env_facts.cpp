@@ -29,6 +29,12 @@ std::string string_field(const Json& object, const char* key) {
   return value.is_string() ? value.get<std::string>() : std::string();
 }
 
+const Json& object_field(const Json& object, const char* key) {
+  static const Json empty = Json::object();
+  const Json& value = member(object, key);
+  return value.is_object() ? value : empty;
+}
+
 const Json& array_field(const Json& object, const char* key) {
   const Json& value = member(object, key);
   return value.is_array() ? value : empty_array();

@@ -49,4 +49,7 @@ std::string string_field(const Json& object, const char* key);
 // `object` (nlohmann's value() returns copies, which must not be pointed into).
 const Json& array_field(const Json& object, const char* key);
 
+// The field when it is an object, else an empty object (a reference, as above).
+const Json& object_field(const Json& object, const char* key);
+
 }  // namespace envcontract::contracts

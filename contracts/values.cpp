@@ -201,6 +201,12 @@ bool is_file_name(std::string_view text) {
 }
 
 Parsed<ImageReference> parse_image_reference(std::string_view text) {
+  // Docker caps a reference at 255 characters of name, a 128-character tag
+  // and a digest; longer text (from an image-tag file or command) is refused
+  // before the regex, which recurses once per character.
+  if (text.size() > 512) {
+    return "an image reference is at most 512 characters; got " + std::to_string(text.size());
+  }
   static const std::regex pattern(
       R"(([a-z0-9]+([._-][a-z0-9]+)*(:[0-9]+(?=/))?(/[a-z0-9]+([._-]+[a-z0-9]+)*)*)(:([A-Za-z0-9_][A-Za-z0-9_.-]{0,127}))?(@([a-z0-9]+):([0-9a-fA-F]+))?)",
       std::regex::optimize);

@@ -102,7 +102,7 @@ std::string Agent::start() {
       return error;
     }
   }
-  auto opened = Store::open(m_config.database, m_config.flapping);
+  auto opened = Store::open(m_config.database, m_config.flapping, m_config.store);
   if (auto* error = std::get_if<std::string>(&opened)) {
     return *error;
   }
@@ -307,8 +307,12 @@ void Agent::run_scan(std::unique_lock<std::mutex>& lock) {
     try {
       scan_id = m_store->record_scan(report);
     } catch (const std::exception& e) {
-      // The report is still served; only its history is missing.
+      // The report is still served, saying it was not recorded; the next
+      // scan writes again (a full disk may have room by then).
+      ++m_counters.store_failures;
       spdlog::error("cannot record the scan in {}: {}", m_config.database.string(), e.what());
+      report["not_persisted"] = std::string("the agent could not record this scan in ") +
+                                m_config.database.string() + ": " + e.what();
     }
     const auto seconds = std::chrono::duration<double>(Clock::now() - started).count();
     m_counters.last_scan_seconds = seconds;

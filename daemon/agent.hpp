@@ -47,6 +47,7 @@ struct AgentCounters {
   std::atomic<std::int64_t> scan_failures{0};
   std::atomic<std::int64_t> reloads{0};
   std::atomic<std::int64_t> reload_failures{0};
+  std::atomic<std::int64_t> store_failures{0};  // scans the database could not record
   std::atomic<std::int64_t> envs_probed{0};
   std::atomic<std::int64_t> envs_reused{0};
   std::atomic<double> last_scan_seconds{0};

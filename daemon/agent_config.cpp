@@ -148,9 +148,14 @@ std::string read_agent_config(const std::filesystem::path& path, AgentConfig& co
         config.log_level = *v;
       }
       read_flapping(top, config);
-      if (auto v = top.integer("http_threads", Need::optional, 1, 64)) {
+      if (auto v = top.integer("http_threads", Need::optional, 1, 512)) {
         config.http_threads = static_cast<unsigned>(*v);
       }
+      if (auto v = top.integer("http_max_connections", Need::optional, 1, 4096)) {
+        config.http_max_connections = static_cast<std::size_t>(*v);
+      }
+      if (auto v = top.string_list("http_allowed_hosts"))
+        config.http_allowed_hosts = *v;
       if (auto v = read_duration(top, "http_timeout"))
         config.http_timeout = *v;
       if (auto v = top.string("run_root_envs_as")) {
@@ -166,6 +171,9 @@ std::string read_agent_config(const std::filesystem::path& path, AgentConfig& co
         config.env_deadline = *v;
       if (auto v = read_duration(top, "scan_deadline"))
         config.scan_deadline = *v;
+      if (auto v = top.integer("history_retention_days", Need::optional, 1, 36500)) {
+        config.store.retention = std::chrono::hours(24 * *v);
+      }
       top.reject_unknown_keys();
     }
   }

@@ -31,14 +31,20 @@ struct AgentConfig {
   std::filesystem::path token_file;  // bearer token for POST /api/v1/scan; empty: no token
   std::string log_level = "info";
   FlappingRule flapping;
-  unsigned http_threads = 4;
-  std::chrono::milliseconds http_timeout{10'000};
+  // httplib serves a connection on one thread for its life: threads bound
+  // the connections served at once, http_max_connections those accepted
+  // (the rest are answered 503 at once).
+  unsigned http_threads = 32;
+  std::size_t http_max_connections = 256;
+  std::chrono::milliseconds http_timeout{10'000};  // a whole request, first byte to last
+  std::vector<std::string> http_allowed_hosts;     // Host names served besides loopback and IPs
   // Root-owned envs' code runs as this user; "root" only by explicit choice
   // (docs/security.md).
   std::string run_root_envs_as = "nobody";
   probes::ResourceLimits probe_limits;                      // per probe process tree
   std::chrono::milliseconds env_deadline{15 * 60 * 1000};   // one env's probe stages together
   std::chrono::milliseconds scan_deadline{60 * 60 * 1000};  // the whole scan (watchdog)
+  StoreLimits store;  // history retention and the size of stored values
 };
 
 // Reads the agent's YAML config into `config` (keys absent keep their

@@ -3,13 +3,23 @@
 #include <httplib.h>
 #include <spdlog/spdlog.h>
 
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <poll.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
 #include <cerrno>
+#include <charconv>
+#include <condition_variable>
 #include <cstring>
-#include <regex>
+#include <deque>
+#include <thread>
 
 #include "common/json_text.hpp"
 #include "common/time_text.hpp"
 #include "contracts/env_facts.hpp"
+#include "daemon/http_routes.hpp"
 #include "daemon/metrics.hpp"
 #include "web/web_assets.hpp"
 
@@ -28,25 +38,6 @@ void send_json(httplib::Response& response, int status, const Json& body) {
 
 void send_error(httplib::Response& response, int status, const std::string& message) {
   send_json(response, status, {{"error", message}});
-}
-
-const std::vector<std::string>& endpoint_list() {
-  static const std::vector<std::string> endpoints = {
-      "GET /healthz",         "GET /api/v1/report",     "GET /api/v1/envs/{name}",
-      "GET /api/v1/history",  "GET /api/v1/contract",   "GET /api/v1/compliance",
-      "POST /api/v1/scan",    "GET /api/v1/scans/{id}", "GET /metrics",
-      "GET / (the dashboard)"};
-  return endpoints;
-}
-
-// The method a known path takes, or "" for an unknown path.
-std::string allowed_method(const std::string& path) {
-  static const std::regex get_paths(
-      R"re(/healthz|/metrics|/|/index\.html|/app\.js|/style\.css|/api/v1/(report|history|contract|compliance|envs/[^/]+|scans/\d+))re");
-  if (path == "/api/v1/scan") {
-    return "POST";
-  }
-  return std::regex_match(path, get_paths) ? "GET" : "";
 }
 
 Json ticket_json(const ScanTicket& ticket) {
@@ -68,6 +59,322 @@ std::string bearer_token(const httplib::Request& request) {
              : "";
 }
 
+// What one request on this thread ended as, for the connection loop: the
+// loop closes the connection after an error or an unread body.
+struct RequestOutcome {
+  int status = 0;
+  bool close_after = false;      // a body was left unread on the connection
+  std::size_t header_count = 0;  // as the client sent them
+};
+thread_local RequestOutcome t_outcome;
+
+// Set on the thread that turns away connections past the limit.
+thread_local bool t_turning_away = false;
+
+using Clock = std::chrono::steady_clock;
+
+// A connection's socket as httplib reads it, with what httplib 0.11.4 does
+// not bound: the whole request has a deadline (a client dripping one byte
+// every few seconds is cut off), and the bytes one request may send are
+// capped (headers included). Reads are buffered across requests, so
+// pipelined requests are not lost.
+class ConnectionStream final : public httplib::Stream {
+ public:
+  ConnectionStream(int fd, std::chrono::milliseconds io_timeout)
+      : m_fd(fd), m_io_timeout(io_timeout) {}
+
+  void begin_request(Clock::time_point deadline, std::size_t budget) {
+    m_deadline = deadline;
+    m_budget = budget;
+    m_used = 0;
+    m_over_budget = false;
+    m_past_deadline = false;
+  }
+
+  // Waits up to `idle` for the next request's first byte; false when the
+  // peer closed or stayed silent.
+  bool wait_for_request(std::chrono::milliseconds idle) {
+    if (m_offset < m_size) {
+      return true;
+    }
+    return poll_for(POLLIN, idle) > 0 && fill() > 0;
+  }
+
+  bool over_budget() const { return m_over_budget; }
+  bool past_deadline() const { return m_past_deadline; }
+
+  bool is_readable() const override {
+    return m_offset < m_size || poll_for(POLLIN, time_left()) > 0;
+  }
+  bool is_writable() const override { return poll_for(POLLOUT, time_left()) > 0; }
+
+  ssize_t read(char* ptr, size_t size) override {
+    if (m_used >= m_budget) {
+      m_over_budget = true;
+      return -1;
+    }
+    size = std::min(size, m_budget - m_used);
+    if (m_offset >= m_size) {
+      if (Clock::now() >= m_deadline) {
+        m_past_deadline = true;
+        return -1;
+      }
+      if (poll_for(POLLIN, time_left()) <= 0) {
+        m_past_deadline = Clock::now() >= m_deadline;
+        return -1;
+      }
+      const ssize_t got = fill();
+      if (got <= 0) {
+        return got;
+      }
+    }
+    const std::size_t n = std::min(size, m_size - m_offset);
+    std::memcpy(ptr, m_buffer.data() + m_offset, n);
+    m_offset += n;
+    m_used += n;
+    return static_cast<ssize_t>(n);
+  }
+
+  ssize_t write(const char* ptr, size_t size) override {
+    if (!is_writable()) {
+      return -1;
+    }
+    ssize_t sent;
+    do {
+      sent = ::send(m_fd, ptr, size, MSG_NOSIGNAL);
+    } while (sent < 0 && errno == EINTR);
+    return sent;
+  }
+
+  void get_remote_ip_and_port(std::string& ip, int& port) const override {
+    address_of(::getpeername, ip, port);
+  }
+  void get_local_ip_and_port(std::string& ip, int& port) const override {
+    address_of(::getsockname, ip, port);
+  }
+  socket_t socket() const override { return m_fd; }
+
+ private:
+  std::chrono::milliseconds time_left() const {
+    const auto left =
+        std::chrono::duration_cast<std::chrono::milliseconds>(m_deadline - Clock::now());
+    return std::clamp(left, std::chrono::milliseconds(0), m_io_timeout);
+  }
+
+  int poll_for(short events, std::chrono::milliseconds timeout) const {
+    pollfd descriptor{m_fd, events, 0};
+    int ready;
+    do {
+      ready = ::poll(&descriptor, 1, static_cast<int>(timeout.count()));
+    } while (ready < 0 && errno == EINTR);
+    return ready > 0 && (descriptor.revents & (events | POLLHUP | POLLERR)) ? ready : 0;
+  }
+
+  ssize_t fill() {
+    ssize_t got;
+    do {
+      got = ::recv(m_fd, m_buffer.data(), m_buffer.size(), 0);
+    } while (got < 0 && errno == EINTR);
+    m_offset = 0;
+    m_size = got > 0 ? static_cast<std::size_t>(got) : 0;
+    return got;
+  }
+
+  template <typename Getter>
+  void address_of(Getter getter, std::string& ip, int& port) const {
+    sockaddr_storage address{};
+    socklen_t length = sizeof address;
+    if (getter(m_fd, reinterpret_cast<sockaddr*>(&address), &length) != 0) {
+      return;
+    }
+    char text[INET6_ADDRSTRLEN] = {};
+    if (address.ss_family == AF_INET) {
+      const auto* in = reinterpret_cast<const sockaddr_in*>(&address);
+      ::inet_ntop(AF_INET, &in->sin_addr, text, sizeof text);
+      port = ntohs(in->sin_port);
+    } else if (address.ss_family == AF_INET6) {
+      const auto* in6 = reinterpret_cast<const sockaddr_in6*>(&address);
+      ::inet_ntop(AF_INET6, &in6->sin6_addr, text, sizeof text);
+      port = ntohs(in6->sin6_port);
+    }
+    ip = text;
+  }
+
+  int m_fd;
+  std::chrono::milliseconds m_io_timeout;
+  std::array<char, 4096> m_buffer{};
+  std::size_t m_offset = 0;
+  std::size_t m_size = 0;
+  Clock::time_point m_deadline = Clock::time_point::max();
+  std::size_t m_budget = 0;
+  std::size_t m_used = 0;
+  bool m_over_budget = false;
+  bool m_past_deadline = false;
+};
+
+thread_local const ConnectionStream* t_stream = nullptr;
+
+// httplib serves a connection on one pool thread for its whole life. This
+// queue bounds the connections in flight (served or waiting for a thread):
+// past the bound, a connection is answered 503 at once by a thread of its
+// own instead of waiting behind the others, and the connection loop closes
+// keep-alive connections early while others wait, so that a few clients
+// cannot hold every thread.
+class ConnectionQueue final : public httplib::TaskQueue {
+ public:
+  ConnectionQueue(std::size_t threads, std::size_t max_connections)
+      : m_max_connections(max_connections) {
+    for (std::size_t i = 0; i < threads; ++i) {
+      m_threads.emplace_back([this] { work(m_jobs, false); });
+    }
+    m_threads.emplace_back([this] { work(m_turned_away, true); });
+  }
+
+  void enqueue(std::function<void()> job) override {
+    {
+      std::lock_guard lock(m_mutex);
+      if (m_in_flight >= m_max_connections) {
+        m_turned_away.push_back(std::move(job));
+      } else {
+        ++m_in_flight;
+        m_jobs.push_back(std::move(job));
+      }
+    }
+    m_wake.notify_all();
+  }
+
+  void shutdown() override {
+    {
+      std::lock_guard lock(m_mutex);
+      m_shutdown = true;
+    }
+    m_wake.notify_all();
+    for (auto& thread : m_threads) {
+      thread.join();
+    }
+  }
+
+  // Connections accepted and waiting for a thread.
+  std::size_t waiting() const {
+    std::lock_guard lock(m_mutex);
+    return m_jobs.size();
+  }
+
+ private:
+  void work(std::deque<std::function<void()>>& queue, bool turning_away) {
+    t_turning_away = turning_away;
+    for (;;) {
+      std::function<void()> job;
+      {
+        std::unique_lock lock(m_mutex);
+        m_wake.wait(lock, [&] { return m_shutdown || !queue.empty(); });
+        if (queue.empty()) {
+          return;  // shut down, and nothing left to close
+        }
+        job = std::move(queue.front());
+        queue.pop_front();
+      }
+      job();
+      if (!turning_away) {
+        std::lock_guard lock(m_mutex);
+        --m_in_flight;
+      }
+    }
+  }
+
+  const std::size_t m_max_connections;
+  mutable std::mutex m_mutex;
+  std::condition_variable m_wake;
+  std::deque<std::function<void()>> m_jobs;
+  std::deque<std::function<void()>> m_turned_away;
+  std::size_t m_in_flight = 0;
+  bool m_shutdown = false;
+  std::vector<std::thread> m_threads;
+};
+
+struct ConnectionLimits {
+  std::chrono::milliseconds request_timeout{10'000};  // a whole request, first byte to last
+  std::chrono::milliseconds keep_alive_idle{5'000};
+  std::size_t keep_alive_requests = 100;
+  std::size_t request_bytes = 128 * 1024;  // request line, headers and body
+};
+
+// httplib's server with our connection loop (process_and_close_socket is
+// private but virtual in 0.11.4: overriding it is how a subclass replaces
+// the loop; process_request, which parses and routes one request, is
+// protected for that purpose).
+class BoundedServer final : public httplib::Server {
+ public:
+  ConnectionLimits limits;
+  ConnectionQueue* queue = nullptr;
+
+  // httplib 0.11.4 listens with a backlog of 5: clients reconnecting at once
+  // (keep-alive connections closed for fairness) overflowed it, and the
+  // kernel then dropped their handshakes for tens of seconds. Listening
+  // again on the bound socket only changes its backlog.
+  void set_backlog(int backlog) { ::listen(svr_sock_, backlog); }
+
+ private:
+  bool process_and_close_socket(socket_t sock) override {
+    if (t_turning_away) {
+      turn_away(sock);
+      return false;
+    }
+    ConnectionStream stream(sock, limits.request_timeout);
+    bool ok = false;
+    for (std::size_t served = 0; served < limits.keep_alive_requests; ++served) {
+      if (svr_sock_ == INVALID_SOCKET ||
+          !stream.wait_for_request(served == 0 ? limits.request_timeout : limits.keep_alive_idle)) {
+        break;
+      }
+      stream.begin_request(Clock::now() + limits.request_timeout, limits.request_bytes);
+      t_outcome = {};
+      t_stream = &stream;
+      const bool last = served + 1 == limits.keep_alive_requests ||
+                        (queue != nullptr && queue->waiting() > 0) || svr_sock_ == INVALID_SOCKET;
+      bool closed = false;
+      ok = process_request(stream, last, closed, [](httplib::Request& request) {
+        // httplib has added REMOTE_ADDR, REMOTE_PORT, LOCAL_ADDR and LOCAL_PORT.
+        t_outcome.header_count =
+            request.headers.size() - std::min<std::size_t>(request.headers.size(), 4);
+        // HTTP/1.1: a request without Content-Length or Transfer-Encoding
+        // has no body (httplib would wait for the peer to close).
+        if (!request.has_header("Content-Length") && !request.has_header("Transfer-Encoding")) {
+          request.set_header("Content-Length", "0");
+        }
+      });
+      t_stream = nullptr;
+      if (!ok || closed || last || t_outcome.close_after || t_outcome.status >= 400 ||
+          stream.over_budget() || stream.past_deadline()) {
+        break;
+      }
+    }
+    ::shutdown(sock, SHUT_RDWR);
+    ::close(sock);
+    return ok;
+  }
+
+  // Past the connection bound: a short answer, and the connection is closed.
+  static void turn_away(int sock) {
+    static const std::string body =
+        "{\"error\": \"the agent is serving as many connections as it allows "
+        "(http_max_connections); retry shortly\"}\n";
+    static const std::string response =
+        "HTTP/1.1 503 Service Unavailable\r\nContent-Type: application/json\r\n"
+        "Retry-After: 1\r\nConnection: close\r\nContent-Length: " +
+        std::to_string(body.size()) + "\r\n\r\n" + body;
+    const timeval timeout{1, 0};
+    ::setsockopt(sock, SOL_SOCKET, SO_SNDTIMEO, &timeout, sizeof timeout);
+    (void)::send(sock, response.data(), response.size(), MSG_NOSIGNAL | MSG_DONTWAIT);
+    ::shutdown(sock, SHUT_WR);
+    // Whatever the client already sent is discarded, so that closing does
+    // not reset the connection before it reads the answer.
+    char discard[4096];
+    while (::recv(sock, discard, sizeof discard, MSG_DONTWAIT) > 0) {
+    }
+    ::close(sock);
+  }
+};
 }  // namespace
 
 struct HttpServer::Impl {
@@ -75,17 +382,26 @@ struct HttpServer::Impl {
 
   Agent& agent;
   std::string version;
-  httplib::Server server;
+  BoundedServer server;
+  HostPolicy hosts;
+  std::size_t max_connections = 256;
   std::chrono::steady_clock::time_point started = std::chrono::steady_clock::now();
 
   void routes();
-  void report(const httplib::Request&, httplib::Response& response);
-  void env(const httplib::Request& request, httplib::Response& response);
+  // Decides and answers every request before httplib's own (regex) routing
+  // and before any body is read.
+  httplib::Server::HandlerResponse dispatch(const httplib::Request& request,
+                                            httplib::Response& response);
+  void healthz(httplib::Response& response);
+  void report(httplib::Response& response);
+  void env(const std::string& name, httplib::Response& response);
   void history(const httplib::Request& request, httplib::Response& response);
-  void contract(const httplib::Request&, httplib::Response& response);
-  void compliance(const httplib::Request&, httplib::Response& response);
+  void contract(httplib::Response& response);
+  void compliance(httplib::Response& response);
   void scan(const httplib::Request& request, httplib::Response& response);
-  void scan_ticket(const httplib::Request& request, httplib::Response& response);
+  void scan_ticket(const std::string& id, httplib::Response& response);
+  void metrics(httplib::Response& response);
+  static void asset(const std::string& path, httplib::Response& response);
 
   // The latest report, or an answer saying why there is none.
   std::shared_ptr<const AgentSnapshot> with_report(httplib::Response& response) {
@@ -100,18 +416,24 @@ struct HttpServer::Impl {
   }
 };
 
-void HttpServer::Impl::report(const httplib::Request&, httplib::Response& response) {
+void HttpServer::Impl::healthz(httplib::Response& response) {
+  const auto uptime =
+      std::chrono::duration_cast<std::chrono::seconds>(std::chrono::steady_clock::now() - started);
+  send_json(response, 200,
+            {{"status", "ok"}, {"version", version}, {"uptime_seconds", uptime.count()}});
+}
+
+void HttpServer::Impl::report(httplib::Response& response) {
   if (auto snapshot = with_report(response)) {
     response.set_content(*snapshot->report_text, k_json);
   }
 }
 
-void HttpServer::Impl::env(const httplib::Request& request, httplib::Response& response) {
+void HttpServer::Impl::env(const std::string& name, httplib::Response& response) {
   auto snapshot = with_report(response);
   if (!snapshot) {
     return;
   }
-  const std::string name = request.matches[1];
   std::vector<std::string> names;
   for (const auto& env : contracts::array_field(*snapshot->report, "envs")) {
     if (contracts::string_field(env, "name") == name) {
@@ -174,7 +496,7 @@ void HttpServer::Impl::history(const httplib::Request& request, httplib::Respons
   }
 }
 
-void HttpServer::Impl::contract(const httplib::Request&, httplib::Response& response) {
+void HttpServer::Impl::contract(httplib::Response& response) {
   const auto snapshot = agent.snapshot();
   if (!snapshot->contract) {
     send_error(response, 503, "no contract is loaded");
@@ -192,7 +514,7 @@ void HttpServer::Impl::contract(const httplib::Request&, httplib::Response& resp
              {"contract", contracts::to_json(snapshot->contract->contract)}});
 }
 
-void HttpServer::Impl::compliance(const httplib::Request&, httplib::Response& response) {
+void HttpServer::Impl::compliance(httplib::Response& response) {
   auto snapshot = with_report(response);
   if (!snapshot) {
     return;
@@ -218,6 +540,13 @@ void HttpServer::Impl::scan(const httplib::Request& request, httplib::Response& 
                                : "the bearer token does not match the agent's token_file");
       return;
     }
+  } else if (request.get_header_value("X-Requested-By").empty()) {
+    // A header no HTML form can set: without a token, it is what keeps a
+    // page of another site from making a browser queue scans here.
+    send_error(response, 403,
+               "a scan request needs an 'X-Requested-By' header (any value, e.g. "
+               "'X-Requested-By: fleetctl'), or a token when the agent has one");
+    return;
   }
   const auto id = agent.request_scan("api");
   Json body = {{"id", id}, {"url", "/api/v1/scans/" + std::to_string(id)}};
@@ -228,9 +557,8 @@ void HttpServer::Impl::scan(const httplib::Request& request, httplib::Response& 
   send_json(response, 202, body);
 }
 
-void HttpServer::Impl::scan_ticket(const httplib::Request& request, httplib::Response& response) {
-  const std::string text = request.matches[1];
-  const auto ticket = agent.ticket(std::stoll(text));  // the route only matches digits
+void HttpServer::Impl::scan_ticket(const std::string& text, httplib::Response& response) {
+  const auto ticket = agent.ticket(std::stoll(text));  // the route takes 1 to 15 digits
   if (!ticket) {
     send_error(response, 404, "no scan request " + text + " (the agent keeps the last 200)");
     return;
@@ -238,61 +566,129 @@ void HttpServer::Impl::scan_ticket(const httplib::Request& request, httplib::Res
   send_json(response, 200, ticket_json(*ticket));
 }
 
-void HttpServer::Impl::routes() {
-  server.Get("/healthz", [this](const httplib::Request&, httplib::Response& response) {
-    const auto uptime = std::chrono::duration_cast<std::chrono::seconds>(
-        std::chrono::steady_clock::now() - started);
-    send_json(response, 200,
-              {{"status", "ok"}, {"version", version}, {"uptime_seconds", uptime.count()}});
-  });
-  server.Get("/api/v1/report", [this](const auto& q, auto& r) { report(q, r); });
-  server.Get(R"(/api/v1/envs/([^/]+))", [this](const auto& q, auto& r) { env(q, r); });
-  server.Get("/api/v1/history", [this](const auto& q, auto& r) { history(q, r); });
-  server.Get("/api/v1/contract", [this](const auto& q, auto& r) { contract(q, r); });
-  server.Get("/api/v1/compliance", [this](const auto& q, auto& r) { compliance(q, r); });
-  server.Post("/api/v1/scan", [this](const auto& q, auto& r) { scan(q, r); });
-  server.Get(R"(/api/v1/scans/(\d{1,15}))", [this](const auto& q, auto& r) { scan_ticket(q, r); });
-  server.Get("/metrics", [this](const httplib::Request&, httplib::Response& response) {
-    const auto snapshot = agent.snapshot();
-    response.set_content(render_metrics(*snapshot, agent.counters(), version),
-                         "text/plain; version=0.0.4; charset=utf-8");
-  });
-  server.Get(R"(/(|index\.html|app\.js|style\.css))", [](const httplib::Request& request,
-                                                         httplib::Response& response) {
-    const auto* asset = web::find_asset(request.path);
-    if (asset == nullptr) {
-      send_error(response, 404, "no such file: " + request.path);
-      return;
-    }
-    response.set_content(std::string(asset->body), std::string(asset->content_type));
-    response.set_header("Cache-Control", "no-cache");
-    // The page loads nothing but itself, and talks only to this agent.
-    response.set_header("Content-Security-Policy", "default-src 'self'; frame-ancestors 'none'");
-    response.set_header("X-Content-Type-Options", "nosniff");
-  });
+void HttpServer::Impl::metrics(httplib::Response& response) {
+  const auto snapshot = agent.snapshot();
+  response.set_content(render_metrics(*snapshot, agent.counters(), version),
+                       "text/plain; version=0.0.4; charset=utf-8");
+}
 
-  // Anything else: a JSON error. httplib answers every unrouted request with
-  // 404; a known path asked with the wrong method becomes 405 with Allow.
-  server.set_error_handler([](const httplib::Request& request, httplib::Response& response) {
+void HttpServer::Impl::asset(const std::string& path, httplib::Response& response) {
+  const auto* asset = web::find_asset(path);
+  if (asset == nullptr) {
+    send_error(response, 404, "no such file: " + path);
+    return;
+  }
+  response.set_content(std::string(asset->body), std::string(asset->content_type));
+  response.set_header("Cache-Control", "no-cache");
+  // The page loads nothing but itself, and talks only to this agent.
+  response.set_header("Content-Security-Policy", "default-src 'self'; frame-ancestors 'none'");
+  response.set_header("X-Content-Type-Options", "nosniff");
+}
+
+httplib::Server::HandlerResponse HttpServer::Impl::dispatch(const httplib::Request& request,
+                                                            httplib::Response& response) {
+  constexpr std::size_t k_max_headers = 100;
+  const auto handled = httplib::Server::HandlerResponse::Handled;
+  // The body, if any, is never read: the connection is not reused after it.
+  if (request.has_header("Transfer-Encoding") ||
+      request.get_header_value("Content-Length") != "0") {
+    t_outcome.close_after = true;
+  }
+  const std::string length = request.get_header_value("Content-Length");
+  std::uint64_t declared = 0;
+  const auto [end, error] = std::from_chars(length.data(), length.data() + length.size(), declared);
+  if (error == std::errc::result_out_of_range ||
+      (error == std::errc() && declared > k_max_request_body)) {
+    send_error(response, 413,
+               "request body too large (at most " + std::to_string(k_max_request_body) + " bytes)");
+    return handled;
+  }
+  if (!host_allowed(request.get_header_value("Host"), hosts)) {
+    send_error(response, 421,
+               "this agent does not answer for host '" +
+                   printable(request.get_header_value("Host"), 200) +
+                   "'; ask it by IP address or localhost, or add the name to "
+                   "http_allowed_hosts in its config");
+    return handled;
+  }
+  if (t_outcome.header_count > k_max_headers) {
+    send_error(response, 431,
+               "too many header fields (" + std::to_string(t_outcome.header_count) + "; at most " +
+                   std::to_string(k_max_headers) + ")");
+    return handled;
+  }
+  const auto route = match_route(request.method, request.path);
+  if (route.outcome == RouteMatch::Outcome::not_found) {
+    send_json(response, 404,
+              {{"error", "no such endpoint: " + request.method + " " + request.path},
+               {"endpoints", endpoint_list()}});
+    return handled;
+  }
+  if (route.outcome == RouteMatch::Outcome::wrong_method) {
+    response.set_header("Allow", route.allowed);
+    send_error(response, 405,
+               request.method + " is not allowed on " + request.path + "; use " + route.allowed);
+    return handled;
+  }
+  switch (route.endpoint) {
+    case Endpoint::healthz:
+      healthz(response);
+      break;
+    case Endpoint::report:
+      report(response);
+      break;
+    case Endpoint::env:
+      env(route.argument, response);
+      break;
+    case Endpoint::history:
+      history(request, response);
+      break;
+    case Endpoint::contract:
+      contract(response);
+      break;
+    case Endpoint::compliance:
+      compliance(response);
+      break;
+    case Endpoint::scan:
+      scan(request, response);
+      break;
+    case Endpoint::scan_ticket:
+      scan_ticket(route.argument, response);
+      break;
+    case Endpoint::metrics:
+      metrics(response);
+      break;
+    case Endpoint::asset:
+      asset(route.argument, response);
+      break;
+  }
+  return handled;
+}
+
+void HttpServer::Impl::routes() {
+  server.set_pre_routing_handler(
+      [this](const httplib::Request& request, httplib::Response& response) {
+        return dispatch(request, response);
+      });
+  // What httplib answers itself: malformed requests, oversized ones.
+  server.set_error_handler([](const httplib::Request&, httplib::Response& response) {
     if (!response.body.empty()) {
-      return;  // a handler's own error answer
+      return;  // our own error answer
     }
-    const std::string allowed = allowed_method(request.path);
-    if (response.status == 404 && !allowed.empty() && allowed != request.method) {
-      response.set_header("Allow", allowed);
-      send_error(response, 405,
-                 request.method + " is not allowed on " + request.path + "; use " + allowed);
-    } else if (response.status == 404) {
-      send_json(response, 404,
-                {{"error", "no such endpoint: " + request.method + " " + request.path},
-                 {"endpoints", endpoint_list()}});
+    if (t_stream != nullptr && t_stream->over_budget()) {
+      send_error(response, 431,
+                 "request too large: the request line, headers and body may be at most " +
+                     std::to_string(ConnectionLimits{}.request_bytes / 1024) + " KiB");
+    } else if (t_stream != nullptr && t_stream->past_deadline()) {
+      send_error(response, 408, "the request took longer than the agent's http_timeout");
     } else if (response.status == 413) {
       send_error(
           response, 413,
           "request body too large (at most " + std::to_string(k_max_request_body) + " bytes)");
+    } else if (response.status == 414) {
+      send_error(response, 414, "request target too long");
     } else if (response.status == 400) {
-      send_error(response, 400,
-                 "malformed request (a POST needs a Content-Length header: curl -d '' ...)");
+      send_error(response, 400, "malformed request");
     } else {
       send_error(response, response.status, "request failed");
     }
@@ -306,26 +702,39 @@ void HttpServer::Impl::routes() {
           what = e.what();
         } catch (...) {
         }
-        spdlog::error("{} {}: {}", request.method, request.path, what);
+        spdlog::error("{} {}: {}", printable(request.method, 16), printable(request.path), what);
         send_error(response, 500, "internal error: " + what);
       });
   server.set_logger([](const httplib::Request& request, const httplib::Response& response) {
-    spdlog::debug("{} {} -> {}", request.method, request.path, response.status);
+    t_outcome.status = response.status;
+    spdlog::debug("{} {} -> {}", printable(request.method, 16), printable(request.path),
+                  response.status);
   });
 }
 
 HttpServer::HttpServer(Agent& agent, std::string version)
     : m_impl(std::make_unique<Impl>(agent, std::move(version))) {
-  auto& server = m_impl->server;
-  const auto threads = std::max(1U, agent.config().http_threads);
-  server.new_task_queue = [threads] { return new httplib::ThreadPool(threads); };
+  auto& impl = *m_impl;
+  auto& server = impl.server;
+  const auto& config = agent.config();
+  const auto threads = std::max(1U, config.http_threads);
+  impl.max_connections = std::max<std::size_t>(threads, config.http_max_connections);
+  server.new_task_queue = [&impl, threads] {
+    auto* queue = new ConnectionQueue(threads, impl.max_connections);
+    impl.server.queue = queue;
+    return queue;
+  };
   server.set_payload_max_length(k_max_request_body);
-  const auto timeout = agent.config().http_timeout;
-  server.set_read_timeout(timeout);
-  server.set_write_timeout(timeout);
+  const auto timeout = std::chrono::duration_cast<std::chrono::seconds>(config.http_timeout);
+  server.set_read_timeout(std::max<time_t>(1, timeout.count()));
+  server.set_write_timeout(std::max<time_t>(1, timeout.count()));
   server.set_keep_alive_timeout(5);
   server.set_keep_alive_max_count(100);
-  m_impl->routes();
+  server.set_tcp_nodelay(true);
+  server.limits.request_timeout = config.http_timeout;
+  impl.hosts = make_host_policy(parse_listen_address(config.listen).value_or(ListenAddress{}).host,
+                                config.http_allowed_hosts);
+  impl.routes();
 }
 
 HttpServer::~HttpServer() = default;
@@ -335,17 +744,20 @@ std::variant<int, std::string> HttpServer::bind(const ListenAddress& address) {
   if (address.host.find(':') != std::string::npos) {
     server.set_address_family(AF_INET6);
   }
+  m_impl->hosts.names.push_back(address.host);
   if (address.port == 0) {
     const int port = server.bind_to_any_port(address.host);
     if (port < 0) {
       return "cannot listen on " + address.host + ": " + std::strerror(errno);
     }
+    server.set_backlog(static_cast<int>(m_impl->max_connections));
     return port;
   }
   if (!server.bind_to_port(address.host, address.port)) {
     return "cannot listen on " + address.host + ":" + std::to_string(address.port) + ": " +
            std::strerror(errno) + " (is another agent running? choose another --listen)";
   }
+  server.set_backlog(static_cast<int>(m_impl->max_connections));
   return address.port;
 }
 

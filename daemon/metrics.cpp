@@ -152,6 +152,10 @@ std::string render_metrics(const AgentSnapshot& snapshot, const AgentCounters& c
              "Contract reloads rejected because the new contract was invalid.");
   out.sample("envcontract_contract_reload_failures_total", {},
              static_cast<double>(counters.reload_failures.load()));
+  out.family("envcontract_store_failures_total", "counter",
+             "Scans the agent could not record in its database (served, not kept).");
+  out.sample("envcontract_store_failures_total", {},
+             static_cast<double>(counters.store_failures.load()));
   out.family("envcontract_contract_reload_error", "gauge",
              "1 while the latest contract file is invalid (the last good one is in force).");
   out.sample("envcontract_contract_reload_error", {}, snapshot.reload_error.empty() ? 0 : 1);

@@ -3,8 +3,10 @@
 #include <pthread.h>
 #include <signal.h>
 #include <spdlog/spdlog.h>
+#include <sys/resource.h>
 #include <systemd/sd-daemon.h>
 
+#include <csignal>
 #include <fstream>
 #include <thread>
 
@@ -34,6 +36,35 @@ void write_ready_file(const std::filesystem::path& file, const std::string& url)
   std::filesystem::rename(temporary, file);  // readers never see half a line
 }
 
+// Descriptors kept for everything but connections: the database, probes'
+// pipes and cgroup files, logs.
+constexpr std::size_t k_descriptor_reserve = 256;
+// httplib 0.11.4 answers 500 on a connection whose descriptor is at least
+// FD_SETSIZE (it was built with select()): connections must stay below it.
+constexpr std::size_t k_select_limit = 1024;
+
+// Raises the soft descriptor limit to the hard one and bounds the
+// connections so that they, with the reserve, fit under it.
+std::size_t connection_bound(std::size_t wanted) {
+  rlimit limit{};
+  if (::getrlimit(RLIMIT_NOFILE, &limit) == 0 && limit.rlim_cur < limit.rlim_max) {
+    limit.rlim_cur = limit.rlim_max;
+    ::setrlimit(RLIMIT_NOFILE, &limit);
+  }
+  const std::size_t descriptors = std::min<std::size_t>(
+      limit.rlim_cur == RLIM_INFINITY ? k_select_limit : limit.rlim_cur, k_select_limit);
+  const std::size_t room =
+      descriptors > k_descriptor_reserve * 2 ? descriptors - k_descriptor_reserve : descriptors / 2;
+  if (wanted > room) {
+    spdlog::warn(
+        "http_max_connections {} lowered to {}: {} descriptors are usable (LimitNOFILE, and "
+        "httplib's select() limit of {}), {} are kept for probes and the database",
+        wanted, room, descriptors, k_select_limit, k_descriptor_reserve);
+    return room;
+  }
+  return wanted;
+}
+
 }  // namespace
 
 int run_serve(const ServeOptions& options) {
@@ -46,7 +77,11 @@ int run_serve(const ServeOptions& options) {
   const sigset_t signals = handled_signals();
   pthread_sigmask(SIG_BLOCK, &signals, nullptr);
 
-  Agent agent(options.config);
+  // A full disk (or a file size limit) must fail a write, not kill the agent.
+  std::signal(SIGXFSZ, SIG_IGN);
+  auto config = options.config;
+  config.http_max_connections = connection_bound(config.http_max_connections);
+  Agent agent(config);
   HttpServer http(agent, ENVCONTRACT_VERSION);
   const auto bound = http.bind(*address);
   if (const auto* error = std::get_if<std::string>(&bound)) {

@@ -5,6 +5,7 @@
 #include <set>
 
 #include "common/json_text.hpp"
+#include "common/sha256.hpp"
 #include "common/time_text.hpp"
 #include "contracts/env_facts.hpp"
 #include "daemon/store_schema.hpp"
@@ -56,21 +57,42 @@ std::string prepare(sqlite::Database& db, const std::filesystem::path& path) {
              leave_alone();
     }
   }
+  // Pages freed by retention go back to the file system (incremental
+  // vacuum). A new file takes the mode at once; an older one is rebuilt once.
+  const bool incremental = db.query_int("PRAGMA auto_vacuum") == 2;
+  if (!incremental) {
+    db.exec("PRAGMA auto_vacuum=INCREMENTAL");
+    if (!fresh) {
+      db.exec("VACUUM");
+    }
+  }
   // WAL: readers never wait for a scan, and a crash mid-scan loses only the
-  // scan's own transaction. NORMAL is durable enough in WAL mode.
+  // scan's own transaction. NORMAL is durable enough in WAL mode. The WAL is
+  // checkpointed every 256 pages and cut back to 1 MiB after.
   const auto mode = db.query_text("PRAGMA journal_mode=WAL");
   if (mode.value_or("") != "wal") {
     return path.string() + ": cannot switch to WAL mode (journal_mode is " +
            mode.value_or("unknown") + "); is the directory writable and on a local disk?";
   }
-  db.exec("PRAGMA synchronous=NORMAL; PRAGMA foreign_keys=ON; PRAGMA busy_timeout=5000");
+  db.exec(
+      "PRAGMA synchronous=NORMAL; PRAGMA busy_timeout=5000; PRAGMA wal_autocheckpoint=256; "
+      "PRAGMA journal_size_limit=1048576");
+  // Migrations rebuild tables that others reference: foreign keys are
+  // checked once they are done (SQLite's documented procedure).
+  db.exec("PRAGMA foreign_keys=OFF");
   for (auto next = version; next < latest; ++next) {
     sqlite::Transaction transaction(db);
     db.exec(store_migrations()[static_cast<std::size_t>(next)]);
     db.exec("PRAGMA application_id=" + std::to_string(store_application_id) +
             "; PRAGMA user_version=" + std::to_string(next + 1));
+    if (db.query_text("PRAGMA foreign_key_check").has_value()) {
+      return path.string() + ": upgrading to schema version " + std::to_string(next + 1) +
+             " broke a reference; the file was left at version " + std::to_string(next) +
+             ". Report this with the file.";
+    }
     transaction.commit();
   }
+  db.exec("PRAGMA foreign_keys=ON");
   return "";
 }
 
@@ -81,11 +103,12 @@ std::string window_start(const std::string& at, std::chrono::seconds window) {
 
 }  // namespace
 
-Store::Store(const std::filesystem::path& path, FlappingRule flapping)
-    : m_db(path), m_flapping(flapping) {}
+Store::Store(const std::filesystem::path& path, FlappingRule flapping, StoreLimits limits)
+    : m_db(path), m_flapping(flapping), m_limits(limits) {}
 
 std::variant<std::unique_ptr<Store>, std::string> Store::open(const std::filesystem::path& path,
-                                                              FlappingRule flapping) {
+                                                              FlappingRule flapping,
+                                                              StoreLimits limits) {
   std::error_code error;
   if (std::filesystem::is_directory(path, error)) {
     return path.string() + " is a directory; --database names the database file";
@@ -98,7 +121,7 @@ std::variant<std::unique_ptr<Store>, std::string> Store::open(const std::filesys
     }
   }
   try {
-    std::unique_ptr<Store> store(new Store(path, flapping));
+    std::unique_ptr<Store> store(new Store(path, flapping, limits));
     if (auto problem = prepare(store->m_db, path); !problem.empty()) {
       return problem;
     }
@@ -165,7 +188,7 @@ void Store::record_checks(std::int64_t scan_id, const std::string& at, const std
     bool flapping = false;
     record_state(scan_id, at, subject, string_field(check, "id"), string_field(check, "status"),
                  string_field(diagnosis, "cause"), string_field(diagnosis, "summary"),
-                 check.contains("actual") ? common::json_text(check["actual"]) : "null", since,
+                 check.contains("actual") ? stored_actual(check["actual"]) : "null", since,
                  flapping);
     check["since"] = since;
     check["flapping"] = flapping;
@@ -179,20 +202,35 @@ std::int64_t Store::record_scan(Json& report) {
   if (!common::parse_rfc3339(at)) {
     at = common::now_rfc3339();
   }
-  sqlite::Statement scan(m_db,
-                         "INSERT INTO scans (started_at, duration_ms, contract_name, "
-                         "contract_sha256, verdict, env_count, compliant_count) "
-                         "VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)");
   const Json& contract = report.contains("contract") ? report["contract"] : Json::object();
-  scan.bind(1, at)
-      .bind(2, report.contains("duration_ms") && report["duration_ms"].is_number()
-                   ? report["duration_ms"].get<double>()
-                   : 0.0)
-      .bind(3, string_field(contract, "name"))
-      .bind(4, string_field(contract, "sha256"))
-      .bind(5, string_field(report, "verdict"))
-      .bind(6, static_cast<std::int64_t>(array_field(report, "envs").size()))
-      .bind(7, static_cast<std::int64_t>(array_field(report, "compliant_envs").size()));
+  sqlite::Statement known_contract(
+      m_db, "INSERT INTO contracts (name, sha256) VALUES (?1, ?2) ON CONFLICT DO NOTHING");
+  known_contract.bind(1, string_field(contract, "name")).bind(2, string_field(contract, "sha256"));
+  known_contract.run();
+  std::int64_t contract_row = 0;
+  {
+    // Read and let go: a statement left on a row keeps a read transaction
+    // open past COMMIT, and the WAL could then never be reset.
+    sqlite::Statement contract_id(m_db, "SELECT id FROM contracts WHERE name = ?1 AND sha256 = ?2");
+    contract_id.bind(1, string_field(contract, "name")).bind(2, string_field(contract, "sha256"));
+    contract_row = contract_id.step() ? contract_id.integer(0) : 0;
+  }
+  sqlite::Statement scan(m_db,
+                         "INSERT INTO scans (started_at, duration_ms, contract_id, verdict, "
+                         "env_count, compliant_count) VALUES (?1, ?2, ?3, ?4, ?5, ?6)");
+  const auto started = common::parse_rfc3339(at).value_or(std::chrono::system_clock::now());
+  scan.bind(
+          1,
+          static_cast<std::int64_t>(
+              std::chrono::duration_cast<std::chrono::seconds>(started.time_since_epoch()).count()))
+      .bind(2, static_cast<std::int64_t>(report.contains("duration_ms") &&
+                                                 report["duration_ms"].is_number()
+                                             ? report["duration_ms"].get<double>()
+                                             : 0.0))
+      .bind(3, contract_row)
+      .bind(4, string_field(report, "verdict"))
+      .bind(5, static_cast<std::int64_t>(array_field(report, "envs").size()))
+      .bind(6, static_cast<std::int64_t>(array_field(report, "compliant_envs").size()));
   scan.run();
   const std::int64_t scan_id = m_db.last_insert_rowid();
 
@@ -252,7 +290,64 @@ std::int64_t Store::record_scan(Json& report) {
   latest.bind(1, scan_id).bind(2, common::json_text(report));
   latest.run();
   transaction.commit();
+  // A large report replaced by another leaves its pages free: give them back
+  // now rather than at the next prune.
+  if (m_db.query_int("PRAGMA freelist_count") > 256) {
+    m_db.exec("PRAGMA incremental_vacuum");
+  }
+  if (m_scans_since_prune < 0 || ++m_scans_since_prune >= m_limits.prune_every) {
+    prune_locked(std::chrono::system_clock::now());
+    m_scans_since_prune = 0;
+  }
   return scan_id;
+}
+
+std::string Store::stored_actual(const Json& actual) const {
+  std::string text = common::json_text(actual);
+  if (text.size() <= m_limits.max_actual_bytes) {
+    return text;
+  }
+  // Valid JSON that says what was cut: readers of the history see the head
+  // and the marker, and a change anywhere changes the hash.
+  const std::size_t kept = m_limits.max_actual_bytes / 2;
+  return common::json_text(Json{{"truncated", true},
+                                {"bytes", text.size()},
+                                {"sha256", common::sha256_hex(text)},
+                                {"head", text.substr(0, kept)}});
+}
+
+void Store::prune(std::chrono::system_clock::time_point now) {
+  std::lock_guard lock(m_mutex);
+  prune_locked(now);
+}
+
+void Store::prune_locked(std::chrono::system_clock::time_point now) {
+  const auto cutoff = now - m_limits.retention;
+  const std::string cutoff_text = common::rfc3339(cutoff);
+  {
+    sqlite::Transaction transaction(m_db);
+    // Transitions that are some check's current state stay: `since` and the
+    // next scan's comparison need them.
+    sqlite::Statement transitions(m_db,
+                                  "DELETE FROM transitions WHERE at < ?1 AND id NOT IN "
+                                  "(SELECT transition_id FROM current_states)");
+    transitions.bind(1, cutoff_text);
+    transitions.run();
+    sqlite::Statement scans(m_db,
+                            "DELETE FROM scans WHERE started_at < ?1 AND id NOT IN "
+                            "(SELECT scan_id FROM latest_report) AND NOT EXISTS "
+                            "(SELECT 1 FROM transitions t WHERE t.scan_id = scans.id)");
+    scans.bind(
+        1,
+        static_cast<std::int64_t>(
+            std::chrono::duration_cast<std::chrono::seconds>(cutoff.time_since_epoch()).count()));
+    scans.run();
+    m_db.exec(
+        "DELETE FROM contracts WHERE NOT EXISTS "
+        "(SELECT 1 FROM scans s WHERE s.contract_id = contracts.id)");
+    transaction.commit();
+  }
+  m_db.exec("PRAGMA incremental_vacuum");
 }
 
 std::optional<Json> Store::latest_report() {

@@ -19,6 +19,19 @@ struct FlappingRule {
   std::chrono::seconds window{24 * 3600};
 };
 
+// What the store keeps, so that an agent's database stays bounded whatever
+// its hosts do.
+struct StoreLimits {
+  // History older than this is deleted, except each check's current state
+  // (its `since` must survive) and the latest report.
+  std::chrono::hours retention{90 * 24};
+  // A check's `actual` beyond this is stored as its head, its size and its
+  // SHA-256 (a change past the head is still a change).
+  std::size_t max_actual_bytes = 16 * 1024;
+  // Retention runs on the first scan after opening and then every this many scans.
+  int prune_every = 100;
+};
+
 struct HistoryQuery {
   std::string env;     // only this env's checks ("" for every env, target and the host)
   std::string target;  // only this target's checks
@@ -35,13 +48,14 @@ struct HistoryQuery {
 class Store {
  public:
   // The schema version this build writes. Older files are migrated on open.
-  static constexpr int schema_version = 2;
+  static constexpr int schema_version = 3;
 
   // Opens or creates the database. A corrupt file, another application's
   // database or one written by a newer envcontract is an error saying what
   // to do; such a file is never modified.
   static std::variant<std::unique_ptr<Store>, std::string> open(const std::filesystem::path& path,
-                                                                FlappingRule flapping = {});
+                                                                FlappingRule flapping = {},
+                                                                StoreLimits limits = {});
 
   // Records a finished scan: its row, the checks whose state changed, and the
   // report as the latest. Fills each check's `since` and `flapping` and the
@@ -59,8 +73,14 @@ class Store {
   std::int64_t scan_count();
   std::int64_t transition_count();
 
+  // Deletes what is older than the retention as of `now` and returns its
+  // pages to the file system. record_scan calls it every prune_every scans.
+  void prune(std::chrono::system_clock::time_point now);
+
  private:
-  Store(const std::filesystem::path& path, FlappingRule flapping);
+  Store(const std::filesystem::path& path, FlappingRule flapping, StoreLimits limits);
+  std::string stored_actual(const report::Json& actual) const;
+  void prune_locked(std::chrono::system_clock::time_point now);
   void record_checks(std::int64_t scan_id, const std::string& at, const std::string& subject,
                      report::Json& checks);
   void record_state(std::int64_t scan_id, const std::string& at, const std::string& subject,
@@ -71,6 +91,8 @@ class Store {
   std::mutex m_mutex;
   sqlite::Database m_db;
   FlappingRule m_flapping;
+  StoreLimits m_limits;
+  int m_scans_since_prune = -1;  // -1: not pruned since opening
 };
 
 }  // namespace envcontract::daemon

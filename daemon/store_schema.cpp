@@ -49,6 +49,37 @@ INSERT INTO current_states (subject, check_id, transition_id)
   SELECT subject, check_id, MAX(id) FROM transitions GROUP BY subject, check_id;
 CREATE INDEX transitions_by_time ON transitions(at);
 )sql",
+      // 3: a scan row small enough that years of scans of an unchanged host
+      // stay small: the contract by reference, times as integers. Transitions
+      // by scan, for retention. (Run with foreign keys off: the table is
+      // rebuilt under transitions' references.)
+      R"sql(
+CREATE TABLE contracts (
+  id INTEGER PRIMARY KEY,
+  name TEXT NOT NULL,
+  sha256 TEXT NOT NULL,
+  UNIQUE (name, sha256)
+);
+INSERT OR IGNORE INTO contracts (name, sha256)
+  SELECT DISTINCT contract_name, contract_sha256 FROM scans;
+CREATE TABLE scans_v3 (
+  id INTEGER PRIMARY KEY,
+  started_at INTEGER NOT NULL,
+  duration_ms INTEGER NOT NULL,
+  contract_id INTEGER NOT NULL REFERENCES contracts(id),
+  verdict TEXT NOT NULL,
+  env_count INTEGER NOT NULL,
+  compliant_count INTEGER NOT NULL
+);
+INSERT INTO scans_v3 (id, started_at, duration_ms, contract_id, verdict, env_count,
+                      compliant_count)
+  SELECT s.id, COALESCE(CAST(strftime('%s', s.started_at) AS INTEGER), 0),
+         CAST(s.duration_ms AS INTEGER), c.id, s.verdict, s.env_count, s.compliant_count
+  FROM scans s JOIN contracts c ON c.name = s.contract_name AND c.sha256 = s.contract_sha256;
+DROP TABLE scans;
+ALTER TABLE scans_v3 RENAME TO scans;
+CREATE INDEX transitions_by_scan ON transitions(scan_id);
+)sql",
   };
   return migrations;
 }

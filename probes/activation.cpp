@@ -92,30 +92,9 @@ Environment conda_env_vars(const fs::path& prefix, std::vector<std::string>& ref
   std::vector<fs::path> sources = sorted_files(prefix / "etc" / "conda" / "env_vars.d", ".json");
   sources.push_back(prefix / "conda-meta" / "state");
   for (const auto& source : sources) {
-    const auto text = read_env_file(source, file_limits::small_text);
-    if (!text) {
-      continue;
-    }
-    const auto json = Json::parse(*text, nullptr, false);
-    const Json* values = &json;
-    if (json.is_object() && json.contains("env_vars")) {
-      values = &json["env_vars"];
-    }
-    if (!values->is_object()) {
-      continue;
-    }
-    for (const auto& [name, value] : values->items()) {
-      if (!value.is_string()) {
-        continue;
-      }
-      if (!is_shell_name(name)) {
-        refused.push_back(source.string() + ": '" + name +
-                          "' is not a shell variable name; not applied");
-      } else if (changes_bash_itself(name)) {
-        refused.push_back(source.string() + ": " + name +
-                          " changes how bash runs the activation scripts; not applied");
-      } else {
-        variables[name] = value.get<std::string>();
+    if (const auto text = read_env_file(source, file_limits::conda_record)) {
+      for (auto& [name, value] : parse_conda_env_vars(*text, source.string(), refused)) {
+        variables[name] = std::move(value);
       }
     }
   }
@@ -123,6 +102,33 @@ Environment conda_env_vars(const fs::path& prefix, std::vector<std::string>& ref
 }
 
 }  // namespace
+
+Environment parse_conda_env_vars(const std::string& text, const std::string& source,
+                                 std::vector<std::string>& refused) {
+  Environment variables;
+  const auto json = Json::parse(text, nullptr, false);
+  const Json* values = &json;
+  if (json.is_object() && json.contains("env_vars")) {
+    values = &json["env_vars"];
+  }
+  if (!values->is_object()) {
+    return variables;
+  }
+  for (const auto& [name, value] : values->items()) {
+    if (!value.is_string()) {
+      continue;
+    }
+    if (!is_shell_name(name)) {
+      refused.push_back(source + ": '" + name + "' is not a shell variable name; not applied");
+    } else if (changes_bash_itself(name)) {
+      refused.push_back(source + ": " + name +
+                        " changes how bash runs the activation scripts; not applied");
+    } else {
+      variables[name] = value.get<std::string>();
+    }
+  }
+  return variables;
+}
 
 std::vector<fs::path> activation_inputs(const PythonEnv& env) {
   std::vector<fs::path> inputs;
@@ -165,6 +171,12 @@ void drop_shell_noise(Environment& environment) {
 }
 
 }  // namespace
+
+Environment parse_environment_dump(const std::string& text) {
+  auto environment = parse_nul_separated(text);
+  drop_shell_noise(environment);
+  return environment;
+}
 
 std::string to_string(Activation activation) {
   return activation == Activation::bare ? "bare" : "activated";
@@ -261,8 +273,7 @@ ActivatedEnvironment activate(const PythonEnv& env, std::chrono::milliseconds ti
         "activation " + run.describe() + (run.err.empty() ? std::string() : ": " + trim(run.err));
     return result;
   }
-  result.activated = parse_nul_separated(*text);
-  drop_shell_noise(result.activated);
+  result.activated = parse_environment_dump(*text);
   return result;
 }
 

@@ -49,6 +49,16 @@ ActivatedEnvironment activate(const PythonEnv& env,
                               std::chrono::milliseconds timeout = std::chrono::seconds(30),
                               const Cancellation* cancellation = nullptr);
 
+// The variables of conda's env_vars JSON (conda-meta/state or an
+// etc/conda/env_vars.d file named `source`): names that are not shell names,
+// or that would change bash itself, are refused with a message in `refused`.
+Environment parse_conda_env_vars(const std::string& text, const std::string& source,
+                                 std::vector<std::string>& refused);
+
+// The environment the activation script dumped (NUL-separated NAME=value),
+// without the shell's own bookkeeping variables.
+Environment parse_environment_dump(const std::string& text);
+
 // What activation depends on: the scripts and files above with their sizes
 // and modification times. Cheap: stat calls only.
 std::string activation_fingerprint(const PythonEnv& env);

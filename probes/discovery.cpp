@@ -117,6 +117,27 @@ void check_interpreter(PythonEnv& env) {
 
 }  // namespace
 
+std::variant<std::vector<std::string>, std::string> parse_condarc_envs_dirs(
+    const std::string& text) {
+  std::vector<std::string> dirs;
+  try {
+    // yaml-cpp 0.7 bounds its own recursion (DeepRecursion), so nesting
+    // cannot overflow the stack; the text itself is bounded by the reader.
+    const YAML::Node config = YAML::Load(text);
+    const YAML::Node envs_dirs = config.IsMap() ? config["envs_dirs"] : YAML::Node();
+    if (envs_dirs && envs_dirs.IsSequence()) {
+      for (const auto& dir : envs_dirs) {
+        if (dir.IsScalar()) {
+          dirs.push_back(dir.Scalar());
+        }
+      }
+    }
+  } catch (const YAML::Exception& error) {
+    return std::string(error.what());
+  }
+  return dirs;
+}
+
 std::optional<PythonEnv> describe_prefix(const fs::path& prefix, const RunAsPolicy& run_as,
                                          const fs::path& scan_root) {
   PythonEnv env;
@@ -376,7 +397,6 @@ class Discoverer {
     if (!path_exists(file)) {
       return;
     }
-    std::vector<std::string> dirs;
     const auto read = read_file_bounded(file, file_limits::conda_config);
     if (!read.text) {
       if (!read.refusal.empty()) {
@@ -384,21 +404,12 @@ class Discoverer {
       }
       return;
     }
-    try {
-      const YAML::Node config = YAML::Load(*read.text);
-      const YAML::Node envs_dirs = config.IsMap() ? config["envs_dirs"] : YAML::Node();
-      if (envs_dirs && envs_dirs.IsSequence()) {
-        for (const auto& dir : envs_dirs) {
-          if (dir.IsScalar()) {
-            dirs.push_back(dir.Scalar());
-          }
-        }
-      }
-    } catch (const YAML::Exception& error) {
-      problem(file, std::string("cannot read conda configuration: ") + error.what());
+    auto parsed = parse_condarc_envs_dirs(*read.text);
+    if (const auto* error = std::get_if<std::string>(&parsed)) {
+      problem(file, "cannot read conda configuration: " + *error);
       return;
     }
-    for (auto dir : dirs) {
+    for (auto dir : std::get<std::vector<std::string>>(parsed)) {
       if (dir.starts_with("~/")) {
         dir = (home / dir.substr(2)).string();
       }

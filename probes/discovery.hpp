@@ -2,6 +2,8 @@
 
 #include <cstddef>
 #include <filesystem>
+#include <string>
+#include <variant>
 #include <vector>
 
 #include "probes/python_env.hpp"
@@ -39,5 +41,9 @@ Discovery discover_envs(const DiscoveryOptions& options);
 std::optional<PythonEnv> describe_prefix(const std::filesystem::path& prefix,
                                          const RunAsPolicy& run_as = {},
                                          const std::filesystem::path& scan_root = "/");
+
+// The envs_dirs list of a .condarc's text, or why it cannot be read.
+std::variant<std::vector<std::string>, std::string> parse_condarc_envs_dirs(
+    const std::string& text);
 
 }  // namespace envcontract::probes

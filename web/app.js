@@ -168,7 +168,10 @@ async function refresh() {
 
 async function scanNow() {
   const label = document.getElementById("scan-state");
-  const response = await fetch("/api/v1/scan", { method: "POST" });
+  const response = await fetch("/api/v1/scan", {
+    method: "POST",
+    headers: { "X-Requested-By": "dashboard" },
+  });
   const body = await response.json().catch(() => ({}));
   if (response.status !== 202) {
     label.textContent = body.error || "scan refused (HTTP " + response.status + ")";
@@ -184,8 +187,15 @@ async function scanNow() {
   await refresh();
 }
 
+// The fragment is anyone's to write (a link in a chat): a malformed part
+// (decodeURIComponent throws on "%zz") is ignored, never fatal to the page.
 for (const part of location.hash.replace(/^#/, "").split("&")) {
-  if (part.startsWith("env=")) state.expanded.add(decodeURIComponent(part.slice(4)));
+  if (!part.startsWith("env=")) continue;
+  try {
+    state.expanded.add(decodeURIComponent(part.slice(4)));
+  } catch (error) {
+    console.warn("ignoring a malformed part of the address: " + part);
+  }
 }
 document.getElementById("filter").addEventListener("input", (event) => {
   state.filter = event.target.value;

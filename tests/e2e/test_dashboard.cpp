@@ -63,6 +63,15 @@ TEST(Dashboard, RendersTheVerdictEveryEnvAndAnOpenEnvsDiagnoses) {
   EXPECT_NE(open.find(R"(data-check="first-device-op" data-cause="hang")"), std::string::npos);
   EXPECT_NE(open.find("1 of 66 threads running at"), std::string::npos);
   EXPECT_NE(open.find("<summary>evidence</summary>"), std::string::npos);
+
+  // A malformed fragment part is ignored; the page still renders, and the
+  // well-formed part still opens its env.
+  const auto malformed = rendered_dom(agent.url() + "/#env=%zz&env=%E0%A4%A&env=torch-fl-cpu",
+                                      dir.path() / "profile3");
+  EXPECT_NE(malformed.find(R"(<span id="verdict" class="badge drift">drift</span>)"),
+            std::string::npos)
+      << malformed;
+  EXPECT_NE(malformed.find(R"(data-details="torch-fl-cpu")"), std::string::npos);
 }
 
 TEST(Metrics, PassPromtoolAndCountWhatFails) {

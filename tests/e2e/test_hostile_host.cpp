@@ -91,6 +91,8 @@ class HostileHost : public ::testing::Test {
     }
     ASSERT_TRUE(envs.contains("good")) << common::json_text(report, 2);
     EXPECT_EQ((*envs["good"])["verdict"], "compliant");
+    ASSERT_TRUE(envs.contains("project/.venv"));
+    EXPECT_EQ((*envs["project/.venv"])["verdict"], "compliant");
     for (const auto& [name, refusal] : k_refused) {
       ASSERT_TRUE(envs.contains(name)) << name;
       const Json& env = *envs[name];
@@ -153,8 +155,13 @@ TEST_F(HostileHost, ServeKeepsServingAndReportsEveryHostileEnv) {
   expect_hostile_envs_reported(report);
   int status = 0;
   EXPECT_EQ(get_json(agent, "/healthz", &status)["status"], "ok");
+  const auto venv = get_json(agent, "/api/v1/envs/project/.venv", &status);
+  EXPECT_EQ(status, 200);
+  EXPECT_EQ(venv["verdict"], "compliant");
   // A second scan over the same host: nothing stuck from the first.
-  EXPECT_EQ(http_post(agent.url(), "/api/v1/scan", "").status, 202);
+  EXPECT_EQ(
+      http_post(agent.url(), "/api/v1/scan", "", {{"X-Requested-By", "envcontract-tests"}}).status,
+      202);
   const auto second = wait_for_scan_after(agent, report.value("scan_id", 0));
   expect_hostile_envs_reported(second);
   EXPECT_EQ(leftovers(), std::vector<std::string>());

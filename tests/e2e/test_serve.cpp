@@ -1,7 +1,12 @@
 // `envcontractd serve` end to end: a real agent on a free loopback port, a
 // real database file, the demo host (a private copy where the test changes it).
 #include <signal.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
+
+#include <csignal>
+
+#include <thread>
 
 #include "common/json_text.hpp"
 #include "daemon/sqlite.hpp"
@@ -80,7 +85,8 @@ TEST(Serve, ReportDiagnosesHistoryAndComplianceOnTheDemoHost) {
   write_text(backends / "xpu/__init__.py", "");
   write_text(host / "etc/flagos-image",
              "harbor.example/flagos-runtime/flagos-runtime-kunlunxin-xre5.37.1:2.2.0\n");
-  const auto posted = http_post(agent.url(), "/api/v1/scan", "");
+  const auto posted =
+      http_post(agent.url(), "/api/v1/scan", "", {{"X-Requested-By", "envcontract-tests"}});
   ASSERT_EQ(posted.status, 202) << posted.body;
   const auto ticket_id = Json::parse(posted.body)["id"].get<std::int64_t>();
 
@@ -193,16 +199,26 @@ TEST(Serve, ContractReloadsOnChangeAndOnSighupKeepingTheLastGoodOne) {
   EXPECT_EQ(fourth["contract"]["name"], "fourth");
 }
 
+// An agent on a private copy of the demo host's hanging env, so that its
+// probes can be told from other tests': each scan takes the smoke time-out.
+struct HangingEnvAgent {
+  explicit HangingEnvAgent(const TempDir& dir)
+      : env(dir.path() / "host/miniconda3/envs/torch-fl-cpu"), arguments(one_env_arguments(dir)) {
+    build_demo_host(dir.path() / "host");
+    arguments[3] = env.string();
+  }
+  std::vector<pid_t> probes() const {
+    return processes_with_environment("CONDA_PREFIX=" + env.string());
+  }
+  std::filesystem::path env;
+  std::vector<std::string> arguments;
+};
+
 TEST(Serve, KilledMidScanTheDatabaseIsIntactAndThePreviousReportIsServed) {
   TempDir dir;
-  // A private copy of the hanging env's host, so its probes can be told from
-  // other tests': each scan takes the smoke time-out, time to kill it in.
-  const auto host = dir.path() / "host";
-  build_demo_host(host);
-  const auto env = host / "miniconda3/envs/torch-fl-cpu";
-  auto arguments = one_env_arguments(dir);
-  arguments[3] = env.string();
-  const auto probes = [&] { return processes_with_environment("CONDA_PREFIX=" + env.string()); };
+  const HangingEnvAgent hanging(dir);
+  const auto& arguments = hanging.arguments;
+  const auto probes = [&] { return hanging.probes(); };
   std::int64_t first_scan = 0;
   {
     AgentProcess agent(dir.path(), arguments);
@@ -230,6 +246,98 @@ TEST(Serve, KilledMidScanTheDatabaseIsIntactAndThePreviousReportIsServed) {
   const auto served = get_json(agent, "/api/v1/report");
   EXPECT_EQ(served["scan_id"], first_scan);
   EXPECT_EQ(served["verdict"], "drift");
+}
+
+// SIGTERM while a probe hangs: the agent ends the probe and exits at once,
+// rather than waiting out the smoke time-out.
+TEST(Serve, SigtermEndsARunningScanWithinAShortGrace) {
+  TempDir dir;
+  const HangingEnvAgent hanging(dir);
+  const auto probes = [&] { return hanging.probes(); };
+  AgentProcess agent(dir.path(), hanging.arguments);
+  ASSERT_TRUE(wait_until([&] { return !probes().empty(); })) << agent.log();
+  const auto started = std::chrono::steady_clock::now();
+  EXPECT_EQ(agent.stop(std::chrono::seconds(20)), 0) << agent.log();
+  EXPECT_LT(std::chrono::steady_clock::now() - started, std::chrono::seconds(3)) << agent.log();
+  EXPECT_TRUE(wait_until([&] { return probes().empty(); }, std::chrono::seconds(5)));
+  EXPECT_NE(agent.log().find("scan cut short by shutdown: not recorded"), std::string::npos)
+      << agent.log();
+  daemon::sqlite::Database db(dir.path() / "agent.db");
+  EXPECT_EQ(db.query_text("PRAGMA integrity_check"), "ok");
+}
+
+// kill -9 at arbitrary moments of an agent that scans every second, so that
+// some kills land in the middle of a database write: the file stays sound
+// and the next agent opens it.
+TEST(Serve, KilledAtAnyMomentTheDatabaseStaysSound) {
+  TempDir dir;
+  auto arguments = one_env_arguments(dir);
+  arguments.back() = "1s";  // --interval
+  for (int round = 0; round < 5; ++round) {
+    {
+      AgentProcess agent(dir.path(), arguments);
+      std::this_thread::sleep_for(std::chrono::milliseconds(300 + 370 * round));
+      agent.kill_hard();
+    }
+    daemon::sqlite::Database db(dir.path() / "agent.db");
+    EXPECT_EQ(db.query_text("PRAGMA integrity_check"), "ok") << "round " << round;
+  }
+  AgentProcess agent(dir.path(), arguments);
+  const auto report = wait_for_report(agent);
+  EXPECT_TRUE(report.contains("scan_id"));
+}
+
+// The disk fills (a file size limit stands in for it): the scan's report is
+// served saying it was not recorded, the agent keeps serving, and once there
+// is room the next agent's scans are recorded again.
+TEST(Serve, AFullDiskLeavesScansServedButNotPersistedAndWritesResume) {
+  TempDir dir;
+  const auto arguments = one_env_arguments(dir);
+  const auto database = dir.path() / "agent.db";
+  std::int64_t first = 0;
+  {
+    AgentProcess agent(dir.path(), arguments);
+    first = wait_for_report(agent)["scan_id"].get<std::int64_t>();
+  }
+  {
+    // Held open so that the WAL index exists and the WAL starts empty: the
+    // agent's first write past 8 KiB fails.
+    daemon::sqlite::Database holder(database);
+    holder.exec("PRAGMA wal_checkpoint(TRUNCATE)");
+    rlimit saved{};
+    ::getrlimit(RLIMIT_FSIZE, &saved);
+    rlimit tight = saved;
+    tight.rlim_cur = 8 * 1024;
+    const auto previous = std::signal(SIGXFSZ, SIG_IGN);
+    ::setrlimit(RLIMIT_FSIZE, &tight);
+    std::unique_ptr<AgentProcess> agent;
+    try {
+      agent = std::make_unique<AgentProcess>(dir.path(), arguments);
+    } catch (...) {
+      ::setrlimit(RLIMIT_FSIZE, &saved);
+      std::signal(SIGXFSZ, previous);
+      throw;
+    }
+    ::setrlimit(RLIMIT_FSIZE, &saved);
+    std::signal(SIGXFSZ, previous);
+    Json report;
+    ASSERT_TRUE(wait_until([&] {
+      report = get_json(*agent, "/api/v1/report");
+      return report.contains("not_persisted");
+    }));
+    EXPECT_NE(report["not_persisted"].get<std::string>().find("could not record this scan"),
+              std::string::npos);
+    int status = 0;
+    EXPECT_EQ(get_json(*agent, "/healthz", &status)["status"], "ok");
+    EXPECT_NE(http_get(agent->url(), "/metrics").body.find("envcontract_store_failures_total 1"),
+              std::string::npos);
+    EXPECT_EQ(agent->stop(), 0);
+    EXPECT_EQ(holder.query_text("PRAGMA integrity_check"), "ok");
+  }
+  AgentProcess agent(dir.path(), arguments);
+  const auto resumed = wait_for_scan_after(agent, first);
+  EXPECT_GT(resumed["scan_id"].get<std::int64_t>(), first);
+  EXPECT_FALSE(resumed.contains("not_persisted"));
 }
 
 TEST(Serve, BadRequestsGetJsonErrorsAndTheAgentKeepsServing) {

@@ -1,11 +1,17 @@
 // The agent's SQLite store on real database files: differential history,
 // since/flapping, migrations, and files that are not ours.
 #include <gtest/gtest.h>
+#include <sys/resource.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <csignal>
 
 #include <fstream>
 #include <sstream>
 
 #include "common/json_text.hpp"
+#include "common/time_text.hpp"
 #include "daemon/sqlite.hpp"
 #include "daemon/store.hpp"
 #include "tests/support/report_schema.hpp"
@@ -132,6 +138,183 @@ TEST(Store, UnchangedHostAddsAScanRowAndNoHistory) {
   if (violations) {
     EXPECT_EQ(*violations, "");
   }
+}
+
+std::string integrity(const std::filesystem::path& path) {
+  daemon::sqlite::Database db(path);
+  return db.query_text("PRAGMA integrity_check").value_or("no answer");
+}
+
+// History older than the retention goes, except each check's current state
+// (its `since` survives), and the file gives the space back.
+TEST(Store, RetentionDeletesOldHistoryButKeepsCurrentStates) {
+  testing::TempDir dir;
+  const auto path = dir.path() / "agent.db";
+  daemon::StoreLimits limits;
+  limits.retention = std::chrono::hours(24 * 90);
+  limits.prune_every = 1000000;  // pruned by hand below
+  auto opened = Store::open(path, {}, limits);
+  ASSERT_TRUE(std::holds_alternative<std::unique_ptr<Store>>(opened));
+  auto& store = std::get<std::unique_ptr<Store>>(opened);
+  // A year ago, a check that changed every scan; since then, steady.
+  const std::string padding(2000, 'p');
+  for (int day = 1; day <= 28; ++day) {
+    auto report = report_at(
+        "2025-11-" + std::string(day < 10 ? "0" : "") + std::to_string(day) + "T09:00:00Z",
+        {{"env-a",
+          Json::array({check("c", day % 2 ? "pass" : "fail", "x", padding + std::to_string(day)),
+                       check("steady", "fail", "hang")})}});
+    store->record_scan(report);
+  }
+  auto recent = report_at(
+      "2026-11-29T09:00:00Z",
+      {{"env-a", Json::array({check("c", "pass", "", "now"), check("steady", "fail", "hang")})}});
+  store->record_scan(recent);
+  const auto transitions_before = store->transition_count();
+  const auto pages_before = daemon::sqlite::Database(path).query_int("PRAGMA page_count");
+
+  store->prune(*common::parse_rfc3339("2026-11-30T12:00:00Z"));
+  // Left: each subject's current state (host and env verdicts, c, steady).
+  EXPECT_EQ(store->transition_count(), 4) << transitions_before;
+  EXPECT_EQ(store->scan_count(), 2);  // the steady check's first scan, and the latest
+  auto next = report_at(
+      "2026-11-30T09:00:00Z",
+      {{"env-a", Json::array({check("c", "pass", "", "now"), check("steady", "fail", "hang")})}});
+  store->record_scan(next);
+  EXPECT_EQ(next["envs"][0]["checks"][1]["since"], "2025-11-01T09:00:00Z");
+  EXPECT_EQ(integrity(path), "ok");
+  EXPECT_LT(daemon::sqlite::Database(path).query_int("PRAGMA page_count"), pages_before);
+  EXPECT_EQ(daemon::sqlite::Database(path).query_int("PRAGMA freelist_count"), 0);
+}
+
+// An `actual` of a megabyte is stored as its head, size and hash: visible as
+// cut, and a change past the head is still a change.
+TEST(Store, LargeActualValuesAreStoredCutWithAMarker) {
+  testing::TempDir dir;
+  auto store = open_store(dir.path() / "agent.db");
+  ASSERT_NE(store, nullptr);
+  const std::string big(1024 * 1024, 'x');
+  auto first = report_at("2026-11-30T09:00:00Z",
+                         {{"env-a", Json::array({check("c", "fail", "x", big + "1")})}});
+  store->record_scan(first);
+  auto second = report_at("2026-11-30T09:05:00Z",
+                          {{"env-a", Json::array({check("c", "fail", "x", big + "2")})}});
+  store->record_scan(second);
+  const auto history = store->history({"env-a", "", "c", "", 100});
+  ASSERT_EQ(history.size(), 2U) << "a change past the head must still be recorded";
+  const auto& actual = history[0]["actual"];
+  EXPECT_EQ(actual["truncated"], true);
+  EXPECT_EQ(actual["bytes"], big.size() + 3);  // the JSON string's quotes
+  EXPECT_EQ(actual["head"].get<std::string>().size(), daemon::StoreLimits{}.max_actual_bytes / 2);
+  EXPECT_EQ(actual["sha256"].get<std::string>().size(), 64U);
+  // The history holds heads; only the latest report (served after a
+  // restart) keeps the whole value.
+  daemon::sqlite::Database db(dir.path() / "agent.db");
+  EXPECT_LT(db.query_int("SELECT SUM(LENGTH(actual)) FROM transitions"), 64 * 1024);
+}
+
+// The clock jumps back a day between scans: both are recorded, in order of
+// arrival, and the history stays consistent.
+TEST(Store, TheClockJumpingBackwardsLosesNothing) {
+  testing::TempDir dir;
+  const auto path = dir.path() / "agent.db";
+  auto store = open_store(path);
+  ASSERT_NE(store, nullptr);
+  auto later =
+      report_at("2026-11-30T09:00:00Z", {{"env-a", Json::array({check("c", "fail", "x")})}});
+  store->record_scan(later);
+  auto earlier =
+      report_at("2026-11-29T09:00:00Z", {{"env-a", Json::array({check("c", "pass", "")})}});
+  EXPECT_EQ(store->record_scan(earlier), 2);
+  const auto history = store->history({"env-a", "", "c", "", 100});
+  ASSERT_EQ(history.size(), 2U);
+  EXPECT_EQ(history[1]["status"], "pass");
+  EXPECT_EQ(history[1]["previous_status"], "fail");
+  store->prune(*common::parse_rfc3339("2026-11-30T12:00:00Z"));
+  EXPECT_EQ(store->latest_report().value_or(Json())["scan_id"], 2);
+  EXPECT_EQ(integrity(path), "ok");
+}
+
+// The disk fills mid-write (RLIMIT_FSIZE stands in for a full file system):
+// the write fails with an error, nothing half-written remains, and writes
+// resume once there is room.
+TEST(Store, ADiskFullWriteFailsCleanlyAndWritesResume) {
+  testing::TempDir dir;
+  const auto path = dir.path() / "agent.db";
+  auto store = open_store(path);
+  ASSERT_NE(store, nullptr);
+  auto first = report_at("2026-11-30T09:00:00Z", {{"env-a", Json::array({check("c", "pass")})}});
+  store->record_scan(first);
+  daemon::sqlite::Database(path).exec("PRAGMA wal_checkpoint(TRUNCATE)");
+
+  const auto previous = std::signal(SIGXFSZ, SIG_IGN);
+  rlimit saved{};
+  ::getrlimit(RLIMIT_FSIZE, &saved);
+  rlimit tight = saved;
+  tight.rlim_cur = std::filesystem::file_size(path) + 4096;
+  ::setrlimit(RLIMIT_FSIZE, &tight);
+  auto big = report_at("2026-11-30T09:05:00Z",
+                       {{"env-a", Json::array({check("c", "fail", "x", std::string(8000, 'y'))})}});
+  bool failed = false;
+  try {
+    store->record_scan(big);
+  } catch (const std::exception& e) {
+    failed = true;
+    // SQLite says "disk I/O error" (EFBIG on the WAL) or "database or disk is full".
+    EXPECT_TRUE(std::string(e.what()).find("disk") != std::string::npos) << e.what();
+  }
+  ::setrlimit(RLIMIT_FSIZE, &saved);
+  std::signal(SIGXFSZ, previous);
+  EXPECT_TRUE(failed);
+  EXPECT_EQ(store->scan_count(), 1);
+  auto resumed = report_at("2026-11-30T09:10:00Z", {{"env-a", Json::array({check("c", "pass")})}});
+  EXPECT_EQ(store->record_scan(resumed), 2);
+  EXPECT_EQ(integrity(path), "ok");
+}
+
+// A database its agent may not write (another user's file, a read-only
+// mount): opening it says so, and the file is left as it was.
+TEST(Store, AReadOnlyDatabaseIsAClearError) {
+  testing::TempDir dir;
+  const auto path = dir.path() / "agent.db";
+  {
+    auto store = open_store(path);
+    ASSERT_NE(store, nullptr);
+    auto report = report_at("2026-11-30T09:00:00Z", {{"env-a", Json::array()}});
+    store->record_scan(report);
+  }
+  daemon::sqlite::Database(path).exec("PRAGMA wal_checkpoint(TRUNCATE)");
+  std::filesystem::permissions(path, std::filesystem::perms::owner_read |
+                                         std::filesystem::perms::group_read |
+                                         std::filesystem::perms::others_read);
+  const auto bytes = read_bytes(path);
+  int pipe_fds[2];
+  ASSERT_EQ(::pipe(pipe_fds), 0);
+  const pid_t child = ::fork();
+  if (child == 0) {
+    // As a user who may read but not write the file and its directory.
+    if (::geteuid() == 0 && (::setgid(65534) != 0 || ::setuid(65534) != 0)) {
+      ::_exit(3);
+    }
+    const std::string error = open_error(path);
+    (void)!::write(pipe_fds[1], error.data(), error.size());
+    ::_exit(error.empty() ? 1 : 0);
+  }
+  ::close(pipe_fds[1]);
+  std::string error;
+  char chunk[512];
+  for (ssize_t got; (got = ::read(pipe_fds[0], chunk, sizeof chunk)) > 0;) {
+    error.append(chunk, static_cast<std::size_t>(got));
+  }
+  ::close(pipe_fds[0]);
+  int status = 0;
+  ::waitpid(child, &status, 0);
+  if (::geteuid() != 0) {
+    GTEST_SKIP() << "needs root to run the open as another user";
+  }
+  EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0) << status << ": " << error;
+  EXPECT_NE(error.find(path.string()), std::string::npos) << error;
+  EXPECT_EQ(read_bytes(path), bytes);
 }
 
 TEST(Store, HistoryTellsSinceWhenItFailedAndWhenItWasFixed) {

@@ -230,3 +230,30 @@ TEST(LdCache, ReadsTheHostsCache) {
 
 }  // namespace
 }  // namespace envcontract::probes
+
+namespace envcontract::probes {
+namespace {
+
+// The cache keeps what the latest scan used and nothing else: a library
+// deleted from every env leaves memory at the next scan's end.
+TEST(ElfCache, DropsWhatTheLatestScanDidNotUse) {
+  testing::TempDir dir;
+  testing::build_shared_library(dir.path() / "libkept.so", "int kept(void) { return 1; }");
+  testing::build_shared_library(dir.path() / "libgone.so", "int gone(void) { return 2; }");
+  ElfCache cache;
+  ASSERT_TRUE(
+      std::holds_alternative<std::shared_ptr<const ElfFile>>(cache.get(dir.path() / "libkept.so")));
+  ASSERT_TRUE(
+      std::holds_alternative<std::shared_ptr<const ElfFile>>(cache.get(dir.path() / "libgone.so")));
+  cache.drop_unused();  // end of the first scan: both were used
+  EXPECT_EQ(cache.size(), 2U);
+  std::filesystem::remove(dir.path() / "libgone.so");
+  (void)cache.get(dir.path() / "libkept.so");
+  cache.drop_unused();  // end of the second: only libkept.so was
+  EXPECT_EQ(cache.size(), 1U);
+  cache.drop_unused();  // a scan that used nothing
+  EXPECT_EQ(cache.size(), 0U);
+}
+
+}  // namespace
+}  // namespace envcontract::probes

@@ -1,0 +1,236 @@
+// The agent's HTTP side against clients that misbehave on purpose, over raw
+// loopback sockets: slow drips, header floods, too many connections, foreign
+// Host names, cross-site scan requests, requests without Content-Length.
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <poll.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <fstream>
+#include <thread>
+
+#include "tests/e2e/agent_fixture.hpp"
+#include "tests/support/demo_host.hpp"
+
+namespace envcontract {
+namespace {
+
+using namespace testing;  // NOLINT: the fixture's helpers
+using namespace std::chrono_literals;
+using Clock = std::chrono::steady_clock;
+
+// One TCP connection to the agent, written and read by hand.
+class RawClient {
+ public:
+  explicit RawClient(int port) {
+    m_fd = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    sockaddr_in address{};
+    address.sin_family = AF_INET;
+    address.sin_port = htons(static_cast<std::uint16_t>(port));
+    address.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    m_connected = ::connect(m_fd, reinterpret_cast<sockaddr*>(&address), sizeof address) == 0;
+  }
+  ~RawClient() { ::close(m_fd); }
+  RawClient(const RawClient&) = delete;
+  RawClient& operator=(const RawClient&) = delete;
+
+  bool connected() const { return m_connected; }
+
+  // False once the server has closed the connection (or reset it).
+  bool send(const std::string& bytes) {
+    return ::send(m_fd, bytes.data(), bytes.size(), MSG_NOSIGNAL) ==
+           static_cast<ssize_t>(bytes.size());
+  }
+
+  // Everything the server sends until it closes or `timeout` passes.
+  std::string read_all(std::chrono::milliseconds timeout) {
+    std::string received;
+    const auto deadline = Clock::now() + timeout;
+    while (Clock::now() < deadline) {
+      pollfd descriptor{m_fd, POLLIN, 0};
+      const auto left =
+          std::chrono::duration_cast<std::chrono::milliseconds>(deadline - Clock::now());
+      if (::poll(&descriptor, 1, static_cast<int>(left.count())) <= 0) {
+        break;
+      }
+      char chunk[4096];
+      const ssize_t got = ::recv(m_fd, chunk, sizeof chunk, 0);
+      if (got <= 0) {
+        m_closed = true;
+        break;
+      }
+      received.append(chunk, static_cast<std::size_t>(got));
+    }
+    return received;
+  }
+
+  bool closed_by_server() const { return m_closed; }
+
+ private:
+  int m_fd = -1;
+  bool m_connected = false;
+  bool m_closed = false;
+};
+
+int status_of(const std::string& response) {
+  return response.size() > 12 && response.starts_with("HTTP/1.1 ")
+             ? std::stoi(response.substr(9, 3))
+             : 0;
+}
+
+std::string get(const std::string& path, const std::string& host = "127.0.0.1") {
+  return "GET " + path + " HTTP/1.1\r\nHost: " + host + "\r\nConnection: close\r\n\r\n";
+}
+
+class HttpLimits : public ::testing::Test {
+ protected:
+  void start(const std::string& config_text) {
+    const auto config = m_dir.write("agent.yaml", config_text);
+    m_agent = std::make_unique<AgentProcess>(
+        m_dir.path(), std::vector<std::string>{"--config", config.string(), "--contract",
+                                               quick_demo_contract(m_dir.path()).string(),
+                                               "--prefix", (demo_host() / "venvs/xpu210v").string(),
+                                               "--database", (m_dir.path() / "agent.db").string(),
+                                               "--interval", "1h", "--log-level", "debug"});
+  }
+
+  std::string exchange(const std::string& request, std::chrono::milliseconds timeout = 5s) {
+    RawClient client(m_agent->port());
+    EXPECT_TRUE(client.connected());
+    client.send(request);
+    return client.read_all(timeout);
+  }
+
+  // How long /healthz takes to answer, asked on a new connection.
+  std::chrono::milliseconds healthz_latency() {
+    const auto started = Clock::now();
+    const auto response = exchange(get("/healthz"));
+    EXPECT_EQ(status_of(response), 200) << response;
+    return std::chrono::duration_cast<std::chrono::milliseconds>(Clock::now() - started);
+  }
+
+  TempDir m_dir;
+  std::unique_ptr<AgentProcess> m_agent;
+};
+
+TEST_F(HttpLimits, SlowClientsAreCutOffAndNeverHoldUpOthers) {
+  start("http_timeout: 2s\n");
+  std::vector<std::unique_ptr<RawClient>> drippers;
+  for (int i = 0; i < 16; ++i) {
+    drippers.push_back(std::make_unique<RawClient>(m_agent->port()));
+    drippers.back()->send("GET /healthz HTTP/1.1\r\n");
+  }
+  const auto dripping_since = Clock::now();
+  std::chrono::milliseconds worst{0};
+  // One header byte every 300 ms from each: under any per-read timeout.
+  for (int round = 0; round < 12; ++round) {
+    for (auto& dripper : drippers) {
+      dripper->send("X");
+    }
+    worst = std::max(worst, healthz_latency());
+    std::this_thread::sleep_for(300ms);
+  }
+  EXPECT_LT(worst, 1000ms);
+  // The whole request has 2 s (http_timeout): every dripper was closed.
+  for (auto& dripper : drippers) {
+    dripper->read_all(1s);
+    EXPECT_TRUE(dripper->closed_by_server());
+  }
+  EXPECT_LT(Clock::now() - dripping_since, 10s);
+}
+
+TEST_F(HttpLimits, HeaderFloodsAreRefusedWithoutGrowingTheAgent) {
+  start("http_timeout: 5s\n");
+  const auto rss_kib = [&] {
+    std::ifstream status("/proc/" + std::to_string(m_agent->pid()) + "/status");
+    for (std::string line; std::getline(status, line);) {
+      if (line.starts_with("VmRSS:")) {
+        return std::stol(line.substr(6));
+      }
+    }
+    return 0L;
+  };
+  const long before = rss_kib();
+  // 300 MB of headers offered; the agent stops reading at its limit.
+  RawClient flood(m_agent->port());
+  flood.send("GET /healthz HTTP/1.1\r\nHost: 127.0.0.1\r\n");
+  const std::string header = "X-Padding: " + std::string(1000, 'p') + "\r\n";
+  std::string chunk;
+  for (int i = 0; i < 1000; ++i) {
+    chunk += header;
+  }
+  for (int i = 0; i < 300 && flood.send(chunk); ++i) {
+  }
+  const auto answer = flood.read_all(5s);
+  EXPECT_EQ(status_of(answer), 431) << answer.substr(0, 300);
+  EXPECT_LT(rss_kib() - before, 50 * 1024);
+
+  std::string many = "GET /healthz HTTP/1.1\r\nHost: 127.0.0.1\r\n";
+  for (int i = 0; i < 150; ++i) {
+    many += "X-Field-" + std::to_string(i) + ": v\r\n";
+  }
+  const auto too_many = exchange(many + "\r\n");
+  EXPECT_EQ(status_of(too_many), 431) << too_many;
+  EXPECT_NE(too_many.find("too many header fields (151; at most 100)"), std::string::npos);
+  EXPECT_EQ(status_of(exchange(get("/healthz"))), 200);
+}
+
+TEST_F(HttpLimits, ConnectionsPastTheBoundGetA503AtOnce) {
+  start("http_timeout: 3s\nhttp_threads: 4\nhttp_max_connections: 12\n");
+  std::vector<std::unique_ptr<RawClient>> idle;
+  for (int i = 0; i < 12; ++i) {
+    idle.push_back(std::make_unique<RawClient>(m_agent->port()));
+  }
+  std::this_thread::sleep_for(300ms);
+  const auto started = Clock::now();
+  const auto refused = exchange(get("/healthz"), 2s);
+  EXPECT_LT(Clock::now() - started, 1500ms);
+  EXPECT_EQ(status_of(refused), 503) << refused;
+  EXPECT_NE(refused.find("http_max_connections"), std::string::npos);
+  // Idle connections time out (http_timeout); then the agent answers again.
+  idle.clear();
+  EXPECT_TRUE(wait_until([&] { return status_of(exchange(get("/healthz"), 2s)) == 200; }, 10s));
+}
+
+TEST_F(HttpLimits, ForeignHostNamesAndCrossSiteScansAreRefused) {
+  start("http_allowed_hosts: [agent.fleet.example]\n");
+  const std::string port = std::to_string(m_agent->port());
+  // DNS rebinding: a name the agent does not know, pointing at loopback.
+  const auto rebound = exchange(get("/api/v1/report", "attacker.example:" + port));
+  EXPECT_EQ(status_of(rebound), 421) << rebound;
+  EXPECT_NE(rebound.find("does not answer for host 'attacker.example:" + port + "'"),
+            std::string::npos);
+  for (const std::string& host :
+       std::vector<std::string>{"127.0.0.1:" + port, "localhost:" + port, "[::1]:" + port,
+                                "agent.fleet.example", "AGENT.fleet.example:" + port}) {
+    EXPECT_NE(status_of(exchange(get("/healthz", host))), 421) << host;
+  }
+  // A form POST from another site carries no custom header.
+  const auto forged = exchange(
+      "POST /api/v1/scan HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: "
+      "application/x-www-form-urlencoded\r\nContent-Length: 3\r\nConnection: close\r\n\r\na=b");
+  EXPECT_EQ(status_of(forged), 403) << forged;
+  EXPECT_NE(forged.find("X-Requested-By"), std::string::npos);
+  // HTTP/1.1: no Content-Length and no Transfer-Encoding is an empty body,
+  // answered at once rather than after a read timeout.
+  const auto started = Clock::now();
+  const auto empty = exchange(
+      "POST /api/v1/scan HTTP/1.1\r\nHost: 127.0.0.1\r\nX-Requested-By: t\r\n"
+      "Connection: close\r\n\r\n");
+  EXPECT_EQ(status_of(empty), 202) << empty;
+  EXPECT_LT(Clock::now() - started, 2s);
+}
+
+TEST_F(HttpLimits, ControlCharactersFromRequestsReachTheLogEscaped) {
+  start("http_timeout: 5s\n");
+  const auto answer = exchange(get("/api/v1/%1b%5b31mFAKE%0aERROR%20forged"));
+  EXPECT_EQ(status_of(answer), 404);
+  EXPECT_TRUE(wait_until(
+      [&] { return m_agent->log().find("\\x1b[31mFAKE\\nERROR") != std::string::npos; }, 5s))
+      << m_agent->log();
+  EXPECT_EQ(m_agent->log().find('\x1b'), std::string::npos);
+}
+
+}  // namespace
+}  // namespace envcontract

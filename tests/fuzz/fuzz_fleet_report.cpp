@@ -1,0 +1,39 @@
+// libFuzzer target: any bytes as an agent's report, as fleetctl reads it
+// from a host it does not control: every rendering (table, JSON, JUnit,
+// fleet summary, diff, history) must cope.
+#include <cstddef>
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "cli/fleet.hpp"
+#include "cli/fleet_render.hpp"
+#include "cli/junit.hpp"
+#include "common/json_text.hpp"
+#include "report/report_table.hpp"
+
+extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
+  using namespace envcontract;
+  const std::string text(reinterpret_cast<const char*>(data), size);
+  auto json = cli::Json::parse(text, nullptr, false);
+  if (json.is_discarded()) {
+    return 0;
+  }
+  cli::HostReport host;
+  host.report = json;
+  const std::vector<cli::HostReport> hosts = {host};
+  report::TableStyle style;
+  (void)report::render_table(json, style);
+  (void)cli::fleet_table(hosts, style);
+  (void)cli::fleet_summary(hosts);
+  (void)common::json_text(cli::fleet_json(hosts));
+  (void)cli::junit_xml(hosts);
+  (void)cli::fleet_exit_status(hosts);
+  const auto diff = cli::diff_reports(json, cli::Json::object());
+  (void)cli::diff_table(diff, "a", "b");
+  (void)cli::diff_is_empty(diff);
+  if (json.is_object() && json.contains("transitions")) {
+    (void)cli::history_table(json["transitions"], style);
+  }
+  return 0;
+}
