@@ -129,14 +129,12 @@ class VersionScanner {
       m_at = start;
       return true;
     }
-    const std::size_t before_separator = m_at;
+    // The separator before the number stays consumed even without a number:
+    // "1.0a-" is a version, as PEP 440's grammar (and pip) have it.
     if (m_at < m_text.size() && is_separator(m_text[m_at])) {
       ++m_at;
     }
     const std::string_view number_text = digits();
-    if (number_text.empty()) {
-      m_at = before_separator;  // "1.0.post-" is not "1.0.post" followed by "-"
-    }
     const auto value =
         number_text.empty() ? std::optional<long>(0) : number(std::string(number_text));
     if (!value) {

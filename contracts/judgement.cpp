@@ -5,6 +5,7 @@
 #include "common/time_text.hpp"
 #include "contracts/check_kind.hpp"
 #include "contracts/env_facts.hpp"
+#include "contracts/judges.hpp"
 
 namespace envcontract::contracts {
 
@@ -215,6 +216,66 @@ std::optional<CheckResult> incomplete_facts_check(const Json& env_facts) {
   return result;
 }
 
+// Never compliant without evidence: a check skipped because torch does not
+// import points at a failing check of the same env. A failing `imports`
+// check of the contract is that check; otherwise the env gets one of its
+// own, `import:torch`, with the whole diagnosis (the signal and stderr tail
+// of a crash, the threads of a hang, the missing library or symbol).
+void explain_blocked_skips(const EnvFactsView& facts, std::vector<CheckResult>& results) {
+  std::vector<std::size_t> unexplained;
+  for (std::size_t i = 0; i < results.size(); ++i) {
+    const auto& result = results[i];
+    if (result.status == CheckStatus::skip && result.diagnosis &&
+        result.diagnosis->cause == "blocked" &&
+        !result.diagnosis->evidence.contains("blocked_by")) {
+      unexplained.push_back(i);
+    }
+  }
+  if (unexplained.empty()) {
+    return;
+  }
+  std::optional<CheckResult> own;
+  std::string blocker;
+  std::string blocker_summary;
+  const auto failing_import = std::find_if(results.begin(), results.end(), [](const auto& result) {
+    return result.kind == "imports" && result.status == CheckStatus::fail && result.diagnosis;
+  });
+  if (failing_import != results.end()) {
+    blocker = failing_import->id;
+    blocker_summary = failing_import->diagnosis->summary;
+  } else {
+    const Json* identity = facts.stage("identity");
+    if (identity == nullptr || string_field(*identity, "status") == "ok") {
+      return;  // skipped for another reason, which its summary gives
+    }
+    own.emplace();
+    own->id = "import:torch";
+    own->kind = "imports";
+    own->severity = Severity::required;
+    own->expected = {{"modules", {"torch"}}};
+    own->actual = {{"stage", string_field(*identity, "status")},
+                   {"summary", string_field(*identity, "summary")}};
+    own->diagnosis = judges::torch_import_failure(facts, *identity, own->status);
+    blocker = own->id;
+    blocker_summary = own->diagnosis->summary;
+  }
+  for (const auto index : unexplained) {
+    auto& result = results[index];
+    result.diagnosis =
+        Diagnosis{"blocked",
+                  "not judged: check " + blocker + " fails first (" + blocker_summary + ")",
+                  {{"blocked_by", blocker}, {"own_failure", result.diagnosis->summary}},
+                  "fix " + blocker + " first"};
+  }
+  if (own) {
+    // First among the checks: it is the env's root failure.
+    const auto first_contract_check =
+        std::find_if(results.begin(), results.end(),
+                     [](const auto& result) { return result.id.find(':') == std::string::npos; });
+    results.insert(first_contract_check, std::move(*own));
+  }
+}
+
 // A judge that throws fails its own check, never the env's other checks.
 void judge_contained(const CheckKind& kind, const Check& check, const EnvFactsView& facts,
                      CheckResult& result) {
@@ -271,6 +332,7 @@ EnvJudgement judge_env(const Contract& contract, const Json& env_facts,
     }
     judgement.checks.push_back(std::move(result));
   }
+  explain_blocked_skips(facts, judgement.checks);
   skip_consequences(judgement.checks);
   apply_waivers(contract, string_field(env_facts, "name"), judgement.checks, now);
   for (const auto& result : judgement.checks) {

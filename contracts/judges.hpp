@@ -29,6 +29,13 @@ void device_nodes(const Check& check, const EnvFactsView& facts, CheckResult& re
 void tools(const Check& check, const EnvFactsView& facts, CheckResult& result);
 void glibc(const Check& check, const EnvFactsView& facts, CheckResult& result);
 
+// Why torch did not import in the identity stage `identity`: the crash with
+// its signal and stderr tail, the hang with its threads, or the import error
+// explained from the linkage facts (a missing library, an ABI near miss).
+// The check it belongs to fails for all but probe errors (CheckStatus in `status`).
+Diagnosis torch_import_failure(const EnvFactsView& facts, const Json& identity,
+                               CheckStatus& status);
+
 // Why the libraries under `directory` cannot load, from the linkage facts:
 // a missing library, an ABI near miss, an undefined symbol, one per library.
 std::vector<Diagnosis> linkage_problems_under(const EnvFactsView& facts,

@@ -132,8 +132,39 @@ std::optional<Diagnosis> unfinished_stage(const Json& stage) {
     return Diagnosis{"probe_error", summary, Json::object(),
                      "the probe could not report; see the agent's log"};
   }
+  if (status == "stopped") {
+    return Diagnosis{"stopped", summary, Json::object(),
+                     "the env's probes ran out of the time the agent gives them: raise "
+                     "env_deadline or scan_deadline in the agent's config, or find what makes "
+                     "this env slow (docs/reliability.md)"};
+  }
   return std::nullopt;
 }
+
+}  // namespace
+
+Diagnosis torch_import_failure(const EnvFactsView& facts, const Json& identity,
+                               CheckStatus& status) {
+  status = CheckStatus::fail;
+  if (auto unfinished = unfinished_stage(identity)) {
+    if (unfinished->cause == "probe_error" || unfinished->cause == "stopped") {
+      status = CheckStatus::error;
+    }
+    return *unfinished;
+  }
+  for (const auto& record : array_field(identity, "records")) {
+    if (string_field(record, "type") == "import" && string_field(record, "module") == "torch" &&
+        record.value("ok", Json(false)) != true) {
+      return explain_error("import torch", string_field(record, "error_type"),
+                           string_field(record, "error"), facts,
+                           string_field(identity, "activation"));
+    }
+  }
+  return Diagnosis{"import_error", string_field(identity, "summary"), Json::object(),
+                   "make torch import in this env: run python -c 'import torch' in it"};
+}
+
+namespace {
 
 // Finds the stage, or marks the result as not judgeable.
 const Json* require_stage(const EnvFactsView& facts, const std::string& name, CheckResult& result) {
@@ -153,7 +184,9 @@ const Json* require_stage(const EnvFactsView& facts, const std::string& name, Ch
     return nullptr;
   }
   if (auto problem = unfinished_stage(*stage)) {
-    result.status = problem->cause == "probe_error" ? CheckStatus::error : CheckStatus::fail;
+    result.status = problem->cause == "probe_error" || problem->cause == "stopped"
+                        ? CheckStatus::error
+                        : CheckStatus::fail;
     result.diagnosis = std::move(*problem);
     return nullptr;
   }

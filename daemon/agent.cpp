@@ -313,6 +313,8 @@ void Agent::run_scan(std::unique_lock<std::mutex>& lock) {
       spdlog::error("cannot record the scan in {}: {}", m_config.database.string(), e.what());
       report["not_persisted"] = std::string("the agent could not record this scan in ") +
                                 m_config.database.string() + ": " + e.what();
+      // Its id was never committed: the next recorded scan takes it.
+      report.erase("scan_id");
     }
     const auto seconds = std::chrono::duration<double>(Clock::now() - started).count();
     m_counters.last_scan_seconds = seconds;

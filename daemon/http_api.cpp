@@ -97,8 +97,15 @@ class ConnectionStream final : public httplib::Stream {
     if (m_offset < m_size) {
       return true;
     }
-    return poll_for(POLLIN, idle) > 0 && fill() > 0;
+    if (poll_for(POLLIN, idle) <= 0) {
+      return false;
+    }
+    m_peer_closed = fill() <= 0;
+    return !m_peer_closed;
   }
+
+  // The peer closed (or reset) the connection while we waited for a request.
+  bool peer_closed() const { return m_peer_closed; }
 
   bool over_budget() const { return m_over_budget; }
   bool past_deadline() const { return m_past_deadline; }
@@ -210,6 +217,7 @@ class ConnectionStream final : public httplib::Stream {
   std::size_t m_used = 0;
   bool m_over_budget = false;
   bool m_past_deadline = false;
+  bool m_peer_closed = false;
 };
 
 thread_local const ConnectionStream* t_stream = nullptr;
@@ -323,8 +331,7 @@ class BoundedServer final : public httplib::Server {
     ConnectionStream stream(sock, limits.request_timeout);
     bool ok = false;
     for (std::size_t served = 0; served < limits.keep_alive_requests; ++served) {
-      if (svr_sock_ == INVALID_SOCKET ||
-          !stream.wait_for_request(served == 0 ? limits.request_timeout : limits.keep_alive_idle)) {
+      if (svr_sock_ == INVALID_SOCKET || !wait_for_request(stream, served == 0)) {
         break;
       }
       stream.begin_request(Clock::now() + limits.request_timeout, limits.request_bytes);
@@ -334,6 +341,9 @@ class BoundedServer final : public httplib::Server {
                         (queue != nullptr && queue->waiting() > 0) || svr_sock_ == INVALID_SOCKET;
       bool closed = false;
       ok = process_request(stream, last, closed, [](httplib::Request& request) {
+        // The agent serves no ranges: httplib would copy the body once per
+        // range ("Range: bytes=-,-,-,..." asks for thousands).
+        request.ranges.clear();
         // httplib has added REMOTE_ADDR, REMOTE_PORT, LOCAL_ADDR and LOCAL_PORT.
         t_outcome.header_count =
             request.headers.size() - std::min<std::size_t>(request.headers.size(), 4);
@@ -349,9 +359,44 @@ class BoundedServer final : public httplib::Server {
         break;
       }
     }
-    ::shutdown(sock, SHUT_RDWR);
-    ::close(sock);
+    close_gently(sock);
     return ok;
+  }
+
+  // Unread bytes at close() make the kernel reset the connection, which can
+  // drop the answer not yet delivered: say we are done, drain a little, close.
+  static void close_gently(int sock) {
+    ::shutdown(sock, SHUT_WR);
+    char discard[4096];
+    for (int reads = 0; reads < 16 && ::recv(sock, discard, sizeof discard, MSG_DONTWAIT) > 0;
+         ++reads) {
+    }
+    ::close(sock);
+  }
+
+  // The next request's first byte, waited for in short slices: a connection
+  // that stays silent while others wait for a thread gives its thread up
+  // (after 1 s for a new connection, at once for an idle keep-alive one), so
+  // that silent connections cannot hold every thread.
+  bool wait_for_request(ConnectionStream& stream, bool first) {
+    constexpr std::chrono::milliseconds k_slice{100};
+    const auto patience = first ? std::chrono::milliseconds(1000) : k_slice;
+    const auto limit = first ? limits.request_timeout : limits.keep_alive_idle;
+    const auto started = Clock::now();
+    for (;;) {
+      const auto waited =
+          std::chrono::duration_cast<std::chrono::milliseconds>(Clock::now() - started);
+      if (waited >= limit || svr_sock_ == INVALID_SOCKET ||
+          (waited >= patience && queue != nullptr && queue->waiting() > 0)) {
+        return false;
+      }
+      if (stream.wait_for_request(std::min(k_slice, limit - waited))) {
+        return true;
+      }
+      if (stream.peer_closed()) {
+        return false;
+      }
+    }
   }
 
   // Past the connection bound: a short answer, and the connection is closed.
@@ -366,13 +411,7 @@ class BoundedServer final : public httplib::Server {
     const timeval timeout{1, 0};
     ::setsockopt(sock, SOL_SOCKET, SO_SNDTIMEO, &timeout, sizeof timeout);
     (void)::send(sock, response.data(), response.size(), MSG_NOSIGNAL | MSG_DONTWAIT);
-    ::shutdown(sock, SHUT_WR);
-    // Whatever the client already sent is discarded, so that closing does
-    // not reset the connection before it reads the answer.
-    char discard[4096];
-    while (::recv(sock, discard, sizeof discard, MSG_DONTWAIT) > 0) {
-    }
-    ::close(sock);
+    close_gently(sock);
   }
 };
 }  // namespace
@@ -591,7 +630,8 @@ httplib::Server::HandlerResponse HttpServer::Impl::dispatch(const httplib::Reque
   const auto handled = httplib::Server::HandlerResponse::Handled;
   // The body, if any, is never read: the connection is not reused after it.
   if (request.has_header("Transfer-Encoding") ||
-      request.get_header_value("Content-Length") != "0") {
+      request.get_header_value("Content-Length") != "0" ||
+      request.get_header_value_count("Content-Length") > 1) {
     t_outcome.close_after = true;
   }
   const std::string length = request.get_header_value("Content-Length");

@@ -63,7 +63,12 @@ std::string prepare(sqlite::Database& db, const std::filesystem::path& path) {
   if (!incremental) {
     db.exec("PRAGMA auto_vacuum=INCREMENTAL");
     if (!fresh) {
-      db.exec("VACUUM");
+      // Best effort: VACUUM needs the file's size free again and time; on a
+      // nearly full disk the agent starts without giving space back.
+      try {
+        db.exec("VACUUM");
+      } catch (const sqlite::Error&) {
+      }
     }
   }
   // WAL: readers never wait for a scan, and a crash mid-scan loses only the
@@ -290,14 +295,20 @@ std::int64_t Store::record_scan(Json& report) {
   latest.bind(1, scan_id).bind(2, common::json_text(report));
   latest.run();
   transaction.commit();
-  // A large report replaced by another leaves its pages free: give them back
-  // now rather than at the next prune.
-  if (m_db.query_int("PRAGMA freelist_count") > 256) {
-    m_db.exec("PRAGMA incremental_vacuum");
-  }
-  if (m_scans_since_prune < 0 || ++m_scans_since_prune >= m_limits.prune_every) {
-    prune_locked(std::chrono::system_clock::now());
-    m_scans_since_prune = 0;
+  // The scan is recorded; what follows is housekeeping, whose failure (a
+  // full disk) must not make the scan look unrecorded. It is tried again
+  // at the next scan.
+  try {
+    // A large report replaced by another leaves its pages free: give them
+    // back now rather than at the next prune.
+    if (m_db.query_int("PRAGMA freelist_count") > 256) {
+      m_db.exec("PRAGMA incremental_vacuum");
+    }
+    if (m_scans_since_prune < 0 || ++m_scans_since_prune >= m_limits.prune_every) {
+      prune_locked(std::chrono::system_clock::now());
+      m_scans_since_prune = 0;
+    }
+  } catch (const sqlite::Error&) {
   }
   return scan_id;
 }

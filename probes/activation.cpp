@@ -106,7 +106,9 @@ Environment conda_env_vars(const fs::path& prefix, std::vector<std::string>& ref
 Environment parse_conda_env_vars(const std::string& text, const std::string& source,
                                  std::vector<std::string>& refused) {
   Environment variables;
-  const auto json = Json::parse(text, nullptr, false);
+  // {"env_vars": {NAME: value}} or {NAME: value}: nothing deeper is kept.
+  const auto json = Json::parse(
+      text, [](int depth, Json::parse_event_t, Json&) { return depth <= 2; }, false);
   const Json* values = &json;
   if (json.is_object() && json.contains("env_vars")) {
     values = &json["env_vars"];

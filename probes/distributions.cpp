@@ -134,7 +134,10 @@ std::vector<Distribution> scan_conda_packages(const fs::path& prefix) {
     // Conda records can be large (a "files" list per package); name and
     // version come first, but parse the whole record to be safe.
     const auto text = read_env_file(path, file_limits::conda_record);
-    const auto record = Json::parse(text.value_or(""), nullptr, false);
+    // Only the top-level name and version are needed: everything deeper is
+    // dropped while parsing, so nesting cannot make the document large.
+    const auto record = Json::parse(
+        text.value_or(""), [](int depth, Json::parse_event_t, Json&) { return depth <= 1; }, false);
     if (record.is_object() && record.contains("name") && record["name"].is_string()) {
       package.name = record["name"];
       package.version = text_field(record, "version");

@@ -62,6 +62,14 @@ std::string interrupted_step(const StageResult& stage, const Json& request) {
       }
     }
   }
+  // The identity stage's one step is importing torch; once torch has told
+  // its version, what follows is the stage's own.
+  if (stage.stage == "identity") {
+    const bool torch_seen =
+        std::any_of(stage.records.begin(), stage.records.end(),
+                    [](const Json& r) { return text_field(r, "type") == "torch"; });
+    return torch_seen ? stage.stage : "import torch";
+  }
   return stage.stage;
 }
 
@@ -130,7 +138,7 @@ StageResult not_run(const std::string& name, Activation activation, const std::s
   StageResult stage;
   stage.stage = name;
   stage.activation = activation;
-  stage.status = StageStatus::probe_error;
+  stage.status = StageStatus::stopped;
   stage.summary = why;
   return stage;
 }
@@ -188,7 +196,7 @@ StageResult run_stage(const PythonEnv& env, const Environment& environment, Acti
                     std::to_string(spec.timeout.count()) + " ms" + spec.timeout_origin +
                     (stage.hang ? ": " + stage.hang->summary : "");
   } else if (result.outcome == Outcome::cancelled) {
-    stage.status = StageStatus::probe_error;
+    stage.status = StageStatus::stopped;
     stage.summary = interrupted_step(stage, request) + " was " + result.describe();
   } else if (!report.error.empty()) {
     stage.status = StageStatus::probe_error;
@@ -259,7 +267,7 @@ StageResult run_command_stage(const PythonEnv& env, const Environment& environme
                       (stage.hang ? ": " + stage.hang->summary : "");
       break;
     case Outcome::cancelled:
-      stage.status = StageStatus::probe_error;
+      stage.status = StageStatus::stopped;
       stage.summary = "`" + first_line(command.run) + "` was " + result.describe();
       break;
     case Outcome::signaled:
@@ -322,6 +330,8 @@ std::string to_string(StageStatus status) {
       return "hung";
     case StageStatus::probe_error:
       return "probe_error";
+    case StageStatus::stopped:
+      return "stopped";
     case StageStatus::skipped:
       break;
   }

@@ -62,6 +62,7 @@ enum class StageStatus {
   crashed,      // the process died: a signal, or an exit in the middle
   hung,         // it ran out of time and was killed (see `hang`)
   probe_error,  // the probe's own report is missing or malformed
+  stopped,      // cut short or not run: the env's deadline, the scan's watchdog, shutdown
   skipped,      // not run, with the reason in `summary`
 };
 

@@ -10,6 +10,8 @@
 #include <cstring>
 #include <map>
 
+#include "probes/small_files.hpp"
+
 namespace envcontract::probes {
 namespace fs = std::filesystem;
 
@@ -18,6 +20,30 @@ namespace {
 std::string libelf_error() {
   const char* message = elf_errmsg(-1);
   return message ? message : "unknown libelf error";
+}
+
+// Sections are read into memory (ELF_C_READ): a hostile "library" may
+// claim any size. Real ones stay far below this (libtorch_cuda's .dynstr is
+// tens of MB).
+constexpr std::uint64_t k_max_section_bytes = 256ULL * 1024 * 1024;
+
+// Null when the section is larger than we read or cannot be read.
+Elf_Data* bounded_data(Elf_Scn* section) {
+  GElf_Shdr header;
+  if (section == nullptr || gelf_getshdr(section, &header) == nullptr ||
+      header.sh_size > k_max_section_bytes) {
+    return nullptr;
+  }
+  return elf_getdata(section, nullptr);
+}
+
+// A string table is usable when it is within bounds and ends in NUL:
+// libelf then finds each string's end at once (it searches backwards from
+// the table's end), and no string runs past it.
+bool usable_string_table(Elf* elf, std::size_t index) {
+  Elf_Data* data = bounded_data(elf_getscn(elf, index));
+  return data != nullptr && data->d_buf != nullptr && data->d_size > 0 &&
+         static_cast<const char*>(data->d_buf)[data->d_size - 1] == '\0';
 }
 
 bool looks_like_linker_script(const char* data, std::size_t size) {
@@ -34,6 +60,10 @@ std::string_view string_at(Elf* elf, std::size_t section, std::size_t offset) {
   return text ? std::string_view(text) : std::string_view();
 }
 
+// Version entries are chained by relative offsets: each must move forward,
+// and the total is bounded, so that a hostile chain cannot loop.
+constexpr int k_max_version_entries = 65536;
+
 struct VersionTables {
   // version index -> (name, library that provides it, for needed versions)
   std::map<unsigned, std::pair<std::string_view, std::string_view>> by_index;
@@ -42,13 +72,14 @@ struct VersionTables {
 };
 
 void read_verneed(Elf* elf, Elf_Scn* section, std::size_t strings, VersionTables& tables) {
-  Elf_Data* data = elf_getdata(section, nullptr);
-  if (data == nullptr) {
+  Elf_Data* data = bounded_data(section);
+  if (data == nullptr || !usable_string_table(elf, strings)) {
     return;
   }
   int offset = 0;
+  int entries = 0;
   // Each entry names a library; its aux entries name the versions needed from it.
-  for (int guard = 0; guard < 65536; ++guard) {
+  for (int guard = 0; guard < k_max_version_entries; ++guard) {
     GElf_Verneed need;
     if (gelf_getverneed(data, offset, &need) == nullptr) {
       return;
@@ -57,18 +88,18 @@ void read_verneed(Elf* elf, Elf_Scn* section, std::size_t strings, VersionTables
     int aux_offset = offset + static_cast<int>(need.vn_aux);
     for (unsigned i = 0; i < need.vn_cnt; ++i) {
       GElf_Vernaux aux;
-      if (gelf_getvernaux(data, aux_offset, &aux) == nullptr) {
+      if (++entries > k_max_version_entries || gelf_getvernaux(data, aux_offset, &aux) == nullptr) {
         return;
       }
       const std::string_view version = string_at(elf, strings, aux.vna_name);
       tables.by_index[aux.vna_other & 0x7fff] = {version, library};
       tables.needed.push_back({library, version});
-      if (aux.vna_next == 0) {
+      if (aux.vna_next == 0 || aux.vna_next > data->d_size) {
         break;
       }
       aux_offset += static_cast<int>(aux.vna_next);
     }
-    if (need.vn_next == 0) {
+    if (need.vn_next == 0 || need.vn_next > data->d_size) {
       return;
     }
     offset += static_cast<int>(need.vn_next);
@@ -76,12 +107,12 @@ void read_verneed(Elf* elf, Elf_Scn* section, std::size_t strings, VersionTables
 }
 
 void read_verdef(Elf* elf, Elf_Scn* section, std::size_t strings, VersionTables& tables) {
-  Elf_Data* data = elf_getdata(section, nullptr);
-  if (data == nullptr) {
+  Elf_Data* data = bounded_data(section);
+  if (data == nullptr || !usable_string_table(elf, strings)) {
     return;
   }
   int offset = 0;
-  for (int guard = 0; guard < 65536; ++guard) {
+  for (int guard = 0; guard < k_max_version_entries; ++guard) {
     GElf_Verdef def;
     if (gelf_getverdef(data, offset, &def) == nullptr) {
       return;
@@ -95,7 +126,7 @@ void read_verdef(Elf* elf, Elf_Scn* section, std::size_t strings, VersionTables&
         tables.defined.push_back(name);
       }
     }
-    if (def.vd_next == 0) {
+    if (def.vd_next == 0 || def.vd_next > data->d_size) {
       return;
     }
     offset += static_cast<int>(def.vd_next);
@@ -128,16 +159,15 @@ std::string ElfFile::load(const fs::path& path) {
   if (!initialised) {
     return "libelf is out of date";
   }
-  // O_NONBLOCK: a FIFO put where a library is expected must not block the scan.
-  const int fd = ::open(path.c_str(), O_RDONLY | O_NONBLOCK | O_CLOEXEC | O_NOCTTY);
+  // Never opens a FIFO or a device put where a library is expected.
+  struct stat info {};
+  std::string refusal;
+  const int fd = open_regular_file(path, info, refusal);
   if (fd < 0) {
-    return std::string("cannot open: ") + std::strerror(errno);
+    return refusal.empty() ? std::string("cannot open: ") + std::strerror(errno)
+                           : "not a regular file";
   }
   m_fd = fd;
-  struct stat info {};
-  if (::fstat(fd, &info) != 0 || !S_ISREG(info.st_mode)) {
-    return "not a regular file";
-  }
   char head[4096];
   const ssize_t head_size = ::pread(fd, head, sizeof head, 0);
   if (head_size < 16) {
@@ -208,12 +238,12 @@ std::string ElfFile::load(const fs::path& path) {
     GElf_Shdr section_header;
     gelf_getshdr(dynamic, &section_header);
     const std::size_t strings = section_header.sh_link;
-    Elf_Data* data = elf_getdata(dynamic, nullptr);
-    if (data == nullptr) {
+    Elf_Data* data = bounded_data(dynamic);
+    if (data == nullptr || !usable_string_table(elf, strings)) {
       return "corrupt dynamic section: " + libelf_error();
     }
-    const std::size_t count =
-        section_header.sh_entsize ? data->d_size / section_header.sh_entsize : 0;
+    const std::size_t entry_size = gelf_fsize(elf, ELF_T_DYN, 1, EV_CURRENT);
+    const std::size_t count = entry_size != 0 ? data->d_size / entry_size : 0;
     for (std::size_t i = 0; i < count; ++i) {
       GElf_Dyn entry;
       if (gelf_getdyn(data, static_cast<int>(i), &entry) == nullptr || entry.d_tag == DT_NULL) {
@@ -255,13 +285,13 @@ std::string ElfFile::load(const fs::path& path) {
   if (dynsym != nullptr) {
     GElf_Shdr section_header;
     gelf_getshdr(dynsym, &section_header);
-    Elf_Data* data = elf_getdata(dynsym, nullptr);
-    Elf_Data* version_data = versym ? elf_getdata(versym, nullptr) : nullptr;
-    if (data == nullptr) {
-      return "corrupt dynamic symbol table: " + libelf_error();
+    Elf_Data* data = bounded_data(dynsym);
+    Elf_Data* version_data = versym ? bounded_data(versym) : nullptr;
+    if (data == nullptr || !usable_string_table(elf, section_header.sh_link)) {
+      return "corrupt or oversized dynamic symbol table: " + libelf_error();
     }
-    const std::size_t count =
-        section_header.sh_entsize ? data->d_size / section_header.sh_entsize : 0;
+    const std::size_t entry_size = gelf_fsize(elf, ELF_T_SYM, 1, EV_CURRENT);
+    const std::size_t count = entry_size != 0 ? data->d_size / entry_size : 0;
     m_symbols.reserve(count);
     // Entry 0 is the null symbol.
     for (std::size_t i = 1; i < count; ++i) {

@@ -3,6 +3,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <set>
 
 #include "common/time_text.hpp"
 
@@ -18,10 +19,19 @@ std::string hostname() {
   return name;
 }
 
+// The files of one env that are reported refused, at most: an env of 100,000
+// FIFOs is told by its first ones and a count, not a report of 100,000 lines.
+constexpr std::size_t k_reported_refusals = 50;
+
 // Runs one step of gathering an env's facts: what it throws becomes an
 // error of that env, and the files it refused become that env's problems.
+// A cancelled scan (watchdog, shutdown) runs no more steps.
 template <typename Step>
-void contained(EnvFacts& env, const char* stage, Step&& step) {
+void contained(EnvFacts& env, const char* stage, const Cancellation* cancellation, Step&& step) {
+  if (cancellation != nullptr && cancellation->cancelled()) {
+    env.errors.push_back({stage, "not gathered: " + cancellation->reason()});
+    return;
+  }
   FileProblemLog refused;
   try {
     step();
@@ -30,12 +40,18 @@ void contained(EnvFacts& env, const char* stage, Step&& step) {
   } catch (...) {
     env.errors.push_back({stage, "an unknown exception"});
   }
+  std::set<std::filesystem::path> known;
+  for (const auto& problem : env.refused_files) {
+    known.insert(problem.path);
+  }
   for (auto& problem : refused.take()) {
-    const bool known =
-        std::any_of(env.refused_files.begin(), env.refused_files.end(),
-                    [&](const FileProblem& seen) { return seen.path == problem.path; });
-    if (!known) {
+    if (!known.insert(problem.path).second) {
+      continue;
+    }
+    if (env.refused_files.size() < k_reported_refusals) {
       env.refused_files.push_back(std::move(problem));
+    } else {
+      ++env.more_refused_files;
     }
   }
 }
@@ -56,7 +72,7 @@ HostFacts gather_host_facts(const HostFactsOptions& options, ActivationCache& ac
     EnvFacts env_facts;
     env_facts.refused_files = env.refused_files;
     env_facts.env = std::move(env);
-    contained(env_facts, "static facts", [&] {
+    contained(env_facts, "static facts", options.cancellation, [&] {
       // Read as the user the env's code runs as: whatever that user could
       // not read (a link to /etc/shadow, another user's private file) stays
       // out of the facts, as it would stay out of their interpreter.
@@ -69,13 +85,13 @@ HostFacts gather_host_facts(const HostFactsOptions& options, ActivationCache& ac
   }
   const auto static_done = Clock::now();
   for (auto& env : facts.envs) {
-    contained(env, "activation",
+    contained(env, "activation", options.cancellation,
               [&] { env.activation = activations.get(env.env, options.cancellation); });
   }
   const auto activated_done = Clock::now();
   const auto ld_cache = std::make_shared<const LdCache>(LdCache::load());
   for (auto& env : facts.envs) {
-    contained(env, "linkage", [&] {
+    contained(env, "linkage", options.cancellation, [&] {
       ReadingAs reading(env.env.run_as);
       if (!reading.ok()) {
         return;
@@ -129,6 +145,11 @@ Json to_json(const HostFacts& facts) {
     auto refused = Json::array();
     for (const auto& problem : env.refused_files) {
       refused.push_back(to_json(problem));
+    }
+    if (env.more_refused_files > 0) {
+      refused.push_back({{"path", "..."},
+                         {"problem", std::to_string(env.more_refused_files) +
+                                         " more files refused, not listed"}});
     }
     json["refused_files"] = std::move(refused);
     auto errors = Json::array();

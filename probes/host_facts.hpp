@@ -24,6 +24,7 @@ struct FactError {
 struct EnvFacts {
   PythonEnv env;
   std::vector<FileProblem> refused_files;  // env files the agent would not read (small_files.hpp)
+  std::size_t more_refused_files = 0;      // beyond those listed
   std::vector<FactError> errors;
   StaticFacts static_facts;
   ActivatedEnvironment activation;

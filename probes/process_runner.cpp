@@ -147,9 +147,10 @@ void prepare_child(const ChildSetup& setup) {
   if (::getppid() != setup.agent) {
     ::_exit(127);
   }
-  // The agent ignores SIGPIPE and may block signals in its threads; the env's
-  // code gets the defaults a shell would give it.
+  // The agent ignores SIGPIPE and SIGXFSZ and may block signals in its
+  // threads; the env's code gets the defaults a shell would give it.
   ::signal(SIGPIPE, SIG_DFL);
+  ::signal(SIGXFSZ, SIG_DFL);
   sigset_t none;
   sigemptyset(&none);
   ::sigprocmask(SIG_SETMASK, &none, nullptr);

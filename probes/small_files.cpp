@@ -74,22 +74,36 @@ std::size_t longest_line(std::string_view text) {
 
 }  // namespace
 
-FileRead read_file_bounded(const std::filesystem::path& path, const FileLimits& limits) {
-  // O_NONBLOCK: opening a FIFO with no writer would otherwise wait forever.
-  // O_NOCTTY: a terminal device never becomes the agent's.
-  const int fd = ::open(path.c_str(), O_RDONLY | O_NONBLOCK | O_CLOEXEC | O_NOCTTY);
-  if (fd < 0) {
-    return {};
+int open_regular_file(const std::filesystem::path& path, struct stat& info, std::string& refusal) {
+  // Looked at before it is opened: opening a device has effects of its own
+  // (a watchdog arms, a tape rewinds), and opening a FIFO with no writer
+  // waits forever. O_PATH opens nothing; the file is reopened through
+  // /proc/self/fd only once it is known to be a regular file, so a rename in
+  // between cannot swap in something else.
+  const int handle = ::open(path.c_str(), O_PATH | O_CLOEXEC);
+  if (handle < 0) {
+    return -1;
   }
-  FileRead result;
-  struct stat info {};
-  if (::fstat(fd, &info) != 0) {
-    ::close(fd);
-    return {};
+  if (::fstat(handle, &info) != 0) {
+    ::close(handle);
+    return -1;
   }
   if (!S_ISREG(info.st_mode)) {
-    ::close(fd);
-    result.refusal = "is " + file_type_name(info.st_mode) + ", not a regular file";
+    ::close(handle);
+    refusal = "is " + file_type_name(info.st_mode) + ", not a regular file";
+    return -1;
+  }
+  const std::string reopen = "/proc/self/fd/" + std::to_string(handle);
+  const int fd = ::open(reopen.c_str(), O_RDONLY | O_NONBLOCK | O_CLOEXEC | O_NOCTTY);
+  ::close(handle);
+  return fd;
+}
+
+FileRead read_file_bounded(const std::filesystem::path& path, const FileLimits& limits) {
+  FileRead result;
+  struct stat info {};
+  const int fd = open_regular_file(path, info, result.refusal);
+  if (fd < 0) {
     return result;
   }
   const auto size = static_cast<std::size_t>(info.st_size);

@@ -7,6 +7,8 @@
 #include <string_view>
 #include <vector>
 
+#include <sys/stat.h>
+
 #include <nlohmann/json.hpp>
 
 // Reading the small text files that describe envs (pyvenv.cfg, METADATA,
@@ -45,6 +47,12 @@ struct FileRead {
 };
 
 FileRead read_file_bounded(const std::filesystem::path& path, const FileLimits& limits);
+
+// Opens `path` for reading only if it is a regular file, without ever
+// opening anything else (devices, FIFOs): -1 with `refusal` set when it is
+// not one, -1 with `refusal` empty when it cannot be opened. `info` is its
+// fstat. Used for every file taken from envs, shared libraries included.
+int open_regular_file(const std::filesystem::path& path, struct stat& info, std::string& refusal);
 
 // A file the agent refused to read, and why.
 struct FileProblem {

@@ -266,6 +266,35 @@ TEST(Serve, SigtermEndsARunningScanWithinAShortGrace) {
   EXPECT_EQ(db.query_text("PRAGMA integrity_check"), "ok");
 }
 
+// The scan's watchdog: past scan_deadline, the hanging probe is stopped and
+// the scan finishes and is published, the env an error saying why.
+TEST(Serve, TheScanWatchdogStopsAHangAndPublishes) {
+  TempDir dir;
+  HangingEnvAgent hanging(dir);
+  const auto config = dir.write("agent.yaml", "scan_deadline: 2s\n");
+  auto arguments = hanging.arguments;
+  arguments.insert(arguments.end(), {"--config", config.string()});
+  AgentProcess agent(dir.path(), arguments);
+  const auto started = std::chrono::steady_clock::now();
+  const auto report = wait_for_report(agent);
+  // The smoke stage alone would take its 6 s time-out.
+  EXPECT_LT(std::chrono::steady_clock::now() - started, std::chrono::seconds(6)) << agent.log();
+  ASSERT_EQ(report["envs"].size(), 1U);
+  bool stopped = false;
+  for (const auto& check : report["envs"][0]["checks"]) {
+    if (check["status"] == "error" && check["diagnosis"]["cause"] == "stopped") {
+      stopped = true;
+      EXPECT_NE(check["diagnosis"]["summary"].get<std::string>().find(
+                    "the scan's deadline of 2 s passed (scan_deadline in the agent's config)"),
+                std::string::npos)
+          << check["diagnosis"]["summary"];
+    }
+  }
+  EXPECT_TRUE(stopped) << common::json_text(report["envs"][0]["checks"], 2);
+  EXPECT_NE(report["envs"][0]["verdict"], "compliant");
+  EXPECT_TRUE(wait_until([&] { return hanging.probes().empty(); }, std::chrono::seconds(5)));
+}
+
 // kill -9 at arbitrary moments of an agent that scans every second, so that
 // some kills land in the middle of a database write: the file stays sound
 // and the next agent opens it.

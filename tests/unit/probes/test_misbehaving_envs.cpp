@@ -146,7 +146,7 @@ TEST_F(MisbehavingEnv, TheEnvDeadlineBoundsAllItsStages) {
       << imports->summary;
   const auto* command = find_stage(facts, "command:after");
   ASSERT_NE(command, nullptr);
-  EXPECT_EQ(command->status, StageStatus::probe_error);
+  EXPECT_EQ(command->status, StageStatus::stopped);
   EXPECT_EQ(command->summary,
             "not run: the env's deadline of 2 s passed before this stage (env_deadline in the "
             "agent's config)");
@@ -171,7 +171,7 @@ TEST_F(MisbehavingEnv, ACancelledProbeStopsAndSaysWhy) {
   EXPECT_LT(m_elapsed, 10s);
   const auto* imports = find_stage(facts, "imports");
   ASSERT_NE(imports, nullptr);
-  EXPECT_EQ(imports->status, StageStatus::probe_error);
+  EXPECT_EQ(imports->status, StageStatus::stopped);
   EXPECT_NE(imports->summary.find(": the agent is stopping"), std::string::npos)
       << imports->summary;
   const auto* command = find_stage(facts, "command:after");

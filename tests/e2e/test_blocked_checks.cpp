@@ -1,0 +1,141 @@
+// Never compliant without evidence: an env whose torch does not import has
+// its device and smoke checks skipped, and the skip must point at a failing
+// check of the same env. With no `imports` check in the contract, the env
+// gets its own, `import:torch`, carrying the crash or the import error. Real
+// venvs around a real interpreter, scanned by the real binary.
+#include <filesystem>
+#include <fstream>
+
+#include "tests/e2e/agent_fixture.hpp"
+#include "tests/support/demo_host.hpp"
+#include "tests/support/run_command.hpp"
+
+namespace envcontract {
+namespace {
+
+using namespace testing;  // NOLINT: the fixture's helpers
+namespace fs = std::filesystem;
+
+// The contract of the incident: torch's identity (static, passes), a
+// device count and a first device op.
+const char* const k_contract = R"(schema_version: 1
+name: blocked
+envs:
+  require: any
+checks:
+  - id: torch-cpu
+    kind: torch
+    base: "2.10.0"
+    cuda: none
+  - id: devices
+    kind: devices
+    expression: torch.get_num_threads()
+    count: ">= 1"
+  - id: first-op
+    kind: smoke
+    code: |
+      import torch
+      print(torch.ones(1))
+)";
+
+// A venv whose torch/__init__.py is `init`, with a CPU torch's version.py.
+fs::path make_env(const fs::path& root, const std::string& name, const std::string& init) {
+  const auto python = fs::canonical(demo_host() / "venvs/xpu210v/bin/python");
+  const std::string version = python.filename().string().substr(6);  // 3.10
+  const auto prefix = root / name;
+  const auto site = prefix / "lib" / ("python" + version) / "site-packages";
+  fs::create_directories(prefix / "bin");
+  fs::create_directories(site / "torch");
+  std::ofstream(prefix / "pyvenv.cfg")
+      << "home = " << python.parent_path().string() << "\nversion = " << version << "\n";
+  fs::create_symlink(python, prefix / "bin/python");
+  std::ofstream(site / "torch/__init__.py") << init;
+  std::ofstream(site / "torch/version.py") << "__version__ = '2.10.0+cpu'\ncuda = None\n";
+  return prefix;
+}
+
+Json scan_one(const TempDir& dir, const fs::path& prefix) {
+  const auto contract = dir.write("blocked.yaml", k_contract);
+  const auto result = run_command({ENVCONTRACTD_PATH, "scan", "--contract", contract.string(),
+                                   "--prefix", prefix.string(), "--format", "json"});
+  EXPECT_EQ(result.exit_code, 1) << result.err << result.out;
+  const auto report = Json::parse(result.out, nullptr, false);
+  EXPECT_TRUE(report.is_object()) << result.out;
+  return report.is_object() && !report["envs"].empty() ? report["envs"][0] : Json::object();
+}
+
+const Json* find_check(const Json& env, const std::string& id) {
+  for (const auto& check : env["checks"]) {
+    if (check["id"] == id) {
+      return &check;
+    }
+  }
+  ADD_FAILURE() << "no check " << id << " in " << env["checks"];
+  return nullptr;
+}
+
+void expect_blocked_by_torch(const Json& env) {
+  for (const char* id : {"devices", "first-op"}) {
+    const auto* check = find_check(env, id);
+    ASSERT_NE(check, nullptr);
+    EXPECT_EQ((*check)["status"], "skip") << id;
+    EXPECT_EQ((*check)["diagnosis"]["cause"], "blocked") << id;
+    EXPECT_EQ((*check)["diagnosis"]["evidence"]["blocked_by"], "import:torch") << id;
+  }
+  // The static identity check passes: files say a CPU torch 2.10.0.
+  EXPECT_EQ((*find_check(env, "torch-cpu"))["status"], "pass");
+}
+
+TEST(BlockedChecks, ATorchThatCrashesOnImportMakesTheEnvDriftWithTheCrash) {
+  TempDir dir;
+  const auto prefix = make_env(dir.path(), "crashes", "import ctypes\nctypes.string_at(0)\n");
+  const auto env = scan_one(dir, prefix);
+  EXPECT_EQ(env["verdict"], "drift");
+  const auto* own = find_check(env, "import:torch");
+  ASSERT_NE(own, nullptr);
+  EXPECT_EQ((*own)["status"], "fail");
+  EXPECT_EQ((*own)["diagnosis"]["cause"], "crash");
+  const std::string summary = (*own)["diagnosis"]["summary"];
+  EXPECT_NE(summary.find("import torch killed by SIGSEGV"), std::string::npos) << summary;
+  EXPECT_TRUE((*own)["diagnosis"]["evidence"].contains("stderr_tail"));
+  expect_blocked_by_torch(env);
+}
+
+TEST(BlockedChecks, ATorchThatFailsToImportNamesTheMissingLibrary) {
+  TempDir dir;
+  const auto prefix =
+      make_env(dir.path(), "import-error",
+               "raise ImportError('libbkcl.so: cannot open shared object file: No such file or "
+               "directory')\n");
+  const auto env = scan_one(dir, prefix);
+  EXPECT_EQ(env["verdict"], "drift");
+  const auto* own = find_check(env, "import:torch");
+  ASSERT_NE(own, nullptr);
+  EXPECT_EQ((*own)["status"], "fail");
+  EXPECT_EQ((*own)["diagnosis"]["cause"], "missing_library");
+  EXPECT_EQ((*own)["diagnosis"]["summary"], "import torch fails: libbkcl.so cannot be found");
+  expect_blocked_by_torch(env);
+}
+
+TEST(BlockedChecks, AFailingImportsCheckOfTheContractIsTheBlocker) {
+  TempDir dir;
+  const auto prefix = make_env(dir.path(), "crashes", "raise RuntimeError('no')\n");
+  std::string contract = k_contract;
+  contract += "  - id: import-order\n    kind: imports\n    modules: [torch]\n";
+  const auto file = dir.write("blocked.yaml", contract);
+  const auto result = run_command({ENVCONTRACTD_PATH, "scan", "--contract", file.string(),
+                                   "--prefix", prefix.string(), "--format", "json"});
+  const auto env = Json::parse(result.out)["envs"][0];
+  EXPECT_EQ(env["verdict"], "drift");
+  for (const auto& check : env["checks"]) {
+    EXPECT_NE(check["id"], "import:torch") << "the contract's own imports check says it";
+  }
+  for (const char* id : {"devices", "first-op"}) {
+    const auto* check = find_check(env, id);
+    ASSERT_NE(check, nullptr);
+    EXPECT_EQ((*check)["diagnosis"]["evidence"]["blocked_by"], "import-order") << id;
+  }
+}
+
+}  // namespace
+}  // namespace envcontract
