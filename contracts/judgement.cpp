@@ -216,6 +216,47 @@ std::optional<CheckResult> incomplete_facts_check(const Json& env_facts) {
   return result;
 }
 
+// An env that is broken as an env (its interpreter is missing, a dangling
+// link, or cannot start at all) fails one check naming the path and what is
+// wrong, and every other check points at it: "torch is not installed" would
+// send its owner looking for the wrong thing.
+std::optional<CheckResult> broken_env_check(const Json& env_facts, const EnvFactsView& facts) {
+  std::string summary;
+  Json evidence = {{"python", string_field(env_facts, "python")}};
+  const auto& problems = array_field(env_facts, "problems");
+  if (!problems.empty() && problems.front().is_string()) {
+    summary = problems.front().get<std::string>();
+    evidence["problems"] = problems;
+  } else if (const Json* identity = facts.stage("identity")) {
+    // The interpreter did not run at all: exec failed, or the loader stopped
+    // it before Python began (a missing libpython, another architecture).
+    const std::string stage_summary = string_field(*identity, "summary");
+    if (string_field(*identity, "status") == "probe_error" &&
+        (stage_summary.starts_with("cannot run the env's interpreter") ||
+         stage_summary.starts_with("the probe reported nothing"))) {
+      const std::string errors = string_field(*identity, "stderr_tail");
+      const std::string first = errors.substr(0, errors.find('\n'));
+      summary = string_field(env_facts, "python") +
+                " cannot start: " + (first.empty() ? stage_summary : first);
+      evidence["process"] = string_field(*identity, "process");
+      evidence["stderr_tail"] = errors;
+    }
+  }
+  if (summary.empty()) {
+    return std::nullopt;
+  }
+  CheckResult result;
+  result.id = "env:interpreter";
+  result.kind = "env_interpreter";
+  result.severity = Severity::required;
+  result.status = CheckStatus::fail;
+  result.actual = evidence;
+  result.diagnosis = Diagnosis{"broken_env", summary, evidence,
+                               "recreate the env (its interpreter is gone or cannot run), or "
+                               "remove it (conda env remove -p PREFIX, or rm -r the venv)"};
+  return result;
+}
+
 // Never compliant without evidence: a check skipped because torch does not
 // import points at a failing check of the same env. A failing `imports`
 // check of the contract is that check; otherwise the env gets one of its
@@ -305,19 +346,28 @@ EnvJudgement judge_env(const Contract& contract, const Json& env_facts,
   if (auto incomplete = incomplete_facts_check(env_facts)) {
     judgement.checks.push_back(std::move(*incomplete));
   }
+  const auto broken = broken_env_check(env_facts, facts);
+  if (broken) {
+    judgement.checks.push_back(*broken);
+  }
   for (const auto& check : contract.checks) {
     CheckResult result;
     result.id = check.id;
     result.kind = check.kind;
     result.severity = check.severity;
     result.expected = check.params;
-    if (refusal && needs_env_code(check)) {
+    // A broken env blocks every check; an env whose code may not run blocks
+    // those that need its code.
+    const CheckResult* blocker = broken                             ? &*broken
+                                 : refusal && needs_env_code(check) ? &*refusal
+                                                                    : nullptr;
+    if (blocker != nullptr) {
       result.status = CheckStatus::skip;
       result.diagnosis = Diagnosis{
           "blocked",
-          "not judged: check " + refusal->id + " fails first (" + refusal->diagnosis->summary + ")",
-          {{"blocked_by", refusal->id}},
-          "fix " + refusal->id + " first"};
+          "not judged: check " + blocker->id + " fails first (" + blocker->diagnosis->summary + ")",
+          {{"blocked_by", blocker->id}},
+          "fix " + blocker->id + " first"};
       judgement.checks.push_back(std::move(result));
       continue;
     }

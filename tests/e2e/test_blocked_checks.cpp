@@ -139,3 +139,54 @@ TEST(BlockedChecks, AFailingImportsCheckOfTheContractIsTheBlocker) {
 
 }  // namespace
 }  // namespace envcontract
+
+namespace envcontract {
+namespace {
+
+// Broken envs are named: the interpreter gone (a dangling link) or unable to
+// start (its libpython missing), one failing check says which path and what
+// is wrong, and every other check points at it.
+void expect_broken(const Json& env, const std::string& summary_part) {
+  EXPECT_EQ(env["verdict"], "drift");
+  ASSERT_FALSE(env["checks"].empty());
+  const auto& first = env["checks"][0];
+  EXPECT_EQ(first["id"], "env:interpreter");
+  EXPECT_EQ(first["status"], "fail");
+  EXPECT_EQ(first["diagnosis"]["cause"], "broken_env");
+  const std::string summary = first["diagnosis"]["summary"];
+  EXPECT_NE(summary.find(summary_part), std::string::npos) << summary;
+  for (const auto& check : env["checks"]) {
+    if (check["id"] != "env:interpreter") {
+      EXPECT_EQ(check["status"], "skip") << check["id"];
+      EXPECT_EQ(check["diagnosis"]["evidence"]["blocked_by"], "env:interpreter") << check["id"];
+    }
+  }
+}
+
+TEST(BrokenEnvs, ADanglingInterpreterIsNamed) {
+  TempDir dir;
+  const auto prefix = make_env(dir.path(), "dangling", "");
+  fs::remove(prefix / "bin/python");
+  fs::create_symlink("python3.10", prefix / "bin/python");
+  fs::create_symlink("/opt/gone/bin/python3.10", prefix / "bin/python3.10");
+  expect_broken(scan_one(dir, prefix), "is a dangling symlink to python3.10");
+}
+
+TEST(BrokenEnvs, AnInterpreterThatCannotStartIsNamed) {
+  TempDir dir;
+  const auto prefix = make_env(dir.path(), "no-libpython", "");
+  // The demo host's interpreter finds libpython through $ORIGIN/../lib: a
+  // copy in a prefix without it cannot start.
+  const auto python = fs::canonical(demo_host() / "venvs/xpu210v/bin/python");
+  fs::remove(prefix / "bin/python");
+  fs::remove(prefix / "pyvenv.cfg");
+  fs::copy_file(python, prefix / "bin/python");
+  expect_broken(scan_one(dir, prefix), "cannot start: ");
+  const auto env = scan_one(dir, prefix);
+  EXPECT_NE(env["checks"][0]["diagnosis"]["summary"].get<std::string>().find("libpython"),
+            std::string::npos)
+      << env["checks"][0]["diagnosis"]["summary"];
+}
+
+}  // namespace
+}  // namespace envcontract
