@@ -126,6 +126,17 @@ bool needs_env_code(const Check& check) {
          check.kind == "search_path" || check.kind == "tools" || check.kind == "libraries";
 }
 
+// A check the env gets of its own (not one of the contract's): required,
+// identified as "scope:name".
+CheckResult own_check(std::string id, std::string kind, CheckStatus status) {
+  CheckResult result;
+  result.id = std::move(id);
+  result.kind = std::move(kind);
+  result.severity = Severity::required;
+  result.status = status;
+  return result;
+}
+
 // When none of the env's code may run (files that others could write, or no
 // user to run it as), the env fails a check of its own naming the cause,
 // and every check that needed its code points at it: never a pass, never
@@ -142,11 +153,7 @@ std::optional<CheckResult> code_refusal_check(const Json& env_facts) {
   if (unsafe.empty() && run_as_problem.empty()) {
     return std::nullopt;
   }
-  CheckResult result;
-  result.id = "env:code-safety";
-  result.kind = "env_safety";
-  result.severity = Severity::required;
-  result.status = CheckStatus::fail;
+  CheckResult result = own_check("env:code-safety", "env_safety", CheckStatus::fail);
   if (!unsafe.empty()) {
     const Json& first = unsafe.front();
     auto text = [&](const char* key) {
@@ -186,11 +193,7 @@ std::optional<CheckResult> incomplete_facts_check(const Json& env_facts) {
   if (refused.empty() && errors.empty()) {
     return std::nullopt;
   }
-  CheckResult result;
-  result.id = "env:facts";
-  result.kind = "env_facts";
-  result.severity = Severity::required;
-  result.status = CheckStatus::error;
+  CheckResult result = own_check("env:facts", "env_facts", CheckStatus::error);
   result.actual = {{"refused_files", refused}, {"fact_errors", errors}};
   const auto more = [](const Json& items) {
     return items.size() > 1 ? "; " + std::to_string(items.size() - 1) + " more listed" : "";
@@ -245,11 +248,7 @@ std::optional<CheckResult> broken_env_check(const Json& env_facts, const EnvFact
   if (summary.empty()) {
     return std::nullopt;
   }
-  CheckResult result;
-  result.id = "env:interpreter";
-  result.kind = "env_interpreter";
-  result.severity = Severity::required;
-  result.status = CheckStatus::fail;
+  CheckResult result = own_check("env:interpreter", "env_interpreter", CheckStatus::fail);
   result.actual = evidence;
   result.diagnosis = Diagnosis{"broken_env", summary, evidence,
                                "recreate the env (its interpreter is gone or cannot run), or "
@@ -289,10 +288,7 @@ void explain_blocked_skips(const EnvFactsView& facts, std::vector<CheckResult>& 
     if (identity == nullptr || string_field(*identity, "status") == "ok") {
       return;  // skipped for another reason, which its summary gives
     }
-    own.emplace();
-    own->id = "import:torch";
-    own->kind = "imports";
-    own->severity = Severity::required;
+    own = own_check("import:torch", "imports", CheckStatus::fail);
     own->expected = {{"modules", {"torch"}}};
     own->actual = {{"stage", string_field(*identity, "status")},
                    {"summary", string_field(*identity, "summary")}};
