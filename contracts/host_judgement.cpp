@@ -4,24 +4,26 @@
 #include <variant>
 
 #include "contracts/env_facts.hpp"
+#include "contracts/image_match.hpp"
 #include "contracts/judges.hpp"
 #include "contracts/values.hpp"
 
 namespace envcontract::contracts {
 namespace {
 
-// The host's image satisfies a target when the repositories agree and the
-// target's tag and digest, where it names them, are the host's too.
-bool image_matches(const ImageReference& host, const ImageReference& target) {
-  return host.repository == target.repository && (target.tag.empty() || host.tag == target.tag) &&
-         (target.digest.empty() || host.digest == target.digest);
-}
-
 std::string mismatch_summary(const std::string& host_image, const ImageReference& host,
                              const Target& target, const ImageReference& wanted) {
-  if (host.repository == wanted.repository && !wanted.tag.empty() && host.tag != wanted.tag) {
+  const auto host_normal = normalize_image(host);
+  const auto wanted_normal = normalize_image(wanted);
+  if (host_normal.registry == wanted_normal.registry && host_normal.path == wanted_normal.path &&
+      !wanted.tag.empty() && host_normal.tag != wanted.tag) {
     return "the host runs " + host.repository + " tag " + (host.tag.empty() ? "(none)" : host.tag) +
            ", target '" + target.name + "' wants tag " + wanted.tag;
+  }
+  if (host.tag == wanted.tag && host.digest == wanted.digest) {
+    // Identical tags: the difference is the name; show both whole.
+    return "the host runs " + host_normal.text() + ", target '" + target.name + "' wants " +
+           wanted_normal.text() + " (the same tag, another image)";
   }
   return "the host runs " + host_image + ", target '" + target.name + "' wants " + target.image;
 }
@@ -66,8 +68,18 @@ std::vector<TargetJudgement> judge_targets(const Contract& contract, const Json&
           "the host's image reference is not an image reference: " + std::get<std::string>(parsed),
           {{"source", source}, {"value", host_image}},
           "fix the file or command the agent reads the image reference from (" + source + ")"};
-    } else if (wanted != nullptr && image_matches(*host_reference, *wanted)) {
+    } else if (const auto comparison =
+                   wanted != nullptr ? compare_images(*host_reference, *wanted) : ImageComparison{};
+               comparison.matches) {
       judges::pass(result.check);
+      for (const auto& note : comparison.notes) {
+        result.check.notes.push_back(
+            Diagnosis{"image_partial",
+                      note,
+                      {{"host_image", host_image}, {"target_image", target.image}},
+                      "record the full reference (registry/name:tag@"
+                      "digest) in the image-tag file to compare it all"});
+      }
       any_match = true;
     } else {
       judges::fail(result.check, "image_mismatch",

@@ -65,6 +65,57 @@ TEST(JudgeTargets, DigestMustMatchWhenTheTargetNamesOne) {
             CheckStatus::fail);
 }
 
+// Docker's rules: no registry is docker.io, a one-part name is under
+// library/, index.docker.io is docker.io, no tag is latest.
+TEST(JudgeTargets, ReferencesAreComparedAsDockerResolvesThem) {
+  const auto judge = [](const std::string& target, const std::string& host) {
+    return contracts::judge_targets(load("schema_version: 1\nimage: '" + target + "'\n"),
+                                    image(host))[0];
+  };
+  for (const auto& [target, host] : std::vector<std::pair<std::string, std::string>>{
+           {"ubuntu:22.04", "docker.io/library/ubuntu:22.04"},
+           {"docker.io/library/ubuntu:22.04", "ubuntu:22.04"},
+           {"library/ubuntu:22.04", "index.docker.io/library/ubuntu:22.04"},
+           {"ubuntu:latest", "ubuntu"},
+           {"localhost:5000/runtime:1", "localhost:5000/runtime:1"}}) {
+    EXPECT_EQ(judge(target, host).check.status, CheckStatus::pass) << target << " vs " << host;
+  }
+  EXPECT_EQ(judge("ubuntu:22.04", "quay.io/ubuntu:22.04").check.status, CheckStatus::fail);
+  EXPECT_EQ(judge("ubuntu:22.04", "ubuntu").check.status, CheckStatus::fail);  // latest
+}
+
+// The incident's host file names the image without its registry: what it
+// records is compared, a note says so, and identical tags are never a
+// "mismatch" between two equal strings.
+TEST(JudgeTargets, AHostThatRecordsLessIsComparedOnWhatItRecords) {
+  const auto contract = load(
+      "schema_version: 1\nimage: "
+      "'registry.example/flagos-runtime/flagos-runtime-kunlunxin-xre5.37.1:2.2.0'\n");
+  const auto same =
+      contracts::judge_targets(contract, image("flagos-runtime-kunlunxin-xre5.37.1:2.2.0"))[0];
+  EXPECT_EQ(same.check.status, CheckStatus::pass);
+  ASSERT_EQ(same.check.notes.size(), 1U);
+  EXPECT_EQ(same.check.notes[0].cause, "image_partial");
+  EXPECT_NE(same.check.notes[0].summary.find("without a registry"), std::string::npos);
+
+  const auto older =
+      contracts::judge_targets(contract, image("flagos-runtime-kunlunxin-xre5.37.1:2.1.2"))[0];
+  EXPECT_EQ(older.check.status, CheckStatus::fail);
+
+  const auto other = contracts::judge_targets(contract, image("another-runtime:2.2.0"))[0];
+  EXPECT_EQ(other.check.status, CheckStatus::fail);
+  EXPECT_NE(other.check.diagnosis->summary.find("(the same tag, another image)"), std::string::npos)
+      << other.check.diagnosis->summary;
+
+  const std::string digest(64, 'c');
+  const auto pinned =
+      load("schema_version: 1\nimage: 'registry.example/x:1@sha256:" + digest + "'\n");
+  const auto undigested = contracts::judge_targets(pinned, image("registry.example/x:1"))[0];
+  EXPECT_EQ(undigested.check.status, CheckStatus::pass);
+  ASSERT_EQ(undigested.check.notes.size(), 1U);
+  EXPECT_NE(undigested.check.notes[0].summary.find("records no digest"), std::string::npos);
+}
+
 TEST(JudgeTargets, UnknownOrUnreadableImageIsAnErrorThatSaysWhatToConfigure) {
   const auto contract = load(k_two_targets);
   const auto unconfigured = contracts::judge_targets(contract, Json::object());
