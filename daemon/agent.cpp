@@ -152,15 +152,27 @@ std::int64_t Agent::request_scan(const std::string& reason) {
     if (!m_queued.empty()) {
       return m_queued.back();  // a queued scan will see whatever prompted this one too
     }
-    id = m_next_ticket++;
-    m_tickets[id] = ScanTicket{id, "queued", reason, common::now_rfc3339(), "", std::nullopt, ""};
-    m_queued.push_back(id);
-    while (m_tickets.size() > k_kept_tickets) {
-      m_tickets.erase(m_tickets.begin());
-    }
+    id = queue_ticket_locked(reason);
   }
   m_wake.notify_all();
   return id;
+}
+
+std::int64_t Agent::queue_ticket_locked(const std::string& reason) {
+  // The one place tickets are made, so the one place they are trimmed: an
+  // agent scanning every 5 minutes for a year keeps 200, not 100,000.
+  const std::int64_t id = m_next_ticket++;
+  m_tickets[id] = ScanTicket{id, "queued", reason, common::now_rfc3339(), "", std::nullopt, ""};
+  m_queued.push_back(id);
+  while (m_tickets.size() > k_kept_tickets) {
+    m_tickets.erase(m_tickets.begin());
+  }
+  return id;
+}
+
+std::size_t Agent::ticket_count() const {
+  std::lock_guard lock(m_mutex);
+  return m_tickets.size();
 }
 
 std::optional<ScanTicket> Agent::ticket(std::int64_t id) const {
@@ -268,10 +280,7 @@ void Agent::run() {
     if (Clock::now() >= next_due) {
       next_due = Clock::now() + m_config.interval;
       if (m_queued.empty()) {
-        const std::int64_t id = m_next_ticket++;
-        m_tickets[id] =
-            ScanTicket{id, "queued", "interval", common::now_rfc3339(), "", std::nullopt, ""};
-        m_queued.push_back(id);
+        queue_ticket_locked("interval");
       }
     }
     if (!m_queued.empty()) {

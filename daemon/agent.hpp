@@ -75,6 +75,8 @@ class Agent {
   // Queues a scan (or joins the one already queued) and returns its ticket id.
   std::int64_t request_scan(const std::string& reason);
   std::optional<ScanTicket> ticket(std::int64_t id) const;
+  // How many tickets are kept (the last 200).
+  std::size_t ticket_count() const;
   // Re-reads the contract file on the scheduler thread (SIGHUP).
   void request_reload();
 
@@ -99,6 +101,8 @@ class Agent {
   void reload_contract(const std::string& why);
   void run_scan(std::unique_lock<std::mutex>& lock);
   bool stopping() const;
+  // Makes a queued ticket; m_mutex held.
+  std::int64_t queue_ticket_locked(const std::string& reason);
   void publish(const std::function<void(AgentSnapshot&)>& change);
   std::optional<FileSignature> contract_signature() const;
 

@@ -37,29 +37,32 @@ void write_ready_file(const std::filesystem::path& file, const std::string& url)
 }
 
 // Descriptors kept for everything but connections: the database, probes'
-// pipes and cgroup files, logs.
+// pipes and cgroup files, logs. (Debian's httplib is built with poll(), so
+// descriptors above FD_SETSIZE are served as any other.)
 constexpr std::size_t k_descriptor_reserve = 256;
-// httplib 0.11.4 answers 500 on a connection whose descriptor is at least
-// FD_SETSIZE (it was built with select()): connections must stay below it.
-constexpr std::size_t k_select_limit = 1024;
 
 // Raises the soft descriptor limit to the hard one and bounds the
 // connections so that they, with the reserve, fit under it.
 std::size_t connection_bound(std::size_t wanted) {
   rlimit limit{};
-  if (::getrlimit(RLIMIT_NOFILE, &limit) == 0 && limit.rlim_cur < limit.rlim_max) {
+  if (::getrlimit(RLIMIT_NOFILE, &limit) != 0) {
+    return wanted;
+  }
+  if (limit.rlim_cur < limit.rlim_max) {
     limit.rlim_cur = limit.rlim_max;
     ::setrlimit(RLIMIT_NOFILE, &limit);
   }
-  const std::size_t descriptors = std::min<std::size_t>(
-      limit.rlim_cur == RLIM_INFINITY ? k_select_limit : limit.rlim_cur, k_select_limit);
+  if (limit.rlim_cur == RLIM_INFINITY) {
+    return wanted;
+  }
+  const auto descriptors = static_cast<std::size_t>(limit.rlim_cur);
   const std::size_t room =
       descriptors > k_descriptor_reserve * 2 ? descriptors - k_descriptor_reserve : descriptors / 2;
   if (wanted > room) {
     spdlog::warn(
-        "http_max_connections {} lowered to {}: {} descriptors are usable (LimitNOFILE, and "
-        "httplib's select() limit of {}), {} are kept for probes and the database",
-        wanted, room, descriptors, k_select_limit, k_descriptor_reserve);
+        "http_max_connections {} lowered to {}: the agent may open {} descriptors (LimitNOFILE) "
+        "and keeps {} for probes and the database",
+        wanted, room, descriptors, k_descriptor_reserve);
     return room;
   }
   return wanted;
