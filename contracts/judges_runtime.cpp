@@ -1,5 +1,6 @@
 // Judges of what happened when env code ran: imports, device counts, smoke
 // snippets. A failure is explained from the linkage facts when they know why.
+#include <algorithm>
 #include <regex>
 
 #include "common/json_text.hpp"
@@ -54,6 +55,48 @@ std::string file_name(const std::string& path) {
   return std::filesystem::path(path).filename().string();
 }
 
+// The loader names only the first symbol it cannot bind; the linkage facts
+// know every one. The others needed by the same library, and its missing
+// version nodes, join the diagnosis, so that fixing the first does not
+// uncover the next one by one.
+void add_other_unresolved(const EnvFactsView& facts, const std::string& symbol,
+                          const std::string& activation, Diagnosis& diagnosis) {
+  const std::string needed_by = string_field(diagnosis.evidence, "needed_by");
+  if (needed_by.empty()) {
+    return;
+  }
+  auto others = Json::array();
+  auto versions = Json::array();
+  for (const auto& library : facts.libraries(activation)) {
+    for (const auto& unresolved : array_field(library, "unresolved")) {
+      if (string_field(unresolved, "needed_by") == needed_by &&
+          string_field(unresolved, "mangled") != symbol &&
+          std::find(others.begin(), others.end(), unresolved) == others.end()) {
+        others.push_back(unresolved);
+      }
+    }
+    for (const auto& version : array_field(library, "missing_versions")) {
+      if (string_field(version, "needed_by") == needed_by &&
+          std::find(versions.begin(), versions.end(), version) == versions.end()) {
+        versions.push_back(version);
+      }
+    }
+  }
+  if (!others.empty()) {
+    std::string names;
+    for (std::size_t i = 0; i < others.size() && i < 3; ++i) {
+      names += (i == 0 ? "" : ", ") + string_field(others[i], "demangled");
+    }
+    diagnosis.summary += "; " + file_name(needed_by) + " also needs " +
+                         std::to_string(others.size()) + " more that nothing defines: " + names +
+                         (others.size() > 3 ? ", ..." : "");
+    diagnosis.evidence["also_unresolved"] = others;
+  }
+  if (!versions.empty()) {
+    diagnosis.evidence["missing_versions"] = versions;
+  }
+}
+
 // Why an import (or a snippet) raised, from its error text and the linkage facts.
 Diagnosis explain_error(const std::string& subject, const std::string& error_type,
                         const std::string& error, const EnvFactsView& facts,
@@ -86,14 +129,17 @@ Diagnosis explain_error(const std::string& subject, const std::string& error_typ
       for (const auto& difference : array_field(near, "differences")) {
         differences += (differences.empty() ? "" : "; ") + difference.get<std::string>();
       }
-      return {"abi_signature_mismatch",
-              file_name(string_field(*evidence, "needed_by")) + " wants " +
-                  string_field(*evidence, "demangled") + " but " +
-                  file_name(string_field(near, "library")) + " defines " +
-                  string_field(near, "demangled") + " (" + differences + ")",
-              *evidence,
-              "use builds of " + file_name(string_field(*evidence, "needed_by")) + " and " +
-                  file_name(string_field(near, "library")) + " made against the same torch"};
+      Diagnosis mismatch{"abi_signature_mismatch",
+                         file_name(string_field(*evidence, "needed_by")) + " wants " +
+                             string_field(*evidence, "demangled") + " but " +
+                             file_name(string_field(near, "library")) + " defines " +
+                             string_field(near, "demangled") + " (" + differences + ")",
+                         *evidence,
+                         "use builds of " + file_name(string_field(*evidence, "needed_by")) +
+                             " and " + file_name(string_field(near, "library")) +
+                             " made against the same torch"};
+      add_other_unresolved(facts, symbol, activation, mismatch);
+      return mismatch;
     }
     Diagnosis diagnosis{"undefined_symbol",
                         subject + " fails: undefined symbol " + symbol,
@@ -103,6 +149,7 @@ Diagnosis explain_error(const std::string& subject, const std::string& error_typ
       diagnosis.summary = file_name(string_field(*evidence, "needed_by")) + " needs " +
                           string_field(*evidence, "demangled") + ", which nothing it loads defines";
       diagnosis.evidence = *evidence;
+      add_other_unresolved(facts, symbol, activation, diagnosis);
     }
     return diagnosis;
   }

@@ -7,6 +7,7 @@
 #include <fstream>
 
 #include "tests/e2e/agent_fixture.hpp"
+#include "tests/support/compile.hpp"
 #include "tests/support/demo_host.hpp"
 #include "tests/support/run_command.hpp"
 
@@ -186,6 +187,45 @@ TEST(BrokenEnvs, AnInterpreterThatCannotStartIsNamed) {
   EXPECT_NE(env["checks"][0]["diagnosis"]["summary"].get<std::string>().find("libpython"),
             std::string::npos)
       << env["checks"][0]["diagnosis"]["summary"];
+}
+
+}  // namespace
+}  // namespace envcontract
+
+namespace envcontract {
+namespace {
+
+// The loader names one missing symbol at a time; the report names them all,
+// so that the second is not found only after the first is fixed.
+TEST(LinkageDiagnosis, EveryUnresolvedSymbolOfTheLibraryIsNamed) {
+  TempDir dir;
+  const auto prefix = make_env(dir.path(), "two-missing", "");
+  const auto site = prefix / "lib/python3.10/site-packages";
+  build_shared_library(site / "twomiss.cpython-310-x86_64-linux-gnu.so",
+                       "extern int missing_one(void);\nextern int missing_two(void);\n"
+                       "int call_them(void) { return missing_one() + missing_two(); }\n");
+  const auto contract =
+      dir.write("imports.yaml",
+                "schema_version: 1\nname: imports\nchecks:\n  - id: import-twomiss\n"
+                "    kind: imports\n    modules: [twomiss]\n");
+  const auto result = run_command({ENVCONTRACTD_PATH, "scan", "--contract", contract.string(),
+                                   "--prefix", prefix.string(), "--format", "json"});
+  const auto report = Json::parse(result.out, nullptr, false);
+  ASSERT_TRUE(report.is_object()) << result.err;
+  const auto* check = find_check(report["envs"][0], "import-twomiss");
+  ASSERT_NE(check, nullptr);
+  EXPECT_EQ((*check)["status"], "fail");
+  EXPECT_EQ((*check)["diagnosis"]["cause"], "undefined_symbol");
+  const std::string summary = (*check)["diagnosis"]["summary"];
+  EXPECT_NE(summary.find(", which nothing it loads defines; "
+                         "twomiss.cpython-310-x86_64-linux-gnu.so also needs 1 more that "
+                         "nothing defines: missing_"),
+            std::string::npos)
+      << summary;
+  // Both names appear: the one the loader gave and the one it did not.
+  EXPECT_NE(summary.find("missing_one"), std::string::npos) << summary;
+  EXPECT_NE(summary.find("missing_two"), std::string::npos) << summary;
+  EXPECT_EQ((*check)["diagnosis"]["evidence"]["also_unresolved"].size(), 1U);
 }
 
 }  // namespace
