@@ -70,7 +70,15 @@ std::vector<TargetJudgement> judge_targets(const Contract& contract, const Json&
           "fix the file or command the agent reads the image reference from (" + source + ")"};
     } else if (const auto comparison =
                    wanted != nullptr ? compare_images(*host_reference, *wanted) : ImageComparison{};
-               comparison.matches) {
+               !comparison.undecided.empty()) {
+      result.check.status = CheckStatus::error;
+      result.check.diagnosis = Diagnosis{
+          "image_unknown",
+          "target '" + target.name + "' " + comparison.undecided,
+          {{"host_image", host_image}, {"source", source}, {"target_image", target.image}},
+          "record the image's digest in the image-tag file (docker inspect --format "
+          "'{{index .RepoDigests 0}}')"};
+    } else if (comparison.matches) {
       judges::pass(result.check);
       for (const auto& note : comparison.notes) {
         result.check.notes.push_back(

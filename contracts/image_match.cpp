@@ -78,17 +78,22 @@ ImageComparison compare_images(const ImageReference& host_reference,
                                "' without a registry: compared with the end of the target's " +
                                target.registry + "/" + target.path);
   }
-  // A target without a tag or digest accepts any tag (a moving "dev" target).
+  // Digests decide when both are known; otherwise the tags do. A target
+  // without a tag or digest accepts any tag (a moving "dev" target).
   bool versions_match = true;
-  if (!target_reference.tag.empty()) {
-    versions_match = host.tag == target_reference.tag;
-  }
-  if (!target.digest.empty()) {
-    if (host.digest.empty()) {
+  if (!target.digest.empty() && !host.digest.empty()) {
+    versions_match = host.digest == target.digest;
+  } else if (!target.digest.empty() && target_reference.tag.empty()) {
+    comparison.undecided = "target pins only the digest " + target.digest +
+                           " and the host records none, so nothing decides whether it runs it";
+    versions_match = false;
+  } else {
+    if (!target_reference.tag.empty()) {
+      versions_match = host.tag == target_reference.tag;
+    }
+    if (!target.digest.empty()) {
       comparison.notes.push_back("the host records no digest: the target's " + target.digest +
                                  " could not be compared");
-    } else {
-      versions_match = versions_match && host.digest == target.digest;
     }
   }
   comparison.matches = names_match && versions_match;

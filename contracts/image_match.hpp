@@ -26,6 +26,9 @@ NormalizedImage normalize_image(const ImageReference& reference);
 struct ImageComparison {
   bool matches = false;
   std::vector<std::string> notes;
+  // The target pins only a digest and the host records none: nothing
+  // decides, which is an error, never a pass.
+  std::string undecided;
 };
 
 ImageComparison compare_images(const ImageReference& host, const ImageReference& target);

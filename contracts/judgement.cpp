@@ -61,7 +61,8 @@ namespace {
 // and stay.
 void skip_consequences(std::vector<CheckResult>& results) {
   const auto failed_import = std::find_if(results.begin(), results.end(), [](const auto& result) {
-    return result.kind == "imports" && result.status == CheckStatus::fail;
+    return result.kind == "imports" && result.status == CheckStatus::fail &&
+           result.severity == Severity::required;
   });
   if (failed_import == results.end()) {
     return;
@@ -226,18 +227,32 @@ std::optional<CheckResult> incomplete_facts_check(const Json& env_facts) {
 std::optional<CheckResult> broken_env_check(const Json& env_facts, const EnvFactsView& facts) {
   std::string summary;
   Json evidence = {{"python", string_field(env_facts, "python")}};
-  const auto& problems = array_field(env_facts, "problems");
-  if (!problems.empty() && problems.front().is_string()) {
-    summary = problems.front().get<std::string>();
-    evidence["problems"] = problems;
-  } else if (const Json* identity = facts.stage("identity")) {
-    // The interpreter did not run at all: exec failed, or the loader stopped
-    // it before Python began (a missing libpython, another architecture).
+  // Discovery's problems with the interpreter itself (others, such as an
+  // unknown version, leave the interpreter usable).
+  for (const auto& problem : array_field(env_facts, "problems")) {
+    const std::string text = problem.is_string() ? problem.get<std::string>() : "";
+    if (summary.empty() && (text.starts_with("no Python interpreter:") ||
+                            text.find("is a dangling symlink") != std::string::npos)) {
+      summary = text;
+      evidence["problems"] = array_field(env_facts, "problems");
+    }
+  }
+  const Json* identity = summary.empty() ? facts.stage("identity") : nullptr;
+  if (identity != nullptr && string_field(*identity, "status") == "probe_error") {
+    // The interpreter did not run at all: the file is not an executable
+    // (exec said so), or the loader stopped it before Python began (a
+    // missing libpython: exit 127). The agent's own failures to start a
+    // process ("envcontract: ...") and a refused exec (permissions) are not
+    // the env's, and stay probe errors.
+    const std::string errors = string_field(*identity, "stderr_tail");
     const std::string stage_summary = string_field(*identity, "summary");
-    if (string_field(*identity, "status") == "probe_error" &&
-        (stage_summary.starts_with("cannot run the env's interpreter") ||
-         stage_summary.starts_with("the probe reported nothing"))) {
-      const std::string errors = string_field(*identity, "stderr_tail");
+    const bool loader_stopped =
+        string_field(*identity, "process") == "exit 127" ||
+        errors.find("error while loading shared libraries") != std::string::npos;
+    const bool not_executable = stage_summary.starts_with("cannot run the env's interpreter") &&
+                                (stage_summary.find("No such file") != std::string::npos ||
+                                 stage_summary.find("Exec format error") != std::string::npos);
+    if (!errors.starts_with("envcontract: ") && (loader_stopped || not_executable)) {
       const std::string first = errors.substr(0, errors.find('\n'));
       summary = string_field(env_facts, "python") +
                 " cannot start: " + (first.empty() ? stage_summary : first);
@@ -277,8 +292,11 @@ void explain_blocked_skips(const EnvFactsView& facts, std::vector<CheckResult>& 
   std::optional<CheckResult> own;
   std::string blocker;
   std::string blocker_summary;
+  // Only a required check can stand for the failure: an advisory one does
+  // not make the env drift, and would let it pass on a torch that fails.
   const auto failing_import = std::find_if(results.begin(), results.end(), [](const auto& result) {
-    return result.kind == "imports" && result.status == CheckStatus::fail && result.diagnosis;
+    return result.kind == "imports" && result.status == CheckStatus::fail &&
+           result.severity == Severity::required && result.diagnosis;
   });
   if (failing_import != results.end()) {
     blocker = failing_import->id;

@@ -2,6 +2,7 @@
 // snippets. A failure is explained from the linkage facts when they know why.
 #include <algorithm>
 #include <regex>
+#include <set>
 
 #include "common/json_text.hpp"
 #include "contracts/judges.hpp"
@@ -61,35 +62,53 @@ std::string file_name(const std::string& path) {
 // uncover the next one by one.
 void add_other_unresolved(const EnvFactsView& facts, const std::string& symbol,
                           const std::string& activation, Diagnosis& diagnosis) {
+  constexpr std::size_t k_listed = 50;
   const std::string needed_by = string_field(diagnosis.evidence, "needed_by");
   if (needed_by.empty()) {
     return;
   }
-  auto others = Json::array();
-  auto versions = Json::array();
+  // From the one library entry whose closure the loader's symbol belongs
+  // to: other entries resolve in other closures.
+  const Json* entry = nullptr;
   for (const auto& library : facts.libraries(activation)) {
     for (const auto& unresolved : array_field(library, "unresolved")) {
-      if (string_field(unresolved, "needed_by") == needed_by &&
-          string_field(unresolved, "mangled") != symbol &&
-          std::find(others.begin(), others.end(), unresolved) == others.end()) {
-        others.push_back(unresolved);
-      }
-    }
-    for (const auto& version : array_field(library, "missing_versions")) {
-      if (string_field(version, "needed_by") == needed_by &&
-          std::find(versions.begin(), versions.end(), version) == versions.end()) {
-        versions.push_back(version);
+      if (entry == nullptr && string_field(unresolved, "mangled") == symbol &&
+          string_field(unresolved, "needed_by") == needed_by) {
+        entry = &library;
       }
     }
   }
-  if (!others.empty()) {
+  if (entry == nullptr) {
+    return;
+  }
+  auto others = Json::array();
+  std::set<std::string> seen;
+  std::size_t count = 0;
+  for (const auto& unresolved : array_field(*entry, "unresolved")) {
+    const std::string key =
+        string_field(unresolved, "mangled") + "@" + string_field(unresolved, "version");
+    if (string_field(unresolved, "needed_by") != needed_by ||
+        string_field(unresolved, "mangled") == symbol || !seen.insert(key).second) {
+      continue;
+    }
+    ++count;
+    if (others.size() < k_listed) {
+      others.push_back(unresolved);
+    }
+  }
+  auto versions = Json::array();
+  for (const auto& version : array_field(*entry, "missing_versions")) {
+    if (string_field(version, "needed_by") == needed_by && versions.size() < k_listed) {
+      versions.push_back(version);
+    }
+  }
+  if (count > 0) {
     std::string names;
     for (std::size_t i = 0; i < others.size() && i < 3; ++i) {
       names += (i == 0 ? "" : ", ") + string_field(others[i], "demangled");
     }
-    diagnosis.summary += "; " + file_name(needed_by) + " also needs " +
-                         std::to_string(others.size()) + " more that nothing defines: " + names +
-                         (others.size() > 3 ? ", ..." : "");
+    diagnosis.summary += "; " + file_name(needed_by) + " also needs " + std::to_string(count) +
+                         " more that nothing defines: " + names + (count > 3 ? ", ..." : "");
     diagnosis.evidence["also_unresolved"] = others;
   }
   if (!versions.empty()) {

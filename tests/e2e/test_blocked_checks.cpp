@@ -173,6 +173,36 @@ TEST(BrokenEnvs, ADanglingInterpreterIsNamed) {
   expect_broken(scan_one(dir, prefix), "is a dangling symlink to python3.10");
 }
 
+// Discovery's other problems (a version it cannot tell) leave the
+// interpreter usable: they do not make the env broken.
+TEST(BrokenEnvs, AnUnknownVersionIsNotABrokenInterpreter) {
+  TempDir dir;
+  const auto prefix = make_env(dir.path(), "no-version", "");
+  std::ofstream(prefix / "pyvenv.cfg") << "home = /nowhere\n";
+  fs::rename(prefix / "lib/python3.10", prefix / "lib/python3.10t");
+  const auto env = scan_one(dir, prefix);
+  for (const auto& check : env["checks"]) {
+    EXPECT_NE(check["id"], "env:interpreter") << check;
+  }
+}
+
+// An advisory imports check cannot stand for torch's failure: the env still
+// gets its own required import:torch and drifts.
+TEST(BlockedChecks, AnAdvisoryImportsCheckDoesNotHideTheFailure) {
+  TempDir dir;
+  const auto prefix = make_env(dir.path(), "crashes", "raise RuntimeError('no')\n");
+  std::string contract = k_contract;
+  contract +=
+      "  - id: import-order\n    kind: imports\n    severity: advisory\n"
+      "    modules: [torch]\n";
+  const auto file = dir.write("blocked.yaml", contract);
+  const auto result = run_command({ENVCONTRACTD_PATH, "scan", "--contract", file.string(),
+                                   "--prefix", prefix.string(), "--format", "json"});
+  const auto env = Json::parse(result.out)["envs"][0];
+  EXPECT_EQ(env["verdict"], "drift");
+  EXPECT_NE(find_check(env, "import:torch"), nullptr);
+}
+
 TEST(BrokenEnvs, AnInterpreterThatCannotStartIsNamed) {
   TempDir dir;
   const auto prefix = make_env(dir.path(), "no-libpython", "");

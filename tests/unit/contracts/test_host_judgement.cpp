@@ -116,6 +116,27 @@ TEST(JudgeTargets, AHostThatRecordsLessIsComparedOnWhatItRecords) {
   EXPECT_NE(undigested.check.notes[0].summary.find("records no digest"), std::string::npos);
 }
 
+// Digests decide when both sides have one; a target pinned only by digest
+// against a host that records none is undecided: an error, never a pass.
+TEST(JudgeTargets, DigestsDecideAndADigestOnlyTargetNeedsOne) {
+  const std::string digest(64, 'd');
+  const auto by_digest = load("schema_version: 1\nimage: 'reg.example/x@sha256:" + digest + "'\n");
+  const auto undecided = contracts::judge_targets(by_digest, image("reg.example/x:whatever"))[0];
+  EXPECT_EQ(undecided.check.status, CheckStatus::error);
+  EXPECT_EQ(undecided.check.diagnosis->cause, "image_unknown");
+  EXPECT_NE(undecided.check.diagnosis->summary.find("pins only the digest"), std::string::npos);
+  EXPECT_EQ(contracts::judge_targets(by_digest, image("x"))[0].check.status, CheckStatus::error);
+
+  const auto tagged = load("schema_version: 1\nimage: 'reg.example/x:1@sha256:" + digest + "'\n");
+  EXPECT_EQ(
+      contracts::judge_targets(tagged, image("reg.example/x@sha256:" + digest))[0].check.status,
+      CheckStatus::pass);
+  EXPECT_EQ(
+      contracts::judge_targets(tagged, image("reg.example/x:1@sha256:" + std::string(64, 'e')))[0]
+          .check.status,
+      CheckStatus::fail);
+}
+
 TEST(JudgeTargets, UnknownOrUnreadableImageIsAnErrorThatSaysWhatToConfigure) {
   const auto contract = load(k_two_targets);
   const auto unconfigured = contracts::judge_targets(contract, Json::object());
