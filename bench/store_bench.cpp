@@ -147,7 +147,7 @@ int main(int argc, char** argv) {
               per_scan_ms, per_scan_ms / baseline_ms);
   std::printf("  database after %d scans              %10.0f KiB (target %.0f KiB)\n", scans,
               static_cast<double>(unchanged_bytes) / 1024.0, k_target_bytes / 1024.0);
-  std::printf("  WAL at its largest                         %10.0f KiB (cut back to 1 MiB)\n",
+  std::printf("  WAL after the last scan                    %10.0f KiB (cut back to 1 MiB)\n",
               static_cast<double>(wal_high) / 1024.0);
   std::printf("  11 scans, one 2 MB actual changing each    %10.0f KiB\n",
               static_cast<double>(changing_bytes) / 1024.0);

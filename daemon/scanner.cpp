@@ -175,9 +175,6 @@ report::Json Scanner::scan(const LoadedContract& contract, const ScanSettings& s
                             done, facts.envs.size());
     }
   });
-  if (cancellation->cancelled()) {
-    host_json["cancelled"] = cancellation->reason();
-  }
   std::erase_if(m_probes, [&](const auto& entry) { return !seen.contains(entry.first); });
   m_last_probed = probed;
   m_last_reused = facts.envs.size() - probed;

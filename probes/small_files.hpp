@@ -35,7 +35,6 @@ inline constexpr FileLimits record{"RECORD file list", 16 * 1024 * 1024, false, 
 inline constexpr FileLimits conda_record{"conda-meta record", 32 * 1024 * 1024, false, 0};
 inline constexpr FileLimits conda_config{"conda configuration", 1024 * 1024, false, 64 * 1024};
 inline constexpr FileLimits env_list{"list of envs", 1024 * 1024, false, 4096};
-inline constexpr FileLimits shell_script{"activation script", 1024 * 1024, false, 0};
 }  // namespace file_limits
 
 // The outcome of reading one file: its text, or why it was refused. A file

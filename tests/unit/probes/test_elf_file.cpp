@@ -183,22 +183,18 @@ TEST(ElfFile, ALibraryTruncatedWhileReadIsAnErrorNotACrash) {
           .write(bytes.data(), static_cast<std::streamsize>(bytes.size()));
     }
   });
-  std::size_t opened = 0;
-  std::size_t refused = 0;
+  // Surviving is the assertion: each open is an error or a complete read,
+  // and every symbol name of a read still points at memory we own.
   for (int i = 0; i < 300; ++i) {
     auto file = ElfFile::open(path);
     if (const auto* elf = std::get_if<std::shared_ptr<const ElfFile>>(&file)) {
-      ++opened;
       for (const auto& symbol : (*elf)->symbols()) {
-        (void)symbol.name.size();  // every view still points at memory we own
+        (void)symbol.name.size();
       }
-    } else {
-      ++refused;
     }
   }
   done = true;
   vandal.join();
-  EXPECT_EQ(opened + refused, 300U);
   // The complete file reads as before once nobody touches it.
   const auto settled = open_ok(path);
   ASSERT_NE(settled, nullptr);
