@@ -54,6 +54,19 @@ std::string EnvFactsView::site() const {
                                                                     : prefix() + "/lib";
 }
 
+std::vector<std::string> EnvFactsView::sites() const {
+  std::vector<std::string> dirs;
+  for (const auto& site : member(member(m_facts, "static"), "site_packages")) {
+    if (site.is_string()) {
+      dirs.push_back(site.get<std::string>());
+    }
+  }
+  if (dirs.empty()) {
+    dirs.push_back(site());
+  }
+  return dirs;
+}
+
 const Json& EnvFactsView::torch() const {
   return member(member(m_facts, "static"), "torch");
 }
@@ -134,6 +147,22 @@ std::string EnvFactsView::expand(const std::string& pattern) const {
     start += value.size();
   }
   return text;
+}
+
+std::vector<std::string> EnvFactsView::expand_all(const std::string& pattern) const {
+  if (pattern.find("{site}") == std::string::npos) {
+    return {expand(pattern)};
+  }
+  std::vector<std::string> expansions;
+  for (const auto& site : sites()) {
+    std::string one = pattern;
+    for (auto at = one.find("{site}"); at != std::string::npos;
+         at = one.find("{site}", at + site.size())) {
+      one.replace(at, 6, site);
+    }
+    expansions.push_back(expand(one));
+  }
+  return expansions;
 }
 
 std::vector<std::string> EnvFactsView::unset_variables(const std::string& pattern) const {

@@ -16,7 +16,10 @@ class EnvFactsView {
   const Json& raw() const { return m_facts; }
   std::string prefix() const;
   std::string python_version() const;
-  std::string site() const;    // the first site-packages
+  std::string site() const;  // the first site dir
+  // Every site dir of the env in sys.path order (its own site-packages, the
+  // user site, the base's when included, Debian's dist-packages).
+  std::vector<std::string> sites() const;
   const Json& torch() const;   // static torch facts, or null
   const Json& triton() const;  // static triton facts, or null
   std::vector<std::string> modules() const;
@@ -34,7 +37,11 @@ class EnvFactsView {
 
   // "{prefix}/lib", "{site}/torch/lib/x.so" and "${VAR}/lib" (from the
   // activated environment) made absolute.
+  // With {site}, the first site dir; see expand_all.
   std::string expand(const std::string& pattern) const;
+  // `pattern` expanded once per site dir when it names {site} (a package
+  // may live in any of them), else once.
+  std::vector<std::string> expand_all(const std::string& pattern) const;
   // The ${VAR} names in `pattern` that the activated environment leaves unset.
   std::vector<std::string> unset_variables(const std::string& pattern) const;
 

@@ -6,6 +6,7 @@
 #include "contracts/check_kind.hpp"
 #include "contracts/env_facts.hpp"
 #include "contracts/judges.hpp"
+#include "contracts/search_path_agreement.hpp"
 
 namespace envcontract::contracts {
 
@@ -363,6 +364,8 @@ EnvJudgement judge_env(const Contract& contract, const Json& env_facts,
   const auto broken = broken_env_check(env_facts, facts);
   if (broken) {
     judgement.checks.push_back(*broken);
+  } else if (auto disagreement = search_path_agreement(facts)) {
+    judgement.checks.push_back(std::move(*disagreement));
   }
   for (const auto& check : contract.checks) {
     CheckResult result;

@@ -1,4 +1,5 @@
 // Judges of the environment an activated env gives its processes.
+#include <algorithm>
 #include <sstream>
 
 #include "common/json_text.hpp"
@@ -73,8 +74,10 @@ void search_path(const Check& check, const EnvFactsView& facts, CheckResult& res
            evidence, "set " + unset.front() + " in the env's etc/conda/activate.d script");
       return;
     }
-    const std::string wanted = facts.expand(dir.get<std::string>());
-    if (position >= entries.size() || entries[position] != wanted) {
+    const auto candidates = facts.expand_all(dir.get<std::string>());
+    const std::string wanted = candidates.front();
+    if (position >= entries.size() ||
+        std::find(candidates.begin(), candidates.end(), entries[position]) == candidates.end()) {
       fail(result, "search_path_mismatch",
            variable + " does not start with " + wanted + " (entry " + std::to_string(position + 1) +
                " is " + (position < entries.size() ? entries[position] : std::string("missing")) +
@@ -85,9 +88,11 @@ void search_path(const Check& check, const EnvFactsView& facts, CheckResult& res
     ++position;
   }
   for (const auto& root : check.params["must_not_contain"]) {
-    const std::string forbidden = facts.expand(root.get<std::string>());
-    for (const auto& entry : entries) {
-      if (entry.starts_with(forbidden)) {
+    for (const auto& forbidden : facts.expand_all(root.get<std::string>())) {
+      for (const auto& entry : entries) {
+        if (!entry.starts_with(forbidden)) {
+          continue;
+        }
         fail(result, "search_path_mismatch",
              variable + " contains " + entry + ", under " + forbidden, evidence,
              "remove it from the env's activation scripts");

@@ -56,22 +56,41 @@ std::vector<std::string> glob_paths(const std::string& pattern) {
   return paths;
 }
 
+// Paths matching `pattern` in any of its expansions ({site}: every site dir).
+std::vector<std::string> glob_all(const std::vector<std::string>& expansions) {
+  std::vector<std::string> found;
+  for (const auto& expanded : expansions) {
+    const auto matches = glob_paths(expanded);
+    found.insert(found.end(), matches.begin(), matches.end());
+  }
+  return found;
+}
+
+std::string joined(const std::vector<std::string>& items) {
+  std::string text;
+  for (const auto& item : items) {
+    text += (text.empty() ? "" : ", ") + item;
+  }
+  return text;
+}
+
 void files(const Check& check, const EnvFactsView& facts, CheckResult& result) {
   Json actual = Json::object();
   for (const auto& pattern : check.params["exist"]) {
-    const std::string expanded = facts.expand(pattern.get<std::string>());
-    const auto found = glob_paths(expanded);
+    const auto expansions = facts.expand_all(pattern.get<std::string>());
+    const auto found = glob_all(expansions);
     actual[pattern.get<std::string>()] = found;
     if (found.empty()) {
       result.actual = actual;
-      fail(result, "missing_file", expanded + " does not exist", {{"pattern", expanded}},
+      fail(result, "missing_file",
+           joined(expansions) + (expansions.size() > 1 ? ": none exists" : " does not exist"),
+           {{"pattern", expansions.front()}, {"searched", expansions}},
            "install the package that provides it");
       return;
     }
   }
   for (const auto& pattern : check.params["absent"]) {
-    const std::string expanded = facts.expand(pattern.get<std::string>());
-    const auto found = glob_paths(expanded);
+    const auto found = glob_all(facts.expand_all(pattern.get<std::string>()));
     actual[pattern.get<std::string>()] = found;
     if (!found.empty()) {
       result.actual = actual;
@@ -86,12 +105,14 @@ void files(const Check& check, const EnvFactsView& facts, CheckResult& result) {
 }
 
 void linkage(const Check& check, const EnvFactsView& facts, CheckResult& result) {
-  const std::string pattern = facts.expand(check.params.value("library", ""));
+  const auto patterns = facts.expand_all(check.params.value("library", ""));
   const bool transitive = check.params.value("transitive", true);
   Json matched = Json::array();
   for (const auto& library : facts.libraries()) {
     const std::string path = string_field(library, "path");
-    if (::fnmatch(pattern.c_str(), path.c_str(), FNM_PATHNAME) != 0) {
+    if (std::none_of(patterns.begin(), patterns.end(), [&](const std::string& pattern) {
+          return ::fnmatch(pattern.c_str(), path.c_str(), FNM_PATHNAME) == 0;
+        })) {
       continue;
     }
     matched.push_back(path);

@@ -72,23 +72,29 @@ HostFacts gather_host_facts(const HostFactsOptions& options, ActivationCache& ac
     EnvFacts env_facts;
     env_facts.refused_files = env.refused_files;
     env_facts.env = std::move(env);
-    contained(env_facts, "static facts", options.cancellation, [&] {
-      // Read as the user the env's code runs as: whatever that user could
-      // not read (a link to /etc/shadow, another user's private file) stays
-      // out of the facts, as it would stay out of their interpreter.
-      ReadingAs reading(env_facts.env.run_as);
-      if (reading.ok()) {
-        env_facts.static_facts = gather_static_facts(env_facts.env);
-      }
-    });
     facts.envs.push_back(std::move(env_facts));
   }
-  const auto static_done = Clock::now();
+  // Activation first: what it sets (PYTHONPATH, PYTHONUSERBASE) moves the
+  // search path the static facts follow.
   for (auto& env : facts.envs) {
     contained(env, "activation", options.cancellation,
               [&] { env.activation = activations.get(env.env, options.cancellation); });
   }
   const auto activated_done = Clock::now();
+  for (auto& env : facts.envs) {
+    contained(env, "static facts", options.cancellation, [&] {
+      // Read as the user the env's code runs as: whatever that user could
+      // not read (a link to /etc/shadow, another user's private file) stays
+      // out of the facts, as it would stay out of their interpreter.
+      ReadingAs reading(env.env.run_as);
+      if (reading.ok()) {
+        const auto& environment =
+            env.activation.activated.empty() ? bare_environment(env.env) : env.activation.activated;
+        env.static_facts = gather_static_facts(env.env, environment);
+      }
+    });
+  }
+  const auto static_done = Clock::now();
   const auto ld_cache = std::make_shared<const LdCache>(LdCache::load());
   for (auto& env : facts.envs) {
     contained(env, "linkage", options.cancellation, [&] {
@@ -97,8 +103,13 @@ HostFacts gather_host_facts(const HostFactsOptions& options, ActivationCache& ac
         return;
       }
       const auto& sites = env.static_facts.site_packages;
+      // Copies of packages that an earlier path entry hides are never loaded.
+      std::vector<std::filesystem::path> hidden;
+      for (const auto& module : env.static_facts.shadowed) {
+        hidden.push_back(module.path);
+      }
       env.linkage = gather_linkage_facts(env.env, sites, env.activation.activated,
-                                         Activation::activated, ld_cache, elf_files);
+                                         Activation::activated, ld_cache, elf_files, hidden);
       const auto path_of = [](const Environment& environment) {
         const auto it = environment.find("LD_LIBRARY_PATH");
         return it == environment.end() ? std::string() : it->second;
@@ -108,15 +119,16 @@ HostFacts gather_host_facts(const HostFactsOptions& options, ActivationCache& ac
       env.glibc = glibc_facts(env.env, env.activation.activated, ld_cache, elf_files);
       if (path_of(env.activation.bare) != path_of(env.activation.activated)) {
         env.bare_linkage = gather_linkage_facts(env.env, sites, env.activation.bare,
-                                                Activation::bare, ld_cache, elf_files);
+                                                Activation::bare, ld_cache, elf_files, hidden);
       }
     });
   }
-  facts.static_elapsed = std::chrono::duration_cast<std::chrono::microseconds>(static_done - start);
   facts.activation_elapsed =
-      std::chrono::duration_cast<std::chrono::microseconds>(activated_done - static_done);
+      std::chrono::duration_cast<std::chrono::microseconds>(activated_done - start);
+  facts.static_elapsed =
+      std::chrono::duration_cast<std::chrono::microseconds>(static_done - activated_done);
   facts.linkage_elapsed =
-      std::chrono::duration_cast<std::chrono::microseconds>(Clock::now() - activated_done);
+      std::chrono::duration_cast<std::chrono::microseconds>(Clock::now() - static_done);
   return facts;
 }
 

@@ -73,7 +73,8 @@ Json strings(const std::vector<fs::path>& paths) {
 LinkageFacts gather_linkage_facts(const PythonEnv& env, const std::vector<fs::path>& site_packages,
                                   const Environment& environment, Activation activation,
                                   const std::shared_ptr<const LdCache>& ld_cache,
-                                  ElfCache& elf_cache, std::size_t max_libraries) {
+                                  ElfCache& elf_cache, const std::vector<fs::path>& hidden,
+                                  std::size_t max_libraries) {
   LinkageFacts facts;
   facts.activation = activation;
   SearchEnvironment search;
@@ -87,6 +88,10 @@ LinkageFacts gather_linkage_facts(const PythonEnv& env, const std::vector<fs::pa
   for (const auto& site : site_packages) {
     for (fs::recursive_directory_iterator it(site, error), end; !error && it != end;
          it.increment(error)) {
+      if (std::find(hidden.begin(), hidden.end(), it->path()) != hidden.end()) {
+        it.disable_recursion_pending();
+        continue;
+      }
       if (it->is_regular_file(error) && !it->is_symlink(error) && is_shared_library(it->path())) {
         libraries.push_back(it->path());
       }

@@ -39,14 +39,17 @@ struct LinkageFacts {
   std::size_t skipped = 0;                // beyond the per-env limit
 };
 
-// Every shared library and extension module under the env's site-packages,
+// Every shared library and extension module under the env's site dirs
+// (except under `hidden`: shadowed copies the interpreter never imports),
 // resolved against `environment`'s LD_LIBRARY_PATH with the env's Python as
 // the executable. Files that are not ELF are recorded with their error.
 LinkageFacts gather_linkage_facts(const PythonEnv& env,
                                   const std::vector<std::filesystem::path>& site_packages,
                                   const Environment& environment, Activation activation,
                                   const std::shared_ptr<const LdCache>& ld_cache,
-                                  ElfCache& elf_cache, std::size_t max_libraries = 5000);
+                                  ElfCache& elf_cache,
+                                  const std::vector<std::filesystem::path>& hidden = {},
+                                  std::size_t max_libraries = 5000);
 
 Json to_json(const LibraryLinkage& library);
 Json to_json(const LinkageFacts& facts);

@@ -2,6 +2,10 @@
 
 #include <algorithm>
 
+#include <map>
+#include <set>
+
+#include "probes/activation.hpp"
 #include "probes/small_files.hpp"
 
 namespace envcontract::probes {
@@ -9,28 +13,84 @@ namespace fs = std::filesystem;
 
 namespace {
 
-std::vector<std::string> list_modules(const std::vector<fs::path>& sites) {
-  std::vector<std::string> modules;
-  for (const auto& site : sites) {
+// One importable top-level name found on the path.
+struct Found {
+  fs::path path;
+  bool regular = false;  // a package with __init__.py or a module file; else a namespace portion
+};
+
+// What FileFinder finds for `name` in one directory: a package, an
+// extension module, a source module, or a namespace portion, in that order.
+std::optional<Found> find_in_entry(const fs::path& entry, const std::string& child) {
+  const fs::path path = entry / child;
+  if (dir_exists(path)) {
+    if (!is_python_identifier(child) || child == "__pycache__") {
+      return std::nullopt;
+    }
+    return Found{path, path_exists(path / "__init__.py")};
+  }
+  std::string module;
+  if (child.ends_with(".py")) {
+    module = child.substr(0, child.size() - 3);
+  } else if (child.ends_with(".so")) {
+    module = child.substr(0, child.find('.'));  // torch_C.cpython-310-x86_64-linux-gnu.so
+  }
+  if (!is_python_identifier(module)) {
+    return std::nullopt;
+  }
+  return Found{path, true};
+}
+
+std::string module_name(const std::string& child) {
+  return child.substr(0, child.find('.'));
+}
+
+// Where `import NAME` finds each top-level name: the first regular package
+// or module along the path, else the first namespace portion (PathFinder's
+// rule), else an editable install's import hook. Later regular copies are
+// shadowed: present on disk, never imported.
+void index_modules(StaticFacts& facts) {
+  std::map<std::string, Found> index;
+  for (const auto& entry : facts.search_path.entries) {
+    std::vector<std::string> children;
     std::error_code error;
-    for (fs::directory_iterator it(site, error), end; !error && it != end; it.increment(error)) {
-      const std::string name = it->path().filename().string();
-      std::string module;
-      if (dir_exists(it->path())) {
-        module = name;  // packages, namespace packages included
-      } else if (name.ends_with(".py")) {
-        module = name.substr(0, name.size() - 3);
-      } else if (name.ends_with(".so")) {
-        module = name.substr(0, name.find('.'));  // torch_C.cpython-310-x86_64-linux-gnu.so
+    for (fs::directory_iterator it(entry.path, error), end; !error && it != end;
+         it.increment(error)) {
+      children.push_back(it->path().filename().string());
+    }
+    // Within one directory the package wins over a module file of its name,
+    // an extension over a source file.
+    std::sort(children.begin(), children.end(), [&](const auto& a, const auto& b) {
+      const auto rank = [&](const std::string& child) {
+        return child.ends_with(".py") ? 2 : child.ends_with(".so") ? 1 : 0;
+      };
+      return std::pair(module_name(a), rank(a)) < std::pair(module_name(b), rank(b));
+    });
+    std::set<std::string> seen_here;
+    for (const auto& child : children) {
+      const auto found = find_in_entry(entry.path, child);
+      const std::string name = module_name(child);
+      if (!found || !seen_here.insert(name).second) {
+        continue;
       }
-      if (is_python_identifier(module) && module != "__pycache__" &&
-          std::find(modules.begin(), modules.end(), module) == modules.end()) {
-        modules.push_back(module);
+      auto it = index.find(name);
+      if (it == index.end() || (!it->second.regular && found->regular)) {
+        index[name] = *found;
+      } else if (found->regular) {
+        facts.shadowed.push_back({name, found->path, it->second.path});
       }
     }
   }
-  std::sort(modules.begin(), modules.end());
-  return modules;
+  for (const auto& editable : facts.search_path.editable) {
+    index.emplace(editable.module, Found{editable.path, true});
+  }
+  for (const auto& [name, found] : index) {
+    facts.modules.push_back(name);
+    std::error_code error;
+    const auto canonical = fs::weakly_canonical(found.path, error);
+    facts.module_paths[name] = error ? found.path : canonical;
+    facts.module_locations[name] = found.path;
+  }
 }
 
 const Distribution* providing(const std::vector<Distribution>& distributions,
@@ -44,20 +104,19 @@ const Distribution* providing(const std::vector<Distribution>& distributions,
   return nullptr;
 }
 
-// The first site-packages holding package `name`, as Python's path order finds it.
-std::optional<fs::path> find_package(const std::vector<fs::path>& sites, const std::string& name) {
-  for (const auto& site : sites) {
-    if (dir_exists(site / name)) {
-      return site / name;
-    }
+// The package `name` as the interpreter imports it, when it is a directory.
+std::optional<fs::path> find_package(const StaticFacts& facts, const std::string& name) {
+  const auto it = facts.module_locations.find(name);
+  if (it == facts.module_locations.end() || !dir_exists(it->second)) {
+    return std::nullopt;
   }
-  return std::nullopt;
+  return it->second;
 }
 
-TorchFacts torch_facts(const std::vector<fs::path>& sites,
-                       const std::vector<Distribution>& distributions) {
+TorchFacts torch_facts(const StaticFacts& facts) {
+  const auto& distributions = facts.distributions;
   TorchFacts torch;
-  const auto location = find_package(sites, "torch");
+  const auto location = find_package(facts, "torch");
   if (!location) {
     return torch;
   }
@@ -97,10 +156,10 @@ TorchFacts torch_facts(const std::vector<fs::path>& sites,
   return torch;
 }
 
-TritonFacts triton_facts(const std::vector<fs::path>& sites,
-                         const std::vector<Distribution>& distributions) {
+TritonFacts triton_facts(const StaticFacts& facts) {
+  const auto& distributions = facts.distributions;
   TritonFacts triton;
-  const auto location = find_package(sites, "triton");
+  const auto location = find_package(facts, "triton");
   triton.present = location.has_value();
   triton.location = location.value_or(fs::path());
   for (const auto& distribution : distributions) {
@@ -172,21 +231,28 @@ std::vector<fs::path> find_site_packages(const PythonEnv& env) {
   return found;
 }
 
-StaticFacts gather_static_facts(const PythonEnv& env) {
+StaticFacts gather_static_facts(const PythonEnv& env, const Environment& environment) {
   StaticFacts facts;
-  facts.site_packages = find_site_packages(env);
-  for (const auto& site : facts.site_packages) {
-    auto found = scan_site_packages_distributions(site);
+  facts.search_path = compute_search_path(env, environment);
+  facts.site_packages = facts.search_path.site_dirs();
+  // importlib.metadata looks in every path entry, in path order: the first
+  // distribution of a name is the one that counts.
+  for (const auto& entry : facts.search_path.entries) {
+    auto found = scan_site_packages_distributions(entry.path);
     facts.distributions.insert(facts.distributions.end(), found.begin(), found.end());
   }
   if (env.kind == EnvKind::conda) {
     auto packages = scan_conda_packages(env.prefix);
     facts.distributions.insert(facts.distributions.end(), packages.begin(), packages.end());
   }
-  facts.modules = list_modules(facts.site_packages);
-  facts.torch = torch_facts(facts.site_packages, facts.distributions);
-  facts.triton = triton_facts(facts.site_packages, facts.distributions);
+  index_modules(facts);
+  facts.torch = torch_facts(facts);
+  facts.triton = triton_facts(facts);
   return facts;
+}
+
+StaticFacts gather_static_facts(const PythonEnv& env) {
+  return gather_static_facts(env, bare_environment(env));
 }
 
 Json to_json(const StaticFacts& facts) {
@@ -220,6 +286,18 @@ Json to_json(const StaticFacts& facts) {
   }
   json["triton"] = triton;
   json["modules"] = facts.modules;
+  json["search_path"] = to_json(facts.search_path);
+  Json paths = Json::object();
+  for (const auto& [name, path] : facts.module_paths) {
+    paths[name] = path.string();
+  }
+  json["module_paths"] = paths;
+  auto shadowed = Json::array();
+  for (const auto& module : facts.shadowed) {
+    shadowed.push_back(
+        {{"module", module.module}, {"path", module.path.string()}, {"by", module.by.string()}});
+  }
+  json["shadowed"] = shadowed;
   auto distributions = Json::array();
   for (const auto& distribution : facts.distributions) {
     distributions.push_back(to_json(distribution));

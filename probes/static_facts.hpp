@@ -7,6 +7,7 @@
 
 #include "probes/distributions.hpp"
 #include "probes/python_env.hpp"
+#include "probes/search_path.hpp"
 
 namespace envcontract::probes {
 
@@ -35,11 +36,24 @@ struct TritonFacts {
   std::vector<std::string> providers;  // every distribution claiming `triton`
 };
 
+// A copy of a module that an earlier path entry hides from `import`.
+struct ShadowedModule {
+  std::string module;
+  std::filesystem::path path;  // the hidden copy
+  std::filesystem::path by;    // the one imported
+};
+
 // Everything we learn about an env without running any of its code.
 struct StaticFacts {
-  std::vector<std::filesystem::path> site_packages;
-  std::vector<Distribution> distributions;  // pip's and conda's
-  std::vector<std::string> modules;         // importable top-level names in site-packages
+  SearchPath search_path;
+  std::vector<std::filesystem::path> site_packages;  // the site dirs of search_path, in order
+  std::vector<Distribution> distributions;           // pip's and conda's, in path order
+  std::vector<std::string> modules;  // importable top-level names along the path, sorted
+  // Where `import NAME` finds each of them: as found along the path, and
+  // with symlinks resolved (to compare with what the interpreter reports).
+  std::map<std::string, std::filesystem::path> module_locations;
+  std::map<std::string, std::filesystem::path> module_paths;
+  std::vector<ShadowedModule> shadowed;
   TorchFacts torch;
   TritonFacts triton;
 };
@@ -48,8 +62,12 @@ struct StaticFacts {
 // interpreter's version first.
 std::vector<std::filesystem::path> find_site_packages(const PythonEnv& env);
 
-// Reads the facts of `env` from its files. Never runs env code; a missing or
-// malformed file becomes a recorded problem, not an exception.
+// Reads the facts of `env` from its files, along the search path its
+// interpreter has under `environment` (the activated one: PYTHONPATH, HOME).
+// Never runs env code; a missing or malformed file becomes a recorded
+// problem, not an exception.
+StaticFacts gather_static_facts(const PythonEnv& env, const Environment& environment);
+// The same under the env's bare environment (no activation).
 StaticFacts gather_static_facts(const PythonEnv& env);
 
 Json to_json(const StaticFacts& facts);

@@ -67,6 +67,16 @@ def error_fields(error):
     }
 
 
+def module_location(name):
+    """Where the interpreter found the top-level module of `name`: the agent
+    compares it with where the env's files say it is."""
+    module = sys.modules.get(name.split(".")[0])
+    location = getattr(module, "__file__", None)
+    if not isinstance(location, str):
+        return {"file": None}
+    return {"file": location, "realpath": os.path.realpath(location)}
+
+
 def import_module(report, name):
     started = time.monotonic()
     with warnings.catch_warnings(record=True) as caught, CapturedStderr() as stderr:
@@ -77,6 +87,8 @@ def import_module(report, name):
         except BaseException as error:  # noqa: B902  env code may raise anything
             result = {"ok": False}
             result.update(error_fields(error))
+    if result["ok"]:
+        result.update(module_location(name))
     result["warnings"] = ["%s: %s" % (w.category.__name__, w.message) for w in caught]
     result["stderr"] = stderr.text
     result["seconds"] = round(time.monotonic() - started, 4)
@@ -167,6 +179,8 @@ def main():
     report.write("start", schema_version=SCHEMA_VERSION, stage=request["stage"],
                  pid=os.getpid(), python=sys.version.split()[0], executable=sys.executable,
                  prefix=sys.prefix)
+    # The interpreter's own search path, the evidence when it and the files disagree.
+    report.write("search_path", entries=[entry for entry in sys.path[1:257]])
     STAGES[request["stage"]](report, request)
     report.write("end")
 

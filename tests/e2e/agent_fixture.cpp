@@ -1,5 +1,8 @@
 #include "tests/e2e/agent_fixture.hpp"
 
+#include "tests/support/run_command.hpp"
+
+#include <algorithm>
 #include <fstream>
 #include <set>
 #include <sstream>
@@ -71,6 +74,48 @@ Json wait_for_scan_after(const AgentProcess& agent, std::int64_t after,
     ADD_FAILURE() << "no report after scan " << after << "; agent log:\n" << agent.log();
   }
   return report;
+}
+
+Json scan_prefix(const std::filesystem::path& contract, const std::filesystem::path& prefix,
+                 int expected_exit) {
+  const auto result = run_command({ENVCONTRACTD_PATH, "scan", "--contract", contract.string(),
+                                   "--prefix", prefix.string(), "--format", "json"});
+  EXPECT_EQ(result.exit_code, expected_exit) << result.err << result.out;
+  const auto report = Json::parse(result.out, nullptr, false);
+  EXPECT_TRUE(report.is_object()) << result.out;
+  return report.is_object() && report.contains("envs") && !report["envs"].empty()
+             ? report["envs"][0]
+             : Json::object();
+}
+
+namespace {
+
+// A pointer into `env` (never into a copy): the check `id`, or nullptr.
+const Json* check_in(const Json& env, const std::string& id) {
+  const auto checks = env.find("checks");
+  if (checks == env.end() || !checks->is_array()) {
+    return nullptr;
+  }
+  for (const auto& check : *checks) {
+    if (check.value("id", "") == id) {
+      return &check;
+    }
+  }
+  return nullptr;
+}
+
+}  // namespace
+
+const Json* find_check(const Json& env, const std::string& id) {
+  const Json* check = check_in(env, id);
+  if (check == nullptr) {
+    ADD_FAILURE() << "no check " << id << " in " << env.value("checks", Json::array());
+  }
+  return check;
+}
+
+bool has_check(const Json& env, const std::string& id) {
+  return check_in(env, id) != nullptr;
 }
 
 std::vector<std::string> failing_causes(const Json& report, const std::string& env) {

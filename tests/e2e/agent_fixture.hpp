@@ -41,6 +41,18 @@ Json wait_for_report(const AgentProcess& agent,
 Json wait_for_scan_after(const AgentProcess& agent, std::int64_t after,
                          std::chrono::milliseconds timeout = std::chrono::seconds(90));
 
+// `envcontractd scan --contract CONTRACT --prefix PREFIX --format json`: the
+// one env's report (an empty object, and a test failure, when there is none
+// or the exit status is not `expected_exit`).
+Json scan_prefix(const std::filesystem::path& contract, const std::filesystem::path& prefix,
+                 int expected_exit);
+
+// The check `id` in an env's report; nullptr, and a test failure, when absent.
+const Json* find_check(const Json& env, const std::string& id);
+
+// Whether an env's report has a check `id`.
+bool has_check(const Json& env, const std::string& id);
+
 // The causes of an env's failing checks in a report.
 std::vector<std::string> failing_causes(const Json& report, const std::string& env);
 

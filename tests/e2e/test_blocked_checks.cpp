@@ -56,23 +56,7 @@ fs::path make_env(const fs::path& root, const std::string& name, const std::stri
 }
 
 Json scan_one(const TempDir& dir, const fs::path& prefix) {
-  const auto contract = dir.write("blocked.yaml", k_contract);
-  const auto result = run_command({ENVCONTRACTD_PATH, "scan", "--contract", contract.string(),
-                                   "--prefix", prefix.string(), "--format", "json"});
-  EXPECT_EQ(result.exit_code, 1) << result.err << result.out;
-  const auto report = Json::parse(result.out, nullptr, false);
-  EXPECT_TRUE(report.is_object()) << result.out;
-  return report.is_object() && !report["envs"].empty() ? report["envs"][0] : Json::object();
-}
-
-const Json* find_check(const Json& env, const std::string& id) {
-  for (const auto& check : env["checks"]) {
-    if (check["id"] == id) {
-      return &check;
-    }
-  }
-  ADD_FAILURE() << "no check " << id << " in " << env["checks"];
-  return nullptr;
+  return scan_prefix(dir.write("blocked.yaml", k_contract), prefix, 1);
 }
 
 void expect_blocked_by_torch(const Json& env) {

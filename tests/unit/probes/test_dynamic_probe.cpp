@@ -63,8 +63,15 @@ TEST(DynamicProbe, IdentityIsTorchsOwnView) {
   const auto probed = probe("miniconda3/envs/torch-fl-hf-test", imports_plan({}));
   const auto& identity = stage(probed.facts, "identity");
   ASSERT_EQ(identity.status, StageStatus::ok) << identity.summary;
-  ASSERT_EQ(identity.records.size(), 2U);
-  const auto& torch = identity.records[1];
+  // The interpreter's sys.path, the import of torch (and where it was
+  // found), then torch's own view.
+  ASSERT_EQ(identity.records.size(), 3U);
+  EXPECT_EQ(identity.records[0]["type"], "search_path");
+  EXPECT_TRUE(identity.records[0]["entries"].is_array());
+  const auto& import = identity.records[1];
+  EXPECT_EQ(import["module"], "torch");
+  EXPECT_TRUE(import["realpath"].get<std::string>().ends_with("site-packages/torch/__init__.py"));
+  const auto& torch = identity.records[2];
   EXPECT_EQ(torch["type"], "torch");
   EXPECT_EQ(torch["version"], "2.10.0+cu129");
   EXPECT_EQ(torch["cuda"], "12.9");

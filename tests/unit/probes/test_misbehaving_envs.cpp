@@ -233,7 +233,8 @@ TEST_F(MisbehavingEnv, AFloodCostsOnlyTheBound) {
 TEST_F(MisbehavingEnv, CorruptedProbeOutputIsAProbeError) {
   const auto stage = run_imports("mb_badjson");
   EXPECT_EQ(stage.status, StageStatus::probe_error);
-  EXPECT_TRUE(stage.summary.starts_with("malformed probe output at line 2: {not json"))
+  // Line 1 is the start record, line 2 the interpreter's sys.path.
+  EXPECT_TRUE(stage.summary.starts_with("malformed probe output at line 3: {not json"))
       << stage.summary;
   expect_nothing_survives();
 }

@@ -1,0 +1,410 @@
+#include "probes/search_path.hpp"
+
+#include <algorithm>
+#include <set>
+#include <sstream>
+
+#include "probes/small_files.hpp"
+#include "probes/static_facts.hpp"
+
+namespace envcontract::probes {
+namespace fs = std::filesystem;
+
+namespace {
+
+// site.py reads at most this many .pth files per site dir here, and the
+// path gets at most this many entries: a site dir with 100,000 .pth files
+// is hostile, not a layout.
+constexpr std::size_t k_max_pth_files = 256;
+constexpr std::size_t k_max_entries = 1024;
+constexpr std::size_t k_max_notes = 32;
+
+// "3.10" from "3.10.13"; "" when the version is unknown.
+std::string major_minor(const std::string& version) {
+  const auto first = version.find('.');
+  if (first == std::string::npos) {
+    return "";
+  }
+  const auto second = version.find('.', first + 1);
+  return version.substr(0, second);
+}
+
+std::string variable(const Environment& environment, const char* name) {
+  const auto it = environment.find(name);
+  return it == environment.end() ? "" : it->second;
+}
+
+// Lines of .pth files that run code site.py would run, but that are known
+// to leave the search path of packages alone.
+bool harmless_import_line(const std::string& line) {
+  return line.find("SETUPTOOLS_USE_DISTUTILS") != std::string::npos ||  // distutils-precedence.pth
+         line.starts_with("import _virtualenv");                        // virtualenv's patch
+}
+
+// "__editable___proj_0_1_finder" from
+// "import __editable___proj_0_1_finder; __editable___proj_0_1_finder.install()".
+std::string editable_finder_module(const std::string& line) {
+  const std::string prefix = "import __editable___";
+  if (!line.starts_with(prefix)) {
+    return "";
+  }
+  const auto end = line.find_first_of("; \t\r\n", 7);
+  const std::string module = line.substr(7, end == std::string::npos ? end : end - 7);
+  return module.ends_with("_finder") && is_python_identifier(module) ? module : "";
+}
+
+class SearchPathBuilder {
+ public:
+  SearchPathBuilder(const PythonEnv& env, const Environment& environment)
+      : m_env(env), m_environment(environment), m_version(major_minor(env.python_version)) {}
+
+  SearchPath build() {
+    add_pythonpath();
+    if (m_version.empty()) {
+      // Without the version, the site dirs are whatever lib/python*/ holds.
+      note("the Python version is unknown: site dirs are guessed from lib/python*/site-packages");
+      for (const auto& site : find_site_packages(m_env)) {
+        add_site_dir(site, "site-packages");
+      }
+      m_path.base_prefix = m_env.prefix;
+      return std::move(m_path);
+    }
+    bool system_site = true;
+    if (m_env.kind == EnvKind::venv) {
+      system_site = read_pyvenv_cfg();
+    } else {
+      m_path.base_prefix = m_env.prefix;
+    }
+    m_path.debian_layout = !m_path.base_prefix.empty() && uses_dist_packages(m_path.base_prefix);
+    if (!m_path.base_prefix.empty()) {
+      std::error_code error;
+      const auto stdlib =
+          fs::weakly_canonical(m_path.base_prefix / "lib" / ("python" + m_version), error);
+      m_path.stdlib = error ? fs::path() : stdlib;
+    }
+    const bool is_venv = m_env.kind == EnvKind::venv;
+    // site.main(): venv() adds the venv's own site dirs first, then the user
+    // site, then the site dirs of PREFIXES (the base too when the venv
+    // includes system site packages).
+    if (is_venv) {
+      add_prefix_site_dirs(m_env.prefix, true, "site-packages");
+    }
+    m_path.user_site =
+        (!is_venv || system_site) && variable(m_environment, "PYTHONNOUSERSITE").empty();
+    if (m_path.user_site) {
+      add_user_site();
+    }
+    if (!is_venv) {
+      add_prefix_site_dirs(m_env.prefix, false, "site-packages");
+    } else if (system_site && !m_path.base_prefix.empty()) {
+      add_prefix_site_dirs(m_path.base_prefix, true,
+                           "system site-packages of " + m_path.base_prefix.string() +
+                               " (include-system-site-packages = true)");
+    }
+    return std::move(m_path);
+  }
+
+ private:
+  void note(std::string text) {
+    if (m_path.notes.size() < k_max_notes) {
+      m_path.notes.push_back(std::move(text));
+    }
+  }
+
+  // Adds `path` once, as site.py's known_paths does (by absolute path).
+  bool add_entry(const fs::path& path, std::string origin, bool site_dir) {
+    const std::string key = path.lexically_normal().string();
+    if (m_known.contains(key)) {
+      return false;
+    }
+    if (m_path.entries.size() >= k_max_entries) {
+      note("more than " + std::to_string(k_max_entries) + " path entries: the rest are not read");
+      return false;
+    }
+    m_known.insert(key);
+    m_path.entries.push_back({path.lexically_normal(), std::move(origin), site_dir});
+    return true;
+  }
+
+  void add_pythonpath() {
+    if (!variable(m_environment, "PYTHONHOME").empty()) {
+      note("PYTHONHOME is set by activation (" + variable(m_environment, "PYTHONHOME") +
+           "): the interpreter's own directories move, which reading files does not follow");
+    }
+    std::stringstream parts(variable(m_environment, "PYTHONPATH"));
+    for (std::string part; std::getline(parts, part, ':');) {
+      if (part.empty()) {
+        continue;  // the working directory, which is the probe's own
+      }
+      if (!fs::path(part).is_absolute()) {
+        note("PYTHONPATH entry '" + part + "' is relative to wherever Python starts: not followed");
+        continue;
+      }
+      if (dir_exists(part)) {
+        add_entry(part, "PYTHONPATH", false);
+      }
+    }
+  }
+
+  // include-system-site-packages (site.py's default is true) and the base
+  // installation, found as getpath does: the first directory at or above
+  // `home` holding lib/pythonX.Y/os.py.
+  bool read_pyvenv_cfg() {
+    const auto text = read_env_file(m_env.prefix / "pyvenv.cfg", file_limits::small_text);
+    const auto values = parse_key_values(text.value_or(""));
+    bool system_site = true;
+    if (const auto it = values.find("include-system-site-packages"); it != values.end()) {
+      std::string value = it->second;
+      std::transform(value.begin(), value.end(), value.begin(), ::tolower);
+      system_site = value == "true";
+    }
+    const auto home = values.find("home");
+    if (home == values.end() || !fs::path(home->second).is_absolute()) {
+      note("pyvenv.cfg names no absolute home: the base interpreter is unknown");
+      return system_site;
+    }
+    for (fs::path dir = home->second; !dir.empty(); dir = dir.parent_path()) {
+      if (path_exists(dir / "lib" / ("python" + m_version) / "os.py")) {
+        m_path.base_prefix = dir;
+        break;
+      }
+      if (dir == dir.root_path()) {
+        break;
+      }
+    }
+    if (m_path.base_prefix.empty()) {
+      note("no lib/python" + m_version + "/os.py at or above pyvenv.cfg's home " + home->second +
+           ": the base interpreter is gone or moved");
+    }
+    return system_site;
+  }
+
+  // Debian patches site.py to use dist-packages; its text says so.
+  bool uses_dist_packages(const fs::path& prefix) {
+    const auto source = read_env_file(prefix / "lib" / ("python" + m_version) / "site.py",
+                                      file_limits::python_source);
+    return source && source->find("dist-packages") != std::string::npos;
+  }
+
+  // getsitepackages() for one prefix. `is_venv` is whether the interpreter
+  // runs as a venv (Debian's site.py then also lists site-packages).
+  void add_prefix_site_dirs(const fs::path& prefix, bool is_venv, const std::string& origin) {
+    const fs::path lib = prefix / "lib" / ("python" + m_version);
+    if (!m_path.debian_layout) {
+      add_site_dir(lib / "site-packages", origin);
+      return;
+    }
+    const std::string debian = origin == "site-packages" ? "dist-packages (Debian)" : origin;
+    if (is_venv) {
+      add_site_dir(lib / "site-packages", origin);
+    }
+    add_site_dir(prefix / "local/lib" / ("python" + m_version) / "dist-packages", debian);
+    add_site_dir(prefix / "lib/python3/dist-packages", debian);
+    add_site_dir(lib / "dist-packages", debian);
+  }
+
+  void add_user_site() {
+    std::string base = variable(m_environment, "PYTHONUSERBASE");
+    if (base.empty()) {
+      const std::string home = variable(m_environment, "HOME");
+      if (home.empty()) {
+        return;
+      }
+      base = home + "/.local";
+    }
+    add_site_dir(fs::path(base) / "lib" / ("python" + m_version) / "site-packages",
+                 "user site of " + m_env.run_as.user);
+  }
+
+  // addsitedir(): the directory, then what each of its .pth files adds.
+  void add_site_dir(const fs::path& site, const std::string& origin) {
+    if (!dir_exists(site) || !add_entry(site, origin, true)) {
+      return;
+    }
+    std::vector<std::string> pth_files;
+    std::error_code error;
+    for (fs::directory_iterator it(site, error), end; !error && it != end; it.increment(error)) {
+      const std::string name = it->path().filename().string();
+      if (name.ends_with(".pth")) {
+        pth_files.push_back(name);
+      }
+    }
+    std::sort(pth_files.begin(), pth_files.end());
+    if (pth_files.size() > k_max_pth_files) {
+      note(site.string() + " holds " + std::to_string(pth_files.size()) +
+           " .pth files: only the first " + std::to_string(k_max_pth_files) + " are read");
+      pth_files.resize(k_max_pth_files);
+    }
+    for (const auto& name : pth_files) {
+      read_pth_file(site, name);
+    }
+  }
+
+  void read_pth_file(const fs::path& site, const std::string& name) {
+    const auto text = read_env_file(site / name, file_limits::small_text);
+    if (!text) {
+      return;
+    }
+    std::istringstream lines(*text);
+    std::size_t number = 0;
+    for (std::string line; std::getline(lines, line);) {
+      ++number;
+      if (line.starts_with("#") || trim(line).empty()) {
+        continue;
+      }
+      if (line.starts_with("import ") || line.starts_with("import\t")) {
+        read_import_line(site, name, number, line);
+        continue;
+      }
+      line.erase(line.find_last_not_of(" \t\r\n\f\v") + 1);
+      const fs::path dir = fs::path(line).is_absolute() ? fs::path(line) : site / line;
+      if (path_exists(dir)) {
+        add_entry(dir, name + " in " + site.string(), false);
+      }
+    }
+  }
+
+  void read_import_line(const fs::path& site, const std::string& name, std::size_t number,
+                        const std::string& line) {
+    if (harmless_import_line(line)) {
+      return;
+    }
+    const std::string finder = editable_finder_module(line);
+    if (finder.empty()) {
+      note(name + " in " + site.string() + " runs code at start-up (line " +
+           std::to_string(number) + "); what it does to sys.path is not read from files");
+      return;
+    }
+    const fs::path file = site / (finder + ".py");
+    const auto mapping =
+        parse_string_dict(read_env_file(file, file_limits::python_source).value_or(""), "MAPPING");
+    if (mapping.empty()) {
+      note(file.string() + " (an editable install's import hook) maps no modules that can be read");
+    }
+    for (const auto& [module, path] : mapping) {
+      if (is_python_identifier(module) && fs::path(path).is_absolute()) {
+        m_path.editable.push_back({module, path, file});
+      }
+    }
+  }
+
+  const PythonEnv& m_env;
+  const Environment& m_environment;
+  const std::string m_version;
+  SearchPath m_path;
+  std::set<std::string> m_known;
+};
+
+// A Python string literal starting at `at` ('...' or "..."); advances `at`
+// past it. Only the escapes paths need are decoded.
+std::optional<std::string> read_string_literal(const std::string& text, std::size_t& at) {
+  if (at >= text.size() || (text[at] != '\'' && text[at] != '"')) {
+    return std::nullopt;
+  }
+  const char quote = text[at++];
+  std::string value;
+  while (at < text.size() && text[at] != quote) {
+    if (text[at] == '\n') {
+      return std::nullopt;
+    }
+    if (text[at] == '\\' && at + 1 < text.size()) {
+      ++at;
+    }
+    value += text[at++];
+  }
+  if (at >= text.size()) {
+    return std::nullopt;
+  }
+  ++at;
+  return value;
+}
+
+void skip_blanks(const std::string& text, std::size_t& at) {
+  while (at < text.size() && (text[at] == ' ' || text[at] == '\t' || text[at] == '\n' ||
+                              text[at] == '\r' || text[at] == ',')) {
+    ++at;
+  }
+}
+
+}  // namespace
+
+std::vector<fs::path> SearchPath::site_dirs() const {
+  std::vector<fs::path> dirs;
+  for (const auto& entry : entries) {
+    if (entry.site_dir) {
+      dirs.push_back(entry.path);
+    }
+  }
+  return dirs;
+}
+
+SearchPath compute_search_path(const PythonEnv& env, const Environment& environment) {
+  return SearchPathBuilder(env, environment).build();
+}
+
+std::map<std::string, std::string> parse_string_dict(const std::string& source,
+                                                     const std::string& name) {
+  std::size_t at = 0;
+  // The assignment starts a line: NAME = {...} or NAME: dict[str, str] = {...}.
+  for (;; at += name.size()) {
+    at = source.find(name, at);
+    if (at == std::string::npos) {
+      return {};
+    }
+    const bool line_start = at == 0 || source[at - 1] == '\n';
+    const char next = at + name.size() < source.size() ? source[at + name.size()] : '\0';
+    if (line_start && (next == ' ' || next == '=' || next == ':')) {
+      break;
+    }
+  }
+  const auto line_end = source.find('\n', at);
+  const auto equals = source.find('=', at);
+  const auto open = source.find('{', at);
+  if (equals == std::string::npos || open == std::string::npos || equals > line_end ||
+      open > line_end || open < equals) {
+    return {};
+  }
+  std::map<std::string, std::string> values;
+  at = open + 1;
+  while (true) {
+    skip_blanks(source, at);
+    if (at < source.size() && source[at] == '}') {
+      return values;
+    }
+    const auto key = read_string_literal(source, at);
+    skip_blanks(source, at);
+    if (!key || at >= source.size() || source[at] != ':') {
+      return {};
+    }
+    ++at;
+    skip_blanks(source, at);
+    const auto value = read_string_literal(source, at);
+    if (!value) {
+      return {};
+    }
+    values.emplace(*key, *value);
+  }
+}
+
+Json to_json(const SearchPath& path) {
+  auto entries = Json::array();
+  for (const auto& entry : path.entries) {
+    entries.push_back(
+        {{"path", entry.path.string()}, {"origin", entry.origin}, {"site_dir", entry.site_dir}});
+  }
+  auto editable = Json::array();
+  for (const auto& module : path.editable) {
+    editable.push_back({{"module", module.module},
+                        {"path", module.path.string()},
+                        {"finder", module.finder.string()}});
+  }
+  return {{"entries", entries},
+          {"editable", editable},
+          {"base_prefix", path.base_prefix.string()},
+          {"stdlib", path.stdlib.string()},
+          {"debian_layout", path.debian_layout},
+          {"user_site", path.user_site},
+          {"notes", path.notes}};
+}
+
+}  // namespace envcontract::probes
