@@ -52,6 +52,26 @@ std::optional<Json> unresolved_evidence(const EnvFactsView& facts, const std::st
   return std::nullopt;
 }
 
+// The symbol a loader error cannot bind: "undefined symbol: NAME" (glibc
+// adds ", version V" for a versioned reference) or "symbol NAME version V not
+// defined in file F with link time reference" (the version node exists, the
+// symbol is not in it).
+std::optional<std::string> unbound_symbol(const std::string& text) {
+  if (const auto at = text.find(k_undefined); at != std::string::npos) {
+    const std::string symbol = text.substr(at + k_undefined.size());
+    return symbol.substr(0, symbol.find(", version "));
+  }
+  const std::string marker = "with link time reference";
+  const auto start = text.find("symbol ");
+  if (text.find(marker) != std::string::npos && start != std::string::npos) {
+    const auto name = start + 7;
+    const auto end = text.find(' ', name);
+    return end == std::string::npos ? std::nullopt
+                                    : std::optional<std::string>(text.substr(name, end - name));
+  }
+  return std::nullopt;
+}
+
 std::string file_name(const std::string& path) {
   return std::filesystem::path(path).filename().string();
 }
@@ -139,8 +159,8 @@ Diagnosis explain_error(const std::string& subject, const std::string& error_typ
                        ", or put its directory on LD_LIBRARY_PATH in the env's activate.d";
     return diagnosis;
   }
-  if (const auto at = text.find(k_undefined); at != std::string::npos) {
-    const std::string symbol = text.substr(at + k_undefined.size());
+  if (const auto unbound = unbound_symbol(text)) {
+    const std::string& symbol = *unbound;
     auto evidence = unresolved_evidence(facts, symbol, activation);
     if (evidence && evidence->contains("near_miss") && (*evidence)["near_miss"].is_object()) {
       const Json& near = (*evidence)["near_miss"];

@@ -119,17 +119,22 @@ Json to_json(const LibraryLinkage& library) {
   }
   auto unresolved = Json::array();
   for (const auto& symbol : library.symbols.unresolved) {
+    auto near_misses = Json::array();
+    for (const auto& miss : symbol.near_misses) {
+      near_misses.push_back({{"mangled", miss.mangled},
+                             {"demangled", miss.demangled},
+                             {"library", miss.library.string()},
+                             {"kind", miss.kind},
+                             {"likelihood", miss.likelihood},
+                             {"differences", miss.differences}});
+    }
+    // near_miss: the most likely one, as earlier reports had it.
     Json entry = {{"mangled", symbol.mangled},
                   {"demangled", symbol.demangled},
                   {"version", symbol.version},
                   {"needed_by", symbol.needed_by.string()},
-                  {"near_miss", nullptr}};
-    if (symbol.near_miss) {
-      entry["near_miss"] = {{"mangled", symbol.near_miss->mangled},
-                            {"demangled", symbol.near_miss->demangled},
-                            {"library", symbol.near_miss->library.string()},
-                            {"differences", symbol.near_miss->differences}};
-    }
+                  {"near_miss", near_misses.empty() ? Json(nullptr) : near_misses.front()},
+                  {"near_misses", near_misses}};
     unresolved.push_back(std::move(entry));
   }
   auto versions = Json::array();

@@ -6,15 +6,23 @@
 #include <vector>
 
 #include "probes/library_resolver.hpp"
+#include "probes/symbol_names.hpp"
 
 namespace envcontract::probes {
 
-// A defined symbol with the same qualified name as a missing one but another
-// signature: the ABI break behind most "undefined symbol" errors.
+// A defined symbol that is almost the missing one: the same name under
+// another version, the same function with other parameter types or
+// qualifiers, another constructor variant, other template arguments, or the
+// same function moved to another namespace or class. The ABI break behind
+// most "undefined symbol" errors.
 struct NearMiss {
   std::string mangled;
   std::string demangled;
   std::filesystem::path library;
+  // What differs: "version", "constructor_variant", "qualifiers", "abi_tag",
+  // "parameters", "template_arguments", "arity", "scope".
+  std::string kind;
+  int likelihood = 0;  // 0-100: how likely this is the definition that was meant
   // "4th parameter: int (wanted) vs unsigned int (defined in libc10_cuda.so)"
   std::vector<std::string> differences;
 };
@@ -24,7 +32,7 @@ struct UnresolvedSymbol {
   std::string demangled;  // == mangled when it is not a C++ name
   std::string version;    // required version, "" when unversioned
   std::filesystem::path needed_by;
-  std::optional<NearMiss> near_miss;
+  std::vector<NearMiss> near_misses;  // most likely first; at most 3
 };
 
 // A version node a library needs that the providing library lacks: the
@@ -46,24 +54,13 @@ struct SymbolReport {
 // Resolves the undefined symbols of every object of `closure` that is not a
 // system library against the whole closure, as the loader does with
 // RTLD_NOW: versions honoured, weak undefined symbols allowed to stay
-// unresolved. For each unresolved C++ symbol, looks for a near miss.
+// unresolved. For each unresolved symbol, looks for near misses.
 // Objects with a missing direct dependency are listed as unchecked.
 SymbolReport resolve_symbols(const LinkClosure& closure);
 
-// __cxa_demangle, or the name itself when it is not a mangled C++ name.
-std::string demangle(const std::string& mangled);
-
-// Splits "ns::f(int, char const*, std::pair<int, int>)" into "ns::f" and its
-// parameters; nullopt when it is not a function signature.
-struct Signature {
-  std::string qualified_name;
-  std::vector<std::string> parameters;
-  std::string qualifiers;  // trailing " const", "&", ...
-};
-std::optional<Signature> parse_signature(const std::string& demangled);
-
-// How `defined` differs from `wanted`, parameter by parameter.
-std::vector<std::string> signature_differences(const Signature& wanted, const Signature& defined,
-                                               const std::string& defining_library);
+// The definitions in `closure` that come closest to the missing `mangled`
+// (wanted at `version`, "" when unversioned), most likely first.
+std::vector<NearMiss> find_near_misses(const LinkClosure& closure, const std::string& mangled,
+                                       const std::string& version, std::size_t limit = 3);
 
 }  // namespace envcontract::probes

@@ -242,5 +242,43 @@ TEST(LinkageDiagnosis, EveryUnresolvedSymbolOfTheLibraryIsNamed) {
   EXPECT_EQ((*check)["diagnosis"]["evidence"]["also_unresolved"].size(), 1U);
 }
 
+// A C function its runtime moved to a newer version node: the loader says
+// "symbol cfunc version RT_1 not defined in file libruntime.so with link
+// time reference"; the report names the version each side has.
+TEST(LinkageDiagnosis, ACSymbolUnderAnotherVersionIsANearMiss) {
+  TempDir dir;
+  const auto prefix = make_env(dir.path(), "versioned", "");
+  const auto site = prefix / "lib/python3.10/site-packages";
+  const std::string runtime = "int cfunc(void) { return 1; }\nint other(void) { return 2; }\n";
+  build_shared_library(
+      dir.path() / "old/libruntime.so", runtime,
+      {"-Wl,-soname,libruntime.so",
+       "-Wl,--version-script=" +
+           dir.write("old.map", "RT_1 { global: cfunc; other; local: *; };\n").string()});
+  build_shared_library(site / "verext.cpython-310-x86_64-linux-gnu.so",
+                       "extern int cfunc(void);\nint call(void) { return cfunc(); }\n",
+                       {"-L" + (dir.path() / "old").string(), "-lruntime", "-Wl,-rpath,$ORIGIN"});
+  build_shared_library(
+      site / "libruntime.so", runtime,
+      {"-Wl,-soname,libruntime.so",
+       "-Wl,--version-script=" +
+           dir.write("new.map",
+                     "RT_1 { global: other; local: *; };\nRT_2 { global: cfunc; } RT_1;\n")
+               .string()});
+  const auto contract =
+      dir.write("imports.yaml",
+                "schema_version: 1\nname: imports\nchecks:\n  - id: import-verext\n"
+                "    kind: imports\n    modules: [verext]\n");
+  const auto env = scan_prefix(contract, prefix, 1);
+  const auto* check = find_check(env, "import-verext");
+  ASSERT_NE(check, nullptr);
+  EXPECT_EQ((*check)["diagnosis"]["cause"], "abi_signature_mismatch") << *check;
+  const std::string summary = (*check)["diagnosis"]["summary"];
+  EXPECT_NE(summary.find("verext.cpython-310-x86_64-linux-gnu.so wants cfunc but libruntime.so "
+                         "defines cfunc (version: RT_1 (wanted) vs RT_2"),
+            std::string::npos)
+      << summary;
+}
+
 }  // namespace
 }  // namespace envcontract

@@ -8,6 +8,7 @@
 #include <filesystem>
 #include <fstream>
 
+#include "common/json_text.hpp"
 #include "tests/e2e/agent_fixture.hpp"
 #include "tests/support/demo_host.hpp"
 #include "tests/support/run_command.hpp"
@@ -115,8 +116,9 @@ TEST(SystemSitePackages, AnImportTheFilesDoNotExplainIsNeverCompliant) {
   fs::create_directories(elsewhere);
   link_tree(demo_host() / "miniconda3/envs/torch-fl-cpu/lib/python3.10/site-packages/torch",
             elsewhere / "torch");
-  host.dir.write("base/lib/python3.10/site-packages/sitecustomize.py",
-                 "import sys\nsys.path.insert(0, " + Json(elsewhere.string()).dump() + ")\n");
+  host.dir.write(
+      "base/lib/python3.10/site-packages/sitecustomize.py",
+      "import sys\nsys.path.insert(0, " + common::json_text(Json(elsewhere.string())) + ")\n");
   // Only checks that torch's own view passes: nothing else fails.
   const std::string contract = k_torch_check + R"(  - id: imports
     kind: imports

@@ -11,4 +11,8 @@ namespace envcontract::testing {
 void build_shared_library(const std::filesystem::path& output, const std::string& source,
                           const std::vector<std::string>& arguments = {});
 
+// The same for C++ `source`, compiled by g++.
+void build_cxx_shared_library(const std::filesystem::path& output, const std::string& source,
+                              const std::vector<std::string>& arguments = {});
+
 }  // namespace envcontract::testing

@@ -176,7 +176,7 @@ TEST_F(ResolverVersusLoader, UndefinedSymbolAndWeakReference) {
   EXPECT_NE(verdicts.loader.find("undefined symbol: xfunc"), std::string::npos);
   ASSERT_EQ(verdicts.symbols.unresolved.size(), 1U);
   EXPECT_EQ(verdicts.symbols.unresolved[0].mangled, "xfunc");
-  EXPECT_FALSE(verdicts.symbols.unresolved[0].near_miss.has_value());
+  EXPECT_TRUE(verdicts.symbols.unresolved[0].near_misses.empty());
 }
 
 TEST_F(ResolverVersusLoader, WrongClassCandidatesAreSkipped) {

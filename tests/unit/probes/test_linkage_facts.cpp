@@ -56,13 +56,15 @@ TEST(LinkageFacts, AbiSignatureMismatchOfTheVendorPlugin) {
   EXPECT_EQ(symbol.mangled, "_ZN3c104cuda29c10_cuda_check_implementationEiPKcS2_ib");
   EXPECT_EQ(symbol.demangled,
             "c10::cuda::c10_cuda_check_implementation(int, char const*, char const*, int, bool)");
-  ASSERT_TRUE(symbol.near_miss.has_value());
-  EXPECT_EQ(symbol.near_miss->mangled, "_ZN3c104cuda29c10_cuda_check_implementationEiPKcS2_jb");
-  EXPECT_EQ(symbol.near_miss->demangled,
+  ASSERT_EQ(symbol.near_misses.size(), 1U);
+  const auto& near_miss = symbol.near_misses.front();
+  EXPECT_EQ(near_miss.kind, "parameters");
+  EXPECT_EQ(near_miss.mangled, "_ZN3c104cuda29c10_cuda_check_implementationEiPKcS2_jb");
+  EXPECT_EQ(near_miss.demangled,
             "c10::cuda::c10_cuda_check_implementation(int, char const*, char const*, unsigned "
             "int, bool)");
-  EXPECT_EQ(symbol.near_miss->library.filename(), "libc10_cuda.so");
-  EXPECT_EQ(symbol.near_miss->differences,
+  EXPECT_EQ(near_miss.library.filename(), "libc10_cuda.so");
+  EXPECT_EQ(near_miss.differences,
             std::vector<std::string>{
                 "4th parameter: int (wanted) vs unsigned int (defined in libc10_cuda.so)"});
 }
@@ -107,7 +109,7 @@ TEST(LinkageFacts, UndefinedSymbolWithoutNearMiss) {
   EXPECT_EQ(symbol.demangled,
             "at::_ops::triu_::redispatch(c10::DispatchKeySet, at::Tensor&, long)");
   // at::_ops::tril_ is defined, but it is another function: no near miss.
-  EXPECT_FALSE(symbol.near_miss.has_value());
+  EXPECT_TRUE(symbol.near_misses.empty());
 }
 
 TEST(LinkageFacts, ProvisionedEnvLoadsCleanlyAndHasNoCudaLinkage) {
