@@ -222,11 +222,14 @@ std::optional<CheckResult> incomplete_facts_check(const Json& env_facts) {
 }
 
 // An env that is broken as an env (its interpreter is missing, a dangling
-// link, or cannot start at all) fails one check naming the path and what is
-// wrong, and every other check points at it: "torch is not installed" would
-// send its owner looking for the wrong thing.
+// link, or cannot start at all; its prefix unreadable by its user) fails one check naming the path
+// and what is wrong, and every other check points at it: "torch is not installed" would send its
+// owner looking for the wrong thing.
 std::optional<CheckResult> broken_env_check(const Json& env_facts, const EnvFactsView& facts) {
   std::string summary;
+  std::string remedy =
+      "recreate the env (its interpreter is gone or cannot run), or remove it (conda env remove "
+      "-p PREFIX, or rm -r the venv)";
   Json evidence = {{"python", string_field(env_facts, "python")}};
   // Discovery's problems with the interpreter itself (others, such as an
   // unknown version, leave the interpreter usable).
@@ -235,6 +238,12 @@ std::optional<CheckResult> broken_env_check(const Json& env_facts, const EnvFact
     if (summary.empty() && (text.starts_with("no Python interpreter:") ||
                             text.find("is a dangling symlink") != std::string::npos)) {
       summary = text;
+      evidence["problems"] = array_field(env_facts, "problems");
+    } else if (summary.empty() && text.find(" cannot be read by ") != std::string::npos) {
+      summary = text;
+      remedy =
+          "let the env's user read it (chmod u+rx, or chown the prefix to the user who "
+          "uses it), or remove the env";
       evidence["problems"] = array_field(env_facts, "problems");
     }
   }
@@ -266,9 +275,7 @@ std::optional<CheckResult> broken_env_check(const Json& env_facts, const EnvFact
   }
   CheckResult result = own_check("env:interpreter", "env_interpreter", CheckStatus::fail);
   result.actual = evidence;
-  result.diagnosis = Diagnosis{"broken_env", summary, evidence,
-                               "recreate the env (its interpreter is gone or cannot run), or "
-                               "remove it (conda env remove -p PREFIX, or rm -r the venv)"};
+  result.diagnosis = Diagnosis{"broken_env", summary, evidence, remedy};
   return result;
 }
 

@@ -1,6 +1,9 @@
 #include "probes/host_facts.hpp"
 
+#include <fcntl.h>
 #include <unistd.h>
+
+#include <cerrno>
 
 #include <algorithm>
 #include <set>
@@ -56,6 +59,24 @@ void contained(EnvFacts& env, const char* stage, const Cancellation* cancellatio
   }
 }
 
+// Whether the user the env's code runs as can read its prefix (called while
+// reading as that user). When it cannot, nothing of the env is visible to
+// its own interpreter either: the env is broken as an env, and says so,
+// rather than "torch is not installed".
+bool readable_prefix(PythonEnv& env) {
+  const int fd = ::open(env.prefix.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+  if (fd >= 0) {
+    ::close(fd);
+    return true;
+  }
+  if (errno != EACCES && errno != EPERM) {
+    return true;  // gone since discovery, or another trouble the readers report
+  }
+  env.problems.push_back(env.prefix.string() + " cannot be read by " + env.run_as.user +
+                         ", the user its code runs as (permission denied)");
+  return false;
+}
+
 }  // namespace
 
 HostFacts gather_host_facts(const HostFactsOptions& options, ActivationCache& activations,
@@ -87,6 +108,9 @@ HostFacts gather_host_facts(const HostFactsOptions& options, ActivationCache& ac
       // not read (a link to /etc/shadow, another user's private file) stays
       // out of the facts, as it would stay out of their interpreter.
       ReadingAs reading(env.env.run_as);
+      if (reading.ok() && !readable_prefix(env.env)) {
+        return;
+      }
       if (reading.ok()) {
         const auto& environment =
             env.activation.activated.empty() ? bare_environment(env.env) : env.activation.activated;

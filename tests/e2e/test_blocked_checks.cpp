@@ -3,6 +3,8 @@
 // check of the same env. With no `imports` check in the contract, the env
 // gets its own, `import:torch`, carrying the crash or the import error. Real
 // venvs around a real interpreter, scanned by the real binary.
+#include <unistd.h>
+
 #include <filesystem>
 #include <fstream>
 
@@ -278,6 +280,30 @@ TEST(LinkageDiagnosis, ACSymbolUnderAnotherVersionIsANearMiss) {
                          "defines cfunc (version: RT_1 (wanted) vs RT_2"),
             std::string::npos)
       << summary;
+}
+
+// A prefix its user cannot read is a broken env, named as such: its own
+// interpreter could not see torch either, so "not installed" would mislead.
+TEST(BrokenEnvs, APrefixItsUserCannotReadIsNamed) {
+  if (::geteuid() != 0) {
+    GTEST_SKIP() << "needs root: the env is root's, read as the configured user (nobody)";
+  }
+  TempDir dir;
+  const auto prefix = make_env(dir.path(), "private", "");
+  fs::permissions(prefix, fs::perms::owner_all, fs::perm_options::replace);
+  const auto contract = dir.write("blocked.yaml", k_contract);
+  const auto env = scan_prefix(contract, prefix, 1);
+  EXPECT_EQ(env["verdict"], "drift");
+  const auto* broken = find_check(env, "env:interpreter");
+  ASSERT_NE(broken, nullptr);
+  EXPECT_EQ((*broken)["diagnosis"]["cause"], "broken_env");
+  EXPECT_EQ((*broken)["diagnosis"]["summary"],
+            fs::canonical(prefix).string() +
+                " cannot be read by nobody, the user its code runs as (permission denied)");
+  const auto* torch = find_check(env, "torch-cpu");
+  ASSERT_NE(torch, nullptr);
+  EXPECT_EQ((*torch)["status"], "skip");
+  EXPECT_EQ((*torch)["diagnosis"]["evidence"]["blocked_by"], "env:interpreter");
 }
 
 }  // namespace
