@@ -56,12 +56,24 @@ std::vector<std::string> glob_paths(const std::string& pattern) {
   return paths;
 }
 
-// Paths matching `pattern` in any of its expansions ({site}: every site dir).
-std::vector<std::string> glob_all(const std::vector<std::string>& expansions) {
+// Paths matching `pattern` in any of its expansions ({site}: every site
+// dir), except inside copies of packages that an earlier path entry hides
+// from `import`: a CPU torch in the venv is the torch, whatever CUDA torch
+// the base's site-packages holds.
+std::vector<std::string> glob_all(const EnvFactsView& facts,
+                                  const std::vector<std::string>& expansions) {
+  const Json& shadowed = array_field(object_field(facts.raw(), "static"), "shadowed");
   std::vector<std::string> found;
   for (const auto& expanded : expansions) {
-    const auto matches = glob_paths(expanded);
-    found.insert(found.end(), matches.begin(), matches.end());
+    for (const auto& match : glob_paths(expanded)) {
+      const bool hidden = std::any_of(shadowed.begin(), shadowed.end(), [&](const Json& copy) {
+        const std::string path = string_field(copy, "path");
+        return !path.empty() && (match == path || match.starts_with(path + "/"));
+      });
+      if (!hidden) {
+        found.push_back(match);
+      }
+    }
   }
   return found;
 }
@@ -78,7 +90,7 @@ void files(const Check& check, const EnvFactsView& facts, CheckResult& result) {
   Json actual = Json::object();
   for (const auto& pattern : check.params["exist"]) {
     const auto expansions = facts.expand_all(pattern.get<std::string>());
-    const auto found = glob_all(expansions);
+    const auto found = glob_all(facts, expansions);
     actual[pattern.get<std::string>()] = found;
     if (found.empty()) {
       result.actual = actual;
@@ -90,7 +102,7 @@ void files(const Check& check, const EnvFactsView& facts, CheckResult& result) {
     }
   }
   for (const auto& pattern : check.params["absent"]) {
-    const auto found = glob_all(facts.expand_all(pattern.get<std::string>()));
+    const auto found = glob_all(facts, facts.expand_all(pattern.get<std::string>()));
     actual[pattern.get<std::string>()] = found;
     if (!found.empty()) {
       result.actual = actual;

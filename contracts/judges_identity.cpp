@@ -323,7 +323,12 @@ void modules(const Check& check, const EnvFactsView& facts, CheckResult& result)
   }
   for (const auto& name : check.params["absent"]) {
     if (has(name)) {
-      const std::string path = facts.site() + "/" + name.get<std::string>();
+      // Where the interpreter imports it from (any site dir), as the files say.
+      const std::string located =
+          string_field(object_field(object_field(facts.raw(), "static"), "module_paths"),
+                       name.get<std::string>().c_str());
+      const std::string path =
+          located.empty() ? facts.site() + "/" + name.get<std::string>() : located;
       fail(result, "forbidden_package",
            "module " + name.get<std::string>() + " is installed; the contract forbids it",
            {{"path", path}},

@@ -62,7 +62,9 @@ std::optional<std::string> unbound_symbol(const std::string& text) {
     return symbol.substr(0, symbol.find(", version "));
   }
   const std::string marker = "with link time reference";
-  const auto start = text.find("symbol ");
+  // "PATH: symbol NAME version ...": the last "symbol " before " version ".
+  const auto version = text.rfind(" version ", text.find(marker));
+  const auto start = version == std::string::npos ? version : text.rfind("symbol ", version);
   if (text.find(marker) != std::string::npos && start != std::string::npos) {
     const auto name = start + 7;
     const auto end = text.find(' ', name);

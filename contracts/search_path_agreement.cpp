@@ -10,13 +10,11 @@ bool within(const std::string& path, const std::string& dir) {
   return !dir.empty() && (path == dir || path.starts_with(dir + "/"));
 }
 
-// Every directory the static search path reached, as written there.
-std::vector<std::string> search_path_dirs(const Json& search_path) {
-  std::vector<std::string> dirs;
-  for (const auto& entry : array_field(search_path, "entries")) {
-    dirs.push_back(string_field(entry, "path"));
-  }
-  return dirs;
+// Inside the standard library proper, not one of the site dirs a conda or
+// pyenv prefix keeps under it (lib/pythonX.Y/site-packages).
+bool in_stdlib(const std::string& path, const std::string& stdlib) {
+  return within(path, stdlib) && !within(path, stdlib + "/site-packages") &&
+         !within(path, stdlib + "/dist-packages");
 }
 
 }  // namespace
@@ -26,11 +24,15 @@ std::optional<CheckResult> search_path_agreement(const EnvFactsView& facts) {
   const Json& module_paths = object_field(static_facts, "module_paths");
   const Json& search_path = object_field(static_facts, "search_path");
   const std::string stdlib = string_field(search_path, "stdlib");
-  const auto dirs = search_path_dirs(search_path);
   Json disagreements = Json::array();
   Json interpreter_path = nullptr;
   std::set<std::string> compared;
   for (const auto& stage : array_field(object_field(facts.raw(), "dynamic"), "stages")) {
+    // The static search path is the activated environment's: only imports
+    // made under it compare.
+    if (string_field(stage, "activation") != "activated") {
+      continue;
+    }
     for (const auto& record : array_field(stage, "records")) {
       if (string_field(record, "type") == "search_path" && interpreter_path.is_null()) {
         interpreter_path = array_field(record, "entries");
@@ -43,11 +45,12 @@ std::optional<CheckResult> search_path_agreement(const EnvFactsView& facts) {
         continue;
       }
       const std::string expected = string_field(module_paths, module.c_str());
-      if (!expected.empty() ? within(imported, expected)
-                            : within(imported, stdlib) &&
-                                  std::none_of(dirs.begin(), dirs.end(), [&](const auto& dir) {
-                                    return within(imported, dir);
-                                  })) {
+      // Static facts index the standard library too; when they do not know
+      // where it is (a base they could not find), a module from it is not
+      // held against the env: the missing base is noted in the facts.
+      const bool agrees = !expected.empty() ? within(imported, expected)
+                                            : stdlib.empty() || in_stdlib(imported, stdlib);
+      if (agrees) {
         continue;
       }
       disagreements.push_back({{"module", module},

@@ -64,7 +64,9 @@ void contained(EnvFacts& env, const char* stage, const Cancellation* cancellatio
 // its own interpreter either: the env is broken as an env, and says so,
 // rather than "torch is not installed".
 bool readable_prefix(PythonEnv& env) {
-  const int fd = ::open(env.prefix.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+  // Python needs to pass through the prefix (x), not to list it (r): a 0711
+  // prefix works. Reaching bin/ inside it takes exactly that permission.
+  const int fd = ::open((env.prefix / "bin").c_str(), O_PATH | O_CLOEXEC);
   if (fd >= 0) {
     ::close(fd);
     return true;

@@ -1,5 +1,7 @@
 #include "probes/linkage_facts.hpp"
 
+#include <set>
+
 #include "probes/library_lookup.hpp"
 
 #include <algorithm>
@@ -85,10 +87,11 @@ LinkageFacts gather_linkage_facts(const PythonEnv& env, const std::vector<fs::pa
   std::error_code error;
   const fs::path executable = loaded_interpreter(env);
   std::vector<fs::path> libraries;
+  const std::set<fs::path> hidden_set(hidden.begin(), hidden.end());
   for (const auto& site : site_packages) {
     for (fs::recursive_directory_iterator it(site, error), end; !error && it != end;
          it.increment(error)) {
-      if (std::find(hidden.begin(), hidden.end(), it->path()) != hidden.end()) {
+      if (!hidden_set.empty() && hidden_set.contains(it->path())) {
         it.disable_recursion_pending();
         continue;
       }

@@ -218,14 +218,29 @@ class SearchPathBuilder {
 
   // addsitedir(): the directory, then what each of its .pth files adds.
   void add_site_dir(const fs::path& site, const std::string& origin) {
-    if (!dir_exists(site) || !add_entry(site, origin, true)) {
+    if (!dir_exists(site)) {
       return;
+    }
+    if (!add_entry(site, origin, true)) {
+      // Already on the path (PYTHONPATH, a .pth line): site.py still reads
+      // its .pth files, and it is still a site dir.
+      const std::string key = site.lexically_normal().string();
+      bool known = false;
+      for (auto& entry : m_path.entries) {
+        if (entry.path.string() == key) {
+          known = !entry.site_dir;
+          entry.site_dir = true;
+        }
+      }
+      if (!known) {
+        return;  // the same site dir twice (or the path is full): read once
+      }
     }
     std::vector<std::string> pth_files;
     std::error_code error;
     for (fs::directory_iterator it(site, error), end; !error && it != end; it.increment(error)) {
       const std::string name = it->path().filename().string();
-      if (name.ends_with(".pth")) {
+      if (name.ends_with(".pth") && !name.starts_with(".")) {
         pth_files.push_back(name);
       }
     }
@@ -249,6 +264,9 @@ class SearchPathBuilder {
     std::size_t number = 0;
     for (std::string line; std::getline(lines, line);) {
       ++number;
+      if (m_path.entries.size() >= k_max_entries) {
+        return;  // the bound is noted once; no more lines are looked at
+      }
       if (line.starts_with("#") || trim(line).empty()) {
         continue;
       }
@@ -282,7 +300,7 @@ class SearchPathBuilder {
       note(file.string() + " (an editable install's import hook) maps no modules that can be read");
     }
     for (const auto& [module, path] : mapping) {
-      if (is_python_identifier(module) && fs::path(path).is_absolute()) {
+      if (is_python_identifier(module) && fs::path(path).is_absolute() && path_exists(path)) {
         m_path.editable.push_back({module, path, file});
       }
     }
@@ -344,6 +362,9 @@ SearchPath compute_search_path(const PythonEnv& env, const Environment& environm
 
 std::map<std::string, std::string> parse_string_dict(const std::string& source,
                                                      const std::string& name) {
+  if (name.empty()) {
+    return {};
+  }
   std::size_t at = 0;
   // The assignment starts a line: NAME = {...} or NAME: dict[str, str] = {...}.
   for (;; at += name.size()) {

@@ -255,7 +255,7 @@ std::map<std::string, std::string> parse_key_values(const std::string& text) {
     for (auto& c : key) {
       c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
     }
-    values.emplace(key, trim(line.substr(equals + 1)));
+    values.insert_or_assign(key, trim(line.substr(equals + 1)));
   }
   return values;
 }

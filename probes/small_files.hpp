@@ -82,7 +82,8 @@ class FileProblemLog {
 std::optional<std::string> read_env_file(const std::filesystem::path& path,
                                          const FileLimits& limits);
 
-// "key = value" lines (pyvenv.cfg); keys lower-cased, values trimmed.
+// "key = value" lines (pyvenv.cfg); keys lower-cased, values trimmed; the
+// last occurrence of a key wins, as when site.py reads pyvenv.cfg.
 std::map<std::string, std::string> parse_key_values(const std::string& text);
 
 // RFC 822-style headers up to the first blank line (METADATA, PKG-INFO).

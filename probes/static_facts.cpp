@@ -16,73 +16,105 @@ namespace {
 // One importable top-level name found on the path.
 struct Found {
   fs::path path;
-  bool regular = false;  // a package with __init__.py or a module file; else a namespace portion
+  int rank = 0;  // within a directory: 0 package, 1 extension, 2 source, 3 bytecode, 4 namespace
+  bool regular() const { return rank < 4; }
 };
 
-// What FileFinder finds for `name` in one directory: a package, an
-// extension module, a source module, or a namespace portion, in that order.
-std::optional<Found> find_in_entry(const fs::path& entry, const std::string& child) {
+// A directory entry never lists more than this many children here: a
+// directory of a million files on the path is hostile, not a layout.
+constexpr std::size_t k_max_children = 100000;
+
+// What FileFinder makes of `child` of a path entry for an interpreter whose
+// extension modules end in `.cpython-XY-*.so` (`tag` "cpython-XY"),
+// `.abi3.so` or `.so`: nullopt when it is not importable there (an
+// extension built for another Python).
+std::optional<std::pair<std::string, Found>> classify(const fs::path& entry,
+                                                      const std::string& child,
+                                                      const std::string& tag) {
   const fs::path path = entry / child;
   if (dir_exists(path)) {
-    if (!is_python_identifier(child) || child == "__pycache__") {
+    if (!is_python_identifier(child)) {
       return std::nullopt;
     }
-    return Found{path, path_exists(path / "__init__.py")};
+    const bool package = path_exists(path / "__init__.py") || path_exists(path / "__init__.pyc") ||
+                         path_exists(path / "__init__.abi3.so") ||
+                         path_exists(path / "__init__.so");
+    return std::pair{child, Found{path, package ? 0 : 4}};
   }
-  std::string module;
-  if (child.ends_with(".py")) {
-    module = child.substr(0, child.size() - 3);
-  } else if (child.ends_with(".so")) {
-    module = child.substr(0, child.find('.'));  // torch_C.cpython-310-x86_64-linux-gnu.so
-  }
-  if (!is_python_identifier(module)) {
+  const auto dot = child.find('.');
+  const std::string name = child.substr(0, dot);
+  if (dot == std::string::npos || !is_python_identifier(name)) {
     return std::nullopt;
   }
-  return Found{path, true};
+  const std::string suffix = child.substr(dot);
+  int rank = -1;
+  if (suffix == ".py") {
+    rank = 2;
+  } else if (suffix == ".pyc") {
+    rank = 3;
+  } else if (suffix == ".abi3.so" || suffix == ".so" ||
+             (suffix.starts_with("." + tag + "-") && suffix.ends_with(".so"))) {
+    rank = 1;
+  }
+  return rank < 0 ? std::nullopt : std::optional(std::pair{name, Found{path, rank}});
 }
 
-std::string module_name(const std::string& child) {
-  return child.substr(0, child.find('.'));
-}
-
-// Where `import NAME` finds each top-level name: the first regular package
-// or module along the path, else the first namespace portion (PathFinder's
-// rule), else an editable install's import hook. Later regular copies are
+// Where `import NAME` finds each top-level name: the standard library
+// first (after PYTHONPATH, as in sys.path), then along the path the first
+// package or module, else the first namespace portion (PathFinder's rule),
+// else an editable install's import hook. Later regular copies are
 // shadowed: present on disk, never imported.
-void index_modules(StaticFacts& facts) {
-  std::map<std::string, Found> index;
+void index_modules(StaticFacts& facts, const std::string& python_version) {
+  const auto first_dot = python_version.find('.');
+  const auto second_dot = python_version.find('.', first_dot + 1);
+  const std::string tag =
+      first_dot == std::string::npos
+          ? std::string("cpython-")
+          : "cpython-" + python_version.substr(0, first_dot) +
+                python_version.substr(first_dot + 1, second_dot == std::string::npos
+                                                         ? std::string::npos
+                                                         : second_dot - first_dot - 1);
+  std::vector<fs::path> order;
+  bool stdlib_added = facts.search_path.stdlib.empty();
   for (const auto& entry : facts.search_path.entries) {
-    std::vector<std::string> children;
-    std::error_code error;
-    for (fs::directory_iterator it(entry.path, error), end; !error && it != end;
-         it.increment(error)) {
-      children.push_back(it->path().filename().string());
+    if (!stdlib_added && entry.origin != "PYTHONPATH") {
+      order.push_back(facts.search_path.stdlib);
+      order.push_back(facts.search_path.stdlib / "lib-dynload");
+      stdlib_added = true;
     }
-    // Within one directory the package wins over a module file of its name,
-    // an extension over a source file.
-    std::sort(children.begin(), children.end(), [&](const auto& a, const auto& b) {
-      const auto rank = [&](const std::string& child) {
-        return child.ends_with(".py") ? 2 : child.ends_with(".so") ? 1 : 0;
-      };
-      return std::pair(module_name(a), rank(a)) < std::pair(module_name(b), rank(b));
-    });
-    std::set<std::string> seen_here;
-    for (const auto& child : children) {
-      const auto found = find_in_entry(entry.path, child);
-      const std::string name = module_name(child);
-      if (!found || !seen_here.insert(name).second) {
+    order.push_back(entry.path);
+  }
+  if (!stdlib_added) {
+    order.push_back(facts.search_path.stdlib);
+    order.push_back(facts.search_path.stdlib / "lib-dynload");
+  }
+  std::map<std::string, Found> index;
+  for (const auto& entry : order) {
+    std::map<std::string, Found> here;
+    std::error_code error;
+    std::size_t children = 0;
+    for (fs::directory_iterator it(entry, error), end;
+         !error && it != end && ++children <= k_max_children; it.increment(error)) {
+      const auto found = classify(entry, it->path().filename().string(), tag);
+      if (!found) {
         continue;
       }
+      auto [at, inserted] = here.emplace(found->first, found->second);
+      if (!inserted && found->second.rank < at->second.rank) {
+        at->second = found->second;
+      }
+    }
+    for (const auto& [name, found] : here) {
       auto it = index.find(name);
-      if (it == index.end() || (!it->second.regular && found->regular)) {
-        index[name] = *found;
-      } else if (found->regular) {
-        facts.shadowed.push_back({name, found->path, it->second.path});
+      if (it == index.end() || (!it->second.regular() && found.regular())) {
+        index[name] = found;
+      } else if (found.regular()) {
+        facts.shadowed.push_back({name, found.path, it->second.path});
       }
     }
   }
   for (const auto& editable : facts.search_path.editable) {
-    index.emplace(editable.module, Found{editable.path, true});
+    index.emplace(editable.module, Found{editable.path, 0});
   }
   for (const auto& [name, found] : index) {
     facts.modules.push_back(name);
@@ -245,7 +277,7 @@ StaticFacts gather_static_facts(const PythonEnv& env, const Environment& environ
     auto packages = scan_conda_packages(env.prefix);
     facts.distributions.insert(facts.distributions.end(), packages.begin(), packages.end());
   }
-  index_modules(facts);
+  index_modules(facts, env.python_version);
   facts.torch = torch_facts(facts);
   facts.triton = triton_facts(facts);
   return facts;

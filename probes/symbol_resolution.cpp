@@ -13,6 +13,9 @@ namespace {
 // each search reads every symbol the closure defines, and a library built
 // against another ABI can lack thousands; the first ones tell the story.
 constexpr std::size_t k_max_searches = 64;
+// __cxa_demangle's stack use grows with the name; names longer than this
+// (hostile, or generated beyond reading) are neither searched nor compared.
+constexpr std::size_t k_max_demangled_name = 4096;
 
 bool satisfies(const DynamicSymbol& definition, const DynamicSymbol& reference) {
   if (!reference.version.empty()) {
@@ -22,15 +25,19 @@ bool satisfies(const DynamicSymbol& definition, const DynamicSymbol& reference) 
   return !definition.hidden;
 }
 
+std::vector<std::string> scope_parts(const std::string& scope);
+
 // How a name of `signature` appears in a mangled symbol: "4sync" for sync,
 // the class's for a constructor, destructor or operator (whose own spelling
 // is an abbreviation such as "pl"); "" when nothing cheap can filter.
 std::string mangled_token(const Signature& signature) {
   std::string last = signature.name;
   if (last.starts_with("operator") || last.starts_with("~")) {
-    const auto colons = signature.scope.rfind("::");
-    last = colons == std::string::npos ? signature.scope : signature.scope.substr(colons + 2);
-    last = last.substr(0, last.find('<'));
+    const auto parts = scope_parts(signature.scope);
+    last = parts.empty() ? "" : parts.back().substr(0, parts.back().find('<'));
+    if (last.find_first_of(" ()") != std::string::npos || last == "std") {
+      last.clear();  // "(anonymous namespace)", or std's abbreviations (Sa, Ss)
+    }
   }
   return last.empty() ? "" : std::to_string(last.size()) + last;
 }
@@ -242,7 +249,7 @@ std::optional<NearMiss> compare(const Signature& wanted, const std::string& want
 std::vector<NearMiss> find_near_misses(const LinkClosure& closure, const std::string& mangled,
                                        const std::string& version, std::size_t limit) {
   std::vector<NearMiss> misses;
-  const bool cxx = mangled.starts_with("_Z");
+  const bool cxx = mangled.starts_with("_Z") && mangled.size() <= k_max_demangled_name;
   const auto wanted = cxx ? parse_signature(demangle(mangled)) : std::nullopt;
   const std::string token = wanted ? mangled_token(*wanted) : "";
   for (const auto& object : closure.objects) {
@@ -265,7 +272,7 @@ std::vector<NearMiss> find_near_misses(const LinkClosure& closure, const std::st
         misses.push_back(std::move(miss));
         continue;
       }
-      if (!wanted || !symbol.name.starts_with("_Z") ||
+      if (!wanted || !symbol.name.starts_with("_Z") || symbol.name.size() > k_max_demangled_name ||
           (!token.empty() && symbol.name.find(token) == std::string_view::npos)) {
         continue;
       }

@@ -311,6 +311,42 @@ TEST(SearchPath, AnEarlierCopyShadowsALaterOne) {
   EXPECT_EQ(shadowed->path, "/usr/lib/python3/dist-packages/jwt");
 }
 
+TEST(SearchPath, ImportPrecedenceIsFileFinders) {
+  SKIP_WITHOUT_DEBIAN_PYTHON();
+  TempDir dir;
+  const auto venv = make_venv(dir.path() / "venv", false);
+  const auto site = site_of(venv);
+  // A module file beats a namespace directory of its name; the standard
+  // library beats a backport in site-packages; an extension built for
+  // another Python is not importable at all.
+  fs::create_directories(site / "both");
+  std::ofstream(site / "both.py") << "";
+  std::ofstream(site / "typing.py") << "";
+  std::ofstream(site / "oldext.cpython-39-x86_64-linux-gnu.so") << "";
+  const Environment variables = {{"HOME", dir.path().string()}};
+  const auto facts = gather_static_facts(env_at(venv), variables);
+  for (const char* module : {"both", "typing"}) {
+    const auto file = run_python(
+        venv / "bin/python", variables,
+        std::string("import json, ") + module + "; print(json.dumps(" + module + ".__file__))");
+    EXPECT_EQ(facts.module_paths.at(module).string(), file.get<std::string>()) << module;
+  }
+  EXPECT_EQ(facts.module_paths.count("oldext"), 0U);
+}
+
+TEST(SearchPath, ASiteDirAlreadyOnPythonPathStillReadsItsPthFiles) {
+  SKIP_WITHOUT_DEBIAN_PYTHON();
+  TempDir dir;
+  const auto venv = make_venv(dir.path() / "venv", false);
+  const auto site = fs::canonical(site_of(venv));
+  fs::create_directories(dir.path() / "extra");
+  std::ofstream(site / "extra.pth") << (dir.path() / "extra").string() << "\n";
+  const Environment variables = {{"HOME", dir.path().string()}, {"PYTHONPATH", site.string()}};
+  const auto path = compute_search_path(env_at(venv), variables);
+  EXPECT_EQ(static_search_path(path), real_search_path(venv / "bin/python", variables));
+  EXPECT_EQ(path.site_dirs(), std::vector<fs::path>{site});
+}
+
 TEST(SearchPath, HostilePthFilesAreBounded) {
   TempDir dir;
   const auto prefix = dir.path() / "venv";
