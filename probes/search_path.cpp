@@ -78,8 +78,7 @@ class SearchPathBuilder {
     m_path.debian_layout = !m_path.base_prefix.empty() && uses_dist_packages(m_path.base_prefix);
     if (!m_path.base_prefix.empty()) {
       std::error_code error;
-      const auto stdlib =
-          fs::weakly_canonical(m_path.base_prefix / "lib" / ("python" + m_version), error);
+      const auto stdlib = fs::weakly_canonical(stdlib_of(m_path.base_prefix), error);
       m_path.stdlib = error ? fs::path() : stdlib;
     }
     const bool is_venv = m_env.kind == EnvKind::venv;
@@ -164,7 +163,7 @@ class SearchPathBuilder {
       return system_site;
     }
     for (fs::path dir = home->second; !dir.empty(); dir = dir.parent_path()) {
-      if (path_exists(dir / "lib" / ("python" + m_version) / "os.py")) {
+      if (path_exists(stdlib_of(dir) / "os.py")) {
         m_path.base_prefix = dir;
         break;
       }
@@ -173,24 +172,57 @@ class SearchPathBuilder {
       }
     }
     if (m_path.base_prefix.empty()) {
-      note("no lib/python" + m_version + "/os.py at or above pyvenv.cfg's home " + home->second +
-           ": the base interpreter is gone or moved");
+      note("no lib/python" + m_version + "/os.py (nor lib64/) at or above pyvenv.cfg's home " +
+           home->second + ": the base interpreter is gone or moved");
     }
     return system_site;
   }
 
+  // "python3.13t" for a free-threaded build that has only that, else "python3.13".
+  std::string version_dir(const fs::path& prefix) const {
+    const std::string plain = "python" + m_version;
+    for (const char* lib : {"lib", "lib64"}) {
+      if (dir_exists(prefix / lib / plain)) {
+        return plain;
+      }
+      if (dir_exists(prefix / lib / (plain + "t"))) {
+        return plain + "t";
+      }
+    }
+    return plain;
+  }
+
+  // Whether prefix/lib64 is a directory of its own (not a venv's link to lib).
+  static bool distinct_lib64(const fs::path& prefix) {
+    std::error_code error;
+    return dir_exists(prefix / "lib64") && !fs::equivalent(prefix / "lib64", prefix / "lib", error);
+  }
+
+  // The standard library of an installation at `prefix`: lib64/pythonX.Y
+  // where the platform keeps it there, else lib/pythonX.Y.
+  fs::path stdlib_of(const fs::path& prefix) const {
+    const std::string dir = version_dir(prefix);
+    if (distinct_lib64(prefix) && path_exists(prefix / "lib64" / dir / "os.py")) {
+      return prefix / "lib64" / dir;
+    }
+    return prefix / "lib" / dir;
+  }
+
   // Debian patches site.py to use dist-packages; its text says so.
   bool uses_dist_packages(const fs::path& prefix) {
-    const auto source = read_env_file(prefix / "lib" / ("python" + m_version) / "site.py",
-                                      file_limits::python_source);
+    const auto source = read_env_file(stdlib_of(prefix) / "site.py", file_limits::python_source);
     return source && source->find("dist-packages") != std::string::npos;
   }
 
   // getsitepackages() for one prefix. `is_venv` is whether the interpreter
   // runs as a venv (Debian's site.py then also lists site-packages).
   void add_prefix_site_dirs(const fs::path& prefix, bool is_venv, const std::string& origin) {
-    const fs::path lib = prefix / "lib" / ("python" + m_version);
+    const fs::path lib = prefix / "lib" / version_dir(prefix);
     if (!m_path.debian_layout) {
+      // platlibdir (lib64 on Fedora, RHEL, openSUSE) first, then lib.
+      if (const auto lib64 = prefix / "lib64" / version_dir(prefix); distinct_lib64(prefix)) {
+        add_site_dir(lib64 / "site-packages", origin);
+      }
       add_site_dir(lib / "site-packages", origin);
       return;
     }
@@ -212,7 +244,7 @@ class SearchPathBuilder {
       }
       base = home + "/.local";
     }
-    add_site_dir(fs::path(base) / "lib" / ("python" + m_version) / "site-packages",
+    add_site_dir(fs::path(base) / "lib" / version_dir(m_env.prefix) / "site-packages",
                  "user site of " + m_env.run_as.user);
   }
 

@@ -125,15 +125,23 @@ void index_modules(StaticFacts& facts, const std::string& python_version) {
   }
 }
 
-const Distribution* providing(const std::vector<Distribution>& distributions,
-                              const std::string& module) {
+// The distributions that describe the copy of a package at `package`: the
+// ones whose metadata sits beside it, else (an editable install keeps its
+// dist-info in site-packages, its code elsewhere) every one, in path order.
+std::vector<const Distribution*> describing(const std::vector<Distribution>& distributions,
+                                            const fs::path& package) {
+  std::vector<const Distribution*> beside;
+  std::vector<const Distribution*> all;
   for (const auto& distribution : distributions) {
-    if (std::find(distribution.top_level.begin(), distribution.top_level.end(), module) !=
-        distribution.top_level.end()) {
-      return &distribution;
+    if (distribution.source == "conda-meta") {
+      continue;
+    }
+    all.push_back(&distribution);
+    if (distribution.metadata.parent_path() == package.parent_path()) {
+      beside.push_back(&distribution);
     }
   }
-  return nullptr;
+  return beside.empty() ? all : beside;
 }
 
 // The package `name` as the interpreter imports it, when it is a directory.
@@ -174,9 +182,11 @@ TorchFacts torch_facts(const StaticFacts& facts) {
   const auto plus = torch.version.find('+');
   torch.base = torch.version.substr(0, plus);
   torch.local = plus == std::string::npos ? "" : torch.version.substr(plus + 1);
-  for (const auto& distribution : distributions) {
-    if (distribution.normalized == "torch" && distribution.source != "conda-meta") {
-      torch.distribution_version = distribution.version;
+  // The first in path order: a shadowed copy's dist-info says nothing of the torch imported.
+  for (const auto* distribution : describing(distributions, torch.location)) {
+    if (distribution->normalized == "torch") {
+      torch.distribution_version = distribution->version;
+      break;
     }
   }
   std::error_code error;
@@ -207,17 +217,24 @@ TritonFacts triton_facts(const StaticFacts& facts) {
   // The provider is the distribution whose RECORD owns triton/__init__.py:
   // when stock triton and FlagTree were both installed, the last one wins the
   // file, and RECORD says which.
-  for (const auto& distribution : distributions) {
-    if (std::find(distribution.files.begin(), distribution.files.end(), "triton/__init__.py") !=
-        distribution.files.end()) {
-      triton.provider = distribution.normalized;
-      triton.provider_version = distribution.version;
+  // Only distributions beside the imported copy count: a stock triton in a
+  // shadowed site dir does not provide the triton imported.
+  const auto candidates = describing(distributions, triton.location);
+  for (const auto* distribution : candidates) {
+    if (std::find(distribution->files.begin(), distribution->files.end(), "triton/__init__.py") !=
+        distribution->files.end()) {
+      triton.provider = distribution->normalized;
+      triton.provider_version = distribution->version;
     }
   }
   if (triton.provider.empty()) {
-    if (const auto* distribution = providing(distributions, "triton")) {
-      triton.provider = distribution->normalized;
-      triton.provider_version = distribution->version;
+    for (const auto* distribution : candidates) {
+      if (std::find(distribution->top_level.begin(), distribution->top_level.end(), "triton") !=
+          distribution->top_level.end()) {
+        triton.provider = distribution->normalized;
+        triton.provider_version = distribution->version;
+        break;
+      }
     }
   }
   if (const auto source =

@@ -347,6 +347,46 @@ TEST(SearchPath, ASiteDirAlreadyOnPythonPathStillReadsItsPthFiles) {
   EXPECT_EQ(path.site_dirs(), std::vector<fs::path>{site});
 }
 
+// Fedora, RHEL and openSUSE keep the standard library and compiled packages
+// in lib64 (platlibdir), pure packages in lib. A layout, not an interpreter
+// this machine has; the base holds a stock triton that the venv's FlagTree
+// shadows.
+TEST(SearchPath, Lib64BaseAndAShadowedProvider) {
+  TempDir dir;
+  const auto base = dir.path() / "base";
+  dir.write("base/lib64/python3.11/os.py", "");
+  dir.write("base/lib64/python3.11/site-packages/platmod/__init__.py", "");
+  dir.write("base/lib/python3.11/site-packages/puremod/__init__.py", "");
+  dir.write("base/lib/python3.11/site-packages/triton/__init__.py", "");
+  dir.write("base/lib/python3.11/site-packages/triton-3.5.0.dist-info/METADATA",
+            "Name: triton\nVersion: 3.5.0\n");
+  dir.write("base/lib/python3.11/site-packages/triton-3.5.0.dist-info/RECORD",
+            "triton/__init__.py,,\n");
+  const auto venv = dir.path() / "venv";
+  dir.write("venv/pyvenv.cfg", "home = " + (base / "bin").string() +
+                                   "\ninclude-system-site-packages = false\n"
+                                   "include-system-site-packages = true\nversion = 3.11.9\n");
+  fs::create_directories(venv / "bin");
+  fs::create_symlink("/bin/true", venv / "bin/python");
+  dir.write("venv/lib/python3.11/site-packages/triton/__init__.py", "");
+  dir.write("venv/lib/python3.11/site-packages/flagtree-0.7.0.dist-info/METADATA",
+            "Name: flagtree\nVersion: 0.7.0\n");
+  dir.write("venv/lib/python3.11/site-packages/flagtree-0.7.0.dist-info/RECORD",
+            "triton/__init__.py,,\n");
+  const auto facts = gather_static_facts(env_at(venv), {{"HOME", dir.path().string()}});
+  // The last include-system-site-packages wins, as in site.py.
+  EXPECT_EQ(facts.search_path.base_prefix, base);
+  EXPECT_EQ(facts.search_path.stdlib, fs::canonical(base / "lib64/python3.11"));
+  ASSERT_EQ(facts.site_packages.size(), 3U);
+  EXPECT_EQ(facts.site_packages[1], base / "lib64/python3.11/site-packages");
+  EXPECT_EQ(facts.site_packages[2], base / "lib/python3.11/site-packages");
+  EXPECT_EQ(facts.module_locations.at("platmod"), base / "lib64/python3.11/site-packages/platmod");
+  EXPECT_EQ(facts.module_locations.at("puremod"), base / "lib/python3.11/site-packages/puremod");
+  // The imported triton is the venv's, and FlagTree provides it.
+  EXPECT_EQ(facts.triton.location, fs::canonical(venv) / "lib/python3.11/site-packages/triton");
+  EXPECT_EQ(facts.triton.provider, "flagtree");
+}
+
 TEST(SearchPath, HostilePthFilesAreBounded) {
   TempDir dir;
   const auto prefix = dir.path() / "venv";
