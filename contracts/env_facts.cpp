@@ -40,6 +40,18 @@ const Json& array_field(const Json& object, const char* key) {
   return value.is_array() ? value : empty_array();
 }
 
+const Json* find_entry(const Json& list, const char* key, const std::string& value) {
+  if (!list.is_array()) {
+    return nullptr;
+  }
+  for (const auto& entry : list) {
+    if (string_field(entry, key) == value) {
+      return &entry;
+    }
+  }
+  return nullptr;
+}
+
 std::string EnvFactsView::prefix() const {
   return string_field(m_facts, "prefix");
 }
@@ -126,60 +138,31 @@ bool EnvFactsView::has_dynamic_facts() const {
   return member(m_facts, "dynamic").is_object();
 }
 
-std::string EnvFactsView::expand(const std::string& pattern) const {
-  std::string text = pattern;
-  auto replace = [&](const std::string& from, const std::string& to) {
-    for (auto at = text.find(from); at != std::string::npos; at = text.find(from, at + to.size())) {
-      text.replace(at, from.size(), to);
+facts::PathAnchors EnvFactsView::anchors() const {
+  facts::PathAnchors anchors;
+  anchors.prefix = prefix();
+  anchors.sites = sites();
+  const Json& variables = environment("activated");
+  if (variables.is_object()) {
+    for (const auto& [name, value] : variables.items()) {
+      if (value.is_string()) {
+        anchors.variables[name] = value.get<std::string>();
+      }
     }
-  };
-  replace("{prefix}", prefix());
-  replace("{site}", site());
-  // ${VAR} from the activated environment.
-  for (auto start = text.find("${"); start != std::string::npos; start = text.find("${", start)) {
-    const auto end = text.find('}', start);
-    if (end == std::string::npos) {
-      break;
-    }
-    const std::string name = text.substr(start + 2, end - start - 2);
-    const std::string value = string_field(environment("activated"), name.c_str());
-    text.replace(start, end - start + 1, value);
-    start += value.size();
   }
-  return text;
+  return anchors;
+}
+
+std::string EnvFactsView::expand(const std::string& pattern) const {
+  return facts::expand_path_pattern(pattern, anchors()).front();
 }
 
 std::vector<std::string> EnvFactsView::expand_all(const std::string& pattern) const {
-  if (pattern.find("{site}") == std::string::npos) {
-    return {expand(pattern)};
-  }
-  std::vector<std::string> expansions;
-  for (const auto& site : sites()) {
-    std::string one = pattern;
-    for (auto at = one.find("{site}"); at != std::string::npos;
-         at = one.find("{site}", at + site.size())) {
-      one.replace(at, 6, site);
-    }
-    expansions.push_back(expand(one));
-  }
-  return expansions;
+  return facts::expand_path_pattern(pattern, anchors());
 }
 
 std::vector<std::string> EnvFactsView::unset_variables(const std::string& pattern) const {
-  std::vector<std::string> names;
-  for (auto start = pattern.find("${"); start != std::string::npos;
-       start = pattern.find("${", start + 2)) {
-    const auto end = pattern.find('}', start);
-    if (end == std::string::npos) {
-      break;
-    }
-    const std::string name = pattern.substr(start + 2, end - start - 2);
-    const Json& variables = environment("activated");
-    if (!variables.is_object() || !variables.contains(name)) {
-      names.push_back(name);
-    }
-  }
-  return names;
+  return facts::unset_variables(pattern, anchors().variables);
 }
 
 }  // namespace envcontract::contracts

@@ -4,6 +4,7 @@
 #include <vector>
 
 #include "contracts/contract.hpp"
+#include "facts/path_pattern.hpp"
 
 namespace envcontract::contracts {
 
@@ -44,6 +45,8 @@ class EnvFactsView {
   std::vector<std::string> expand_all(const std::string& pattern) const;
   // The ${VAR} names in `pattern` that the activated environment leaves unset.
   std::vector<std::string> unset_variables(const std::string& pattern) const;
+  // The env's prefix, site dirs and activated variables, for path patterns.
+  facts::PathAnchors anchors() const;
 
  private:
   const Json& m_facts;
@@ -55,6 +58,10 @@ std::string string_field(const Json& object, const char* key);
 // The field when it is an array, else an empty array: a reference into
 // `object` (nlohmann's value() returns copies, which must not be pointed into).
 const Json& array_field(const Json& object, const char* key);
+
+// The first object of `list` whose `key` is `value` (a pointer into `list`),
+// or nullptr: facts entries such as library_lookups are found by name.
+const Json* find_entry(const Json& list, const char* key, const std::string& value);
 
 // The field when it is an object, else an empty object (a reference, as above).
 const Json& object_field(const Json& object, const char* key);

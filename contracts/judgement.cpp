@@ -47,6 +47,12 @@ void fail(CheckResult& result, std::string cause, std::string summary, Json evid
       Diagnosis{std::move(cause), std::move(summary), std::move(evidence), std::move(remedy)};
 }
 
+void not_gathered(CheckResult& result, const std::string& what) {
+  result.status = CheckStatus::error;
+  result.diagnosis = Diagnosis{"probe_error", what, Json::object(),
+                               "scan with the agent and this contract (envcontractd scan)"};
+}
+
 void pass(CheckResult& result) {
   result.status = CheckStatus::pass;
   result.diagnosis.reset();

@@ -42,9 +42,11 @@ std::vector<Diagnosis> linkage_problems_under(const EnvFactsView& facts,
                                               const std::string& directory);
 
 // Helpers shared by the judges.
-std::vector<std::string> glob_paths(const std::string& pattern);  // sorted matches
 void fail(CheckResult& result, std::string cause, std::string summary, Json evidence,
           std::string remedy);
 void pass(CheckResult& result);
+// An `error` (probe_error): the facts this check needs were not gathered,
+// e.g. `what` = "xpu-smi was not looked up in this env". Never a pass.
+void not_gathered(CheckResult& result, const std::string& what);
 
 }  // namespace envcontract::contracts::judges

@@ -1,6 +1,5 @@
 // Judges of files on disk and of linkage between shared libraries.
 #include <fnmatch.h>
-#include <glob.h>
 
 #include <algorithm>
 
@@ -43,36 +42,28 @@ std::string arrows(const std::vector<std::string>& chain) {
 
 }  // namespace
 
-std::vector<std::string> glob_paths(const std::string& pattern) {
-  std::vector<std::string> paths;
-  glob_t matches{};
-  if (::glob(pattern.c_str(), GLOB_NOSORT, nullptr, &matches) == 0) {
-    for (std::size_t i = 0; i < matches.gl_pathc; ++i) {
-      paths.emplace_back(matches.gl_pathv[i]);
-    }
-  }
-  ::globfree(&matches);
-  std::sort(paths.begin(), paths.end());
-  return paths;
+namespace {
+
+// What probes matched for `pattern` in this env, or nullptr when they were
+// not asked (facts gathered without the contract).
+const Json* path_matches(const EnvFactsView& facts, const std::string& pattern) {
+  return find_entry(array_field(facts.raw(), "path_matches"), "pattern", pattern);
 }
 
-// Paths matching `pattern` in any of its expansions ({site}: every site
-// dir), except inside copies of packages that an earlier path entry hides
-// from `import`: a CPU torch in the venv is the torch, whatever CUDA torch
-// the base's site-packages holds.
-std::vector<std::string> glob_all(const EnvFactsView& facts,
-                                  const std::vector<std::string>& expansions) {
+// The matches, except inside copies of packages that an earlier path entry
+// hides from `import`: a CPU torch in the venv is the torch, whatever CUDA
+// torch the base's site-packages holds.
+std::vector<std::string> visible_matches(const EnvFactsView& facts, const Json& entry) {
   const Json& shadowed = array_field(object_field(facts.raw(), "static"), "shadowed");
   std::vector<std::string> found;
-  for (const auto& expanded : expansions) {
-    for (const auto& match : glob_paths(expanded)) {
-      const bool hidden = std::any_of(shadowed.begin(), shadowed.end(), [&](const Json& copy) {
-        const std::string path = string_field(copy, "path");
-        return !path.empty() && (match == path || match.starts_with(path + "/"));
-      });
-      if (!hidden) {
-        found.push_back(match);
-      }
+  for (const auto& match : array_field(entry, "matches")) {
+    const std::string path = match.is_string() ? match.get<std::string>() : "";
+    const bool hidden = std::any_of(shadowed.begin(), shadowed.end(), [&](const Json& copy) {
+      const std::string copy_path = string_field(copy, "path");
+      return !copy_path.empty() && (path == copy_path || path.starts_with(copy_path + "/"));
+    });
+    if (!path.empty() && !hidden) {
+      found.push_back(path);
     }
   }
   return found;
@@ -86,30 +77,41 @@ std::string joined(const std::vector<std::string>& items) {
   return text;
 }
 
+}  // namespace
+
 void files(const Check& check, const EnvFactsView& facts, CheckResult& result) {
   Json actual = Json::object();
-  for (const auto& pattern : check.params["exist"]) {
-    const auto expansions = facts.expand_all(pattern.get<std::string>());
-    const auto found = glob_all(facts, expansions);
-    actual[pattern.get<std::string>()] = found;
-    if (found.empty()) {
-      result.actual = actual;
-      fail(result, "missing_file",
-           joined(expansions) + (expansions.size() > 1 ? ": none exists" : " does not exist"),
-           {{"pattern", expansions.front()}, {"searched", expansions}},
-           "install the package that provides it");
-      return;
-    }
-  }
-  for (const auto& pattern : check.params["absent"]) {
-    const auto found = glob_all(facts, facts.expand_all(pattern.get<std::string>()));
-    actual[pattern.get<std::string>()] = found;
-    if (!found.empty()) {
-      result.actual = actual;
-      fail(result, "forbidden_file", found.front() + " exists; the contract forbids it",
-           {{"paths", found}},
-           "remove the package that installs it (a build for another platform?)");
-      return;
+  for (const char* key : {"exist", "absent"}) {
+    for (const auto& pattern : check.params.value(key, Json::array())) {
+      const std::string text = pattern.get<std::string>();
+      const Json* entry = path_matches(facts, text);
+      if (entry == nullptr) {
+        result.actual = actual;
+        not_gathered(result, text + " was not looked for in this env");
+        return;
+      }
+      const auto found = visible_matches(facts, *entry);
+      actual[text] = found;
+      std::vector<std::string> expansions;
+      for (const auto& expansion : array_field(*entry, "expansions")) {
+        expansions.push_back(expansion.is_string() ? expansion.get<std::string>() : "");
+      }
+      if (std::string(key) == "exist" && found.empty()) {
+        result.actual = actual;
+        fail(
+            result, "missing_file",
+            joined(expansions) + (expansions.size() > 1 ? ": none exists" : " does not exist"),
+            {{"pattern", expansions.empty() ? text : expansions.front()}, {"searched", expansions}},
+            "install the package that provides it");
+        return;
+      }
+      if (std::string(key) == "absent" && !found.empty()) {
+        result.actual = actual;
+        fail(result, "forbidden_file", found.front() + " exists; the contract forbids it",
+             {{"paths", found}},
+             "remove the package that installs it (a build for another platform?)");
+        return;
+      }
     }
   }
   result.actual = actual;

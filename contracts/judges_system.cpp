@@ -1,7 +1,5 @@
 // Judges of what the env's processes get from the system: libraries the
 // loader resolves, device nodes, tools on PATH, the C library.
-#include <unistd.h>
-
 #include <sstream>
 
 #include "common/pep440.hpp"
@@ -12,12 +10,7 @@ namespace envcontract::contracts::judges {
 namespace {
 
 const Json* find_lookup(const EnvFactsView& facts, const std::string& name) {
-  for (const auto& lookup : array_field(facts.raw(), "library_lookups")) {
-    if (string_field(lookup, "name") == name) {
-      return &lookup;
-    }
-  }
-  return nullptr;
+  return find_entry(array_field(facts.raw(), "library_lookups"), "name", name);
 }
 
 Comparison comparison_of(const Json& count) {
@@ -39,10 +32,8 @@ void libraries(const Check& check, const EnvFactsView& facts, CheckResult& resul
         lookup != nullptr && lookup->contains("path") ? lookup->at("path") : Json(nullptr);
     if (lookup == nullptr) {
       result.actual = actual;
-      result.status = CheckStatus::error;
-      result.diagnosis = Diagnosis{
-          "probe_error", "where the loader finds " + name.get<std::string>() + " was not looked up",
-          Json::object(), "scan with the agent (envcontractd scan)"};
+      not_gathered(result,
+                   "where the loader finds " + name.get<std::string>() + " was not looked up");
     }
     return lookup;
   };
@@ -87,9 +78,14 @@ void libraries(const Check& check, const EnvFactsView& facts, CheckResult& resul
   pass(result);
 }
 
-void device_nodes(const Check& check, const EnvFactsView&, CheckResult& result) {
+void device_nodes(const Check& check, const EnvFactsView& facts, CheckResult& result) {
   const std::string pattern = check.params.value("glob", "");
-  const auto count = static_cast<std::int64_t>(glob_paths(pattern).size());
+  const Json* nodes = find_entry(array_field(facts.raw(), "device_nodes"), "glob", pattern);
+  if (nodes == nullptr) {
+    not_gathered(result, pattern + " was not looked for on this host");
+    return;
+  }
+  const auto count = static_cast<std::int64_t>(array_field(*nodes, "matches").size());
   result.actual = count;
   const auto wanted = comparison_of(check.params.value("count", Json::object()));
   if (!wanted.holds_for(count)) {
@@ -110,16 +106,15 @@ void tools(const Check& check, const EnvFactsView& facts, CheckResult& result) {
   std::string missing;
   for (const auto& tool : check.params.value("on_path", Json::array())) {
     const std::string name = tool.get<std::string>();
-    actual[name] = nullptr;
-    std::istringstream dirs(path);
-    for (std::string dir; std::getline(dirs, dir, ':');) {
-      const std::string candidate = (dir.empty() ? "." : dir) + "/" + name;
-      if (::access(candidate.c_str(), X_OK) == 0) {
-        actual[name] = candidate;
-        break;
-      }
+    const Json* lookup = find_entry(array_field(facts.raw(), "tool_lookups"), "name", name);
+    if (lookup == nullptr) {
+      result.actual = actual;
+      not_gathered(result, name + " was not looked up in this env");
+      return;
     }
-    if (actual[name].is_null() && missing.empty()) {
+    const std::string found = string_field(*lookup, "path");
+    actual[name] = found.empty() ? Json(nullptr) : Json(found);
+    if (found.empty() && missing.empty()) {
       missing = name;
     }
   }

@@ -29,4 +29,17 @@ void parse_smoke(MappingReader& reader, Json& params, const KindContext& context
 void parse_command(MappingReader& reader, Json& params, const KindContext& context);
 void parse_integration_test(MappingReader& reader, Json& params, const KindContext& context);
 
+// What a kind asks probes to gather (kind_requests.cpp); kinds that read
+// only what every scan gathers have none.
+void request_imports(const Check& check, facts::ProbeRequest& request);
+void request_torch(const Check& check, facts::ProbeRequest& request);
+void request_devices(const Check& check, facts::ProbeRequest& request);
+void request_smoke(const Check& check, facts::ProbeRequest& request);
+void request_command(const Check& check, facts::ProbeRequest& request);
+void request_integration_test(const Check& check, facts::ProbeRequest& request);
+void request_libraries(const Check& check, facts::ProbeRequest& request);
+void request_files(const Check& check, facts::ProbeRequest& request);
+void request_device_nodes(const Check& check, facts::ProbeRequest& request);
+void request_tools(const Check& check, facts::ProbeRequest& request);
+
 }  // namespace envcontract::contracts::kinds

@@ -8,14 +8,9 @@
 
 namespace envcontract::daemon {
 
-// What the contract's checks need run inside each env: the modules of its
-// `imports` checks (and of torch checks judged after importing), its device
-// expressions and its smoke snippets, with their timeouts. Without a
-// contract, only torch's identity is probed.
+// What the contract's checks need gathered and run in each env, as each
+// kind of the registry requests it (contracts::probe_request), with the
+// runner's defaults. Without a contract, only torch's identity is probed.
 probes::ProbePlan plan_from_contract(const contracts::Contract* contract);
-
-// The library names the contract's `libraries` checks ask about: each env's
-// loader is asked where it finds them while the static facts are gathered.
-std::vector<std::string> library_names_from_contract(const contracts::Contract& contract);
 
 }  // namespace envcontract::daemon

@@ -94,14 +94,14 @@ report::Json Scanner::scan(const LoadedContract& contract, const ScanSettings& s
   }
   const Watchdog watchdog(settings.scan_deadline, *cancellation);
   auto options = settings.facts;
-  options.library_names = library_names_from_contract(contract.contract);
+  auto plan = plan_from_contract(&contract.contract);
+  options.request = static_cast<const facts::ProbeRequest&>(plan);
   options.cancellation = cancellation.get();
   const auto facts = probes::gather_host_facts(options, m_activations, m_elf_files);
   // What this scan did not read has left every env: keep no memory of it.
   m_elf_files.drop_unused();
   auto host_json = probes::to_json(facts);
   auto& envs = host_json["envs"];
-  auto plan = plan_from_contract(&contract.contract);
   plan.resources = settings.probe_limits;
   plan.env_deadline = settings.env_deadline;
   plan.cancellation = cancellation.get();

@@ -7,43 +7,18 @@
 #include <string>
 #include <vector>
 
+#include "facts/probe_request.hpp"
 #include "probes/activation.hpp"
 #include "probes/hang_diagnosis.hpp"
 #include "probes/python_env.hpp"
 
 namespace envcontract::probes {
 
-// What to run in an env, derived from a contract by the agent (probes know
-// nothing of contracts).
-struct ProbePlan {
-  std::vector<std::string> imports;  // stage 2, in this order
-  // Modules after whose import torch's view is read again (some vendor
-  // packages patch torch.version on import).
-  bool torch_after_imports = false;
-  struct Devices {
-    std::string id;
-    std::string expression;
-    std::vector<std::string> imports;
-    std::chrono::milliseconds timeout{60'000};
-  };
-  std::vector<Devices> devices;
-  struct Smoke {
-    std::string id;
-    std::string code;
-    std::chrono::milliseconds timeout{120'000};
-  };
-  std::vector<Smoke> smokes;
-  // Shell commands (bash -c) run in the activated environment, with `extra`
-  // variables on top; they need no Python and run even when torch does not import.
-  struct Command {
-    std::string id;
-    std::string run;
-    std::map<std::string, std::string> extra;
-    std::chrono::milliseconds timeout{300'000};
-  };
-  std::vector<Command> commands;
+// What to run in an env: what the contract's checks requested (the agent
+// builds it from the check-kind registry; probes know nothing of contracts),
+// and how.
+struct ProbePlan : facts::ProbeRequest {
   std::chrono::milliseconds identity_timeout{60'000};
-  std::chrono::milliseconds imports_timeout{60'000};
   // Also run identity and imports without activation when activation changes
   // anything, to tell an activation artifact from a real fault.
   bool compare_bare = true;

@@ -1,5 +1,8 @@
 #pragma once
 
+#include "facts/probe_request.hpp"
+#include "probes/requested_facts.hpp"
+
 #include <chrono>
 #include <string>
 #include <vector>
@@ -30,8 +33,12 @@ struct EnvFacts {
   ActivatedEnvironment activation;
   LinkageFacts linkage;                        // under the activated environment
   std::optional<LinkageFacts> bare_linkage;    // when activation changes LD_LIBRARY_PATH
-  std::vector<LibraryLookup> library_lookups;  // HostFactsOptions::library_names, activated
+  std::vector<LibraryLookup> library_lookups;  // HostFactsOptions::request, activated
   GlibcFacts glibc;                            // the C library its processes get
+  // What the contract's checks asked for (HostFactsOptions::request).
+  std::vector<PathMatches> path_matches;  // read as the env's user
+  std::vector<ToolLookup> tools;          // on the activated PATH
+  std::vector<DeviceNodes> device_nodes;  // the host's, the same for every env
 };
 
 // What one pass over a host learns without running env code.
@@ -49,8 +56,10 @@ struct HostFacts {
 struct HostFactsOptions {
   DiscoveryOptions discovery;
   ImageTagSource image;
-  // Libraries to look up by name in each env (a contract's `libraries` checks).
-  std::vector<std::string> library_names;
+  // What the contract's checks asked for beyond every scan's facts: libraries
+  // by name, path patterns, device globs, tools (the dynamic stages' part is
+  // run later, by dynamic_probe).
+  facts::ProbeRequest request;
   // Stops activation scripts that are running when the scan is cancelled.
   const Cancellation* cancellation = nullptr;
 };

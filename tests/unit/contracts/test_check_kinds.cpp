@@ -45,6 +45,43 @@ TEST(CheckKinds, RegistryHasEveryKindOnce) {
   EXPECT_EQ(find_check_kind("nonsense"), nullptr);
 }
 
+// What each check asks probes to gather comes from its registry entry: the
+// agent has no list of kinds of its own.
+TEST(CheckKinds, ProbeRequestsComeFromTheRegistry) {
+  const auto result = load_checks(
+      "- {id: imp, kind: imports, modules: [torch, torch_fl], timeout: 90s}\n"
+      "- {id: late, kind: torch, base: '2.10.0', after_import: [torch_fl, flag_gems]}\n"
+      "- {id: dev, kind: devices, expression: torch_fl.flagos.device_count(), count: '>= 1'}\n"
+      "- {id: smk, kind: smoke, code: 'print(1)'}\n"
+      "- {id: cmd, kind: command, run: 'xpu-smi'}\n"
+      "- {id: fil, kind: files, exist: ['{site}/torch_fl'], absent: ['{prefix}/x']}\n"
+      "- {id: lib, kind: libraries, present: [libbkcl.so], absent: [libcuda.so]}\n"
+      "- {id: nod, kind: device_nodes, glob: /dev/xpu*}\n"
+      "- {id: too, kind: tools, on_path: [xpu-smi]}\n"
+      "- {id: py, kind: python, version: '>=3.10'}\n");
+  ASSERT_TRUE(result.contract.has_value()) << joined(result);
+  const auto request = probe_request(result.contract->checks);
+  EXPECT_EQ(request.imports, (std::vector<std::string>{"torch", "torch_fl", "flag_gems"}));
+  EXPECT_EQ(request.imports_timeout, std::chrono::seconds(90));
+  EXPECT_TRUE(request.torch_after_imports);
+  ASSERT_EQ(request.devices.size(), 1U);
+  EXPECT_EQ(request.devices[0].id, "dev");
+  EXPECT_EQ(request.devices[0].imports, std::vector<std::string>{"torch_fl"});
+  ASSERT_EQ(request.smokes.size(), 1U);
+  ASSERT_EQ(request.commands.size(), 1U);
+  EXPECT_EQ(request.commands[0].run, "xpu-smi");
+  EXPECT_EQ(request.path_patterns, (std::vector<std::string>{"{site}/torch_fl", "{prefix}/x"}));
+  EXPECT_EQ(request.library_names, (std::vector<std::string>{"libbkcl.so", "libcuda.so"}));
+  EXPECT_EQ(request.device_globs, std::vector<std::string>{"/dev/xpu*"});
+  EXPECT_EQ(request.tools, std::vector<std::string>{"xpu-smi"});
+  // Every kind run by the dynamic stages says what to run.
+  for (const auto& kind : check_kinds()) {
+    if (kind.stage != ProbeStage::static_files) {
+      EXPECT_NE(kind.request, nullptr) << kind.name;
+    }
+  }
+}
+
 TEST(CheckKinds, TorchReadsIdentityRules) {
   const auto check = single_check(R"(- id: torch-cpu
   kind: torch

@@ -155,18 +155,49 @@ TEST(JudgeTargets, UnknownOrUnreadableImageIsAnErrorThatSaysWhatToConfigure) {
             std::string::npos);
 }
 
-// Two envs, "good" holding a marker file and "bad" without it, judged by a
-// contract that wants the marker.
+// An env's facts as probes give them for a contract asking for
+// {prefix}/marker: found in it or not.
+Json marker_env(const std::string& name, const std::filesystem::path& prefix, bool has_marker) {
+  const std::string marker = (prefix / "marker").string();
+  return {{"name", name},
+          {"prefix", prefix.string()},
+          {"path_matches",
+           {{{"pattern", "{prefix}/marker"},
+             {"expansions", {marker}},
+             {"matches", has_marker ? Json::array({marker}) : Json::array()}}}}};
+}
+
+// Judges read facts, never the host they run on: device nodes this machine
+// does not have count when the facts (say, of the fleet host) list them, and
+// a check whose facts were not gathered is an error, not a pass.
+TEST(PureJudges, DeviceNodesAndToolsComeFromTheFacts) {
+  const auto contract = load(
+      "schema_version: 1\nchecks:\n"
+      "  - {id: nodes, kind: device_nodes, glob: /dev/xpu*, count: '>= 2'}\n"
+      "  - {id: smi, kind: tools, on_path: [xpu-smi]}\n");
+  const Json env = {
+      {"name", "e"},
+      {"prefix", "/nonexistent/env"},
+      {"device_nodes", {{{"glob", "/dev/xpu*"}, {"matches", {"/dev/xpu0", "/dev/xpu1"}}}}},
+      {"tool_lookups", {{{"name", "xpu-smi"}, {"path", "/opt/xre/bin/xpu-smi"}}}}};
+  const auto judged = contracts::judge_env(contract, env);
+  EXPECT_EQ(judged.verdict, EnvVerdict::compliant);
+  EXPECT_EQ(judged.checks[0].actual, 2);
+  EXPECT_EQ(judged.checks[1].actual["xpu-smi"], "/opt/xre/bin/xpu-smi");
+  const auto unasked = contracts::judge_env(contract, {{"name", "e"}, {"prefix", "/x"}});
+  EXPECT_EQ(unasked.verdict, EnvVerdict::error);
+  EXPECT_EQ(unasked.checks[0].diagnosis->cause, "probe_error");
+  EXPECT_EQ(unasked.checks[1].diagnosis->cause, "probe_error");
+}
+
+// Two envs, "good" where probes found the marker file and "bad" where they
+// did not, judged by a contract that wants the marker: judges read facts only.
 class EnvRule : public ::testing::Test {
  protected:
-  void SetUp() override {
-    m_dir.write("good/marker", "");
-    m_dir.write("bad/other", "");
-  }
   Json host(const std::string& image_value = "") const {
     Json envs = Json::array();
     for (const char* name : {"good", "bad"}) {
-      envs.push_back({{"name", name}, {"prefix", (m_dir.path() / name).string()}});
+      envs.push_back(marker_env(name, m_dir.path() / name, std::string(name) == "good"));
     }
     return {{"image", image(image_value)}, {"envs", envs}};
   }
@@ -235,7 +266,7 @@ const std::string k_marker_contract =
     "checks:\n  - id: marker\n    kind: files\n    exist: ['{prefix}/marker']\n";
 
 contracts::Json env_without_marker(const testing::TempDir& dir) {
-  return {{"name", "bad"}, {"prefix", dir.path().string()}};
+  return marker_env("bad", dir.path(), false);
 }
 
 const auto k_day = *common::parse_rfc3339("2026-11-30T12:00:00Z");

@@ -53,12 +53,13 @@ TEST(JudgeDemoHost, EveryEnvDriftsForItsOwnReasons) {
       c.params["timeout_ms"] = 6000;
     }
   }
+  const auto plan = daemon::plan_from_contract(&contract);
   probes::HostFactsOptions options;
   options.discovery.roots = {demo_host()};
+  options.request = plan;  // what the contract's files, tools, libraries checks look for
   probes::ActivationCache activations;
   probes::ElfCache elf_files;
   const auto host = probes::gather_host_facts(options, activations, elf_files);
-  const auto plan = daemon::plan_from_contract(&contract);
 
   std::map<std::string, contracts::EnvJudgement> judged;
   const auto host_json = probes::to_json(host);
