@@ -154,7 +154,8 @@ facts::PathAnchors EnvFactsView::anchors() const {
 }
 
 std::string EnvFactsView::expand(const std::string& pattern) const {
-  return facts::expand_path_pattern(pattern, anchors()).front();
+  const auto expansions = facts::expand_path_pattern(pattern, anchors());
+  return expansions.empty() ? std::string() : expansions.front();
 }
 
 std::vector<std::string> EnvFactsView::expand_all(const std::string& pattern) const {

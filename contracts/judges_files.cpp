@@ -50,20 +50,14 @@ const Json* path_matches(const EnvFactsView& facts, const std::string& pattern) 
   return find_entry(array_field(facts.raw(), "path_matches"), "pattern", pattern);
 }
 
-// The matches, except inside copies of packages that an earlier path entry
-// hides from `import`: a CPU torch in the venv is the torch, whatever CUDA
-// torch the base's site-packages holds.
-std::vector<std::string> visible_matches(const EnvFactsView& facts, const Json& entry) {
-  const Json& shadowed = array_field(object_field(facts.raw(), "static"), "shadowed");
+// The matches probes kept: none inside copies of packages that an earlier
+// path entry hides from `import` (a CPU torch in the venv is the torch,
+// whatever CUDA torch the base's site-packages holds).
+std::vector<std::string> matches_of(const Json& entry) {
   std::vector<std::string> found;
   for (const auto& match : array_field(entry, "matches")) {
-    const std::string path = match.is_string() ? match.get<std::string>() : "";
-    const bool hidden = std::any_of(shadowed.begin(), shadowed.end(), [&](const Json& copy) {
-      const std::string copy_path = string_field(copy, "path");
-      return !copy_path.empty() && (path == copy_path || path.starts_with(copy_path + "/"));
-    });
-    if (!path.empty() && !hidden) {
-      found.push_back(path);
+    if (match.is_string()) {
+      found.push_back(match.get<std::string>());
     }
   }
   return found;
@@ -85,12 +79,14 @@ void files(const Check& check, const EnvFactsView& facts, CheckResult& result) {
     for (const auto& pattern : check.params.value(key, Json::array())) {
       const std::string text = pattern.get<std::string>();
       const Json* entry = path_matches(facts, text);
-      if (entry == nullptr) {
+      if (entry == nullptr || !string_field(*entry, "error").empty()) {
         result.actual = actual;
-        not_gathered(result, text + " was not looked for in this env");
+        not_gathered(result, text + (entry == nullptr ? " was not looked for in this env"
+                                                      : " could not be looked for: " +
+                                                            string_field(*entry, "error")));
         return;
       }
-      const auto found = visible_matches(facts, *entry);
+      const auto found = matches_of(*entry);
       actual[text] = found;
       std::vector<std::string> expansions;
       for (const auto& expansion : array_field(*entry, "expansions")) {

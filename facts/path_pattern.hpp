@@ -16,10 +16,12 @@ struct PathAnchors {
   std::map<std::string, std::string> variables;
 };
 
-// `pattern` expanded once per site dir when it names {site}, else once. An
-// unset ${VAR} expands to "".
-std::vector<std::string> expand_path_pattern(const std::string& pattern,
-                                             const PathAnchors& anchors);
+// `pattern` expanded once per site dir when it names {site} (none when the
+// site dirs are unknown), else once. An unset ${VAR} expands to "". With
+// `for_glob`, the substituted values (which the env controls) have glob's
+// special characters escaped: only the contract's own wildcards match.
+std::vector<std::string> expand_path_pattern(const std::string& pattern, const PathAnchors& anchors,
+                                             bool for_glob = false);
 
 // The ${VAR} names in `pattern` that `variables` leaves unset.
 std::vector<std::string> unset_variables(const std::string& pattern,

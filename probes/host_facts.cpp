@@ -144,25 +144,38 @@ HostFacts gather_host_facts(const HostFactsOptions& options, ActivationCache& ac
       };
       env.library_lookups = lookup_libraries(env.env, env.activation.activated,
                                              options.request.library_names, ld_cache, elf_files);
-      facts::PathAnchors anchors;
-      anchors.prefix = env.env.prefix.string();
-      for (const auto& site : env.static_facts.site_packages) {
-        anchors.sites.push_back(site.string());
-      }
-      if (anchors.sites.empty()) {
-        anchors.sites.push_back(anchors.prefix + "/lib");  // as the judges' view falls back
-      }
-      anchors.variables = env.activation.activated;
-      env.path_matches = match_path_patterns(options.request.path_patterns, anchors);
-      const auto path = env.activation.activated.find("PATH");
-      env.tools = find_tools(options.request.tools,
-                             path == env.activation.activated.end() ? "" : path->second);
-      env.device_nodes = device_nodes;
+
       env.glibc = glibc_facts(env.env, env.activation.activated, ld_cache, elf_files);
       if (path_of(env.activation.bare) != path_of(env.activation.activated)) {
         env.bare_linkage = gather_linkage_facts(env.env, sites, env.activation.bare,
                                                 Activation::bare, ld_cache, elf_files, hidden);
       }
+    });
+  }
+  // What the contract's checks asked for, each env in a step of its own:
+  // a failure there leaves the linkage facts (and the other envs) alone.
+  for (auto& env : facts.envs) {
+    env.device_nodes = device_nodes;
+    contained(env, "requested facts", options.cancellation, [&] {
+      ReadingAs reading(env.env.run_as);
+      if (!reading.ok()) {
+        return;
+      }
+      facts::PathAnchors anchors;
+      anchors.prefix = env.env.prefix.string();
+      for (const auto& site : env.static_facts.site_packages) {
+        anchors.sites.push_back(site.string());
+      }
+      anchors.variables = env.activation.activated;
+      std::vector<std::string> hidden;
+      for (const auto& module : env.static_facts.shadowed) {
+        hidden.push_back(module.path.string());
+      }
+      env.path_matches = match_path_patterns(options.request.path_patterns, anchors, hidden);
+      const auto path = env.activation.activated.find("PATH");
+      env.tools =
+          find_tools(options.request.tools,
+                     path == env.activation.activated.end() ? "" : path->second, env.env.run_as);
     });
   }
   facts.activation_elapsed =

@@ -1,6 +1,7 @@
 #include "probes/requested_facts.hpp"
 
 #include <glob.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -9,30 +10,81 @@
 namespace envcontract::probes {
 namespace {
 
-std::vector<std::string> glob_paths(const std::string& pattern) {
-  std::vector<std::string> paths;
+struct Globbed {
+  std::vector<std::string> paths;  // sorted
+  std::string error;
+};
+
+Globbed glob_paths(const std::string& pattern) {
+  Globbed result;
   glob_t matches{};
-  if (::glob(pattern.c_str(), GLOB_NOSORT, nullptr, &matches) == 0) {
-    for (std::size_t i = 0; i < matches.gl_pathc && i < k_max_glob_matches; ++i) {
-      paths.emplace_back(matches.gl_pathv[i]);
+  const int status = ::glob(pattern.c_str(), GLOB_NOSORT, nullptr, &matches);
+  if (status == 0) {
+    for (std::size_t i = 0; i < matches.gl_pathc; ++i) {
+      result.paths.emplace_back(matches.gl_pathv[i]);
     }
+  } else if (status != GLOB_NOMATCH) {
+    result.error =
+        pattern + ": " +
+        (status == GLOB_NOSPACE ? "out of memory while globbing" : "a directory could not be read");
   }
   ::globfree(&matches);
-  std::sort(paths.begin(), paths.end());
-  return paths;
+  std::sort(result.paths.begin(), result.paths.end());
+  return result;
+}
+
+bool inside_any(const std::string& path, const std::vector<std::string>& dirs) {
+  return std::any_of(dirs.begin(), dirs.end(), [&](const std::string& dir) {
+    return path == dir || path.starts_with(dir + "/");
+  });
+}
+
+// Whether the user of `run_as` may execute `path` (a regular file): checked
+// on the mode bits, because access(2) asks for the real uid, root's.
+bool executable_by(const std::string& path, const RunAs& run_as) {
+  struct stat info {};
+  if (::stat(path.c_str(), &info) != 0 || !S_ISREG(info.st_mode)) {
+    return false;
+  }
+  if (::geteuid() != 0) {
+    return ::access(path.c_str(), X_OK) == 0;  // the agent runs env code as itself
+  }
+  if (run_as.uid == 0) {
+    return (info.st_mode & (S_IXUSR | S_IXGRP | S_IXOTH)) != 0;
+  }
+  if (info.st_uid == run_as.uid) {
+    return (info.st_mode & S_IXUSR) != 0;
+  }
+  const bool in_group =
+      info.st_gid == run_as.gid ||
+      std::find(run_as.groups.begin(), run_as.groups.end(), info.st_gid) != run_as.groups.end();
+  return (info.st_mode & (in_group ? S_IXGRP : S_IXOTH)) != 0;
 }
 
 }  // namespace
 
 std::vector<PathMatches> match_path_patterns(const std::vector<std::string>& patterns,
-                                             const facts::PathAnchors& anchors) {
+                                             const facts::PathAnchors& anchors,
+                                             const std::vector<std::string>& hidden) {
   std::vector<PathMatches> result;
   for (const auto& pattern : patterns) {
-    PathMatches entry{pattern, facts::expand_path_pattern(pattern, anchors), {}};
+    PathMatches entry{pattern, facts::expand_path_pattern(pattern, anchors, true), {}, false, ""};
+    if (entry.expansions.empty()) {
+      entry.error = "the env's site dirs are unknown, so {site} cannot be looked in";
+    }
     for (const auto& expanded : entry.expansions) {
-      for (auto& match : glob_paths(expanded)) {
+      auto globbed = glob_paths(expanded);
+      if (!globbed.error.empty() && entry.error.empty()) {
+        entry.error = globbed.error;
+      }
+      for (auto& match : globbed.paths) {
+        if (inside_any(match, hidden)) {
+          continue;
+        }
         if (entry.matches.size() < k_max_glob_matches) {
           entry.matches.push_back(std::move(match));
+        } else {
+          entry.truncated = true;
         }
       }
     }
@@ -41,14 +93,18 @@ std::vector<PathMatches> match_path_patterns(const std::vector<std::string>& pat
   return result;
 }
 
-std::vector<ToolLookup> find_tools(const std::vector<std::string>& names, const std::string& path) {
+std::vector<ToolLookup> find_tools(const std::vector<std::string>& names, const std::string& path,
+                                   const RunAs& run_as) {
   std::vector<ToolLookup> result;
   for (const auto& name : names) {
     ToolLookup lookup{name, ""};
     std::istringstream dirs(path);
     for (std::string dir; std::getline(dirs, dir, ':');) {
-      const std::string candidate = (dir.empty() ? "." : dir) + "/" + name;
-      if (::access(candidate.c_str(), X_OK) == 0) {
+      if (dir.empty() || dir.front() != '/') {
+        continue;
+      }
+      const std::string candidate = dir + "/" + name;
+      if (executable_by(candidate, run_as)) {
         lookup.path = candidate;
         break;
       }
@@ -61,7 +117,11 @@ std::vector<ToolLookup> find_tools(const std::vector<std::string>& names, const 
 std::vector<DeviceNodes> glob_device_nodes(const std::vector<std::string>& globs) {
   std::vector<DeviceNodes> result;
   for (const auto& pattern : globs) {
-    result.push_back({pattern, glob_paths(pattern)});
+    auto globbed = glob_paths(pattern);
+    if (globbed.paths.size() > k_max_glob_matches) {
+      globbed.paths.resize(k_max_glob_matches);
+    }
+    result.push_back({pattern, std::move(globbed.paths)});
   }
   return result;
 }
@@ -69,7 +129,9 @@ std::vector<DeviceNodes> glob_device_nodes(const std::vector<std::string>& globs
 Json to_json(const PathMatches& matches) {
   return {{"pattern", matches.pattern},
           {"expansions", matches.expansions},
-          {"matches", matches.matches}};
+          {"matches", matches.matches},
+          {"truncated", matches.truncated},
+          {"error", matches.error.empty() ? Json(nullptr) : Json(matches.error)}};
 }
 
 Json to_json(const ToolLookup& tool) {

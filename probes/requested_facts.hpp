@@ -6,12 +6,14 @@
 #include <nlohmann/json.hpp>
 
 #include "facts/path_pattern.hpp"
+#include "probes/run_as.hpp"
 
 // Facts gathered only because a contract's checks asked for them
 // (facts::ProbeRequest): path patterns globbed in an env, executables on its
 // activated PATH, device nodes of the host. The judges read these facts and
-// never the filesystem: a rootfs scanned with --root is judged on what was
-// gathered from it.
+// never the filesystem. Patterns anchored at {prefix} or {site} are read
+// inside the env (under a scanned rootfs too); absolute patterns, PATH
+// directories and device globs are read on the agent's host.
 namespace envcontract::probes {
 
 using Json = nlohmann::ordered_json;
@@ -22,7 +24,9 @@ inline constexpr std::size_t k_max_glob_matches = 10000;
 struct PathMatches {
   std::string pattern;                  // as the contract wrote it
   std::vector<std::string> expansions;  // one per site dir for {site}
-  std::vector<std::string> matches;     // sorted
+  std::vector<std::string> matches;     // sorted; none inside shadowed copies
+  bool truncated = false;               // more than k_max_glob_matches matched
+  std::string error;                    // why the pattern could not be looked for; "" when it was
 };
 
 struct ToolLookup {
@@ -35,12 +39,20 @@ struct DeviceNodes {
   std::vector<std::string> matches;
 };
 
-// glob(3) of each pattern's expansions (read as whoever the caller reads as).
+// glob(3) of each pattern's expansions, read as whoever the caller reads as
+// (ReadingAs the env's user). What the env controls (its prefix, site dirs,
+// ${VAR} values) is matched literally; matches inside `hidden` (shadowed
+// copies of packages, which import never sees) are dropped before the cap.
+// With no site dirs known, a {site} pattern is an error, not "no match".
 std::vector<PathMatches> match_path_patterns(const std::vector<std::string>& patterns,
-                                             const facts::PathAnchors& anchors);
+                                             const facts::PathAnchors& anchors,
+                                             const std::vector<std::string>& hidden = {});
 
-// Each name looked up along `path` (a PATH value), as a shell would.
-std::vector<ToolLookup> find_tools(const std::vector<std::string>& names, const std::string& path);
+// Each name looked up along `path` (a PATH value) as a shell run by `run_as`
+// would: the first regular file its user may execute. Empty and relative
+// PATH entries (the working directory of whoever runs it) are skipped.
+std::vector<ToolLookup> find_tools(const std::vector<std::string>& names, const std::string& path,
+                                   const RunAs& run_as);
 
 std::vector<DeviceNodes> glob_device_nodes(const std::vector<std::string>& globs);
 

@@ -56,7 +56,10 @@ std::string editable_finder_module(const std::string& line) {
 class SearchPathBuilder {
  public:
   SearchPathBuilder(const PythonEnv& env, const Environment& environment)
-      : m_env(env), m_environment(environment), m_version(major_minor(env.python_version)) {}
+      : m_env(env),
+        m_environment(environment),
+        m_version(major_minor(env.python_version)),
+        m_free_threaded(free_threaded(env, m_version)) {}
 
   SearchPath build() {
     add_pythonpath();
@@ -76,6 +79,9 @@ class SearchPathBuilder {
       m_path.base_prefix = m_env.prefix;
     }
     m_path.debian_layout = !m_path.base_prefix.empty() && uses_dist_packages(m_path.base_prefix);
+    m_path.free_threaded = m_free_threaded;
+    m_platlib64 = !m_path.base_prefix.empty() &&
+                  stdlib_of(m_path.base_prefix).parent_path().filename() == "lib64";
     if (!m_path.base_prefix.empty()) {
       std::error_code error;
       const auto stdlib = fs::weakly_canonical(stdlib_of(m_path.base_prefix), error);
@@ -178,18 +184,16 @@ class SearchPathBuilder {
     return system_site;
   }
 
-  // "python3.13t" for a free-threaded build that has only that, else "python3.13".
-  std::string version_dir(const fs::path& prefix) const {
-    const std::string plain = "python" + m_version;
-    for (const char* lib : {"lib", "lib64"}) {
-      if (dir_exists(prefix / lib / plain)) {
-        return plain;
-      }
-      if (dir_exists(prefix / lib / (plain + "t"))) {
-        return plain + "t";
-      }
-    }
-    return plain;
+  // "python3.13t" for a free-threaded interpreter, else "python3.13": what
+  // the interpreter is, not which directories happen to exist.
+  std::string version_dir() const { return "python" + m_version + (m_free_threaded ? "t" : ""); }
+
+  // Whether the env's interpreter is a free-threaded build: its executable
+  // is named pythonX.Yt (bin/python links to it).
+  static bool free_threaded(const PythonEnv& env, const std::string& version) {
+    std::error_code error;
+    const auto executable = fs::canonical(env.python, error);
+    return !error && executable.filename() == "python" + version + "t";
   }
 
   // Whether prefix/lib64 is a directory of its own (not a venv's link to lib).
@@ -201,7 +205,7 @@ class SearchPathBuilder {
   // The standard library of an installation at `prefix`: lib64/pythonX.Y
   // where the platform keeps it there, else lib/pythonX.Y.
   fs::path stdlib_of(const fs::path& prefix) const {
-    const std::string dir = version_dir(prefix);
+    const std::string dir = version_dir();
     if (distinct_lib64(prefix) && path_exists(prefix / "lib64" / dir / "os.py")) {
       return prefix / "lib64" / dir;
     }
@@ -217,11 +221,12 @@ class SearchPathBuilder {
   // getsitepackages() for one prefix. `is_venv` is whether the interpreter
   // runs as a venv (Debian's site.py then also lists site-packages).
   void add_prefix_site_dirs(const fs::path& prefix, bool is_venv, const std::string& origin) {
-    const fs::path lib = prefix / "lib" / version_dir(prefix);
+    const fs::path lib = prefix / "lib" / version_dir();
     if (!m_path.debian_layout) {
-      // platlibdir (lib64 on Fedora, RHEL, openSUSE) first, then lib.
-      if (const auto lib64 = prefix / "lib64" / version_dir(prefix); distinct_lib64(prefix)) {
-        add_site_dir(lib64 / "site-packages", origin);
+      // platlibdir (lib64 on Fedora, RHEL, openSUSE: the base's, found with
+      // its standard library, for every prefix) first, then lib.
+      if (m_platlib64) {
+        add_site_dir(prefix / "lib64" / version_dir() / "site-packages", origin);
       }
       add_site_dir(lib / "site-packages", origin);
       return;
@@ -244,7 +249,7 @@ class SearchPathBuilder {
       }
       base = home + "/.local";
     }
-    add_site_dir(fs::path(base) / "lib" / version_dir(m_env.prefix) / "site-packages",
+    add_site_dir(fs::path(base) / "lib" / version_dir() / "site-packages",
                  "user site of " + m_env.run_as.user);
   }
 
@@ -341,6 +346,8 @@ class SearchPathBuilder {
   const PythonEnv& m_env;
   const Environment& m_environment;
   const std::string m_version;
+  const bool m_free_threaded;
+  bool m_platlib64 = false;  // the base keeps its standard library in lib64 (platlibdir)
   SearchPath m_path;
   std::set<std::string> m_known;
 };
@@ -457,6 +464,7 @@ Json to_json(const SearchPath& path) {
           {"stdlib", path.stdlib.string()},
           {"debian_layout", path.debian_layout},
           {"user_site", path.user_site},
+          {"free_threaded", path.free_threaded},
           {"notes", path.notes}};
 }
 

@@ -37,6 +37,7 @@ struct SearchPath {
   std::filesystem::path stdlib;       // its lib/pythonX.Y, symlinks resolved; "" when unknown
   bool debian_layout = false;         // the base's site.py uses dist-packages (Debian, Ubuntu)
   bool user_site = false;             // the user site is enabled (whether or not it exists)
+  bool free_threaded = false;         // a pythonX.Yt build: lib/pythonX.Yt, cpython-XYt extensions
   std::vector<std::string> notes;     // what reading files cannot follow (code in .pth files)
 
   std::vector<std::filesystem::path> site_dirs() const;

@@ -73,7 +73,8 @@ void index_modules(StaticFacts& facts, const std::string& python_version) {
           : "cpython-" + python_version.substr(0, first_dot) +
                 python_version.substr(first_dot + 1, second_dot == std::string::npos
                                                          ? std::string::npos
-                                                         : second_dot - first_dot - 1);
+                                                         : second_dot - first_dot - 1) +
+                (facts.search_path.free_threaded ? "t" : "");
   std::vector<fs::path> order;
   bool stdlib_added = facts.search_path.stdlib.empty();
   for (const auto& entry : facts.search_path.entries) {
