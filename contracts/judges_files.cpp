@@ -32,17 +32,13 @@ std::vector<std::string> chain_to(const Json& library, const std::string& name) 
   return {};
 }
 
-std::string arrows(const std::vector<std::string>& chain) {
+std::string join(const std::vector<std::string>& items, const char* separator) {
   std::string text;
-  for (const auto& name : chain) {
-    text += (text.empty() ? "" : " -> ") + name;
+  for (const auto& item : items) {
+    text += (text.empty() ? "" : separator) + item;
   }
   return text;
 }
-
-}  // namespace
-
-namespace {
 
 // What probes matched for `pattern` in this env, or nullptr when they were
 // not asked (facts gathered without the contract).
@@ -61,14 +57,6 @@ std::vector<std::string> matches_of(const Json& entry) {
     }
   }
   return found;
-}
-
-std::string joined(const std::vector<std::string>& items) {
-  std::string text;
-  for (const auto& item : items) {
-    text += (text.empty() ? "" : ", ") + item;
-  }
-  return text;
 }
 
 }  // namespace
@@ -96,7 +84,7 @@ void files(const Check& check, const EnvFactsView& facts, CheckResult& result) {
         result.actual = actual;
         fail(
             result, "missing_file",
-            joined(expansions) + (expansions.size() > 1 ? ": none exists" : " does not exist"),
+            join(expansions, ", ") + (expansions.size() > 1 ? ": none exists" : " does not exist"),
             {{"pattern", expansions.empty() ? text : expansions.front()}, {"searched", expansions}},
             "install the package that provides it");
         return;
@@ -141,7 +129,7 @@ void linkage(const Check& check, const EnvFactsView& facts, CheckResult& result)
       if (!chain.empty()) {
         result.actual = {{"matched", matched}};
         fail(result, "forbidden_needed",
-             file + " needs " + forbidden.get<std::string>() + " (" + arrows(chain) + ")",
+             file + " needs " + forbidden.get<std::string>() + " (" + join(chain, " -> ") + ")",
              {{"library", path}, {"chain", chain}},
              "install a " + file + " built without " + forbidden.get<std::string>());
         return;
