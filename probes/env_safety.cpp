@@ -96,6 +96,21 @@ class Checker {
     }
   }
 
+  // Every .pth file of a site dir: site.py runs their import lines.
+  void check_pth_files(const fs::path& site) {
+    std::error_code error;
+    std::vector<fs::path> pth_files;
+    for (fs::directory_iterator it(site, error), end; !error && it != end; it.increment(error)) {
+      if (it->path().extension() == ".pth") {
+        pth_files.push_back(it->path());
+      }
+    }
+    std::sort(pth_files.begin(), pth_files.end());
+    for (const auto& pth : pth_files) {
+      check(pth, false);
+    }
+  }
+
   std::vector<UnsafePath> take() { return std::move(m_unsafe); }
 
  private:
@@ -130,17 +145,22 @@ std::vector<UnsafePath> find_unsafe_paths(const SafetyInputs& inputs, const RunA
   }
   for (const auto& site : inputs.site_dirs) {
     checker.check_with_parents(site, inputs.prefix);
-    std::error_code error;
-    std::vector<fs::path> pth_files;
-    for (fs::directory_iterator it(site, error), end; !error && it != end; it.increment(error)) {
-      if (it->path().extension() == ".pth") {
-        pth_files.push_back(it->path());
-      }
+    checker.check_pth_files(site);
+  }
+  return checker.take();
+}
+
+std::vector<UnsafePath> find_unsafe_import_paths(const std::vector<fs::path>& paths,
+                                                 const std::vector<fs::path>& site_dirs,
+                                                 const RunAs& run_as) {
+  Checker checker(run_as);
+  for (const auto& path : paths) {
+    if (path.is_absolute()) {
+      checker.check_with_parents(path, path.root_path());
     }
-    std::sort(pth_files.begin(), pth_files.end());
-    for (const auto& pth : pth_files) {
-      checker.check(pth, false);
-    }
+  }
+  for (const auto& site : site_dirs) {
+    checker.check_pth_files(site);
   }
   return checker.take();
 }

@@ -38,6 +38,15 @@ struct SafetyInputs {
 // someone other than root and `run_as` could write. Empty: safe.
 std::vector<UnsafePath> find_unsafe_paths(const SafetyInputs& inputs, const RunAs& run_as);
 
+// What the interpreter imports from beyond the env's own files: PYTHONPATH,
+// the user site, a base's site dirs and standard library, where .pth files
+// and editable installs point. Code loaded from any of them runs with the env
+// user's rights as surely as the env's own, so each path (with every parent
+// up to `/`) and each .pth file of `site_dirs` is held to the same rule.
+std::vector<UnsafePath> find_unsafe_import_paths(
+    const std::vector<std::filesystem::path>& paths,
+    const std::vector<std::filesystem::path>& site_dirs, const RunAs& run_as);
+
 nlohmann::ordered_json to_json(const UnsafePath& unsafe);
 
 // "0755"

@@ -9,6 +9,7 @@
 #include <set>
 
 #include "common/time_text.hpp"
+#include "probes/import_safety.hpp"
 
 namespace envcontract::probes {
 
@@ -117,6 +118,7 @@ HostFacts gather_host_facts(const HostFactsOptions& options, ActivationCache& ac
         const auto& environment =
             env.activation.activated.empty() ? bare_environment(env.env) : env.activation.activated;
         env.static_facts = gather_static_facts(env.env, environment);
+        refuse_unsafe_imports(env.env, env.static_facts.search_path);
       }
     });
   }

@@ -385,6 +385,21 @@ void skip_blanks(const std::string& text, std::size_t& at) {
 
 }  // namespace
 
+std::vector<fs::path> SearchPath::import_dirs() const {
+  std::vector<fs::path> dirs;
+  if (!stdlib.empty()) {
+    dirs.push_back(stdlib);
+    dirs.push_back(stdlib / "lib-dynload");
+  }
+  for (const auto& entry : entries) {
+    dirs.push_back(entry.path);
+  }
+  for (const auto& module : editable) {
+    dirs.push_back(module.path);
+  }
+  return dirs;
+}
+
 std::vector<fs::path> SearchPath::site_dirs() const {
   std::vector<fs::path> dirs;
   for (const auto& entry : entries) {

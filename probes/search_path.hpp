@@ -41,6 +41,11 @@ struct SearchPath {
   std::vector<std::string> notes;     // what reading files cannot follow (code in .pth files)
 
   std::vector<std::filesystem::path> site_dirs() const;
+  // Every directory `import` may load code from beyond the env's prefix as
+  // well as inside it: the entries, the standard library with lib-dynload,
+  // and where editable installs map modules to (a source directory, or a
+  // file for a single-module project).
+  std::vector<std::filesystem::path> import_dirs() const;
 };
 
 // The directories `import` searches for the env's packages, in order:

@@ -20,6 +20,7 @@
 #include "probes/discovery.hpp"
 #include "probes/dynamic_probe.hpp"
 #include "probes/host_facts.hpp"
+#include "probes/import_safety.hpp"
 #include "tests/support/contract_text.hpp"
 #include "tests/support/demo_host.hpp"
 #include "tests/support/processes.hpp"
@@ -284,6 +285,117 @@ INSTANTIATE_TEST_SUITE_P(WorldWritable, UnsafeEnv,
                                                       fs::perms::all & ~fs::perms::others_exec},
                                            UnsafeCase{"prefix_parent", "", fs::perms::all}),
                          [](const auto& case_info) { return std::string(case_info.param.name); });
+
+// What the interpreter would import from outside the env is held to the same
+// rule: a PYTHONPATH set by activation, a .pth line, an editable install's
+// source, each pointing at a directory bob owns (or anyone may write), in
+// alice's env. Found through the real scan path (activation, then the
+// search path as alice reads it), and none of the env's code runs.
+struct ImportPathCase {
+  const char* name;
+  bool world_writable;  // else owned by bob
+  enum class Via { pythonpath, pth_line, editable } via;
+};
+
+class UnsafeImportPath : public LeastPrivilege,
+                         public ::testing::WithParamInterface<ImportPathCase> {};
+
+TEST_P(UnsafeImportPath, RunsNoneOfTheEnvsCode) {
+  const fs::path prefix = make_venv("env");
+  const fs::path site = prefix / "lib/python3.10/site-packages";
+  const fs::path elsewhere = m_dir.path() / "elsewhere";
+  fs::create_directories(elsewhere / "proj");
+  std::ofstream(elsewhere / "proj/__init__.py") << "";
+  switch (GetParam().via) {
+    case ImportPathCase::Via::pythonpath:
+      std::ofstream(prefix / "bin/activate", std::ios::app)
+          << "export PYTHONPATH=\"" << elsewhere.string() << "\"\n";
+      break;
+    case ImportPathCase::Via::pth_line:
+      std::ofstream(site / "extra.pth") << elsewhere.string() << "\n";
+      break;
+    case ImportPathCase::Via::editable:
+      // As pip install -e lays a setuptools project out.
+      std::ofstream(site / "__editable___proj_0_1_finder.py")
+          << "MAPPING: dict[str, str] = {'proj': '" << (elsewhere / "proj").string() << "'}\n";
+      std::ofstream(site / "__editable__.proj-0.1.pth")
+          << "import __editable___proj_0_1_finder; __editable___proj_0_1_finder.install()\n";
+      break;
+  }
+  chown_tree(prefix, m_alice_uid, m_alice_gid);
+  fs::path unsafe = elsewhere;
+  if (GetParam().world_writable) {
+    fs::permissions(elsewhere, fs::perms::all);
+  } else {
+    chown_tree(elsewhere, m_bob.uid, m_bob.gid);
+    if (GetParam().via == ImportPathCase::Via::editable) {
+      unsafe = elsewhere / "proj";  // the mapped directory comes first
+    }
+  }
+
+  HostFactsOptions options;
+  options.discovery.prefixes = {prefix};
+  ActivationCache activations;
+  ElfCache elf_files;
+  auto host = gather_host_facts(options, activations, elf_files);
+  ASSERT_EQ(host.envs.size(), 1U);
+  auto& scanned = host.envs.front();
+  const auto found = std::find_if(scanned.env.unsafe.begin(), scanned.env.unsafe.end(),
+                                  [&](const UnsafePath& path) { return path.path == unsafe; });
+  ASSERT_NE(found, scanned.env.unsafe.end()) << common::json_text(to_json(scanned.env));
+  EXPECT_EQ(found->why, GetParam().world_writable
+                            ? "writable by everyone"
+                            : "owned by ectest-bob, who is neither root nor ectest-alice");
+
+  ProbePlan plan;
+  plan.imports = {"ec_whoami", "proj"};
+  plan.compare_bare = false;
+  scanned.activation.activated["ECTEST_MARKER"] = m_marker;
+  const auto dynamic = probe_env(scanned.env, scanned.activation, plan);
+  EXPECT_TRUE(dynamic.stages.empty());
+  EXPECT_NE(dynamic.refused.find(unsafe.string()), std::string::npos) << dynamic.refused;
+  EXPECT_FALSE(fs::exists(m_out / "env.module"));
+
+  // The same refusal for the probe verb, which gathers no static facts.
+  auto bare = describe_prefix(prefix).value();
+  EXPECT_TRUE(bare.unsafe.empty()) << "discovery alone sees only the env's own files";
+  refuse_unsafe_imports(bare, activate(bare));
+  EXPECT_NE(code_refusal(bare).find(unsafe.string()), std::string::npos) << code_refusal(bare);
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    BeyondThePrefix, UnsafeImportPath,
+    ::testing::Values(
+        ImportPathCase{"pythonpath_owned_by_bob", false, ImportPathCase::Via::pythonpath},
+        ImportPathCase{"pth_line_writable_by_everyone", true, ImportPathCase::Via::pth_line},
+        ImportPathCase{"pth_line_owned_by_bob", false, ImportPathCase::Via::pth_line},
+        ImportPathCase{"editable_source_owned_by_bob", false, ImportPathCase::Via::editable},
+        ImportPathCase{"editable_source_writable_by_everyone", true,
+                       ImportPathCase::Via::editable}),
+    [](const auto& case_info) { return std::string(case_info.param.name); });
+
+// Its own files are the user's, the base is root's: nothing to refuse, and
+// the user's own directories on PYTHONPATH are fine.
+TEST_F(LeastPrivilege, ImportPathsOfTheEnvsUserAreSafe) {
+  const fs::path prefix = make_venv("env");
+  const fs::path mine = m_dir.path() / "alice-src";
+  fs::create_directories(mine);
+  std::ofstream(prefix / "bin/activate", std::ios::app)
+      << "export PYTHONPATH=\"" << mine.string() << "\"\n";
+  chown_tree(prefix, m_alice_uid, m_alice_gid);
+  chown_tree(mine, m_alice_uid, m_alice_gid);
+  HostFactsOptions options;
+  options.discovery.prefixes = {prefix};
+  ActivationCache activations;
+  ElfCache elf_files;
+  const auto host = gather_host_facts(options, activations, elf_files);
+  ASSERT_EQ(host.envs.size(), 1U);
+  const auto& entries = host.envs.front().static_facts.search_path.entries;
+  ASSERT_FALSE(entries.empty());
+  EXPECT_EQ(entries.front().path, mine) << "PYTHONPATH comes first";
+  EXPECT_TRUE(host.envs.front().env.unsafe.empty())
+      << common::json_text(to_json(host.envs.front().env));
+}
 
 TEST_F(LeastPrivilege, NothingAnOwnerCannotReadReachesTheFacts) {
   const fs::path prefix = make_venv("env");

@@ -1,0 +1,24 @@
+#pragma once
+
+#include "probes/activation.hpp"
+#include "probes/python_env.hpp"
+#include "probes/search_path.hpp"
+
+// Discovery holds the env's own files to the StrictModes rule
+// (env_safety.hpp). What the interpreter imports reaches further: PYTHONPATH
+// set by activation, the user site, a base's site dirs and standard library,
+// where .pth files and editable installs point. Code loaded from there runs
+// with the env user's rights as surely as the env's own, so it is held to the
+// same rule before any of the env's code runs.
+namespace envcontract::probes {
+
+// Adds to env.unsafe every path of `search_path` that someone other than
+// root and env.run_as could write; code_refusal(env) then says why none of
+// the env's code runs.
+void refuse_unsafe_imports(PythonEnv& env, const SearchPath& search_path);
+
+// The same for a caller without static facts (the `probe` verb): the search
+// path is computed from `activation`, reading as the env's user.
+void refuse_unsafe_imports(PythonEnv& env, const ActivatedEnvironment& activation);
+
+}  // namespace envcontract::probes
