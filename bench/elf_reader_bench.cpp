@@ -70,11 +70,11 @@ int main(int argc, char** argv) {
   start = Clock::now();
   auto opened = ElfFile::open(library);
   const double open_ms = elapsed_ms(start);
-  if (std::holds_alternative<std::string>(opened)) {
-    std::fprintf(stderr, "elf_reader_bench: %s\n", std::get<std::string>(opened).c_str());
+  if (!opened) {
+    std::fprintf(stderr, "elf_reader_bench: %s\n", opened.error().c_str());
     return 2;
   }
-  const auto& elf = std::get<std::shared_ptr<const ElfFile>>(opened);
+  const auto& elf = opened.value();
   start = Clock::now();
   std::size_t found = 0;
   for (const auto& symbol : elf->symbols()) {

@@ -175,11 +175,11 @@ int main(int argc, char** argv) {
   envcontract::daemon::Agent agent(config);
   envcontract::daemon::HttpServer http(agent, "bench");
   const auto bound = http.bind({"127.0.0.1", 0});
-  if (const auto* error = std::get_if<std::string>(&bound)) {
-    std::fprintf(stderr, "cannot listen: %s\n", error->c_str());
+  if (!bound) {
+    std::fprintf(stderr, "cannot listen: %s\n", bound.error().c_str());
     return 2;
   }
-  const int port = std::get<int>(bound);
+  const int port = bound.value();
   if (const auto problem = agent.start(); !problem.empty()) {
     std::fprintf(stderr, "cannot start the agent: %s\n", problem.c_str());
     return 2;

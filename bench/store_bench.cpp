@@ -117,7 +117,7 @@ int main(int argc, char** argv) {
   }
 
   auto opened = envcontract::daemon::Store::open(work / "agent.db");
-  auto& store = std::get<std::unique_ptr<envcontract::daemon::Store>>(opened);
+  auto& store = opened.value();
   const auto start = Clock::now();
   for (int i = 0; i < scans; ++i) {
     auto report = host_report(at(i));
@@ -130,7 +130,7 @@ int main(int argc, char** argv) {
   const auto unchanged_bytes = size_of(work / "agent.db");
 
   auto changing_opened = envcontract::daemon::Store::open(work / "changing.db");
-  auto& changing = std::get<std::unique_ptr<envcontract::daemon::Store>>(changing_opened);
+  auto& changing = changing_opened.value();
   for (int i = 0; i < 11; ++i) {
     auto report = host_report(at(i), Json(std::string(2 * 1024 * 1024, 'a' + i)));
     changing->record_scan(report);

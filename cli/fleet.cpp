@@ -44,27 +44,25 @@ std::string HostReport::state() const {
   return report ? string_field(*report, "verdict") : "unavailable";
 }
 
-std::optional<Json> get_json(const HostAddress& host, const std::string& path,
-                             const ClientOptions& options, std::string& error, int* status) {
+common::Result<Json> get_json(const HostAddress& host, const std::string& path,
+                              const ClientOptions& options, int* status) {
   const auto response = request(host, "GET", path, options);
   if (status != nullptr) {
     *status = response.status;
   }
   if (response.status == 0) {
-    error = response.error;
-    return std::nullopt;
+    return common::Error{response.error};
   }
   auto json = Json::parse(response.body, nullptr, false);
   if (json.is_discarded()) {
-    error = "HTTP " + std::to_string(response.status) + " with an answer that is not JSON" +
-            (response.status == 200 ? "; is this an envcontract agent?" : "");
-    return std::nullopt;
+    return common::Error{"HTTP " + std::to_string(response.status) +
+                         " with an answer that is not JSON" +
+                         (response.status == 200 ? "; is this an envcontract agent?" : "")};
   }
   if (response.status != 200) {
     const std::string message = string_field(json, "error");
-    error = "HTTP " + std::to_string(response.status) +
-            (message.empty() ? std::string() : ": " + message);
-    return std::nullopt;
+    return common::Error{"HTTP " + std::to_string(response.status) +
+                         (message.empty() ? std::string() : ": " + message)};
   }
   return json;
 }
@@ -77,13 +75,10 @@ std::vector<HostReport> fetch_reports(const std::vector<HostAddress>& hosts,
     for (std::size_t i; (i = next.fetch_add(1)) < hosts.size();) {
       auto& result = results[i];
       result.address = hosts[i];
-      std::string error;
-      auto report = get_json(hosts[i], "/api/v1/report", options, error);
-      if (report) {
-        error = report_shape_problem(*report);
-      }
+      auto report = get_json(hosts[i], "/api/v1/report", options);
+      const std::string error = report ? report_shape_problem(*report) : report.error();
       if (error.empty()) {
-        result.report = std::move(report);
+        result.report = std::move(report.value());
       } else {
         result.error = error;
       }
@@ -100,11 +95,10 @@ std::vector<HostReport> fetch_reports(const std::vector<HostAddress>& hosts,
   return results;
 }
 
-std::vector<HostAddress> read_inventory(const std::string& path, std::string& error) {
+common::Result<std::vector<HostAddress>> read_inventory(const std::string& path) {
   std::ifstream in(path);
   if (!in) {
-    error = path + ": cannot read the inventory";
-    return {};
+    return common::Error{path + ": cannot read the inventory"};
   }
   std::vector<HostAddress> hosts;
   std::string line;
@@ -115,9 +109,8 @@ std::vector<HostAddress> read_inventory(const std::string& path, std::string& er
     }
     auto address = parse_host_address(text);
     if (!address) {
-      error = path + ":" + std::to_string(number) + ": '" + text +
-              "' is not a host, host:port or http:// URL";
-      return {};
+      return common::Error{path + ":" + std::to_string(number) + ": '" + text +
+                           "' is not a host, host:port or http:// URL"};
     }
     hosts.push_back(std::move(*address));
   }

@@ -5,6 +5,7 @@
 #include <vector>
 
 #include "cli/agent_client.hpp"
+#include "common/result.hpp"
 #include "report/report.hpp"
 
 namespace envcontract::cli {
@@ -22,19 +23,18 @@ struct HostReport {
   std::string state() const;
 };
 
-// GETs `path` and parses a JSON answer; `error` says what went wrong
-// (transport, status, not JSON) in one line.
-std::optional<Json> get_json(const HostAddress& host, const std::string& path,
-                             const ClientOptions& options, std::string& error,
-                             int* status = nullptr);
+// GETs `path` and parses a JSON answer, or says in one line what went wrong
+// (transport, status, not JSON).
+common::Result<Json> get_json(const HostAddress& host, const std::string& path,
+                              const ClientOptions& options, int* status = nullptr);
 
 // Fetches every host's report, `concurrency` at a time, in input order.
 std::vector<HostReport> fetch_reports(const std::vector<HostAddress>& hosts,
                                       const ClientOptions& options, unsigned concurrency);
 
 // Reads an inventory: one host per line; blank lines and # comments are skipped.
-// Returns the hosts, or the first bad line as "FILE:LINE: ..." in `error`.
-std::vector<HostAddress> read_inventory(const std::string& path, std::string& error);
+// Returns the hosts, or the first bad line as "FILE:LINE: ...".
+common::Result<std::vector<HostAddress>> read_inventory(const std::string& path);
 
 // 0 when every host complies, 2 when any host could not be asked or judged,
 // else 1 (drift somewhere).

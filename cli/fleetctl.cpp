@@ -43,12 +43,12 @@ void add_common(CLI::App* verb, Common& common, const std::vector<std::string>& 
 // Parses --timeout; prints the problem and returns nullopt when it is bad.
 std::optional<ClientOptions> client_options(const Common& common) {
   const auto parsed = contracts::parse_duration(common.timeout);
-  if (const auto* error = std::get_if<std::string>(&parsed)) {
-    std::cerr << "fleetctl: --timeout: " << *error << "\n";
+  if (!parsed) {
+    std::cerr << "fleetctl: --timeout: " << parsed.error() << "\n";
     return std::nullopt;
   }
   ClientOptions options;
-  options.timeout = std::get<std::chrono::milliseconds>(parsed);
+  options.timeout = parsed.value();
   return options;
 }
 
@@ -111,13 +111,12 @@ int run_check(const CheckArguments& arguments) {
     hosts.push_back(std::move(*address));
   }
   if (!arguments.inventory.empty()) {
-    std::string error;
-    auto listed = read_inventory(arguments.inventory, error);
-    if (!error.empty()) {
-      std::cerr << "fleetctl: " << error << "\n";
+    const auto listed = read_inventory(arguments.inventory);
+    if (!listed) {
+      std::cerr << "fleetctl: " << listed.error() << "\n";
       return 2;
     }
-    hosts.insert(hosts.end(), listed.begin(), listed.end());
+    hosts.insert(hosts.end(), listed->begin(), listed->end());
   }
   if (hosts.empty()) {
     std::cerr << "fleetctl check: name at least one HOST, or --inventory FILE\n";
@@ -170,11 +169,10 @@ int run_history(const HistoryArguments& arguments) {
   add("check", arguments.check);
   add("since", arguments.since);
   add("limit", arguments.limit > 0 ? std::to_string(arguments.limit) : "");
-  std::string error;
-  const auto answer = get_json(*host, "/api/v1/history" + query, *options, error);
+  const auto answer = get_json(*host, "/api/v1/history" + query, *options);
   if (!answer || !answer->contains("transitions") || !(*answer)["transitions"].is_array()) {
     std::cerr << "fleetctl: " << host->text << ": "
-              << (error.empty() ? "the answer has no transitions" : error) << "\n";
+              << (answer ? "the answer has no transitions" : answer.error()) << "\n";
     return 2;
   }
   if (arguments.common.output == "json") {
@@ -250,8 +248,8 @@ int run_scan(const ScanArguments& arguments) {
   const auto host = host_argument(arguments.host);
   const auto token = read_token(arguments);
   const auto wait = contracts::parse_duration(arguments.wait_timeout);
-  if (const auto* error = std::get_if<std::string>(&wait)) {
-    std::cerr << "fleetctl: --wait-timeout: " << *error << "\n";
+  if (!wait) {
+    std::cerr << "fleetctl: --wait-timeout: " << wait.error() << "\n";
     return 2;
   }
   if (!options || !host || !token) {
@@ -281,13 +279,13 @@ int run_scan(const ScanArguments& arguments) {
   }
   const bool progress = ::isatty(STDERR_FILENO) != 0;
   const auto started = std::chrono::steady_clock::now();
-  const auto deadline = started + std::get<std::chrono::milliseconds>(wait);
+  const auto deadline = started + wait.value();
   std::string state;
   for (;;) {
-    std::string error;
-    const auto ticket = get_json(*host, "/api/v1/scans/" + std::to_string(id), *options, error);
+    const auto ticket = get_json(*host, "/api/v1/scans/" + std::to_string(id), *options);
     if (!ticket) {
-      std::cerr << (progress ? "\n" : "") << "fleetctl: " << host->text << ": " << error << "\n";
+      std::cerr << (progress ? "\n" : "") << "fleetctl: " << host->text << ": " << ticket.error()
+                << "\n";
       return 2;
     }
     state = ticket->value("state", "");

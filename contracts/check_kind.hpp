@@ -2,6 +2,7 @@
 
 #include <chrono>
 #include <filesystem>
+#include <functional>
 #include <string_view>
 #include <vector>
 
@@ -17,22 +18,23 @@ struct KindContext {
   std::filesystem::path contract_dir;  // relative `from:` paths resolve here
 };
 
-// One entry of the check-kind registry: everything the loader, the docs and
-// (later) the judge need to know about a kind lives here and nowhere else.
+// One entry of the check-kind registry: everything the loader, the probe plan
+// and the judgement need to know about a kind lives here and nowhere else.
+// Each entry pairs its functions with one parameter type of CheckParams
+// (check_kind.cpp builds them with make_kind, which checks that they agree).
 struct CheckKind {
   std::string_view name;
   ProbeStage stage;
   std::string_view summary;  // one line, for `validate --kinds` and error messages
   // Reads the kind's own keys (the common id/kind/severity/description are
-  // already consumed) into `params`, filling defaults, reporting every problem.
-  void (*parse)(MappingReader& reader, Json& params, const KindContext& context);
+  // already consumed) into its parameters, filling defaults, reporting every problem.
+  std::function<CheckParams(MappingReader& reader, const KindContext& context)> parse;
   // Adds what a check of this kind needs gathered in every env (modules to
-  // import, snippets to run, paths to glob, tools to look up); nullptr when
+  // import, snippets to run, paths to glob, tools to look up); empty when
   // what every scan gathers is enough.
-  void (*request)(const Check& check, facts::ProbeRequest& request);
-  // Judges a check of this kind against one env's facts; nullptr while the
-  // facts it needs are not gathered yet (the check is then an error).
-  judges::Judge judge;
+  std::function<void(const Check& check, facts::ProbeRequest& request)> request;
+  // Judges a check of this kind against one env's facts.
+  std::function<void(const Check& check, const EnvFactsView& facts, CheckResult& result)> judge;
 };
 
 // Every kind, in the order the docs present them.

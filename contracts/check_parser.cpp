@@ -73,13 +73,12 @@ void CheckParser::parse(const YAML::Node& node, const std::string& section) {
     return;
   }
   check.kind = std::string(kind->name);
-  check.params = Json::object();
-  kind->parse(reader, check.params, m_kind_context);
+  check.params = kind->parse(reader, m_kind_context);
   reader.reject_unknown_keys();
-  // Any kind judged "after importing" some modules needs the import stage.
+  // A torch check judged "after importing" some modules needs the import stage.
   check.stage = kind->stage;
-  if (check.stage == ProbeStage::static_files && check.params.contains("after_import") &&
-      !check.params["after_import"].empty()) {
+  if (const auto* torch = std::get_if<TorchParams>(&check.params);
+      torch != nullptr && !torch->after_import.empty()) {
     check.stage = ProbeStage::imports;
   }
   if (severity) {

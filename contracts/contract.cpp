@@ -62,7 +62,7 @@ Json to_json(const Contract& contract) {
                       {"description", check.description},
                       {"section", check.section},
                       {"origin", check.origin.to_string()},
-                      {"params", check.params}});
+                      {"params", to_json(check.params)}});
   }
   json["checks"] = checks;
   auto waivers = Json::array();

@@ -6,6 +6,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "contracts/check_params.hpp"
 #include "contracts/diagnostics.hpp"
 
 namespace envcontract::contracts {
@@ -28,9 +29,16 @@ struct Check {
   ProbeStage stage = ProbeStage::static_files;
   Severity severity = Severity::required;
   std::string description;
-  Json params;            // normalised by the kind's parser: every parameter, defaults filled in
+  CheckParams params;     // made by the kind's parser: every parameter, defaults filled in
   std::string section;    // where it came from: checks, environment_check, torch_contract, ...
   SourceLocation origin;  // file:line:column of its definition
+
+  // The parameters of its kind (the registry pairs each kind with its type;
+  // asking for another kind's is a bug, and throws std::bad_variant_access).
+  template <typename Params>
+  const Params& parameters() const {
+    return std::get<Params>(params);
+  }
 };
 
 // A host-level expectation: the container image the host must run.

@@ -44,8 +44,8 @@ void read_targets(MappingReader& top, Contract& contract) {
       return;
     }
     const auto parsed = parse_image_reference(*image);
-    if (const auto* error = std::get_if<std::string>(&parsed)) {
-      ctx.error(node, std::string(what) + ": " + *error);
+    if (!parsed) {
+      ctx.error(node, std::string(what) + ": " + parsed.error());
       return;
     }
     contract.targets.push_back({name, *image, ctx.locate(node)});

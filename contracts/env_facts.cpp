@@ -116,7 +116,7 @@ const Json& EnvFactsView::libraries(const std::string& activation) const {
   return list.is_array() ? list : empty_array();
 }
 
-const Json* EnvFactsView::stage(const std::string& name, const std::string& activation) const {
+const Json* EnvFactsView::stage(std::string_view name, std::string_view activation) const {
   for (const auto& stage : member(member(m_facts, "dynamic"), "stages")) {
     if (string_field(stage, "stage") == name && string_field(stage, "activation") == activation) {
       return &stage;
@@ -125,7 +125,7 @@ const Json* EnvFactsView::stage(const std::string& name, const std::string& acti
   return nullptr;
 }
 
-const Json* EnvFactsView::activation_artifact(const std::string& stage) const {
+const Json* EnvFactsView::activation_artifact(std::string_view stage) const {
   for (const auto& artifact : member(member(m_facts, "dynamic"), "activation_artifacts")) {
     if (string_field(artifact, "stage") == stage) {
       return &artifact;

@@ -1,10 +1,12 @@
 #pragma once
 
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "contracts/contract.hpp"
 #include "facts/path_pattern.hpp"
+#include "facts/stage_names.hpp"
 
 namespace envcontract::contracts {
 
@@ -29,11 +31,11 @@ class EnvFactsView {
   const Json& environment(const std::string& activation) const;
   // Linkage of every library under the env's site-packages, or an empty array.
   const Json& libraries(const std::string& activation = "activated") const;
-  // A dynamic stage ("identity", "imports", "devices:<id>", ...), or nullptr
+  // A dynamic stage (named as facts/stage_names.hpp names them), or nullptr
   // when dynamic probes did not run it.
-  const Json* stage(const std::string& name, const std::string& activation = "activated") const;
+  const Json* stage(std::string_view name, std::string_view activation = "activated") const;
   // The activation artifact recorded for a stage, or nullptr.
-  const Json* activation_artifact(const std::string& stage) const;
+  const Json* activation_artifact(std::string_view stage) const;
   bool has_dynamic_facts() const;
 
   // "{prefix}/lib", "{site}/torch/lib/x.so" and "${VAR}/lib" (from the

@@ -44,13 +44,13 @@ std::vector<TargetJudgement> judge_targets(const Contract& contract, const Json&
   const std::string source = string_field(image_facts, "source");
   const std::string problem = string_field(image_facts, "problem");
   const auto parsed = parse_image_reference(host_image);
-  const auto* host_reference = std::get_if<ImageReference>(&parsed);
+  const ImageReference* host_reference = parsed ? &*parsed : nullptr;
   bool any_match = false;
   for (const auto& target : contract.targets) {
     TargetJudgement result{target.name, target.image, image_check(target)};
     result.check.actual = host_image.empty() ? Json(nullptr) : Json(host_image);
     const auto wanted_parsed = parse_image_reference(target.image);
-    const auto* wanted = std::get_if<ImageReference>(&wanted_parsed);
+    const ImageReference* wanted = wanted_parsed ? &*wanted_parsed : nullptr;
     if (host_image.empty()) {
       result.check.status = CheckStatus::error;
       result.check.diagnosis = Diagnosis{
@@ -65,7 +65,7 @@ std::vector<TargetJudgement> judge_targets(const Contract& contract, const Json&
       result.check.status = CheckStatus::error;
       result.check.diagnosis = Diagnosis{
           "image_unknown",
-          "the host's image reference is not an image reference: " + std::get<std::string>(parsed),
+          "the host's image reference is not an image reference: " + parsed.error(),
           {{"source", source}, {"value", host_image}},
           "fix the file or command the agent reads the image reference from (" + source + ")"};
     } else if (const auto comparison =

@@ -10,20 +10,20 @@ bool is_preflight_phase(const std::string& phase) {
   return phase.empty() || phase == "preflight";
 }
 
-std::optional<Json> parse_integration_entry(const YAML::Node& entry, ParseContext& ctx) {
+std::optional<IntegrationEntry> parse_integration_entry(const YAML::Node& entry,
+                                                        ParseContext& ctx) {
   MappingReader reader(entry, "integration test", ctx);
   if (!reader.is_mapping()) {
     return std::nullopt;
   }
-  Json params;
+  IntegrationEntry parsed;
   const auto name = reader.string("name", Need::required);
   const auto command = reader.string("command", Need::required);
-  params["name"] = name.value_or("");
-  params["id"] = reader.string("id").value_or("");
-  params["phase"] = reader.string("phase").value_or("");
-  params["failure_policy"] = reader.string("failure_policy").value_or("");
-  params["command"] = command.value_or("");
-  params["environment"] = Json::object();
+  parsed.name = name.value_or("");
+  parsed.id = reader.string("id").value_or("");
+  parsed.phase = reader.string("phase").value_or("");
+  parsed.failure_policy = reader.string("failure_policy").value_or("");
+  parsed.command = command.value_or("");
   if (const auto environment = reader.get("environment")) {
     if (!environment->IsMap()) {
       ctx.error(*environment,
@@ -35,7 +35,7 @@ std::optional<Json> parse_integration_entry(const YAML::Node& entry, ParseContex
         const auto key = read_string(pair.first, "a variable name", ctx);
         const auto value = read_string(pair.second, "a variable's value", ctx);
         if (key && value) {
-          params["environment"][*key] = *value;
+          parsed.environment.emplace_back(*key, *value);
         }
       }
     }
@@ -45,17 +45,13 @@ std::optional<Json> parse_integration_entry(const YAML::Node& entry, ParseContex
   if (!name || !command) {
     return std::nullopt;
   }
-  return params;
+  return parsed;
 }
 
-Json integration_check_params(const std::string& from, const std::string& test, Json entry,
-                              std::int64_t timeout_ms) {
-  return {{"from", from}, {"test", test}, {"timeout_ms", timeout_ms}, {"entry", std::move(entry)}};
-}
-
-std::optional<Json> find_integration_entry(const std::filesystem::path& config_path,
-                                           const std::string& selector,
-                                           const YAML::Node& selector_node, ParseContext& ctx) {
+std::optional<IntegrationEntry> find_integration_entry(const std::filesystem::path& config_path,
+                                                       const std::string& selector,
+                                                       const YAML::Node& selector_node,
+                                                       ParseContext& ctx) {
   ParseContext config_ctx(config_path.string(), ctx.diagnostics());
   const auto root = load_yaml_file(config_path, config_ctx);
   if (!root) {

@@ -12,27 +12,19 @@
 
 namespace envcontract::contracts {
 
-// How long one preflight entry may run unless the contract says otherwise.
-inline constexpr std::chrono::milliseconds k_integration_test_timeout = std::chrono::minutes(10);
-
 // Phases whose entries are preflight checks of the environment, as opposed to
 // test suites; only these become checks when a platform config is loaded.
 bool is_preflight_phase(const std::string& phase);
 
-// One entry of a platform config's `integration_tests` list, normalised to
-// {name, id, phase, failure_policy, command, environment}. Reports problems.
-std::optional<Json> parse_integration_entry(const YAML::Node& entry, ParseContext& ctx);
+// One entry of a platform config's `integration_tests` list. Reports problems.
+std::optional<IntegrationEntry> parse_integration_entry(const YAML::Node& entry, ParseContext& ctx);
 
 // The entry of the platform config at `config_path` whose id or name is
 // `selector`. Problems with that file are reported against it; an unknown
 // selector is reported at `selector_node` with the names that exist.
-std::optional<Json> find_integration_entry(const std::filesystem::path& config_path,
-                                           const std::string& selector,
-                                           const YAML::Node& selector_node, ParseContext& ctx);
-
-// The parameters of an `integration_test` check running `entry`, selected by
-// `test` (its id or name) from the platform config `from`.
-Json integration_check_params(const std::string& from, const std::string& test, Json entry,
-                              std::int64_t timeout_ms);
+std::optional<IntegrationEntry> find_integration_entry(const std::filesystem::path& config_path,
+                                                       const std::string& selector,
+                                                       const YAML::Node& selector_node,
+                                                       ParseContext& ctx);
 
 }  // namespace envcontract::contracts

@@ -253,7 +253,7 @@ std::optional<CheckResult> broken_env_check(const Json& env_facts, const EnvFact
       evidence["problems"] = array_field(env_facts, "problems");
     }
   }
-  const Json* identity = summary.empty() ? facts.stage("identity") : nullptr;
+  const Json* identity = summary.empty() ? facts.stage(facts::stage_names::identity) : nullptr;
   if (identity != nullptr && string_field(*identity, "status") == "probe_error") {
     // The interpreter did not run at all: the file is not an executable
     // (exec said so), or the loader stopped it before Python began (a
@@ -316,7 +316,7 @@ void explain_blocked_skips(const EnvFactsView& facts, std::vector<CheckResult>& 
     blocker = failing_import->id;
     blocker_summary = failing_import->diagnosis->summary;
   } else {
-    const Json* identity = facts.stage("identity");
+    const Json* identity = facts.stage(facts::stage_names::identity);
     if (identity == nullptr || string_field(*identity, "status") == "ok") {
       return;  // skipped for another reason, which its summary gives
     }
@@ -385,7 +385,7 @@ EnvJudgement judge_env(const Contract& contract, const Json& env_facts,
     result.id = check.id;
     result.kind = check.kind;
     result.severity = check.severity;
-    result.expected = check.params;
+    result.expected = to_json(check.params);
     // A broken env blocks every check; an env whose code may not run blocks
     // those that need its code.
     const CheckResult* blocker = broken                             ? &*broken

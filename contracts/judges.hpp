@@ -8,26 +8,42 @@
 // them to their kinds.
 namespace envcontract::contracts::judges {
 
-using Judge = void (*)(const Check& check, const EnvFactsView& facts, CheckResult& result);
-
-void torch(const Check& check, const EnvFactsView& facts, CheckResult& result);
-void triton(const Check& check, const EnvFactsView& facts, CheckResult& result);
-void python(const Check& check, const EnvFactsView& facts, CheckResult& result);
-void distributions(const Check& check, const EnvFactsView& facts, CheckResult& result);
-void modules(const Check& check, const EnvFactsView& facts, CheckResult& result);
-void files(const Check& check, const EnvFactsView& facts, CheckResult& result);
-void linkage(const Check& check, const EnvFactsView& facts, CheckResult& result);
-void environment(const Check& check, const EnvFactsView& facts, CheckResult& result);
-void search_path(const Check& check, const EnvFactsView& facts, CheckResult& result);
-void imports(const Check& check, const EnvFactsView& facts, CheckResult& result);
-void devices(const Check& check, const EnvFactsView& facts, CheckResult& result);
-void smoke(const Check& check, const EnvFactsView& facts, CheckResult& result);
-void command(const Check& check, const EnvFactsView& facts, CheckResult& result);
-void integration_test(const Check& check, const EnvFactsView& facts, CheckResult& result);
-void libraries(const Check& check, const EnvFactsView& facts, CheckResult& result);
-void device_nodes(const Check& check, const EnvFactsView& facts, CheckResult& result);
-void tools(const Check& check, const EnvFactsView& facts, CheckResult& result);
-void glibc(const Check& check, const EnvFactsView& facts, CheckResult& result);
+void torch(const Check& check, const TorchParams& params, const EnvFactsView& facts,
+           CheckResult& result);
+void triton(const Check& check, const TritonParams& params, const EnvFactsView& facts,
+            CheckResult& result);
+void python(const Check& check, const PythonParams& params, const EnvFactsView& facts,
+            CheckResult& result);
+void distributions(const Check& check, const DistributionsParams& params, const EnvFactsView& facts,
+                   CheckResult& result);
+void modules(const Check& check, const ModulesParams& params, const EnvFactsView& facts,
+             CheckResult& result);
+void files(const Check& check, const FilesParams& params, const EnvFactsView& facts,
+           CheckResult& result);
+void linkage(const Check& check, const LinkageParams& params, const EnvFactsView& facts,
+             CheckResult& result);
+void environment(const Check& check, const EnvironmentParams& params, const EnvFactsView& facts,
+                 CheckResult& result);
+void search_path(const Check& check, const SearchPathParams& params, const EnvFactsView& facts,
+                 CheckResult& result);
+void imports(const Check& check, const ImportsParams& params, const EnvFactsView& facts,
+             CheckResult& result);
+void devices(const Check& check, const DevicesParams& params, const EnvFactsView& facts,
+             CheckResult& result);
+void smoke(const Check& check, const SmokeParams& params, const EnvFactsView& facts,
+           CheckResult& result);
+void command(const Check& check, const CommandParams& params, const EnvFactsView& facts,
+             CheckResult& result);
+void integration_test(const Check& check, const IntegrationTestParams& params,
+                      const EnvFactsView& facts, CheckResult& result);
+void libraries(const Check& check, const LibrariesParams& params, const EnvFactsView& facts,
+               CheckResult& result);
+void device_nodes(const Check& check, const DeviceNodesParams& params, const EnvFactsView& facts,
+                  CheckResult& result);
+void tools(const Check& check, const ToolsParams& params, const EnvFactsView& facts,
+           CheckResult& result);
+void glibc(const Check& check, const GlibcParams& params, const EnvFactsView& facts,
+           CheckResult& result);
 
 // Why torch did not import in the identity stage `identity`: the crash with
 // its signal and stderr tail, the hang with its threads, or the import error

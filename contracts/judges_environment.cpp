@@ -7,42 +7,43 @@
 
 namespace envcontract::contracts::judges {
 
-void environment(const Check& check, const EnvFactsView& facts, CheckResult& result) {
-  const std::string activation = check.params.value("activation", "activated");
+void environment(const Check&, const EnvironmentParams& params, const EnvFactsView& facts,
+                 CheckResult& result) {
+  const std::string activation = to_string(params.activation);
   const Json& variables = facts.environment(activation);
   Json actual = Json::object();
   auto value_of = [&](const std::string& name) -> Json {
     return variables.is_object() && variables.contains(name) ? variables[name] : Json(nullptr);
   };
   auto remedy = "set it in the env's etc/conda/activate.d (or unset it there)";
-  for (const auto& [name, wanted] : check.params["equals"].items()) {
+  for (const auto& [name, wanted] : params.equals) {
     actual[name] = value_of(name);
-    if (actual[name] != wanted) {
+    if (actual[name] != Json(wanted)) {
       result.actual = actual;
       fail(result, "environment_mismatch",
            name + " is " +
                (actual[name].is_null() ? std::string("unset") : common::json_text(actual[name])) +
-               " " + activation + ", the contract wants " + common::json_text(wanted),
+               " " + activation + ", the contract wants " + common::json_text(Json(wanted)),
            {{"variable", name}, {"value", actual[name]}}, remedy);
       return;
     }
   }
-  for (const auto& name : check.params["set"]) {
-    actual[name.get<std::string>()] = value_of(name);
+  for (const auto& name : params.set) {
+    actual[name] = value_of(name);
     if (value_of(name).is_null()) {
       result.actual = actual;
-      fail(result, "environment_mismatch", name.get<std::string>() + " is not set " + activation,
-           {{"variable", name}}, remedy);
+      fail(result, "environment_mismatch", name + " is not set " + activation, {{"variable", name}},
+           remedy);
       return;
     }
   }
-  for (const auto& name : check.params["unset"]) {
-    actual[name.get<std::string>()] = value_of(name);
+  for (const auto& name : params.unset) {
+    actual[name] = value_of(name);
     if (!value_of(name).is_null()) {
       result.actual = actual;
       fail(result, "environment_mismatch",
-           name.get<std::string>() + " is set (" + common::json_text(value_of(name)) + ") " +
-               activation + "; the contract wants it unset",
+           name + " is set (" + common::json_text(value_of(name)) + ") " + activation +
+               "; the contract wants it unset",
            {{"variable", name}, {"value", value_of(name)}}, remedy);
       return;
     }
@@ -51,9 +52,10 @@ void environment(const Check& check, const EnvFactsView& facts, CheckResult& res
   pass(result);
 }
 
-void search_path(const Check& check, const EnvFactsView& facts, CheckResult& result) {
-  const std::string variable = check.params.value("variable", "LD_LIBRARY_PATH");
-  const std::string activation = check.params.value("activation", "activated");
+void search_path(const Check&, const SearchPathParams& params, const EnvFactsView& facts,
+                 CheckResult& result) {
+  const std::string& variable = params.variable;
+  const std::string activation = to_string(params.activation);
   const std::string value = string_field(facts.environment(activation), variable.c_str());
   std::vector<std::string> entries;
   std::istringstream parts(value);
@@ -65,16 +67,16 @@ void search_path(const Check& check, const EnvFactsView& facts, CheckResult& res
   result.actual = value;
   const Json evidence = {{"variable", variable}, {"value", value}, {"activation", activation}};
   std::size_t position = 0;
-  for (const auto& dir : check.params["starts_with"]) {
-    const auto unset = facts.unset_variables(dir.get<std::string>());
+  for (const auto& dir : params.starts_with) {
+    const auto unset = facts.unset_variables(dir);
     if (!unset.empty()) {
       fail(result, "search_path_mismatch",
-           variable + " cannot start with " + dir.get<std::string>() + ": " + unset.front() +
+           variable + " cannot start with " + dir + ": " + unset.front() +
                " is not set when the env is activated",
            evidence, "set " + unset.front() + " in the env's etc/conda/activate.d script");
       return;
     }
-    const auto candidates = facts.expand_all(dir.get<std::string>());
+    const auto candidates = facts.expand_all(dir);
     const std::string wanted = candidates.front();
     if (position >= entries.size() ||
         std::find(candidates.begin(), candidates.end(), entries[position]) == candidates.end()) {
@@ -87,8 +89,8 @@ void search_path(const Check& check, const EnvFactsView& facts, CheckResult& res
     }
     ++position;
   }
-  for (const auto& root : check.params["must_not_contain"]) {
-    for (const auto& forbidden : facts.expand_all(root.get<std::string>())) {
+  for (const auto& root : params.must_not_contain) {
+    for (const auto& forbidden : facts.expand_all(root)) {
       for (const auto& entry : entries) {
         if (!entry.starts_with(forbidden)) {
           continue;

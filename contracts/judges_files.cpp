@@ -61,11 +61,11 @@ std::vector<std::string> matches_of(const Json& entry) {
 
 }  // namespace
 
-void files(const Check& check, const EnvFactsView& facts, CheckResult& result) {
+void files(const Check&, const FilesParams& params, const EnvFactsView& facts,
+           CheckResult& result) {
   Json actual = Json::object();
-  for (const char* key : {"exist", "absent"}) {
-    for (const auto& pattern : check.params.value(key, Json::array())) {
-      const std::string text = pattern.get<std::string>();
+  for (const bool must_exist : {true, false}) {
+    for (const auto& text : must_exist ? params.exist : params.absent) {
       const Json* entry = path_matches(facts, text);
       if (entry == nullptr || !string_field(*entry, "error").empty()) {
         result.actual = actual;
@@ -80,7 +80,7 @@ void files(const Check& check, const EnvFactsView& facts, CheckResult& result) {
       for (const auto& expansion : array_field(*entry, "expansions")) {
         expansions.push_back(expansion.is_string() ? expansion.get<std::string>() : "");
       }
-      if (std::string(key) == "exist" && found.empty()) {
+      if (must_exist && found.empty()) {
         result.actual = actual;
         fail(
             result, "missing_file",
@@ -89,7 +89,7 @@ void files(const Check& check, const EnvFactsView& facts, CheckResult& result) {
             "install the package that provides it");
         return;
       }
-      if (std::string(key) == "absent" && !found.empty()) {
+      if (!must_exist && !found.empty()) {
         result.actual = actual;
         fail(result, "forbidden_file", found.front() + " exists; the contract forbids it",
              {{"paths", found}},
@@ -102,9 +102,10 @@ void files(const Check& check, const EnvFactsView& facts, CheckResult& result) {
   pass(result);
 }
 
-void linkage(const Check& check, const EnvFactsView& facts, CheckResult& result) {
-  const auto patterns = facts.expand_all(check.params.value("library", ""));
-  const bool transitive = check.params.value("transitive", true);
+void linkage(const Check&, const LinkageParams& params, const EnvFactsView& facts,
+             CheckResult& result) {
+  const auto patterns = facts.expand_all(params.library);
+  const bool transitive = params.transitive;
   Json matched = Json::array();
   for (const auto& library : facts.libraries()) {
     const std::string path = string_field(library, "path");
@@ -124,21 +125,21 @@ void linkage(const Check& check, const EnvFactsView& facts, CheckResult& result)
                  ? std::vector<std::string>{file, name}
                  : std::vector<std::string>{};
     };
-    for (const auto& forbidden : check.params["must_not_need"]) {
-      const auto chain = reach(forbidden.get<std::string>());
+    for (const auto& forbidden : params.must_not_need) {
+      const auto chain = reach(forbidden);
       if (!chain.empty()) {
         result.actual = {{"matched", matched}};
         fail(result, "forbidden_needed",
-             file + " needs " + forbidden.get<std::string>() + " (" + join(chain, " -> ") + ")",
+             file + " needs " + forbidden + " (" + join(chain, " -> ") + ")",
              {{"library", path}, {"chain", chain}},
-             "install a " + file + " built without " + forbidden.get<std::string>());
+             "install a " + file + " built without " + forbidden);
         return;
       }
     }
-    for (const auto& required : check.params["must_need"]) {
-      if (reach(required.get<std::string>()).empty()) {
+    for (const auto& required : params.must_need) {
+      if (reach(required).empty()) {
         result.actual = {{"matched", matched}};
-        fail(result, "missing_library", file + " does not need " + required.get<std::string>(),
+        fail(result, "missing_library", file + " does not need " + required,
              {{"library", path}, {"needed", array_field(library, "needed")}},
              "install the " + file + " build the contract names");
         return;

@@ -14,20 +14,16 @@ std::string describe(const Json& value) {
   return value.is_string() ? "'" + value.get<std::string>() + "'" : "None";
 }
 
-bool satisfies_all(const std::string& version, const Json& clauses) {
-  for (const auto& clause : clauses) {
-    if (!common::satisfies(version, string_field(clause, "op"), string_field(clause, "version"))) {
-      return false;
-    }
-  }
-  return true;
+bool satisfies_all(const std::string& version, const std::vector<VersionClause>& clauses) {
+  return std::all_of(clauses.begin(), clauses.end(), [&](const VersionClause& clause) {
+    return common::satisfies(version, clause.op, clause.version);
+  });
 }
 
-std::string specifier_text(const Json& clauses) {
+std::string specifier_text(const std::vector<VersionClause>& clauses) {
   std::string text;
   for (const auto& clause : clauses) {
-    text +=
-        (text.empty() ? "" : ",") + string_field(clause, "op") + string_field(clause, "version");
+    text += (text.empty() ? "" : ",") + clause.op + clause.version;
   }
   return text;
 }
@@ -56,7 +52,7 @@ Json torch_view(const EnvFactsView& facts) {
       {"hip", files.is_object() ? files.value("hip", Json(nullptr)) : Json(nullptr)},
       {"location", files.is_object() ? files.value("location", Json("")) : Json("")},
       {"source", "files"}};
-  if (const Json* identity = facts.stage("identity")) {
+  if (const Json* identity = facts.stage(facts::stage_names::identity)) {
     for (const auto& record : array_field(*identity, "records")) {
       if (string_field(record, "type") == "torch") {
         view["version"] = record.value("version", Json(nullptr));
@@ -70,34 +66,32 @@ Json torch_view(const EnvFactsView& facts) {
 }
 
 // The toolkit rule ("cuda"/"hip": none, required, any, exact) against a value.
-std::optional<std::pair<std::string, std::string>> toolkit_problem(const Json& rule,
+std::optional<std::pair<std::string, std::string>> toolkit_problem(const ToolkitRule& rule,
                                                                    const Json& actual,
                                                                    const std::string& name,
                                                                    const std::string& version) {
-  const std::string mode = string_field(rule, "mode");
-  if (mode == "none" && actual.is_string()) {
+  using Mode = ToolkitRule::Mode;
+  if (rule.mode == Mode::none && actual.is_string()) {
     return std::pair{name == "cuda" ? "cuda_build" : "version_mismatch",
                      (name == "cuda" ? "CUDA" : "HIP") + std::string(" build of torch (") +
                          version + ", torch.version." + name + " == " + describe(actual) +
                          ") where the contract requires a CPU build"};
   }
-  if ((mode == "required" || mode == "exact") && !actual.is_string()) {
+  if ((rule.mode == Mode::required || rule.mode == Mode::exact) && !actual.is_string()) {
     return std::pair{"cuda_missing", "torch.version." + name + " is None: a CPU build of torch " +
                                          version + " where the contract needs " + name};
   }
-  if (mode == "exact" && actual.is_string() &&
-      actual.get<std::string>() != string_field(rule, "value")) {
+  if (rule.mode == Mode::exact && actual.is_string() && actual.get<std::string>() != rule.version) {
     return std::pair{"version_mismatch", "torch.version." + name + " is " + describe(actual) +
-                                             ", the contract wants '" +
-                                             string_field(rule, "value") + "'"};
+                                             ", the contract wants '" + rule.version + "'"};
   }
   return std::nullopt;
 }
 
 }  // namespace
 
-void torch(const Check& check, const EnvFactsView& facts, CheckResult& result) {
-  const auto& params = check.params;
+void torch(const Check&, const TorchParams& params, const EnvFactsView& facts,
+           CheckResult& result) {
   if (!facts.torch().is_object()) {
     fail(result, "missing_package", "torch is not installed in " + facts.prefix(), Json::object(),
          "install torch as the contract requires, or exclude this env");
@@ -105,14 +99,14 @@ void torch(const Check& check, const EnvFactsView& facts, CheckResult& result) {
   }
   Json view = torch_view(facts);
   // Judged after importing vendor modules: their record of torch's view.
-  if (!array_field(params, "after_import").empty()) {
-    const Json* imports = facts.stage("imports");
+  if (!params.after_import.empty()) {
+    const Json* imports = facts.stage(facts::stage_names::imports);
     bool found = false;
     for (const auto& record : imports ? array_field(*imports, "records") : Json::array()) {
       if (string_field(record, "type") == "torch_after_imports") {
         view["cuda"] = record.value("cuda", Json(nullptr));
         view["hip"] = record.value("hip", Json(nullptr));
-        view["source"] = "after importing " + common::json_text(params["after_import"]);
+        view["source"] = "after importing " + common::json_text(Json(params.after_import));
         found = true;
       }
     }
@@ -136,28 +130,28 @@ void torch(const Check& check, const EnvFactsView& facts, CheckResult& result) {
                          {"hip", view["hip"]},
                          {"location", view["location"]},
                          {"libraries", facts.torch().value("libraries", Json::array())}};
-  const std::string cpu_remedy = "install the CPU build of torch " +
-                                 params.value("base", base.empty() ? "" : base) +
-                                 " in this env (pip install torch==" + params.value("base", base) +
+  const std::string cpu_base = params.base.empty() ? base : params.base;
+  const std::string cpu_remedy = "install the CPU build of torch " + cpu_base +
+                                 " in this env (pip install torch==" + cpu_base +
                                  " --index-url https://download.pytorch.org/whl/cpu)";
-  if (params.contains("cuda")) {
-    if (auto problem = toolkit_problem(params["cuda"], view["cuda"], "cuda", version)) {
+  if (params.cuda) {
+    if (auto problem = toolkit_problem(*params.cuda, view["cuda"], "cuda", version)) {
       fail(result, problem->first, problem->second, evidence,
            problem->first == "cuda_build" ? cpu_remedy
                                           : "install the torch build the contract names");
       return;
     }
   }
-  if (params.contains("hip")) {
-    if (auto problem = toolkit_problem(params["hip"], view["hip"], "hip", version)) {
+  if (params.hip) {
+    if (auto problem = toolkit_problem(*params.hip, view["hip"], "hip", version)) {
       fail(result, problem->first, problem->second, evidence,
            "install the torch build the contract names");
       return;
     }
   }
-  const std::string wanted_version = params.value("version", "");
-  const std::string wanted_base = params.value("base", "");
-  const std::string wanted_local = params.value("local", "");
+  const std::string& wanted_version = params.version;
+  const std::string& wanted_base = params.base;
+  const std::string& wanted_local = params.local;
   if ((!wanted_version.empty() && version != wanted_version) ||
       (!wanted_base.empty() && base != wanted_base) ||
       (!wanted_local.empty() && local != wanted_local)) {
@@ -171,31 +165,30 @@ void torch(const Check& check, const EnvFactsView& facts, CheckResult& result) {
     return;
   }
   const std::string location = string_field(view, "location");
-  for (const auto& forbidden : array_field(params, "forbidden_paths")) {
-    if (location.starts_with(forbidden.get<std::string>())) {
+  for (const auto& forbidden : params.forbidden_paths) {
+    if (location.starts_with(forbidden)) {
       fail(result, "forbidden_path",
-           "torch resolves from " + location + ", under the forbidden " +
-               forbidden.get<std::string>(),
-           evidence, "install torch into this env itself; do not use the image's own torch");
+           "torch resolves from " + location + ", under the forbidden " + forbidden, evidence,
+           "install torch into this env itself; do not use the image's own torch");
       return;
     }
   }
-  const Json required = array_field(params, "required_paths");
-  if (!required.empty() && std::none_of(required.begin(), required.end(), [&](const Json& prefix) {
-        return location.starts_with(prefix.get<std::string>());
-      })) {
+  const auto& required = params.required_paths;
+  if (!required.empty() &&
+      std::none_of(required.begin(), required.end(),
+                   [&](const std::string& prefix) { return location.starts_with(prefix); })) {
     fail(result, "forbidden_path",
-         "torch resolves from " + location + ", outside " + common::json_text(required), evidence,
-         "install torch where the contract requires it");
+         "torch resolves from " + location + ", outside " + common::json_text(Json(required)),
+         evidence, "install torch where the contract requires it");
     return;
   }
   pass(result);
 }
 
-void triton(const Check& check, const EnvFactsView& facts, CheckResult& result) {
-  const auto& params = check.params;
+void triton(const Check&, const TritonParams& params, const EnvFactsView& facts,
+            CheckResult& result) {
   const Json& triton = facts.triton();
-  const std::string wanted = params.value("provider", "");
+  const std::string& wanted = params.provider;
   if (!triton.is_object()) {
     fail(result, "missing_package", "triton is not installed in " + facts.prefix(), Json::object(),
          wanted.empty() ? "install triton" : "install " + wanted + ", which provides triton");
@@ -215,26 +208,25 @@ void triton(const Check& check, const EnvFactsView& facts, CheckResult& result) 
              " && pip install " + wanted + " (the vendor build)");
     return;
   }
-  for (const auto& forbidden : array_field(params, "forbid_distributions")) {
+  for (const auto& forbidden : params.forbid_distributions) {
     for (const auto& claimant : array_field(triton, "providers")) {
       if (claimant == forbidden) {
         fail(result, "stock_triton",
-             forbidden.get<std::string>() + " is installed beside " + provider +
-                 " and also claims the triton package",
-             triton, "pip uninstall -y " + forbidden.get<std::string>());
+             forbidden + " is installed beside " + provider + " and also claims the triton package",
+             triton, "pip uninstall -y " + forbidden);
         return;
       }
     }
   }
-  if (params.contains("provider_version") &&
-      !satisfies_all(provider_version, params["provider_version"])) {
+  if (!params.provider_version.empty() &&
+      !satisfies_all(provider_version, params.provider_version)) {
     fail(result, "version_mismatch",
          provider + " " + provider_version + " does not satisfy " +
-             specifier_text(params["provider_version"]),
-         triton, "install " + provider + specifier_text(params["provider_version"]));
+             specifier_text(params.provider_version),
+         triton, "install " + provider + specifier_text(params.provider_version));
     return;
   }
-  const std::string prefix = params.value("version_prefix", "");
+  const std::string& prefix = params.version_prefix;
   const std::string version = string_field(triton, "version");
   if (!prefix.empty() && !version.starts_with(prefix)) {
     fail(result, "version_mismatch",
@@ -244,10 +236,10 @@ void triton(const Check& check, const EnvFactsView& facts, CheckResult& result) 
     return;
   }
   std::vector<std::string> missing;
-  for (const auto& backend : array_field(params, "backends")) {
+  for (const auto& backend : params.backends) {
     const auto& present = array_field(triton, "backends");
     if (std::find(present.begin(), present.end(), backend) == present.end()) {
-      missing.push_back(backend.get<std::string>());
+      missing.push_back(backend);
     }
   }
   if (!missing.empty()) {
@@ -262,21 +254,23 @@ void triton(const Check& check, const EnvFactsView& facts, CheckResult& result) 
   pass(result);
 }
 
-void python(const Check& check, const EnvFactsView& facts, CheckResult& result) {
+void python(const Check&, const PythonParams& params, const EnvFactsView& facts,
+            CheckResult& result) {
   const std::string version = facts.python_version();
   result.actual = version;
-  if (!satisfies_all(version, check.params["version"])) {
+  if (!satisfies_all(version, params.version)) {
     fail(result, "version_mismatch",
-         "Python " + version + ", the contract wants " + specifier_text(check.params["version"]),
+         "Python " + version + ", the contract wants " + specifier_text(params.version),
          {{"python_version", version}}, "recreate the env with the Python the contract names");
     return;
   }
   pass(result);
 }
 
-void distributions(const Check& check, const EnvFactsView& facts, CheckResult& result) {
+void distributions(const Check&, const DistributionsParams& params, const EnvFactsView& facts,
+                   CheckResult& result) {
   Json actual = Json::object();
-  for (const auto& [name, clauses] : check.params["pins"].items()) {
+  for (const auto& [name, clauses] : params.pins) {
     const Json* found = find_distribution(facts, name);
     actual[name] = found ? Json(string_field(*found, "version")) : Json(nullptr);
     if (!found) {
@@ -294,13 +288,12 @@ void distributions(const Check& check, const EnvFactsView& facts, CheckResult& r
       return;
     }
   }
-  for (const auto& name : check.params["absent"]) {
-    if (const Json* found = find_distribution(facts, name.get<std::string>())) {
+  for (const auto& name : params.absent) {
+    if (const Json* found = find_distribution(facts, name)) {
       result.actual = *found;
       fail(result, "forbidden_package",
-           name.get<std::string>() + " " + string_field(*found, "version") +
-               " is installed; the contract forbids it",
-           *found, "pip uninstall -y " + name.get<std::string>());
+           name + " " + string_field(*found, "version") + " is installed; the contract forbids it",
+           *found, "pip uninstall -y " + name);
       return;
     }
   }
@@ -308,31 +301,27 @@ void distributions(const Check& check, const EnvFactsView& facts, CheckResult& r
   pass(result);
 }
 
-void modules(const Check& check, const EnvFactsView& facts, CheckResult& result) {
+void modules(const Check&, const ModulesParams& params, const EnvFactsView& facts,
+             CheckResult& result) {
   const auto present = facts.modules();
-  auto has = [&](const Json& name) {
-    return std::find(present.begin(), present.end(), name.get<std::string>()) != present.end();
+  auto has = [&](const std::string& name) {
+    return std::find(present.begin(), present.end(), name) != present.end();
   };
-  for (const auto& name : check.params["present"]) {
+  for (const auto& name : params.present) {
     if (!has(name)) {
-      fail(result, "missing_package", "module " + name.get<std::string>() + " is not installed",
-           {{"site_packages", facts.site()}},
-           "install the package providing " + name.get<std::string>());
+      fail(result, "missing_package", "module " + name + " is not installed",
+           {{"site_packages", facts.site()}}, "install the package providing " + name);
       return;
     }
   }
-  for (const auto& name : check.params["absent"]) {
+  for (const auto& name : params.absent) {
     if (has(name)) {
       // Where the interpreter imports it from (any site dir), as the files say.
-      const std::string located =
-          string_field(object_field(object_field(facts.raw(), "static"), "module_paths"),
-                       name.get<std::string>().c_str());
-      const std::string path =
-          located.empty() ? facts.site() + "/" + name.get<std::string>() : located;
-      fail(result, "forbidden_package",
-           "module " + name.get<std::string>() + " is installed; the contract forbids it",
-           {{"path", path}},
-           "pip uninstall the distribution that provides " + name.get<std::string>());
+      const std::string located = string_field(
+          object_field(object_field(facts.raw(), "static"), "module_paths"), name.c_str());
+      const std::string path = located.empty() ? facts.site() + "/" + name : located;
+      fail(result, "forbidden_package", "module " + name + " is installed; the contract forbids it",
+           {{"path", path}}, "pip uninstall the distribution that provides " + name);
       // What it would break: its libraries' load failures, found without loading them.
       result.notes = linkage_problems_under(facts, path);
       return;

@@ -11,6 +11,8 @@
 namespace envcontract::contracts::judges {
 namespace {
 
+namespace stage_names = facts::stage_names;
+
 const std::string k_not_found = ": cannot open shared object file";
 const std::string k_undefined = "undefined symbol: ";
 
@@ -255,14 +257,15 @@ Diagnosis torch_import_failure(const EnvFactsView& facts, const Json& identity,
 namespace {
 
 // Finds the stage, or marks the result as not judgeable.
-const Json* require_stage(const EnvFactsView& facts, const std::string& name, CheckResult& result) {
+const Json* require_stage(const EnvFactsView& facts, std::string_view name, CheckResult& result) {
   const Json* stage = facts.stage(name);
   if (stage == nullptr) {
     result.status = CheckStatus::error;
-    result.diagnosis = Diagnosis{"probe_error",
-                                 facts.has_dynamic_facts() ? "the " + name + " stage did not run"
-                                                           : "dynamic probes did not run",
-                                 Json::object(), "run the dynamic probes (envcontractd probe)"};
+    result.diagnosis =
+        Diagnosis{"probe_error",
+                  facts.has_dynamic_facts() ? "the " + std::string(name) + " stage did not run"
+                                            : "dynamic probes did not run",
+                  Json::object(), "run the dynamic probes (envcontractd probe)"};
     return nullptr;
   }
   if (string_field(*stage, "status") == "skipped") {
@@ -313,18 +316,18 @@ std::vector<Diagnosis> linkage_problems_under(const EnvFactsView& facts,
   return problems;
 }
 
-void imports(const Check& check, const EnvFactsView& facts, CheckResult& result) {
-  if (const Json* artifact = facts.activation_artifact("imports")) {
+void imports(const Check&, const ImportsParams& params, const EnvFactsView& facts,
+             CheckResult& result) {
+  if (const Json* artifact = facts.activation_artifact(stage_names::imports)) {
     result.notes.push_back({"activation_required", string_field(*artifact, "summary"), *artifact,
                             "run this env activated (conda activate), as its users do"});
   }
-  const Json* stage = require_stage(facts, "imports", result);
+  const Json* stage = require_stage(facts, stage_names::imports, result);
   if (stage == nullptr) {
     return;
   }
   Json actual = Json::object();
-  for (const auto& module : check.params["modules"]) {
-    const std::string name = module.get<std::string>();
+  for (const auto& name : params.modules) {
     const Json* record = find_record(*stage, "import", name);
     if (record == nullptr) {
       result.status = CheckStatus::error;
@@ -352,8 +355,9 @@ void imports(const Check& check, const EnvFactsView& facts, CheckResult& result)
   pass(result);
 }
 
-void devices(const Check& check, const EnvFactsView& facts, CheckResult& result) {
-  const Json* stage = require_stage(facts, "devices:" + check.id, result);
+void devices(const Check& check, const DevicesParams& params, const EnvFactsView& facts,
+             CheckResult& result) {
+  const Json* stage = require_stage(facts, stage_names::devices(check.id), result);
   if (stage == nullptr) {
     return;
   }
@@ -372,19 +376,16 @@ void devices(const Check& check, const EnvFactsView& facts, CheckResult& result)
   if (!value.is_number_integer()) {
     result.status = CheckStatus::fail;
     result.diagnosis =
-        explain_error(check.params.value("expression", std::string("the expression")),
-                      record ? string_field(*record, "error_type") : "",
+        explain_error(params.expression, record ? string_field(*record, "error_type") : "",
                       record ? string_field(*record, "error") : "no value", facts, "activated");
     return;
   }
-  Comparison comparison;
-  comparison.op = string_field(check.params["count"], "op");
-  comparison.value = check.params["count"].value("value", 0);
+  const Comparison& comparison = params.count;
   if (!comparison.holds_for(value.get<std::int64_t>())) {
     fail(result, "too_few_devices",
-         check.params.value("expression", std::string()) + " is " + common::json_text(value) +
-             ", the contract wants " + comparison.op + " " + std::to_string(comparison.value),
-         {{"expression", check.params["expression"]}, {"value", value}},
+         params.expression + " is " + common::json_text(value) + ", the contract wants " +
+             comparison.op + " " + std::to_string(comparison.value),
+         {{"expression", params.expression}, {"value", value}},
          "check that the devices are visible to this env (driver, device nodes, *_VISIBLE_DEVICES) "
          "and that its torch_fl is the build for this platform");
     return;
@@ -392,8 +393,9 @@ void devices(const Check& check, const EnvFactsView& facts, CheckResult& result)
   pass(result);
 }
 
-void smoke(const Check& check, const EnvFactsView& facts, CheckResult& result) {
-  const Json* stage = require_stage(facts, "smoke:" + check.id, result);
+void smoke(const Check& check, const SmokeParams& params, const EnvFactsView& facts,
+           CheckResult& result) {
+  const Json* stage = require_stage(facts, stage_names::smoke(check.id), result);
   if (stage == nullptr) {
     return;
   }
@@ -414,7 +416,7 @@ void smoke(const Check& check, const EnvFactsView& facts, CheckResult& result) {
     }
     return;
   }
-  const std::string pattern = check.params.value("expect_output", "");
+  const std::string& pattern = params.expect_output;
   if (!pattern.empty() && !output_matches(output, pattern)) {
     fail(result, "smoke_failed",
          "the snippet printed " + common::json_text(first_line(output)) +
@@ -432,7 +434,7 @@ namespace {
 void judge_command_stage(const Check& check, const EnvFactsView& facts, const std::string& what,
                          int expect_exit, const std::string& pattern, const std::string& cause,
                          CheckResult& result) {
-  const Json* stage = require_stage(facts, "command:" + check.id, result);
+  const Json* stage = require_stage(facts, stage_names::command(check.id), result);
   if (stage == nullptr) {
     return;
   }
@@ -471,16 +473,17 @@ void judge_command_stage(const Check& check, const EnvFactsView& facts, const st
 
 }  // namespace
 
-void command(const Check& check, const EnvFactsView& facts, CheckResult& result) {
-  const std::string run = check.params.value("run", "");
-  judge_command_stage(check, facts, "`" + first_line(run) + "`",
-                      check.params.value("expect_exit", 0), check.params.value("expect_output", ""),
-                      "command_failed", result);
+void command(const Check& check, const CommandParams& params, const EnvFactsView& facts,
+             CheckResult& result) {
+  judge_command_stage(check, facts, "`" + first_line(params.run) + "`", params.expect_exit,
+                      params.expect_output, "command_failed", result);
 }
 
-void integration_test(const Check& check, const EnvFactsView& facts, CheckResult& result) {
-  judge_command_stage(check, facts, "integration test " + check.params.value("test", check.id), 0,
-                      "", "integration_test_failed", result);
+void integration_test(const Check& check, const IntegrationTestParams& params,
+                      const EnvFactsView& facts, CheckResult& result) {
+  judge_command_stage(check, facts,
+                      "integration test " + (params.test.empty() ? check.id : params.test), 0, "",
+                      "integration_test_failed", result);
 }
 
 }  // namespace envcontract::contracts::judges

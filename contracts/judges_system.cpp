@@ -13,38 +13,29 @@ const Json* find_lookup(const EnvFactsView& facts, const std::string& name) {
   return find_entry(array_field(facts.raw(), "library_lookups"), "name", name);
 }
 
-Comparison comparison_of(const Json& count) {
-  Comparison comparison;
-  comparison.op = string_field(count, "op");
-  comparison.value = count.is_object() && count.contains("value") && count["value"].is_number()
-                         ? count["value"].get<std::int64_t>()
-                         : 0;
-  return comparison;
-}
-
 }  // namespace
 
-void libraries(const Check& check, const EnvFactsView& facts, CheckResult& result) {
+void libraries(const Check&, const LibrariesParams& params, const EnvFactsView& facts,
+               CheckResult& result) {
   Json actual = Json::object();
-  const auto look_up = [&](const Json& name) -> const Json* {
-    const Json* lookup = find_lookup(facts, name.get<std::string>());
-    actual[name.get<std::string>()] =
+  const auto look_up = [&](const std::string& name) -> const Json* {
+    const Json* lookup = find_lookup(facts, name);
+    actual[name] =
         lookup != nullptr && lookup->contains("path") ? lookup->at("path") : Json(nullptr);
     if (lookup == nullptr) {
       result.actual = actual;
-      not_gathered(result,
-                   "where the loader finds " + name.get<std::string>() + " was not looked up");
+      not_gathered(result, "where the loader finds " + name + " was not looked up");
     }
     return lookup;
   };
-  for (const auto& name : check.params.value("present", Json::array())) {
+  for (const auto& name : params.present) {
     const Json* lookup = look_up(name);
     if (lookup == nullptr) {
       return;
     }
     if (string_field(*lookup, "path").empty()) {
       const auto& others = array_field(*lookup, "other_versions");
-      std::string summary = name.get<std::string>() + " cannot be found by the env's loader";
+      std::string summary = name + " cannot be found by the env's loader";
       if (!others.empty()) {
         summary += "; a different version exists: " + others.front().get<std::string>();
       }
@@ -53,12 +44,12 @@ void libraries(const Check& check, const EnvFactsView& facts, CheckResult& resul
            {{"library", name},
             {"searched", array_field(*lookup, "searched")},
             {"other_versions", others}},
-           "install the package that provides " + name.get<std::string>() +
+           "install the package that provides " + name +
                ", or put its directory on LD_LIBRARY_PATH in the env's activate.d script");
       return;
     }
   }
-  for (const auto& name : check.params.value("absent", Json::array())) {
+  for (const auto& name : params.absent) {
     const Json* lookup = look_up(name);
     if (lookup == nullptr) {
       return;
@@ -67,8 +58,8 @@ void libraries(const Check& check, const EnvFactsView& facts, CheckResult& resul
     if (!path.empty()) {
       result.actual = actual;
       fail(result, "forbidden_library",
-           name.get<std::string>() + " is found at " + path + " (through " +
-               string_field(*lookup, "found_via") + "); the contract forbids it",
+           name + " is found at " + path + " (through " + string_field(*lookup, "found_via") +
+               "); the contract forbids it",
            {{"library", name}, {"path", path}, {"found_via", string_field(*lookup, "found_via")}},
            "remove it from the env's library path, or uninstall the package that ships it");
       return;
@@ -78,8 +69,9 @@ void libraries(const Check& check, const EnvFactsView& facts, CheckResult& resul
   pass(result);
 }
 
-void device_nodes(const Check& check, const EnvFactsView& facts, CheckResult& result) {
-  const std::string pattern = check.params.value("glob", "");
+void device_nodes(const Check&, const DeviceNodesParams& params, const EnvFactsView& facts,
+                  CheckResult& result) {
+  const std::string& pattern = params.glob;
   const Json* nodes = find_entry(array_field(facts.raw(), "device_nodes"), "glob", pattern);
   if (nodes == nullptr) {
     not_gathered(result, pattern + " was not looked for on this host");
@@ -87,7 +79,7 @@ void device_nodes(const Check& check, const EnvFactsView& facts, CheckResult& re
   }
   const auto count = static_cast<std::int64_t>(array_field(*nodes, "matches").size());
   result.actual = count;
-  const auto wanted = comparison_of(check.params.value("count", Json::object()));
+  const auto& wanted = params.count;
   if (!wanted.holds_for(count)) {
     fail(result, "missing_device_nodes",
          pattern + " matches " + std::to_string(count) + " device node" + (count == 1 ? "" : "s") +
@@ -100,12 +92,12 @@ void device_nodes(const Check& check, const EnvFactsView& facts, CheckResult& re
   pass(result);
 }
 
-void tools(const Check& check, const EnvFactsView& facts, CheckResult& result) {
+void tools(const Check&, const ToolsParams& params, const EnvFactsView& facts,
+           CheckResult& result) {
   const std::string path = string_field(facts.environment("activated"), "PATH");
   Json actual = Json::object();
   std::string missing;
-  for (const auto& tool : check.params.value("on_path", Json::array())) {
-    const std::string name = tool.get<std::string>();
+  for (const auto& name : params.on_path) {
     const Json* lookup = find_entry(array_field(facts.raw(), "tool_lookups"), "name", name);
     if (lookup == nullptr) {
       result.actual = actual;
@@ -128,10 +120,11 @@ void tools(const Check& check, const EnvFactsView& facts, CheckResult& result) {
   pass(result);
 }
 
-void glibc(const Check& check, const EnvFactsView& facts, CheckResult& result) {
+void glibc(const Check&, const GlibcParams& params, const EnvFactsView& facts,
+           CheckResult& result) {
   const Json& glibc = facts.raw().contains("glibc") ? facts.raw().at("glibc") : Json::object();
   const std::string version = string_field(glibc, "version");
-  const std::string wanted = check.params.value("min_version", "");
+  const std::string& wanted = params.min_version;
   result.actual = version.empty() ? Json(nullptr) : Json(version);
   if (version.empty()) {
     result.status = CheckStatus::error;

@@ -13,9 +13,8 @@ std::string quoted(std::string_view key) {
 
 }  // namespace
 
-bool read_names(MappingReader& reader, std::string_view key, Json& params, NamePredicate is_valid,
+bool read_names(MappingReader& reader, std::string_view key, Strings& names, NamePredicate is_valid,
                 std::string_view what_a_name_is, Need need) {
-  params[std::string(key)] = Json::array();
   const auto node = reader.get(key, need);
   if (!node) {
     return need == Need::optional;
@@ -42,62 +41,62 @@ bool read_names(MappingReader& reader, std::string_view key, Json& params, NameP
                          "'" + *text + "' in " + what + " is not " + std::string(what_a_name_is));
       valid = false;
     } else {
-      params[std::string(key)].push_back(*text);
+      names.push_back(*text);
     }
   }
   return valid;
 }
 
-void read_text(MappingReader& reader, std::string_view key, Json& params, Need need,
-               std::optional<std::string> fallback) {
-  const auto text = reader.string(key, need);
-  if (text) {
-    params[std::string(key)] = *text;
-  } else if (fallback) {
-    params[std::string(key)] = *fallback;
+void read_text(MappingReader& reader, std::string_view key, std::string& text, Need need) {
+  if (const auto value = reader.string(key, need)) {
+    text = *value;
   }
 }
 
-void read_timeout(MappingReader& reader, Json& params, std::chrono::milliseconds fallback) {
-  params["timeout_ms"] = fallback.count();
+void read_timeout(MappingReader& reader, std::chrono::milliseconds& timeout) {
   const auto text = reader.string("timeout");
   if (!text) {
     return;
   }
   const auto parsed = parse_duration(*text);
-  if (const auto* error = std::get_if<std::string>(&parsed)) {
-    reader.ctx().error(*reader.get("timeout"), "'timeout' of " + reader.what() + ": " + *error);
+  if (!parsed) {
+    reader.ctx().error(*reader.get("timeout"),
+                       "'timeout' of " + reader.what() + ": " + parsed.error());
     return;
   }
-  params["timeout_ms"] = std::get<std::chrono::milliseconds>(parsed).count();
+  timeout = parsed.value();
 }
 
-void read_count(MappingReader& reader, std::string_view key, Json& params, Need need,
-                std::string_view fallback) {
+void read_count(MappingReader& reader, std::string_view key, Comparison& count, Need need) {
   const auto text = reader.string(key, need);
-  const auto parsed = parse_comparison(text ? *text : fallback);
-  if (const auto* error = std::get_if<std::string>(&parsed)) {
-    reader.ctx().error(*reader.get(key), quoted(key) + " of " + reader.what() + ": " + *error);
+  if (!text) {
     return;
   }
-  params[std::string(key)] = std::get<Comparison>(parsed).to_json();
+  const auto parsed = parse_comparison(*text);
+  if (!parsed) {
+    reader.ctx().error(*reader.get(key),
+                       quoted(key) + " of " + reader.what() + ": " + parsed.error());
+    return;
+  }
+  count = parsed.value();
 }
 
-void read_specifier(MappingReader& reader, std::string_view key, Json& params, Need need,
-                    BareVersion bare) {
+void read_specifier(MappingReader& reader, std::string_view key,
+                    std::vector<VersionClause>& clauses, Need need, BareVersion bare) {
   const auto text = reader.string(key, need);
   if (!text) {
     return;
   }
   const auto parsed = parse_version_specifier(*text, bare);
-  if (const auto* error = std::get_if<std::string>(&parsed)) {
-    reader.ctx().error(*reader.get(key), quoted(key) + " of " + reader.what() + ": " + *error);
+  if (!parsed) {
+    reader.ctx().error(*reader.get(key),
+                       quoted(key) + " of " + reader.what() + ": " + parsed.error());
     return;
   }
-  params[std::string(key)] = to_json(std::get<std::vector<VersionClause>>(parsed));
+  clauses = parsed.value();
 }
 
-void read_regex(MappingReader& reader, std::string_view key, Json& params) {
+void read_regex(MappingReader& reader, std::string_view key, std::string& pattern) {
   const auto text = reader.string(key);
   if (!text) {
     return;
@@ -109,7 +108,7 @@ void read_regex(MappingReader& reader, std::string_view key, Json& params) {
                                              " is not a valid regular expression: " + e.what());
     return;
   }
-  params[std::string(key)] = *text;
+  pattern = *text;
 }
 
 namespace {
@@ -130,8 +129,7 @@ std::string anchoring_problem(const std::string& pattern) {
 
 }  // namespace
 
-bool read_path_patterns(MappingReader& reader, std::string_view key, Json& params) {
-  params[std::string(key)] = Json::array();
+bool read_path_patterns(MappingReader& reader, std::string_view key, Strings& patterns) {
   const auto node = reader.get(key);
   if (!node) {
     return true;
@@ -151,23 +149,24 @@ bool read_path_patterns(MappingReader& reader, std::string_view key, Json& param
       valid = false;
       continue;
     }
-    params[std::string(key)].push_back(pattern);
+    patterns.push_back(pattern);
   }
   return valid;
 }
 
-void read_path_pattern(MappingReader& reader, std::string_view key, Json& params, Need need) {
-  const auto pattern = reader.string(key, need);
-  if (!pattern) {
+void read_path_pattern(MappingReader& reader, std::string_view key, std::string& pattern,
+                       Need need) {
+  const auto text = reader.string(key, need);
+  if (!text) {
     return;
   }
-  const std::string problem = anchoring_problem(*pattern);
+  const std::string problem = anchoring_problem(*text);
   if (!problem.empty()) {
     reader.ctx().error(*reader.get(key),
-                       quoted(key) + " of " + reader.what() + " ('" + *pattern + "')" + problem);
+                       quoted(key) + " of " + reader.what() + " ('" + *text + "')" + problem);
     return;
   }
-  params[std::string(key)] = *pattern;
+  pattern = *text;
 }
 
 std::vector<NamedValue> read_named_values(MappingReader& reader, std::string_view key,

@@ -5,44 +5,46 @@
 #include <string>
 #include <string_view>
 
+#include "contracts/check_params.hpp"
 #include "contracts/contract.hpp"
 #include "contracts/mapping_reader.hpp"
 #include "contracts/values.hpp"
 
 // Shared readers for check-kind parsers: each reads one key of a check into
-// its normalised JSON parameter, reporting bad values at their own position.
+// its typed parameter (check_params.hpp), reporting bad values at their own
+// position and leaving the parameter as it was.
 namespace envcontract::contracts::kind_helpers {
 
 using NamePredicate = bool (*)(std::string_view);
 
-// A list of names, each validated; `what_a_name_is` completes "must be ...".
-// Writes the list (possibly empty) to params[key]. Returns false on any error.
-bool read_names(MappingReader& reader, std::string_view key, Json& params, NamePredicate is_valid,
+// A list of names (a single name counts as a list of one), each validated;
+// `what_a_name_is` completes "must be ...". The valid ones go to `names`.
+// Returns false on any error.
+bool read_names(MappingReader& reader, std::string_view key, Strings& names, NamePredicate is_valid,
                 std::string_view what_a_name_is, Need need = Need::optional);
 
-// A string written to params[key] as is, or `fallback` when absent.
-void read_text(MappingReader& reader, std::string_view key, Json& params, Need need,
-               std::optional<std::string> fallback = std::nullopt);
+// A string, as is.
+void read_text(MappingReader& reader, std::string_view key, std::string& text, Need need);
 
-// A duration written to params[key] as milliseconds (key "timeout" -> "timeout_ms").
-void read_timeout(MappingReader& reader, Json& params, std::chrono::milliseconds fallback);
+// The check's `timeout` ("30s", "5m"); `timeout` keeps its default when absent.
+void read_timeout(MappingReader& reader, std::chrono::milliseconds& timeout);
 
-// A count comparison ("> 0", ">= 8", "8") written to params[key] as {op, value}.
-void read_count(MappingReader& reader, std::string_view key, Json& params, Need need,
-                std::string_view fallback);
+// A count comparison ("> 0", ">= 8", "8"); `count` keeps its default when absent.
+void read_count(MappingReader& reader, std::string_view key, Comparison& count, Need need);
 
-// A PEP 440 specifier written to params[key] as [{op, version}].
-void read_specifier(MappingReader& reader, std::string_view key, Json& params, Need need,
-                    BareVersion bare);
+// A PEP 440 specifier, as [{op, version}].
+void read_specifier(MappingReader& reader, std::string_view key,
+                    std::vector<VersionClause>& clauses, Need need, BareVersion bare);
 
 // A regular expression (ECMAScript syntax), checked to compile.
-void read_regex(MappingReader& reader, std::string_view key, Json& params);
+void read_regex(MappingReader& reader, std::string_view key, std::string& pattern);
 
 // Path patterns anchored at "{prefix}" (the env), "{site}" (its site-packages)
 // or "/" (absolute); globs allowed.
-bool read_path_patterns(MappingReader& reader, std::string_view key, Json& params);
-// One such path pattern, written to params[key] as a string.
-void read_path_pattern(MappingReader& reader, std::string_view key, Json& params, Need need);
+bool read_path_patterns(MappingReader& reader, std::string_view key, Strings& patterns);
+// One such path pattern.
+void read_path_pattern(MappingReader& reader, std::string_view key, std::string& pattern,
+                       Need need);
 
 // One entry of a name-to-string mapping, with its nodes for messages.
 struct NamedValue {

@@ -23,89 +23,93 @@ bool is_tool_name(std::string_view text) {
   return is_file_name(text);
 }
 
-void read_activation(MappingReader& reader, Json& params) {
+void read_activation(MappingReader& reader, ActivationMode& mode) {
   const auto activation = reader.string("activation");
-  params["activation"] = "activated";
   if (!activation) {
     return;
   }
-  if (*activation != "activated" && *activation != "bare") {
+  if (*activation == "activated") {
+    mode = ActivationMode::activated;
+  } else if (*activation == "bare") {
+    mode = ActivationMode::bare;
+  } else {
     reader.ctx().error(*reader.get("activation"),
                        "'activation' of " + reader.what() +
                            " must be 'activated' (as after conda activate) or 'bare', got '" +
                            *activation + "'");
-    return;
   }
-  params["activation"] = *activation;
 }
 
 }  // namespace
 
-void parse_environment(MappingReader& reader, Json& params, const KindContext&) {
+EnvironmentParams parse_environment(MappingReader& reader, const KindContext&) {
+  EnvironmentParams params;
   require_one_of(reader, {"equals", "set", "unset"});
-  read_activation(reader, params);
-  params["equals"] = Json::object();
+  read_activation(reader, params.activation);
   std::set<std::string> constrained;
   for (const auto& entry : read_named_values(reader, "equals", is_environment_variable_name,
                                              "a variable name", "variable names to values")) {
-    params["equals"][entry.name] = entry.value;
+    params.equals.emplace_back(entry.name, entry.value);
     constrained.insert(entry.name);
   }
-  read_names(reader, "set", params, is_environment_variable_name, "a variable name");
-  read_names(reader, "unset", params, is_environment_variable_name, "a variable name");
-  for (const auto& name : params["set"]) {
-    constrained.insert(name.get<std::string>());
-  }
-  for (const auto& name : params["unset"]) {
-    if (constrained.contains(name.get<std::string>())) {
-      reader.ctx().error(*reader.get("unset"), "variable " + name.get<std::string>() +
-                                                   " must be both set and unset in " +
-                                                   reader.what());
+  read_names(reader, "set", params.set, is_environment_variable_name, "a variable name");
+  read_names(reader, "unset", params.unset, is_environment_variable_name, "a variable name");
+  constrained.insert(params.set.begin(), params.set.end());
+  for (const auto& name : params.unset) {
+    if (constrained.contains(name)) {
+      reader.ctx().error(*reader.get("unset"),
+                         "variable " + name + " must be both set and unset in " + reader.what());
     }
   }
+  return params;
 }
 
-void parse_search_path(MappingReader& reader, Json& params, const KindContext&) {
+SearchPathParams parse_search_path(MappingReader& reader, const KindContext&) {
+  SearchPathParams params;
   const auto variable = reader.string("variable");
-  params["variable"] = "LD_LIBRARY_PATH";
   if (variable) {
     if (is_environment_variable_name(*variable)) {
-      params["variable"] = *variable;
+      params.variable = *variable;
     } else {
       reader.ctx().error(
           *reader.get("variable"),
           "'variable' of " + reader.what() + " is not a variable name: '" + *variable + "'");
     }
   }
-  read_activation(reader, params);
+  read_activation(reader, params.activation);
   require_one_of(reader, {"starts_with", "must_not_contain"});
-  read_names(reader, "starts_with", params, is_search_dir,
+  read_names(reader, "starts_with", params.starts_with, is_search_dir,
              "an absolute directory (or one starting {prefix}, {site} or ${VARIABLE})");
-  read_names(reader, "must_not_contain", params, is_search_dir,
+  read_names(reader, "must_not_contain", params.must_not_contain, is_search_dir,
              "an absolute directory (or one starting {prefix}, {site} or ${VARIABLE})");
+  return params;
 }
 
-void parse_tools(MappingReader& reader, Json& params, const KindContext&) {
-  if (read_names(reader, "on_path", params, is_tool_name, "an executable name such as 'xpu-smi'",
-                 Need::required) &&
-      params["on_path"].empty()) {
+ToolsParams parse_tools(MappingReader& reader, const KindContext&) {
+  ToolsParams params;
+  if (read_names(reader, "on_path", params.on_path, is_tool_name,
+                 "an executable name such as 'xpu-smi'", Need::required) &&
+      params.on_path.empty()) {
     reader.ctx().error(*reader.get("on_path"), "'on_path' of " + reader.what() + " is empty");
   }
+  return params;
 }
 
-void parse_glibc(MappingReader& reader, Json& params, const KindContext&) {
+GlibcParams parse_glibc(MappingReader& reader, const KindContext&) {
+  GlibcParams params;
   const auto version = reader.string("min_version", Need::required);
   if (!version) {
-    return;
+    return params;
   }
   if (!is_release_version(*version) || version->find('.') == std::string::npos) {
     reader.ctx().error(*reader.get("min_version"), "'min_version' of " + reader.what() +
                                                        " must be a glibc version such as "
                                                        "'2.38', got '" +
                                                        *version + "'");
-    return;
+    return params;
   }
-  params["min_version"] = *version;
+  params.min_version = *version;
+  return params;
 }
 
 }  // namespace envcontract::contracts::kinds

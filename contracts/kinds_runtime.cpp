@@ -22,58 +22,67 @@ std::string leading_module(const std::string& expression) {
   return is_module_name(name) && end < expression.size() && expression[end] == '.' ? name : "";
 }
 
-void read_code(MappingReader& reader, std::string_view key, Json& params) {
-  const auto code = reader.string(key, Need::required);
-  if (!code) {
+void read_code(MappingReader& reader, std::string_view key, std::string& code) {
+  const auto text = reader.string(key, Need::required);
+  if (!text) {
     return;
   }
-  if (code->find_first_not_of(" \t\r\n") == std::string::npos) {
+  if (text->find_first_not_of(" \t\r\n") == std::string::npos) {
     reader.ctx().error(*reader.get(key),
                        "'" + std::string(key) + "' of " + reader.what() + " is empty");
     return;
   }
-  params[std::string(key)] = *code;
+  code = *text;
 }
 
 }  // namespace
 
-void parse_devices(MappingReader& reader, Json& params, const KindContext&) {
-  read_code(reader, "expression", params);
+DevicesParams parse_devices(MappingReader& reader, const KindContext&) {
+  DevicesParams params;
+  read_code(reader, "expression", params.expression);
   if (reader.has("imports")) {
-    read_names(reader, "imports", params, is_module_name, "a Python module name");
-  } else {
-    const std::string module = leading_module(params.value("expression", ""));
-    params["imports"] = module.empty() ? Json::array() : Json::array({module});
+    read_names(reader, "imports", params.imports, is_module_name, "a Python module name");
+  } else if (const std::string module = leading_module(params.expression); !module.empty()) {
+    params.imports = {module};
   }
-  read_count(reader, "count", params, Need::optional, "> 0");
-  read_timeout(reader, params, std::chrono::seconds(60));
+  read_count(reader, "count", params.count, Need::optional);
+  read_timeout(reader, params.timeout);
+  return params;
 }
 
-void parse_smoke(MappingReader& reader, Json& params, const KindContext&) {
-  read_code(reader, "code", params);
-  read_regex(reader, "expect_output", params);
-  read_timeout(reader, params, std::chrono::seconds(120));
+SmokeParams parse_smoke(MappingReader& reader, const KindContext&) {
+  SmokeParams params;
+  read_code(reader, "code", params.code);
+  read_regex(reader, "expect_output", params.expect_output);
+  read_timeout(reader, params.timeout);
+  return params;
 }
 
-void parse_command(MappingReader& reader, Json& params, const KindContext&) {
-  read_code(reader, "run", params);
-  params["expect_exit"] = reader.integer("expect_exit", Need::optional, 0, 255).value_or(0);
-  read_regex(reader, "expect_output", params);
-  read_timeout(reader, params, std::chrono::minutes(5));
+CommandParams parse_command(MappingReader& reader, const KindContext&) {
+  CommandParams params;
+  read_code(reader, "run", params.run);
+  params.expect_exit =
+      static_cast<int>(reader.integer("expect_exit", Need::optional, 0, 255).value_or(0));
+  read_regex(reader, "expect_output", params.expect_output);
+  read_timeout(reader, params.timeout);
+  return params;
 }
 
-void parse_integration_test(MappingReader& reader, Json& params, const KindContext& context) {
+IntegrationTestParams parse_integration_test(MappingReader& reader, const KindContext& context) {
+  IntegrationTestParams params;
   const auto from = reader.string("from", Need::required);
   const auto test = reader.string("test", Need::required);
-  read_timeout(reader, params, k_integration_test_timeout);
+  read_timeout(reader, params.timeout);
   if (!from || !test) {
-    return;
+    return params;
   }
   const std::filesystem::path path = context.contract_dir / *from;
-  auto entry = find_integration_entry(path, *test, *reader.get("test"), reader.ctx());
-  if (entry) {
-    params = integration_check_params(*from, *test, std::move(*entry), params["timeout_ms"]);
+  if (auto entry = find_integration_entry(path, *test, *reader.get("test"), reader.ctx())) {
+    params.from = *from;
+    params.test = *test;
+    params.entry = std::move(*entry);
   }
+  return params;
 }
 
 }  // namespace envcontract::contracts::kinds

@@ -111,23 +111,25 @@ void translate_integration_tests(const YAML::Node& section, const std::string& c
   }
   for (const auto& item : section) {
     auto entry = parse_integration_entry(item, ctx);
-    if (!entry || !is_preflight_phase((*entry)["phase"])) {
+    if (!entry || !is_preflight_phase(entry->phase)) {
       continue;
     }
-    const std::string selector = (*entry)["id"] != "" ? (*entry)["id"].get<std::string>()
-                                                      : (*entry)["name"].get<std::string>();
+    const std::string selector = entry->id.empty() ? entry->name : entry->id;
     Check check;
-    check.id = is_check_id((*entry)["id"].get<std::string>()) ? selector : "integration-test";
+    check.id = is_check_id(entry->id) ? selector : "integration-test";
     check.kind = "integration_test";
     check.stage = ProbeStage::smoke;
-    check.description = (*entry)["name"];
+    check.description = entry->name;
     check.section = "integration_tests";
     check.origin = ctx.locate(item);
-    const auto failure_policy = (*entry)["failure_policy"].get<std::string>();
-    check.severity = failure_policy == "warn" || failure_policy == "continue" ? Severity::advisory
-                                                                              : Severity::required;
-    check.params = integration_check_params(config_name, selector, std::move(*entry),
-                                            k_integration_test_timeout.count());
+    check.severity = entry->failure_policy == "warn" || entry->failure_policy == "continue"
+                         ? Severity::advisory
+                         : Severity::required;
+    IntegrationTestParams params;
+    params.from = config_name;
+    params.test = selector;
+    params.entry = std::move(*entry);
+    check.params = std::move(params);
     parser.add(std::move(check), item);
   }
 }

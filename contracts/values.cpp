@@ -43,7 +43,7 @@ bool Comparison::holds_for(std::int64_t actual) const {
   return actual == value;
 }
 
-Parsed<Comparison> parse_comparison(std::string_view text) {
+common::Result<Comparison> parse_comparison(std::string_view text) {
   const std::string expected =
       "expected a count such as '8', '== 8', '>= 1' or '> 0', got '" + std::string(text) + "'";
   std::string_view rest = trim(text);
@@ -57,22 +57,23 @@ Parsed<Comparison> parse_comparison(std::string_view text) {
   }
   if (comparison.op.empty()) {
     if (rest.starts_with("<") || rest.starts_with("!=") || rest.starts_with("=")) {
-      return "only '==', '>=' and '>' compare counts here; got '" + std::string(text) + "'";
+      return common::Error{"only '==', '>=' and '>' compare counts here; got '" +
+                           std::string(text) + "'"};
     }
     comparison.op = "==";
   }
   const auto number = parse_integer(rest);
   if (!number) {
-    return expected;
+    return common::Error{expected};
   }
   if (*number < 0) {
-    return "a count cannot be negative: '" + std::string(text) + "'";
+    return common::Error{"a count cannot be negative: '" + std::string(text) + "'"};
   }
   comparison.value = *number;
   return comparison;
 }
 
-Parsed<std::chrono::milliseconds> parse_duration(std::string_view text) {
+common::Result<std::chrono::milliseconds> parse_duration(std::string_view text) {
   using std::chrono::milliseconds;
   const std::string expected =
       "expected a duration such as '500ms', '30s', '5m' or '1h', got '" + std::string(text) + "'";
@@ -83,7 +84,7 @@ Parsed<std::chrono::milliseconds> parse_duration(std::string_view text) {
   }
   const auto number = parse_integer(trimmed.substr(0, digits));
   if (!number) {
-    return expected;
+    return common::Error{expected};
   }
   const std::string_view unit = trimmed.substr(digits);
   std::int64_t scale = 0;
@@ -96,14 +97,14 @@ Parsed<std::chrono::milliseconds> parse_duration(std::string_view text) {
   } else if (unit == "h") {
     scale = 60 * 60 * 1000;
   } else {
-    return expected;
+    return common::Error{expected};
   }
   constexpr std::int64_t k_one_day_ms = 24LL * 60 * 60 * 1000;
   if (*number == 0) {
-    return "a duration must be positive, got '" + std::string(text) + "'";
+    return common::Error{"a duration must be positive, got '" + std::string(text) + "'"};
   }
   if (*number > k_one_day_ms / scale) {
-    return "a duration must be at most 24h, got '" + std::string(text) + "'";
+    return common::Error{"a duration must be at most 24h, got '" + std::string(text) + "'"};
   }
   return milliseconds(*number * scale);
 }
@@ -117,8 +118,8 @@ bool is_pep440_version(std::string_view text) {
   return common::is_version(text);
 }
 
-Parsed<std::vector<VersionClause>> parse_version_specifier(std::string_view text,
-                                                           BareVersion bare) {
+common::Result<std::vector<VersionClause>> parse_version_specifier(std::string_view text,
+                                                                   BareVersion bare) {
   std::vector<VersionClause> clauses;
   std::string_view rest = text;
   while (true) {
@@ -143,20 +144,20 @@ Parsed<std::vector<VersionClause>> parse_version_specifier(std::string_view text
     const bool wildcard = version.ends_with(".*");
     const std::string_view base = wildcard ? version.substr(0, version.size() - 2) : version;
     if (version.empty()) {
-      return "empty clause in version specifier '" + std::string(text) +
-             "'; write e.g. '>=4.51,<5'";
+      return common::Error{"empty clause in version specifier '" + std::string(text) +
+                           "'; write e.g. '>=4.51,<5'"};
     }
     if (wildcard && clause.op != "==" && clause.op != "!=") {
-      return "'.*' is only allowed with '==' or '!=' in '" + std::string(text) + "'";
+      return common::Error{"'.*' is only allowed with '==' or '!=' in '" + std::string(text) + "'"};
     }
     if (clause.op == "===" ? version.find(' ') != std::string_view::npos
                            : !is_pep440_version(base)) {
-      return "'" + std::string(version) + "' is not a valid version in specifier '" +
-             std::string(text) + "'";
+      return common::Error{"'" + std::string(version) + "' is not a valid version in specifier '" +
+                           std::string(text) + "'"};
     }
     if (clause.op == "~=" && base.find('.') == std::string_view::npos) {
-      return "'~=' needs at least two release numbers, e.g. '~=2.10', in '" + std::string(text) +
-             "'";
+      return common::Error{"'~=' needs at least two release numbers, e.g. '~=2.10', in '" +
+                           std::string(text) + "'"};
     }
     clause.version = std::string(version);
     clauses.push_back(std::move(clause));
@@ -200,21 +201,22 @@ bool is_file_name(std::string_view text) {
   return !text.empty() && text != "." && text != ".." && text.find('/') == std::string_view::npos;
 }
 
-Parsed<ImageReference> parse_image_reference(std::string_view text) {
+common::Result<ImageReference> parse_image_reference(std::string_view text) {
   // Docker caps a reference at 255 characters of name, a 128-character tag
   // and a digest; longer text (from an image-tag file or command) is refused
   // before the regex, which recurses once per character.
   if (text.size() > 512) {
-    return "an image reference is at most 512 characters; got " + std::to_string(text.size());
+    return common::Error{"an image reference is at most 512 characters; got " +
+                         std::to_string(text.size())};
   }
   static const std::regex pattern(
       R"(([a-z0-9]+([._-][a-z0-9]+)*(:[0-9]+(?=/))?(/[a-z0-9]+([._-]+[a-z0-9]+)*)*)(:([A-Za-z0-9_][A-Za-z0-9_.-]{0,127}))?(@([a-z0-9]+):([0-9a-fA-F]+))?)",
       std::regex::optimize);
   std::match_results<std::string_view::const_iterator> match;
   if (!std::regex_match(text.begin(), text.end(), match, pattern)) {
-    return "'" + std::string(text) +
-           "' is not an image reference such as 'registry.example/repo/name:tag' or "
-           "'name@sha256:<64 hex digits>'";
+    return common::Error{"'" + std::string(text) +
+                         "' is not an image reference such as 'registry.example/repo/name:tag' or "
+                         "'name@sha256:<64 hex digits>'"};
   }
   ImageReference image;
   image.repository = match[1].str();
@@ -223,8 +225,8 @@ Parsed<ImageReference> parse_image_reference(std::string_view text) {
     const std::string algorithm = match[9].str();
     const std::string hex = match[10].str();
     if (algorithm == "sha256" && hex.size() != 64) {
-      return "a sha256 image digest has 64 hex digits, '" + std::string(text) + "' has " +
-             std::to_string(hex.size());
+      return common::Error{"a sha256 image digest has 64 hex digits, '" + std::string(text) +
+                           "' has " + std::to_string(hex.size())};
     }
     image.digest = algorithm + ":" + hex;
   }

@@ -5,18 +5,17 @@
 #include <optional>
 #include <string>
 #include <string_view>
-#include <variant>
 #include <vector>
 
 #include <nlohmann/json.hpp>
 
+#include "common/result.hpp"
+
 // Parsers for the small value languages of a contract: comparisons, durations,
 // version specifiers, names. Each returns the value or a message saying what
-// was expected, so callers can report it at the value's position.
+// was expected (common::Result), so callers can report it at the value's
+// position.
 namespace envcontract::contracts {
-
-template <typename T>
-using Parsed = std::variant<T, std::string>;  // the value, or what was wrong with it
 
 // "N", "== N", ">= N" or "> N": how a count is compared with N.
 struct Comparison {
@@ -26,10 +25,10 @@ struct Comparison {
   nlohmann::ordered_json to_json() const { return {{"op", op}, {"value", value}}; }
   bool holds_for(std::int64_t actual) const;
 };
-Parsed<Comparison> parse_comparison(std::string_view text);
+common::Result<Comparison> parse_comparison(std::string_view text);
 
 // "500ms", "30s", "5m", "1h", or a plain number of seconds; positive, at most a day.
-Parsed<std::chrono::milliseconds> parse_duration(std::string_view text);
+common::Result<std::chrono::milliseconds> parse_duration(std::string_view text);
 
 // One clause of a PEP 440 version specifier, e.g. {">=", "4.51"}.
 struct VersionClause {
@@ -39,8 +38,8 @@ struct VersionClause {
 // "<2", ">=4.51,<5", "==0.7.0", "==3.10.*". A bare version ("0.7.0") means
 // "==0.7.0", or "==3.10.*" with `BareVersion::prefix`.
 enum class BareVersion { exact, prefix };
-Parsed<std::vector<VersionClause>> parse_version_specifier(std::string_view text,
-                                                           BareVersion bare = BareVersion::exact);
+common::Result<std::vector<VersionClause>> parse_version_specifier(
+    std::string_view text, BareVersion bare = BareVersion::exact);
 nlohmann::ordered_json to_json(const std::vector<VersionClause>& clauses);
 
 // A release such as "2.10.0", "2.38", or a full PEP 440 version "0.7.0+ascend3.5".
@@ -60,6 +59,6 @@ struct ImageReference {
   std::string tag;         // may be empty
   std::string digest;      // "sha256:..." or empty
 };
-Parsed<ImageReference> parse_image_reference(std::string_view text);
+common::Result<ImageReference> parse_image_reference(std::string_view text);
 
 }  // namespace envcontract::contracts

@@ -80,10 +80,10 @@ std::string Agent::start() {
   std::string source;
   if (m_config.contract == "auto") {
     auto detected = detect_contract(m_config.contracts_dir, m_config.detect_root);
-    if (auto* error = std::get_if<std::string>(&detected)) {
-      return *error;
+    if (!detected) {
+      return detected.error();
     }
-    const auto& chosen = std::get<DetectedContract>(detected);
+    const auto& chosen = detected.value();
     m_contract_file = chosen.file;
     source = "auto: " + chosen.file.string() + " (" + chosen.why + ")";
   } else {
@@ -92,8 +92,8 @@ std::string Agent::start() {
   }
   m_contract_signature = contract_signature();
   auto loaded = load_contract(m_contract_file);
-  if (auto* errors = std::get_if<std::string>(&loaded)) {
-    return "the contract is invalid:\n" + *errors;
+  if (!loaded) {
+    return "the contract is invalid:\n" + loaded.error();
   }
   if (!m_config.token_file.empty()) {
     std::string error;
@@ -103,12 +103,12 @@ std::string Agent::start() {
     }
   }
   auto opened = Store::open(m_config.database, m_config.flapping, m_config.store);
-  if (auto* error = std::get_if<std::string>(&opened)) {
-    return *error;
+  if (!opened) {
+    return opened.error();
   }
-  m_store = std::move(std::get<std::unique_ptr<Store>>(opened));
+  m_store = std::move(opened.value());
 
-  auto contract = std::get<ContractHandle>(loaded);
+  auto contract = loaded.value();
   spdlog::info("contract {} ({}), sha256 {}", contract->identity.name, source,
                contract->identity.sha256.substr(0, 12));
   std::shared_ptr<const report::Json> previous;
@@ -233,14 +233,14 @@ std::optional<Agent::FileSignature> Agent::contract_signature() const {
 
 void Agent::reload_contract(const std::string& why) {
   auto loaded = load_contract(m_contract_file);
-  if (auto* errors = std::get_if<std::string>(&loaded)) {
+  if (!loaded) {
     ++m_counters.reload_failures;
     spdlog::error("{}: the new contract is invalid; the last good one stays in force:\n{}", why,
-                  *errors);
-    publish([&](AgentSnapshot& snapshot) { snapshot.reload_error = *errors; });
+                  loaded.error());
+    publish([&](AgentSnapshot& snapshot) { snapshot.reload_error = loaded.error(); });
     return;
   }
-  auto contract = std::get<ContractHandle>(loaded);
+  auto contract = loaded.value();
   const auto current = snapshot()->contract;
   publish([&](AgentSnapshot& snapshot) { snapshot.reload_error.clear(); });
   if (current && current->identity.sha256 == contract->identity.sha256) {

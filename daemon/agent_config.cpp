@@ -24,11 +24,11 @@ std::optional<std::chrono::milliseconds> read_duration(MappingReader& reader,
     return std::nullopt;
   }
   const auto parsed = contracts::parse_duration(node->Scalar());
-  if (const auto* error = std::get_if<std::string>(&parsed)) {
-    reader.ctx().error(*node, "'" + std::string(key) + "': " + *error);
+  if (!parsed) {
+    reader.ctx().error(*node, "'" + std::string(key) + "': " + parsed.error());
     return std::nullopt;
   }
-  return std::get<std::chrono::milliseconds>(parsed);
+  return parsed.value();
 }
 
 void read_image_tag(MappingReader& top, AgentConfig& config) {

@@ -280,11 +280,11 @@ bool given(const ServeArguments& arguments, const char* flag) {
 std::optional<std::chrono::milliseconds> duration_flag(const std::string& flag,
                                                        const std::string& text) {
   const auto parsed = contracts::parse_duration(text);
-  if (const auto* error = std::get_if<std::string>(&parsed)) {
-    std::cerr << "envcontractd serve: " << flag << ": " << *error << "\n";
+  if (!parsed) {
+    std::cerr << "envcontractd serve: " << flag << ": " << parsed.error() << "\n";
     return std::nullopt;
   }
-  return std::get<std::chrono::milliseconds>(parsed);
+  return parsed.value();
 }
 
 int run(const ServeArguments& arguments) {

@@ -56,8 +56,8 @@ struct Candidate {
 
 }  // namespace
 
-std::variant<DetectedContract, std::string> detect_contract(
-    const std::filesystem::path& contracts_dir, const std::filesystem::path& root) {
+common::Result<DetectedContract> detect_contract(const std::filesystem::path& contracts_dir,
+                                                 const std::filesystem::path& root) {
   std::error_code error;
   std::vector<std::filesystem::path> files;
   for (const auto& entry : std::filesystem::directory_iterator(contracts_dir, error)) {
@@ -66,8 +66,9 @@ std::variant<DetectedContract, std::string> detect_contract(
     }
   }
   if (error) {
-    return "contract: auto cannot read " + contracts_dir.string() + ": " + error.message() +
-           "; set contracts_dir, or name a contract with --contract";
+    return common::Error{"contract: auto cannot read " + contracts_dir.string() + ": " +
+                         error.message() +
+                         "; set contracts_dir, or name a contract with --contract"};
   }
   std::sort(files.begin(), files.end());
   const auto dirs = tool_dirs(root);
@@ -100,11 +101,12 @@ std::variant<DetectedContract, std::string> detect_contract(
     }
   }
   if (candidates.empty()) {
-    return "contract: auto found no accelerator this host's contracts know (looked for " +
-           (looked_for.empty() ? std::string("nothing: no contract in ") + contracts_dir.string() +
-                                     " has a detect section"
-                               : looked_for) +
-           "); name a contract with --contract";
+    return common::Error{
+        "contract: auto found no accelerator this host's contracts know (looked for " +
+        (looked_for.empty() ? std::string("nothing: no contract in ") + contracts_dir.string() +
+                                  " has a detect section"
+                            : looked_for) +
+        "); name a contract with --contract"};
   }
   const int best = std::max_element(candidates.begin(), candidates.end(), [](auto& a, auto& b) {
                      return a.score < b.score;
@@ -122,8 +124,8 @@ std::variant<DetectedContract, std::string> detect_contract(
     for (const auto& c : candidates) {
       names += (names.empty() ? "" : ", ") + c.file.filename().string();
     }
-    return "contract: auto cannot choose between " + names + " (" + candidates.front().why +
-           "); name one with --contract";
+    return common::Error{"contract: auto cannot choose between " + names + " (" +
+                         candidates.front().why + "); name one with --contract"};
   }
   return DetectedContract{candidates.front().file, candidates.front().why};
 }

@@ -2,8 +2,9 @@
 
 #include <filesystem>
 #include <string>
-#include <variant>
 #include <vector>
+
+#include "common/result.hpp"
 
 namespace envcontract::daemon {
 
@@ -18,7 +19,7 @@ struct DetectedContract {
 // contract matching the most signals wins; between equals, the platform's
 // main contract (its name is the platform's). Anything else is an error that
 // lists what was looked for.
-std::variant<DetectedContract, std::string> detect_contract(
-    const std::filesystem::path& contracts_dir, const std::filesystem::path& root);
+common::Result<DetectedContract> detect_contract(const std::filesystem::path& contracts_dir,
+                                                 const std::filesystem::path& root);
 
 }  // namespace envcontract::daemon

@@ -10,21 +10,21 @@
 
 namespace envcontract::daemon {
 
-std::variant<ContractHandle, std::string> load_contract(const std::filesystem::path& path) {
+common::Result<ContractHandle> load_contract(const std::filesystem::path& path) {
   // Read once and judge those bytes: the hash always names the text in force,
   // even when the file is rewritten while we read it.
   std::error_code error;
   if (std::filesystem::is_directory(path, error)) {
-    return path.string() + ": is a directory; name the contract's YAML file";
+    return common::Error{path.string() + ": is a directory; name the contract's YAML file"};
   }
   std::ifstream in(path, std::ios::binary);
   if (!in) {
-    return path.string() + ": cannot read the contract: " + std::strerror(errno);
+    return common::Error{path.string() + ": cannot read the contract: " + std::strerror(errno)};
   }
   std::ostringstream text;
   text << in.rdbuf();
   if (in.bad()) {
-    return path.string() + ": cannot read the contract: " + std::strerror(errno);
+    return common::Error{path.string() + ": cannot read the contract: " + std::strerror(errno)};
   }
   auto loaded = contracts::load_contract_text(text.str(), path);
   if (!loaded.contract) {
@@ -32,7 +32,7 @@ std::variant<ContractHandle, std::string> load_contract(const std::filesystem::p
     for (const auto& diagnostic : loaded.diagnostics.sorted()) {
       errors += diagnostic.to_string() + "\n";
     }
-    return errors.empty() ? path.string() + ": invalid contract\n" : errors;
+    return common::Error{errors.empty() ? path.string() + ": invalid contract\n" : errors};
   }
   auto result = std::make_shared<LoadedContract>();
   result->identity = {loaded.contract->name, std::filesystem::absolute(path).string(),

@@ -3,8 +3,8 @@
 #include <filesystem>
 #include <memory>
 #include <string>
-#include <variant>
 
+#include "common/result.hpp"
 #include "contracts/contract.hpp"
 #include "report/report.hpp"
 
@@ -20,6 +20,6 @@ using ContractHandle = std::shared_ptr<const LoadedContract>;
 
 // Reads and validates a contract file. On failure, returns every error as
 // "file:line:column: error: ..." lines, ready to log or print.
-std::variant<ContractHandle, std::string> load_contract(const std::filesystem::path& path);
+common::Result<ContractHandle> load_contract(const std::filesystem::path& path);
 
 }  // namespace envcontract::daemon

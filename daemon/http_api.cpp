@@ -779,7 +779,7 @@ HttpServer::HttpServer(Agent& agent, std::string version)
 
 HttpServer::~HttpServer() = default;
 
-std::variant<int, std::string> HttpServer::bind(const ListenAddress& address) {
+common::Result<int> HttpServer::bind(const ListenAddress& address) {
   auto& server = m_impl->server;
   if (address.host.find(':') != std::string::npos) {
     server.set_address_family(AF_INET6);
@@ -788,14 +788,15 @@ std::variant<int, std::string> HttpServer::bind(const ListenAddress& address) {
   if (address.port == 0) {
     const int port = server.bind_to_any_port(address.host);
     if (port < 0) {
-      return "cannot listen on " + address.host + ": " + std::strerror(errno);
+      return common::Error{"cannot listen on " + address.host + ": " + std::strerror(errno)};
     }
     server.set_backlog(static_cast<int>(m_impl->max_connections));
     return port;
   }
   if (!server.bind_to_port(address.host, address.port)) {
-    return "cannot listen on " + address.host + ":" + std::to_string(address.port) + ": " +
-           std::strerror(errno) + " (is another agent running? choose another --listen)";
+    return common::Error{"cannot listen on " + address.host + ":" + std::to_string(address.port) +
+                         ": " + std::strerror(errno) +
+                         " (is another agent running? choose another --listen)"};
   }
   server.set_backlog(static_cast<int>(m_impl->max_connections));
   return address.port;

@@ -2,8 +2,8 @@
 
 #include <memory>
 #include <string>
-#include <variant>
 
+#include "common/result.hpp"
 #include "daemon/agent.hpp"
 
 namespace envcontract::daemon {
@@ -20,7 +20,7 @@ class HttpServer {
 
   // Binds the listening socket (port 0: any free port). Returns the port, or
   // why it could not bind.
-  std::variant<int, std::string> bind(const ListenAddress& address);
+  common::Result<int> bind(const ListenAddress& address);
   // Serves until stop(); call after bind().
   void serve();
   void stop();

@@ -81,11 +81,11 @@ class ProgressPrinter {
 
 int run_scan(const ScanCommandOptions& options, std::ostream& out, std::ostream& err) {
   auto loaded = load_contract(options.contract);
-  if (const auto* errors = std::get_if<std::string>(&loaded)) {
-    err << *errors;
+  if (!loaded) {
+    err << loaded.error();
     return 2;
   }
-  const auto& contract = *std::get<ContractHandle>(loaded);
+  const auto& contract = *loaded.value();
   Scanner scanner;
   report::Json report;
   if (options.progress) {

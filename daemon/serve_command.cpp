@@ -87,8 +87,8 @@ int run_serve(const ServeOptions& options) {
   Agent agent(config);
   HttpServer http(agent, ENVCONTRACT_VERSION);
   const auto bound = http.bind(*address);
-  if (const auto* error = std::get_if<std::string>(&bound)) {
-    spdlog::critical("{}", *error);
+  if (!bound) {
+    spdlog::critical("{}", bound.error());
     return 2;
   }
   if (const auto problem = agent.start(); !problem.empty()) {
@@ -97,7 +97,7 @@ int run_serve(const ServeOptions& options) {
   }
   const std::string host =
       address->host.find(':') != std::string::npos ? "[" + address->host + "]" : address->host;
-  const std::string url = "http://" + host + ":" + std::to_string(std::get<int>(bound)) + "/";
+  const std::string url = "http://" + host + ":" + std::to_string(bound.value()) + "/";
   std::thread server([&http] { http.serve(); });
   spdlog::info("envcontractd {} serving the dashboard and API at {}", ENVCONTRACT_VERSION, url);
   if (!options.ready_file.empty()) {

@@ -111,28 +111,27 @@ std::string window_start(const std::string& at, std::chrono::seconds window) {
 Store::Store(const std::filesystem::path& path, FlappingRule flapping, StoreLimits limits)
     : m_db(path), m_flapping(flapping), m_limits(limits) {}
 
-std::variant<std::unique_ptr<Store>, std::string> Store::open(const std::filesystem::path& path,
-                                                              FlappingRule flapping,
-                                                              StoreLimits limits) {
+common::Result<std::unique_ptr<Store>> Store::open(const std::filesystem::path& path,
+                                                   FlappingRule flapping, StoreLimits limits) {
   std::error_code error;
   if (std::filesystem::is_directory(path, error)) {
-    return path.string() + " is a directory; --database names the database file";
+    return common::Error{path.string() + " is a directory; --database names the database file"};
   }
   if (path.has_parent_path()) {
     std::filesystem::create_directories(path.parent_path(), error);
     if (error) {
-      return "cannot create " + path.parent_path().string() +
-             " for the database: " + error.message();
+      return common::Error{"cannot create " + path.parent_path().string() +
+                           " for the database: " + error.message()};
     }
   }
   try {
     std::unique_ptr<Store> store(new Store(path, flapping, limits));
     if (auto problem = prepare(store->m_db, path); !problem.empty()) {
-      return problem;
+      return common::Error{problem};
     }
     return store;
   } catch (const sqlite::Error& e) {
-    return path.string() + ": " + e.what();
+    return common::Error{path.string() + ": " + e.what()};
   }
 }
 

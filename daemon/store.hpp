@@ -7,8 +7,8 @@
 #include <mutex>
 #include <optional>
 #include <string>
-#include <variant>
 
+#include "common/result.hpp"
 #include "daemon/sqlite.hpp"
 #include "report/report.hpp"
 
@@ -53,9 +53,9 @@ class Store {
   // Opens or creates the database. A corrupt file, another application's
   // database or one written by a newer envcontract is an error saying what
   // to do; such a file is never modified.
-  static std::variant<std::unique_ptr<Store>, std::string> open(const std::filesystem::path& path,
-                                                                FlappingRule flapping = {},
-                                                                StoreLimits limits = {});
+  static common::Result<std::unique_ptr<Store>> open(const std::filesystem::path& path,
+                                                     FlappingRule flapping = {},
+                                                     StoreLimits limits = {});
 
   // Records a finished scan: its row, the checks whose state changed, and the
   // report as the latest. Fills each check's `since` and `flapping` and the

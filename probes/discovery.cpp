@@ -117,8 +117,7 @@ void check_interpreter(PythonEnv& env) {
 
 }  // namespace
 
-std::variant<std::vector<std::string>, std::string> parse_condarc_envs_dirs(
-    const std::string& text) {
+common::Result<std::vector<std::string>> parse_condarc_envs_dirs(const std::string& text) {
   std::vector<std::string> dirs;
   try {
     // yaml-cpp 0.7 bounds its own recursion (DeepRecursion), so nesting
@@ -133,7 +132,7 @@ std::variant<std::vector<std::string>, std::string> parse_condarc_envs_dirs(
       }
     }
   } catch (const YAML::Exception& error) {
-    return std::string(error.what());
+    return common::Error{error.what()};
   }
   return dirs;
 }
@@ -405,11 +404,11 @@ class Discoverer {
       return;
     }
     auto parsed = parse_condarc_envs_dirs(*read.text);
-    if (const auto* error = std::get_if<std::string>(&parsed)) {
-      problem(file, "cannot read conda configuration: " + *error);
+    if (!parsed) {
+      problem(file, "cannot read conda configuration: " + parsed.error());
       return;
     }
-    for (auto dir : std::get<std::vector<std::string>>(parsed)) {
+    for (auto dir : parsed.value()) {
       if (dir.starts_with("~/")) {
         dir = (home / dir.substr(2)).string();
       }

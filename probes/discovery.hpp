@@ -3,9 +3,9 @@
 #include <cstddef>
 #include <filesystem>
 #include <string>
-#include <variant>
 #include <vector>
 
+#include "common/result.hpp"
 #include "probes/python_env.hpp"
 
 namespace envcontract::probes {
@@ -43,7 +43,6 @@ std::optional<PythonEnv> describe_prefix(const std::filesystem::path& prefix,
                                          const std::filesystem::path& scan_root = "/");
 
 // The envs_dirs list of a .condarc's text, or why it cannot be read.
-std::variant<std::vector<std::string>, std::string> parse_condarc_envs_dirs(
-    const std::string& text);
+common::Result<std::vector<std::string>> parse_condarc_envs_dirs(const std::string& text);
 
 }  // namespace envcontract::probes

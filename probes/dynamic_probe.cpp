@@ -8,6 +8,7 @@
 #include <thread>
 
 #include "common/json_text.hpp"
+#include "facts/stage_names.hpp"
 #include "probes/probe_program.hpp"
 #include "probes/probe_report.hpp"
 #include "probes/process_runner.hpp"
@@ -16,6 +17,7 @@
 
 namespace envcontract::probes {
 namespace fs = std::filesystem;
+namespace stage_names = facts::stage_names;
 
 namespace {
 
@@ -64,7 +66,7 @@ std::string interrupted_step(const StageResult& stage, const Json& request) {
   }
   // The identity stage's one step is importing torch; once torch has told
   // its version, what follows is the stage's own.
-  if (stage.stage == "identity") {
+  if (stage.stage == stage_names::identity) {
     const bool torch_seen =
         std::any_of(stage.records.begin(), stage.records.end(),
                     [](const Json& r) { return text_field(r, "type") == "torch"; });
@@ -228,7 +230,7 @@ StageResult run_stage(const PythonEnv& env, const Environment& environment, Acti
 StageResult run_command_stage(const PythonEnv& env, const Environment& environment,
                               const ProbePlan::Command& command, const StageBudget& budget) {
   StageResult stage;
-  stage.stage = "command:" + command.id;
+  stage.stage = stage_names::command(command.id);
   stage.activation = Activation::activated;
   ProcessSpec process;
   process.argv = {"/bin/bash", "-c", command.run};
@@ -284,9 +286,10 @@ StageResult run_command_stage(const PythonEnv& env, const Environment& environme
 
 std::vector<StageSpec> stage_specs(const ProbePlan& plan) {
   std::vector<StageSpec> specs;
-  specs.push_back({"identity", {{"stage", "identity"}}, plan.identity_timeout});
+  specs.push_back(
+      {std::string(stage_names::identity), {{"stage", "identity"}}, plan.identity_timeout});
   if (!plan.imports.empty()) {
-    specs.push_back({"imports",
+    specs.push_back({std::string(stage_names::imports),
                      {{"stage", "imports"},
                       {"modules", plan.imports},
                       {"report_torch_after", plan.torch_after_imports}},
@@ -294,13 +297,13 @@ std::vector<StageSpec> stage_specs(const ProbePlan& plan) {
   }
   for (const auto& devices : plan.devices) {
     specs.push_back(
-        {"devices:" + devices.id,
+        {stage_names::devices(devices.id),
          {{"stage", "devices"}, {"expression", devices.expression}, {"imports", devices.imports}},
          devices.timeout});
   }
   for (const auto& smoke : plan.smokes) {
     specs.push_back(
-        {"smoke:" + smoke.id, {{"stage", "smoke"}, {"code", smoke.code}}, smoke.timeout});
+        {stage_names::smoke(smoke.id), {{"stage", "smoke"}, {"code", smoke.code}}, smoke.timeout});
   }
   return specs;
 }
@@ -349,7 +352,8 @@ DynamicFacts probe_env(const PythonEnv& env, const ActivatedEnvironment& activat
   const StageBudget budget(plan);
   bool torch_imports = false;
   for (const auto& spec : specs) {
-    const bool needs_torch = spec.name != "identity" && spec.name != "imports";
+    const bool needs_torch =
+        spec.name != stage_names::identity && spec.name != stage_names::imports;
     if (needs_torch && !torch_imports) {
       StageResult skipped;
       skipped.stage = spec.name;
@@ -363,14 +367,14 @@ DynamicFacts probe_env(const PythonEnv& env, const ActivatedEnvironment& activat
     }
     auto stage =
         run_stage(env, activation.activated, Activation::activated, budget.bounded(spec), budget);
-    if (spec.name == "identity") {
+    if (spec.name == stage_names::identity) {
       torch_imports = stage.status == StageStatus::ok;
     }
     facts.stages.push_back(std::move(stage));
   }
   for (const auto& command : plan.commands) {
     if (const auto why = budget.exhausted(); !why.empty()) {
-      facts.stages.push_back(not_run("command:" + command.id, Activation::activated, why));
+      facts.stages.push_back(not_run(stage_names::command(command.id), Activation::activated, why));
       continue;
     }
     facts.stages.push_back(run_command_stage(env, activation.activated, command, budget));
@@ -381,7 +385,7 @@ DynamicFacts probe_env(const PythonEnv& env, const ActivatedEnvironment& activat
   // The same identity and imports stages without activation, to tell
   // "broken" from "works only when activated".
   for (const auto& spec : specs) {
-    if (spec.name != "identity" && spec.name != "imports") {
+    if (spec.name != stage_names::identity && spec.name != stage_names::imports) {
       continue;
     }
     if (!budget.exhausted().empty()) {

@@ -144,11 +144,10 @@ ElfFile::~ElfFile() {
   }
 }
 
-std::variant<std::shared_ptr<const ElfFile>, std::string> ElfFile::open(const fs::path& path) {
+common::Result<std::shared_ptr<const ElfFile>> ElfFile::open(const fs::path& path) {
   std::shared_ptr<ElfFile> file(new ElfFile());
-  std::string error = file->load(path);
-  if (!error.empty()) {
-    return error;
+  if (std::string error = file->load(path); !error.empty()) {
+    return common::Error{std::move(error)};
   }
   return std::shared_ptr<const ElfFile>(std::move(file));
 }

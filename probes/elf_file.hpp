@@ -5,8 +5,9 @@
 #include <memory>
 #include <string>
 #include <string_view>
-#include <variant>
 #include <vector>
+
+#include "common/result.hpp"
 
 namespace envcontract::probes {
 
@@ -30,8 +31,7 @@ class ElfFile {
  public:
   // The file's facts, or what is wrong with it ("not an ELF file: a linker
   // script (GNU ld INPUT/GROUP)", "truncated: ...", ...).
-  static std::variant<std::shared_ptr<const ElfFile>, std::string> open(
-      const std::filesystem::path& path);
+  static common::Result<std::shared_ptr<const ElfFile>> open(const std::filesystem::path& path);
 
   ~ElfFile();
   ElfFile(const ElfFile&) = delete;

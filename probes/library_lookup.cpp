@@ -63,11 +63,11 @@ GlibcFacts glibc_facts(const PythonEnv& env, const Environment& environment,
   }
   facts.path = lookups.front().path;
   auto file = elf_cache.get(facts.path);
-  if (const auto* error = std::get_if<std::string>(&file)) {
-    facts.problem = facts.path.string() + ": " + *error;
+  if (!file) {
+    facts.problem = facts.path.string() + ": " + file.error();
     return facts;
   }
-  for (const auto version : std::get<std::shared_ptr<const ElfFile>>(file)->defined_versions()) {
+  for (const auto version : file.value()->defined_versions()) {
     // GLIBC_2.36, GLIBC_2.2.5; not GLIBC_PRIVATE.
     const std::string_view number_text =
         version.starts_with("GLIBC_") ? version.substr(6) : std::string_view();

@@ -16,22 +16,22 @@
 namespace envcontract::probes {
 namespace fs = std::filesystem;
 
-std::variant<std::shared_ptr<const ElfFile>, std::string> ElfCache::get(const fs::path& path) {
+common::Result<std::shared_ptr<const ElfFile>> ElfCache::get(const fs::path& path) {
   struct stat info {};
   if (::stat(path.c_str(), &info) != 0) {
-    return std::string("cannot read: no such file");
+    return common::Error{"cannot read: no such file"};
   }
   if (!S_ISREG(info.st_mode) && !S_ISDIR(info.st_mode)) {
     // A FIFO or device where a library should be: never opened (a FIFO
     // would block), and reported as a hostile file of the env being read.
     FileProblemLog::record(path, "is not a regular file, where a shared library was expected");
-    return std::string("cannot read: not a regular file");
+    return common::Error{"cannot read: not a regular file"};
   }
   const std::int64_t mtime = info.st_mtim.tv_sec * 1'000'000'000LL + info.st_mtim.tv_nsec;
   // The cache serves every env; whether this env's user may read the file is
   // asked anew each time (the calling thread reads as that user, ReadingAs).
   if (::faccessat(AT_FDCWD, path.c_str(), R_OK, AT_EACCESS) != 0) {
-    return std::string("cannot read: ") + std::strerror(errno);
+    return common::Error{std::string("cannot read: ") + std::strerror(errno)};
   }
   {
     std::lock_guard lock(m_mutex);
@@ -113,11 +113,11 @@ class Resolver {
   // Loads `path` as a root (dlopen by path) and everything it needs.
   void load_root(const fs::path& path, bool preloaded) {
     auto file = m_cache.get(path);
-    if (const auto* error = std::get_if<std::string>(&file)) {
-      m_closure.errors.push_back(path.string() + ": " + *error);
+    if (!file) {
+      m_closure.errors.push_back(path.string() + ": " + file.error());
       return;
     }
-    const auto& elf = std::get<std::shared_ptr<const ElfFile>>(file);
+    const auto& elf = file.value();
     if (m_reference == nullptr) {
       m_reference = elf;
     }
@@ -265,11 +265,11 @@ class Resolver {
       return false;
     }
     auto file = m_cache.get(path);
-    if (const auto* error = std::get_if<std::string>(&file)) {
-      miss.rejected.push_back(path.string() + ": " + *error);
+    if (!file) {
+      miss.rejected.push_back(path.string() + ": " + file.error());
       return false;
     }
-    const auto& elf = std::get<std::shared_ptr<const ElfFile>>(file);
+    const auto& elf = file.value();
     if (const auto why = incompatibility(*elf); !why.empty()) {
       miss.rejected.push_back(path.string() + ": " + why);
       return false;

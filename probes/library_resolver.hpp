@@ -8,6 +8,7 @@
 #include <variant>
 #include <vector>
 
+#include "common/result.hpp"
 #include "probes/elf_file.hpp"
 #include "probes/ld_cache.hpp"
 #include "probes/python_env.hpp"
@@ -18,7 +19,7 @@ namespace envcontract::probes {
 // path and invalidated when size or modification time change.
 class ElfCache {
  public:
-  std::variant<std::shared_ptr<const ElfFile>, std::string> get(const std::filesystem::path& path);
+  common::Result<std::shared_ptr<const ElfFile>> get(const std::filesystem::path& path);
 
   // Drops every file not asked for since the last call: called after each
   // scan, so a library that left every env (deleted, replaced, its env
@@ -30,7 +31,7 @@ class ElfCache {
   struct Entry {
     std::uintmax_t size = 0;
     std::int64_t mtime = 0;
-    std::variant<std::shared_ptr<const ElfFile>, std::string> file;
+    common::Result<std::shared_ptr<const ElfFile>> file = common::Error{"not read yet"};
     bool used = true;
   };
   mutable std::mutex m_mutex;

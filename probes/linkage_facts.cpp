@@ -21,11 +21,11 @@ LibraryLinkage analyse(const fs::path& path, const fs::path& executable,
   LibraryLinkage library;
   library.path = path;
   auto file = cache.get(path);
-  if (const auto* error = std::get_if<std::string>(&file)) {
-    library.error = *error;
+  if (!file) {
+    library.error = file.error();
     return library;
   }
-  const auto& elf = std::get<std::shared_ptr<const ElfFile>>(file);
+  const auto& elf = file.value();
   library.soname = std::string(elf->soname());
   for (const auto needed : elf->needed()) {
     library.needed.emplace_back(needed);

@@ -28,9 +28,9 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
     out.write(reinterpret_cast<const char*>(data), static_cast<std::streamsize>(size));
   }
   auto elf = envcontract::probes::ElfFile::open(scratch_file());
-  if (const auto* file = std::get_if<std::shared_ptr<const envcontract::probes::ElfFile>>(&elf)) {
-    for (const auto& symbol : (*file)->symbols()) {
-      (void)(*file)->definitions(symbol.name);
+  if (elf) {
+    for (const auto& symbol : (*elf)->symbols()) {
+      (void)(*elf)->definitions(symbol.name);
     }
   }
   const auto cache = envcontract::probes::LdCache::load(scratch_file());

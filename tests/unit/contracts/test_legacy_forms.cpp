@@ -8,6 +8,11 @@
 namespace envcontract::contracts {
 namespace {
 
+// The check's parameters in the normalised form `validate --print` shows.
+Json normalised(const Check& check) {
+  return to_json(check.params);
+}
+
 using testing::joined;
 using testing::load_text;
 using testing::messages;
@@ -39,20 +44,20 @@ TEST(EnvironmentCheckForm, TranslatesEveryKeyIntoNativeChecks) {
   ASSERT_NE(torch, nullptr);
   EXPECT_EQ(torch->kind, "torch");
   EXPECT_EQ(torch->section, "environment_check");
-  EXPECT_EQ(torch->params["base"], "2.10.0");
-  EXPECT_EQ(torch->params["cuda"], Json({{"mode", "none"}}));
+  EXPECT_EQ(normalised(*torch)["base"], "2.10.0");
+  EXPECT_EQ(normalised(*torch)["cuda"], Json({{"mode", "none"}}));
 
   const Check* devices = find_check(contract, "flagos-devices");
   ASSERT_NE(devices, nullptr);
   EXPECT_EQ(devices->kind, "devices");
-  EXPECT_EQ(devices->params["expression"], "torch_fl.flagos.device_count()");
-  EXPECT_EQ(devices->params["count"], Json({{"op", ">="}, {"value", 1}}));
+  EXPECT_EQ(normalised(*devices)["expression"], "torch_fl.flagos.device_count()");
+  EXPECT_EQ(normalised(*devices)["count"], Json({{"op", ">="}, {"value", 1}}));
 
   const Check* triton = find_check(contract, "triton-backend");
   ASSERT_NE(triton, nullptr);
-  EXPECT_EQ(triton->params["provider"], "flagtree");
-  EXPECT_EQ(triton->params["backends"], Json({"xpu"}));
-  EXPECT_EQ(triton->params["forbid_distributions"], Json({"triton"}));
+  EXPECT_EQ(normalised(*triton)["provider"], "flagtree");
+  EXPECT_EQ(normalised(*triton)["backends"], Json({"xpu"}));
+  EXPECT_EQ(normalised(*triton)["forbid_distributions"], Json({"triton"}));
 }
 
 TEST(EnvironmentCheckForm, ErrorsPointIntoTheOriginalSection) {
@@ -88,19 +93,20 @@ TEST(PlatformConfigForm, LoadsTorchContractPreflightsAndKeepsCiKeys) {
 
   const Check* torch = find_check(contract, "torch-contract");
   ASSERT_NE(torch, nullptr);
-  EXPECT_EQ(torch->params["base"], "2.10.0");
-  EXPECT_EQ(torch->params["local"], "cpu");
-  EXPECT_EQ(torch->params["cuda"], Json({{"mode", "none"}}));
-  EXPECT_EQ(torch->params["forbidden_paths"], Json({"/opt/conda/"}));
+  EXPECT_EQ(normalised(*torch)["base"], "2.10.0");
+  EXPECT_EQ(normalised(*torch)["local"], "cpu");
+  EXPECT_EQ(normalised(*torch)["cuda"], Json({{"mode", "none"}}));
+  EXPECT_EQ(normalised(*torch)["forbidden_paths"], Json({"/opt/conda/"}));
 
   // The preflight entry is judged; the test-phase entry is kept, not run.
   const Check* preflight = find_check(contract, "preflight-devices");
   ASSERT_NE(preflight, nullptr);
   EXPECT_EQ(preflight->kind, "integration_test");
   EXPECT_EQ(preflight->stage, ProbeStage::smoke);
-  EXPECT_EQ(preflight->params["entry"]["environment"]["TORCH_DEVICE_BACKEND_AUTOLOAD"], "0");
-  EXPECT_NE(preflight->params["entry"]["command"].get<std::string>().find("device_count() >= 1"),
-            std::string::npos);
+  EXPECT_EQ(normalised(*preflight)["entry"]["environment"]["TORCH_DEVICE_BACKEND_AUTOLOAD"], "0");
+  EXPECT_NE(
+      normalised(*preflight)["entry"]["command"].get<std::string>().find("device_count() >= 1"),
+      std::string::npos);
   EXPECT_EQ(contract.checks.size(), 2U);
 
   for (const char* key :
@@ -123,7 +129,7 @@ TEST(PlatformConfigForm, OlderConfigWithoutTorchContractLoadsWithAWarning) {
   const Contract& contract = *result.contract;
   ASSERT_EQ(contract.checks.size(), 1U);
   EXPECT_EQ(contract.checks[0].id, "integration-test");
-  EXPECT_EQ(contract.checks[0].params["test"], "Check device availability");
+  EXPECT_EQ(normalised(contract.checks[0])["test"], "Check device availability");
   EXPECT_EQ(contract.targets[0].image.substr(contract.targets[0].image.size() - 8), "89abcdef");
 }
 

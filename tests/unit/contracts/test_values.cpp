@@ -6,19 +6,18 @@ namespace envcontract::contracts {
 namespace {
 
 template <typename T>
-const T& value_of(const Parsed<T>& parsed) {
-  if (const auto* error = std::get_if<std::string>(&parsed)) {
-    ADD_FAILURE() << "unexpected error: " << *error;
+const T& value_of(const common::Result<T>& parsed) {
+  if (!parsed) {
+    ADD_FAILURE() << "unexpected error: " << parsed.error();
     static const T empty{};
     return empty;
   }
-  return std::get<T>(parsed);
+  return parsed.value();
 }
 
 template <typename T>
-std::string error_of(const Parsed<T>& parsed) {
-  const auto* error = std::get_if<std::string>(&parsed);
-  return error ? *error : std::string("<no error>");
+std::string error_of(const common::Result<T>& parsed) {
+  return parsed ? std::string("<no error>") : parsed.error();
 }
 
 TEST(Comparison, ReadsEveryOperatorAndBareNumbers) {

@@ -92,9 +92,8 @@ TEST_F(ContractDetection, KunlunxinDevicesPickThePlatformsMainContract) {
   m_root.write("dev/xpu0", "");
   m_root.write("dev/xpuctrl", "");
   const auto detected = daemon::detect_contract(contracts(), m_root.path());
-  ASSERT_TRUE(std::holds_alternative<daemon::DetectedContract>(detected))
-      << std::get<std::string>(detected);
-  const auto& chosen = std::get<daemon::DetectedContract>(detected);
+  ASSERT_TRUE(detected.ok()) << detected.error();
+  const auto& chosen = detected.value();
   EXPECT_EQ(chosen.file.filename(), "kunlunxin.yaml");
   EXPECT_NE(chosen.why.find("/dev/xpu"), std::string::npos) << chosen.why;
 }
@@ -105,14 +104,14 @@ TEST_F(ContractDetection, MoreSignalsWin) {
   m_root.write("dev/davinci_manager", "");
   add_tool("npu-smi");
   const auto detected = daemon::detect_contract(contracts(), m_root.path());
-  ASSERT_TRUE(std::holds_alternative<daemon::DetectedContract>(detected));
-  EXPECT_EQ(std::get<daemon::DetectedContract>(detected).file.filename(), "ascend.yaml");
+  ASSERT_TRUE(detected.ok()) << detected.error();
+  EXPECT_EQ(detected.value().file.filename(), "ascend.yaml");
 }
 
 TEST_F(ContractDetection, NothingFoundSaysWhatWasLookedFor) {
   const auto detected = daemon::detect_contract(contracts(), m_root.path());
-  ASSERT_TRUE(std::holds_alternative<std::string>(detected));
-  const auto& error = std::get<std::string>(detected);
+  ASSERT_TRUE(!detected);
+  const auto& error = detected.error();
   EXPECT_NE(error.find("found no accelerator"), std::string::npos) << error;
   EXPECT_NE(error.find("/dev/davinci[0-9]*"), std::string::npos);
   EXPECT_NE(error.find("--contract"), std::string::npos);
@@ -128,10 +127,9 @@ TEST_F(ContractDetection, EqualCandidatesWithoutAMainContractAreAmbiguous) {
   }
   m_root.write("dev/xpu0", "");
   const auto detected = daemon::detect_contract(dir.path(), m_root.path());
-  ASSERT_TRUE(std::holds_alternative<std::string>(detected));
-  EXPECT_NE(std::get<std::string>(detected).find("cannot choose between a.yaml, b.yaml"),
-            std::string::npos)
-      << std::get<std::string>(detected);
+  ASSERT_TRUE(!detected);
+  EXPECT_NE(detected.error().find("cannot choose between a.yaml, b.yaml"), std::string::npos)
+      << detected.error();
 }
 
 }  // namespace

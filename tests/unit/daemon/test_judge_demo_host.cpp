@@ -50,7 +50,7 @@ TEST(JudgeDemoHost, EveryEnvDriftsForItsOwnReasons) {
     if (c.kind == "smoke") {
       // The hang is the point, not the wait; long enough for a loaded machine
       // (sanitizers, parallel tests) to reach the spin before the sample.
-      c.params["timeout_ms"] = 6000;
+      std::get<contracts::SmokeParams>(c.params).timeout = std::chrono::seconds(6);
     }
   }
   const auto plan = daemon::plan_from_contract(&contract);

@@ -85,17 +85,16 @@ Json report_at(const std::string& at, const std::vector<std::pair<std::string, J
 std::unique_ptr<Store> open_store(const std::filesystem::path& path,
                                   daemon::FlappingRule rule = {}) {
   auto opened = Store::open(path, rule);
-  if (auto* error = std::get_if<std::string>(&opened)) {
-    ADD_FAILURE() << *error;
+  if (!opened) {
+    ADD_FAILURE() << opened.error();
     return nullptr;
   }
-  return std::move(std::get<std::unique_ptr<Store>>(opened));
+  return std::move(opened.value());
 }
 
 std::string open_error(const std::filesystem::path& path) {
   auto opened = Store::open(path);
-  auto* error = std::get_if<std::string>(&opened);
-  return error != nullptr ? *error : "";
+  return opened.error();
 }
 
 std::string read_bytes(const std::filesystem::path& path) {
@@ -154,8 +153,8 @@ TEST(Store, RetentionDeletesOldHistoryButKeepsCurrentStates) {
   limits.retention = std::chrono::hours(24 * 90);
   limits.prune_every = 1000000;  // pruned by hand below
   auto opened = Store::open(path, {}, limits);
-  ASSERT_TRUE(std::holds_alternative<std::unique_ptr<Store>>(opened));
-  auto& store = std::get<std::unique_ptr<Store>>(opened);
+  ASSERT_TRUE(opened.ok()) << opened.error();
+  auto& store = opened.value();
   // A year ago, a check that changed every scan; since then, steady.
   const std::string padding(2000, 'p');
   for (int day = 1; day <= 28; ++day) {

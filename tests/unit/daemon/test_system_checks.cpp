@@ -77,13 +77,12 @@ TEST(SystemChecks, LibrariesDeviceNodesToolsGlibcCommandsAndIntegrationTests) {
       "  - id: preflight-broken\n    kind: integration_test\n    from: ci/kunlunxin.yml\n"
       "    test: preflight-broken\n");
   auto loaded = daemon::load_contract(contract_file);
-  ASSERT_TRUE(std::holds_alternative<daemon::ContractHandle>(loaded))
-      << std::get<std::string>(loaded);
+  ASSERT_TRUE(loaded.ok()) << loaded.error();
   daemon::ScanSettings settings;
   settings.facts.discovery.prefixes = {demo_host() / "miniconda3/envs/torch-fl-cpu",
                                        demo_host() / "miniconda3"};
   daemon::Scanner scanner;
-  const auto report = scanner.scan(*std::get<daemon::ContractHandle>(loaded), settings);
+  const auto report = scanner.scan(*loaded.value(), settings);
 
   // torch-fl-cpu's activation puts the vendor's lib dir on LD_LIBRARY_PATH; base has none.
   const auto& runtime = check(report, "torch-fl-cpu", "xpu-runtime");
