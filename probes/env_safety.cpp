@@ -6,7 +6,7 @@
 
 #include <algorithm>
 #include <cstdio>
-#include <set>
+#include <map>
 
 namespace envcontract::probes {
 namespace fs = std::filesystem;
@@ -60,9 +60,13 @@ class Checker {
   // `as_parent`: a directory on the way, where a sticky world-writable
   // directory (/tmp) is fine: others cannot replace what they do not own.
   void check(const fs::path& path, bool as_parent) {
-    if (!m_seen.insert(path).second) {
+    // A directory passed as a parent (sticky /tmp is fine there) is checked
+    // again when it is also a place code is loaded from.
+    const auto seen = m_seen.find(path);
+    if (seen != m_seen.end() && (seen->second || as_parent)) {
       return;
     }
+    m_seen[path] = !as_parent;
     struct stat info {};
     if (::lstat(path.c_str(), &info) != 0) {
       return;  // absent: nothing to load from it
@@ -79,7 +83,9 @@ class Checker {
                !(as_parent && S_ISDIR(info.st_mode) && (mode & S_ISVTX))) {
       why = "writable by the group " + group_name(info.st_gid);
     }
-    if (!why.empty()) {
+    const bool listed = std::any_of(m_unsafe.begin(), m_unsafe.end(),
+                                    [&](const UnsafePath& unsafe) { return unsafe.path == path; });
+    if (!why.empty() && !listed) {
       m_unsafe.push_back(
           {path, user_name(info.st_uid), group_name(info.st_gid), mode, std::move(why)});
     }
@@ -108,6 +114,11 @@ class Checker {
     std::sort(pth_files.begin(), pth_files.end());
     for (const auto& pth : pth_files) {
       check(pth, false);
+      std::error_code unresolved;
+      const fs::path real = fs::canonical(pth, unresolved);
+      if (!unresolved && real != pth) {
+        check_with_parents(real, real.root_path());
+      }
     }
   }
 
@@ -115,7 +126,7 @@ class Checker {
 
  private:
   const RunAs& m_run_as;
-  std::set<fs::path> m_seen;
+  std::map<fs::path, bool> m_seen;  // path -> checked as a place code loads from
   std::vector<UnsafePath> m_unsafe;
 };
 
@@ -155,8 +166,16 @@ std::vector<UnsafePath> find_unsafe_import_paths(const std::vector<fs::path>& pa
                                                  const RunAs& run_as) {
   Checker checker(run_as);
   for (const auto& path : paths) {
-    if (path.is_absolute()) {
-      checker.check_with_parents(path, path.root_path());
+    if (!path.is_absolute()) {
+      continue;
+    }
+    checker.check_with_parents(path, path.root_path());
+    // A link's own owner says nothing of where it leads: what it resolves
+    // to is held to the same rule, with its own parents.
+    std::error_code error;
+    const fs::path real = fs::canonical(path, error);
+    if (!error && real != path) {
+      checker.check_with_parents(real, real.root_path());
     }
   }
   for (const auto& site : site_dirs) {

@@ -374,6 +374,41 @@ INSTANTIATE_TEST_SUITE_P(
                        ImportPathCase::Via::editable}),
     [](const auto& case_info) { return std::string(case_info.param.name); });
 
+// A link of alice's on PYTHONPATH leads into a directory anyone may write;
+// a sticky shared directory that is both a parent and a PYTHONPATH entry is
+// judged as the entry. Both are refused.
+TEST_F(LeastPrivilege, ImportPathsAreJudgedWhereTheyLead) {
+  const fs::path prefix = make_venv("env");
+  const fs::path open_dir = m_dir.path() / "open";
+  fs::create_directories(open_dir);
+  fs::permissions(open_dir, fs::perms::all);
+  const fs::path link = m_dir.path() / "alice-link";
+  fs::create_directory_symlink(open_dir, link);
+  const fs::path shared = m_dir.path() / "shared";
+  fs::create_directories(shared / "mine");
+  fs::permissions(shared, fs::perms::all | fs::perms::sticky_bit);
+  std::ofstream(prefix / "bin/activate", std::ios::app)
+      << "export PYTHONPATH=\"" << link.string() << ":" << (shared / "mine").string() << ":"
+      << shared.string() << "\"\n";
+  chown_tree(prefix, m_alice_uid, m_alice_gid);
+  ASSERT_EQ(::lchown(link.c_str(), m_alice_uid, m_alice_gid), 0);
+  chown_tree(shared / "mine", m_alice_uid, m_alice_gid);
+  HostFactsOptions options;
+  options.discovery.prefixes = {prefix};
+  ActivationCache activations;
+  ElfCache elf_files;
+  const auto host = gather_host_facts(options, activations, elf_files);
+  ASSERT_EQ(host.envs.size(), 1U);
+  const auto& unsafe = host.envs.front().env.unsafe;
+  const auto named = [&](const fs::path& path) {
+    return std::any_of(unsafe.begin(), unsafe.end(),
+                       [&](const UnsafePath& entry) { return entry.path == path; });
+  };
+  EXPECT_TRUE(named(open_dir)) << common::json_text(to_json(host.envs.front().env));
+  EXPECT_TRUE(named(shared)) << common::json_text(to_json(host.envs.front().env));
+  EXPECT_FALSE(named(shared / "mine"));
+}
+
 // Its own files are the user's, the base is root's: nothing to refuse, and
 // the user's own directories on PYTHONPATH are fine.
 TEST_F(LeastPrivilege, ImportPathsOfTheEnvsUserAreSafe) {
