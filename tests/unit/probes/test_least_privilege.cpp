@@ -159,6 +159,15 @@ class LeastPrivilege : public ::testing::Test {
     return facts;
   }
 
+  // The facts of the env at `prefix`, gathered as a scan gathers them.
+  HostFacts scan(const fs::path& prefix) {
+    HostFactsOptions options;
+    options.discovery.prefixes = {prefix};
+    ActivationCache activations;
+    ElfCache elf_files;
+    return gather_host_facts(options, activations, elf_files);
+  }
+
   void expect_unprivileged(const fs::path& record_path, uid_t uid, gid_t gid) {
     ASSERT_TRUE(fs::exists(record_path)) << record_path << " was not written";
     auto record = read_record(record_path);
@@ -333,11 +342,7 @@ TEST_P(UnsafeImportPath, RunsNoneOfTheEnvsCode) {
     }
   }
 
-  HostFactsOptions options;
-  options.discovery.prefixes = {prefix};
-  ActivationCache activations;
-  ElfCache elf_files;
-  auto host = gather_host_facts(options, activations, elf_files);
+  auto host = scan(prefix);
   ASSERT_EQ(host.envs.size(), 1U);
   auto& scanned = host.envs.front();
   const auto found = std::find_if(scanned.env.unsafe.begin(), scanned.env.unsafe.end(),
@@ -393,11 +398,7 @@ TEST_F(LeastPrivilege, ImportPathsAreJudgedWhereTheyLead) {
   chown_tree(prefix, m_alice_uid, m_alice_gid);
   ASSERT_EQ(::lchown(link.c_str(), m_alice_uid, m_alice_gid), 0);
   chown_tree(shared / "mine", m_alice_uid, m_alice_gid);
-  HostFactsOptions options;
-  options.discovery.prefixes = {prefix};
-  ActivationCache activations;
-  ElfCache elf_files;
-  const auto host = gather_host_facts(options, activations, elf_files);
+  const auto host = scan(prefix);
   ASSERT_EQ(host.envs.size(), 1U);
   const auto& unsafe = host.envs.front().env.unsafe;
   const auto named = [&](const fs::path& path) {
@@ -419,11 +420,7 @@ TEST_F(LeastPrivilege, ImportPathsOfTheEnvsUserAreSafe) {
       << "export PYTHONPATH=\"" << mine.string() << "\"\n";
   chown_tree(prefix, m_alice_uid, m_alice_gid);
   chown_tree(mine, m_alice_uid, m_alice_gid);
-  HostFactsOptions options;
-  options.discovery.prefixes = {prefix};
-  ActivationCache activations;
-  ElfCache elf_files;
-  const auto host = gather_host_facts(options, activations, elf_files);
+  const auto host = scan(prefix);
   ASSERT_EQ(host.envs.size(), 1U);
   const auto& entries = host.envs.front().static_facts.search_path.entries;
   ASSERT_FALSE(entries.empty());
