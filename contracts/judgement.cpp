@@ -158,7 +158,11 @@ std::optional<CheckResult> code_refusal_check(const Json& env_facts) {
     const auto& problem = env_facts["run_as"].value("problem", Json(nullptr));
     run_as_problem = problem.is_string() ? problem.get<std::string>() : "";
   }
-  if (unsafe.empty() && run_as_problem.empty()) {
+  const std::string unchecked = string_field(env_facts, "imports_unchecked");
+  // The probes' own word, when they refused for a reason the env's facts do
+  // not carry (they checked what it imports themselves).
+  const std::string refused = string_field(object_field(env_facts, "dynamic"), "refused");
+  if (unsafe.empty() && run_as_problem.empty() && unchecked.empty() && refused.empty()) {
     return std::nullopt;
   }
   CheckResult result = own_check("env:code-safety", "env_safety", CheckStatus::fail);
@@ -177,6 +181,14 @@ std::optional<CheckResult> code_refusal_check(const Json& env_facts) {
         {{"unsafe", unsafe}},
         "only root and the env's user may be able to write what the env runs: remove the write "
         "bits (chmod go-w PATH) or give the path to its user (chown), then rescan"};
+  } else if (run_as_problem.empty()) {
+    const std::string why = unchecked.empty() ? refused : unchecked;
+    result.diagnosis =
+        Diagnosis{"imports_unchecked",
+                  why + (unchecked.empty() ? "" : ": none of this env's code was run"),
+                  {{"why", why}},
+                  "see why the check could not finish (its notes in `envcontractd facts`); an env "
+                  "whose imports cannot all be checked is not run"};
   } else {
     result.diagnosis =
         Diagnosis{"run_as_unavailable",

@@ -11,7 +11,6 @@
 #include "daemon/probe_plan.hpp"
 #include "probes/activation.hpp"
 #include "probes/dynamic_probe.hpp"
-#include "probes/import_safety.hpp"
 
 namespace envcontract::daemon {
 
@@ -47,9 +46,8 @@ int run_probe(const ProbeOptions& options, std::ostream& out, std::ostream& err)
   std::mutex output_mutex;
   std::size_t done = 0;
   probes::run_concurrently(envs.size(), options.concurrency, [&](std::size_t index) {
-    auto& env = envs[index];
+    const auto& env = envs[index];
     const auto activation = activations.get(env);
-    probes::refuse_unsafe_imports(env, activation);
     const auto facts = probes::probe_env(env, activation, plan);
     probes::Json line = {{"name", env.name}, {"prefix", env.prefix.string()}};
     line["activation_problem"] = activation.problem;

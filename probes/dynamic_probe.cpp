@@ -9,6 +9,7 @@
 
 #include "common/json_text.hpp"
 #include "facts/stage_names.hpp"
+#include "probes/import_safety.hpp"
 #include "probes/probe_program.hpp"
 #include "probes/probe_report.hpp"
 #include "probes/process_runner.hpp"
@@ -344,7 +345,15 @@ std::string to_string(StageStatus status) {
 DynamicFacts probe_env(const PythonEnv& env, const ActivatedEnvironment& activation,
                        const ProbePlan& plan) {
   DynamicFacts facts;
-  facts.refused = code_refusal(env);
+  // What it imports is held to the rule before any of its code runs; a scan
+  // did that with its static facts, anyone else (or a scan whose static
+  // facts failed) has it done here.
+  PythonEnv checked;
+  if (!env.imports_checked) {
+    checked = env;
+    refuse_unsafe_imports(checked, activation);
+  }
+  facts.refused = code_refusal(env.imports_checked ? env : checked);
   if (!facts.refused.empty()) {
     return facts;
   }

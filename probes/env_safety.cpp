@@ -5,6 +5,7 @@
 #include <sys/stat.h>
 
 #include <algorithm>
+#include <cerrno>
 #include <cstdio>
 #include <map>
 
@@ -169,13 +170,21 @@ std::vector<UnsafePath> find_unsafe_import_paths(const std::vector<fs::path>& pa
     if (!path.is_absolute()) {
       continue;
     }
-    checker.check_with_parents(path, path.root_path());
     // A link's own owner says nothing of where it leads: what it resolves
-    // to is held to the same rule, with its own parents.
+    // to (as far as it exists) is held to the same rule, with its parents.
     std::error_code error;
-    const fs::path real = fs::canonical(path, error);
-    if (!error && real != path) {
-      checker.check_with_parents(real, real.root_path());
+    const fs::path real = fs::weakly_canonical(path, error);
+    for (const fs::path& place : {path, error ? path : real}) {
+      // A place that does not exist yet is made by whoever may write the
+      // nearest directory that does: that one is held to the rule in full
+      // (a sticky /tmp lets anyone create /tmp/x).
+      fs::path existing = place;
+      struct stat info {};
+      while (::lstat(existing.c_str(), &info) != 0 && errno == ENOENT &&
+             existing != existing.root_path()) {
+        existing = existing.parent_path();
+      }
+      checker.check_with_parents(existing, existing.root_path());
     }
   }
   for (const auto& site : site_dirs) {

@@ -121,6 +121,12 @@ HostFacts gather_host_facts(const HostFactsOptions& options, ActivationCache& ac
         refuse_unsafe_imports(env.env, env.static_facts.search_path);
       }
     });
+    if (!env.env.imports_checked) {
+      // The static facts did not get that far: checked on its own, failing
+      // closed, so the facts say why the env's code will not run.
+      contained(env, "import check", options.cancellation,
+                [&] { refuse_unsafe_imports(env.env, env.activation); });
+    }
   }
   const auto static_done = Clock::now();
   const auto ld_cache = std::make_shared<const LdCache>(LdCache::load());

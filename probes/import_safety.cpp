@@ -8,7 +8,13 @@
 namespace envcontract::probes {
 
 void refuse_unsafe_imports(PythonEnv& env, const SearchPath& search_path) {
+  env.imports_checked = true;
+  if (!search_path.incomplete.empty()) {
+    env.imports_unchecked =
+        "what its interpreter imports could not all be checked: " + search_path.incomplete;
+  }
   auto paths = search_path.import_dirs();
+  paths.insert(paths.end(), search_path.unlisted.begin(), search_path.unlisted.end());
   for (const auto& module : search_path.editable) {
     paths.push_back(module.finder);  // imported by its .pth file
   }
@@ -23,13 +29,23 @@ void refuse_unsafe_imports(PythonEnv& env, const SearchPath& search_path) {
 }
 
 void refuse_unsafe_imports(PythonEnv& env, const ActivatedEnvironment& activation) {
+  // Fails closed: whatever stops the check stops the env's code too.
+  const auto unchecked = [&](const std::string& why) {
+    env.imports_checked = true;
+    env.imports_unchecked = "what its interpreter imports could not be checked: " + why;
+  };
   ReadingAs reading(env.run_as);
   if (!reading.ok()) {
-    return;  // nothing runs: code_refusal already names the missing user
+    unchecked("its files cannot be read as " + env.run_as.user);
+    return;
   }
-  const auto& environment =
-      activation.activated.empty() ? bare_environment(env) : activation.activated;
-  refuse_unsafe_imports(env, compute_search_path(env, environment));
+  try {
+    const auto& environment =
+        activation.activated.empty() ? bare_environment(env) : activation.activated;
+    refuse_unsafe_imports(env, compute_search_path(env, environment));
+  } catch (const std::exception& e) {
+    unchecked(e.what());
+  }
 }
 
 }  // namespace envcontract::probes

@@ -12,13 +12,17 @@
 // same rule before any of the env's code runs.
 namespace envcontract::probes {
 
-// Adds to env.unsafe every path of `search_path` that someone other than
-// root and env.run_as could write; code_refusal(env) then says why none of
-// the env's code runs.
+// Adds to env.unsafe every path of `search_path` (its entries and unlisted
+// places) that someone other than root and env.run_as could write, and sets
+// env.imports_unchecked when the path is incomplete; code_refusal(env) then
+// says why none of the env's code runs. Marks env.imports_checked.
 void refuse_unsafe_imports(PythonEnv& env, const SearchPath& search_path);
 
-// The same for a caller without static facts (the `probe` verb): the search
-// path is computed from `activation`, reading as the env's user.
+// The same for a caller without static facts (the `probe` verb, or a scan
+// whose static facts failed): the search path is computed from `activation`,
+// reading as the env's user. Whatever stops the check (the user's
+// credentials cannot be taken, the files cannot be read) sets
+// env.imports_unchecked: the env's code is not run on an unfinished check.
 void refuse_unsafe_imports(PythonEnv& env, const ActivatedEnvironment& activation);
 
 }  // namespace envcontract::probes

@@ -28,7 +28,9 @@ Json to_json(const PythonEnv& env) {
           {"found_by", env.found_by},
           {"problems", env.problems},
           {"run_as", to_json(env.run_as)},
-          {"unsafe", unsafe}};
+          {"unsafe", unsafe},
+          {"imports_unchecked",
+           env.imports_unchecked.empty() ? Json(nullptr) : Json(env.imports_unchecked)}};
 }
 
 std::string code_refusal(const PythonEnv& env) {
@@ -42,6 +44,9 @@ std::string code_refusal(const PythonEnv& env) {
            ")" +
            (env.unsafe.size() > 1 ? ", and " + std::to_string(env.unsafe.size() - 1) + " more"
                                   : "");
+  }
+  if (!env.imports_unchecked.empty()) {
+    return "none of this env's code runs: " + env.imports_unchecked;
   }
   return "";
 }

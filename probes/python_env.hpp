@@ -36,12 +36,19 @@ struct PythonEnv {
   RunAs run_as;                       // whose credentials its code runs with
   // Paths others could write: while any is listed, none of its code runs.
   std::vector<UnsafePath> unsafe;
+  // Whether what its interpreter imports from was held to the same rule
+  // (probes/import_safety.hpp); the dynamic probes check it first when not.
+  bool imports_checked = false;
+  // Why not all of it could be checked (a bound reached, the search path
+  // unreadable), or "": while set, none of its code runs.
+  std::string imports_unchecked;
   // Files discovery would not read (a FIFO for pyvenv.cfg, a 60,000-digit version).
   std::vector<FileProblem> refused_files;
 };
 
-// Why none of this env's code may run (its user cannot be had, or others
-// could write what it would run), or "" when it may.
+// Why none of this env's code may run (its user cannot be had, others could
+// write what it would run, or what it imports could not all be checked), or
+// "" when it may.
 std::string code_refusal(const PythonEnv& env);
 
 // The credentials to hand the process runner: unset when the agent keeps its own.

@@ -116,6 +116,23 @@ class SearchPathBuilder {
     }
   }
 
+  // A bound reached: noted, and the path is known to be incomplete.
+  void incomplete(std::string text) {
+    if (m_path.incomplete.empty()) {
+      m_path.incomplete = text;
+    }
+    note(std::move(text));
+  }
+
+  void unlisted(const fs::path& path) {
+    if (m_path.unlisted.size() < k_max_entries) {
+      m_path.unlisted.push_back(path.lexically_normal());
+    } else {
+      incomplete("more than " + std::to_string(k_max_entries) +
+                 " places outside the path entries: the rest are not read");
+    }
+  }
+
   // Adds `path` once, as site.py's known_paths does (by absolute path).
   bool add_entry(const fs::path& path, std::string origin, bool site_dir) {
     const std::string key = path.lexically_normal().string();
@@ -123,7 +140,8 @@ class SearchPathBuilder {
       return false;
     }
     if (m_path.entries.size() >= k_max_entries) {
-      note("more than " + std::to_string(k_max_entries) + " path entries: the rest are not read");
+      incomplete("more than " + std::to_string(k_max_entries) +
+                 " path entries: the rest are not read");
       return false;
     }
     m_known.insert(key);
@@ -132,9 +150,19 @@ class SearchPathBuilder {
   }
 
   void add_pythonpath() {
-    if (!variable(m_environment, "PYTHONHOME").empty()) {
-      note("PYTHONHOME is set by activation (" + variable(m_environment, "PYTHONHOME") +
+    if (const std::string home = variable(m_environment, "PYTHONHOME"); !home.empty()) {
+      note("PYTHONHOME is set by activation (" + home +
            "): the interpreter's own directories move, which reading files does not follow");
+      std::stringstream parts(home);  // "prefix" or "prefix:exec_prefix"
+      for (std::string part; std::getline(parts, part, ':');) {
+        if (fs::path(part).is_absolute()) {
+          unlisted(part);
+          if (!m_version.empty()) {
+            unlisted(fs::path(part) / "lib" / ("python" + m_version));
+            unlisted(fs::path(part) / "lib" / ("python" + m_version) / "lib-dynload");
+          }
+        }
+      }
     }
     std::stringstream parts(variable(m_environment, "PYTHONPATH"));
     for (std::string part; std::getline(parts, part, ':');) {
@@ -143,10 +171,13 @@ class SearchPathBuilder {
       }
       if (!fs::path(part).is_absolute()) {
         note("PYTHONPATH entry '" + part + "' is relative to wherever Python starts: not followed");
+        unlisted(m_env.prefix / part);  // where the probes start
         continue;
       }
       if (dir_exists(part)) {
         add_entry(part, "PYTHONPATH", false);
+      } else {
+        unlisted(part);  // a .zip, or a directory someone may yet create
       }
     }
   }
@@ -283,8 +314,8 @@ class SearchPathBuilder {
     }
     std::sort(pth_files.begin(), pth_files.end());
     if (pth_files.size() > k_max_pth_files) {
-      note(site.string() + " holds " + std::to_string(pth_files.size()) +
-           " .pth files: only the first " + std::to_string(k_max_pth_files) + " are read");
+      incomplete(site.string() + " holds " + std::to_string(pth_files.size()) +
+                 " .pth files: only the first " + std::to_string(k_max_pth_files) + " are read");
       pth_files.resize(k_max_pth_files);
     }
     for (const auto& name : pth_files) {
@@ -302,7 +333,11 @@ class SearchPathBuilder {
     for (std::string line; std::getline(lines, line);) {
       ++number;
       if (m_path.entries.size() >= k_max_entries) {
-        return;  // the bound is noted once; no more lines are looked at
+        if (m_path.incomplete.empty()) {
+          incomplete("more than " + std::to_string(k_max_entries) +
+                     " path entries: the rest are not read");
+        }
+        return;  // no more lines are looked at
       }
       if (line.starts_with("#") || trim(line).empty()) {
         continue;
@@ -315,6 +350,8 @@ class SearchPathBuilder {
       const fs::path dir = fs::path(line).is_absolute() ? fs::path(line) : site / line;
       if (path_exists(dir)) {
         add_entry(dir, name + " in " + site.string(), false);
+      } else {
+        unlisted(dir);  // site.py adds it once it exists
       }
     }
   }
@@ -473,6 +510,10 @@ Json to_json(const SearchPath& path) {
                         {"path", module.path.string()},
                         {"finder", module.finder.string()}});
   }
+  auto unlisted = Json::array();
+  for (const auto& place : path.unlisted) {
+    unlisted.push_back(place.string());
+  }
   return {{"entries", entries},
           {"editable", editable},
           {"base_prefix", path.base_prefix.string()},
@@ -480,7 +521,9 @@ Json to_json(const SearchPath& path) {
           {"debian_layout", path.debian_layout},
           {"user_site", path.user_site},
           {"free_threaded", path.free_threaded},
-          {"notes", path.notes}};
+          {"notes", path.notes},
+          {"unlisted", unlisted},
+          {"incomplete", path.incomplete.empty() ? Json(nullptr) : Json(path.incomplete)}};
 }
 
 }  // namespace envcontract::probes

@@ -39,6 +39,15 @@ struct SearchPath {
   bool user_site = false;             // the user site is enabled (whether or not it exists)
   bool free_threaded = false;         // a pythonX.Yt build: lib/pythonX.Yt, cpython-XYt extensions
   std::vector<std::string> notes;     // what reading files cannot follow (code in .pth files)
+  // Where `import` may also load from that is not an entry: PYTHONPATH
+  // entries that are files (.zip) or do not exist yet (whoever can create
+  // them decides what loads), relative ones as the probe's working directory
+  // (the prefix) makes them, .pth lines naming missing directories, and
+  // PYTHONHOME with its standard library. Only their safety is judged.
+  std::vector<std::filesystem::path> unlisted;
+  // Why the entries may be incomplete (a bound was reached), or "": what was
+  // not read could load code, so the env's code is not run.
+  std::string incomplete;
 
   std::vector<std::filesystem::path> site_dirs() const;
   // Every directory `import` may load code from beyond the env's prefix as

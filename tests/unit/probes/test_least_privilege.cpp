@@ -81,6 +81,29 @@ std::map<std::string, std::string> read_record(const fs::path& path) {
   return record;
 }
 
+// An env whose code was refused, judged against a contract that imports
+// ec_whoami: it drifts on a check of its own (`cause`), the import is
+// blocked behind it. Returns that check's summary.
+std::string refusal_summary(const Json& facts_json, const std::string& cause) {
+  const auto loaded = testing::load_checks("- {id: imp, kind: imports, modules: [ec_whoami]}\n");
+  if (!loaded.contract) {
+    ADD_FAILURE() << testing::joined(loaded);
+    return "";
+  }
+  const auto judged = contracts::judge_env(*loaded.contract, facts_json);
+  EXPECT_EQ(judged.verdict, contracts::EnvVerdict::drift);
+  if (judged.checks.size() != 2U || !judged.checks[0].diagnosis || !judged.checks[1].diagnosis) {
+    ADD_FAILURE() << "expected env:code-safety and the blocked import, got " << judged.checks.size()
+                  << " checks";
+    return "";
+  }
+  EXPECT_EQ(judged.checks[0].id, "env:code-safety");
+  EXPECT_EQ(judged.checks[0].diagnosis->cause, cause);
+  EXPECT_EQ(judged.checks[1].status, contracts::CheckStatus::skip);
+  EXPECT_EQ(judged.checks[1].diagnosis->cause, "blocked");
+  return judged.checks[0].diagnosis->summary;
+}
+
 constexpr const char* k_no_capabilities = "0000000000000000";
 
 class LeastPrivilege : public ::testing::Test {
@@ -269,21 +292,11 @@ TEST_P(UnsafeEnv, RunsNoneOfItsCodeAndNamesThePath) {
 
   // The report: a failing check of the env's own, naming path, owner and
   // mode; checks that needed the env's code point at it.
-  const auto loaded = testing::load_checks("- {id: imp, kind: imports, modules: [ec_whoami]}\n");
-  ASSERT_TRUE(loaded.contract) << testing::joined(loaded);
   Json facts_json = to_json(env);
   facts_json["dynamic"] = to_json(facts);
-  const auto judged = contracts::judge_env(*loaded.contract, facts_json);
-  EXPECT_EQ(judged.verdict, contracts::EnvVerdict::drift);
-  ASSERT_EQ(judged.checks.size(), 2U);
-  EXPECT_EQ(judged.checks[0].id, "env:code-safety");
-  ASSERT_TRUE(judged.checks[0].diagnosis);
-  EXPECT_EQ(judged.checks[0].diagnosis->cause, "unsafe_permissions");
-  EXPECT_NE(judged.checks[0].diagnosis->summary.find(unsafe.string()), std::string::npos);
-  EXPECT_NE(judged.checks[0].diagnosis->summary.find("mode 07"), std::string::npos)
-      << judged.checks[0].diagnosis->summary;
-  EXPECT_EQ(judged.checks[1].status, contracts::CheckStatus::skip);
-  EXPECT_EQ(judged.checks[1].diagnosis->cause, "blocked");
+  const std::string summary = refusal_summary(facts_json, "unsafe_permissions");
+  EXPECT_NE(summary.find(unsafe.string()), std::string::npos) << summary;
+  EXPECT_NE(summary.find("mode 07"), std::string::npos) << summary;
 }
 
 INSTANTIATE_TEST_SUITE_P(WorldWritable, UnsafeEnv,
@@ -303,7 +316,15 @@ INSTANTIATE_TEST_SUITE_P(WorldWritable, UnsafeEnv,
 struct ImportPathCase {
   const char* name;
   bool world_writable;  // else owned by bob
-  enum class Via { pythonpath, pth_line, editable } via;
+  enum class Via {
+    pythonpath,
+    relative_pythonpath,  // ../elsewhere, as the probes' working directory (the prefix) makes it
+    missing_pythonpath,   // elsewhere/not-yet: whoever may write elsewhere can create it
+    zip_pythonpath,       // elsewhere/tools.zip
+    pythonhome,
+    pth_line,
+    editable
+  } via;
 };
 
 class UnsafeImportPath : public LeastPrivilege,
@@ -315,10 +336,25 @@ TEST_P(UnsafeImportPath, RunsNoneOfTheEnvsCode) {
   const fs::path elsewhere = m_dir.path() / "elsewhere";
   fs::create_directories(elsewhere / "proj");
   std::ofstream(elsewhere / "proj/__init__.py") << "";
+  std::ofstream(elsewhere / "tools.zip") << "PK";
+  const auto activation_exports = [&](const std::string& line) {
+    std::ofstream(prefix / "bin/activate", std::ios::app) << "export " << line << "\n";
+  };
   switch (GetParam().via) {
     case ImportPathCase::Via::pythonpath:
-      std::ofstream(prefix / "bin/activate", std::ios::app)
-          << "export PYTHONPATH=\"" << elsewhere.string() << "\"\n";
+      activation_exports("PYTHONPATH=\"" + elsewhere.string() + "\"");
+      break;
+    case ImportPathCase::Via::relative_pythonpath:
+      activation_exports("PYTHONPATH=../elsewhere");
+      break;
+    case ImportPathCase::Via::missing_pythonpath:
+      activation_exports("PYTHONPATH=\"" + (elsewhere / "not-yet").string() + "\"");
+      break;
+    case ImportPathCase::Via::zip_pythonpath:
+      activation_exports("PYTHONPATH=\"" + (elsewhere / "tools.zip").string() + "\"");
+      break;
+    case ImportPathCase::Via::pythonhome:
+      activation_exports("PYTHONHOME=\"" + elsewhere.string() + "\"");
       break;
     case ImportPathCase::Via::pth_line:
       std::ofstream(site / "extra.pth") << elsewhere.string() << "\n";
@@ -361,17 +397,32 @@ TEST_P(UnsafeImportPath, RunsNoneOfTheEnvsCode) {
   EXPECT_NE(dynamic.refused.find(unsafe.string()), std::string::npos) << dynamic.refused;
   EXPECT_FALSE(fs::exists(m_out / "env.module"));
 
-  // The same refusal for the probe verb, which gathers no static facts.
-  auto bare = describe_prefix(prefix).value();
+  // The same refusal without static facts (the probe verb): the probes
+  // check what the env imports themselves before running any of it.
+  const auto bare = describe_prefix(prefix).value();
   EXPECT_TRUE(bare.unsafe.empty()) << "discovery alone sees only the env's own files";
-  refuse_unsafe_imports(bare, activate(bare));
-  EXPECT_NE(code_refusal(bare).find(unsafe.string()), std::string::npos) << code_refusal(bare);
+  EXPECT_FALSE(bare.imports_checked);
+  auto activation = activate(bare);
+  activation.activated["ECTEST_MARKER"] = m_marker;
+  const auto unscanned = probe_env(bare, activation, plan);
+  EXPECT_TRUE(unscanned.stages.empty());
+  EXPECT_NE(unscanned.refused.find(unsafe.string()), std::string::npos) << unscanned.refused;
+  EXPECT_FALSE(fs::exists(m_out / "env.module"));
 }
 
 INSTANTIATE_TEST_SUITE_P(
     BeyondThePrefix, UnsafeImportPath,
     ::testing::Values(
         ImportPathCase{"pythonpath_owned_by_bob", false, ImportPathCase::Via::pythonpath},
+        ImportPathCase{"relative_pythonpath_writable_by_everyone", true,
+                       ImportPathCase::Via::relative_pythonpath},
+        ImportPathCase{"missing_pythonpath_under_a_dir_of_bob", false,
+                       ImportPathCase::Via::missing_pythonpath},
+        ImportPathCase{"missing_pythonpath_under_a_dir_anyone_writes", true,
+                       ImportPathCase::Via::missing_pythonpath},
+        ImportPathCase{"zip_on_pythonpath_owned_by_bob", false,
+                       ImportPathCase::Via::zip_pythonpath},
+        ImportPathCase{"pythonhome_owned_by_bob", false, ImportPathCase::Via::pythonhome},
         ImportPathCase{"pth_line_writable_by_everyone", true, ImportPathCase::Via::pth_line},
         ImportPathCase{"pth_line_owned_by_bob", false, ImportPathCase::Via::pth_line},
         ImportPathCase{"editable_source_owned_by_bob", false, ImportPathCase::Via::editable},
@@ -392,9 +443,13 @@ TEST_F(LeastPrivilege, ImportPathsAreJudgedWhereTheyLead) {
   const fs::path shared = m_dir.path() / "shared";
   fs::create_directories(shared / "mine");
   fs::permissions(shared, fs::perms::all | fs::perms::sticky_bit);
+  // Sticky does not stop anyone creating drop/not-yet.
+  const fs::path drop = m_dir.path() / "drop";
+  fs::create_directories(drop);
+  fs::permissions(drop, fs::perms::all | fs::perms::sticky_bit);
   std::ofstream(prefix / "bin/activate", std::ios::app)
       << "export PYTHONPATH=\"" << link.string() << ":" << (shared / "mine").string() << ":"
-      << shared.string() << "\"\n";
+      << shared.string() << ":" << (drop / "not-yet").string() << "\"\n";
   chown_tree(prefix, m_alice_uid, m_alice_gid);
   ASSERT_EQ(::lchown(link.c_str(), m_alice_uid, m_alice_gid), 0);
   chown_tree(shared / "mine", m_alice_uid, m_alice_gid);
@@ -407,7 +462,40 @@ TEST_F(LeastPrivilege, ImportPathsAreJudgedWhereTheyLead) {
   };
   EXPECT_TRUE(named(open_dir)) << common::json_text(to_json(host.envs.front().env));
   EXPECT_TRUE(named(shared)) << common::json_text(to_json(host.envs.front().env));
+  EXPECT_TRUE(named(drop)) << common::json_text(to_json(host.envs.front().env));
   EXPECT_FALSE(named(shared / "mine"));
+}
+
+// A search path too big to read whole leaves places unchecked: the env's code
+// is not run, and its report says why instead of judging half of it.
+TEST_F(LeastPrivilege, ImportsThatCannotAllBeCheckedRunNothing) {
+  const fs::path prefix = make_venv("env");
+  const fs::path site = prefix / "lib/python3.10/site-packages";
+  for (int i = 0; i < 300; ++i) {
+    std::ofstream(site / ("extra-" + std::to_string(1000 + i) + ".pth")) << "\n";
+  }
+  chown_tree(prefix, m_alice_uid, m_alice_gid);
+  auto host = scan(prefix);
+  ASSERT_EQ(host.envs.size(), 1U);
+  auto& scanned = host.envs.front();
+  EXPECT_TRUE(scanned.env.unsafe.empty());
+  EXPECT_NE(scanned.env.imports_unchecked.find("300 .pth files"), std::string::npos)
+      << scanned.env.imports_unchecked;
+  ProbePlan plan;
+  plan.imports = {"ec_whoami"};
+  plan.compare_bare = false;
+  scanned.activation.activated["ECTEST_MARKER"] = m_marker;
+  const auto dynamic = probe_env(scanned.env, scanned.activation, plan);
+  EXPECT_TRUE(dynamic.stages.empty());
+  EXPECT_FALSE(fs::exists(m_out / "env.module"));
+
+  Json facts_json = to_json(scanned.env);
+  facts_json["dynamic"] = to_json(dynamic);
+  EXPECT_NE(refusal_summary(facts_json, "imports_unchecked").find(".pth files"), std::string::npos);
+  // Facts that do not carry the reason (their static part failed; the
+  // probes checked on their own and refused): the probes' word is enough.
+  facts_json.erase("imports_unchecked");
+  EXPECT_NE(refusal_summary(facts_json, "imports_unchecked").find(".pth files"), std::string::npos);
 }
 
 // Its own files are the user's, the base is root's: nothing to refuse, and
