@@ -8,6 +8,7 @@
 #include <cstdlib>
 #include <set>
 
+#include "probes/import_safety.hpp"
 #include "probes/scratch_directory.hpp"
 #include "probes/small_files.hpp"
 
@@ -228,6 +229,17 @@ ActivatedEnvironment activate(const PythonEnv& env, std::chrono::milliseconds ti
   if (const std::string refusal = code_refusal(env); !refusal.empty()) {
     result.problem = refusal;
     return result;
+  }
+  // Activation scripts may start the env's Python, which imports from the
+  // search path it has before activation (the user site, a base's site
+  // dirs): that is held to the rule first.
+  PythonEnv before_activation = env;
+  if (!before_activation.imports_checked) {
+    refuse_unsafe_imports(before_activation, result);
+    if (const std::string refusal = code_refusal(before_activation); !refusal.empty()) {
+      result.problem = refusal;
+      return result;
+    }
   }
   const auto credentials = credentials_of(env);
   ScratchDirectory directory("envcontract-activate", credentials);

@@ -466,6 +466,34 @@ TEST_F(LeastPrivilege, ImportPathsAreJudgedWhereTheyLead) {
   EXPECT_FALSE(named(shared / "mine"));
 }
 
+// Activation scripts may start the env's Python before activation is
+// done: what that Python imports (here the user site, with a .pth file of
+// bob's) is held to the rule before any script runs.
+TEST_F(LeastPrivilege, ActivationWaitsForTheImportCheck) {
+  const fs::path home = m_alice.home;
+  if (home.empty() || home == "/" || fs::exists(home)) {
+    GTEST_SKIP() << "needs ectest-alice's home (" << home << ") to be free for the test";
+  }
+  struct RemoveHome {
+    fs::path path;
+    ~RemoveHome() { fs::remove_all(path); }
+  } remove_home{home};
+  const fs::path prefix = make_venv("env");
+  chown_tree(prefix, m_alice_uid, m_alice_gid);
+  const fs::path user_site = home / ".local/lib/python3.10/site-packages";
+  fs::create_directories(user_site);
+  chown_tree(home, m_alice_uid, m_alice_gid);
+  std::ofstream(user_site / "shared.pth") << "\n";
+  ASSERT_EQ(::lchown((user_site / "shared.pth").c_str(), m_bob.uid, m_bob.gid), 0);
+
+  const auto env = describe_prefix(prefix).value();
+  EXPECT_TRUE(env.unsafe.empty()) << "discovery sees only the env's own files";
+  const auto activation = activate(env);
+  EXPECT_NE(activation.problem.find((user_site / "shared.pth").string()), std::string::npos)
+      << activation.problem;
+  EXPECT_FALSE(fs::exists(m_out / "env.activate")) << "the activation script ran";
+}
+
 // A search path too big to read whole leaves places unchecked: the env's code
 // is not run, and its report says why instead of judging half of it.
 TEST_F(LeastPrivilege, ImportsThatCannotAllBeCheckedRunNothing) {
