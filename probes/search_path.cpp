@@ -368,8 +368,17 @@ class SearchPathBuilder {
       return;
     }
     const fs::path file = site / (finder + ".py");
-    const auto mapping =
-        parse_string_dict(read_env_file(file, file_limits::python_source).value_or(""), "MAPPING");
+    const std::string source = read_env_file(file, file_limits::python_source).value_or("");
+    const auto mapping = parse_string_dict(source, "MAPPING");
+    // Namespace packages it serves from directories of their own: code loads
+    // from there too.
+    for (const auto& [package, paths] : parse_string_lists_dict(source, "NAMESPACES")) {
+      for (const auto& path : paths) {
+        if (fs::path(path).is_absolute()) {
+          unlisted(path);
+        }
+      }
+    }
     if (mapping.empty()) {
       note(file.string() + " (an editable install's import hook) maps no modules that can be read");
     }
@@ -451,8 +460,13 @@ SearchPath compute_search_path(const PythonEnv& env, const Environment& environm
   return SearchPathBuilder(env, environment).build();
 }
 
-std::map<std::string, std::string> parse_string_dict(const std::string& source,
-                                                     const std::string& name) {
+namespace {
+
+// The dict literal assigned to `name` in Python source, each value a string
+// literal or, with `lists`, a list of them; empty when anything else is found.
+std::map<std::string, std::vector<std::string>> parse_dict_literal(const std::string& source,
+                                                                   const std::string& name,
+                                                                   bool lists) {
   if (name.empty()) {
     return {};
   }
@@ -476,7 +490,7 @@ std::map<std::string, std::string> parse_string_dict(const std::string& source,
       open > line_end || open < equals) {
     return {};
   }
-  std::map<std::string, std::string> values;
+  std::map<std::string, std::vector<std::string>> values;
   at = open + 1;
   while (true) {
     skip_blanks(source, at);
@@ -490,12 +504,45 @@ std::map<std::string, std::string> parse_string_dict(const std::string& source,
     }
     ++at;
     skip_blanks(source, at);
-    const auto value = read_string_literal(source, at);
-    if (!value) {
-      return {};
+    std::vector<std::string> items;
+    if (lists && at < source.size() && source[at] == '[') {
+      for (++at;;) {
+        skip_blanks(source, at);
+        if (at < source.size() && source[at] == ']') {
+          ++at;
+          break;
+        }
+        const auto item = read_string_literal(source, at);
+        if (!item) {
+          return {};
+        }
+        items.push_back(*item);
+      }
+    } else {
+      const auto value = read_string_literal(source, at);
+      if (!value) {
+        return {};
+      }
+      items.push_back(*value);
     }
-    values.emplace(*key, *value);
+    values.emplace(*key, std::move(items));
   }
+}
+
+}  // namespace
+
+std::map<std::string, std::string> parse_string_dict(const std::string& source,
+                                                     const std::string& name) {
+  std::map<std::string, std::string> values;
+  for (auto& [key, items] : parse_dict_literal(source, name, false)) {
+    values.emplace(key, std::move(items.front()));  // one string each without lists
+  }
+  return values;
+}
+
+std::map<std::string, std::vector<std::string>> parse_string_lists_dict(const std::string& source,
+                                                                        const std::string& name) {
+  return parse_dict_literal(source, name, true);
 }
 
 Json to_json(const SearchPath& path) {

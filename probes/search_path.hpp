@@ -72,6 +72,11 @@ SearchPath compute_search_path(const PythonEnv& env, const Environment& environm
 std::map<std::string, std::string> parse_string_dict(const std::string& source,
                                                      const std::string& name);
 
+// The same for a dict whose values are lists of strings, such as setuptools'
+// `NAMESPACES: dict[str, list[str]] = {'ns': ['/src/ns']}`.
+std::map<std::string, std::vector<std::string>> parse_string_lists_dict(const std::string& source,
+                                                                        const std::string& name);
+
 Json to_json(const SearchPath& path);
 
 }  // namespace envcontract::probes

@@ -323,7 +323,8 @@ struct ImportPathCase {
     zip_pythonpath,       // elsewhere/tools.zip
     pythonhome,
     pth_line,
-    editable
+    editable,
+    editable_namespace  // a namespace package an editable finder serves from elsewhere
   } via;
 };
 
@@ -363,6 +364,13 @@ TEST_P(UnsafeImportPath, RunsNoneOfTheEnvsCode) {
       // As pip install -e lays a setuptools project out.
       std::ofstream(site / "__editable___proj_0_1_finder.py")
           << "MAPPING: dict[str, str] = {'proj': '" << (elsewhere / "proj").string() << "'}\n";
+      std::ofstream(site / "__editable__.proj-0.1.pth")
+          << "import __editable___proj_0_1_finder; __editable___proj_0_1_finder.install()\n";
+      break;
+    case ImportPathCase::Via::editable_namespace:
+      std::ofstream(site / "__editable___proj_0_1_finder.py")
+          << "MAPPING: dict[str, str] = {}\n"
+          << "NAMESPACES: dict[str, list[str]] = {'ns': ['" << elsewhere.string() << "']}\n";
       std::ofstream(site / "__editable__.proj-0.1.pth")
           << "import __editable___proj_0_1_finder; __editable___proj_0_1_finder.install()\n";
       break;
@@ -423,6 +431,8 @@ INSTANTIATE_TEST_SUITE_P(
         ImportPathCase{"zip_on_pythonpath_owned_by_bob", false,
                        ImportPathCase::Via::zip_pythonpath},
         ImportPathCase{"pythonhome_owned_by_bob", false, ImportPathCase::Via::pythonhome},
+        ImportPathCase{"editable_namespace_owned_by_bob", false,
+                       ImportPathCase::Via::editable_namespace},
         ImportPathCase{"pth_line_writable_by_everyone", true, ImportPathCase::Via::pth_line},
         ImportPathCase{"pth_line_owned_by_bob", false, ImportPathCase::Via::pth_line},
         ImportPathCase{"editable_source_owned_by_bob", false, ImportPathCase::Via::editable},

@@ -411,6 +411,23 @@ TEST(SearchPath, HostilePthFilesAreBounded) {
   EXPECT_NE(path.notes[1].find("301 .pth files"), std::string::npos) << path.notes[1];
 }
 
+// setuptools' finder serves namespace packages from lists of directories:
+// NAMESPACES: dict[str, list[str]] = {'ns': ['/src/ns']}.
+TEST(SearchPath, StringListsDictOfAnEditableFinder) {
+  const std::string finder =
+      "MAPPING: dict[str, str] = {'proj': '/src/proj'}\n"
+      "NAMESPACES: dict[str, list[str]] = {'ns': ['/src/ns', \"/more/ns\"], 'empty': []}\n";
+  EXPECT_EQ(parse_string_lists_dict(finder, "NAMESPACES"),
+            (std::map<std::string, std::vector<std::string>>{{"ns", {"/src/ns", "/more/ns"}},
+                                                             {"empty", {}}}));
+  EXPECT_EQ(parse_string_lists_dict("NAMESPACES: dict[str, list[str]] = {}\n", "NAMESPACES").size(),
+            0U);
+  // A list where one string is wanted, or a list that is not of strings: nothing.
+  EXPECT_EQ(parse_string_dict("MAPPING = {'a': ['/x']}\n", "MAPPING").size(), 0U);
+  EXPECT_EQ(parse_string_lists_dict("NAMESPACES = {'a': [x]}\n", "NAMESPACES").size(), 0U);
+  EXPECT_EQ(parse_string_lists_dict("NAMESPACES = {'a': ['/x'\n", "NAMESPACES").size(), 0U);
+}
+
 TEST(SearchPath, StringDictOfAnEditableFinder) {
   EXPECT_EQ(parse_string_dict("MAPPING = {'a': '/src/a', \"b\": \"/src/b\"}\n", "MAPPING"),
             (std::map<std::string, std::string>{{"a", "/src/a"}, {"b", "/src/b"}}));
