@@ -1,6 +1,7 @@
 // Judges of what an env carries: torch's build, triton's provider, Python,
 // distributions and modules.
 #include <algorithm>
+#include <filesystem>
 
 #include "common/json_text.hpp"
 #include "common/pep440.hpp"
@@ -41,6 +42,25 @@ const Json* find_distribution(const EnvFactsView& facts, const std::string& name
     conda = &distribution;
   }
   return conda;
+}
+
+// Other pip records of the same distribution in the directory of `found`
+// (a stale torch-2.1.2.dist-info beside torch-2.10.0.dist-info, left by an
+// interrupted upgrade): which one a tool reads depends on directory order.
+std::vector<const Json*> stale_records(const EnvFactsView& facts, const Json& found) {
+  std::vector<const Json*> others;
+  const std::string dir =
+      std::filesystem::path(string_field(found, "metadata")).parent_path().string();
+  for (const auto& distribution : facts.distributions()) {
+    if (&distribution != &found &&
+        string_field(distribution, "normalized") == string_field(found, "normalized") &&
+        string_field(distribution, "source") != "conda-meta" &&
+        std::filesystem::path(string_field(distribution, "metadata")).parent_path().string() ==
+            dir) {
+      others.push_back(&distribution);
+    }
+  }
+  return others;
 }
 
 // torch's own view (identity stage) when dynamic probes ran, else its files.
@@ -277,6 +297,22 @@ void distributions(const Check&, const DistributionsParams& params, const EnvFac
       fail(result, "missing_package",
            name + " is not installed; the contract pins " + specifier_text(clauses), Json::object(),
            "pip install '" + name + specifier_text(clauses) + "'");
+    } else if (const auto others = stale_records(facts, *found); !others.empty()) {
+      Json records = Json::array({*found});
+      std::string versions = string_field(*found, "version");
+      for (const Json* other : others) {
+        records.push_back(*other);
+        versions += ", " + string_field(*other, "version");
+      }
+      fail(result, "stale_distribution",
+           name + " has " + std::to_string(records.size()) + " records in " +
+               std::filesystem::path(string_field(*found, "metadata")).parent_path().string() +
+               " (" + versions +
+               "): an upgrade left one behind, and which one a tool reads depends on directory "
+               "order",
+           {{"records", records}},
+           "remove the stale " + name + "-*.dist-info (pip uninstall -y " + name +
+               " until none is left), then pip install '" + name + specifier_text(clauses) + "'");
     } else if (!satisfies_all(string_field(*found, "version"), clauses)) {
       fail(result, "version_mismatch",
            name + " " + string_field(*found, "version") + " does not satisfy " +

@@ -142,5 +142,36 @@ TEST(SystemSitePackages, AnImportTheFilesDoNotExplainIsNeverCompliant) {
   EXPECT_EQ(env["verdict"], "error");
 }
 
+// An interrupted upgrade leaves torch-2.1.2.dist-info beside
+// torch-2.10.0+cu129.dist-info: which version pip or importlib.metadata
+// reports depends on directory order, so a pin is never judged on either
+// record alone.
+TEST(SystemSitePackages, AStaleRecordBesideTheRealOneIsNamed) {
+  const SystemSiteHost host;
+  const auto stale = host.base_site / "torch-2.1.2.dist-info";
+  fs::create_directories(stale);
+  host.dir.write("base/lib/python3.10/site-packages/torch-2.1.2.dist-info/METADATA",
+                 "Metadata-Version: 2.1\nName: torch\nVersion: 2.1.2\n");
+  const std::string contract = R"(schema_version: 1
+name: stale
+envs:
+  require: any
+checks:
+  - id: pins
+    kind: distributions
+    pins:
+      torch: ">=2.10"
+)";
+  const auto env = host.scan(contract, 1);
+  const auto* pins = find_check(env, "pins");
+  ASSERT_NE(pins, nullptr) << env["checks"];
+  EXPECT_EQ((*pins)["status"], "fail");
+  EXPECT_EQ(cause_of(pins), "stale_distribution");
+  const std::string summary = (*pins)["diagnosis"]["summary"];
+  EXPECT_NE(summary.find("2.10.0+cu129"), std::string::npos) << summary;
+  EXPECT_NE(summary.find("2.1.2"), std::string::npos) << summary;
+  EXPECT_EQ((*pins)["diagnosis"]["evidence"]["records"].size(), 2U);
+}
+
 }  // namespace
 }  // namespace envcontract
