@@ -771,6 +771,13 @@ HttpServer::HttpServer(Agent& agent, std::string version)
   server.set_keep_alive_timeout(5);
   server.set_keep_alive_max_count(100);
   server.set_tcp_nodelay(true);
+  // httplib's default sets SO_REUSEPORT, with which a second agent binds the
+  // same port and the kernel spreads requests over both. SO_REUSEADDR alone
+  // still lets a restarted agent bind past TIME_WAIT, and a taken port fails.
+  server.set_socket_options([](socket_t sock) {
+    int yes = 1;
+    ::setsockopt(sock, SOL_SOCKET, SO_REUSEADDR, &yes, sizeof(yes));
+  });
   server.limits.request_timeout = config.http_timeout;
   impl.hosts = make_host_policy(parse_listen_address(config.listen).value_or(ListenAddress{}).host,
                                 config.http_allowed_hosts);

@@ -14,6 +14,7 @@
 #include "tests/support/demo_host.hpp"
 #include "tests/support/processes.hpp"
 #include "tests/support/report_schema.hpp"
+#include "tests/support/run_command.hpp"
 
 namespace envcontract {
 namespace {
@@ -394,6 +395,24 @@ TEST(Serve, BadRequestsGetJsonErrorsAndTheAgentKeepsServing) {
   EXPECT_EQ(huge.status, 413);
   EXPECT_EQ(http_get(agent.url(), "/healthz").status, 200);
   EXPECT_EQ(http_get(agent.url(), "/api/v1/report").status, 200);
+}
+
+// cpp-httplib sets SO_REUSEPORT by default: a second agent would bind the
+// same port and the kernel would spread requests over both (answers from two
+// contracts, alternating). The second one must stop with exit 2 instead.
+TEST(Serve, ASecondAgentOnATakenPortStopsWithExit2) {
+  TempDir dir;
+  AgentProcess first(dir.path(), one_env_arguments(dir));
+  TempDir other;
+  auto arguments = one_env_arguments(other);
+  const std::string address = "127.0.0.1:" + std::to_string(first.port());
+  std::vector<std::string> argv = {"/usr/bin/timeout", "20",   ENVCONTRACTD_PATH, "serve",
+                                   "--listen",         address};
+  argv.insert(argv.end(), arguments.begin(), arguments.end());
+  const auto second = run_command(argv);
+  EXPECT_EQ(second.exit_code, 2) << "124 means it served: " << second.err;
+  EXPECT_NE(second.err.find("cannot listen on " + address), std::string::npos) << second.err;
+  EXPECT_EQ(http_get(first.url(), "/healthz").status, 200);
 }
 
 TEST(Serve, StartupErrorsSayWhatToFix) {
