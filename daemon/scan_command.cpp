@@ -1,6 +1,7 @@
 #include "daemon/scan_command.hpp"
 
 #include <condition_variable>
+#include <filesystem>
 #include <map>
 #include <ostream>
 #include <thread>
@@ -77,12 +78,33 @@ class ProgressPrinter {
   std::thread m_ticker;
 };
 
+// A --root or --prefix that is not a directory this agent can open: a
+// mistyped path is a configuration error, not a host without envs. "" when all are.
+std::string missing_directory(const probes::DiscoveryOptions& discovery) {
+  for (const auto& [flag, paths] :
+       {std::pair{"--root", &discovery.roots}, std::pair{"--prefix", &discovery.prefixes}}) {
+    for (const auto& path : *paths) {
+      std::error_code error;
+      if (!std::filesystem::is_directory(path, error)) {
+        return std::string(flag) + " " + std::filesystem::absolute(path, error).string() +
+               ": no such directory (or it cannot be read)";
+      }
+    }
+  }
+  return "";
+}
+
 }  // namespace
 
 int run_scan(const ScanCommandOptions& options, std::ostream& out, std::ostream& err) {
   auto loaded = load_contract(options.contract);
   if (!loaded) {
     err << loaded.error();
+    return 2;
+  }
+  const auto& discovery = options.settings.facts.discovery;
+  if (const std::string problem = missing_directory(discovery); !problem.empty()) {
+    err << "envcontractd scan: " << problem << "\n";
     return 2;
   }
   const auto& contract = *loaded.value();
@@ -98,6 +120,20 @@ int run_scan(const ScanCommandOptions& options, std::ostream& out, std::ostream&
     out << common::json_text(report, 2) << "\n";
   } else {
     out << report::render_table(report, {options.verbose, options.colour});
+  }
+  if (const auto envs = report.find("envs"); envs != report.end() && envs->empty()) {
+    std::string searched;
+    for (const auto* paths : {&discovery.roots, &discovery.prefixes}) {
+      for (const auto& path : *paths) {
+        std::error_code error;
+        searched +=
+            (searched.empty() ? "" : ", ") + std::filesystem::absolute(path, error).string();
+      }
+    }
+    err << "envcontractd scan: no Python environment was found under "
+        << (searched.empty() ? std::string("the default roots") : searched)
+        << "; name the roots or prefixes that hold the envs (--root, --prefix)\n";
+    return 2;
   }
   return report::exit_status(report);
 }

@@ -165,6 +165,33 @@ TEST(ScanCli, UnknownImageIsAnErrorExitTwo) {
   EXPECT_EQ(report["targets"][0]["checks"][0]["diagnosis"]["cause"], "image_unknown");
 }
 
+// A mistyped --root or --prefix is a configuration error (exit 2, naming the
+// path), never "drift" from a host that seems to have no env; nor is a scan
+// that finds no env at all.
+TEST(ScanCli, RootsThatAreNotThereAndScansThatFindNoEnvExitTwo) {
+  testing::TempDir dir;
+  const auto contract = dir.write("c.yaml",
+                                  "schema_version: 1\nchecks:\n"
+                                  "  - {kind: python, version: \"3.10\"}\n");
+  for (const char* flag : {"--root", "--prefix"}) {
+    const auto missing = dir.path() / "no-such-dir";
+    const auto result =
+        run_command({k_binary, "scan", "--contract", contract.string(), flag, missing.string()});
+    EXPECT_EQ(result.exit_code, 2) << flag << ": " << result.err;
+    EXPECT_NE(result.err.find(std::string(flag) + " " + missing.string()), std::string::npos)
+        << result.err;
+    EXPECT_EQ(result.out, "");
+  }
+  const auto empty = dir.path() / "empty";
+  std::filesystem::create_directories(empty);
+  const auto nothing =
+      run_command({k_binary, "scan", "--contract", contract.string(), "--root", empty.string()});
+  EXPECT_EQ(nothing.exit_code, 2) << nothing.err;
+  EXPECT_NE(nothing.err.find("no Python environment was found under " + empty.string()),
+            std::string::npos)
+      << nothing.err;
+}
+
 TEST(ScanCli, InvalidContractExitsTwoWithItsErrors) {
   testing::TempDir dir;
   const auto contract = dir.write("bad.yaml", "schema_version: 1\nchecks:\n  - kind: tirton\n");
