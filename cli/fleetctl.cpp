@@ -13,6 +13,7 @@
 #include "cli/junit.hpp"
 #include "common/json_text.hpp"
 #include "contracts/env_facts.hpp"
+#include "contracts/spelling.hpp"
 #include "contracts/validate_files.hpp"
 #include "contracts/values.hpp"
 
@@ -389,6 +390,15 @@ int run_fleetctl(int argc, char** argv) {
                           "print the normalised contract as JSON (exactly one FILE)");
   validate_verb->footer("Exit status: 0 all valid, 1 any invalid, 2 usage error.");
 
+  std::vector<std::string> verbs;
+  for (const auto* verb : app.get_subcommands({})) {
+    verbs.push_back(verb->get_name());
+  }
+  if (const auto problem = contracts::unknown_verb("fleetctl", argc, argv, verbs);
+      !problem.empty()) {
+    std::cerr << problem << "\n";
+    return 2;
+  }
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {

@@ -6,6 +6,7 @@
 
 #include <CLI/CLI.hpp>
 
+#include "contracts/spelling.hpp"
 #include "contracts/validate_files.hpp"
 #include "contracts/values.hpp"
 #include "daemon/facts_command.hpp"
@@ -365,6 +366,15 @@ int run_envcontractd(int argc, char** argv) {
   ServeArguments serve_arguments;
   auto* serve = add_serve(app, serve_arguments);
 
+  std::vector<std::string> verbs;
+  for (const auto* verb : app.get_subcommands({})) {
+    verbs.push_back(verb->get_name());
+  }
+  if (const auto problem = contracts::unknown_verb("envcontractd", argc, argv, verbs);
+      !problem.empty()) {
+    std::cerr << problem << "\n";
+    return 2;
+  }
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {

@@ -13,6 +13,29 @@ using testing::run_command;
 const std::string k_binary = ENVCONTRACTD_PATH;
 const std::string k_platforms = ENVCONTRACT_SOURCE_DIR "/contracts/platforms";
 
+// A mistyped verb is named, with the likely one, in both tools; a verb that
+// is close to nothing lists them all.
+TEST(CommandLine, AnUnknownVerbIsNamedWithADidYouMean) {
+  const auto daemon = run_command({k_binary, "sacn", "--root", "/"});
+  EXPECT_EQ(daemon.exit_code, 2);
+  EXPECT_NE(daemon.err.find("envcontractd: unknown command 'sacn' (did you mean 'scan'?)"),
+            std::string::npos)
+      << daemon.err;
+  const auto fleet = run_command({FLEETCTL_PATH, "chek", "localhost"});
+  EXPECT_EQ(fleet.exit_code, 2);
+  EXPECT_NE(fleet.err.find("fleetctl: unknown command 'chek' (did you mean 'check'?)"),
+            std::string::npos)
+      << fleet.err;
+  const auto far = run_command({k_binary, "frobnicate"});
+  EXPECT_EQ(far.exit_code, 2);
+  EXPECT_NE(far.err.find("the commands are: validate, facts, probe, scan, serve"),
+            std::string::npos)
+      << far.err;
+  EXPECT_EQ(far.err.find("did you mean"), std::string::npos) << far.err;
+  // Options before the verb and known verbs are left to the parser.
+  EXPECT_EQ(run_command({k_binary, "--version"}).exit_code, 0);
+}
+
 TEST(ValidateCli, PrintsOkPerValidFileAndExitsZero) {
   const auto result = run_command(
       {k_binary, "validate", k_platforms + "/kunlunxin.yaml", k_platforms + "/cuda.yaml"});
