@@ -8,6 +8,7 @@
 
 #include "common/json_text.hpp"
 #include "contracts/contract_loader.hpp"
+#include "contracts/spelling.hpp"
 #include "daemon/probe_plan.hpp"
 #include "probes/activation.hpp"
 #include "probes/dynamic_probe.hpp"
@@ -29,16 +30,33 @@ int run_probe(const ProbeOptions& options, std::ostream& out, std::ostream& err)
   const auto plan = plan_from_contract(contract ? &*contract : nullptr);
 
   auto discovery = probes::discover_envs(options.discovery);
+  std::vector<std::string> names;
+  for (const auto& env : discovery.envs) {
+    names.push_back(env.name);
+  }
+  if (names.empty()) {
+    err << "envcontractd probe: no Python environment was found; name the roots or prefixes "
+           "that hold the envs (--root, --prefix)\n";
+    return 2;
+  }
+  // A name that matches nothing is a mistake to name, not an empty probe.
+  for (const auto& wanted : options.only_envs) {
+    if (std::find(names.begin(), names.end(), wanted) == names.end()) {
+      std::string listing;
+      for (const auto& name : names) {
+        listing += (listing.empty() ? "" : ", ") + name;
+      }
+      err << "envcontractd probe: no env named '" << wanted << "'"
+          << contracts::did_you_mean(wanted, names) << "; the envs found are: " << listing << "\n";
+      return 2;
+    }
+  }
   std::vector<probes::PythonEnv> envs;
   for (auto& env : discovery.envs) {
     if (options.only_envs.empty() || std::find(options.only_envs.begin(), options.only_envs.end(),
                                                env.name) != options.only_envs.end()) {
       envs.push_back(std::move(env));
     }
-  }
-  if (envs.empty()) {
-    err << "envcontractd probe: no Python environment to probe; name env roots with --root\n";
-    return 1;
   }
 
   const bool progress = ::isatty(STDERR_FILENO) != 0;

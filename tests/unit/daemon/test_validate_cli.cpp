@@ -2,6 +2,7 @@
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
 
+#include "tests/support/demo_host.hpp"
 #include "tests/support/run_command.hpp"
 #include "tests/support/temp_dir.hpp"
 
@@ -34,6 +35,23 @@ TEST(CommandLine, AnUnknownVerbIsNamedWithADidYouMean) {
   EXPECT_EQ(far.err.find("did you mean"), std::string::npos) << far.err;
   // Options before the verb and known verbs are left to the parser.
   EXPECT_EQ(run_command({k_binary, "--version"}).exit_code, 0);
+}
+
+// The probe verb names an env it cannot find and the ones it found, and a
+// root without envs, instead of probing nothing.
+TEST(CommandLine, ProbeNamesAnUnknownEnvAndTheEnvsFound) {
+  const auto typo = run_command(
+      {k_binary, "probe", "--root", testing::demo_host().string(), "--env", "torch-fl-cpux"});
+  EXPECT_EQ(typo.exit_code, 2);
+  EXPECT_NE(typo.err.find("no env named 'torch-fl-cpux' (did you mean 'torch-fl-cpu'?)"),
+            std::string::npos)
+      << typo.err;
+  EXPECT_NE(typo.err.find("the envs found are: "), std::string::npos) << typo.err;
+  EXPECT_EQ(typo.out, "");
+  testing::TempDir empty;
+  const auto nothing = run_command({k_binary, "probe", "--root", empty.path().string()});
+  EXPECT_EQ(nothing.exit_code, 2);
+  EXPECT_NE(nothing.err.find("no Python environment was found"), std::string::npos) << nothing.err;
 }
 
 TEST(ValidateCli, PrintsOkPerValidFileAndExitsZero) {
