@@ -128,6 +128,8 @@ int run_facts_verb(const HostArguments& arguments) {
 struct ScanArguments {
   HostArguments host;
   std::string contract;
+  std::string contracts_dir = "/usr/share/envcontract/contracts";
+  std::string detect_root = "/";
   std::string format = "table";
   bool verbose = false;
   unsigned concurrency = 0;
@@ -138,9 +140,16 @@ CLI::App* add_scan(CLI::App& app, ScanArguments& arguments) {
       "scan",
       "Scan this host once (discover, probe, judge) without a daemon or database and print "
       "the report");
-  verb->add_option("--contract", arguments.contract, "the contract to judge against (YAML)")
+  verb->add_option("--contract", arguments.contract,
+                   "the contract to judge against (YAML), or 'auto' to pick one of "
+                   "--contracts-dir by the devices and tools this host has")
       ->required()
-      ->check(CLI::ExistingFile);
+      ->check(CLI::ExistingFile | CLI::IsMember({"auto"}));
+  verb->add_option("--contracts-dir", arguments.contracts_dir, "where 'auto' looks for contracts")
+      ->capture_default_str();
+  verb->add_option("--detect-root", arguments.detect_root,
+                   "where 'auto' looks for /dev nodes and tools")
+      ->capture_default_str();
   add_host_options(verb, arguments.host);
   verb->add_option("--format", arguments.format, "table (for people) or json (docs/report.md)")
       ->check(CLI::IsMember({"table", "json"}))
@@ -159,6 +168,8 @@ CLI::App* add_scan(CLI::App& app, ScanArguments& arguments) {
 int run(const ScanArguments& arguments) {
   ScanCommandOptions options;
   options.contract = arguments.contract;
+  options.contracts_dir = arguments.contracts_dir;
+  options.detect_root = arguments.detect_root;
   options.settings.facts = host_options(arguments.host);
   options.settings.concurrency = arguments.concurrency;
   options.format = arguments.format == "json" ? ReportFormat::json : ReportFormat::table;

@@ -7,6 +7,7 @@
 #include <thread>
 
 #include "common/json_text.hpp"
+#include "daemon/contract_detection.hpp"
 #include "report/report_table.hpp"
 
 namespace envcontract::daemon {
@@ -97,7 +98,17 @@ std::string missing_directory(const probes::DiscoveryOptions& discovery) {
 }  // namespace
 
 int run_scan(const ScanCommandOptions& options, std::ostream& out, std::ostream& err) {
-  auto loaded = load_contract(options.contract);
+  std::filesystem::path contract_file = options.contract;
+  if (options.contract == "auto") {
+    const auto detected = detect_contract(options.contracts_dir, options.detect_root);
+    if (!detected) {
+      err << "envcontractd scan: " << detected.error() << "\n";
+      return 2;
+    }
+    contract_file = detected->file;
+    err << "contract: auto chose " << contract_file.string() << " (" << detected->why << ")\n";
+  }
+  auto loaded = load_contract(contract_file);
   if (!loaded) {
     err << loaded.error();
     return 2;

@@ -10,7 +10,9 @@ namespace envcontract::daemon {
 enum class ReportFormat { json, table };
 
 struct ScanCommandOptions {
-  std::filesystem::path contract;
+  std::filesystem::path contract;  // or "auto": detected as the agent does (docs/agent.md)
+  std::filesystem::path contracts_dir;
+  std::filesystem::path detect_root = "/";
   ScanSettings settings;
   ReportFormat format = ReportFormat::table;
   bool verbose = false;

@@ -192,6 +192,30 @@ TEST(ScanCli, RootsThatAreNotThereAndScansThatFindNoEnvExitTwo) {
       << nothing.err;
 }
 
+// `--contract auto` works for scan as for serve: the contract is chosen by
+// the devices and tools under --detect-root, and says so.
+TEST(ScanCli, AutoPicksTheContractByTheHostsDevices) {
+  testing::TempDir root;
+  root.write("dev/xpu0", "");
+  root.write("dev/xpuctrl", "");
+  const auto result = run_command(
+      {k_binary, "scan", "--contract", "auto", "--contracts-dir",
+       ENVCONTRACT_SOURCE_DIR "/contracts/platforms", "--detect-root", root.path().string(),
+       "--prefix", (demo_host() / "venvs/xpu210v").string(), "--format", "json"});
+  EXPECT_NE(result.err.find("contract: auto chose"), std::string::npos) << result.err;
+  EXPECT_NE(result.err.find("kunlunxin.yaml"), std::string::npos) << result.err;
+  const auto report = Json::parse(result.out, nullptr, false);
+  ASSERT_FALSE(report.is_discarded()) << result.out << result.err;
+  EXPECT_EQ(report["contract"]["name"], "kunlunxin") << report["contract"];
+
+  testing::TempDir bare;
+  const auto nothing = run_command({k_binary, "scan", "--contract", "auto", "--contracts-dir",
+                                    ENVCONTRACT_SOURCE_DIR "/contracts/platforms",
+                                    "--detect-root", bare.path().string()});
+  EXPECT_EQ(nothing.exit_code, 2);
+  EXPECT_NE(nothing.err.find("found no accelerator"), std::string::npos) << nothing.err;
+}
+
 TEST(ScanCli, InvalidContractExitsTwoWithItsErrors) {
   testing::TempDir dir;
   const auto contract = dir.write("bad.yaml", "schema_version: 1\nchecks:\n  - kind: tirton\n");
