@@ -1,5 +1,8 @@
 #include "daemon/scanner.hpp"
 
+#include <sys/stat.h>
+
+#include <algorithm>
 #include <condition_variable>
 #include <set>
 #include <thread>
@@ -12,12 +15,75 @@
 
 namespace envcontract::daemon {
 
+namespace {
+
+// The files whose contents decide the facts without always changing them:
+// the interpreter, every library the env's extensions load (its own and what
+// they resolve to), torch's and triton's version files, each module's
+// location, each distribution's metadata. A byte added to libc10.so or an
+// edited version.py must re-probe even when no fact read from files differs.
+std::vector<std::string> deciding_files(const report::Json& env_facts) {
+  std::vector<std::string> files;
+  const auto text = [](const report::Json& object, const char* key) {
+    const auto it = object.find(key);
+    return it != object.end() && it->is_string() ? it->get<std::string>() : std::string();
+  };
+  const auto member = [](const report::Json& object, const char* key) -> const report::Json& {
+    static const report::Json none = report::Json::object();
+    const auto it = object.find(key);
+    return it != object.end() && (it->is_object() || it->is_array()) ? *it : none;
+  };
+  files.push_back(text(env_facts, "python"));
+  const auto& linkage = member(member(env_facts, "linkage"), "activated");
+  for (const auto& library : member(linkage, "libraries")) {
+    files.push_back(text(library, "path"));
+    for (const auto& link : member(library, "closure")) {
+      files.push_back(text(link, "path"));
+    }
+  }
+  const auto& facts = member(env_facts, "static");
+  for (const char* package : {"torch", "triton"}) {
+    const std::string location = text(member(facts, package), "location");
+    if (!location.empty()) {
+      files.push_back(location + "/__init__.py");
+      files.push_back(location + "/version.py");
+      files.push_back(location + "/_version.py");
+    }
+  }
+  for (const auto& [module, path] : member(facts, "module_paths").items()) {
+    files.push_back(path.is_string() ? path.get<std::string>() : "");
+  }
+  for (const auto& distribution : member(facts, "distributions")) {
+    // A dist-info or egg-info directory, or a file: its version lives in METADATA or PKG-INFO.
+    const std::string metadata = text(distribution, "metadata");
+    files.push_back(metadata);
+    files.push_back(metadata + "/METADATA");
+    files.push_back(metadata + "/PKG-INFO");
+  }
+  std::sort(files.begin(), files.end());
+  files.erase(std::unique(files.begin(), files.end()), files.end());
+  return files;
+}
+
+}  // namespace
+
 std::string env_fingerprint(const report::Json& env_facts, const std::string& contract_sha256) {
   std::string material = contract_sha256;
   for (const char* key :
        {"prefix", "python", "python_version", "static", "activation", "linkage"}) {
     material += '\0';
     material += env_facts.contains(key) ? common::json_text(env_facts.at(key)) : "";
+  }
+  // stat only (never opened): size, modification time and inode of each.
+  for (const auto& file : deciding_files(env_facts)) {
+    struct stat info {};
+    material += '\0' + file + '\t';
+    if (!file.empty() && ::stat(file.c_str(), &info) == 0) {
+      material += std::to_string(info.st_size) + ' ' + std::to_string(info.st_mtim.tv_sec) + '.' +
+                  std::to_string(info.st_mtim.tv_nsec) + ' ' + std::to_string(info.st_ino);
+    } else {
+      material += "absent";
+    }
   }
   return common::sha256_hex(material);
 }

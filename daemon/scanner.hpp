@@ -76,7 +76,8 @@ class Scanner {
 
 // What decides whether an env must be probed again: its files' facts
 // (metadata, packages, torch and triton files), its activation, the
-// libraries its extensions resolve to, and the contract's hash.
+// libraries its extensions resolve to, the contract's hash, and the size,
+// mtime and inode of every file those facts come from (deciding_files).
 std::string env_fingerprint(const report::Json& env_facts, const std::string& contract_sha256);
 
 }  // namespace envcontract::daemon

@@ -47,7 +47,7 @@ LibraryLinkage analyse(const fs::path& path, const fs::path& executable,
         needed_by = other.path == path ? path.filename().string() : name_of(other);
       }
     }
-    library.closure.push_back({name_of(object), needed_by});
+    library.closure.push_back({name_of(object), needed_by, object.path});
   }
   library.missing = closure.missing;
   library.symbols = resolve_symbols(closure);
@@ -57,7 +57,8 @@ LibraryLinkage analyse(const fs::path& path, const fs::path& executable,
 Json closure_json(const std::vector<LibraryLinkage::Link>& closure) {
   auto array = Json::array();
   for (const auto& link : closure) {
-    array.push_back({{"name", link.name}, {"needed_by", link.needed_by}});
+    array.push_back(
+        {{"name", link.name}, {"needed_by", link.needed_by}, {"path", link.path.string()}});
   }
   return array;
 }

@@ -21,6 +21,7 @@ struct LibraryLinkage {
   struct Link {
     std::string name;
     std::string needed_by;
+    std::filesystem::path path;  // where the loader finds it
   };
   std::vector<Link> closure;
   std::vector<MissingLibrary> missing;

@@ -198,10 +198,10 @@ TEST(ScanCli, AutoPicksTheContractByTheHostsDevices) {
   testing::TempDir root;
   root.write("dev/xpu0", "");
   root.write("dev/xpuctrl", "");
-  const auto result = run_command(
-      {k_binary, "scan", "--contract", "auto", "--contracts-dir",
-       ENVCONTRACT_SOURCE_DIR "/contracts/platforms", "--detect-root", root.path().string(),
-       "--prefix", (demo_host() / "venvs/xpu210v").string(), "--format", "json"});
+  const auto result = run_command({k_binary, "scan", "--contract", "auto", "--contracts-dir",
+                                   ENVCONTRACT_SOURCE_DIR "/contracts/platforms", "--detect-root",
+                                   root.path().string(), "--prefix",
+                                   (demo_host() / "venvs/xpu210v").string(), "--format", "json"});
   EXPECT_NE(result.err.find("contract: auto chose"), std::string::npos) << result.err;
   EXPECT_NE(result.err.find("kunlunxin.yaml"), std::string::npos) << result.err;
   const auto report = Json::parse(result.out, nullptr, false);
@@ -210,8 +210,8 @@ TEST(ScanCli, AutoPicksTheContractByTheHostsDevices) {
 
   testing::TempDir bare;
   const auto nothing = run_command({k_binary, "scan", "--contract", "auto", "--contracts-dir",
-                                    ENVCONTRACT_SOURCE_DIR "/contracts/platforms",
-                                    "--detect-root", bare.path().string()});
+                                    ENVCONTRACT_SOURCE_DIR "/contracts/platforms", "--detect-root",
+                                    bare.path().string()});
   EXPECT_EQ(nothing.exit_code, 2);
   EXPECT_NE(nothing.err.find("found no accelerator"), std::string::npos) << nothing.err;
 }
