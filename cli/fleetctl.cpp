@@ -31,12 +31,17 @@ struct Common {
   unsigned concurrency = 16;
 };
 
-void add_common(CLI::App* verb, Common& common, const std::vector<std::string>& formats) {
+// `reports`: the verb prints reports, whose table -v makes detailed; other
+// verbs have no -v rather than one that changes nothing.
+void add_common(CLI::App* verb, Common& common, const std::vector<std::string>& formats,
+                bool reports) {
   verb->add_option("-o,--output", common.output, "output format")
       ->check(CLI::IsMember(formats))
       ->capture_default_str();
-  verb->add_flag("-v,--verbose", common.verbose,
-                 "with the table: evidence, remedy and since under each failing check");
+  if (reports) {
+    verb->add_flag("-v,--verbose", common.verbose,
+                   "with the table: evidence, remedy and since under each failing check");
+  }
   verb->add_option("--timeout", common.timeout,
                    "per host and request: connect, send, answer (default 10s)");
 }
@@ -335,7 +340,7 @@ int run_fleetctl(int argc, char** argv) {
   check_verb->add_option("HOST", check.hosts, "hosts to ask");
   check_verb->add_option("--inventory", check.inventory, "file of hosts, one per line (# comments)")
       ->check(CLI::ExistingFile);
-  add_common(check_verb, check.common, {"table", "json", "junit"});
+  add_common(check_verb, check.common, {"table", "json", "junit"}, true);
   check_verb->add_option("--concurrency", check.common.concurrency,
                          "hosts asked at once (default 16)");
   check_verb->footer(
@@ -354,7 +359,7 @@ int run_fleetctl(int argc, char** argv) {
   history_verb->add_option("--since", history.since,
                            "only changes since this time (RFC 3339 or a date: 2026-11-24)");
   history_verb->add_option("--limit", history.limit, "at most this many rows (default 1000)");
-  add_common(history_verb, history.common, {"table", "json"});
+  add_common(history_verb, history.common, {"table", "json"}, false);
   history_verb->footer("Exit status: 0 shown, 2 error.");
 
   DiffArguments diff;
@@ -362,7 +367,7 @@ int run_fleetctl(int argc, char** argv) {
       "diff", "What differs between two hosts: contract, image, envs and their checks");
   diff_verb->add_option("A", diff.a, "first host")->required();
   diff_verb->add_option("B", diff.b, "second host")->required();
-  add_common(diff_verb, diff.common, {"table", "json"});
+  add_common(diff_verb, diff.common, {"table", "json"}, false);
   diff_verb->footer("Exit status: 0 no difference, 1 differences, 2 error.");
 
   ScanArguments scan;
@@ -374,11 +379,13 @@ int run_fleetctl(int argc, char** argv) {
   scan_verb->add_option("--wait-timeout", scan.wait_timeout,
                         "how long to wait for the scan (default 30m)");
   scan_verb->add_flag("--no-wait", scan.no_wait, "queue the scan and return");
-  add_common(scan_verb, scan.common, {"table", "json", "junit"});
+  add_common(scan_verb, scan.common, {"table", "json", "junit"}, true);
   scan_verb->footer("Progress goes to stderr on a terminal.\n" + std::string(k_exit_codes));
 
   auto* contract_verb = app.add_subcommand("contract", "Work with contract files");
   contract_verb->require_subcommand(1);
+  // Not the hosts' footer it would inherit: contract verbs ask no host.
+  contract_verb->footer("Exit status: 0 all valid, 1 any invalid, 2 usage error.");
   std::vector<std::string> contract_files;
   bool print = false;
   auto* validate_verb = contract_verb->add_subcommand(

@@ -54,6 +54,20 @@ TEST(CommandLine, ProbeNamesAnUnknownEnvAndTheEnvsFound) {
   EXPECT_NE(nothing.err.find("no Python environment was found"), std::string::npos) << nothing.err;
 }
 
+// Help says what each verb does: -v only where it changes the output, and
+// the contract verbs' own exit codes rather than the host checks'.
+TEST(CommandLine, EachVerbsHelpIsItsOwn) {
+  for (const char* verb : {"history", "diff"}) {
+    const auto help = run_command({FLEETCTL_PATH, verb, "--help"});
+    EXPECT_EQ(help.out.find("--verbose"), std::string::npos) << verb << ":\n" << help.out;
+  }
+  EXPECT_NE(run_command({FLEETCTL_PATH, "check", "--help"}).out.find("--verbose"),
+            std::string::npos);
+  const auto contract = run_command({FLEETCTL_PATH, "contract", "--help"});
+  EXPECT_NE(contract.out.find("0 all valid, 1 any invalid"), std::string::npos) << contract.out;
+  EXPECT_EQ(contract.out.find("every host complies"), std::string::npos) << contract.out;
+}
+
 TEST(ValidateCli, PrintsOkPerValidFileAndExitsZero) {
   const auto result = run_command(
       {k_binary, "validate", k_platforms + "/kunlunxin.yaml", k_platforms + "/cuda.yaml"});
