@@ -62,27 +62,41 @@ void pass(CheckResult& result) {
 
 namespace {
 
-// Consequences, not noise: once an `imports` check fails, device and smoke
-// checks that fail the same way only repeat it. They become `skip`, naming the
-// check to fix first. Hangs, crashes and device counts are their own evidence
-// and stay.
+// The first line of the error a diagnosis was explained from: the loader's
+// or the interpreter's own words, the same whichever check ran into them.
+std::string error_line(const Diagnosis& diagnosis) {
+  const auto error = diagnosis.evidence.find("error");
+  if (error == diagnosis.evidence.end() || !error->is_string()) {
+    return "";
+  }
+  const std::string& text = error->get_ref<const std::string&>();
+  return text.substr(0, text.find('\n'));
+}
+
+// Consequences, not noise: once an `imports` check fails, a device or smoke
+// check that failed with the very same error only repeats it. It becomes
+// `skip`, naming the check to fix first. A check that failed on its own (an
+// AttributeError in the snippet, a hang, a crash, a device count, another
+// module's import) keeps its failure: hiding it would leave a second fault
+// for after the first is fixed.
 void skip_consequences(std::vector<CheckResult>& results) {
   const auto failed_import = std::find_if(results.begin(), results.end(), [](const auto& result) {
     return result.kind == "imports" && result.status == CheckStatus::fail &&
-           result.severity == Severity::required;
+           result.severity == Severity::required && result.diagnosis;
   });
   if (failed_import == results.end()) {
     return;
   }
   const std::string blocker = failed_import->id;
   const std::string blocker_summary = failed_import->diagnosis->summary;
+  const std::string blocker_error = error_line(*failed_import->diagnosis);
+  if (blocker_error.empty()) {
+    return;
+  }
   for (auto& result : results) {
     if ((result.kind != "devices" && result.kind != "smoke") ||
-        result.status != CheckStatus::fail || !result.diagnosis) {
-      continue;
-    }
-    const std::string& cause = result.diagnosis->cause;
-    if (cause == "hang" || cause == "crash" || cause == "too_few_devices") {
+        result.status != CheckStatus::fail || !result.diagnosis ||
+        error_line(*result.diagnosis) != blocker_error) {
       continue;
     }
     result.status = CheckStatus::skip;

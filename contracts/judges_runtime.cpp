@@ -181,6 +181,7 @@ Diagnosis explain_error(const std::string& subject, const std::string& error_typ
                          "use builds of " + file_name(string_field(*evidence, "needed_by")) +
                              " and " + file_name(string_field(near, "library")) +
                              " made against the same torch"};
+      mismatch.evidence["error"] = text;
       add_other_unresolved(facts, symbol, activation, mismatch);
       return mismatch;
     }
@@ -192,6 +193,7 @@ Diagnosis explain_error(const std::string& subject, const std::string& error_typ
       diagnosis.summary = file_name(string_field(*evidence, "needed_by")) + " needs " +
                           string_field(*evidence, "demangled") + ", which nothing it loads defines";
       diagnosis.evidence = *evidence;
+      diagnosis.evidence["error"] = text;
       add_other_unresolved(facts, symbol, activation, diagnosis);
     }
     return diagnosis;

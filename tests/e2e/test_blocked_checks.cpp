@@ -124,6 +124,56 @@ TEST(BlockedChecks, AFailingImportsCheckOfTheContractIsTheBlocker) {
   }
 }
 
+// A check is `blocked` only when its own run failed with the blocker's
+// error. A torch that imports but lacks `ones` makes the first-op snippet
+// fail on its own (AttributeError): that failure is the check's result, not
+// hidden behind flag_gems' unrelated missing library.
+TEST(BlockedChecks, ACheckThatFailsOnItsOwnKeepsItsFailure) {
+  TempDir dir;
+  const auto prefix = make_env(dir.path(), "own-failure", "");
+  const auto site = prefix / "lib/python3.10/site-packages";
+  fs::create_directories(site / "flag_gems");
+  std::ofstream(site / "flag_gems/__init__.py")
+      << "raise ImportError('libbkcl.so: cannot open shared object file: No such file or "
+         "directory')\n";
+  const std::string contract = R"(schema_version: 1
+name: own-failure
+envs:
+  require: any
+checks:
+  - id: import-order
+    kind: imports
+    modules: [torch, flag_gems]
+  - id: gems-op
+    kind: smoke
+    code: |
+      import flag_gems
+  - id: first-op
+    kind: smoke
+    code: |
+      import torch
+      print(torch.ones(1))
+)";
+  const auto env = scan_prefix(dir.write("own.yaml", contract), prefix, 1);
+  EXPECT_EQ(env["verdict"], "drift");
+  const auto* import_order = find_check(env, "import-order");
+  ASSERT_NE(import_order, nullptr);
+  EXPECT_EQ((*import_order)["diagnosis"]["cause"], "missing_library");
+
+  const auto* gems = find_check(env, "gems-op");
+  ASSERT_NE(gems, nullptr);
+  EXPECT_EQ((*gems)["status"], "skip") << "it only repeats import-order's failure";
+  EXPECT_EQ((*gems)["diagnosis"]["evidence"]["blocked_by"], "import-order");
+
+  const auto* first_op = find_check(env, "first-op");
+  ASSERT_NE(first_op, nullptr);
+  EXPECT_EQ((*first_op)["status"], "fail") << *first_op;
+  EXPECT_EQ((*first_op)["diagnosis"]["cause"], "smoke_failed");
+  const std::string summary = (*first_op)["diagnosis"]["summary"];
+  EXPECT_NE(summary.find("AttributeError"), std::string::npos) << summary;
+  EXPECT_NE(summary.find("has no attribute 'ones'"), std::string::npos) << summary;
+}
+
 }  // namespace
 }  // namespace envcontract
 
