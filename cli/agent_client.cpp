@@ -1,6 +1,7 @@
 #include "cli/agent_client.hpp"
 
 #include <httplib.h>
+#include <netdb.h>
 
 #include <future>
 #include <thread>
@@ -16,8 +17,6 @@ std::string seconds(std::chrono::milliseconds duration) {
 
 std::string describe(httplib::Error error) {
   switch (error) {
-    case httplib::Error::Connection:
-      return "cannot connect (connection refused or host unreachable)";
     case httplib::Error::ConnectionTimeout:
       return "connection timed out";
     case httplib::Error::Read:
@@ -29,6 +28,24 @@ std::string describe(httplib::Error error) {
     default:
       return httplib::to_string(error);
   }
+}
+
+// httplib says only "connection" when a name does not resolve; operators
+// need to tell a typo or a DNS outage from an agent that is down.
+std::string connection_failure(const HostAddress& host) {
+  addrinfo hints{};
+  hints.ai_socktype = SOCK_STREAM;
+  addrinfo* found = nullptr;
+  const int code = ::getaddrinfo(host.host.c_str(), nullptr, &hints, &found);
+  if (found != nullptr) {
+    ::freeaddrinfo(found);
+  }
+  if (code != 0) {
+    return "cannot resolve the host name '" + host.host + "': " + ::gai_strerror(code) +
+           " (a typo, or DNS is unreachable)";
+  }
+  return "cannot connect to " + host.host + " port " + std::to_string(host.port) +
+         " (connection refused or host unreachable: is the agent running and listening there?)";
 }
 
 }  // namespace
@@ -116,7 +133,8 @@ Response request(const HostAddress& host, const std::string& method, const std::
     return response;
   }
   if (!sent) {
-    response.error = describe(error);
+    response.error =
+        error == httplib::Error::Connection ? connection_failure(host) : describe(error);
     return response;
   }
   response.status = answer.status;

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <atomic>
+#include <filesystem>
 #include <fstream>
 #include <thread>
 
@@ -96,11 +97,13 @@ std::vector<HostReport> fetch_reports(const std::vector<HostAddress>& hosts,
 }
 
 common::Result<std::vector<HostAddress>> read_inventory(const std::string& path) {
+  const std::string shown = std::filesystem::absolute(path).lexically_normal().string();
   std::ifstream in(path);
   if (!in) {
-    return common::Error{path + ": cannot read the inventory"};
+    return common::Error{shown + ": cannot read the inventory"};
   }
   std::vector<HostAddress> hosts;
+  std::string problems;
   std::string line;
   for (int number = 1; std::getline(in, line); ++number) {
     const auto text = trimmed(line.substr(0, line.find('#')));
@@ -109,12 +112,38 @@ common::Result<std::vector<HostAddress>> read_inventory(const std::string& path)
     }
     auto address = parse_host_address(text);
     if (!address) {
-      return common::Error{path + ":" + std::to_string(number) + ": '" + text +
-                           "' is not a host, host:port or http:// URL"};
+      problems += (problems.empty() ? "" : "\n") + shown + ":" + std::to_string(number) + ": '" +
+                  text + "' is not a host, host:port or http:// URL";
+      continue;
     }
     hosts.push_back(std::move(*address));
   }
+  if (!problems.empty()) {
+    return common::Error{problems};
+  }
   return hosts;
+}
+
+std::vector<HostAddress> distinct_hosts(const std::vector<HostAddress>& hosts,
+                                        std::vector<std::string>& repeated) {
+  std::vector<HostAddress> distinct;
+  for (const auto& host : hosts) {
+    // Host names are case-insensitive: NODE-1 and node-1 are one agent.
+    const auto key = [](const HostAddress& address) {
+      std::string url = address.base_url();
+      std::transform(url.begin(), url.end(), url.begin(),
+                     [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
+      return url;
+    };
+    const auto same = std::find_if(distinct.begin(), distinct.end(),
+                                   [&](const auto& seen) { return key(seen) == key(host); });
+    if (same == distinct.end()) {
+      distinct.push_back(host);
+    } else {
+      repeated.push_back(host.text + " (the same agent as " + same->text + ")");
+    }
+  }
+  return distinct;
 }
 
 int fleet_exit_status(const std::vector<HostReport>& hosts) {

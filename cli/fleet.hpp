@@ -33,8 +33,13 @@ std::vector<HostReport> fetch_reports(const std::vector<HostAddress>& hosts,
                                       const ClientOptions& options, unsigned concurrency);
 
 // Reads an inventory: one host per line; blank lines and # comments are skipped.
-// Returns the hosts, or the first bad line as "FILE:LINE: ...".
+// Returns the hosts, or every bad line, one per line as "/abs/FILE:LINE: ...".
 common::Result<std::vector<HostAddress>> read_inventory(const std::string& path);
+
+// `hosts` without repeats of the same agent (same host name and port, however
+// written), in first-seen order; each repeat is described in `repeated`.
+std::vector<HostAddress> distinct_hosts(const std::vector<HostAddress>& hosts,
+                                        std::vector<std::string>& repeated);
 
 // 0 when every host complies, 2 when any host could not be asked or judged,
 // else 1 (drift somewhere).

@@ -3,7 +3,9 @@
 #include <unistd.h>
 
 #include <CLI/CLI.hpp>
+#include <algorithm>
 #include <cstdlib>
+#include <filesystem>
 #include <fstream>
 #include <iostream>
 #include <sstream>
@@ -29,13 +31,17 @@ struct Common {
   bool verbose = false;
   std::string timeout = "10s";
   unsigned concurrency = 16;
+  std::vector<std::string> formats;  // what the verb can print
 };
+
+constexpr const char* k_output_help = "output format (--format is the same option)";
 
 // `reports`: the verb prints reports, whose table -v makes detailed; other
 // verbs have no -v rather than one that changes nothing.
 void add_common(CLI::App* verb, Common& common, const std::vector<std::string>& formats,
                 bool reports) {
-  verb->add_option("-o,--output", common.output, "output format")
+  common.formats = formats;
+  verb->add_option("-o,--output,--format", common.output, k_output_help)
       ->check(CLI::IsMember(formats))
       ->capture_default_str();
   if (reports) {
@@ -44,6 +50,31 @@ void add_common(CLI::App* verb, Common& common, const std::vector<std::string>& 
   }
   verb->add_option("--timeout", common.timeout,
                    "per host and request: connect, send, answer (default 10s)");
+}
+
+// -o given before the verb (`fleetctl -o json check HOST`) counts as if given
+// after it; the verb's own list of formats still decides what is allowed.
+bool apply_leading_output(const CLI::App& app, const std::string& leading, const CLI::App& verb,
+                          Common& common) {
+  if (app.count("--output") == 0) {
+    return true;
+  }
+  if (verb.count("--output") != 0 && common.output != leading) {
+    std::cerr << "fleetctl: -o " << leading << " before the verb and -o " << common.output
+              << " after it: give one\n";
+    return false;
+  }
+  if (std::find(common.formats.begin(), common.formats.end(), leading) == common.formats.end()) {
+    std::string allowed;
+    for (const auto& format : common.formats) {
+      allowed += (allowed.empty() ? "" : ", ") + format;
+    }
+    std::cerr << "fleetctl " << verb.get_name() << ": -o " << leading
+              << " is not a format it prints; it prints " << allowed << "\n";
+    return false;
+  }
+  common.output = leading;
+  return true;
 }
 
 // Parses --timeout; prints the problem and returns nullopt when it is bad.
@@ -127,6 +158,11 @@ int run_check(const CheckArguments& arguments) {
   if (hosts.empty()) {
     std::cerr << "fleetctl check: name at least one HOST, or --inventory FILE\n";
     return 2;
+  }
+  std::vector<std::string> repeated;
+  hosts = distinct_hosts(hosts, repeated);
+  for (const auto& repeat : repeated) {
+    std::cerr << "fleetctl: note: " << repeat << " is named twice; it is checked once\n";
   }
   return print_reports(fetch_reports(hosts, *options, arguments.common.concurrency),
                        arguments.common);
@@ -231,14 +267,29 @@ struct ScanArguments {
   bool no_wait = false;
 };
 
+// The bearer token: --token-file, else the file $FLEETCTL_TOKEN_FILE names,
+// else the token itself in $FLEETCTL_TOKEN. Both variables set is ambiguous.
 std::optional<std::string> read_token(const ScanArguments& arguments) {
-  if (arguments.token_file.empty()) {
-    const char* token = std::getenv("FLEETCTL_TOKEN");
-    return std::string(token != nullptr ? token : "");
+  const auto variable = [](const char* name) {
+    const char* value = std::getenv(name);
+    return std::string(value != nullptr ? value : "");
+  };
+  std::string file = arguments.token_file;
+  if (file.empty()) {
+    file = variable("FLEETCTL_TOKEN_FILE");
+    if (!file.empty() && !variable("FLEETCTL_TOKEN").empty()) {
+      std::cerr << "fleetctl: both FLEETCTL_TOKEN and FLEETCTL_TOKEN_FILE are set: unset one "
+                   "(or give --token-file, which wins over both)\n";
+      return std::nullopt;
+    }
+    if (file.empty()) {
+      return variable("FLEETCTL_TOKEN");
+    }
   }
-  std::ifstream in(arguments.token_file);
+  std::ifstream in(file);
   if (!in) {
-    std::cerr << "fleetctl: cannot read the token file " << arguments.token_file << "\n";
+    std::cerr << "fleetctl: cannot read the token file "
+              << std::filesystem::absolute(file).lexically_normal().string() << "\n";
     return std::nullopt;
   }
   std::string token;
@@ -261,6 +312,10 @@ int run_scan(const ScanArguments& arguments) {
   if (!options || !host || !token) {
     return 2;
   }
+  if (arguments.no_wait && arguments.common.output == "junit") {
+    std::cerr << "fleetctl scan: --no-wait prints no report, so no JUnit: use -o table or json\n";
+    return 2;
+  }
   options->token = *token;
   const auto posted = request(*host, "POST", "/api/v1/scan", *options);
   const auto body = Json::parse(posted.body, nullptr, false);
@@ -273,20 +328,30 @@ int run_scan(const ScanArguments& arguments) {
                                      ? std::string()
                                      : ": " + contracts::string_field(body, "error"));
     if (posted.status == 401) {
-      why += " (give the agent's token with --token-file FILE or FLEETCTL_TOKEN)";
+      why +=
+          " (give the agent's token: --token-file FILE, $FLEETCTL_TOKEN_FILE or $FLEETCTL_TOKEN)";
     }
     std::cerr << "fleetctl: " << host->text << ": cannot start a scan: " << why << "\n";
     return 2;
   }
   const auto id = body["id"].get<std::int64_t>();
   if (arguments.no_wait) {
-    std::cout << "scan " << id << " queued on " << host->text << "\n";
+    if (arguments.common.output == "json") {
+      std::cout << common::json_text({{"host", host->text}, {"scan_id", id}, {"state", "queued"}},
+                                     2)
+                << "\n";
+    } else {
+      std::cout << "scan " << id << " queued on " << host->text << "\n";
+    }
     return 0;
   }
+  // A live line on a terminal; off one (a CI log), a line per state change,
+  // so a long scan still says what it waits for.
   const bool progress = ::isatty(STDERR_FILENO) != 0;
   const auto started = std::chrono::steady_clock::now();
   const auto deadline = started + wait.value();
   std::string state;
+  std::string reported;
   for (;;) {
     const auto ticket = get_json(*host, "/api/v1/scans/" + std::to_string(id), *options);
     if (!ticket) {
@@ -295,12 +360,16 @@ int run_scan(const ScanArguments& arguments) {
       return 2;
     }
     state = ticket->value("state", "");
+    const auto seconds =
+        std::chrono::duration_cast<std::chrono::seconds>(std::chrono::steady_clock::now() - started)
+            .count();
     if (progress) {
-      const auto seconds = std::chrono::duration_cast<std::chrono::seconds>(
-                               std::chrono::steady_clock::now() - started)
-                               .count();
       std::cerr << "\rscan " << id << " on " << host->text << ": " << state << " (" << seconds
                 << " s)   " << std::flush;
+    } else if (state != reported) {
+      std::cerr << "scan " << id << " on " << host->text << ": " << state << " (" << seconds
+                << " s)\n";
+      reported = state;
     }
     if (state == "done" || state == "failed") {
       if (progress) {
@@ -334,6 +403,10 @@ int run_fleetctl(int argc, char** argv) {
       "Colour only on a terminal, never with NO_COLOR set.\n" +
       std::string(k_exit_codes));
 
+  std::string leading_output;
+  app.add_option("-o,--output,--format", leading_output,
+                 "output format, before or after the verb (-o json check HOST)");
+
   CheckArguments check;
   auto* check_verb = app.add_subcommand(
       "check", "Fetch and print hosts' reports: one host in full, many as a fleet summary");
@@ -358,7 +431,8 @@ int run_fleetctl(int argc, char** argv) {
                            "only this check id (@verdict: the env's or host's verdict)");
   history_verb->add_option("--since", history.since,
                            "only changes since this time (RFC 3339 or a date: 2026-11-24)");
-  history_verb->add_option("--limit", history.limit, "at most this many rows (default 1000)");
+  history_verb->add_option("--limit", history.limit, "at most this many rows (default 1000)")
+      ->check(CLI::Range(1U, 10000U));
   add_common(history_verb, history.common, {"table", "json"}, false);
   history_verb->footer("Exit status: 0 shown, 2 error.");
 
@@ -375,12 +449,15 @@ int run_fleetctl(int argc, char** argv) {
       app.add_subcommand("scan", "Start a scan on a host, wait for it and print the report");
   scan_verb->add_option("HOST", scan.host, "the host")->required();
   scan_verb->add_option("--token-file", scan.token_file,
-                        "file holding the agent's bearer token (default: $FLEETCTL_TOKEN)");
+                        "file holding the agent's bearer token (default: the file "
+                        "$FLEETCTL_TOKEN_FILE names, else the token itself in $FLEETCTL_TOKEN)");
   scan_verb->add_option("--wait-timeout", scan.wait_timeout,
                         "how long to wait for the scan (default 30m)");
   scan_verb->add_flag("--no-wait", scan.no_wait, "queue the scan and return");
   add_common(scan_verb, scan.common, {"table", "json", "junit"}, true);
-  scan_verb->footer("Progress goes to stderr on a terminal.\n" + std::string(k_exit_codes));
+  scan_verb->footer(
+      "Progress goes to stderr: a live line on a terminal, a line per state change off one.\n" +
+      std::string(k_exit_codes));
 
   auto* contract_verb = app.add_subcommand("contract", "Work with contract files");
   contract_verb->require_subcommand(1);
@@ -412,17 +489,24 @@ int run_fleetctl(int argc, char** argv) {
     const int code = app.exit(e);
     return code == 0 ? 0 : 2;
   }
+  const auto output_applies = [&](const CLI::App* verb, Common& common) {
+    return apply_leading_output(app, leading_output, *verb, common);
+  };
   if (check_verb->parsed()) {
-    return run_check(check);
+    return output_applies(check_verb, check.common) ? run_check(check) : 2;
   }
   if (history_verb->parsed()) {
-    return run_history(history);
+    return output_applies(history_verb, history.common) ? run_history(history) : 2;
   }
   if (diff_verb->parsed()) {
-    return run_diff(diff);
+    return output_applies(diff_verb, diff.common) ? run_diff(diff) : 2;
   }
   if (scan_verb->parsed()) {
-    return run_scan(scan);
+    return output_applies(scan_verb, scan.common) ? run_scan(scan) : 2;
+  }
+  if (app.count("--output") != 0) {
+    std::cerr << "fleetctl contract: -o is for check, history, diff and scan\n";
+    return 2;
   }
   if (validate_verb->parsed()) {
     if (print && contract_files.size() != 1) {

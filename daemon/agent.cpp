@@ -198,6 +198,10 @@ report::Json Agent::history(const HistoryQuery& query) {
   return m_store->history(query);
 }
 
+std::vector<std::string> Agent::history_names(const std::string& scope) {
+  return m_store->history_names(scope);
+}
+
 bool Agent::stopping() const {
   std::lock_guard lock(m_mutex);
   return m_stopping;

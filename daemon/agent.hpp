@@ -82,6 +82,7 @@ class Agent {
 
   std::shared_ptr<const AgentSnapshot> snapshot() const;
   report::Json history(const HistoryQuery& query);
+  std::vector<std::string> history_names(const std::string& scope);
   const AgentCounters& counters() const { return m_counters; }
   const AgentConfig& config() const { return m_config; }
 

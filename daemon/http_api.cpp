@@ -9,6 +9,7 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <charconv>
 #include <condition_variable>
@@ -19,6 +20,7 @@
 #include "common/json_text.hpp"
 #include "common/time_text.hpp"
 #include "contracts/env_facts.hpp"
+#include "contracts/spelling.hpp"
 #include "daemon/http_routes.hpp"
 #include "daemon/metrics.hpp"
 #include "web/web_assets.hpp"
@@ -529,7 +531,29 @@ void HttpServer::Impl::history(const httplib::Request& request, httplib::Respons
     query.limit = static_cast<std::size_t>(limit);
   }
   try {
-    send_json(response, 200, {{"transitions", agent.history(query)}});
+    auto transitions = agent.history(query);
+    if (transitions.empty() && (!query.env.empty() || !query.target.empty())) {
+      // A name with no rows may be a typo: say so, with the names known.
+      const std::string scope = query.env.empty() ? "target" : "env";
+      const std::string& name = query.env.empty() ? query.target : query.env;
+      auto names = agent.history_names(scope);
+      if (auto snapshot = agent.snapshot(); snapshot->report) {
+        for (const auto& item : contracts::array_field(*snapshot->report, (scope + "s").c_str())) {
+          names.push_back(contracts::string_field(item, "name"));
+        }
+      }
+      std::sort(names.begin(), names.end());
+      names.erase(std::unique(names.begin(), names.end()), names.end());
+      if (std::find(names.begin(), names.end(), name) == names.end()) {
+        send_json(
+            response, 404,
+            {{"error", "no " + scope + " named '" + name + "' in this host's report or history" +
+                           contracts::did_you_mean(name, names)},
+             {scope + "s", names}});
+        return;
+      }
+    }
+    send_json(response, 200, {{"transitions", std::move(transitions)}});
   } catch (const std::exception& e) {
     send_error(response, 500, std::string("cannot read the history: ") + e.what());
   }

@@ -412,6 +412,19 @@ Json Store::history(const HistoryQuery& query) {
   return rows;
 }
 
+std::vector<std::string> Store::history_names(const std::string& scope) {
+  std::lock_guard lock(m_mutex);
+  sqlite::Statement select(m_db,
+                           "SELECT DISTINCT substr(subject, length(?1) + 1) FROM transitions "
+                           "WHERE substr(subject, 1, length(?1)) = ?1 ORDER BY 1");
+  select.bind(1, scope + ":");
+  std::vector<std::string> names;
+  while (select.step()) {
+    names.push_back(select.text(0));
+  }
+  return names;
+}
+
 std::int64_t Store::scan_count() {
   std::lock_guard lock(m_mutex);
   return m_db.query_int("SELECT COUNT(*) FROM scans");

@@ -69,6 +69,10 @@ class Store {
   // name, check, status, previous_status, cause, summary, actual}.
   report::Json history(const HistoryQuery& query);
 
+  // The names the history knows in `scope` ("env" or "target"), sorted: an
+  // env removed from the host is still one the history can be asked about.
+  std::vector<std::string> history_names(const std::string& scope);
+
   // Number of rows in scans and transitions (for tests and metrics).
   std::int64_t scan_count();
   std::int64_t transition_count();

@@ -5,6 +5,7 @@
 
 #include "tests/e2e/agent_fixture.hpp"
 #include "tests/support/demo_host.hpp"
+#include "tests/support/http_client.hpp"
 #include "tests/support/report_schema.hpp"
 #include "tests/support/rogue_server.hpp"
 #include "tests/support/run_command.hpp"
@@ -136,12 +137,69 @@ TEST(Fleetctl, ManyHostsGetALineEachAndAFleetSummary) {
   EXPECT_EQ(junit.exit_code, 2);
   EXPECT_NE(junit.out.find("type=\"unavailable\""), std::string::npos);
 
-  const auto bad_inventory = dir.write("bad.txt", "good-host\nnot a host\n");
+  // Every bad line is named, not only the first.
+  const auto bad_inventory = dir.write("bad.txt", "good-host\nnot a host\nok\nhttp://x:99999\n");
   const auto refused_inventory = fleetctl({"check", "--inventory", bad_inventory.string()});
   EXPECT_EQ(refused_inventory.exit_code, 2);
   EXPECT_NE(refused_inventory.err.find(bad_inventory.string() + ":2: 'not a host'"),
             std::string::npos)
       << refused_inventory.err;
+  EXPECT_NE(refused_inventory.err.find(bad_inventory.string() + ":4: 'http://x:99999'"),
+            std::string::npos)
+      << refused_inventory.err;
+
+  // One agent written three ways is asked once.
+  const auto twice =
+      dir.write("twice.txt", host_of(agents.compliant) + "\nhttp://" + host_of(agents.compliant) +
+                                 "/\n" + host_of(agents.drift) + "\n");
+  const auto deduplicated =
+      fleetctl({"check", host_of(agents.compliant), "--inventory", twice.string(), "-o", "json"});
+  EXPECT_EQ(deduplicated.exit_code, 1) << deduplicated.err;
+  EXPECT_EQ(Json::parse(deduplicated.out)["summary"]["hosts"], 2) << deduplicated.out;
+  EXPECT_NE(deduplicated.err.find("is named twice; it is checked once"), std::string::npos)
+      << deduplicated.err;
+}
+
+// A name that does not resolve is not "connection refused": the operator
+// looks for a typo or a DNS outage, not for a stopped agent.
+TEST(Fleetctl, UnresolvableAndRefusedHostsAreToldApart) {
+  const auto unresolvable = fleetctl({"check", "no-such-host.invalid", "--timeout", "5s"});
+  EXPECT_EQ(unresolvable.exit_code, 2);
+  EXPECT_NE(unresolvable.err.find("cannot resolve the host name 'no-such-host.invalid'"),
+            std::string::npos)
+      << unresolvable.err;
+  const auto refused = fleetctl({"check", "127.0.0.1:1", "--timeout", "5s"});
+  EXPECT_EQ(refused.exit_code, 2);
+  EXPECT_NE(refused.err.find("cannot connect to 127.0.0.1 port 1 (connection refused"),
+            std::string::npos)
+      << refused.err;
+}
+
+// One grammar: -o before or after the verb, --format as its alias, and the
+// verb's own formats still decide.
+TEST(Fleetctl, OutputOptionBeforeOrAfterTheVerb) {
+  TwoAgents agents;
+  const auto host = host_of(agents.compliant);
+  for (const std::vector<std::string>& arguments :
+       {std::vector<std::string>{"-o", "json", "check", host},
+        std::vector<std::string>{"check", host, "--format", "json"},
+        std::vector<std::string>{"--format", "json", "check", host, "-o", "json"}}) {
+    const auto result = fleetctl(arguments);
+    EXPECT_EQ(result.exit_code, 0) << result.err;
+    EXPECT_EQ(Json::parse(result.out, nullptr, false)["verdict"], "compliant") << result.out;
+  }
+  const auto history = fleetctl({"-o", "json", "history", host});
+  EXPECT_EQ(history.exit_code, 0) << history.err;
+  EXPECT_TRUE(Json::parse(history.out, nullptr, false).is_array()) << history.out;
+
+  const auto conflicting = fleetctl({"-o", "json", "check", host, "-o", "junit"});
+  EXPECT_EQ(conflicting.exit_code, 2);
+  EXPECT_NE(conflicting.err.find("give one"), std::string::npos) << conflicting.err;
+  const auto no_junit = fleetctl({"-o", "junit", "history", host});
+  EXPECT_EQ(no_junit.exit_code, 2);
+  EXPECT_NE(no_junit.err.find("-o junit is not a format it prints; it prints table, json"),
+            std::string::npos)
+      << no_junit.err;
 }
 
 TEST(Fleetctl, HistoryAndDiff) {
@@ -158,6 +216,25 @@ TEST(Fleetctl, HistoryAndDiff) {
   const auto bad_since = fleetctl({"history", host_of(agents.drift), "--since", "tuesday"});
   EXPECT_EQ(bad_since.exit_code, 2);
   EXPECT_NE(bad_since.err.find("since must be an RFC 3339 time"), std::string::npos);
+  // Out-of-range limits are refused as the API refuses them.
+  const auto no_rows = fleetctl({"history", host_of(agents.drift), "--limit", "0"});
+  EXPECT_EQ(no_rows.exit_code, 2);
+  EXPECT_NE(no_rows.err.find("--limit"), std::string::npos) << no_rows.err;
+  EXPECT_EQ(fleetctl({"history", host_of(agents.drift), "--limit", "10001"}).exit_code, 2);
+  // An env the host never had is named as such, with the envs it has.
+  const auto typo = fleetctl({"history", host_of(agents.drift), "--env", "torch-fl-cpx"});
+  EXPECT_EQ(typo.exit_code, 2);
+  EXPECT_NE(typo.err.find("no env named 'torch-fl-cpx' in this host's report or history (did "
+                          "you mean 'torch-fl-cpu'?)"),
+            std::string::npos)
+      << typo.err;
+  const auto answer = http_get("http://" + host_of(agents.drift), "/api/v1/history?env=nope");
+  EXPECT_EQ(answer.status, 404);
+  const auto envs = Json::parse(answer.body, nullptr, false);
+  EXPECT_EQ(envs["envs"], Json({"torch-fl-cpu", "torch-fl-hf-test"})) << envs;
+  const auto no_target = fleetctl({"history", host_of(agents.drift), "--target", "cj"});
+  EXPECT_EQ(no_target.exit_code, 2);
+  EXPECT_NE(no_target.err.find("no target named 'cj'"), std::string::npos) << no_target.err;
 
   const auto diff = fleetctl({"diff", host_of(agents.drift), host_of(agents.compliant)});
   EXPECT_EQ(diff.exit_code, 1) << diff.err;
@@ -228,7 +305,9 @@ TEST(Fleetctl, ScanWaitsForTheResultAndNeedsTheToken) {
   const auto table = fleetctl({"scan", host_of(agent), "--token-file", token.string()});
   EXPECT_EQ(table.exit_code, 1) << table.err;
   EXPECT_NE(table.out.find(": drift; compliant envs: none;"), std::string::npos) << table.out;
-  EXPECT_EQ(table.err, "");  // no progress off a terminal
+  // Off a terminal, a line per state of the scan it waits for.
+  EXPECT_NE(table.err.find(" on " + host_of(agent) + ": done ("), std::string::npos) << table.err;
+  EXPECT_EQ(table.err.find('\r'), std::string::npos) << "no live line off a terminal";
   const auto junit =
       fleetctl({"scan", host_of(agent), "--token-file", token.string(), "-o", "junit"});
   EXPECT_NE(junit.out.find("<testsuite name=\"" + host_of(agent) + "/xpu210v\""),
@@ -236,9 +315,26 @@ TEST(Fleetctl, ScanWaitsForTheResultAndNeedsTheToken) {
 
   ::setenv("FLEETCTL_TOKEN", "fleet-secret", 1);
   const auto queued = fleetctl({"scan", host_of(agent), "--no-wait"});
-  ::unsetenv("FLEETCTL_TOKEN");
   EXPECT_EQ(queued.exit_code, 0) << queued.err;
   EXPECT_NE(queued.out.find("queued on " + host_of(agent)), std::string::npos);
+  const auto queued_json = fleetctl({"scan", host_of(agent), "--no-wait", "-o", "json"});
+  EXPECT_EQ(queued_json.exit_code, 0) << queued_json.err;
+  const auto ticket = Json::parse(queued_json.out, nullptr, false);
+  EXPECT_EQ(ticket["state"], "queued") << queued_json.out;
+  EXPECT_TRUE(ticket["scan_id"].is_number_integer()) << queued_json.out;
+  EXPECT_EQ(fleetctl({"scan", host_of(agent), "--no-wait", "-o", "junit"}).exit_code, 2);
+
+  // The token in a variable, or the file a variable names; never both.
+  ::setenv("FLEETCTL_TOKEN_FILE", token.c_str(), 1);
+  const auto ambiguous = fleetctl({"scan", host_of(agent), "--no-wait"});
+  EXPECT_EQ(ambiguous.exit_code, 2);
+  EXPECT_NE(ambiguous.err.find("both FLEETCTL_TOKEN and FLEETCTL_TOKEN_FILE are set"),
+            std::string::npos)
+      << ambiguous.err;
+  ::unsetenv("FLEETCTL_TOKEN");
+  const auto from_file_variable = fleetctl({"scan", host_of(agent), "--no-wait"});
+  ::unsetenv("FLEETCTL_TOKEN_FILE");
+  EXPECT_EQ(from_file_variable.exit_code, 0) << from_file_variable.err;
 }
 
 TEST(Fleetctl, MisbehavingServersGiveAClearErrorWithinTheTimeout) {
