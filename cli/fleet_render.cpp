@@ -6,6 +6,7 @@
 #include <sstream>
 
 #include "contracts/env_facts.hpp"
+#include "report/junit.hpp"
 
 namespace envcontract::cli {
 namespace {
@@ -325,6 +326,14 @@ std::string diff_table(const Json& diff, const std::string& a, const std::string
     }
   }
   return out.str();
+}
+
+std::string fleet_junit(const std::vector<HostReport>& hosts) {
+  std::vector<report::JunitHost> named;
+  for (const auto& host : hosts) {
+    named.push_back({host.address.text, host.report ? &*host.report : nullptr, host.error});
+  }
+  return report::junit_xml(named);
 }
 
 }  // namespace envcontract::cli

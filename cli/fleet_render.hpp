@@ -15,6 +15,9 @@ std::string fleet_table(const std::vector<HostReport>& hosts, const report::Tabl
 // "37 of 120 hosts drift; 2 unreachable; top causes: cuda_build 31, image_mismatch 12"
 std::string fleet_summary(const std::vector<HostReport>& hosts);
 
+// The hosts' reports as JUnit XML (report/junit.hpp), hosts named as given.
+std::string fleet_junit(const std::vector<HostReport>& hosts);
+
 // {"hosts": [{"host", "state", "error", "report"}], "summary": {...}}
 Json fleet_json(const std::vector<HostReport>& hosts);
 

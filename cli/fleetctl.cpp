@@ -12,7 +12,6 @@
 #include <thread>
 
 #include "cli/fleet_render.hpp"
-#include "cli/junit.hpp"
 #include "common/json_text.hpp"
 #include "contracts/env_facts.hpp"
 #include "contracts/spelling.hpp"
@@ -106,7 +105,7 @@ std::optional<HostAddress> host_argument(const std::string& text) {
 // Prints the hosts' reports in the chosen format and returns the exit status.
 int print_reports(const std::vector<HostReport>& hosts, const Common& common) {
   if (common.output == "junit") {
-    std::cout << junit_xml(hosts);
+    std::cout << fleet_junit(hosts);
   } else if (common.output == "json") {
     if (hosts.size() == 1 && hosts.front().report) {
       std::cout << common::json_text(*hosts.front().report, 2) << "\n";

@@ -131,9 +131,12 @@ struct ScanArguments {
   std::string contracts_dir = "/usr/share/envcontract/contracts";
   std::string detect_root = "/";
   std::string format = "table";
+  std::string progress = "auto";
   bool verbose = false;
   unsigned concurrency = 0;
 };
+
+const std::vector<std::string> k_scan_formats = {"table", "json", "junit"};
 
 CLI::App* add_scan(CLI::App& app, ScanArguments& arguments) {
   auto* verb = app.add_subcommand(
@@ -151,15 +154,22 @@ CLI::App* add_scan(CLI::App& app, ScanArguments& arguments) {
                    "where 'auto' looks for /dev nodes and tools")
       ->capture_default_str();
   add_host_options(verb, arguments.host);
-  verb->add_option("--format", arguments.format, "table (for people) or json (docs/report.md)")
-      ->check(CLI::IsMember({"table", "json"}))
+  verb->add_option("-o,--output,--format", arguments.format,
+                   "table (for people), json (docs/report.md) or junit (for CI systems)")
+      ->check(CLI::IsMember(k_scan_formats))
       ->capture_default_str();
   verb->add_flag("-v,--verbose", arguments.verbose,
-                 "with --format table: evidence and remedy under each failing check");
+                 "with -o table: evidence and remedy under each failing check");
   verb->add_option("--concurrency", arguments.concurrency,
                    "envs probed at once (default: the number of cores)");
+  verb->add_option("--progress", arguments.progress,
+                   "a line per finished env and, every 5 s, what is still running, on stderr: "
+                   "auto (on a terminal), always (CI logs too) or never")
+      ->check(CLI::IsMember({"auto", "always", "never"}))
+      ->capture_default_str();
   verb->footer(
-      "Progress goes to stderr on a terminal.\n"
+      "A scan waits for each env's slowest check: a smoke snippet that hangs holds it for "
+      "its time-out, on purpose, to show where it hangs.\n"
       "Exit status: 0 compliant, 1 drift, 2 error (invalid contract, a check that could not "
       "be judged, usage error).");
   return verb;
@@ -172,9 +182,12 @@ int run(const ScanArguments& arguments) {
   options.detect_root = arguments.detect_root;
   options.settings.facts = host_options(arguments.host);
   options.settings.concurrency = arguments.concurrency;
-  options.format = arguments.format == "json" ? ReportFormat::json : ReportFormat::table;
+  options.format = arguments.format == "json"    ? ReportFormat::json
+                   : arguments.format == "junit" ? ReportFormat::junit
+                                                 : ReportFormat::table;
   options.verbose = arguments.verbose;
-  options.progress = ::isatty(STDERR_FILENO) != 0;
+  options.progress = arguments.progress == "always" ||
+                     (arguments.progress == "auto" && ::isatty(STDERR_FILENO) != 0);
   options.colour = report::colour_wanted(STDOUT_FILENO);
   return run_scan(options, std::cout, std::cerr);
 }
@@ -376,6 +389,11 @@ int run_envcontractd(int argc, char** argv) {
   auto* scan = add_scan(app, scan_arguments);
   ServeArguments serve_arguments;
   auto* serve = add_serve(app, serve_arguments);
+  // -o before the verb, as fleetctl takes it: `envcontractd -o json scan`.
+  std::string leading_output;
+  app.add_option("-o,--output,--format", leading_output,
+                 "scan's output format, before or after the verb")
+      ->check(CLI::IsMember(k_scan_formats));
 
   std::vector<std::string> verbs;
   for (const auto* verb : app.get_subcommands({})) {
@@ -391,6 +409,18 @@ int run_envcontractd(int argc, char** argv) {
   } catch (const CLI::ParseError& e) {
     const int code = app.exit(e);
     return code == 0 ? 0 : 2;
+  }
+  if (app.count("--output") != 0) {
+    if (!scan->parsed()) {
+      std::cerr << "envcontractd: -o is for scan; the other verbs print one format\n";
+      return 2;
+    }
+    if (scan->count("--output") != 0 && scan_arguments.format != leading_output) {
+      std::cerr << "envcontractd: -o " << leading_output << " before the verb and -o "
+                << scan_arguments.format << " after it: give one\n";
+      return 2;
+    }
+    scan_arguments.format = leading_output;
   }
   if (validate->parsed()) {
     return run(validate_arguments);

@@ -8,6 +8,7 @@
 
 #include "common/json_text.hpp"
 #include "daemon/contract_detection.hpp"
+#include "report/junit.hpp"
 #include "report/report_table.hpp"
 
 namespace envcontract::daemon {
@@ -129,6 +130,8 @@ int run_scan(const ScanCommandOptions& options, std::ostream& out, std::ostream&
   }
   if (options.format == ReportFormat::json) {
     out << common::json_text(report, 2) << "\n";
+  } else if (options.format == ReportFormat::junit) {
+    out << report::junit_xml({{report.value("host", std::string("localhost")), &report, ""}});
   } else {
     out << report::render_table(report, {options.verbose, options.colour});
   }

@@ -7,7 +7,7 @@
 
 namespace envcontract::daemon {
 
-enum class ReportFormat { json, table };
+enum class ReportFormat { json, table, junit };
 
 struct ScanCommandOptions {
   std::filesystem::path contract;  // or "auto": detected as the agent does (docs/agent.md)

@@ -8,7 +8,6 @@
 
 #include "cli/fleet.hpp"
 #include "cli/fleet_render.hpp"
-#include "cli/junit.hpp"
 #include "common/json_text.hpp"
 #include "report/report_table.hpp"
 
@@ -27,7 +26,7 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
   (void)cli::fleet_table(hosts, style);
   (void)cli::fleet_summary(hosts);
   (void)common::json_text(cli::fleet_json(hosts));
-  (void)cli::junit_xml(hosts);
+  (void)cli::fleet_junit(hosts);
   (void)cli::fleet_exit_status(hosts);
   const auto diff = cli::diff_reports(json, cli::Json::object());
   (void)cli::diff_table(diff, "a", "b");

@@ -250,3 +250,63 @@ TEST(ScanCli, OnATerminalProgressGoesToStderr) {
 
 }  // namespace
 }  // namespace envcontract
+
+namespace envcontract {
+namespace {
+
+// Off a terminal, --progress always still says what the scan waits for (a CI
+// log); by default it keeps stderr quiet.
+TEST(ScanCli, ProgressOffATerminalOnlyWhenAsked) {
+  testing::TempDir dir;
+  const auto contract = testing::quick_demo_contract(dir.path()).string();
+  const auto prefix = (testing::demo_host() / "venvs/xpu210v").string();
+  const auto asked = testing::run_command({ENVCONTRACTD_PATH, "scan", "--contract", contract,
+                                           "--prefix", prefix, "--progress", "always"});
+  EXPECT_EQ(asked.exit_code, 1) << asked.err;
+  EXPECT_NE(asked.err.find("[1/1] xpu210v: drift ("), std::string::npos) << asked.err;
+  const auto quiet =
+      testing::run_command({ENVCONTRACTD_PATH, "scan", "--contract", contract, "--prefix", prefix});
+  EXPECT_EQ(quiet.err.find("[1/1]"), std::string::npos) << quiet.err;
+}
+
+// One grammar with fleetctl: -o (or --format) before or after the verb, and
+// JUnit for CI systems straight from a one-shot scan.
+TEST(ScanCli, OutputOptionBeforeOrAfterTheVerbAndJunit) {
+  testing::TempDir dir;
+  const auto contract = testing::quick_demo_contract(dir.path()).string();
+  const auto prefix = (testing::demo_host() / "venvs/xpu210v").string();
+  const auto before = testing::run_command(
+      {ENVCONTRACTD_PATH, "-o", "json", "scan", "--contract", contract, "--prefix", prefix});
+  EXPECT_EQ(before.exit_code, 1) << before.err;
+  EXPECT_EQ(Json::parse(before.out, nullptr, false)["verdict"], "drift") << before.out;
+  const auto alias = testing::run_command(
+      {ENVCONTRACTD_PATH, "scan", "--contract", contract, "--prefix", prefix, "--format", "json"});
+  EXPECT_EQ(Json::parse(alias.out, nullptr, false)["verdict"], "drift") << alias.out;
+
+  const auto junit = testing::run_command(
+      {ENVCONTRACTD_PATH, "scan", "--contract", contract, "--prefix", prefix, "-o", "junit"});
+  EXPECT_EQ(junit.exit_code, 1) << junit.err;
+  EXPECT_NE(junit.out.find("<testsuites name=\"envcontract\""), std::string::npos) << junit.out;
+  EXPECT_NE(junit.out.find("/xpu210v\""), std::string::npos) << junit.out;
+  EXPECT_NE(junit.out.find("<failure message="), std::string::npos) << junit.out;
+  if (std::filesystem::exists("/usr/bin/xmllint")) {
+    const auto file = dir.write("junit.xml", junit.out);
+    const auto valid = testing::run_command(
+        {"/usr/bin/xmllint", "--noout", "--schema",
+         ENVCONTRACT_SOURCE_DIR "/tests/fixtures/junit/junit.xsd", file.string()});
+    EXPECT_EQ(valid.exit_code, 0) << valid.err;
+  }
+
+  const auto conflicting =
+      testing::run_command({ENVCONTRACTD_PATH, "-o", "json", "scan", "--contract", contract,
+                            "--prefix", prefix, "-o", "table"});
+  EXPECT_EQ(conflicting.exit_code, 2);
+  EXPECT_NE(conflicting.err.find("give one"), std::string::npos) << conflicting.err;
+  const auto not_scan =
+      testing::run_command({ENVCONTRACTD_PATH, "-o", "json", "validate", contract});
+  EXPECT_EQ(not_scan.exit_code, 2);
+  EXPECT_NE(not_scan.err.find("-o is for scan"), std::string::npos) << not_scan.err;
+}
+
+}  // namespace
+}  // namespace envcontract

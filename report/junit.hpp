@@ -1,11 +1,19 @@
 #pragma once
 
+#include <optional>
 #include <string>
 #include <vector>
 
-#include "cli/fleet.hpp"
+#include "report/report.hpp"
 
-namespace envcontract::cli {
+namespace envcontract::report {
+
+// One host's answer for JUnit: its report, or why there is none.
+struct JunitHost {
+  std::string name;    // as the operator wrote it: a host, or this host's name
+  const Json* report;  // nullptr when the host could not be asked or judged
+  std::string error;   // why there is no report
+};
 
 // Reports as JUnit XML, the format CI systems read: one <testsuite> per env
 // (named "host/env") and one for each host's targets, one <testcase> per
@@ -13,6 +21,6 @@ namespace envcontract::cli {
 // summary and whose text holds cause, evidence and remedy; a check that could
 // not be judged is an <error>, a skipped one <skipped>. A host without a
 // report is a suite with one <error> saying why.
-std::string junit_xml(const std::vector<HostReport>& hosts);
+std::string junit_xml(const std::vector<JunitHost>& hosts);
 
-}  // namespace envcontract::cli
+}  // namespace envcontract::report

@@ -1,11 +1,12 @@
-#include "cli/junit.hpp"
+#include "report/junit.hpp"
 
+#include <memory>
 #include <sstream>
 
 #include "common/json_text.hpp"
 #include "contracts/env_facts.hpp"
 
-namespace envcontract::cli {
+namespace envcontract::report {
 namespace {
 
 using contracts::array_field;
@@ -100,11 +101,11 @@ void write_suite(std::ostream& out, const Suite& suite) {
 
 }  // namespace
 
-std::string junit_xml(const std::vector<HostReport>& hosts) {
+std::string junit_xml(const std::vector<JunitHost>& hosts) {
   std::vector<std::unique_ptr<Suite>> suites;
   for (const auto& host : hosts) {
-    const std::string name = host.address.text;
-    if (!host.report) {
+    const std::string& name = host.name;
+    if (host.report == nullptr) {
       auto suite = std::make_unique<Suite>();
       suite->name = name;
       suite->host = name;
@@ -157,4 +158,4 @@ std::string junit_xml(const std::vector<HostReport>& hosts) {
   return out.str();
 }
 
-}  // namespace envcontract::cli
+}  // namespace envcontract::report
