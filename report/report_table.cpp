@@ -9,6 +9,7 @@
 
 #include "common/json_text.hpp"
 #include "contracts/env_facts.hpp"
+#include "report/evidence_text.hpp"
 
 namespace envcontract::report {
 namespace {
@@ -65,7 +66,7 @@ void write_detail(std::ostream& out, const Json& check, std::size_t indent) {
   const Json& diagnosis = check.contains("diagnosis") ? check.at("diagnosis") : Json::object();
   if (diagnosis.is_object() && diagnosis.contains("evidence") &&
       !diagnosis.at("evidence").empty()) {
-    out << pad << "evidence: " << common::json_text(diagnosis.at("evidence")) << "\n";
+    out << pad << "evidence:\n" << evidence_text(diagnosis.at("evidence"), pad + "  ");
   }
   const std::string remedy = string_field(diagnosis, "remedy");
   if (!remedy.empty()) {

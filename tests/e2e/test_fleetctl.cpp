@@ -78,6 +78,15 @@ TEST(Fleetctl, CheckOneHostInEveryFormat) {
   const auto verbose = fleetctl({"check", host, "-v"});
   EXPECT_NE(verbose.out.find("remedy:"), std::string::npos);
   EXPECT_NE(verbose.out.find("since:"), std::string::npos);
+  // A hang reads as lines: the spinning thread, the others grouped, the stack
+  // a frame a line; not a one-line JSON blob.
+  EXPECT_NE(verbose.out.find("#0 xpu_wait (libxpurt.so.1)\n"), std::string::npos) << verbose.out;
+  EXPECT_NE(verbose.out.find("#2 torch_fl_embedding (libtorch_fl.so)\n"), std::string::npos);
+  EXPECT_NE(verbose.out.find("% CPU\n"), std::string::npos);
+  EXPECT_NE(verbose.out.find(" threads: state S, waiting in "), std::string::npos) << verbose.out;
+  EXPECT_NE(verbose.out.find("line 15 in embedding\n"), std::string::npos);
+  EXPECT_EQ(verbose.out.find("{\"classification\""), std::string::npos);
+  EXPECT_EQ(verbose.out.find("\"tid\""), std::string::npos);
 
   const auto json = fleetctl({"check", "http://" + host + "/", "-o", "json"});
   EXPECT_EQ(json.exit_code, 1);
