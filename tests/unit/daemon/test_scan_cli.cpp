@@ -45,6 +45,50 @@ std::set<std::string> failing_causes(const Json& env) {
   return causes;
 }
 
+// The "failing causes" column of tests/fixtures/README.md's env table, by env:
+// the first `name` of the env column, the `causes` of the fifth column.
+std::map<std::string, std::set<std::string>> readme_causes() {
+  std::istringstream readme(testing::read_text(ENVCONTRACT_SOURCE_DIR "/tests/fixtures/README.md"));
+  const auto quoted = [](const std::string& cell) {
+    std::vector<std::string> words;
+    for (auto open = cell.find('`'); open != std::string::npos; open = cell.find('`', open)) {
+      const auto close = cell.find('`', open + 1);
+      if (close == std::string::npos) {
+        break;
+      }
+      words.push_back(cell.substr(open + 1, close - open - 1));
+      open = close + 1;
+    }
+    return words;
+  };
+  std::map<std::string, std::set<std::string>> table;
+  bool in_table = false;
+  for (std::string line; std::getline(readme, line);) {
+    if (line.find("| failing causes |") != std::string::npos) {
+      in_table = true;
+      continue;
+    }
+    if (!in_table || line.rfind("|---", 0) == 0) {
+      continue;
+    }
+    if (line.rfind("| ", 0) != 0) {
+      break;
+    }
+    std::vector<std::string> cells;
+    std::istringstream row(line.substr(1));
+    for (std::string cell; std::getline(row, cell, '|');) {
+      cells.push_back(cell);
+    }
+    if (cells.size() < 5 || quoted(cells[1]).empty()) {
+      ADD_FAILURE() << "a row of the README's env table cannot be read: " << line;
+      continue;
+    }
+    const auto causes = quoted(cells[4]);
+    table[quoted(cells[1]).front()] = std::set<std::string>(causes.begin(), causes.end());
+  }
+  return table;
+}
+
 TEST(ScanCli, DemoHostReportNamesEachEnvsOwnReasons) {
   testing::TempDir dir;
   const auto contract = quick_demo_contract(dir);
@@ -72,15 +116,17 @@ TEST(ScanCli, DemoHostReportNamesEachEnvsOwnReasons) {
     EXPECT_EQ(env["target"], "ci");
     causes[env["name"].get<std::string>()] = failing_causes(env);
   }
-  using Causes = std::set<std::string>;
-  EXPECT_EQ(causes["torch-fl-hf-test"],
-            (Causes{"cuda_build", "forbidden_file", "forbidden_package", "missing_library"}));
-  EXPECT_EQ(causes["torch-fl-xpu-py310"],
-            (Causes{"cuda_build", "forbidden_file", "stock_triton", "missing_library"}));
-  EXPECT_EQ(causes["torch-fl-xpu-py311"],
-            (Causes{"cuda_build", "forbidden_file", "stock_triton", "too_few_devices"}));
-  EXPECT_EQ(causes["torch-fl-cpu"], Causes{"hang"});
-  EXPECT_EQ(causes["torch-fl-activate"], Causes{"triton_backend_missing"});
+  // tests/fixtures/README.md's table is the truth people read: every env of
+  // the scan is in it, with exactly the causes the scan reports.
+  const auto documented = readme_causes();
+  EXPECT_EQ(documented.size(), 8U) << "the README's table has a row per env";
+  for (const auto& [env, expected] : documented) {
+    ASSERT_TRUE(causes.count(env)) << env << " is in the README but not in the scan";
+    EXPECT_EQ(causes[env], expected) << env << ": the README's 'failing causes' differ";
+  }
+  for (const auto& [env, found] : causes) {
+    EXPECT_TRUE(documented.count(env)) << env << " is scanned but not in the README's table";
+  }
 
   // Consequences, not noise: device and smoke checks behind a failing import
   // are skipped, naming the check to fix first.
