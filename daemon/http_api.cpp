@@ -612,10 +612,10 @@ void HttpServer::Impl::scan(const httplib::Request& request, httplib::Response& 
     return;
   }
   const auto id = agent.request_scan("api");
-  Json body = {{"id", id}, {"url", "/api/v1/scans/" + std::to_string(id)}};
-  if (const auto ticket = agent.ticket(id)) {
-    body["state"] = ticket->state;
-  }
+  // The state when the request was taken, not whatever the scheduler has
+  // made of it a microsecond later: clients follow `url` for progress.
+  const Json body = {
+      {"id", id}, {"url", "/api/v1/scans/" + std::to_string(id)}, {"state", "queued"}};
   response.set_header("Location", "/api/v1/scans/" + std::to_string(id));
   send_json(response, 202, body);
 }
