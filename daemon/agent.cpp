@@ -10,6 +10,7 @@
 #include <sstream>
 
 #include "common/json_text.hpp"
+#include "common/shown_path.hpp"
 #include "common/time_text.hpp"
 #include "daemon/contract_detection.hpp"
 
@@ -25,15 +26,15 @@ constexpr std::size_t k_kept_tickets = 200;
 std::string read_token(const std::filesystem::path& path, std::string& error) {
   struct stat info {};
   if (::stat(path.c_str(), &info) != 0) {
-    error =
-        std::string("cannot read the token file ") + path.string() + ": " + std::strerror(errno);
+    error = std::string("cannot read the token file ") + common::shown_path(path) + ": " +
+            std::strerror(errno);
     return "";
   }
   if ((info.st_mode & 077) != 0) {
     char mode[8];
     std::snprintf(mode, sizeof mode, "%04o", static_cast<unsigned>(info.st_mode & 07777));
-    error = "the token file " + path.string() + " is readable by others (mode " + mode +
-            "); run: chmod 600 " + path.string();
+    error = "the token file " + common::shown_path(path) + " is readable by others (mode " + mode +
+            "); run: chmod 600 " + common::shown_path(path);
     return "";
   }
   std::ifstream in(path);
@@ -44,7 +45,7 @@ std::string read_token(const std::filesystem::path& path, std::string& error) {
     token.pop_back();
   }
   if (token.empty() || token.find_first_of(" \t\r\n") != std::string::npos) {
-    error = "the token file " + path.string() +
+    error = "the token file " + common::shown_path(path) +
             " must hold one token on one line (e.g. from: openssl rand -hex 32)";
     return "";
   }

@@ -6,6 +6,7 @@
 #include <sstream>
 
 #include "common/sha256.hpp"
+#include "common/shown_path.hpp"
 #include "contracts/contract_loader.hpp"
 
 namespace envcontract::daemon {
@@ -15,16 +16,19 @@ common::Result<ContractHandle> load_contract(const std::filesystem::path& path) 
   // even when the file is rewritten while we read it.
   std::error_code error;
   if (std::filesystem::is_directory(path, error)) {
-    return common::Error{path.string() + ": is a directory; name the contract's YAML file"};
+    return common::Error{common::shown_path(path) +
+                         ": is a directory; name the contract's YAML file"};
   }
   std::ifstream in(path, std::ios::binary);
   if (!in) {
-    return common::Error{path.string() + ": cannot read the contract: " + std::strerror(errno)};
+    return common::Error{common::shown_path(path) +
+                         ": cannot read the contract: " + std::strerror(errno)};
   }
   std::ostringstream text;
   text << in.rdbuf();
   if (in.bad()) {
-    return common::Error{path.string() + ": cannot read the contract: " + std::strerror(errno)};
+    return common::Error{common::shown_path(path) +
+                         ": cannot read the contract: " + std::strerror(errno)};
   }
   auto loaded = contracts::load_contract_text(text.str(), path);
   if (!loaded.contract) {

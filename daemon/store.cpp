@@ -6,6 +6,7 @@
 
 #include "common/json_text.hpp"
 #include "common/sha256.hpp"
+#include "common/shown_path.hpp"
 #include "common/time_text.hpp"
 #include "contracts/env_facts.hpp"
 #include "daemon/store_schema.hpp"
@@ -36,7 +37,7 @@ std::string prepare(sqlite::Database& db, const std::filesystem::path& path) {
     version = db.query_int("PRAGMA user_version");
     tables = db.query_int("SELECT COUNT(*) FROM sqlite_master");
   } catch (const sqlite::Error& error) {
-    return path.string() + " is not an envcontract database (" + error.what() + ")." +
+    return common::shown_path(path) + " is not an envcontract database (" + error.what() + ")." +
            leave_alone();
   }
   const bool fresh = application_id == 0 && version == 0 && tables == 0;
@@ -76,7 +77,7 @@ std::string prepare(sqlite::Database& db, const std::filesystem::path& path) {
   // checkpointed every 256 pages and cut back to 1 MiB after.
   const auto mode = db.query_text("PRAGMA journal_mode=WAL");
   if (mode.value_or("") != "wal") {
-    return path.string() + ": cannot switch to WAL mode (journal_mode is " +
+    return common::shown_path(path) + ": cannot switch to WAL mode (journal_mode is " +
            mode.value_or("unknown") + "); is the directory writable and on a local disk?";
   }
   db.exec(
@@ -115,12 +116,13 @@ common::Result<std::unique_ptr<Store>> Store::open(const std::filesystem::path& 
                                                    FlappingRule flapping, StoreLimits limits) {
   std::error_code error;
   if (std::filesystem::is_directory(path, error)) {
-    return common::Error{path.string() + " is a directory; --database names the database file"};
+    return common::Error{common::shown_path(path) +
+                         " is a directory; --database names the database file"};
   }
   if (path.has_parent_path()) {
     std::filesystem::create_directories(path.parent_path(), error);
     if (error) {
-      return common::Error{"cannot create " + path.parent_path().string() +
+      return common::Error{"cannot create " + common::shown_path(path.parent_path()) +
                            " for the database: " + error.message()};
     }
   }
@@ -131,7 +133,7 @@ common::Result<std::unique_ptr<Store>> Store::open(const std::filesystem::path& 
     }
     return store;
   } catch (const sqlite::Error& e) {
-    return common::Error{path.string() + ": " + e.what()};
+    return common::Error{common::shown_path(path) + ": " + e.what()};
   }
 }
 

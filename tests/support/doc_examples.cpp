@@ -2,6 +2,8 @@
 
 #include <nlohmann/json.hpp>
 
+#include "common/json_text.hpp"
+
 #include <algorithm>
 #include <cctype>
 #include <fstream>
@@ -171,7 +173,7 @@ std::string json_differs(const Json& shown, const Json& real, const std::string&
   }
   if (shown.is_object()) {
     if (!real.is_object()) {
-      return where + ": an object is documented, the agent gave " + real.dump();
+      return where + ": an object is documented, the agent gave " + common::json_text(real);
     }
     if (shown.contains("...")) {
       return "";
@@ -193,7 +195,7 @@ std::string json_differs(const Json& shown, const Json& real, const std::string&
   }
   if (shown.is_array()) {
     if (!real.is_array()) {
-      return where + ": a list is documented, the agent gave " + real.dump();
+      return where + ": a list is documented, the agent gave " + common::json_text(real);
     }
     const bool elided = std::find(shown.begin(), shown.end(), Json("...")) != shown.end();
     if (!elided) {
@@ -235,12 +237,14 @@ std::string json_differs(const Json& shown, const Json& real, const std::string&
   if (shown.is_string()) {
     if (!real.is_string() ||
         !line_matches(neutral(shown.get<std::string>()), neutral(real.get<std::string>()))) {
-      return where + ": documented " + shown.dump() + ", the agent gave " + real.dump();
+      return where + ": documented " + common::json_text(shown) + ", the agent gave " +
+             common::json_text(real);
     }
     return "";
   }
   if (shown.type() != real.type() && !(shown.is_number() && real.is_number())) {
-    return where + ": documented " + shown.dump() + ", the agent gave " + real.dump();
+    return where + ": documented " + common::json_text(shown) + ", the agent gave " +
+           common::json_text(real);
   }
   return "";
 }

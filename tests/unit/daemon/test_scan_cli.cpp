@@ -356,3 +356,45 @@ TEST(ScanCli, OutputOptionBeforeOrAfterTheVerbAndJunit) {
 
 }  // namespace
 }  // namespace envcontract
+
+namespace envcontract {
+namespace {
+
+// A message names one file, whatever the reader's working directory: paths
+// given relative come back absolute (a service's journal, a CI log).
+TEST(ScanCli, PathsInMessagesAreAbsolute) {
+  testing::TempDir dir;
+  const auto contract = testing::quick_demo_contract(dir.path());
+  const auto token = dir.write("token", "secret\n");
+  std::filesystem::permissions(token, std::filesystem::perms(0644));
+  dir.write("hosts.txt", "good-host\nnot a host\n");
+  const std::string cd = "cd " + dir.path().string() + " && ";
+  const auto serve =
+      testing::run_command({"/bin/bash", "-c",
+                            cd + ENVCONTRACTD_PATH +
+                                " serve --contract kunlunxin-demo.yaml --token-file token "
+                                "--listen 127.0.0.1:0 --database agent.db --prefix " +
+                                (testing::demo_host() / "venvs/xpu210v").string()});
+  EXPECT_EQ(serve.exit_code, 2);
+  EXPECT_NE(serve.err.find("the token file " + token.string() + " is readable by others"),
+            std::string::npos)
+      << serve.err;
+  const auto missing = testing::run_command(
+      {"/bin/bash", "-c",
+       cd + ENVCONTRACTD_PATH +
+           " serve --contract gone.yaml --listen 127.0.0.1:0 --database a.db"});
+  EXPECT_EQ(missing.exit_code, 2);
+  EXPECT_NE(missing.err.find((dir.path() / "gone.yaml").string() + ": cannot read the contract"),
+            std::string::npos)
+      << missing.err;
+  const auto inventory = testing::run_command(
+      {"/bin/bash", "-c", cd + FLEETCTL_PATH + " check --inventory hosts.txt"});
+  EXPECT_EQ(inventory.exit_code, 2);
+  EXPECT_NE(inventory.err.find((dir.path() / "hosts.txt").string() + ":2: 'not a host'"),
+            std::string::npos)
+      << inventory.err;
+  EXPECT_TRUE(std::filesystem::exists(contract));
+}
+
+}  // namespace
+}  // namespace envcontract
