@@ -2,13 +2,13 @@
 
 #include <nlohmann/json.hpp>
 
-#include "common/json_text.hpp"
-
 #include <algorithm>
 #include <cctype>
 #include <fstream>
 #include <regex>
 #include <sstream>
+
+#include "common/json_text.hpp"
 
 namespace envcontract::testing {
 namespace {
