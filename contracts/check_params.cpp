@@ -45,6 +45,7 @@ Json of(const TorchParams& p) {
     json["hip"] = toolkit(*p.hip);
   }
   json["forbidden_paths"] = p.forbidden_paths;
+  json["forbidden_path_parts"] = p.forbidden_path_parts;
   json["required_paths"] = p.required_paths;
   json["after_import"] = p.after_import;
   return json;
@@ -141,10 +142,12 @@ Json of(const CommandParams& p) {
 }
 
 Json of(const IntegrationTestParams& p) {
-  return {{"from", p.from},
-          {"test", p.test},
-          {"timeout_ms", p.timeout.count()},
-          {"entry", to_json(p.entry)}};
+  Json json = {{"from", p.from},
+               {"test", p.test},
+               {"timeout_ms", p.timeout.count()},
+               {"entry", to_json(p.entry)}};
+  put_text(json, "workdir", p.workdir);
+  return json;
 }
 
 }  // namespace
@@ -168,9 +171,13 @@ std::string to_string(ToolkitRule::Mode mode) {
 }
 
 Json to_json(const IntegrationEntry& entry) {
-  return {{"name", entry.name},       {"id", entry.id},
-          {"phase", entry.phase},     {"failure_policy", entry.failure_policy},
-          {"command", entry.command}, {"environment", named(entry.environment)}};
+  return {{"name", entry.name},
+          {"id", entry.id},
+          {"phase", entry.phase},
+          {"failure_policy", entry.failure_policy},
+          {"command", entry.command},
+          {"environment", named(entry.environment)},
+          {"integration_environment", named(entry.runner_environment)}};
 }
 
 Json to_json(const CheckParams& params) {

@@ -44,8 +44,11 @@ struct TorchParams {
   std::optional<ToolkitRule> cuda;
   std::optional<ToolkitRule> hip;
   Strings forbidden_paths;  // absolute path prefixes torch must not live under
-  Strings required_paths;   // ... and one of which it must live under
-  Strings after_import;     // judge torch's view after importing these
+  // Text torch.__file__ must not contain (torch_contract's forbidden_torch_paths,
+  // read as its check_torch_contract.py reads them: `part in torch.__file__`).
+  Strings forbidden_path_parts;
+  Strings required_paths;  // ... and one of which it must live under
+  Strings after_import;    // judge torch's view after importing these
 };
 
 struct TritonParams {
@@ -148,12 +151,17 @@ struct IntegrationEntry {
   std::string failure_policy;
   std::string command;
   NamedList<std::string> environment;
+  // The config's `integration_environment`, applied before `environment`.
+  NamedList<std::string> runner_environment;
 };
 
 struct IntegrationTestParams {
   std::string from;  // the platform config, as the contract names it
   std::string test;  // the entry's id or name
   std::chrono::milliseconds timeout{600'000};
+  // A checkout of the repository the config belongs to, where the CI runner
+  // runs commands ("": none; commands with repository paths are skipped).
+  std::string workdir;
   IntegrationEntry entry;
 };
 

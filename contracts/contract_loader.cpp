@@ -7,6 +7,7 @@
 #include <sstream>
 
 #include "contracts/check_parser.hpp"
+#include "contracts/integration_tests.hpp"
 #include "contracts/legacy_forms.hpp"
 #include "contracts/mapping_reader.hpp"
 #include "contracts/spelling.hpp"
@@ -253,16 +254,15 @@ LoadResult load_contract_text(const std::string& text, const std::filesystem::pa
     translate_torch_contract(*torch_contract, parser);
   }
   if (const auto tests = top.get("integration_tests")) {
-    translate_integration_tests(*tests, path.filename().string(), parser);
+    NamedList<std::string> runner_environment;
+    if (const auto environment = top.get("integration_environment")) {
+      runner_environment = read_environment_map(*environment, "integration_environment", ctx);
+    }
+    translate_integration_tests(*tests, path.filename().string(), runner_environment, parser);
     contract.kept["integration_tests"] = yaml_to_json(*tests);
   }
   if (platform_config) {
     contract.forms.push_back("platform_config");
-    if (!torch_contract) {
-      ctx.warning(*root,
-                  "this platform config has no 'torch_contract': the torch build is not "
-                  "judged; add torch_contract: {base_version: ...} to judge it");
-    }
   }
   for (const auto& key : k_ci_only_keys) {
     if (const auto value = top.get(key)) {
@@ -282,6 +282,32 @@ LoadResult load_contract_text(const std::string& text, const std::filesystem::pa
     }
   }
   contract.checks = parser.take_checks();
+  const bool judges_torch = std::any_of(contract.checks.begin(), contract.checks.end(),
+                                        [](const Check& check) { return check.kind == "torch"; });
+  if (platform_config && !torch_contract && !judges_torch) {
+    ctx.warning(*root,
+                "nothing in this platform config judges the torch build (no 'torch_contract', "
+                "no torch check): add torch_contract: {base_version: ...}, or judge it in a "
+                "contract of your own");
+  }
+  if (auto tests = contract.kept.find("integration_tests");
+      tests != contract.kept.end() && tests->is_array()) {
+    // --print says of each entry whether it runs, and as which check.
+    for (auto& entry : *tests) {
+      if (!entry.is_object()) {
+        continue;
+      }
+      IntegrationEntry named;
+      named.id = entry.value("id", Json("")).is_string() ? entry.value("id", "") : "";
+      named.name = entry.value("name", Json("")).is_string() ? entry.value("name", "") : "";
+      const std::string id = integration_check_id(named);
+      const bool runs = std::any_of(
+          contract.checks.begin(), contract.checks.end(),
+          [&](const Check& check) { return check.kind == "integration_test" && check.id == id; });
+      entry["check_id"] = id;
+      entry["runs"] = runs;
+    }
+  }
   read_waivers(top, contract);
   top.reject_unknown_keys(platform_config ? DiagnosticLevel::warning : DiagnosticLevel::error);
   if (contract.checks.empty() && contract.targets.empty() && !result.diagnostics.has_errors()) {

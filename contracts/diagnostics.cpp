@@ -13,13 +13,19 @@ std::string SourceLocation::to_string() const {
 }
 
 std::string Diagnostic::to_string() const {
-  const char* level_name = level == DiagnosticLevel::error ? "error" : "warning";
+  const char* level_name = level == DiagnosticLevel::error     ? "error"
+                           : level == DiagnosticLevel::warning ? "warning"
+                                                               : "note";
   return where.to_string() + ": " + level_name + ": " + message;
 }
 
 void Diagnostics::error(SourceLocation where, std::string message) {
   m_items.push_back({DiagnosticLevel::error, std::move(where), std::move(message)});
   ++m_error_count;
+}
+
+void Diagnostics::note(SourceLocation where, std::string message) {
+  m_items.push_back({DiagnosticLevel::note, std::move(where), std::move(message)});
 }
 
 void Diagnostics::warning(SourceLocation where, std::string message) {

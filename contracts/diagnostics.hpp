@@ -15,7 +15,8 @@ struct SourceLocation {
   std::string to_string() const;
 };
 
-enum class DiagnosticLevel { error, warning };
+// note: what the loader made of a file, for its author; never a problem.
+enum class DiagnosticLevel { error, warning, note };
 
 struct Diagnostic {
   DiagnosticLevel level = DiagnosticLevel::error;
@@ -32,6 +33,7 @@ class Diagnostics {
  public:
   void error(SourceLocation where, std::string message);
   void warning(SourceLocation where, std::string message);
+  void note(SourceLocation where, std::string message);
 
   bool has_errors() const { return m_error_count > 0; }
   std::size_t error_count() const { return m_error_count; }

@@ -2,16 +2,96 @@
 
 #include "contracts/mapping_reader.hpp"
 #include "contracts/spelling.hpp"
+#include "contracts/values.hpp"
+
+#include <algorithm>
+#include <cctype>
+#include <regex>
 
 namespace envcontract::contracts {
 
 bool is_preflight_phase(const std::string& phase) {
-  // Older configs have no phase: their entries are the preflight asserts.
-  return phase.empty() || phase == "preflight";
+  return phase == "preflight";
 }
 
-std::optional<IntegrationEntry> parse_integration_entry(const YAML::Node& entry,
-                                                        ParseContext& ctx) {
+std::string integration_check_id(const IntegrationEntry& entry) {
+  if (!entry.id.empty()) {
+    return entry.id;
+  }
+  std::string slug;
+  for (const unsigned char c : entry.name) {
+    if (std::isalnum(c) != 0) {
+      slug += static_cast<char>(std::tolower(c));
+    } else if (!slug.empty() && slug.back() != '-') {
+      slug += '-';
+    }
+  }
+  while (!slug.empty() && slug.back() == '-') {
+    slug.pop_back();
+  }
+  return slug.empty() ? "integration-test" : slug;
+}
+
+NamedList<std::string> read_environment_map(const YAML::Node& node, const std::string& what,
+                                            ParseContext& ctx) {
+  NamedList<std::string> variables;
+  if (!node.IsMap()) {
+    ctx.error(node,
+              "'" + what + "' must map variable names to values, got " + describe_node_type(node));
+    return variables;
+  }
+  static const std::regex name_pattern("[A-Za-z_][A-Za-z0-9_]*");
+  for (const auto& pair : node) {
+    const auto key = read_string(pair.first, "a variable name", ctx);
+    const auto value = read_string(pair.second, "a variable's value", ctx);
+    if (key && !std::regex_match(*key, name_pattern)) {
+      ctx.error(pair.first, "'" + *key + "' in '" + what +
+                                "' is not a variable name (letters, digits and '_', not "
+                                "starting with a digit)");
+      continue;
+    }
+    if (key && value) {
+      variables.emplace_back(*key, *value);
+    }
+  }
+  return variables;
+}
+
+std::vector<std::string> repository_paths(const std::string& command) {
+  std::vector<std::string> paths;
+  std::string word;
+  const auto flush = [&] {
+    // Quotes, brackets and trailing punctuation are not part of the path.
+    const auto first = word.find_first_not_of("\"'([{");
+    const auto last = word.find_last_not_of("\"')]},;:");
+    const std::string path =
+        first == std::string::npos || last < first ? "" : word.substr(first, last - first + 1);
+    word.clear();
+    if (path.size() < 3 || path.find('/') == std::string::npos ||
+        path.find("://") != std::string::npos || path.find('=') != std::string::npos) {
+      return;
+    }
+    const char head = path.front();
+    if (head == '/' || head == '$' || head == '~' || head == '-' || head == '{' || head == '<') {
+      return;
+    }
+    // A division in a Python heredoc (a / b) has spaces; `a/b` of two
+    // identifiers is taken for a path, which only ever skips a check.
+    paths.push_back(path);
+  };
+  for (const char c : command) {
+    if (std::isspace(static_cast<unsigned char>(c)) != 0) {
+      flush();
+    } else {
+      word += c;
+    }
+  }
+  flush();
+  return paths;
+}
+
+std::optional<IntegrationEntry> parse_integration_entry(
+    const YAML::Node& entry, const NamedList<std::string>& runner_environment, ParseContext& ctx) {
   MappingReader reader(entry, "integration test", ctx);
   if (!reader.is_mapping()) {
     return std::nullopt;
@@ -21,25 +101,38 @@ std::optional<IntegrationEntry> parse_integration_entry(const YAML::Node& entry,
   const auto command = reader.string("command", Need::required);
   parsed.name = name.value_or("");
   parsed.id = reader.string("id").value_or("");
-  parsed.phase = reader.string("phase").value_or("");
-  parsed.failure_policy = reader.string("failure_policy").value_or("");
+  // A misspelt phase would make a preflight vanish, a misspelt policy change
+  // what a failure means: both are errors, never a silent default.
+  const auto one_of = [&](const char* key, const std::vector<std::string>& values) {
+    const auto value = reader.string(key);
+    if (!value) {
+      return std::string();
+    }
+    if (std::find(values.begin(), values.end(), *value) == values.end()) {
+      std::string allowed;
+      for (const auto& known : values) {
+        allowed += (allowed.empty() ? "" : ", ") + known;
+      }
+      ctx.error(*reader.get(key), "unknown " + std::string(key) + " '" + *value + "'" +
+                                      did_you_mean(*value, values) + "; it is one of " + allowed);
+      return std::string();
+    }
+    return *value;
+  };
+  parsed.phase = one_of("phase", k_integration_phases);
+  parsed.failure_policy = one_of("failure_policy", k_failure_policies);
+  if (const auto id = reader.get("id"); id && parsed.id.empty()) {
+    ctx.error(*id, "'id' of integration test must be a non-empty string");
+  } else if (!parsed.id.empty() && !is_check_id(parsed.id)) {
+    ctx.error(*id, "integration test id '" + parsed.id +
+                       "' must start with a letter or digit and hold only letters, digits, "
+                       "'_', '.' and '-'");
+  }
   parsed.command = command.value_or("");
   if (const auto environment = reader.get("environment")) {
-    if (!environment->IsMap()) {
-      ctx.error(*environment,
-                "'environment' of integration test must map variable names to "
-                "values, got " +
-                    describe_node_type(*environment));
-    } else {
-      for (const auto& pair : *environment) {
-        const auto key = read_string(pair.first, "a variable name", ctx);
-        const auto value = read_string(pair.second, "a variable's value", ctx);
-        if (key && value) {
-          parsed.environment.emplace_back(*key, *value);
-        }
-      }
-    }
+    parsed.environment = read_environment_map(*environment, "environment", ctx);
   }
+  parsed.runner_environment = runner_environment;
   // Test entries grow CI-only keys over time; keep loading them.
   reader.reject_unknown_keys(DiagnosticLevel::warning);
   if (!name || !command) {
@@ -64,17 +157,23 @@ std::optional<IntegrationEntry> find_integration_entry(const std::filesystem::pa
     ctx.error(selector_node, config_path.string() + " has no 'integration_tests' list");
     return std::nullopt;
   }
+  NamedList<std::string> runner_environment;
+  if (const auto environment = find_child(*root, "integration_environment")) {
+    runner_environment = read_environment_map(*environment, "integration_environment", config_ctx);
+  }
+  // By id, by name, or by the id the loader gives an entry without one.
   std::vector<std::string> names;
   for (const auto& entry : *tests) {
-    for (const char* key : {"id", "name"}) {
-      const std::string value = scalar_child(entry, key);
-      if (value.empty()) {
-        continue;
+    IntegrationEntry named;
+    named.id = scalar_child(entry, "id");
+    named.name = scalar_child(entry, "name");
+    if (selector == named.id || selector == named.name || selector == integration_check_id(named)) {
+      return parse_integration_entry(entry, runner_environment, config_ctx);
+    }
+    for (const auto* value : {&named.id, &named.name}) {
+      if (!value->empty()) {
+        names.push_back(*value);
       }
-      if (value == selector) {
-        return parse_integration_entry(entry, config_ctx);
-      }
-      names.push_back(value);
     }
   }
   std::string listing;

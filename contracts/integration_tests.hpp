@@ -4,6 +4,7 @@
 #include <filesystem>
 #include <optional>
 #include <string>
+#include <vector>
 
 #include <yaml-cpp/yaml.h>
 
@@ -12,12 +13,36 @@
 
 namespace envcontract::contracts {
 
-// Phases whose entries are preflight checks of the environment, as opposed to
-// test suites; only these become checks when a platform config is loaded.
+// The values an entry's `phase` and `failure_policy` may take
+// (docs/contracts.md). Only `preflight` entries become checks when a
+// platform config is loaded; the others are kept, and run when a contract
+// selects them with an `integration_test` check.
+inline const std::vector<std::string> k_integration_phases = {"preflight", "test"};
+inline const std::vector<std::string> k_failure_policies = {"fail-fast", "continue"};
+
 bool is_preflight_phase(const std::string& phase);
 
-// One entry of a platform config's `integration_tests` list. Reports problems.
-std::optional<IntegrationEntry> parse_integration_entry(const YAML::Node& entry, ParseContext& ctx);
+// An entry's check id: its `id`, else its name made a slug ("Check device
+// availability" -> "check-device-availability"), so that a waiver or a link
+// keeps naming the same test when entries are inserted before it.
+std::string integration_check_id(const IntegrationEntry& entry);
+
+// One entry of a platform config's `integration_tests` list, with the
+// config's `integration_environment` (read by read_runner_environment).
+// Reports problems.
+std::optional<IntegrationEntry> parse_integration_entry(
+    const YAML::Node& entry, const NamedList<std::string>& runner_environment, ParseContext& ctx);
+
+// A map of variable names to string values (`integration_environment`, an
+// entry's `environment`), in the file's order. Reports problems.
+NamedList<std::string> read_environment_map(const YAML::Node& node, const std::string& what,
+                                            ParseContext& ctx);
+
+// The words of `command` that look like paths inside the repository the
+// config belongs to (`tests/integration/ops/`, `./run.sh`,
+// `.github/scripts/x.sh`): relative, not options, variables or URLs. Such a
+// command runs only in a checkout of that repository.
+std::vector<std::string> repository_paths(const std::string& command);
 
 // The entry of the platform config at `config_path` whose id or name is
 // `selector`. Problems with that file are reported against it; an unknown

@@ -193,6 +193,15 @@ void torch(const Check&, const TorchParams& params, const EnvFactsView& facts,
       return;
     }
   }
+  const std::string file = location + "/__init__.py";  // torch.__file__
+  for (const auto& part : params.forbidden_path_parts) {
+    if (file.find(part) != std::string::npos) {
+      fail(result, "forbidden_path",
+           "torch resolves from " + file + ", which contains the forbidden '" + part + "'",
+           evidence, "install the torch build the contract names into this env itself");
+      return;
+    }
+  }
   const auto& required = params.required_paths;
   if (!required.empty() &&
       std::none_of(required.begin(), required.end(),

@@ -5,6 +5,7 @@
 #include <set>
 
 #include "common/json_text.hpp"
+#include "contracts/integration_tests.hpp"
 #include "contracts/judges.hpp"
 #include "contracts/values.hpp"
 
@@ -483,6 +484,20 @@ void command(const Check& check, const CommandParams& params, const EnvFactsView
 
 void integration_test(const Check& check, const IntegrationTestParams& params,
                       const EnvFactsView& facts, CheckResult& result) {
+  if (params.workdir.empty()) {
+    if (const auto paths = repository_paths(params.entry.command); !paths.empty()) {
+      // Never a false drift: CI runs it in a checkout, which this host lacks.
+      result.status = CheckStatus::skip;
+      result.diagnosis = Diagnosis{
+          "needs_checkout",
+          "not run: it uses paths of the repository (" + paths.front() +
+              "), and no checkout of it is configured",
+          {{"paths", paths}},
+          "give the integration_test check a 'workdir' naming a checkout of the repository, or "
+          "leave it to CI"};
+      return;
+    }
+  }
   judge_command_stage(check, facts,
                       "integration test " + (params.test.empty() ? check.id : params.test), 0, "",
                       "integration_test_failed", result);

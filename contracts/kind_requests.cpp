@@ -3,6 +3,7 @@
 // its probe plan from these alone.
 #include <algorithm>
 
+#include "contracts/integration_tests.hpp"
 #include "contracts/kinds.hpp"
 
 namespace envcontract::contracts::kinds {
@@ -36,14 +37,30 @@ void request_smoke(const Check& check, const SmokeParams& params, facts::ProbeRe
 
 void request_command(const Check& check, const CommandParams& params,
                      facts::ProbeRequest& request) {
-  request.commands.push_back({check.id, params.run, {}, params.timeout});
+  facts::ProbeRequest::Command command;
+  command.id = check.id;
+  command.run = params.run;
+  command.timeout = params.timeout;
+  request.commands.push_back(std::move(command));
 }
 
 void request_integration_test(const Check& check, const IntegrationTestParams& params,
                               facts::ProbeRequest& request) {
-  std::map<std::string, std::string> extra(params.entry.environment.begin(),
-                                           params.entry.environment.end());
-  request.commands.push_back({check.id, params.entry.command, std::move(extra), params.timeout});
+  // Without a checkout, a command that needs one is not run: its judge says so.
+  if (params.workdir.empty() && !repository_paths(params.entry.command).empty()) {
+    return;
+  }
+  facts::ProbeRequest::Command command;
+  command.id = check.id;
+  command.run = params.entry.command;
+  command.timeout = params.timeout;
+  command.ci_runner = true;
+  command.layers.assign(params.entry.runner_environment.begin(),
+                        params.entry.runner_environment.end());
+  command.layers.insert(command.layers.end(), params.entry.environment.begin(),
+                        params.entry.environment.end());
+  command.workdir = params.workdir;
+  request.commands.push_back(std::move(command));
 }
 
 void request_libraries(const Check&, const LibrariesParams& params, facts::ProbeRequest& request) {

@@ -73,6 +73,18 @@ IntegrationTestParams parse_integration_test(MappingReader& reader, const KindCo
   const auto from = reader.string("from", Need::required);
   const auto test = reader.string("test", Need::required);
   read_timeout(reader, params.timeout);
+  if (const auto workdir = reader.string("workdir")) {
+    // The checkout the CI runner would run in, relative to the contract.
+    const auto path = (context.contract_dir / *workdir).lexically_normal();
+    std::error_code error;
+    if (!std::filesystem::is_directory(path, error)) {
+      reader.ctx().error(*reader.get("workdir"),
+                         "workdir " + path.string() +
+                             " is not a directory: name a checkout of the repository whose "
+                             "config this is");
+    }
+    params.workdir = path.string();
+  }
   if (!from || !test) {
     return params;
   }

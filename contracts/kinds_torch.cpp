@@ -106,8 +106,8 @@ bool is_absolute_path(std::string_view text) {
 
 TorchParams parse_torch(MappingReader& reader, const KindContext&) {
   TorchParams params;
-  require_one_of(reader,
-                 {"version", "base", "local", "cuda", "hip", "forbidden_paths", "required_paths"});
+  require_one_of(reader, {"version", "base", "local", "cuda", "hip", "forbidden_paths",
+                          "forbidden_path_parts", "required_paths"});
   read_release(reader, "version", params.version, is_pep440_version, "2.10.0+cpu");
   read_release(reader, "base", params.base, is_release_version, "2.10.0");
   read_release(reader, "local", params.local, is_local_segment, "cpu");
@@ -115,6 +115,9 @@ TorchParams parse_torch(MappingReader& reader, const KindContext&) {
   read_toolkit_rule(reader, "hip", params.hip);
   read_names(reader, "forbidden_paths", params.forbidden_paths, is_absolute_path,
              "an absolute path prefix");
+  read_names(
+      reader, "forbidden_path_parts", params.forbidden_path_parts,
+      [](std::string_view text) { return !text.empty(); }, "a non-empty text");
   read_names(reader, "required_paths", params.required_paths, is_absolute_path,
              "an absolute path prefix");
   read_names(reader, "after_import", params.after_import, is_module_name, "a Python module name");

@@ -1,5 +1,7 @@
 #include "contracts/legacy_forms.hpp"
 
+#include <map>
+
 #include "contracts/integration_tests.hpp"
 #include "contracts/mapping_reader.hpp"
 #include "contracts/values.hpp"
@@ -93,7 +95,8 @@ void translate_torch_contract(const YAML::Node& section, CheckParser& parser) {
     torch["cuda"] = *cuda;
   }
   if (const auto paths = reader.get("forbidden_torch_paths")) {
-    torch["forbidden_paths"] = *paths;
+    // Upstream's check reads them as `part in torch.__file__`, not prefixes.
+    torch["forbidden_path_parts"] = *paths;
   }
   reader.reject_unknown_keys();
   if (torch["base"]) {
@@ -102,6 +105,7 @@ void translate_torch_contract(const YAML::Node& section, CheckParser& parser) {
 }
 
 void translate_integration_tests(const YAML::Node& section, const std::string& config_name,
+                                 const NamedList<std::string>& runner_environment,
                                  CheckParser& parser) {
   auto& ctx = parser.ctx();
   if (!section.IsSequence()) {
@@ -109,29 +113,59 @@ void translate_integration_tests(const YAML::Node& section, const std::string& c
                            describe_node_type(section));
     return;
   }
+  // Ids name tests in waivers, history and links: two entries may not share one.
+  std::map<std::string, int> first_line;
+  std::vector<std::string> kept;
+  int run = 0;
   for (const auto& item : section) {
-    auto entry = parse_integration_entry(item, ctx);
-    if (!entry || !is_preflight_phase(entry->phase)) {
+    auto entry = parse_integration_entry(item, runner_environment, ctx);
+    if (!entry) {
       continue;
     }
-    const std::string selector = entry->id.empty() ? entry->name : entry->id;
+    const std::string id = integration_check_id(*entry);
+    const auto [seen, inserted] = first_line.emplace(id, item.Mark().line + 1);
+    if (!inserted) {
+      ctx.error(item, "two integration tests have the id '" + id + "' (the first at line " +
+                          std::to_string(seen->second) + ")" +
+                          (entry->id.empty() ? ": give them distinct names or an 'id' each"
+                                             : ": ids must be unique"));
+      continue;
+    }
+    // Only preflights are host checks. An entry without a phase may be a CI
+    // suite needing the repository and an hour: kept, run when selected.
+    if (!is_preflight_phase(entry->phase)) {
+      kept.push_back(id);
+      continue;
+    }
+    ++run;
     Check check;
-    check.id = is_check_id(entry->id) ? selector : "integration-test";
+    check.id = id;
     check.kind = "integration_test";
     check.stage = ProbeStage::smoke;
     check.description = entry->name;
     check.section = "integration_tests";
     check.origin = ctx.locate(item);
-    check.severity = entry->failure_policy == "warn" || entry->failure_policy == "continue"
-                         ? Severity::advisory
-                         : Severity::required;
+    check.severity = entry->failure_policy == "continue" ? Severity::advisory : Severity::required;
     IntegrationTestParams params;
     params.from = config_name;
-    params.test = selector;
+    params.test = entry->id.empty() ? entry->name : entry->id;
     params.entry = std::move(*entry);
     check.params = std::move(params);
     parser.add(std::move(check), item);
   }
+  std::string kept_ids;
+  for (const auto& id : kept) {
+    kept_ids += (kept_ids.empty() ? "" : ", ") + id;
+  }
+  ctx.note(section, std::to_string(run) +
+                        (run == 1 ? " integration test runs as a host check"
+                                  : " integration tests run as host checks") +
+                        " (phase: preflight)" +
+                        (kept.empty() ? std::string()
+                                      : "; " + std::to_string(kept.size()) +
+                                            " kept, not run (no phase, or a suite's): " + kept_ids +
+                                            "; select one with an integration_test check "
+                                            "(docs/contracts.md)"));
 }
 
 }  // namespace envcontract::contracts

@@ -16,9 +16,12 @@ void translate_environment_check(const YAML::Node& section, CheckParser& parser)
 // torch_contract: {base_version, local_version, cuda: none|required|any, forbidden_torch_paths}
 void translate_torch_contract(const YAML::Node& section, CheckParser& parser);
 
-// integration_tests: [{name, command, id?, phase?, ...}]: preflight entries become
-// integration_test checks; `config_name` is the file they live in.
+// integration_tests: [{name, command, id?, phase?, ...}]: `phase: preflight`
+// entries become integration_test checks, run with `runner_environment` (the
+// config's integration_environment); the others are kept, said in a note.
+// `config_name` is the file they live in.
 void translate_integration_tests(const YAML::Node& section, const std::string& config_name,
+                                 const NamedList<std::string>& runner_environment,
                                  CheckParser& parser);
 
 }  // namespace envcontract::contracts

@@ -57,6 +57,10 @@ void ParseContext::warning(const YAML::Node& node, std::string message) {
   m_diagnostics.warning(locate(node), std::move(message));
 }
 
+void ParseContext::note(const YAML::Node& node, std::string message) {
+  m_diagnostics.note(locate(node), std::move(message));
+}
+
 std::optional<YAML::Node> load_yaml_text(const std::string& text, ParseContext& ctx) {
   YAML::Node root;
   try {

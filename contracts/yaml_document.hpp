@@ -23,6 +23,7 @@ class ParseContext {
 
   void error(const YAML::Node& node, std::string message);
   void warning(const YAML::Node& node, std::string message);
+  void note(const YAML::Node& node, std::string message);
   Diagnostics& diagnostics() { return m_diagnostics; }
 
   // Nodes we synthesise (translating another contract form into checks) have

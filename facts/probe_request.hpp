@@ -3,6 +3,7 @@
 #include <chrono>
 #include <map>
 #include <string>
+#include <utility>
 #include <vector>
 
 namespace envcontract::facts {
@@ -37,6 +38,14 @@ struct ProbeRequest {
     std::string run;
     std::map<std::string, std::string> extra;
     std::chrono::milliseconds timeout{300'000};
+    // Run as the FlagOS CI runner runs an integration test: `layers` applied
+    // in order over the activated environment, each value's ${VAR} and $VAR
+    // expanded against what is set so far (unset ones left as written);
+    // `bash --noprofile --norc -c` with `set -euo pipefail`; in `workdir`
+    // ("": the env's prefix).
+    bool ci_runner = false;
+    std::vector<std::pair<std::string, std::string>> layers;
+    std::string workdir;
   };
   std::vector<Command> commands;
   // Libraries looked up by name as each env's loader would find them.

@@ -9,6 +9,7 @@
 
 #include "common/json_text.hpp"
 #include "facts/stage_names.hpp"
+#include "probes/ci_runner.hpp"
 #include "probes/import_safety.hpp"
 #include "probes/probe_program.hpp"
 #include "probes/probe_report.hpp"
@@ -234,12 +235,14 @@ StageResult run_command_stage(const PythonEnv& env, const Environment& environme
   stage.stage = stage_names::command(command.id);
   stage.activation = Activation::activated;
   ProcessSpec process;
-  process.argv = {"/bin/bash", "-c", command.run};
-  process.environment = environment;
+  process.argv = command.ci_runner ? ci_runner_argv(command.run)
+                                   : std::vector<std::string>{"/bin/bash", "-c", command.run};
+  process.environment = layered_environment(environment, command.layers);
   for (const auto& [name, value] : command.extra) {
     process.environment[name] = value;
   }
-  process.working_dir = env.prefix;
+  process.working_dir =
+      command.workdir.empty() ? env.prefix : std::filesystem::path(command.workdir);
   process.credentials = credentials_of(env);
   const auto bounded = budget.bounded({stage.stage, Json(), command.timeout});
   const ProcessLimits limits = budget.limits(bounded.timeout);

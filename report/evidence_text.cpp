@@ -14,7 +14,10 @@ using contracts::string_field;
 
 // Enough frames and rows to see where something waits, few enough to read.
 constexpr std::size_t k_list_rows = 12;
-constexpr double k_busy_cpu_percent = 50.0;  // as the hang diagnosis counts spinning
+// As the hang diagnosis counts a spinning thread: busy on its own, or
+// runnable and as busy as a loaded machine lets it be.
+constexpr double k_busy_cpu_percent = 50.0;
+constexpr double k_runnable_cpu_percent = 10.0;
 
 std::string scalar_text(const Json& value) {
   return value.is_string() ? value.get<std::string>() : common::json_text(value);
@@ -63,7 +66,10 @@ void write_threads(std::ostream& out, const Json& threads, const std::string& in
     if (!thread.is_object()) {
       continue;
     }
-    if (cpu_of(thread) >= k_busy_cpu_percent) {
+    const bool spinning =
+        cpu_of(thread) >= k_busy_cpu_percent ||
+        (string_field(thread, "state") == "R" && cpu_of(thread) >= k_runnable_cpu_percent);
+    if (spinning) {
       if (busy++ < k_list_rows) {
         char cpu[32];
         std::snprintf(cpu, sizeof cpu, "%.0f", cpu_of(thread));

@@ -131,7 +131,8 @@ TEST(CheckKinds, TorchRejectsContradictions) {
             "version such as '12.9', got 'maybe'");
   EXPECT_EQ(single_error("- kind: torch"),
             "contract.yaml:3:5: error: 'torch' check checks nothing: give at least one of "
-            "'version', 'base', 'local', 'cuda', 'hip', 'forbidden_paths', 'required_paths'");
+            "'version', 'base', 'local', 'cuda', 'hip', 'forbidden_paths', 'forbidden_path_parts', "
+            "'required_paths'");
 }
 
 TEST(CheckKinds, TritonDefaultsToForbiddingStockTritonForAVendorProvider) {

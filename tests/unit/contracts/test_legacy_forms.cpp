@@ -84,7 +84,13 @@ environment_check:
 TEST(PlatformConfigForm, LoadsTorchContractPreflightsAndKeepsCiKeys) {
   const auto result = load_contract_file(k_data / "platform-config-kunlunxin.yml");
   ASSERT_TRUE(result.contract) << joined(result);
-  EXPECT_EQ(messages(result), std::vector<std::string>{});
+  ASSERT_EQ(messages(result).size(), 1U) << joined(result);
+  EXPECT_NE(messages(result)[0].find(
+                "platform-config-kunlunxin.yml:22:3: note: 1 integration test runs as a host "
+                "check (phase: preflight); 1 kept, not run (no phase, or a suite's): "
+                "run-unit-tests; select one with an integration_test check (docs/contracts.md)"),
+            std::string::npos)
+      << messages(result)[0];
   const Contract& contract = *result.contract;
   EXPECT_EQ(contract.forms, std::vector<std::string>{"platform_config"});
   EXPECT_EQ(contract.platform, "kunlunxin");
@@ -96,7 +102,7 @@ TEST(PlatformConfigForm, LoadsTorchContractPreflightsAndKeepsCiKeys) {
   EXPECT_EQ(normalised(*torch)["base"], "2.10.0");
   EXPECT_EQ(normalised(*torch)["local"], "cpu");
   EXPECT_EQ(normalised(*torch)["cuda"], Json({{"mode", "none"}}));
-  EXPECT_EQ(normalised(*torch)["forbidden_paths"], Json({"/opt/conda/"}));
+  EXPECT_EQ(normalised(*torch)["forbidden_path_parts"], Json({"/opt/conda/"}));
 
   // The preflight entry is judged; the test-phase entry is kept, not run.
   const Check* preflight = find_check(contract, "preflight-devices");
@@ -121,15 +127,19 @@ TEST(PlatformConfigForm, LoadsTorchContractPreflightsAndKeepsCiKeys) {
 TEST(PlatformConfigForm, OlderConfigWithoutTorchContractLoadsWithAWarning) {
   const auto result = load_contract_file(k_data / "platform-config-older.yml");
   ASSERT_TRUE(result.contract) << joined(result);
-  ASSERT_EQ(messages(result).size(), 1U);
+  ASSERT_EQ(messages(result).size(), 2U) << joined(result);
   EXPECT_NE(messages(result)[0].find(
-                ":2:1: warning: this platform config has no 'torch_contract': the torch build is "
-                "not judged"),
+                ":2:1: warning: nothing in this platform config judges the torch build (no "
+                "'torch_contract', no torch check)"),
             std::string::npos);
+  // Its entry has no phase: kept, not run, and the note says how to run it.
+  EXPECT_NE(messages(result)[1].find("0 integration tests run as host checks (phase: preflight); "
+                                     "1 kept, not run (no phase, or a suite's): "
+                                     "check-device-availability"),
+            std::string::npos)
+      << messages(result)[1];
   const Contract& contract = *result.contract;
-  ASSERT_EQ(contract.checks.size(), 1U);
-  EXPECT_EQ(contract.checks[0].id, "integration-test");
-  EXPECT_EQ(normalised(contract.checks[0])["test"], "Check device availability");
+  EXPECT_TRUE(contract.checks.empty());
   EXPECT_EQ(contract.targets[0].image.substr(contract.targets[0].image.size() - 8), "89abcdef");
 }
 

@@ -120,5 +120,80 @@ TEST(SystemChecks, LibrariesDeviceNodesToolsGlibcCommandsAndIntegrationTests) {
   EXPECT_EQ(cause(check(report, "base", "preflight-broken")), "integration_test_failed");
 }
 
+// Selected entries of a CI config run the way its runner runs them:
+// integration_environment, then the entry's own environment, ${VAR} expanded
+// in order; bash with `set -euo pipefail`; in a checkout when one is named,
+// and not at all (skipped, saying why) when the command needs one and none
+// is. Real scans of a demo env, as the user its code runs as.
+TEST(SystemChecks, IntegrationTestsRunAsTheCiRunnerRunsThem) {
+  testing::TempDir dir;
+  std::filesystem::create_directories(dir.path() / "models/Qwen3-0.6B");
+  std::filesystem::create_directories(dir.path() / "checkout/tests");
+  dir.write("checkout/tests/smoke.sh", "echo smoke in \"$PWD\"\n");
+  std::filesystem::permissions(dir.path(), std::filesystem::perms(0755));
+  dir.write("ci/cuda.yml",
+            "display_name: CUDA\nsetup_platform: cuda\n"
+            "integration_environment:\n"
+            "  MODEL_ROOT: " +
+                (dir.path() / "models").string() +
+                "\n"
+                "  MODEL_PATH: ${MODEL_ROOT}/Qwen3-0.6B\n"
+                "integration_tests:\n"
+                "  - name: Check model availability\n"
+                "    command: test -d \"$MODEL_PATH\"\n"
+                "  - name: Fails then echoes\n"
+                "    command: |\n      false\n      echo ok\n"
+                "  - name: Unset variable\n"
+                "    command: echo \"$NOT_SET_ANYWHERE\"\n"
+                "  - name: Pipe that fails\n"
+                "    command: false | cat\n"
+                "  - name: Layered environment\n"
+                "    environment: {WEIGHTS: \"${MODEL_PATH}/weights\", KEEP: \"${UNKNOWN_VAR}\"}\n"
+                "    command: test \"$WEIGHTS\" = \"$MODEL_PATH/weights\" && "
+                "test \"$KEEP\" = \'${UNKNOWN_VAR}\'\n"
+                "  - name: Run operator tests\n"
+                "    command: python -m pytest tests/integration/ops/ -v --tb=short\n"
+                "  - name: Smoke script\n"
+                "    command: bash tests/smoke.sh\n");
+  const auto selected = [](const std::string& id, const std::string& test,
+                           const std::string& extra = "") {
+    return "  - id: " + id +
+           "\n    kind: integration_test\n    from: ci/cuda.yml\n    test: " + test + "\n" + extra;
+  };
+  const auto contract_file = dir.write(
+      "contract.yaml",
+      "schema_version: 1\nname: ci-runner\nchecks:\n" +
+          selected("model", "Check model availability") +
+          selected("fails-then-echoes", "fails-then-echoes") + selected("unset", "Unset variable") +
+          selected("pipe", "Pipe that fails") + selected("layered", "layered-environment") +
+          selected("ops", "Run operator tests") +
+          selected("smoke", "Smoke script", "    workdir: checkout\n"));
+  auto loaded = daemon::load_contract(contract_file);
+  ASSERT_TRUE(loaded.ok()) << loaded.error();
+  daemon::ScanSettings settings;
+  settings.facts.discovery.prefixes = {demo_host() / "miniconda3/envs/torch-fl-cpu"};
+  daemon::Scanner scanner;
+  const auto report = scanner.scan(*loaded.value(), settings);
+  const std::string env = "torch-fl-cpu";
+
+  EXPECT_EQ(check(report, env, "model")["status"], "pass") << summary(check(report, env, "model"));
+  EXPECT_EQ(check(report, env, "layered")["status"], "pass")
+      << summary(check(report, env, "layered"));
+  for (const char* id : {"fails-then-echoes", "unset", "pipe"}) {
+    EXPECT_EQ(cause(check(report, env, id)), "integration_test_failed") << id;
+  }
+  EXPECT_NE(summary(check(report, env, "unset")).find("NOT_SET_ANYWHERE: unbound variable"),
+            std::string::npos)
+      << summary(check(report, env, "unset"));
+
+  const auto& ops = check(report, env, "ops");
+  EXPECT_EQ(ops["status"], "skip");
+  EXPECT_EQ(cause(ops), "needs_checkout");
+  EXPECT_NE(summary(ops).find("tests/integration/ops/"), std::string::npos) << summary(ops);
+
+  const auto& smoke = check(report, env, "smoke");
+  EXPECT_EQ(smoke["status"], "pass") << summary(smoke);
+}
+
 }  // namespace
 }  // namespace envcontract

@@ -132,7 +132,7 @@ TEST_F(MisbehavingEnv, TheEnvDeadlineBoundsAllItsStages) {
   ProbePlan plan;
   plan.imports = {"mb_sleep"};
   plan.imports_timeout = 60s;
-  plan.commands.push_back({"after", "echo never", {}, 60s});
+  plan.commands.push_back({"after", "echo never", {}, 60s, false, {}, ""});
   plan.compare_bare = false;
   plan.env_deadline = 2s;
   const auto facts = run_plan(plan);
@@ -159,7 +159,7 @@ TEST_F(MisbehavingEnv, ACancelledProbeStopsAndSaysWhy) {
   ProbePlan plan;
   plan.imports = {"mb_sleep"};
   plan.imports_timeout = 60s;
-  plan.commands.push_back({"after", "echo never", {}, 60s});
+  plan.commands.push_back({"after", "echo never", {}, 60s, false, {}, ""});
   plan.compare_bare = false;
   plan.cancellation = &cancellation;
   std::thread canceller([&] {
