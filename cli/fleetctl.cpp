@@ -466,9 +466,11 @@ int run_fleetctl(int argc, char** argv) {
   bool print = false;
   auto* validate_verb = contract_verb->add_subcommand(
       "validate", "Check contract files as the agent does; print 'ok' or every error");
-  validate_verb->add_option("FILE", contract_files, "contract files (YAML)")
+  validate_verb
+      ->add_option("FILE", contract_files,
+                   "contract files (YAML), or directories of them (CI configs too)")
       ->required()
-      ->check(CLI::ExistingFile);
+      ->check(CLI::ExistingPath);
   validate_verb->add_flag("--print", print,
                           "print the normalised contract as JSON (exactly one FILE)");
   validate_verb->footer("Exit status: 0 all valid, 1 any invalid, 2 usage error.");

@@ -191,6 +191,43 @@ void read_detection(MappingReader& top, Contract& contract) {
   }
 }
 
+// The devices a platform config's container is given (`--device=/dev/xpu0`,
+// `--device /dev/davinci0:/dev/davinci0:rwm`, `--gpus all`) say which
+// platform it is for: they feed `detect:` so that `contract: auto` can choose
+// a CI config as it chooses our own contracts.
+std::vector<std::string> container_device_nodes(const YAML::Node& options) {
+  std::string text;
+  if (options.IsScalar()) {
+    text = options.Scalar();
+  } else if (options.IsSequence()) {
+    for (const auto& item : options) {
+      text += (item.IsScalar() ? item.Scalar() : std::string()) + " ";
+    }
+  }
+  std::vector<std::string> words;
+  std::istringstream in(text);
+  for (std::string word; in >> word;) {
+    words.push_back(word);
+  }
+  std::vector<std::string> nodes;
+  const auto add = [&](const std::string& spec) {
+    const std::string host = spec.substr(0, spec.find(':'));
+    if (host.starts_with("/dev/") && std::find(nodes.begin(), nodes.end(), host) == nodes.end()) {
+      nodes.push_back(host);
+    }
+  };
+  for (std::size_t i = 0; i < words.size(); ++i) {
+    if (words[i].starts_with("--device=")) {
+      add(words[i].substr(9));
+    } else if (words[i] == "--device" && i + 1 < words.size()) {
+      add(words[++i]);
+    } else if (words[i] == "--gpus" || words[i].starts_with("--gpus=")) {
+      add("/dev/nvidia[0-9]*");
+    }
+  }
+  return nodes;
+}
+
 void read_native_checks(MappingReader& top, CheckParser& parser) {
   const auto checks = top.get("checks");
   if (!checks) {
@@ -263,6 +300,15 @@ LoadResult load_contract_text(const std::string& text, const std::filesystem::pa
   }
   if (platform_config) {
     contract.forms.push_back("platform_config");
+  }
+  if (platform_config && contract.detect.device_nodes.empty() && contract.detect.tools.empty()) {
+    if (const auto options = top.get("container_options")) {
+      contract.detect.device_nodes = container_device_nodes(*options);
+    }
+  }
+  if (platform_config) {
+    // CI stops a job after this many minutes: "sixty" or 0 is a broken config.
+    top.integer("timeout_minutes", Need::optional, 1, 7 * 24 * 60);
   }
   for (const auto& key : k_ci_only_keys) {
     if (const auto value = top.get(key)) {

@@ -1,4 +1,6 @@
 // Check kinds about the torch and triton builds an env carries.
+#include <regex>
+
 #include "contracts/kinds.hpp"
 
 #include "common/python_names.hpp"
@@ -48,6 +50,16 @@ void read_release(MappingReader& reader, std::string_view key, std::string& rele
   if (!text) {
     return;
   }
+  // YAML reads `base: 2.10` as the number 2.1, which no torch is: a version
+  // written as a bare number is refused, with the way to write it.
+  const auto node = *reader.get(key);
+  static const std::regex bare_number(R"re([0-9]+(\.[0-9]+)?)re");
+  if (node.Tag() == "?" && std::regex_match(*text, bare_number)) {
+    reader.ctx().error(node, "'" + std::string(key) + "' of " + reader.what() + " is the number " +
+                                 *text + " to YAML: quote versions, as in " + std::string(key) +
+                                 ": \"" + *text + "\"");
+    return;
+  }
   if (!is_valid(*text)) {
     reader.ctx().error(*reader.get(key), "'" + std::string(key) + "' of " + reader.what() +
                                              " must be a version such as '" + std::string(example) +
@@ -63,6 +75,12 @@ bool is_local_segment(std::string_view text) {
 
 // A contract that can never pass is a contract bug: say so at load time.
 void reject_contradictions(MappingReader& reader, const TorchParams& params) {
+  if (params.local.starts_with("cu") && params.cuda &&
+      params.cuda->mode == ToolkitRule::Mode::none) {
+    reader.ctx().error(*reader.get("cuda"), "'local' " + params.local +
+                                                " is a CUDA build, so 'cuda: none' of " +
+                                                reader.what() + " can never pass");
+  }
   if (!params.version.empty()) {
     if (!params.base.empty() && params.version != params.base &&
         !params.version.starts_with(params.base + "+")) {

@@ -35,6 +35,10 @@ std::size_t edit_distance(std::string_view a, std::string_view b) {
 
 }  // namespace
 
+std::size_t spelling_distance(std::string_view a, std::string_view b) {
+  return edit_distance(a, b);
+}
+
 std::optional<std::string> closest_match(std::string_view word,
                                          const std::vector<std::string>& candidates) {
   const std::size_t limit = std::max<std::size_t>(1, word.size() / 3);

@@ -12,6 +12,9 @@ namespace envcontract::contracts {
 std::optional<std::string> closest_match(std::string_view word,
                                          const std::vector<std::string>& candidates);
 
+// Edits (insert, delete, change, swap two neighbours; case ignored) between two words.
+std::size_t spelling_distance(std::string_view a, std::string_view b);
+
 // " (did you mean 'x'?)" or "" when nothing is close: ready to append to a message.
 std::string did_you_mean(std::string_view word, const std::vector<std::string>& candidates);
 

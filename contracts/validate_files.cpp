@@ -1,5 +1,6 @@
 #include "contracts/validate_files.hpp"
 
+#include <algorithm>
 #include <ostream>
 
 #include "common/json_text.hpp"
@@ -7,10 +8,47 @@
 
 namespace envcontract::contracts {
 
-int validate_files(const std::vector<std::filesystem::path>& files, ValidateOutput output,
+std::vector<std::filesystem::path> contract_files(const std::vector<std::filesystem::path>& paths,
+                                                  std::ostream& err, int& exit_code) {
+  std::vector<std::filesystem::path> files;
+  for (const auto& path : paths) {
+    std::error_code error;
+    if (!std::filesystem::is_directory(path, error)) {
+      files.push_back(path);
+      continue;
+    }
+    // A directory stands for its contracts and CI configs, in name order.
+    std::vector<std::filesystem::path> found;
+    for (std::filesystem::directory_iterator entry(path, error), end; !error && entry != end;
+         entry.increment(error)) {
+      const auto extension = entry->path().extension();
+      if ((extension == ".yaml" || extension == ".yml") && entry->is_regular_file(error)) {
+        found.push_back(entry->path());
+      }
+    }
+    if (error || found.empty()) {
+      err << path.string() << ": "
+          << (error ? "cannot read the directory: " + error.message()
+                    : std::string("holds no .yaml or .yml file"))
+          << "\n";
+      exit_code = 1;
+    }
+    std::sort(found.begin(), found.end());
+    files.insert(files.end(), found.begin(), found.end());
+  }
+  return files;
+}
+
+int validate_files(const std::vector<std::filesystem::path>& paths, ValidateOutput output,
                    std::ostream& out, std::ostream& err) {
   int exit_code = 0;
-  for (const auto& file : files) {
+  std::error_code error;
+  if (output == ValidateOutput::normalized_json && paths.size() == 1 &&
+      std::filesystem::is_directory(paths.front(), error)) {
+    err << paths.front().string() << ": --print shows one contract: name a file, not a directory\n";
+    return 2;
+  }
+  for (const auto& file : contract_files(paths, err, exit_code)) {
     const auto result = load_contract_file(file);
     for (const auto& diagnostic : result.diagnostics.sorted()) {
       err << diagnostic.to_string() << "\n";

@@ -61,12 +61,79 @@ void ParseContext::note(const YAML::Node& node, std::string message) {
   m_diagnostics.note(locate(node), std::move(message));
 }
 
+namespace {
+
+std::vector<std::string> text_lines(const std::string& text) {
+  std::vector<std::string> lines;
+  std::istringstream in(text);
+  for (std::string line; std::getline(in, line);) {
+    lines.push_back(line);
+  }
+  return lines;
+}
+
+std::size_t indentation(const std::string& line) {
+  return line.find_first_not_of(' ') == std::string::npos ? line.size()
+                                                          : line.find_first_not_of(' ');
+}
+
+// What people most often get wrong, when the parser's words do not say it:
+// a tab in the indentation, a list entry without its "- ", a line indented
+// unlike its neighbours. "" when none of these is it.
+std::string syntax_hint(const std::string& text, int line_index) {
+  const auto lines = text_lines(text);
+  if (line_index < 0 || static_cast<std::size_t>(line_index) >= lines.size()) {
+    return "";
+  }
+  for (int i = line_index; i >= 0 && i >= line_index - 1; --i) {
+    const auto& line = lines[static_cast<std::size_t>(i)];
+    const auto text_start = line.find_first_not_of(" \t");
+    if (line.substr(0, text_start).find('\t') != std::string::npos) {
+      return "line " + std::to_string(i + 1) +
+             " is indented with a tab: YAML indents with spaces only";
+    }
+  }
+  const auto& line = lines[static_cast<std::size_t>(line_index)];
+  const std::size_t indent = indentation(line);
+  // A sibling above at the same indentation that starts an entry with "- ".
+  for (int i = line_index - 1; i >= 0; --i) {
+    const auto& above = lines[static_cast<std::size_t>(i)];
+    if (indentation(above) < indent || above.find_first_not_of(' ') == std::string::npos) {
+      if (indentation(above) < indent) {
+        break;
+      }
+      continue;
+    }
+    if (indentation(above) == indent && above.compare(indent, 2, "- ") == 0 &&
+        line.compare(indent, 2, "- ") != 0) {
+      return "is a '- ' missing at the start of line " + std::to_string(line_index + 1) +
+             "? Each entry of a list starts with '- '";
+    }
+  }
+  if (line_index > 0) {
+    const auto& above = lines[static_cast<std::size_t>(line_index - 1)];
+    // The keys of an entry start after its "- ".
+    const std::size_t above_keys =
+        indentation(above) + (above.compare(indentation(above), 2, "- ") == 0 ? 2 : 0);
+    if (above_keys != indent && above.find(':') != std::string::npos && above.back() != ':') {
+      return "line " + std::to_string(line_index + 1) + " is indented by " +
+             std::to_string(indent) + " spaces, the key on line " + std::to_string(line_index) +
+             " by " + std::to_string(above_keys) + ": keys of one mapping line up under each other";
+    }
+  }
+  return "";
+}
+
+}  // namespace
+
 std::optional<YAML::Node> load_yaml_text(const std::string& text, ParseContext& ctx) {
   YAML::Node root;
   try {
     root = YAML::Load(text);
   } catch (const YAML::ParserException& e) {
-    ctx.diagnostics().error(ctx.locate(e.mark), "YAML syntax error: " + e.msg);
+    const std::string hint = syntax_hint(text, e.mark.line);
+    ctx.diagnostics().error(ctx.locate(e.mark),
+                            "YAML syntax error: " + e.msg + (hint.empty() ? "" : "; " + hint));
     return std::nullopt;
   }
   report_duplicate_keys(root, ctx);

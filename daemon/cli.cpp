@@ -27,9 +27,10 @@ struct ValidateArguments {
 CLI::App* add_validate(CLI::App& app, ValidateArguments& arguments) {
   auto* verb = app.add_subcommand(
       "validate", "Check contract files; print 'ok' or every error as file:line:column");
-  verb->add_option("FILE", arguments.files, "contract files (YAML)")
+  verb->add_option("FILE", arguments.files,
+                   "contract files (YAML), or directories of them (CI configs too)")
       ->required()
-      ->check(CLI::ExistingFile);
+      ->check(CLI::ExistingPath);
   verb->add_flag("--print", arguments.print,
                  "print the normalised contract (every check with its kind and parameters) as "
                  "JSON; takes exactly one FILE");

@@ -179,3 +179,132 @@ checks:
 
 }  // namespace
 }  // namespace envcontract::contracts
+
+namespace envcontract::contracts {
+namespace {
+
+// The four lines of real CI configs, written for the tests in their shapes:
+// each loads; only preflights run; ids are stable; the note says the rest.
+TEST(CiLines, EachLineLoadsAndRunsOnlyItsPreflights) {
+  const auto lines = k_data / "ci-lines";
+  const std::map<std::string, std::vector<std::string>> runs = {
+      {"early-main-ascend.yml", {}},
+      {"newest-main-cuda.yml", {}},
+      {"kunlunxin-vendor.yml", {"torch-contract"}},
+      {"torch-contract-branch-musa.yml", {"torch-contract", "preflight-env", "preflight-devices"}},
+  };
+  for (const auto& [file, expected] : runs) {
+    const auto result = load_contract_file(lines / file);
+    ASSERT_TRUE(result.contract) << file << ": " << joined(result);
+    std::vector<std::string> ids;
+    for (const auto& check : result.contract->checks) {
+      ids.push_back(check.id);
+    }
+    EXPECT_EQ(ids, expected) << file;
+    EXPECT_NE(joined(result).find(" kept, not run (no phase, or a suite's): "), std::string::npos)
+        << file;
+  }
+  // The newest CUDA config's 6 entries: 2 preflights and 4 suites, none a
+  // host check until selected.
+  const auto cuda = load_contract_file(lines / "newest-main-cuda.yml");
+  EXPECT_NE(joined(cuda).find("6 kept, not run (no phase, or a suite's): "
+                              "check-model-availability, check-device-availability, "
+                              "run-operator-tests-vendor-backend-main-ops"),
+            std::string::npos)
+      << joined(cuda);
+  // The failure policy decides severity; the environment is the runner's.
+  const auto musa = load_contract_file(lines / "torch-contract-branch-musa.yml");
+  ASSERT_TRUE(musa.contract);
+  EXPECT_EQ(find_check(*musa.contract, "preflight-devices")->severity, Severity::advisory);
+  const auto env = normalised(*find_check(*musa.contract, "preflight-env"))["entry"];
+  EXPECT_EQ(env["integration_environment"]["MUSA_HOME"], "/usr/local/musa");
+  EXPECT_EQ(env["environment"]["LD_LIBRARY_PATH"], "${MUSA_HOME}/lib:${LD_LIBRARY_PATH}");
+  EXPECT_EQ(normalised(*find_check(*musa.contract, "torch-contract"))["forbidden_path_parts"],
+            Json({"torch_musa"}));
+}
+
+// Ids come from `id`, else the name: inserting an entry before another does
+// not move its id (a waiver or a link keeps naming the same test).
+TEST(CiLines, IdsStayWhenAnEntryIsInsertedBeforeThem) {
+  const std::string entries =
+      "  - name: Check device availability\n    phase: preflight\n    command: 'true'\n"
+      "  - id: env\n    name: Check the environment\n    phase: preflight\n"
+      "    command: 'true'\n";
+  const std::string waiver = "waivers:\n  - check: check-device-availability\n    reason: OPS-1\n";
+  const auto before =
+      load_text("setup_script: s.sh\nimage: a/b:1\n" + waiver + "integration_tests:\n" + entries);
+  const auto after = load_text("setup_script: s.sh\nimage: a/b:1\n" + waiver +
+                               "integration_tests:\n  - name: A new first test\n"
+                               "    phase: preflight\n    command: 'true'\n" +
+                               entries);
+  ASSERT_TRUE(before.contract) << joined(before);
+  ASSERT_TRUE(after.contract) << joined(after);
+  EXPECT_NE(find_check(*before.contract, "check-device-availability"), nullptr);
+  EXPECT_NE(find_check(*after.contract, "check-device-availability"), nullptr);
+  EXPECT_NE(find_check(*after.contract, "env"), nullptr);
+  EXPECT_NE(find_check(*after.contract, "a-new-first-test"), nullptr);
+  ASSERT_EQ(after.contract->waivers.size(), 1U);
+  EXPECT_EQ(after.contract->waivers[0].check, "check-device-availability");
+}
+
+// Every realistic mistake is an error at its place (exit 1), never a silent
+// loss.
+TEST(CiLines, MistakesAreErrorsWithTheirPlace) {
+  const auto error_of = [](const std::string& text) {
+    const auto result = load_text(text);
+    std::string errors;
+    for (const auto& message : messages(result)) {
+      if (message.find(": error: ") != std::string::npos) {
+        errors += message + "\n";
+      }
+    }
+    return errors;
+  };
+  const std::string head = "setup_script: s.sh\nimage: a/b:1\n";
+  const std::string test = "integration_tests:\n  - name: t\n    command: 'true'\n";
+  EXPECT_NE(error_of(head + "integration_tests:\n  - name: t\n    phase: prefligth\n"
+                            "    command: 'true'\n")
+                .find(":5:12: error: unknown phase 'prefligth' (did you mean 'preflight'?); it "
+                      "is one of preflight, test"),
+            std::string::npos);
+  EXPECT_NE(error_of(head + "integration_tests:\n  - name: t\n    failure_policy: fail-fats\n"
+                            "    command: 'true'\n")
+                .find(":5:21: error: unknown failure_policy 'fail-fats' (did you mean "
+                      "'fail-fast'?)"),
+            std::string::npos);
+  EXPECT_NE(error_of(head + "torch_contarct:\n  base_version: '2.10.0'\n" + test)
+                .find(":3:1: error: unknown key 'torch_contarct' in the contract (did you mean "
+                      "'torch_contract'?)"),
+            std::string::npos)
+      << error_of(head + "torch_contarct:\n  base_version: '2.10.0'\n" + test);
+  EXPECT_NE(error_of(head + "integration_tests:\n  - id: a\n    name: t\n    command: 'true'\n"
+                            "  - id: a\n    name: u\n    command: 'true'\n")
+                .find(":7:5: error: two integration tests have the id 'a' (the first at line 4)"),
+            std::string::npos);
+  EXPECT_NE(error_of(head + "timeout_minutes: sixty\n" + test).find(":3:18: error: "),
+            std::string::npos);
+  EXPECT_NE(error_of(head + "timeout_minutes: 0\n" + test).find(":3:18: error: "),
+            std::string::npos);
+  EXPECT_NE(error_of(head + "torch_contract:\n  base_version: 2.10\n" + test)
+                .find(":4:17: error: 'base' of check 'torch-contract' is the number 2.10 to YAML: "
+                      "quote versions, as in base: \"2.10\""),
+            std::string::npos)
+      << error_of(head + "torch_contract:\n  base_version: 2.10\n" + test);
+  EXPECT_NE(error_of(head +
+                     "torch_contract:\n  base_version: '2.10.0'\n  local_version: cu129\n"
+                     "  cuda: none\n" +
+                     test)
+                .find("error: 'local' cu129 is a CUDA build, so 'cuda: none' of check "
+                      "'torch-contract' can never pass"),
+            std::string::npos);
+  EXPECT_NE(error_of(head + "integration_tests:\n  - name: a\n    command: x\n  name: b\n"
+                            "    command: y\n")
+                .find("is a '- ' missing at the start of line 6?"),
+            std::string::npos);
+  EXPECT_NE(error_of(head + "integration_tests:\n  - name: a\n\tcommand: x\n")
+                .find("line 5 is indented with a tab: YAML indents with spaces only"),
+            std::string::npos);
+}
+
+}  // namespace
+}  // namespace envcontract::contracts

@@ -117,6 +117,25 @@ TEST_F(ContractDetection, NothingFoundSaysWhatWasLookedFor) {
   EXPECT_NE(error.find("--contract"), std::string::npos);
 }
 
+// CI platform configs are candidates too: the devices their containers are
+// given (`--device /dev/xpu0`) are what `contract: auto` looks for.
+TEST_F(ContractDetection, ACiConfigIsChosenByItsContainersDevices) {
+  const std::filesystem::path lines = ENVCONTRACT_SOURCE_DIR "/tests/data/contracts/ci-lines";
+  m_root.write("dev/xpu0", "");
+  m_root.write("dev/xpuctrl", "");
+  const auto detected = daemon::detect_contract(lines, m_root.path());
+  ASSERT_TRUE(detected.ok()) << detected.error();
+  EXPECT_EQ(detected.value().file.filename(), "kunlunxin-vendor.yml");
+  EXPECT_NE(detected.value().why.find("/dev/xpu0"), std::string::npos) << detected.value().why;
+
+  testing::TempDir ascend;
+  ascend.write("dev/davinci0", "");
+  ascend.write("dev/davinci_manager", "");
+  const auto npu = daemon::detect_contract(lines, ascend.path());
+  ASSERT_TRUE(npu.ok()) << npu.error();
+  EXPECT_EQ(npu.value().file.filename(), "early-main-ascend.yml");
+}
+
 TEST_F(ContractDetection, EqualCandidatesWithoutAMainContractAreAmbiguous) {
   testing::TempDir dir;
   for (const char* name : {"a", "b"}) {

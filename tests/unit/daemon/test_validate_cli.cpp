@@ -144,3 +144,38 @@ TEST(ValidateCli, HelpDescribesExitCodes) {
 
 }  // namespace
 }  // namespace envcontract
+
+namespace envcontract {
+namespace {
+
+// A directory of CI configs is validated file by file, in name order.
+TEST(ValidateCli, ADirectoryValidatesEveryConfigInIt) {
+  const std::string lines = ENVCONTRACT_SOURCE_DIR "/tests/data/contracts/ci-lines";
+  const auto result = testing::run_command({ENVCONTRACTD_PATH, "validate", lines});
+  EXPECT_EQ(result.exit_code, 0) << result.err;
+  EXPECT_EQ(result.out, lines + "/early-main-ascend.yml: ok\n" + lines +
+                            "/kunlunxin-vendor.yml: ok\n" + lines + "/newest-main-cuda.yml: ok\n" +
+                            lines + "/torch-contract-branch-musa.yml: ok\n");
+  const auto fleetctl = testing::run_command({FLEETCTL_PATH, "contract", "validate", lines});
+  EXPECT_EQ(fleetctl.exit_code, 0) << fleetctl.err;
+  EXPECT_EQ(fleetctl.out, result.out);
+
+  testing::TempDir dir;
+  dir.write("notes.txt", "not a contract\n");
+  const auto empty = testing::run_command({ENVCONTRACTD_PATH, "validate", dir.path().string()});
+  EXPECT_EQ(empty.exit_code, 1);
+  EXPECT_NE(empty.err.find("holds no .yaml or .yml file"), std::string::npos) << empty.err;
+  dir.write("bad.yml",
+            "setup_script: s.sh\nintegration_tests:\n  - name: t\n    phase: tset\n"
+            "    command: 'true'\n");
+  const auto bad = testing::run_command({ENVCONTRACTD_PATH, "validate", dir.path().string()});
+  EXPECT_EQ(bad.exit_code, 1);
+  EXPECT_NE(bad.err.find("bad.yml:4:12: error: unknown phase 'tset' (did you mean 'test'?)"),
+            std::string::npos)
+      << bad.err;
+  const auto print = testing::run_command({ENVCONTRACTD_PATH, "validate", "--print", lines});
+  EXPECT_EQ(print.exit_code, 2);
+}
+
+}  // namespace
+}  // namespace envcontract
