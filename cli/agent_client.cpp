@@ -17,6 +17,8 @@ std::string seconds(std::chrono::milliseconds duration) {
 
 std::string describe(httplib::Error error) {
   switch (error) {
+    case httplib::Error::Connection:
+      return "cannot connect (connection refused, host unreachable or its name unknown)";
     case httplib::Error::ConnectionTimeout:
       return "connection timed out";
     case httplib::Error::Read:
@@ -133,8 +135,11 @@ Response request(const HostAddress& host, const std::string& method, const std::
     return response;
   }
   if (!sent) {
-    response.error =
-        error == httplib::Error::Connection ? connection_failure(host) : describe(error);
+    // The name is looked up again only while time remains: a resolver that
+    // is down must not hold fleetctl past --timeout a second time.
+    response.error = error == httplib::Error::Connection && Clock::now() < deadline
+                         ? connection_failure(host)
+                         : describe(error);
     return response;
   }
   response.status = answer.status;

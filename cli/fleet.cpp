@@ -6,6 +6,7 @@
 #include <fstream>
 #include <thread>
 
+#include "common/shown_path.hpp"
 #include "contracts/env_facts.hpp"
 
 namespace envcontract::cli {
@@ -97,7 +98,7 @@ std::vector<HostReport> fetch_reports(const std::vector<HostAddress>& hosts,
 }
 
 common::Result<std::vector<HostAddress>> read_inventory(const std::string& path) {
-  const std::string shown = std::filesystem::absolute(path).lexically_normal().string();
+  const std::string shown = common::shown_path(path);
   std::ifstream in(path);
   if (!in) {
     return common::Error{shown + ": cannot read the inventory"};

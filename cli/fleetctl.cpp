@@ -13,6 +13,7 @@
 
 #include "cli/fleet_render.hpp"
 #include "common/json_text.hpp"
+#include "common/shown_path.hpp"
 #include "contracts/env_facts.hpp"
 #include "contracts/spelling.hpp"
 #include "contracts/validate_files.hpp"
@@ -287,8 +288,7 @@ std::optional<std::string> read_token(const ScanArguments& arguments) {
   }
   std::ifstream in(file);
   if (!in) {
-    std::cerr << "fleetctl: cannot read the token file "
-              << std::filesystem::absolute(file).lexically_normal().string() << "\n";
+    std::cerr << "fleetctl: cannot read the token file " << common::shown_path(file) << "\n";
     return std::nullopt;
   }
   std::string token;
@@ -358,7 +358,13 @@ int run_scan(const ScanArguments& arguments) {
                 << "\n";
       return 2;
     }
-    state = ticket->value("state", "");
+    // An answer from a host we do not control: any JSON at all.
+    state = ticket->is_object() ? contracts::string_field(*ticket, "state") : "";
+    if (state.empty()) {
+      std::cerr << (progress ? "\n" : "") << "fleetctl: " << host->text
+                << ": the scan's ticket has no state; is this an envcontract agent?\n";
+      return 2;
+    }
     const auto seconds =
         std::chrono::duration_cast<std::chrono::seconds>(std::chrono::steady_clock::now() - started)
             .count();
@@ -376,7 +382,7 @@ int run_scan(const ScanArguments& arguments) {
       }
       if (state == "failed") {
         std::cerr << "fleetctl: " << host->text
-                  << ": the scan failed: " << ticket->value("error", std::string()) << "\n";
+                  << ": the scan failed: " << contracts::string_field(*ticket, "error") << "\n";
         return 2;
       }
       break;

@@ -6,6 +6,7 @@
 #include <regex>
 #include <sstream>
 
+#include "common/json_text.hpp"
 #include "contracts/check_parser.hpp"
 #include "contracts/integration_tests.hpp"
 #include "contracts/legacy_forms.hpp"
@@ -209,10 +210,26 @@ std::vector<std::string> container_device_nodes(const YAML::Node& options) {
   for (std::string word; in >> word;) {
     words.push_back(word);
   }
+  // Nodes every kind of host may have say nothing of the platform; numbered
+  // ones fold into one glob (davinci0..7: /dev/davinci[0-9]*), so that a
+  // config listing eight devices does not outscore one naming the family.
+  static const std::vector<std::string> generic = {"/dev/fuse",       "/dev/null", "/dev/zero",
+                                                   "/dev/shm",        "/dev/dri",  "/dev/net",
+                                                   "/dev/infiniband", "/dev/kvm"};
   std::vector<std::string> nodes;
   const auto add = [&](const std::string& spec) {
-    const std::string host = spec.substr(0, spec.find(':'));
-    if (host.starts_with("/dev/") && std::find(nodes.begin(), nodes.end(), host) == nodes.end()) {
+    std::string host = spec.substr(0, spec.find(':'));
+    if (!host.starts_with("/dev/") ||
+        std::any_of(generic.begin(), generic.end(), [&](const std::string& prefix) {
+          return host == prefix || host.starts_with(prefix + "/");
+        })) {
+      return;
+    }
+    const auto digits = host.find_last_not_of("0123456789");
+    if (digits != std::string::npos && digits + 1 < host.size()) {
+      host = host.substr(0, digits + 1) + "[0-9]*";
+    }
+    if (std::find(nodes.begin(), nodes.end(), host) == nodes.end()) {
       nodes.push_back(host);
     }
   };
@@ -253,7 +270,8 @@ void read_schema_version(MappingReader& top) {
 
 }  // namespace
 
-LoadResult load_contract_text(const std::string& text, const std::filesystem::path& path) {
+LoadResult load_contract_text(const std::string& text, const std::filesystem::path& path,
+                              const LoadOptions& options) {
   LoadResult result;
   ParseContext ctx(path.string(), result.diagnostics);
   const auto root = load_yaml_text(text, ctx);
@@ -295,15 +313,22 @@ LoadResult load_contract_text(const std::string& text, const std::filesystem::pa
     if (const auto environment = top.get("integration_environment")) {
       runner_environment = read_environment_map(*environment, "integration_environment", ctx);
     }
-    translate_integration_tests(*tests, path.filename().string(), runner_environment, parser);
+    translate_integration_tests(*tests, path.filename().string(), runner_environment,
+                                options.run_tests, parser);
     contract.kept["integration_tests"] = yaml_to_json(*tests);
   }
   if (platform_config) {
     contract.forms.push_back("platform_config");
   }
+  if (!options.run_tests.empty() && !top.has("integration_tests")) {
+    ctx.error(*root,
+              "the agent's run_integration_tests names tests to run, but this contract has "
+              "no integration_tests: remove run_integration_tests, or name the CI "
+              "platform config as the contract");
+  }
   if (platform_config && contract.detect.device_nodes.empty() && contract.detect.tools.empty()) {
-    if (const auto options = top.get("container_options")) {
-      contract.detect.device_nodes = container_device_nodes(*options);
+    if (const auto container = top.get("container_options")) {
+      contract.detect.device_nodes = container_device_nodes(*container);
     }
   }
   if (platform_config) {
@@ -344,8 +369,15 @@ LoadResult load_contract_text(const std::string& text, const std::filesystem::pa
         continue;
       }
       IntegrationEntry named;
-      named.id = entry.value("id", Json("")).is_string() ? entry.value("id", "") : "";
-      named.name = entry.value("name", Json("")).is_string() ? entry.value("name", "") : "";
+      // As the loader read them: YAML scalars, whatever JSON made of them.
+      const auto scalar_text = [&](const char* key) {
+        const auto found = entry.find(key);
+        return found == entry.end() || found->is_null() || found->is_structured() ? std::string()
+               : found->is_string() ? found->get<std::string>()
+                                    : common::json_text(*found);
+      };
+      named.id = scalar_text("id");
+      named.name = scalar_text("name");
       const std::string id = integration_check_id(named);
       const bool runs = std::any_of(
           contract.checks.begin(), contract.checks.end(),
@@ -367,7 +399,7 @@ LoadResult load_contract_text(const std::string& text, const std::filesystem::pa
   return result;
 }
 
-LoadResult load_contract_file(const std::filesystem::path& path) {
+LoadResult load_contract_file(const std::filesystem::path& path, const LoadOptions& options) {
   LoadResult result;
   std::error_code error;
   if (std::filesystem::is_directory(path, error)) {
@@ -383,7 +415,7 @@ LoadResult load_contract_file(const std::filesystem::path& path) {
   }
   std::ostringstream text;
   text << in.rdbuf();
-  return load_contract_text(text.str(), path);
+  return load_contract_text(text.str(), path, options);
 }
 
 }  // namespace envcontract::contracts

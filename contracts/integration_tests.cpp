@@ -1,5 +1,6 @@
 #include "contracts/integration_tests.hpp"
 
+#include "common/sha256.hpp"
 #include "contracts/mapping_reader.hpp"
 #include "contracts/spelling.hpp"
 #include "contracts/values.hpp"
@@ -29,7 +30,9 @@ std::string integration_check_id(const IntegrationEntry& entry) {
   while (!slug.empty() && slug.back() == '-') {
     slug.pop_back();
   }
-  return slug.empty() ? "integration-test" : slug;
+  // A name without ASCII letters or digits gets a slug of its hash, so two
+  // such names stay two ids.
+  return slug.empty() ? "integration-test-" + common::sha256_hex(entry.name).substr(0, 8) : slug;
 }
 
 NamedList<std::string> read_environment_map(const YAML::Node& node, const std::string& what,
@@ -58,26 +61,23 @@ NamedList<std::string> read_environment_map(const YAML::Node& node, const std::s
 }
 
 std::vector<std::string> repository_paths(const std::string& command) {
+  // Conservative on purpose: a false match skips a check, so only a bare
+  // word made of path characters counts (`tests/integration/ops/`,
+  // `./run.sh`), never one with quotes, redirections, brackets or variables
+  // (`2>/dev/null`, `"print(1/2)"`, `'s/a/b/'`, `"$MODEL_PATH"`).
+  static const std::regex path_word(
+      R"re((\./|\.\./)?[A-Za-z0-9_.][A-Za-z0-9_.+-]*(/[A-Za-z0-9_.+-]+)*/?)re");
   std::vector<std::string> paths;
   std::string word;
   const auto flush = [&] {
-    // Quotes, brackets and trailing punctuation are not part of the path.
-    const auto first = word.find_first_not_of("\"'([{");
-    const auto last = word.find_last_not_of("\"')]},;:");
-    const std::string path =
-        first == std::string::npos || last < first ? "" : word.substr(first, last - first + 1);
+    if (word.size() < 3 || word.size() > 512) {
+      word.clear();
+      return;
+    }
+    if (word.find('/') != std::string::npos && std::regex_match(word, path_word)) {
+      paths.push_back(word);
+    }
     word.clear();
-    if (path.size() < 3 || path.find('/') == std::string::npos ||
-        path.find("://") != std::string::npos || path.find('=') != std::string::npos) {
-      return;
-    }
-    const char head = path.front();
-    if (head == '/' || head == '$' || head == '~' || head == '-' || head == '{' || head == '<') {
-      return;
-    }
-    // A division in a Python heredoc (a / b) has spaces; `a/b` of two
-    // identifiers is taken for a path, which only ever skips a check.
-    paths.push_back(path);
   };
   for (const char c : command) {
     if (std::isspace(static_cast<unsigned char>(c)) != 0) {

@@ -4,6 +4,7 @@
 
 #include "contracts/integration_tests.hpp"
 #include "contracts/mapping_reader.hpp"
+#include "contracts/spelling.hpp"
 #include "contracts/values.hpp"
 
 namespace envcontract::contracts {
@@ -106,7 +107,7 @@ void translate_torch_contract(const YAML::Node& section, CheckParser& parser) {
 
 void translate_integration_tests(const YAML::Node& section, const std::string& config_name,
                                  const NamedList<std::string>& runner_environment,
-                                 CheckParser& parser) {
+                                 const std::vector<std::string>& run_tests, CheckParser& parser) {
   auto& ctx = parser.ctx();
   if (!section.IsSequence()) {
     ctx.error(section, "'integration_tests' must be a list of {name, command}, got " +
@@ -116,6 +117,8 @@ void translate_integration_tests(const YAML::Node& section, const std::string& c
   // Ids name tests in waivers, history and links: two entries may not share one.
   std::map<std::string, int> first_line;
   std::vector<std::string> kept;
+  std::vector<std::string> known;
+  std::vector<bool> selected(run_tests.size(), false);
   int run = 0;
   for (const auto& item : section) {
     auto entry = parse_integration_entry(item, runner_environment, ctx);
@@ -133,7 +136,15 @@ void translate_integration_tests(const YAML::Node& section, const std::string& c
     }
     // Only preflights are host checks. An entry without a phase may be a CI
     // suite needing the repository and an hour: kept, run when selected.
-    if (!is_preflight_phase(entry->phase)) {
+    bool chosen = false;
+    for (std::size_t i = 0; i < run_tests.size(); ++i) {
+      if (run_tests[i] == id || run_tests[i] == entry->name || run_tests[i] == entry->id) {
+        selected[i] = true;
+        chosen = true;
+      }
+    }
+    known.push_back(id);
+    if (!is_preflight_phase(entry->phase) && !chosen) {
       kept.push_back(id);
       continue;
     }
@@ -153,6 +164,13 @@ void translate_integration_tests(const YAML::Node& section, const std::string& c
     check.params = std::move(params);
     parser.add(std::move(check), item);
   }
+  for (std::size_t i = 0; i < run_tests.size(); ++i) {
+    if (!selected[i]) {
+      ctx.error(section, "the agent's run_integration_tests names '" + run_tests[i] +
+                             "', which this config does not have" +
+                             did_you_mean(run_tests[i], known));
+    }
+  }
   std::string kept_ids;
   for (const auto& id : kept) {
     kept_ids += (kept_ids.empty() ? "" : ", ") + id;
@@ -160,7 +178,9 @@ void translate_integration_tests(const YAML::Node& section, const std::string& c
   ctx.note(section, std::to_string(run) +
                         (run == 1 ? " integration test runs as a host check"
                                   : " integration tests run as host checks") +
-                        " (phase: preflight)" +
+                        (run_tests.empty() ? " (phase: preflight)"
+                                           : " (phase: preflight, or named by the agent's "
+                                             "run_integration_tests)") +
                         (kept.empty() ? std::string()
                                       : "; " + std::to_string(kept.size()) +
                                             " kept, not run (no phase, or a suite's): " + kept_ids +

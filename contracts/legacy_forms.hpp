@@ -20,8 +20,9 @@ void translate_torch_contract(const YAML::Node& section, CheckParser& parser);
 // entries become integration_test checks, run with `runner_environment` (the
 // config's integration_environment); the others are kept, said in a note.
 // `config_name` is the file they live in.
+// `run_tests` (by id, name or check id) run although they are no preflight.
 void translate_integration_tests(const YAML::Node& section, const std::string& config_name,
                                  const NamedList<std::string>& runner_environment,
-                                 CheckParser& parser);
+                                 const std::vector<std::string>& run_tests, CheckParser& parser);
 
 }  // namespace envcontract::contracts

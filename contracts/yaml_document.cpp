@@ -67,6 +67,9 @@ std::vector<std::string> text_lines(const std::string& text) {
   std::vector<std::string> lines;
   std::istringstream in(text);
   for (std::string line; std::getline(in, line);) {
+    if (!line.empty() && line.back() == '\r') {
+      line.pop_back();  // a file with CRLF line ends
+    }
     lines.push_back(line);
   }
   return lines;
@@ -115,7 +118,11 @@ std::string syntax_hint(const std::string& text, int line_index) {
     // The keys of an entry start after its "- ".
     const std::size_t above_keys =
         indentation(above) + (above.compare(indentation(above), 2, "- ") == 0 ? 2 : 0);
-    if (above_keys != indent && above.find(':') != std::string::npos && above.back() != ':') {
+    // Only a key deeper than the keys above it, after a plain `key: value`
+    // (not a block scalar's `|` or `>`, whose lines may go anywhere).
+    const char last = above.empty() ? ' ' : above.back();
+    if (indent > above_keys && above.find(':') != std::string::npos && last != ':' && last != '|' &&
+        last != '>' && line.find(':') != std::string::npos) {
       return "line " + std::to_string(line_index + 1) + " is indented by " +
              std::to_string(indent) + " spaces, the key on line " + std::to_string(line_index) +
              " by " + std::to_string(above_keys) + ": keys of one mapping line up under each other";

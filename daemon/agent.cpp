@@ -92,7 +92,7 @@ std::string Agent::start() {
     source = m_contract_file.string();
   }
   m_contract_signature = contract_signature();
-  auto loaded = load_contract(m_contract_file);
+  auto loaded = load_contract(m_contract_file, m_config.run_integration_tests);
   if (!loaded) {
     return "the contract is invalid:\n" + loaded.error();
   }
@@ -237,7 +237,7 @@ std::optional<Agent::FileSignature> Agent::contract_signature() const {
 }
 
 void Agent::reload_contract(const std::string& why) {
-  auto loaded = load_contract(m_contract_file);
+  auto loaded = load_contract(m_contract_file, m_config.run_integration_tests);
   if (!loaded) {
     ++m_counters.reload_failures;
     spdlog::error("{}: the new contract is invalid; the last good one stays in force:\n{}", why,

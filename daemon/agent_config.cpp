@@ -156,6 +156,8 @@ std::string read_agent_config(const std::filesystem::path& path, AgentConfig& co
       }
       if (auto v = top.string_list("http_allowed_hosts"))
         config.http_allowed_hosts = *v;
+      if (auto v = top.string_list("run_integration_tests"))
+        config.run_integration_tests = *v;
       if (auto v = read_duration(top, "http_timeout"))
         config.http_timeout = *v;
       if (auto v = top.string("run_root_envs_as")) {

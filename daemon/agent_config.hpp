@@ -37,7 +37,10 @@ struct AgentConfig {
   unsigned http_threads = 32;
   std::size_t http_max_connections = 256;
   std::chrono::milliseconds http_timeout{10'000};  // a whole request, first byte to last
-  std::vector<std::string> http_allowed_hosts;     // Host names served besides loopback and IPs
+  // A CI platform config's entries to run although they have no phase:
+  // preflight (by id, name or check id; docs/contracts.md).
+  std::vector<std::string> run_integration_tests;
+  std::vector<std::string> http_allowed_hosts;  // Host names served besides loopback and IPs
   // Root-owned envs' code runs as this user; "root" only by explicit choice
   // (docs/security.md).
   std::string run_root_envs_as = "nobody";

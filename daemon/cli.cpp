@@ -133,6 +133,7 @@ struct ScanArguments {
   std::string detect_root = "/";
   std::string format = "table";
   std::string progress = "auto";
+  std::vector<std::string> run_tests;
   bool verbose = false;
   unsigned concurrency = 0;
 };
@@ -163,6 +164,9 @@ CLI::App* add_scan(CLI::App& app, ScanArguments& arguments) {
                  "with -o table: evidence and remedy under each failing check");
   verb->add_option("--concurrency", arguments.concurrency,
                    "envs probed at once (default: the number of cores)");
+  verb->add_option("--run-test", arguments.run_tests,
+                   "with a CI platform config as the contract: also run this integration test "
+                   "(id, name or check id), though it has no phase: preflight (repeatable)");
   verb->add_option("--progress", arguments.progress,
                    "a line per finished env and, every 5 s, what is still running, on stderr: "
                    "auto (on a terminal), always (CI logs too) or never")
@@ -181,6 +185,7 @@ int run(const ScanArguments& arguments) {
   options.contract = arguments.contract;
   options.contracts_dir = arguments.contracts_dir;
   options.detect_root = arguments.detect_root;
+  options.run_tests = arguments.run_tests;
   options.settings.facts = host_options(arguments.host);
   options.settings.concurrency = arguments.concurrency;
   options.format = arguments.format == "json"    ? ReportFormat::json

@@ -3,6 +3,7 @@
 #include <filesystem>
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "common/result.hpp"
 #include "contracts/contract.hpp"
@@ -20,6 +21,9 @@ using ContractHandle = std::shared_ptr<const LoadedContract>;
 
 // Reads and validates a contract file. On failure, returns every error as
 // "file:line:column: error: ..." lines, ready to log or print.
-common::Result<ContractHandle> load_contract(const std::filesystem::path& path);
+// `run_tests`: a platform config's entries to run although they are no
+// preflight (the agent's run_integration_tests).
+common::Result<ContractHandle> load_contract(const std::filesystem::path& path,
+                                             const std::vector<std::string>& run_tests = {});
 
 }  // namespace envcontract::daemon

@@ -13,6 +13,7 @@ struct ScanCommandOptions {
   std::filesystem::path contract;  // or "auto": detected as the agent does (docs/agent.md)
   std::filesystem::path contracts_dir;
   std::filesystem::path detect_root = "/";
+  std::vector<std::string> run_tests;  // a CI config's entries to run (--run-test)
   ScanSettings settings;
   ReportFormat format = ReportFormat::table;
   bool verbose = false;

@@ -416,10 +416,12 @@ Json Store::history(const HistoryQuery& query) {
 
 std::vector<std::string> Store::history_names(const std::string& scope) {
   std::lock_guard lock(m_mutex);
+  // A range of current_states' key, not a scan of every transition: "env:"
+  // up to "env;" (';' follows ':'), under the store's lock.
   sqlite::Statement select(m_db,
-                           "SELECT DISTINCT substr(subject, length(?1) + 1) FROM transitions "
-                           "WHERE substr(subject, 1, length(?1)) = ?1 ORDER BY 1");
-  select.bind(1, scope + ":");
+                           "SELECT DISTINCT substr(subject, length(?1) + 1) FROM current_states "
+                           "WHERE subject >= ?1 AND subject < ?2 ORDER BY 1");
+  select.bind(1, scope + ":").bind(2, scope + ";");
   std::vector<std::string> names;
   while (select.step()) {
     names.push_back(select.text(0));

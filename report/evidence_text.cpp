@@ -19,8 +19,26 @@ constexpr std::size_t k_list_rows = 12;
 constexpr double k_busy_cpu_percent = 50.0;
 constexpr double k_runnable_cpu_percent = 10.0;
 
+// Evidence comes from env output and, in fleetctl, from hosts we do not
+// control: a control character (an escape sequence, a carriage return)
+// would rewrite the operator's terminal. Shown as \xNN instead.
+std::string printable(const std::string& text) {
+  std::string out;
+  for (const char c : text) {
+    const auto byte = static_cast<unsigned char>(c);
+    if (byte < 0x20 || byte == 0x7f) {
+      char escaped[8];
+      std::snprintf(escaped, sizeof escaped, "\\x%02x", byte);
+      out += escaped;
+    } else {
+      out += c;
+    }
+  }
+  return out;
+}
+
 std::string scalar_text(const Json& value) {
-  return value.is_string() ? value.get<std::string>() : common::json_text(value);
+  return printable(value.is_string() ? value.get<std::string>() : common::json_text(value));
 }
 
 bool all_scalars(const Json& list) {
@@ -47,8 +65,8 @@ void write_stack(std::ostream& out, const Json& frames, const std::string& inden
       break;
     }
     const std::string function = string_field(frame, "function");
-    out << indent << "#" << index++ << " " << (function.empty() ? "??" : function) << " ("
-        << string_field(frame, "library") << ")\n";
+    out << indent << "#" << index++ << " " << (function.empty() ? "??" : printable(function))
+        << " (" << printable(string_field(frame, "library")) << ")\n";
   }
   write_more(out, indent, index, frames.size());
 }
@@ -74,14 +92,14 @@ void write_threads(std::ostream& out, const Json& threads, const std::string& in
         char cpu[32];
         std::snprintf(cpu, sizeof cpu, "%.0f", cpu_of(thread));
         out << indent << "thread " << scalar_text(thread.value("tid", Json(""))) << " ("
-            << string_field(thread, "name") << "): state " << string_field(thread, "state") << ", "
-            << cpu << "% CPU\n";
+            << printable(string_field(thread, "name")) << "): state "
+            << printable(string_field(thread, "state")) << ", " << cpu << "% CPU\n";
       }
       continue;
     }
     const std::string wchan = string_field(thread, "wchan");
-    ++waiting["state " + string_field(thread, "state") +
-              (wchan.empty() ? std::string() : ", waiting in " + wchan)];
+    ++waiting[printable("state " + string_field(thread, "state") +
+                        (wchan.empty() ? std::string() : ", waiting in " + wchan))];
   }
   write_more(out, indent, std::min(busy, k_list_rows), busy);
   for (const auto& [what, count] : waiting) {
@@ -106,41 +124,46 @@ void write_value(std::ostream& out, const std::string& key, const Json& value,
     return;  // nothing to read
   }
   if (key == "native_stack" && value.is_array()) {
-    out << indent << key << ":\n";
+    out << indent << printable(key) << ":\n";
     write_stack(out, value, inner);
   } else if (key == "threads" && value.is_array()) {
-    out << indent << key << ":\n";
+    out << indent << printable(key) << ":\n";
     write_threads(out, value, inner);
   } else if (value.is_string() &&
              value.get_ref<const std::string&>().find('\n') != std::string::npos) {
-    out << indent << key << ":\n";
+    out << indent << printable(key) << ":\n";
     std::istringstream lines(value.get<std::string>());
     for (std::string line; std::getline(lines, line);) {
-      out << inner << line << "\n";
+      out << inner << printable(line) << "\n";
     }
   } else if (value.is_object()) {
-    out << indent << key << ":\n";
+    out << indent << printable(key) << ":\n";
     write_object(out, value, inner);
   } else if (value.is_array() && all_scalars(value)) {
     std::string joined;
+    std::size_t shown = 0;
     for (const auto& item : value) {
+      if (shown++ == 4 * k_list_rows) {
+        joined += ", ... " + std::to_string(value.size() - 4 * k_list_rows) + " more";
+        break;
+      }
       joined += (joined.empty() ? "" : ", ") + scalar_text(item);
     }
-    out << indent << key << ": " << joined << "\n";
+    out << indent << printable(key) << ": " << joined << "\n";
   } else if (value.is_array()) {
-    out << indent << key << ":\n";
+    out << indent << printable(key) << ":\n";
     std::size_t shown = 0;
     for (const auto& item : value) {
       if (shown++ == k_list_rows) {
         --shown;
         break;
       }
-      out << inner << "- " << (item.is_object() ? common::json_text(item) : scalar_text(item))
-          << "\n";
+      out << inner << "- "
+          << (item.is_object() ? printable(common::json_text(item)) : scalar_text(item)) << "\n";
     }
     write_more(out, inner, shown, value.size());
   } else {
-    out << indent << key << ": " << scalar_text(value) << "\n";
+    out << indent << printable(key) << ": " << scalar_text(value) << "\n";
   }
 }
 

@@ -166,6 +166,14 @@ TEST(DocExamples, TheComparisonCatchesWhatDiffers) {
                               R"({"a": 2, "b": {"z": 1}, "c": ["x", "y"]})", none),
             "");
   EXPECT_NE(substance_differs(R"({"a": 1, "b": 2})", R"({"a": 1})", none), "");
+  // Keys left out with `...` are not asked for; the shown ones still count.
+  EXPECT_EQ(substance_differs("{\n  \"id\": \"x\",\n  ...\n}", R"({"id": "x", "more": 1})", none),
+            "");
+  EXPECT_NE(substance_differs("{\n  \"id\": \"x\",\n  ...\n}", R"({"id": "y", "more": 1})", none),
+            "");
+  EXPECT_NE(substance_differs(R"({"list": ["...", {"id": "hang"}]})",
+                              R"({"list": [{"id": "a"}, {"id": "b"}]})", none),
+            "");
   EXPECT_NE(substance_differs(R"({"a": 1})", R"({"a": 1, "new": 2})", none), "");
   EXPECT_NE(substance_differs("{\"a\": 1}\n503", "{\"a\": 1}\n200", none), "");
   EXPECT_EQ(replace_whole("nvme vm vm:1 /vm/x", {{"vm", "node"}}), "nvme node node:1 /node/x");

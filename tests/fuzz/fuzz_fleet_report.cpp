@@ -9,6 +9,7 @@
 #include "cli/fleet.hpp"
 #include "cli/fleet_render.hpp"
 #include "common/json_text.hpp"
+#include "report/evidence_text.hpp"
 #include "report/report_table.hpp"
 
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
@@ -23,6 +24,8 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
   const std::vector<cli::HostReport> hosts = {host};
   report::TableStyle style;
   (void)report::render_table(json, style);
+  (void)report::render_table(json, {true, false});  // -v: evidence as lines
+  (void)report::evidence_text(json, "  ");
   (void)cli::fleet_table(hosts, style);
   (void)cli::fleet_summary(hosts);
   (void)common::json_text(cli::fleet_json(hosts));

@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 
 #include "contracts/contract_loader.hpp"
+#include "contracts/integration_tests.hpp"
 #include "tests/support/contract_text.hpp"
 
 namespace envcontract::contracts {
@@ -304,6 +305,53 @@ TEST(CiLines, MistakesAreErrorsWithTheirPlace) {
   EXPECT_NE(error_of(head + "integration_tests:\n  - name: a\n\tcommand: x\n")
                 .find("line 5 is indented with a tab: YAML indents with spaces only"),
             std::string::npos);
+}
+
+}  // namespace
+}  // namespace envcontract::contracts
+
+namespace envcontract::contracts {
+namespace {
+
+// Only bare words made of path characters count as repository paths: a
+// false match would skip a check.
+TEST(CiLines, RepositoryPathsAreOnlyPlainRelativePaths) {
+  EXPECT_EQ(repository_paths("python -m pytest tests/integration/ops/ -m \"main_ops\" -v"),
+            std::vector<std::string>{"tests/integration/ops/"});
+  EXPECT_EQ(repository_paths("bash ./run.sh && bash .github/scripts/set_env.sh"),
+            (std::vector<std::string>{"./run.sh", ".github/scripts/set_env.sh"}));
+  for (const char* command :
+       {"nvidia-smi -L 2>/dev/null", "xpu-smi >/dev/null 2>&1", "sed 's/a/b/' f",
+        "python -c \"print(1/2)\"", "test -d \"$MODEL_PATH\"", "ls /opt/conda/lib",
+        "curl https://example.org/x", "ls ~/x/y", "echo ${A}/b", "echo a / b"}) {
+    EXPECT_EQ(repository_paths(command), std::vector<std::string>{}) << command;
+  }
+}
+
+// The agent may name entries to run that have no phase: they become checks;
+// a name the config lacks is an error with the closest one.
+TEST(CiLines, TheAgentCanNameEntriesToRun) {
+  const auto config = k_data / "ci-lines" / "newest-main-cuda.yml";
+  const auto selected =
+      load_contract_file(config, {{"Check device availability", "check-model-availability"}});
+  ASSERT_TRUE(selected.contract) << joined(selected);
+  EXPECT_NE(find_check(*selected.contract, "check-device-availability"), nullptr);
+  EXPECT_NE(find_check(*selected.contract, "check-model-availability"), nullptr);
+  EXPECT_EQ(selected.contract->checks.size(), 2U);
+  EXPECT_NE(joined(selected).find("2 integration tests run as host checks (phase: preflight, or "
+                                  "named by the agent's run_integration_tests); 4 kept"),
+            std::string::npos)
+      << joined(selected);
+  const auto typo = load_contract_file(config, {{"check-device-availabilty"}});
+  EXPECT_FALSE(typo.contract);
+  EXPECT_NE(joined(typo).find("run_integration_tests names 'check-device-availabilty', which "
+                              "this config does not have (did you mean "
+                              "'check-device-availability'?)"),
+            std::string::npos)
+      << joined(typo);
+  const auto native = load_contract_text("schema_version: 1\nchecks:\n  - kind: python\n",
+                                         "contract.yaml", {{"x"}});
+  EXPECT_FALSE(native.contract);
 }
 
 }  // namespace

@@ -25,7 +25,8 @@ TEST(AgentConfig, ReadsEverySettingAndKeepsDefaultsForTheRest) {
                               "token_file: /etc/envcontract/token\n"
                               "log_level: debug\n"
                               "flapping: {changes: 5, window: 12h}\n"
-                              "http_threads: 8\n");
+                              "http_threads: 8\n"
+                              "run_integration_tests: [Check device availability]\n");
   AgentConfig config;
   ASSERT_EQ(daemon::read_agent_config(file, config), "");
   EXPECT_EQ(config.contract, "/etc/envcontract/kunlunxin.yaml");
@@ -41,6 +42,7 @@ TEST(AgentConfig, ReadsEverySettingAndKeepsDefaultsForTheRest) {
   EXPECT_EQ(config.flapping.changes, 5);
   EXPECT_EQ(config.flapping.window, std::chrono::hours(12));
   EXPECT_EQ(config.http_threads, 8U);
+  EXPECT_EQ(config.run_integration_tests, std::vector<std::string>{"Check device availability"});
   EXPECT_EQ(config.contracts_dir, AgentConfig{}.contracts_dir);
 }
 

@@ -398,3 +398,48 @@ TEST(ScanCli, PathsInMessagesAreAbsolute) {
 
 }  // namespace
 }  // namespace envcontract
+
+namespace envcontract {
+namespace {
+
+// A CI config as the contract: its entries without a phase run only when
+// named (--run-test), as the runner runs them; a suite needing the checkout
+// is skipped, saying so.
+TEST(ScanCli, RunTestNamesACiConfigsEntriesToRun) {
+  const std::string config =
+      ENVCONTRACT_SOURCE_DIR "/tests/data/contracts/ci-lines/newest-main-cuda.yml";
+  const auto prefix = (testing::demo_host() / "venvs/xpu210v").string();
+  const auto plain = testing::run_command(
+      {ENVCONTRACTD_PATH, "scan", "--contract", config, "--prefix", prefix, "-o", "json"});
+  const auto plain_env = Json::parse(plain.out, nullptr, false)["envs"][0];
+  for (const auto& check : plain_env["checks"]) {
+    EXPECT_NE(check["kind"], "integration_test") << "nothing runs unless named: " << check;
+  }
+  const auto named = testing::run_command(
+      {ENVCONTRACTD_PATH, "scan", "--contract", config, "--prefix", prefix, "--run-test",
+       "Check model availability", "--run-test", "run-training-tests", "-o", "json"});
+  const auto env = Json::parse(named.out, nullptr, false)["envs"][0];
+  const Json* model = nullptr;
+  const Json* training = nullptr;
+  for (const auto& check : env["checks"]) {
+    if (check["id"] == "check-model-availability") {
+      model = &check;
+    } else if (check["id"] == "run-training-tests") {
+      training = &check;
+    }
+  }
+  ASSERT_NE(model, nullptr) << named.out << named.err;
+  // $MODEL_PATH is ${MODEL_ROOT}/Qwen3-0.6B = /models/Qwen3-0.6B: not on this host.
+  EXPECT_EQ((*model)["diagnosis"]["cause"], "integration_test_failed") << *model;
+  ASSERT_NE(training, nullptr);
+  EXPECT_EQ((*training)["status"], "skip");
+  EXPECT_EQ((*training)["diagnosis"]["cause"], "needs_checkout");
+
+  const auto typo = testing::run_command({ENVCONTRACTD_PATH, "scan", "--contract", config,
+                                          "--prefix", prefix, "--run-test", "run-trainig-tests"});
+  EXPECT_EQ(typo.exit_code, 2);
+  EXPECT_NE(typo.err.find("did you mean 'run-training-tests'?"), std::string::npos) << typo.err;
+}
+
+}  // namespace
+}  // namespace envcontract

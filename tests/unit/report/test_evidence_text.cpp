@@ -60,5 +60,17 @@ TEST(EvidenceText, LongListsOfObjectsAreCut) {
   EXPECT_EQ(text.find("/x/12"), std::string::npos);
 }
 
+// Evidence holds env output and, in fleetctl, text from remote hosts: an
+// escape sequence or a carriage return never reaches the terminal as such.
+TEST(EvidenceText, ControlCharactersAreShownNotSent) {
+  const std::string text =
+      evidence_text({{"stderr_tail", "ok\x1b[2J\rwiped\nnext"}, {"k\x1b", "v\x07"}}, "");
+  EXPECT_EQ(text.find('\x1b'), std::string::npos) << text;
+  EXPECT_EQ(text.find('\r'), std::string::npos) << text;
+  EXPECT_EQ(text.find('\x07'), std::string::npos) << text;
+  EXPECT_NE(text.find("ok\\x1b[2J\\x0dwiped"), std::string::npos) << text;
+  EXPECT_NE(text.find("k\\x1b: v\\x07"), std::string::npos) << text;
+}
+
 }  // namespace
 }  // namespace envcontract::report
