@@ -443,3 +443,38 @@ TEST(ScanCli, RunTestNamesACiConfigsEntriesToRun) {
 
 }  // namespace
 }  // namespace envcontract
+
+namespace envcontract {
+namespace {
+
+// A waiver names a CI entry by its id; inserting an entry before it upstream
+// leaves the id, so the waiver still applies (ids were positional once).
+TEST(ScanCli, AWaiverKeepsItsEntryWhenAnotherIsInsertedBeforeIt) {
+  testing::TempDir dir;
+  const std::string head =
+      "setup_script: s.sh\nimage: a/b:1\nwaivers:\n  - check: check-device-availability\n"
+      "    reason: OPS-1234\nintegration_tests:\n";
+  const std::string device =
+      "  - name: Check device availability\n    phase: preflight\n    command: exit 3\n";
+  const std::string inserted =
+      "  - name: Check the driver\n    phase: preflight\n    command: 'true'\n";
+  const auto prefix = (testing::demo_host() / "venvs/xpu210v").string();
+  for (const auto& [file, text] :
+       {std::pair{"before.yml", head + device}, std::pair{"after.yml", head + inserted + device}}) {
+    const auto contract = dir.write(file, text);
+    const auto result = testing::run_command({ENVCONTRACTD_PATH, "scan", "--contract",
+                                              contract.string(), "--prefix", prefix, "-o", "json"});
+    const auto env = Json::parse(result.out, nullptr, false)["envs"][0];
+    bool found = false;
+    for (const auto& check : env["checks"]) {
+      if (check["id"] == "check-device-availability") {
+        found = true;
+        EXPECT_EQ(check["status"], "waived") << file << ": " << check;
+      }
+    }
+    EXPECT_TRUE(found) << file << ": " << result.out << result.err;
+  }
+}
+
+}  // namespace
+}  // namespace envcontract
