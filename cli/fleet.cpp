@@ -8,6 +8,7 @@
 
 #include "common/shown_path.hpp"
 #include "contracts/env_facts.hpp"
+#include "report/printable.hpp"
 
 namespace envcontract::cli {
 namespace {
@@ -62,7 +63,7 @@ common::Result<Json> get_json(const HostAddress& host, const std::string& path,
                          (response.status == 200 ? "; is this an envcontract agent?" : "")};
   }
   if (response.status != 200) {
-    const std::string message = string_field(json, "error");
+    const std::string message = report::printable(string_field(json, "error"));
     return common::Error{"HTTP " + std::to_string(response.status) +
                          (message.empty() ? std::string() : ": " + message)};
   }

@@ -7,6 +7,7 @@
 
 #include "contracts/env_facts.hpp"
 #include "report/junit.hpp"
+#include "report/printable.hpp"
 
 namespace envcontract::cli {
 namespace {
@@ -64,7 +65,24 @@ std::string joined(const std::set<std::string>& items) {
 
 }  // namespace
 
-std::string fleet_summary(const std::vector<HostReport>& hosts) {
+namespace {
+
+// Reports and errors from hosts we do not control, made safe for a terminal.
+std::vector<HostReport> printable_hosts(const std::vector<HostReport>& hosts) {
+  std::vector<HostReport> safe = hosts;
+  for (auto& host : safe) {
+    host.error = report::printable(host.error);
+    if (host.report) {
+      host.report = report::printable_json(*host.report);
+    }
+  }
+  return safe;
+}
+
+}  // namespace
+
+std::string fleet_summary(const std::vector<HostReport>& unsafe_hosts) {
+  const auto hosts = printable_hosts(unsafe_hosts);
   std::map<std::string, int> states;
   std::map<std::string, int> causes;
   for (const auto& host : hosts) {
@@ -97,7 +115,9 @@ std::string fleet_summary(const std::vector<HostReport>& hosts) {
   return out.str();
 }
 
-std::string fleet_table(const std::vector<HostReport>& hosts, const report::TableStyle& style) {
+std::string fleet_table(const std::vector<HostReport>& unsafe_hosts,
+                        const report::TableStyle& style) {
+  const auto hosts = printable_hosts(unsafe_hosts);
   std::size_t width = 4;
   for (const auto& host : hosts) {
     width = std::max(width, host.address.text.size());
@@ -145,7 +165,8 @@ Json fleet_json(const std::vector<HostReport>& hosts) {
             {"text", fleet_summary(hosts)}}}};
 }
 
-std::string history_table(const Json& transitions, const report::TableStyle& style) {
+std::string history_table(const Json& unsafe_transitions, const report::TableStyle& style) {
+  const Json transitions = report::printable_json(unsafe_transitions);
   std::ostringstream out;
   if (!transitions.is_array() || transitions.empty()) {
     return "no transitions\n";
@@ -278,7 +299,8 @@ bool diff_is_empty(const Json& diff) {
   return diff.empty();
 }
 
-std::string diff_table(const Json& diff, const std::string& a, const std::string& b) {
+std::string diff_table(const Json& unsafe_diff, const std::string& a, const std::string& b) {
+  const Json diff = report::printable_json(unsafe_diff);
   std::ostringstream out;
   if (diff.empty()) {
     out << a << " and " << b << " agree: same contract, image, verdicts and checks\n";

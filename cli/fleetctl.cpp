@@ -18,6 +18,7 @@
 #include "contracts/spelling.hpp"
 #include "contracts/validate_files.hpp"
 #include "contracts/values.hpp"
+#include "report/printable.hpp"
 
 namespace envcontract::cli {
 namespace {
@@ -320,12 +321,13 @@ int run_scan(const ScanArguments& arguments) {
   const auto body = Json::parse(posted.body, nullptr, false);
   if (posted.status != 202 || !body.is_object() || !body.contains("id") ||
       !body["id"].is_number_integer()) {
-    std::string why = posted.status == 0
-                          ? posted.error
-                          : "HTTP " + std::to_string(posted.status) +
-                                (contracts::string_field(body, "error").empty()
-                                     ? std::string()
-                                     : ": " + contracts::string_field(body, "error"));
+    std::string why =
+        posted.status == 0
+            ? posted.error
+            : "HTTP " + std::to_string(posted.status) +
+                  (contracts::string_field(body, "error").empty()
+                       ? std::string()
+                       : ": " + report::printable(contracts::string_field(body, "error")));
     if (posted.status == 401) {
       why +=
           " (give the agent's token: --token-file FILE, $FLEETCTL_TOKEN_FILE or $FLEETCTL_TOKEN)";
@@ -381,8 +383,8 @@ int run_scan(const ScanArguments& arguments) {
         std::cerr << "\n";
       }
       if (state == "failed") {
-        std::cerr << "fleetctl: " << host->text
-                  << ": the scan failed: " << contracts::string_field(*ticket, "error") << "\n";
+        std::cerr << "fleetctl: " << host->text << ": the scan failed: "
+                  << report::printable(contracts::string_field(*ticket, "error")) << "\n";
         return 2;
       }
       break;

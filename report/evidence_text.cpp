@@ -6,6 +6,7 @@
 
 #include "common/json_text.hpp"
 #include "contracts/env_facts.hpp"
+#include "report/printable.hpp"
 
 namespace envcontract::report {
 namespace {
@@ -18,24 +19,6 @@ constexpr std::size_t k_list_rows = 12;
 // runnable and as busy as a loaded machine lets it be.
 constexpr double k_busy_cpu_percent = 50.0;
 constexpr double k_runnable_cpu_percent = 10.0;
-
-// Evidence comes from env output and, in fleetctl, from hosts we do not
-// control: a control character (an escape sequence, a carriage return)
-// would rewrite the operator's terminal. Shown as \xNN instead.
-std::string printable(const std::string& text) {
-  std::string out;
-  for (const char c : text) {
-    const auto byte = static_cast<unsigned char>(c);
-    if (byte < 0x20 || byte == 0x7f) {
-      char escaped[8];
-      std::snprintf(escaped, sizeof escaped, "\\x%02x", byte);
-      out += escaped;
-    } else {
-      out += c;
-    }
-  }
-  return out;
-}
 
 std::string scalar_text(const Json& value) {
   return printable(value.is_string() ? value.get<std::string>() : common::json_text(value));

@@ -10,6 +10,7 @@
 #include "common/json_text.hpp"
 #include "contracts/env_facts.hpp"
 #include "report/evidence_text.hpp"
+#include "report/printable.hpp"
 
 namespace envcontract::report {
 namespace {
@@ -87,7 +88,9 @@ bool colour_wanted(int fd) {
   return ::isatty(fd) != 0 && (no_colour == nullptr || *no_colour == '\0');
 }
 
-std::string render_table(const Json& report, const TableStyle& style) {
+std::string render_table(const Json& unsafe_report, const TableStyle& style) {
+  // Every string of a report may come from env output or a remote host.
+  const Json report = printable_json(unsafe_report);
   std::ostringstream out;
   const auto& compliant = array_field(report, "compliant_envs");
   std::string compliant_list;

@@ -358,3 +358,24 @@ TEST(BrokenEnvs, APrefixItsUserCannotReadIsNamed) {
 
 }  // namespace
 }  // namespace envcontract
+
+namespace envcontract {
+namespace {
+
+// An env's error text reaches the table as text: an escape sequence in it
+// never reaches the operator's terminal as one.
+TEST(BlockedChecks, EscapeSequencesInEnvOutputAreShownNotSent) {
+  TempDir dir;
+  const auto prefix =
+      make_env(dir.path(), "escapes", "raise ImportError('\\x1b[2J\\x1b[31mwiped\\rover')\n");
+  const auto file = dir.write("blocked.yaml", k_contract);
+  const auto table = run_command(
+      {ENVCONTRACTD_PATH, "scan", "--contract", file.string(), "--prefix", prefix.string(), "-v"});
+  EXPECT_EQ(table.exit_code, 1) << table.err;
+  EXPECT_EQ(table.out.find('\x1b'), std::string::npos) << table.out;
+  EXPECT_EQ(table.out.find('\r'), std::string::npos) << table.out;
+  EXPECT_NE(table.out.find("\\x1b[2J\\x1b[31mwiped\\x0dover"), std::string::npos) << table.out;
+}
+
+}  // namespace
+}  // namespace envcontract
