@@ -7,6 +7,7 @@
 #include <thread>
 
 #include "common/json_text.hpp"
+#include "common/shown_path.hpp"
 #include "daemon/contract_detection.hpp"
 #include "report/junit.hpp"
 #include "report/report_table.hpp"
@@ -88,7 +89,7 @@ std::string missing_directory(const probes::DiscoveryOptions& discovery) {
     for (const auto& path : *paths) {
       std::error_code error;
       if (!std::filesystem::is_directory(path, error)) {
-        return std::string(flag) + " " + std::filesystem::absolute(path, error).string() +
+        return std::string(flag) + " " + common::shown_path(path) +
                ": no such directory (or it cannot be read)";
       }
     }
@@ -139,9 +140,7 @@ int run_scan(const ScanCommandOptions& options, std::ostream& out, std::ostream&
     std::string searched;
     for (const auto* paths : {&discovery.roots, &discovery.prefixes}) {
       for (const auto& path : *paths) {
-        std::error_code error;
-        searched +=
-            (searched.empty() ? "" : ", ") + std::filesystem::absolute(path, error).string();
+        searched += (searched.empty() ? "" : ", ") + common::shown_path(path);
       }
     }
     err << "envcontractd scan: no Python environment was found under "
