@@ -378,12 +378,17 @@ LoadResult load_contract_text(const std::string& text, const std::filesystem::pa
       };
       named.id = scalar_text("id");
       named.name = scalar_text("name");
+      named.phase = scalar_text("phase");
+      named.failure_policy = scalar_text("failure_policy");
       const std::string id = integration_check_id(named);
       const bool runs = std::any_of(
           contract.checks.begin(), contract.checks.end(),
           [&](const Check& check) { return check.kind == "integration_test" && check.id == id; });
       entry["check_id"] = id;
       entry["runs"] = runs;
+      // What CI makes of it when the file leaves them out.
+      entry["runner_phase"] = runner_phase(named);
+      entry["runner_failure_policy"] = runner_failure_policy(named);
     }
   }
   read_waivers(top, contract);

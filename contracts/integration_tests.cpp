@@ -15,12 +15,33 @@ bool is_preflight_phase(const std::string& phase) {
   return phase == "preflight";
 }
 
-std::string integration_check_id(const IntegrationEntry& entry) {
-  if (!entry.id.empty()) {
-    return entry.id;
+std::string runner_phase(const IntegrationEntry& entry) {
+  if (!entry.phase.empty()) {
+    return entry.phase;
   }
+  std::string name = entry.name;
+  std::transform(name.begin(), name.end(), name.begin(),
+                 [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
+  for (const char* marker : {"check ", "availability", "isolated", "environment"}) {
+    if (name.find(marker) != std::string::npos) {
+      return "preflight";
+    }
+  }
+  return "functional";
+}
+
+std::string runner_failure_policy(const IntegrationEntry& entry) {
+  if (!entry.failure_policy.empty()) {
+    return entry.failure_policy;
+  }
+  return runner_phase(entry) == "functional" ? "continue-after-failure" : "fail-fast";
+}
+
+namespace {
+
+std::string slug_of(const std::string& text) {
   std::string slug;
-  for (const unsigned char c : entry.name) {
+  for (const unsigned char c : text) {
     if (std::isalnum(c) != 0) {
       slug += static_cast<char>(std::tolower(c));
     } else if (!slug.empty() && slug.back() != '-') {
@@ -30,9 +51,18 @@ std::string integration_check_id(const IntegrationEntry& entry) {
   while (!slug.empty() && slug.back() == '-') {
     slug.pop_back();
   }
-  // A name without ASCII letters or digits gets a slug of its hash, so two
-  // such names stay two ids.
-  return slug.empty() ? "integration-test-" + common::sha256_hex(entry.name).substr(0, 8) : slug;
+  // A text without ASCII letters or digits gets a slug of its hash, so two
+  // such names stay two ids (the runner numbers them, which moves).
+  return slug.empty() ? "integration-test-" + common::sha256_hex(text).substr(0, 8) : slug;
+}
+
+}  // namespace
+
+std::string integration_check_id(const IntegrationEntry& entry) {
+  if (!entry.id.empty()) {
+    return is_check_id(entry.id) ? entry.id : slug_of(entry.id);
+  }
+  return slug_of(entry.name);
 }
 
 NamedList<std::string> read_environment_map(const YAML::Node& node, const std::string& what,
@@ -121,12 +151,15 @@ std::optional<IntegrationEntry> parse_integration_entry(
   };
   parsed.phase = one_of("phase", k_integration_phases);
   parsed.failure_policy = one_of("failure_policy", k_failure_policies);
+  // The runner refuses these, so CI never runs such a config.
   if (const auto id = reader.get("id"); id && parsed.id.empty()) {
     ctx.error(*id, "'id' of integration test must be a non-empty string");
-  } else if (!parsed.id.empty() && !is_check_id(parsed.id)) {
-    ctx.error(*id, "integration test id '" + parsed.id +
-                       "' must start with a letter or digit and hold only letters, digits, "
-                       "'_', '.' and '-'");
+  } else if (parsed.id.find_first_of("\r\n") != std::string::npos) {
+    ctx.error(*id, "'id' of integration test must be a single line");
+  }
+  if (parsed.name.find_first_of("\r\n") != std::string::npos) {
+    ctx.error(*reader.get("name"),
+              "'name' of integration test must be a single line (the CI runner refuses it)");
   }
   parsed.command = command.value_or("");
   if (const auto environment = reader.get("environment")) {

@@ -13,18 +13,30 @@
 
 namespace envcontract::contracts {
 
-// The values an entry's `phase` and `failure_policy` may take
-// (docs/contracts.md). Only `preflight` entries become checks when a
-// platform config is loaded; the others are kept, and run when a contract
-// selects them with an `integration_test` check.
-inline const std::vector<std::string> k_integration_phases = {"preflight", "test"};
-inline const std::vector<std::string> k_failure_policies = {"fail-fast", "continue"};
+// The values an entry's `phase` and `failure_policy` take in the FlagOS
+// runner (`.github/scripts/run_integration_tests.py`, docs/contracts.md).
+// Only entries written `phase: preflight` become checks when a platform
+// config is loaded; the others are kept, and run when selected.
+inline const std::vector<std::string> k_integration_phases = {"preflight", "functional"};
+inline const std::vector<std::string> k_failure_policies = {"fail-fast", "continue-after-failure"};
 
 bool is_preflight_phase(const std::string& phase);
 
+// The phase the CI runner gives an entry: its `phase`, else one read from
+// its name ("check ", "availability", "isolated", "environment" make a
+// preflight; anything else is functional).
+std::string runner_phase(const IntegrationEntry& entry);
+
+// The failure policy the CI runner applies: the entry's own, else
+// `continue-after-failure` for a functional entry and `fail-fast` for a
+// preflight. After a fail-fast entry fails, the runner runs no later entry.
+std::string runner_failure_policy(const IntegrationEntry& entry);
+
 // An entry's check id: its `id`, else its name made a slug ("Check device
-// availability" -> "check-device-availability"), so that a waiver or a link
-// keeps naming the same test when entries are inserted before it.
+// availability" -> "check-device-availability", as the runner makes its
+// report ids), so that a waiver or a link keeps naming the same test when
+// entries are inserted before it. An id the runner accepts but a check id
+// cannot hold ("check device") is made a slug the same way.
 std::string integration_check_id(const IntegrationEntry& entry);
 
 // One entry of a platform config's `integration_tests` list, with the

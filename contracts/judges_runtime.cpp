@@ -498,6 +498,19 @@ void integration_test(const Check& check, const IntegrationTestParams& params,
       return;
     }
   }
+  if (const Json* stage = facts.stage(stage_names::command(check.id))) {
+    if (const Json* stop = find_record(*stage, std::string(stage_names::fail_fast_stop), "")) {
+      // The failing entry is a check of this env, so the env drifts on it.
+      const std::string blocker = string_field(*stop, "blocked_by");
+      result.status = CheckStatus::skip;
+      result.diagnosis = Diagnosis{
+          "blocked",
+          string_field(*stage, "summary"),
+          {{"blocked_by", blocker}},
+          "fix " + blocker + " first; the CI runner runs nothing after a fail-fast failure"};
+      return;
+    }
+  }
   judge_command_stage(check, facts,
                       "integration test " + (params.test.empty() ? check.id : params.test), 0, "",
                       "integration_test_failed", result);

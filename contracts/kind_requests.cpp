@@ -60,6 +60,8 @@ void request_integration_test(const Check& check, const IntegrationTestParams& p
   command.layers.insert(command.layers.end(), params.entry.environment.begin(),
                         params.entry.environment.end());
   command.workdir = params.workdir;
+  command.group = params.from;
+  command.fail_fast = runner_failure_policy(params.entry) == "fail-fast";
   request.commands.push_back(std::move(command));
 }
 

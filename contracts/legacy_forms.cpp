@@ -117,7 +117,9 @@ void translate_integration_tests(const YAML::Node& section, const std::string& c
   // Ids name tests in waivers, history and links: two entries may not share one.
   std::map<std::string, int> first_line;
   std::vector<std::string> kept;
+  std::vector<std::string> named_preflights;  // kept, but preflights by their names
   std::vector<std::string> known;
+  bool any_fail_fast = false;
   std::vector<bool> selected(run_tests.size(), false);
   int run = 0;
   for (const auto& item : section) {
@@ -144,8 +146,12 @@ void translate_integration_tests(const YAML::Node& section, const std::string& c
       }
     }
     known.push_back(id);
+    any_fail_fast = any_fail_fast || runner_failure_policy(*entry) == "fail-fast";
     if (!is_preflight_phase(entry->phase) && !chosen) {
       kept.push_back(id);
+      if (entry->phase.empty() && runner_phase(*entry) == "preflight") {
+        named_preflights.push_back(id);
+      }
       continue;
     }
     ++run;
@@ -156,7 +162,9 @@ void translate_integration_tests(const YAML::Node& section, const std::string& c
     check.description = entry->name;
     check.section = "integration_tests";
     check.origin = ctx.locate(item);
-    check.severity = entry->failure_policy == "continue" ? Severity::advisory : Severity::required;
+    // Every failure fails the CI job, whatever the policy: the policy only
+    // says whether later entries still run.
+    check.severity = Severity::required;
     IntegrationTestParams params;
     params.from = config_name;
     params.test = entry->id.empty() ? entry->name : entry->id;
@@ -171,21 +179,35 @@ void translate_integration_tests(const YAML::Node& section, const std::string& c
                              did_you_mean(run_tests[i], known));
     }
   }
-  std::string kept_ids;
-  for (const auto& id : kept) {
-    kept_ids += (kept_ids.empty() ? "" : ", ") + id;
+  const auto listing = [](const std::vector<std::string>& ids) {
+    std::string text;
+    for (const auto& id : ids) {
+      text += (text.empty() ? "" : ", ") + id;
+    }
+    return text;
+  };
+  const std::string kept_ids = listing(kept);
+  if (!known.empty() && !any_fail_fast) {
+    ctx.warning(section,
+                "every integration test continues after a failure, and the CI runner refuses "
+                "such a config: give the preflights 'failure_policy: fail-fast'");
   }
-  ctx.note(section, std::to_string(run) +
-                        (run == 1 ? " integration test runs as a host check"
-                                  : " integration tests run as host checks") +
-                        (run_tests.empty() ? " (phase: preflight)"
-                                           : " (phase: preflight, or named by the agent's "
-                                             "run_integration_tests)") +
-                        (kept.empty() ? std::string()
-                                      : "; " + std::to_string(kept.size()) +
-                                            " kept, not run (no phase, or a suite's): " + kept_ids +
-                                            "; select one with an integration_test check "
-                                            "(docs/contracts.md)"));
+  ctx.note(section,
+           std::to_string(run) +
+               (run == 1 ? " integration test runs as a host check"
+                         : " integration tests run as host checks") +
+               (run_tests.empty() ? " (phase: preflight)"
+                                  : " (phase: preflight, or named by the agent's "
+                                    "run_integration_tests)") +
+               (kept.empty() ? std::string()
+                             : "; " + std::to_string(kept.size()) +
+                                   " kept, not run (no phase, or a suite's): " + kept_ids +
+                                   (named_preflights.empty()
+                                        ? std::string()
+                                        : "; the CI runner reads " + listing(named_preflights) +
+                                              " as preflight by name") +
+                                   "; select one with an integration_test check "
+                                   "(docs/contracts.md)"));
 }
 
 }  // namespace envcontract::contracts

@@ -46,6 +46,11 @@ struct ProbeRequest {
     bool ci_runner = false;
     std::vector<std::pair<std::string, std::string>> layers;
     std::string workdir;
+    // The CI runner's fail-fast: once a `fail_fast` command of a `group`
+    // (the platform config it comes from) fails, later commands of that
+    // group are not run, and their stages name it (stage_names::fail_fast_stop).
+    std::string group;
+    bool fail_fast = false;
   };
   std::vector<Command> commands;
   // Libraries looked up by name as each env's loader would find them.

@@ -24,4 +24,8 @@ inline std::string command(std::string_view check_id) {
   return "command:" + std::string(check_id);
 }
 
+// The record in a command stage that was not run because an earlier
+// fail-fast command of its group failed: {"type": this, "blocked_by": id}.
+inline constexpr std::string_view fail_fast_stop = "stopped_by_fail_fast";
+
 }  // namespace envcontract::facts::stage_names

@@ -4,6 +4,7 @@
 
 #include <atomic>
 #include <fstream>
+#include <map>
 #include <sstream>
 #include <thread>
 
@@ -384,12 +385,33 @@ DynamicFacts probe_env(const PythonEnv& env, const ActivatedEnvironment& activat
     }
     facts.stages.push_back(std::move(stage));
   }
+  // As the CI runner: after a fail-fast entry fails, later ones of its config do not run.
+  std::map<std::string, std::string> failed_fail_fast;  // group -> the failed command's id
   for (const auto& command : plan.commands) {
-    if (const auto why = budget.exhausted(); !why.empty()) {
-      facts.stages.push_back(not_run(stage_names::command(command.id), Activation::activated, why));
+    const std::string name = stage_names::command(command.id);
+    if (const auto stop = failed_fail_fast.find(command.group);
+        !command.group.empty() && stop != failed_fail_fast.end()) {
+      auto stage = not_run(name, Activation::activated,
+                           "not run: integration test " + stop->second +
+                               " failed first, and its failure_policy is fail-fast (the CI "
+                               "runner runs nothing after it)");
+      stage.records.push_back(
+          {{"type", stage_names::fail_fast_stop}, {"blocked_by", stop->second}});
+      facts.stages.push_back(std::move(stage));
       continue;
     }
-    facts.stages.push_back(run_command_stage(env, activation.activated, command, budget));
+    if (const auto why = budget.exhausted(); !why.empty()) {
+      facts.stages.push_back(not_run(name, Activation::activated, why));
+      continue;
+    }
+    auto stage = run_command_stage(env, activation.activated, command, budget);
+    const Json* record = stage.records.empty() ? nullptr : &stage.records.front();
+    const bool passed = stage.status == StageStatus::ok && record != nullptr &&
+                        record->value("exit_code", Json()) == Json(0);
+    if (command.fail_fast && !command.group.empty() && !passed) {
+      failed_fail_fast.emplace(command.group, command.id);
+    }
+    facts.stages.push_back(std::move(stage));
   }
   if (!plan.compare_bare || !activation_changes_loading(activation)) {
     return facts;

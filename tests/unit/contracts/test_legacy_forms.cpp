@@ -1,6 +1,7 @@
 // The two real-world contract forms load unchanged and mean the same checks
 // as their native twins.
 #include <gtest/gtest.h>
+#include <array>
 
 #include "contracts/contract_loader.hpp"
 #include "contracts/integration_tests.hpp"
@@ -213,10 +214,18 @@ TEST(CiLines, EachLineLoadsAndRunsOnlyItsPreflights) {
                               "run-operator-tests-vendor-backend-main-ops"),
             std::string::npos)
       << joined(cuda);
-  // The failure policy decides severity; the environment is the runner's.
+  // The runner reads "Check ... availability" as a preflight by its name:
+  // the note says so, and the entry still runs only when selected.
+  EXPECT_NE(joined(cuda).find("; the CI runner reads check-model-availability, "
+                              "check-device-availability as preflight by name; select one"),
+            std::string::npos)
+      << joined(cuda);
+  // A failure fails the CI job whatever the policy (which only says whether
+  // later entries run): every selected entry is required. The environment
+  // is the runner's.
   const auto musa = load_contract_file(lines / "torch-contract-branch-musa.yml");
   ASSERT_TRUE(musa.contract);
-  EXPECT_EQ(find_check(*musa.contract, "preflight-devices")->severity, Severity::advisory);
+  EXPECT_EQ(find_check(*musa.contract, "preflight-devices")->severity, Severity::required);
   const auto env = normalised(*find_check(*musa.contract, "preflight-env"))["entry"];
   EXPECT_EQ(env["integration_environment"]["MUSA_HOME"], "/usr/local/musa");
   EXPECT_EQ(env["environment"]["LD_LIBRARY_PATH"], "${MUSA_HOME}/lib:${LD_LIBRARY_PATH}");
@@ -266,13 +275,25 @@ TEST(CiLines, MistakesAreErrorsWithTheirPlace) {
   EXPECT_NE(error_of(head + "integration_tests:\n  - name: t\n    phase: prefligth\n"
                             "    command: 'true'\n")
                 .find(":5:12: error: unknown phase 'prefligth' (did you mean 'preflight'?); it "
-                      "is one of preflight, test"),
+                      "is one of preflight, functional"),
             std::string::npos);
   EXPECT_NE(error_of(head + "integration_tests:\n  - name: t\n    failure_policy: fail-fats\n"
                             "    command: 'true'\n")
                 .find(":5:21: error: unknown failure_policy 'fail-fats' (did you mean "
                       "'fail-fast'?)"),
             std::string::npos);
+  // The values of the torch_contract line's own test suite (`continue`,
+  // `test` are not among them).
+  EXPECT_NE(error_of(head + "integration_tests:\n  - name: t\n    failure_policy: continue\n"
+                            "    command: 'true'\n")
+                .find("unknown failure_policy 'continue'; it is one of fail-fast, "
+                      "continue-after-failure"),
+            std::string::npos);
+  EXPECT_NE(error_of(head + "integration_tests:\n  - name: \"two\\nlines\"\n"
+                            "    command: 'true'\n")
+                .find(":4:11: error: 'name' of integration test must be a single line"),
+            std::string::npos)
+      << error_of(head + "integration_tests:\n  - name: \"two\\nlines\"\n    command: 'true'\n");
   EXPECT_NE(error_of(head + "torch_contarct:\n  base_version: '2.10.0'\n" + test)
                 .find(":3:1: error: unknown key 'torch_contarct' in the contract (did you mean "
                       "'torch_contract'?)"),
@@ -326,6 +347,51 @@ TEST(CiLines, RepositoryPathsAreOnlyPlainRelativePaths) {
         "curl https://example.org/x", "ls ~/x/y", "echo ${A}/b", "echo a / b"}) {
     EXPECT_EQ(repository_paths(command), std::vector<std::string>{}) << command;
   }
+}
+
+// What the FlagOS runner (run_integration_tests.py) makes of an entry: an
+// id it accepts ("check device") is a check id made a slug; a missing phase
+// is read from the name; a missing policy follows the phase. --print shows
+// both; a config in which nothing is fail-fast, which the runner refuses,
+// gets a warning.
+TEST(CiLines, TheRunnersIdsPhasesAndPoliciesAreItsOwn) {
+  const auto result = load_text(
+      "setup_script: s.sh\nimage: a/b:1\nintegration_tests:\n"
+      "  - id: check device\n    name: Check device\n    phase: preflight\n"
+      "    command: 'true'\n"
+      "  - name: Check isolated environment\n    command: 'true'\n"
+      "  - name: Run operator tests\n    command: 'true'\n"
+      "  - name: Run general tests\n    phase: preflight\n"
+      "    failure_policy: continue-after-failure\n    command: 'true'\n");
+  ASSERT_TRUE(result.contract) << joined(result);
+  EXPECT_NE(find_check(*result.contract, "check-device"), nullptr);
+  EXPECT_EQ(find_check(*result.contract, "run-general-tests")->severity, Severity::required);
+  const auto& entries = result.contract->kept.at("integration_tests");
+  ASSERT_EQ(entries.size(), 4U);
+  const std::vector<std::array<std::string, 4>> expected = {
+      {"check-device", "true", "preflight", "fail-fast"},
+      {"check-isolated-environment", "false", "preflight", "fail-fast"},
+      {"run-operator-tests", "false", "functional", "continue-after-failure"},
+      {"run-general-tests", "true", "preflight", "continue-after-failure"},
+  };
+  for (std::size_t i = 0; i < expected.size(); ++i) {
+    EXPECT_EQ(entries[i]["check_id"], expected[i][0]);
+    EXPECT_EQ(entries[i]["runs"].get<bool>(), expected[i][1] == "true");
+    EXPECT_EQ(entries[i]["runner_phase"], expected[i][2]);
+    EXPECT_EQ(entries[i]["runner_failure_policy"], expected[i][3]);
+  }
+  EXPECT_EQ(joined(result).find("refuses"), std::string::npos) << joined(result);
+
+  const auto no_gate = load_text(
+      "setup_script: s.sh\nimage: a/b:1\nintegration_tests:\n"
+      "  - name: Run operator tests\n    command: 'true'\n"
+      "  - name: Probe\n    phase: preflight\n    failure_policy: continue-after-failure\n"
+      "    command: 'true'\n");
+  ASSERT_TRUE(no_gate.contract) << joined(no_gate);
+  EXPECT_NE(joined(no_gate).find(":4:3: warning: every integration test continues after a "
+                                 "failure, and the CI runner refuses such a config"),
+            std::string::npos)
+      << joined(no_gate);
 }
 
 // The agent may name entries to run that have no phase: they become checks;

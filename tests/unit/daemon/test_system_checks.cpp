@@ -38,6 +38,19 @@ std::string summary(const Json& result) {
   return result["diagnosis"].is_object() ? result["diagnosis"]["summary"].get<std::string>() : "";
 }
 
+// The report of a real scan of the demo host's torch-fl-cpu env.
+Json scan_torch_fl_cpu(const std::filesystem::path& contract_file) {
+  auto loaded = daemon::load_contract(contract_file);
+  EXPECT_TRUE(loaded.ok()) << loaded.error();
+  if (!loaded.ok()) {
+    return Json::object();
+  }
+  daemon::ScanSettings settings;
+  settings.facts.discovery.prefixes = {demo_host() / "miniconda3/envs/torch-fl-cpu"};
+  daemon::Scanner scanner;
+  return scanner.scan(*loaded.value(), settings);
+}
+
 TEST(CheckKinds, EveryKindHasAJudge) {
   for (const auto& kind : contracts::check_kinds()) {
     EXPECT_NE(kind.judge, nullptr) << kind.name;
@@ -168,12 +181,7 @@ TEST(SystemChecks, IntegrationTestsRunAsTheCiRunnerRunsThem) {
           selected("pipe", "Pipe that fails") + selected("layered", "layered-environment") +
           selected("ops", "Run operator tests") +
           selected("smoke", "Smoke script", "    workdir: checkout\n"));
-  auto loaded = daemon::load_contract(contract_file);
-  ASSERT_TRUE(loaded.ok()) << loaded.error();
-  daemon::ScanSettings settings;
-  settings.facts.discovery.prefixes = {demo_host() / "miniconda3/envs/torch-fl-cpu"};
-  daemon::Scanner scanner;
-  const auto report = scanner.scan(*loaded.value(), settings);
+  const auto report = scan_torch_fl_cpu(contract_file);
   const std::string env = "torch-fl-cpu";
 
   EXPECT_EQ(check(report, env, "model")["status"], "pass") << summary(check(report, env, "model"));
@@ -193,6 +201,48 @@ TEST(SystemChecks, IntegrationTestsRunAsTheCiRunnerRunsThem) {
 
   const auto& smoke = check(report, env, "smoke");
   EXPECT_EQ(smoke["status"], "pass") << summary(smoke);
+}
+
+// The runner's fail-fast through a real scan: after a preflight of a config
+// fails, its later entries are not run, each skipped as blocked by it, and
+// the env drifts on the preflight; a continue-after-failure entry that
+// fails lets the next one run.
+TEST(SystemChecks, AFailedFailFastPreflightStopsTheLaterEntries) {
+  testing::TempDir dir;
+  const auto marker = dir.path() / "later-ran";
+  std::filesystem::permissions(dir.path(), std::filesystem::perms(0777));
+  dir.write("ci/musa.yml",
+            "integration_tests:\n"
+            "  - name: Probe the driver\n    phase: preflight\n"
+            "    failure_policy: continue-after-failure\n    command: exit 2\n"
+            "  - name: Check the driver\n    command: echo 'no driver' >&2; exit 3\n"
+            "  - name: Run later\n    phase: functional\n    command: touch " +
+                marker.string() + "\n");
+  std::string checks;
+  for (const char* test : {"probe-the-driver", "check-the-driver", "run-later"}) {
+    checks += std::string("  - id: ") + test +
+              "\n    kind: integration_test\n    from: ci/musa.yml\n    test: " + test + "\n";
+  }
+  const auto contract_file =
+      dir.write("contract.yaml", "schema_version: 1\nname: fail-fast\nchecks:\n" + checks);
+  const auto report = scan_torch_fl_cpu(contract_file);
+  const std::string env = "torch-fl-cpu";
+
+  EXPECT_EQ(cause(check(report, env, "probe-the-driver")), "integration_test_failed");
+  const auto& gate = check(report, env, "check-the-driver");
+  EXPECT_EQ(cause(gate), "integration_test_failed");
+  EXPECT_NE(summary(gate).find("exited 3 (wanted 0): no driver"), std::string::npos)
+      << summary(gate);
+  const auto& later = check(report, env, "run-later");
+  EXPECT_EQ(later["status"], "skip");
+  EXPECT_EQ(cause(later), "blocked");
+  EXPECT_EQ(later["diagnosis"]["evidence"]["blocked_by"], "check-the-driver");
+  EXPECT_NE(summary(later).find("not run: integration test check-the-driver failed first, and "
+                                "its failure_policy is fail-fast"),
+            std::string::npos)
+      << summary(later);
+  EXPECT_FALSE(std::filesystem::exists(marker));
+  EXPECT_EQ(report["envs"][0]["verdict"], "drift");
 }
 
 }  // namespace

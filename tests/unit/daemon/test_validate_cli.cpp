@@ -166,12 +166,13 @@ TEST(ValidateCli, ADirectoryValidatesEveryConfigInIt) {
   EXPECT_EQ(empty.exit_code, 1);
   EXPECT_NE(empty.err.find("holds no .yaml or .yml file"), std::string::npos) << empty.err;
   dir.write("bad.yml",
-            "setup_script: s.sh\nintegration_tests:\n  - name: t\n    phase: tset\n"
+            "setup_script: s.sh\nintegration_tests:\n  - name: t\n    phase: funtcional\n"
             "    command: 'true'\n");
   const auto bad = testing::run_command({ENVCONTRACTD_PATH, "validate", dir.path().string()});
   EXPECT_EQ(bad.exit_code, 1);
-  EXPECT_NE(bad.err.find("bad.yml:4:12: error: unknown phase 'tset' (did you mean 'test'?)"),
-            std::string::npos)
+  EXPECT_NE(
+      bad.err.find("bad.yml:4:12: error: unknown phase 'funtcional' (did you mean 'functional'?)"),
+      std::string::npos)
       << bad.err;
   const auto print = testing::run_command({ENVCONTRACTD_PATH, "validate", "--print", lines});
   EXPECT_EQ(print.exit_code, 2);

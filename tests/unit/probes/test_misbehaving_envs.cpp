@@ -132,7 +132,7 @@ TEST_F(MisbehavingEnv, TheEnvDeadlineBoundsAllItsStages) {
   ProbePlan plan;
   plan.imports = {"mb_sleep"};
   plan.imports_timeout = 60s;
-  plan.commands.push_back({"after", "echo never", {}, 60s, false, {}, ""});
+  plan.commands.push_back({"after", "echo never", {}, 60s, false, {}, "", "", false});
   plan.compare_bare = false;
   plan.env_deadline = 2s;
   const auto facts = run_plan(plan);
@@ -153,13 +153,40 @@ TEST_F(MisbehavingEnv, TheEnvDeadlineBoundsAllItsStages) {
   expect_nothing_survives();
 }
 
+// As the CI runner: after a fail-fast entry of a config fails, no later
+// entry of that config runs; other configs' entries and plain commands do.
+TEST_F(MisbehavingEnv, AFailedFailFastEntryStopsTheLaterOnesOfItsConfig) {
+  ProbePlan plan;
+  plan.commands.push_back({"first", "echo one", {}, 60s, true, {}, "", "a.yml", true});
+  plan.commands.push_back({"gate", "exit 3", {}, 60s, true, {}, "", "a.yml", true});
+  plan.commands.push_back({"later", "echo never", {}, 60s, true, {}, "", "a.yml", false});
+  plan.commands.push_back({"other", "echo other", {}, 60s, true, {}, "", "b.yml", true});
+  plan.commands.push_back({"plain", "echo plain", {}, 60s, false, {}, "", "", false});
+  plan.compare_bare = false;
+  const auto facts = run_plan(plan);
+  for (const char* ran : {"command:first", "command:gate", "command:other", "command:plain"}) {
+    const auto* stage = find_stage(facts, ran);
+    ASSERT_NE(stage, nullptr) << ran;
+    EXPECT_EQ(stage->status, StageStatus::ok) << ran << ": " << stage->summary;
+  }
+  const auto* later = find_stage(facts, "command:later");
+  ASSERT_NE(later, nullptr);
+  EXPECT_EQ(later->status, StageStatus::stopped);
+  EXPECT_EQ(later->summary,
+            "not run: integration test gate failed first, and its failure_policy is fail-fast "
+            "(the CI runner runs nothing after it)");
+  ASSERT_EQ(later->records.size(), 1U);
+  EXPECT_EQ(later->records.front().value("blocked_by", ""), "gate");
+  expect_nothing_survives();
+}
+
 // The agent's shutdown (or the scan's watchdog) stops a probe at once.
 TEST_F(MisbehavingEnv, ACancelledProbeStopsAndSaysWhy) {
   Cancellation cancellation;
   ProbePlan plan;
   plan.imports = {"mb_sleep"};
   plan.imports_timeout = 60s;
-  plan.commands.push_back({"after", "echo never", {}, 60s, false, {}, ""});
+  plan.commands.push_back({"after", "echo never", {}, 60s, false, {}, "", "", false});
   plan.compare_bare = false;
   plan.cancellation = &cancellation;
   std::thread canceller([&] {
