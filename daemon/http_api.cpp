@@ -241,16 +241,20 @@ class ConnectionQueue final : public httplib::TaskQueue {
   }
 
   void enqueue(std::function<void()> job) override {
+    bool turning_away = false;
     {
       std::lock_guard lock(m_mutex);
       if (m_in_flight >= m_max_connections) {
         m_turned_away.push_back(std::move(job));
+        turning_away = true;
       } else {
         ++m_in_flight;
         m_jobs.push_back(std::move(job));
       }
     }
-    m_wake.notify_all();
+    // One thread for one job: waking all of them for each connection cost
+    // a burst of context switches per request under load.
+    (turning_away ? m_turned_away_ready : m_jobs_ready).notify_one();
   }
 
   void shutdown() override {
@@ -258,7 +262,8 @@ class ConnectionQueue final : public httplib::TaskQueue {
       std::lock_guard lock(m_mutex);
       m_shutdown = true;
     }
-    m_wake.notify_all();
+    m_jobs_ready.notify_all();
+    m_turned_away_ready.notify_all();
     for (auto& thread : m_threads) {
       thread.join();
     }
@@ -273,11 +278,12 @@ class ConnectionQueue final : public httplib::TaskQueue {
  private:
   void work(std::deque<std::function<void()>>& queue, bool turning_away) {
     t_turning_away = turning_away;
+    auto& ready = turning_away ? m_turned_away_ready : m_jobs_ready;
     for (;;) {
       std::function<void()> job;
       {
         std::unique_lock lock(m_mutex);
-        m_wake.wait(lock, [&] { return m_shutdown || !queue.empty(); });
+        ready.wait(lock, [&] { return m_shutdown || !queue.empty(); });
         if (queue.empty()) {
           return;  // shut down, and nothing left to close
         }
@@ -294,7 +300,8 @@ class ConnectionQueue final : public httplib::TaskQueue {
 
   const std::size_t m_max_connections;
   mutable std::mutex m_mutex;
-  std::condition_variable m_wake;
+  std::condition_variable m_jobs_ready;
+  std::condition_variable m_turned_away_ready;
   std::deque<std::function<void()>> m_jobs;
   std::deque<std::function<void()>> m_turned_away;
   std::size_t m_in_flight = 0;
