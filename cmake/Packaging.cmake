@@ -12,7 +12,9 @@ install(FILES
           ${PROJECT_SOURCE_DIR}/docs/agent.md
           ${PROJECT_SOURCE_DIR}/docs/api.md
           ${PROJECT_SOURCE_DIR}/docs/contracts.md
+          ${PROJECT_SOURCE_DIR}/docs/deploy.md
           ${PROJECT_SOURCE_DIR}/docs/fleetctl.md
+          ${PROJECT_SOURCE_DIR}/docs/performance.md
           ${PROJECT_SOURCE_DIR}/docs/report.md
           ${PROJECT_SOURCE_DIR}/docs/report.schema.json
           ${PROJECT_SOURCE_DIR}/docs/security.md
@@ -26,6 +28,35 @@ add_custom_command(OUTPUT ${PACKAGE_CHANGELOG}
   DEPENDS ${PROJECT_SOURCE_DIR}/packaging/changelog)
 add_custom_target(package_changelog ALL DEPENDS ${PACKAGE_CHANGELOG})
 install(FILES ${PACKAGE_CHANGELOG} DESTINATION ${CMAKE_INSTALL_DOCDIR})
+
+# Man pages made from the tools' own --help texts (packaging/manpage.sh), dated
+# by the changelog's last entry so that the package is reproducible.
+file(STRINGS ${PROJECT_SOURCE_DIR}/packaging/changelog CHANGELOG_SIGNATURE REGEX "^ -- " LIMIT_COUNT 1)
+string(REGEX MATCH "([0-9]+) ([A-Z][a-z][a-z]) ([0-9][0-9][0-9][0-9])" _ "${CHANGELOG_SIGNATURE}")
+set(MONTHS Jan Feb Mar Apr May Jun Jul Aug Sep Oct Nov Dec)
+list(FIND MONTHS "${CMAKE_MATCH_2}" MONTH_INDEX)
+math(EXPR MONTH "${MONTH_INDEX} + 1")
+string(LENGTH "${CMAKE_MATCH_1}" DAY_LENGTH)
+set(DAY "${CMAKE_MATCH_1}")
+if(DAY_LENGTH EQUAL 1)
+  set(DAY "0${DAY}")
+endif()
+if(MONTH LESS 10)
+  set(MONTH "0${MONTH}")
+endif()
+set(MAN_DATE "${CMAKE_MATCH_3}-${MONTH}-${DAY}")
+foreach(tool envcontractd fleetctl)
+  set(page ${CMAKE_CURRENT_BINARY_DIR}/${tool}.1.gz)
+  add_custom_command(OUTPUT ${page}
+    COMMAND sh ${PROJECT_SOURCE_DIR}/packaging/manpage.sh $<TARGET_FILE:${tool}> ${tool} ${MAN_DATE}
+            ${PROJECT_VERSION} > ${CMAKE_CURRENT_BINARY_DIR}/${tool}.1
+    COMMAND gzip -9nf ${CMAKE_CURRENT_BINARY_DIR}/${tool}.1
+    DEPENDS ${tool} ${PROJECT_SOURCE_DIR}/packaging/manpage.sh
+    COMMENT "Man page of ${tool}")
+  list(APPEND MAN_PAGES ${page})
+endforeach()
+add_custom_target(man_pages ALL DEPENDS ${MAN_PAGES})
+install(FILES ${MAN_PAGES} DESTINATION ${CMAKE_INSTALL_MANDIR}/man1)
 
 set(CPACK_GENERATOR DEB)
 set(CPACK_PACKAGE_NAME envcontract)
@@ -46,7 +77,8 @@ set(CPACK_DEBIAN_PACKAGE_RECOMMENDS "elfutils")
 set(CPACK_DEBIAN_FILE_NAME DEB-DEFAULT)
 set(CPACK_STRIP_FILES ON)
 set(CPACK_DEBIAN_PACKAGE_CONTROL_EXTRA
-    ${PROJECT_SOURCE_DIR}/packaging/postinst ${PROJECT_SOURCE_DIR}/packaging/postrm
+    ${PROJECT_SOURCE_DIR}/packaging/postinst ${PROJECT_SOURCE_DIR}/packaging/prerm
+    ${PROJECT_SOURCE_DIR}/packaging/postrm
     ${PROJECT_SOURCE_DIR}/packaging/conffiles)
 set(CPACK_DEBIAN_PACKAGE_CONTROL_STRICT_PERMISSION ON)
 include(CPack)

@@ -15,9 +15,16 @@
 #include "daemon/contract_detection.hpp"
 
 namespace envcontract::daemon {
+
 namespace {
 
 using Clock = std::chrono::steady_clock;
+
+std::int64_t steady_ns() {
+  return std::chrono::duration_cast<std::chrono::nanoseconds>(Clock::now().time_since_epoch())
+      .count();
+}
+
 constexpr std::size_t k_kept_tickets = 200;
 
 // The token must be private to the agent's user: a token others can read
@@ -128,6 +135,8 @@ std::string Agent::start() {
     snapshot.report_text = previous_text;
   });
   request_scan("startup");
+  m_last_turn = steady_ns();
+  m_running = true;
   m_thread = std::thread([this] { run(); });
   return "";
 }
@@ -262,10 +271,35 @@ void Agent::reload_contract(const std::string& why) {
   request_scan("contract reloaded");
 }
 
+std::string Agent::liveness_problem() const {
+  using std::chrono::duration_cast;
+  using std::chrono::nanoseconds;
+  using std::chrono::seconds;
+  if (!m_running) {
+    return "the scheduler is not running";
+  }
+  const auto now = steady_ns();
+  if (const auto started = m_scan_started.load(); started != 0) {
+    const auto bound = duration_cast<nanoseconds>(m_config.scan_deadline + std::chrono::minutes(1));
+    if (now - started > bound.count()) {
+      return "a scan has run for " + std::to_string((now - started) / 1'000'000'000) +
+             " s, a minute past scan_deadline: the scheduler is stuck";
+    }
+    return "";
+  }
+  const auto bound = duration_cast<nanoseconds>(3 * m_config.contract_poll + seconds(5));
+  if (const auto idle = now - m_last_turn.load(); idle > bound.count()) {
+    return "the scheduler's loop has not turned for " + std::to_string(idle / 1'000'000'000) +
+           " s (it turns every contract_poll): it is stuck";
+  }
+  return "";
+}
+
 void Agent::run() {
   std::unique_lock lock(m_mutex);
   auto next_due = Clock::now() + m_config.interval;  // the startup scan is queued already
   while (!m_stopping) {
+    m_last_turn = steady_ns();
     const auto wake_at = std::min(next_due, Clock::now() + m_config.contract_poll);
     m_wake.wait_until(lock, wake_at,
                       [&] { return m_stopping || m_reload_requested || !m_queued.empty(); });
@@ -289,9 +323,12 @@ void Agent::run() {
       }
     }
     if (!m_queued.empty()) {
+      m_scan_started = steady_ns();
       run_scan(lock);
+      m_scan_started = 0;
     }
   }
+  m_running = false;
 }
 
 void Agent::run_scan(std::unique_lock<std::mutex>& lock) {

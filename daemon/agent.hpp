@@ -86,6 +86,12 @@ class Agent {
   const AgentCounters& counters() const { return m_counters; }
   const AgentConfig& config() const { return m_config; }
 
+  // Why the scheduler cannot be trusted to be alive, or "" when it is: it
+  // has stopped, its loop has not turned for several contract polls while no
+  // scan runs, or a scan has run a minute past its own deadline. The
+  // systemd watchdog pings only while this is "".
+  std::string liveness_problem() const;
+
   bool token_required() const { return !m_token.empty(); }
   // Compares in constant time.
   bool token_matches(const std::string& presented) const;
@@ -125,6 +131,11 @@ class Agent {
   std::deque<std::int64_t> m_queued;
   std::map<std::int64_t, ScanTicket> m_tickets;
   std::optional<FileSignature> m_contract_signature;
+  // Steady-clock nanoseconds of the scheduler's last turn, and of the start
+  // of the running scan (0: none); read by liveness_problem().
+  std::atomic<std::int64_t> m_last_turn{0};
+  std::atomic<std::int64_t> m_scan_started{0};
+  std::atomic<bool> m_running{false};
   std::thread m_thread;
 };
 

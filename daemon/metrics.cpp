@@ -1,8 +1,15 @@
 #include "daemon/metrics.hpp"
 
+#include <unistd.h>
+
+#include <chrono>
 #include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <iterator>
 #include <map>
 #include <sstream>
+#include <vector>
 
 #include "contracts/env_facts.hpp"
 
@@ -38,6 +45,58 @@ std::string number(double value) {
     std::snprintf(text, sizeof text, "%.17g", value);
   }
   return text;
+}
+
+// The agent's own footprint, from /proc/self (the names of Prometheus'
+// process collector, so dashboards made for other exporters work).
+struct ProcessStats {
+  double cpu_seconds = 0;
+  double resident_bytes = 0;
+  double virtual_bytes = 0;
+  double threads = 0;
+  double start_time = 0;  // Unix time
+  double open_fds = 0;
+  bool read = false;
+};
+
+ProcessStats read_process_stats() {
+  ProcessStats stats;
+  std::ifstream file("/proc/self/stat");
+  std::string text((std::istreambuf_iterator<char>(file)), std::istreambuf_iterator<char>());
+  // The command name in parentheses may hold spaces: the fields start after its ')'.
+  const auto close = text.rfind(')');
+  if (close == std::string::npos) {
+    return stats;
+  }
+  std::istringstream fields(text.substr(close + 2));
+  std::vector<std::string> field;
+  for (std::string word; fields >> word;) {
+    field.push_back(word);
+  }
+  // Fields 3.. of proc(5): state is [0], utime [11], stime [12],
+  // num_threads [17], starttime [19], vsize [20], rss [21].
+  if (field.size() < 22) {
+    return stats;
+  }
+  const double ticks = static_cast<double>(::sysconf(_SC_CLK_TCK));
+  const double page = static_cast<double>(::sysconf(_SC_PAGESIZE));
+  stats.cpu_seconds = (std::stod(field[11]) + std::stod(field[12])) / ticks;
+  stats.threads = std::stod(field[17]);
+  stats.virtual_bytes = std::stod(field[20]);
+  stats.resident_bytes = std::stod(field[21]) * page;
+  std::ifstream uptime_file("/proc/uptime");
+  double uptime = 0;
+  uptime_file >> uptime;
+  const double now =
+      std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count();
+  stats.start_time = now - uptime + std::stod(field[19]) / ticks;
+  std::error_code error;
+  for (std::filesystem::directory_iterator it("/proc/self/fd", error), end; !error && it != end;
+       it.increment(error)) {
+    ++stats.open_fds;
+  }
+  stats.read = true;
+  return stats;
 }
 
 class Exposition {
@@ -159,6 +218,23 @@ std::string render_metrics(const AgentSnapshot& snapshot, const AgentCounters& c
   out.family("envcontract_contract_reload_error", "gauge",
              "1 while the latest contract file is invalid (the last good one is in force).");
   out.sample("envcontract_contract_reload_error", {}, snapshot.reload_error.empty() ? 0 : 1);
+
+  if (const auto process = read_process_stats(); process.read) {
+    out.family("process_cpu_seconds_total", "counter",
+               "The agent's user and system CPU time in seconds (its probes not included).");
+    out.sample("process_cpu_seconds_total", {}, process.cpu_seconds);
+    out.family("process_resident_memory_bytes", "gauge", "The agent's resident memory in bytes.");
+    out.sample("process_resident_memory_bytes", {}, process.resident_bytes);
+    out.family("process_virtual_memory_bytes", "gauge", "The agent's virtual memory in bytes.");
+    out.sample("process_virtual_memory_bytes", {}, process.virtual_bytes);
+    out.family("process_threads", "gauge", "The agent's threads.");
+    out.sample("process_threads", {}, process.threads);
+    out.family("process_open_fds", "gauge", "The agent's open file descriptors.");
+    out.sample("process_open_fds", {}, process.open_fds);
+    out.family("process_start_time_seconds", "gauge",
+               "When the agent started, in seconds since the Unix epoch.");
+    out.sample("process_start_time_seconds", {}, process.start_time);
+  }
   return out.text();
 }
 

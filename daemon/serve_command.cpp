@@ -8,10 +8,12 @@
 
 #include <csignal>
 #include <fstream>
+#include <memory>
 #include <thread>
 
 #include "daemon/agent.hpp"
 #include "daemon/http_api.hpp"
+#include "daemon/service_notifier.hpp"
 
 namespace envcontract::daemon {
 namespace {
@@ -104,6 +106,21 @@ int run_serve(const ServeOptions& options) {
     write_ready_file(options.ready_file, url);
   }
   sd_notify(0, "READY=1");
+  const auto watchdog = ServiceNotifier::watchdog_interval();
+  if (watchdog.count() > 0) {
+    spdlog::info("systemd watchdog: {} ms; pinging while the scheduler and the HTTP side answer",
+                 watchdog.count() / 1000);
+  }
+  // A self-request gets a third of the interval, so a slow answer still
+  // leaves time for the ping.
+  const auto self_timeout =
+      std::max(std::chrono::milliseconds(200),
+               std::chrono::duration_cast<std::chrono::milliseconds>(watchdog / 3));
+  auto notifier = std::make_unique<ServiceNotifier>(
+      ServiceNotifier::Checks{
+          [&] { return agent_liveness_problem(agent, *address, bound.value(), self_timeout); },
+          [&] { return agent_status_line(agent); }},
+      watchdog);
 
   for (;;) {
     int received = 0;
@@ -118,6 +135,7 @@ int run_serve(const ServeOptions& options) {
     spdlog::info("{}: stopping", received == SIGTERM ? "SIGTERM" : "SIGINT");
     break;
   }
+  notifier.reset();
   sd_notify(0, "STOPPING=1");
   http.stop();
   server.join();

@@ -12,7 +12,7 @@ BUILD_PACKAGES=(
 TEST_PACKAGES=(libgtest-dev libgmock-dev clang-format elfutils python3 gcc-multilib clang
   python3-venv python3-pip python3-setuptools python3-jwt python3-yaml
   libclang-rt-14-dev python3-jsonschema sqlite3 chromium prometheus
-  libxml2-utils lintian patchelf curl wrk nginx-light)
+  libxml2-utils lintian patchelf curl wrk nginx-light man-db)
 
 # ccache keys on relative paths, so a fresh clone in another folder (as CI
 # makes) reuses what an earlier build compiled.
@@ -47,7 +47,8 @@ ensure_packages() {
 configure_and_build() {
   local build_dir=$1
   shift
-  cmake -S . -B "$build_dir" -G Ninja "$@" >"$build_dir.configure.log" 2>&1 || {
+  # Our own builds hold warnings as errors; a packager's plain build does not.
+  cmake -S . -B "$build_dir" -G Ninja -DENVCONTRACT_WERROR=ON "$@" >"$build_dir.configure.log" 2>&1 || {
     cat "$build_dir.configure.log" >&2
     return 1
   }

@@ -89,6 +89,23 @@ TEST(Metrics, PassPromtoolAndCountWhatFails) {
             std::string::npos);
   EXPECT_NE(text.find(R"(envcontract_check_failing{cause="image_mismatch",check="image",)"),
             std::string::npos);
+  // The agent's own footprint, in the process collector's names: its RSS is
+  // that of the process the test started.
+  const auto gauge = [&](const std::string& name) {
+    const auto at = text.find("\n" + name + " ");
+    return at == std::string::npos ? -1.0 : std::stod(text.substr(at + name.size() + 2));
+  };
+  const double resident = gauge("process_resident_memory_bytes");
+  EXPECT_GT(resident, 1e6) << text;
+  EXPECT_LT(resident, 1e9) << text;
+  EXPECT_GE(gauge("process_threads"), 2.0);
+  EXPECT_GE(gauge("process_open_fds"), 3.0);
+  EXPECT_GE(gauge("process_cpu_seconds_total"), 0.0);
+  const double started = gauge("process_start_time_seconds");
+  const double now =
+      std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count();
+  EXPECT_GT(started, now - 600) << text;
+  EXPECT_LE(started, now + 1) << text;
 
   if (!std::filesystem::exists("/usr/bin/promtool")) {
     GTEST_SKIP() << "promtool is not installed (package prometheus; scripts/test installs it)";

@@ -12,6 +12,7 @@
 #include "daemon/sqlite.hpp"
 #include "tests/e2e/agent_fixture.hpp"
 #include "tests/support/demo_host.hpp"
+#include "tests/support/notify_socket.hpp"
 #include "tests/support/processes.hpp"
 #include "tests/support/report_schema.hpp"
 #include "tests/support/run_command.hpp"
@@ -247,6 +248,33 @@ TEST(Serve, KilledMidScanTheDatabaseIsIntactAndThePreviousReportIsServed) {
   const auto served = get_json(agent, "/api/v1/report");
   EXPECT_EQ(served["scan_id"], first_scan);
   EXPECT_EQ(served["verdict"], "drift");
+}
+
+// Under systemd (a notify socket and WatchdogSec=): READY=1, the status, and
+// watchdog pings that go on while a probe hangs, since the scan is within
+// its deadline; STOPPING=1 at the end.
+TEST(Serve, TellsSystemdItsStateAndPingsTheWatchdogThroughAHangingProbe) {
+  TempDir dir;
+  const HangingEnvAgent hanging(dir);
+  NotifySocket systemd(dir.path() / "notify");
+  ::setenv("WATCHDOG_USEC", "1000000", 1);
+  AgentProcess agent(dir.path(), hanging.arguments);
+  ::unsetenv("WATCHDOG_USEC");
+  ASSERT_TRUE(wait_until([&] { return !hanging.probes().empty(); })) << agent.log();
+  const auto messages = systemd.receive(std::chrono::seconds(15), [](const auto& received) {
+    return count_messages(received, "WATCHDOG=1") >= 4;
+  });
+  EXPECT_EQ(count_messages(messages, "READY=1"), 1U) << ::testing::PrintToString(messages);
+  EXPECT_TRUE(has_message_starting(messages, "STATUS=first scan running; contract "))
+      << ::testing::PrintToString(messages);
+  EXPECT_GE(count_messages(messages, "WATCHDOG=1"), 4U) << ::testing::PrintToString(messages);
+  EXPECT_FALSE(hanging.probes().empty()) << "the probe should still hang";
+  EXPECT_NE(agent.log().find("systemd watchdog: 1000 ms"), std::string::npos) << agent.log();
+  EXPECT_EQ(agent.stop(std::chrono::seconds(20)), 0) << agent.log();
+  const auto last = systemd.receive(std::chrono::seconds(2), [](const auto& received) {
+    return count_messages(received, "STOPPING=1") == 1;
+  });
+  EXPECT_EQ(count_messages(last, "STOPPING=1"), 1U) << ::testing::PrintToString(last);
 }
 
 // SIGTERM while a probe hangs: the agent ends the probe and exits at once,

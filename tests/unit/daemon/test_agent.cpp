@@ -4,10 +4,9 @@
 
 #include <gtest/gtest.h>
 
-#include <fstream>
 #include <thread>
 
-#include "tests/support/temp_dir.hpp"
+#include "tests/support/empty_host.hpp"
 
 namespace envcontract::daemon {
 namespace {
@@ -16,15 +15,7 @@ using namespace std::chrono_literals;
 
 TEST(Agent, ScheduledScansKeepOnlyTheLastTickets) {
   testing::TempDir dir;
-  std::ofstream(dir.path() / "contract.yaml")
-      << "schema_version: 1\nname: t\nchecks:\n  - kind: python\n    version: \"3\"\n";
-  std::filesystem::create_directories(dir.path() / "root");
-  AgentConfig config;
-  config.contract = (dir.path() / "contract.yaml").string();
-  config.roots = {dir.path() / "root"};
-  config.database = dir.path() / "agent.db";
-  config.interval = 5ms;  // an empty host scans in about a millisecond
-  Agent agent(config);
+  Agent agent(testing::empty_host_agent_config(dir, 5ms));
   ASSERT_EQ(agent.start(), "");
   std::int64_t latest = 0;
   for (int i = 0; i < 600 && latest <= 300; ++i) {

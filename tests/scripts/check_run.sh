@@ -1,0 +1,45 @@
+#!/usr/bin/env bash
+# scripts/run as a user meets it: it builds (with progress), scans the demo
+# host, starts the agent with its dashboard, and Ctrl-C (SIGINT to its
+# process group, as a terminal sends it) stops it with exit status 0.
+# usage: tests/scripts/check_run.sh (from the checkout)
+set -uo pipefail
+log=$(mktemp)
+trap 'rm -f "$log"' EXIT
+set -m  # the script gets a process group of its own, as in a terminal
+ENVCONTRACT_LISTEN=127.0.0.1:0 scripts/run >"$log" 2>&1 &
+run=$!
+set +m
+for _ in $(seq 1 600); do
+  grep -q '^Dashboard: http://127.0.0.1:' "$log" && break
+  kill -0 "$run" 2>/dev/null || break
+  sleep 0.5
+done
+if ! grep -q '^Dashboard: http://127.0.0.1:' "$log"; then
+  echo "scripts/run did not start the agent:" >&2
+  tail -30 "$log" >&2
+  kill -- -"$run" 2>/dev/null
+  exit 1
+fi
+url=$(sed -n 's/^Dashboard: //p' "$log")
+curl -sf -o /dev/null "${url}healthz" || {
+  echo "the agent scripts/run started does not answer at $url" >&2
+  exit 1
+}
+kill -INT -- -"$run"
+wait "$run"
+status=$?
+if [ "$status" -ne 0 ]; then
+  echo "scripts/run exited $status after Ctrl-C (wanted 0):" >&2
+  tail -20 "$log" >&2
+  exit 1
+fi
+if pgrep -f "serve --contract .* --listen 127.0.0.1:0" >/dev/null; then
+  echo "the agent outlived scripts/run" >&2
+  exit 1
+fi
+grep -q '^== building envcontractd and fleetctl in build/dev' "$log" || {
+  echo "scripts/run does not say it builds" >&2
+  exit 1
+}
+echo "scripts/run: started the agent at $url, stopped by Ctrl-C with exit 0"
