@@ -5,6 +5,8 @@ include(GNUInstallDirs)
 install(TARGETS envcontractd fleetctl RUNTIME DESTINATION ${CMAKE_INSTALL_BINDIR})
 file(GLOB SHIPPED_CONTRACTS ${PROJECT_SOURCE_DIR}/contracts/platforms/*.yaml)
 install(FILES ${SHIPPED_CONTRACTS} DESTINATION ${CMAKE_INSTALL_DATADIR}/envcontract/contracts)
+install(FILES ${PROJECT_SOURCE_DIR}/packaging/prometheus/envcontract-rules.yml
+        DESTINATION ${CMAKE_INSTALL_DATADIR}/envcontract/prometheus)
 install(FILES ${PROJECT_SOURCE_DIR}/packaging/envcontractd.service
         DESTINATION /lib/systemd/system)
 install(FILES ${PROJECT_SOURCE_DIR}/packaging/agent.yaml DESTINATION /etc/envcontract)
@@ -13,6 +15,7 @@ install(FILES
           ${PROJECT_SOURCE_DIR}/docs/api.md
           ${PROJECT_SOURCE_DIR}/docs/contracts.md
           ${PROJECT_SOURCE_DIR}/docs/deploy.md
+          ${PROJECT_SOURCE_DIR}/docs/fleet.md
           ${PROJECT_SOURCE_DIR}/docs/fleetctl.md
           ${PROJECT_SOURCE_DIR}/docs/performance.md
           ${PROJECT_SOURCE_DIR}/docs/report.md

@@ -13,6 +13,8 @@
 #include "common/shown_path.hpp"
 #include "common/time_text.hpp"
 #include "daemon/contract_detection.hpp"
+#include "daemon/secret_file.hpp"
+#include "daemon/transitions.hpp"
 
 namespace envcontract::daemon {
 
@@ -26,38 +28,6 @@ std::int64_t steady_ns() {
 }
 
 constexpr std::size_t k_kept_tickets = 200;
-
-// The token must be private to the agent's user: a token others can read
-// protects nothing.
-// Returns the token, or "" with `error` set.
-std::string read_token(const std::filesystem::path& path, std::string& error) {
-  struct stat info {};
-  if (::stat(path.c_str(), &info) != 0) {
-    error = std::string("cannot read the token file ") + common::shown_path(path) + ": " +
-            std::strerror(errno);
-    return "";
-  }
-  if ((info.st_mode & 077) != 0) {
-    char mode[8];
-    std::snprintf(mode, sizeof mode, "%04o", static_cast<unsigned>(info.st_mode & 07777));
-    error = "the token file " + common::shown_path(path) + " is readable by others (mode " + mode +
-            "); run: chmod 600 " + common::shown_path(path);
-    return "";
-  }
-  std::ifstream in(path);
-  std::ostringstream text;
-  text << in.rdbuf();
-  std::string token = text.str();
-  while (!token.empty() && std::isspace(static_cast<unsigned char>(token.back()))) {
-    token.pop_back();
-  }
-  if (token.empty() || token.find_first_of(" \t\r\n") != std::string::npos) {
-    error = "the token file " + common::shown_path(path) +
-            " must hold one token on one line (e.g. from: openssl rand -hex 32)";
-    return "";
-  }
-  return token;
-}
 
 ScanSettings settings_from(const AgentConfig& config) {
   ScanSettings settings;
@@ -104,11 +74,19 @@ std::string Agent::start() {
     return "the contract is invalid:\n" + loaded.error();
   }
   if (!m_config.token_file.empty()) {
-    std::string error;
-    m_token = read_token(m_config.token_file, error);
-    if (m_token.empty()) {
-      return error;
+    auto token = read_secret_file(m_config.token_file, "token file");
+    if (!token) {
+      return token.error();
     }
+    m_token = std::move(token.value());
+  }
+  if (!m_config.webhooks.empty()) {
+    auto webhooks =
+        Webhooks::start(m_config.webhooks, std::string("envcontractd/") + ENVCONTRACT_VERSION);
+    if (!webhooks) {
+      return webhooks.error();
+    }
+    m_webhooks = std::move(webhooks.value());
   }
   auto opened = Store::open(m_config.database, m_config.flapping, m_config.store);
   if (!opened) {
@@ -341,6 +319,7 @@ void Agent::run_scan(std::unique_lock<std::mutex>& lock) {
 
   const auto started = Clock::now();
   const auto contract = snapshot()->contract;
+  const auto previous = snapshot()->report;
   publish([&](AgentSnapshot& snapshot) {
     snapshot.scanning = true;
     snapshot.scan_started_at = common::now_rfc3339();
@@ -377,6 +356,16 @@ void Agent::run_scan(std::unique_lock<std::mutex>& lock) {
     spdlog::info("scan {}: {}, {} envs ({} probed, {} unchanged) in {:.1f} s", scan_id.value_or(0),
                  report.value("verdict", ""), report["envs"].size(), m_scanner.last_probed(),
                  m_scanner.last_reused(), seconds);
+    if (m_webhooks) {
+      // Queued, never waited for: a slow receiver cannot hold up scanning.
+      if (auto events = transitions(previous.get(), report); !events.empty()) {
+        m_webhooks->post({{"host", report.value("host", "")},
+                          {"scan_id", report.contains("scan_id") ? report["scan_id"] : nullptr},
+                          {"contract", contract->identity.name},
+                          {"at", common::now_rfc3339()},
+                          {"events", std::move(events)}});
+      }
+    }
     auto text = std::make_shared<const std::string>(common::json_text(report));
     auto shared = std::make_shared<const report::Json>(std::move(report));
     publish([&](AgentSnapshot& snapshot) {

@@ -84,6 +84,10 @@ class Agent {
   report::Json history(const HistoryQuery& query);
   std::vector<std::string> history_names(const std::string& scope);
   const AgentCounters& counters() const { return m_counters; }
+  // The webhooks' delivery counts, or null when none is configured.
+  const WebhookCounters* webhook_counters() const {
+    return m_webhooks ? &m_webhooks->counters() : nullptr;
+  }
   const AgentConfig& config() const { return m_config; }
 
   // Why the scheduler cannot be trusted to be alive, or "" when it is: it
@@ -119,6 +123,7 @@ class Agent {
   Scanner m_scanner;
   std::string m_token;
   AgentCounters m_counters;
+  std::unique_ptr<Webhooks> m_webhooks;
 
   mutable std::mutex m_snapshot_mutex;
   std::shared_ptr<const AgentSnapshot> m_snapshot;

@@ -94,6 +94,52 @@ void read_probe_limits(MappingReader& top, AgentConfig& config) {
   reader.reject_unknown_keys();
 }
 
+// webhooks: a list of {url, secret_file, timeout, retry_delay, attempts};
+// the URL's form and the secret are checked when the agent starts.
+void read_webhooks(MappingReader& top, AgentConfig& config) {
+  const auto node = top.get("webhooks");
+  if (!node) {
+    return;
+  }
+  if (!node->IsSequence()) {
+    top.ctx().error(*node, "'webhooks' must be a list of {url, secret_file}, got " +
+                               contracts::describe_node_type(*node));
+    return;
+  }
+  config.webhooks.clear();
+  for (const auto& item : *node) {
+    MappingReader reader(item, "a webhook", top.ctx());
+    if (!reader.is_mapping()) {
+      continue;
+    }
+    WebhookTarget target;
+    const auto url = reader.string("url", Need::required);
+    const auto secret = reader.string("secret_file", Need::required);
+    if (url) {
+      if (const auto split = split_webhook_url(*url); !split) {
+        top.ctx().error(*reader.get("url"), split.error());
+      }
+      target.url = *url;
+    }
+    if (secret) {
+      target.secret_file = *secret;
+    }
+    if (const auto v = read_duration(reader, "timeout")) {
+      target.timeout = *v;
+    }
+    if (const auto v = read_duration(reader, "retry_delay")) {
+      target.retry_delay = *v;
+    }
+    if (const auto v = reader.integer("attempts", Need::optional, 1, 20)) {
+      target.attempts = static_cast<int>(*v);
+    }
+    reader.reject_unknown_keys();
+    if (url && secret) {
+      config.webhooks.push_back(std::move(target));
+    }
+  }
+}
+
 std::vector<std::filesystem::path> paths(const std::vector<std::string>& texts) {
   return {texts.begin(), texts.end()};
 }
@@ -169,6 +215,7 @@ std::string read_agent_config(const std::filesystem::path& path, AgentConfig& co
         config.run_root_envs_as = *v;
       }
       read_probe_limits(top, config);
+      read_webhooks(top, config);
       if (auto v = read_duration(top, "env_deadline"))
         config.env_deadline = *v;
       if (auto v = read_duration(top, "scan_deadline"))

@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "daemon/store.hpp"
+#include "daemon/webhooks.hpp"
 #include "probes/containment.hpp"
 #include "probes/image_tag.hpp"
 
@@ -48,6 +49,9 @@ struct AgentConfig {
   std::chrono::milliseconds env_deadline{15 * 60 * 1000};   // one env's probe stages together
   std::chrono::milliseconds scan_deadline{60 * 60 * 1000};  // the whole scan (watchdog)
   StoreLimits store;  // history retention and the size of stored values
+  // Receivers of transition events: an env or the host starts or stops
+  // complying, a check starts hanging (docs/fleet.md).
+  std::vector<WebhookTarget> webhooks;
 };
 
 // Reads the agent's YAML config into `config` (keys absent keep their

@@ -638,8 +638,9 @@ void HttpServer::Impl::scan_ticket(const std::string& text, httplib::Response& r
 
 void HttpServer::Impl::metrics(httplib::Response& response) {
   const auto snapshot = agent.snapshot();
-  response.set_content(render_metrics(*snapshot, agent.counters(), version),
-                       "text/plain; version=0.0.4; charset=utf-8");
+  response.set_content(
+      render_metrics(*snapshot, agent.counters(), version, agent.webhook_counters()),
+      "text/plain; version=0.0.4; charset=utf-8");
 }
 
 void HttpServer::Impl::asset(const std::string& path, httplib::Response& response) {

@@ -127,7 +127,7 @@ class Exposition {
 }  // namespace
 
 std::string render_metrics(const AgentSnapshot& snapshot, const AgentCounters& counters,
-                           const std::string& version) {
+                           const std::string& version, const WebhookCounters* webhooks) {
   Exposition out;
   out.family("envcontract_info", "gauge", "The agent's version and the contract in force.");
   out.sample("envcontract_info",
@@ -218,6 +218,18 @@ std::string render_metrics(const AgentSnapshot& snapshot, const AgentCounters& c
   out.family("envcontract_contract_reload_error", "gauge",
              "1 while the latest contract file is invalid (the last good one is in force).");
   out.sample("envcontract_contract_reload_error", {}, snapshot.reload_error.empty() ? 0 : 1);
+
+  if (webhooks != nullptr) {
+    out.family("envcontract_webhook_deliveries_total", "counter",
+               "Webhook deliveries by outcome: delivered (2xx), failed (every attempt, or a "
+               "refusal), dropped (pushed out of a full queue).");
+    out.sample("envcontract_webhook_deliveries_total", {{"outcome", "delivered"}},
+               static_cast<double>(webhooks->delivered.load()));
+    out.sample("envcontract_webhook_deliveries_total", {{"outcome", "failed"}},
+               static_cast<double>(webhooks->failed.load()));
+    out.sample("envcontract_webhook_deliveries_total", {{"outcome", "dropped"}},
+               static_cast<double>(webhooks->dropped.load()));
+  }
 
   if (const auto process = read_process_stats(); process.read) {
     out.family("process_cpu_seconds_total", "counter",

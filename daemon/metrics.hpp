@@ -10,7 +10,8 @@ namespace envcontract::daemon {
 // 0.0.4): host and env verdicts, failing checks by cause, scan and reload
 // counters. Only failing checks get a series, so cardinality stays bounded
 // by what is wrong.
+// `webhooks`: the deliveries' counts, null when no webhook is configured.
 std::string render_metrics(const AgentSnapshot& snapshot, const AgentCounters& counters,
-                           const std::string& version);
+                           const std::string& version, const WebhookCounters* webhooks = nullptr);
 
 }  // namespace envcontract::daemon

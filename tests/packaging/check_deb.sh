@@ -20,7 +20,7 @@ for path in ./usr/bin/envcontractd ./usr/bin/fleetctl ./lib/systemd/system/envco
   ./etc/envcontract/agent.yaml ./usr/share/envcontract/contracts/kunlunxin.yaml \
   ./usr/share/doc/envcontract/copyright ./usr/share/doc/envcontract/changelog.gz \
   ./usr/share/doc/envcontract/agent.md ./usr/share/man/man1/envcontractd.1.gz \
-  ./usr/share/man/man1/fleetctl.1.gz; do
+  ./usr/share/man/man1/fleetctl.1.gz ./usr/share/envcontract/prometheus/envcontract-rules.yml; do
   grep -q " $path\$" "$work/contents" || {
     echo "missing from the package: $path"
     exit 1

@@ -1,5 +1,7 @@
 #include "tests/support/agent_process.hpp"
 
+#include "tests/support/background_process.hpp"
+
 #include <fcntl.h>
 #include <signal.h>
 #include <spawn.h>
@@ -15,31 +17,6 @@ extern char** environ;
 
 namespace envcontract::testing {
 namespace {
-
-pid_t spawn_agent(const std::vector<std::string>& argv, const std::filesystem::path& log) {
-  posix_spawn_file_actions_t actions;
-  posix_spawn_file_actions_init(&actions);
-  posix_spawn_file_actions_addopen(&actions, STDOUT_FILENO, log.c_str(),
-                                   O_WRONLY | O_CREAT | O_APPEND, 0644);
-  posix_spawn_file_actions_adddup2(&actions, STDOUT_FILENO, STDERR_FILENO);
-  posix_spawnattr_t attributes;
-  posix_spawnattr_init(&attributes);
-  posix_spawnattr_setflags(&attributes, POSIX_SPAWN_SETPGROUP);
-  posix_spawnattr_setpgroup(&attributes, 0);  // its own group: kill_hard reaches its probes
-  std::vector<char*> args;
-  for (const auto& arg : argv) {
-    args.push_back(const_cast<char*>(arg.c_str()));
-  }
-  args.push_back(nullptr);
-  pid_t pid = -1;
-  const int spawned = posix_spawn(&pid, args[0], &actions, &attributes, args.data(), environ);
-  posix_spawn_file_actions_destroy(&actions);
-  posix_spawnattr_destroy(&attributes);
-  if (spawned != 0) {
-    throw std::runtime_error("cannot start " + argv[0]);
-  }
-  return pid;
-}
 
 std::string read_text(const std::filesystem::path& path) {
   std::ifstream in(path);
@@ -66,7 +43,7 @@ AgentProcess::AgentProcess(const std::filesystem::path& work_dir,
     : m_log(work_dir / "agent.log") {
   const auto ready_file = work_dir / "agent.url";
   std::filesystem::remove(ready_file);
-  m_pid = spawn_agent(agent_argv(ready_file, arguments), m_log);
+  m_pid = spawn_logged(agent_argv(ready_file, arguments), m_log);
   const auto deadline = std::chrono::steady_clock::now() + ready_timeout;
   while (!std::filesystem::exists(ready_file)) {
     int status = 0;
@@ -136,7 +113,7 @@ int AgentProcess::run_to_exit(const std::filesystem::path& work_dir,
                               const std::vector<std::string>& arguments, std::string& log) {
   const auto log_file = work_dir / "agent-exit.log";
   std::filesystem::remove(log_file);
-  const pid_t pid = spawn_agent(agent_argv({}, arguments), log_file);
+  const pid_t pid = spawn_logged(agent_argv({}, arguments), log_file);
   int status = 0;
   ::waitpid(pid, &status, 0);
   log = read_text(log_file);

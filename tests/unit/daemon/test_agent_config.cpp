@@ -70,6 +70,38 @@ TEST(AgentConfig, EveryMistakeIsReportedWithItsPosition) {
   EXPECT_NE(errors.find("duplicate key 'interval'"), std::string::npos) << errors;
 }
 
+TEST(AgentConfig, WebhooksAreReadAndTheirMistakesPlaced) {
+  testing::TempDir dir;
+  const auto good = dir.write("good.yaml",
+                              "webhooks:\n"
+                              "  - url: http://alerts.internal:9000/envcontract\n"
+                              "    secret_file: /etc/envcontract/webhook-secret\n"
+                              "    timeout: 2s\n    retry_delay: 500ms\n    attempts: 3\n");
+  AgentConfig config;
+  ASSERT_EQ(daemon::read_agent_config(good, config), "");
+  ASSERT_EQ(config.webhooks.size(), 1U);
+  EXPECT_EQ(config.webhooks[0].url, "http://alerts.internal:9000/envcontract");
+  EXPECT_EQ(config.webhooks[0].secret_file, "/etc/envcontract/webhook-secret");
+  EXPECT_EQ(config.webhooks[0].timeout, std::chrono::seconds(2));
+  EXPECT_EQ(config.webhooks[0].retry_delay, std::chrono::milliseconds(500));
+  EXPECT_EQ(config.webhooks[0].attempts, 3);
+
+  const auto bad = dir.write("bad.yaml",
+                             "webhooks:\n"
+                             "  - url: https://alerts.example/x\n    secret_file: /s\n"
+                             "  - url: http://a/b\n"
+                             "  - url: http://a/b\n    secret_file: /s\n    atempts: 2\n");
+  AgentConfig rejected;
+  const auto errors = daemon::read_agent_config(bad, rejected);
+  EXPECT_NE(errors.find("bad.yaml:2:10: error: webhook URL https://alerts.example/x: https is "
+                        "not supported"),
+            std::string::npos)
+      << errors;
+  EXPECT_NE(errors.find("bad.yaml:4:5: error: "), std::string::npos) << errors;
+  EXPECT_NE(errors.find("secret_file"), std::string::npos) << errors;
+  EXPECT_NE(errors.find("bad.yaml:7:5: error: unknown key 'atempts'"), std::string::npos) << errors;
+}
+
 TEST(AgentConfig, ListenAddresses) {
   EXPECT_EQ(daemon::parse_listen_address("127.0.0.1:9714")->port, 9714);
   EXPECT_EQ(daemon::parse_listen_address("[::1]:80")->host, "::1");

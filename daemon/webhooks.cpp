@@ -1,0 +1,182 @@
+#include "daemon/webhooks.hpp"
+
+#include <httplib.h>
+#include <spdlog/spdlog.h>
+
+#include <condition_variable>
+#include <deque>
+#include <mutex>
+#include <thread>
+
+#include "common/json_text.hpp"
+#include "common/sha256.hpp"
+#include "daemon/secret_file.hpp"
+
+namespace envcontract::daemon {
+
+common::Result<SplitUrl> split_webhook_url(const std::string& url) {
+  const std::string scheme = "http://";
+  if (url.starts_with("https://")) {
+    return common::Error{"webhook URL " + url +
+                         ": https is not supported (the agent is built without TLS); use "
+                         "http:// to a receiver on a trusted network, or a local relay"};
+  }
+  if (!url.starts_with(scheme)) {
+    return common::Error{"webhook URL " + url + " must start with http://"};
+  }
+  const auto slash = url.find('/', scheme.size());
+  SplitUrl split{url.substr(0, slash), slash == std::string::npos ? "/" : url.substr(slash)};
+  if (split.base.size() == scheme.size() ||
+      split.base.find_first_of(" @\r\n\t") != std::string::npos ||
+      split.path.find_first_of(" \r\n\t") != std::string::npos) {
+    return common::Error{"webhook URL " + url + " is not http://HOST[:PORT]/PATH"};
+  }
+  return split;
+}
+
+struct Webhooks::Receiver {
+  WebhookTarget target;
+  SplitUrl url;
+  std::string secret;
+  std::string user_agent;
+  std::size_t bound = 0;
+  WebhookCounters* counters = nullptr;
+
+  std::mutex mutex;
+  std::condition_variable wake;
+  std::deque<std::string> queue;
+  bool stopping = false;
+  std::thread thread;
+
+  void enqueue(const std::string& body) {
+    {
+      std::lock_guard lock(mutex);
+      if (queue.size() >= bound) {
+        queue.pop_front();
+        ++counters->dropped;
+        spdlog::warn("webhook {}: {} deliveries waiting; the oldest is dropped", target.url, bound);
+      }
+      queue.push_back(body);
+    }
+    wake.notify_one();
+  }
+
+  void run() {
+    std::unique_lock lock(mutex);
+    while (true) {
+      wake.wait(lock, [&] { return stopping || !queue.empty(); });
+      if (stopping) {
+        if (!queue.empty()) {
+          spdlog::warn("webhook {}: {} deliveries not made: the agent stops", target.url,
+                       queue.size());
+        }
+        return;
+      }
+      const std::string body = std::move(queue.front());
+      queue.pop_front();
+      lock.unlock();
+      deliver(body);
+      lock.lock();
+    }
+  }
+
+  // Waits `delay` unless the agent stops; false when it stops.
+  bool pause(std::chrono::milliseconds delay) {
+    std::unique_lock lock(mutex);
+    return !wake.wait_for(lock, delay, [&] { return stopping; });
+  }
+
+  void deliver(const std::string& body) {
+    const httplib::Headers headers = {
+        {"X-Envcontract-Signature", "sha256=" + common::hmac_sha256_hex(secret, body)},
+        {"X-Envcontract-Event", "transitions"},
+        {"User-Agent", user_agent}};
+    auto delay = target.retry_delay;
+    std::string last;
+    for (int attempt = 1; attempt <= target.attempts; ++attempt) {
+      httplib::Client client(url.base);
+      const auto seconds = std::chrono::duration_cast<std::chrono::seconds>(target.timeout);
+      const auto micros =
+          std::chrono::duration_cast<std::chrono::microseconds>(target.timeout - seconds);
+      client.set_connection_timeout(seconds.count(), micros.count());
+      client.set_read_timeout(seconds.count(), micros.count());
+      client.set_write_timeout(seconds.count(), micros.count());
+      const auto answer = client.Post(url.path, headers, body, "application/json");
+      if (answer && answer->status >= 200 && answer->status < 300) {
+        ++counters->delivered;
+        return;
+      }
+      const bool retry = !answer || answer->status == 429 || answer->status >= 500;
+      last = answer ? "answered " + std::to_string(answer->status)
+                    : "failed: " + httplib::to_string(answer.error());
+      if (!retry) {
+        break;
+      }
+      if (attempt < target.attempts) {
+        spdlog::info("webhook {}: attempt {} {}; trying again in {} ms", target.url, attempt, last,
+                     delay.count());
+        if (!pause(delay)) {
+          return;
+        }
+        delay *= 2;
+      }
+    }
+    ++counters->failed;
+    spdlog::error("webhook {}: delivery given up ({}); the receiver missed one transition",
+                  target.url, last);
+  }
+};
+
+common::Result<std::unique_ptr<Webhooks>> Webhooks::start(std::vector<WebhookTarget> targets,
+                                                          std::string user_agent,
+                                                          std::size_t queue_bound) {
+  std::unique_ptr<Webhooks> webhooks(new Webhooks());
+  std::string problems;
+  for (auto& target : targets) {
+    auto url = split_webhook_url(target.url);
+    auto secret = read_secret_file(target.secret_file, "webhook secret file");
+    if (!url || !secret) {
+      problems += (problems.empty() ? "" : "\n") + (!url ? url.error() : secret.error());
+      continue;
+    }
+    auto receiver = std::make_unique<Receiver>();
+    receiver->target = std::move(target);
+    receiver->url = url.value();
+    receiver->secret = std::move(secret.value());
+    receiver->user_agent = user_agent;
+    receiver->bound = std::max<std::size_t>(1, queue_bound);
+    receiver->counters = &webhooks->m_counters;
+    webhooks->m_receivers.push_back(std::move(receiver));
+  }
+  if (!problems.empty()) {
+    return common::Error{problems};
+  }
+  for (auto& receiver : webhooks->m_receivers) {
+    receiver->thread = std::thread([raw = receiver.get()] { raw->run(); });
+  }
+  return webhooks;
+}
+
+Webhooks::~Webhooks() {
+  for (auto& receiver : m_receivers) {
+    {
+      std::lock_guard lock(receiver->mutex);
+      receiver->stopping = true;
+    }
+    receiver->wake.notify_all();
+  }
+  for (auto& receiver : m_receivers) {
+    if (receiver->thread.joinable()) {
+      receiver->thread.join();
+    }
+  }
+}
+
+void Webhooks::post(const report::Json& payload) {
+  const std::string body = common::json_text(payload);
+  for (auto& receiver : m_receivers) {
+    receiver->enqueue(body);
+  }
+}
+
+}  // namespace envcontract::daemon
