@@ -2,7 +2,10 @@
 // through textContent, never as HTML: env names and messages come from hosts.
 "use strict";
 
-const state = { report: null, expanded: new Set(), filter: "" };
+const state = { report: null, expanded: new Set(), focus: null, filter: "" };
+
+// A status is told by a symbol and a word, never by colour alone.
+const STATUS_SYMBOL = { pass: "✓", fail: "✗", error: "!", skip: "–" };
 
 function el(tag, attrs, ...children) {
   const node = document.createElement(tag);
@@ -64,7 +67,9 @@ function checkRows(env) {
       event.preventDefault();
       loadHistory(env.name, check.id);
     });
-    body.append(el("tr", { "data-check": check.id, "data-cause": diagnosis.cause || "" },
+    const focused = state.focus && state.focus.env === env.name && state.focus.check === check.id;
+    body.append(el("tr", { "data-check": check.id, "data-cause": diagnosis.cause || "",
+      class: focused ? "focused" : "" },
       el("td", {}, check.id, " ", history),
       el("td", {}, statusBadge(check.status)),
       el("td", { class: "cause" }, diagnosis.cause || ""),
@@ -73,6 +78,45 @@ function checkRows(env) {
   }
   table.append(body);
   return table;
+}
+
+// The address of an env's diagnoses, and of one check among them.
+function envLink(env, check) {
+  return "#env=" + encodeURIComponent(env) + (check ? "&check=" + encodeURIComponent(check) : "");
+}
+
+// Every env a row, every check of the contract (and the env's own, such as
+// import:torch) a column, in the order the report gives them. A cell links
+// to the check's diagnosis.
+function renderMatrix(report) {
+  const envs = (report.envs || []).filter(matchesFilter);
+  const columns = [];
+  for (const env of report.envs || []) {
+    for (const check of env.checks || []) {
+      if (!columns.includes(check.id)) columns.push(check.id);
+    }
+  }
+  const table = document.getElementById("matrix");
+  document.getElementById("matrix-section").hidden = !(report.envs || []).length;
+  const head = el("tr", {}, el("th", { scope: "col" }, "env"),
+    ...columns.map((id) => el("th", { scope: "col", class: "column", title: id }, el("span", {}, id))));
+  const rows = envs.map((env) => {
+    const byId = new Map((env.checks || []).map((check) => [check.id, check]));
+    return el("tr", { "data-env": env.name },
+      el("th", { scope: "row" }, el("a", { href: envLink(env.name) }, env.name), " ",
+        el("span", { class: "badge " + env.verdict }, env.verdict)),
+      ...columns.map((id) => {
+        const check = byId.get(id);
+        if (!check) return el("td", { class: "cell none", title: id + ": not checked in this env" }, "");
+        const diagnosis = check.diagnosis || {};
+        const word = check.status === "skip" ? "skipped" : check.status;
+        return el("td", { class: "cell " + check.status, "data-env": env.name, "data-check": id,
+          "data-status": check.status, title: id + ": " + (diagnosis.summary || word) },
+        el("a", { href: envLink(env.name, id) }, (STATUS_SYMBOL[check.status] || "?") + " " + word,
+          diagnosis.cause ? el("span", { class: "cell-cause" }, diagnosis.cause) : null));
+      }));
+  });
+  table.replaceChildren(el("thead", {}, head), el("tbody", {}, ...rows));
 }
 
 function renderEnvs(report) {
@@ -88,6 +132,7 @@ function renderEnvs(report) {
       if (state.expanded.has(env.name)) state.expanded.delete(env.name);
       else state.expanded.add(env.name);
       // The address names the open envs, so a link shows what the sender saw.
+      state.focus = null;
       history.replaceState(null, "", state.expanded.size
         ? "#" + [...state.expanded].map((n) => "env=" + encodeURIComponent(n)).join("&") : "#");
       renderEnvs(state.report);
@@ -124,7 +169,19 @@ function render(report) {
     targets.append(el("tr", { "data-target": target.name }, el("td", {}, target.name), el("td", {}, target.image),
       el("td", {}, statusBadge(check.status || "")), el("td", {}, (check.diagnosis || {}).summary || "")));
   }
+  renderMatrix(report);
   renderEnvs(report);
+  showFocus();
+}
+
+// Brings the focused check (a matrix cell's link) into view.
+function showFocus() {
+  if (!state.focus) return;
+  const details = [...document.querySelectorAll("tr.details")]
+    .find((row) => row.getAttribute("data-details") === state.focus.env);
+  const row = details && [...details.querySelectorAll("tr[data-check]")]
+    .find((r) => r.getAttribute("data-check") === state.focus.check);
+  if (row) row.scrollIntoView({ block: "center" });
 }
 
 async function loadHistory(env, check) {
@@ -189,17 +246,42 @@ async function scanNow() {
 
 // The fragment is anyone's to write (a link in a chat): a malformed part
 // (decodeURIComponent throws on "%zz") is ignored, never fatal to the page.
-for (const part of location.hash.replace(/^#/, "").split("&")) {
-  if (!part.startsWith("env=")) continue;
-  try {
-    state.expanded.add(decodeURIComponent(part.slice(4)));
-  } catch (error) {
-    console.warn("ignoring a malformed part of the address: " + part);
+// "env=" parts open envs; a "check=" part after one focuses that check.
+function readAddress() {
+  state.expanded = new Set();
+  state.focus = null;
+  let last = null;
+  for (const part of location.hash.replace(/^#/, "").split("&")) {
+    const [key, value] = [part.slice(0, part.indexOf("=")), part.slice(part.indexOf("=") + 1)];
+    if (key !== "env" && key !== "check") continue;
+    try {
+      const text = decodeURIComponent(value);
+      if (key === "env") {
+        state.expanded.add(text);
+        last = text;
+      } else if (last !== null) {
+        state.focus = { env: last, check: text };
+      }
+    } catch (error) {
+      console.warn("ignoring a malformed part of the address: " + part);
+    }
   }
 }
+readAddress();
+// A matrix cell is a link: following it opens that env at that check.
+window.addEventListener("hashchange", () => {
+  readAddress();
+  if (state.report) {
+    renderEnvs(state.report);
+    showFocus();
+  }
+});
 document.getElementById("filter").addEventListener("input", (event) => {
   state.filter = event.target.value;
-  if (state.report) renderEnvs(state.report);
+  if (state.report) {
+    renderMatrix(state.report);
+    renderEnvs(state.report);
+  }
 });
 document.getElementById("scan").addEventListener("click", scanNow);
 refresh();

@@ -21,6 +21,24 @@ std::vector<std::string> arguments_for(const TempDir& dir, const std::vector<std
   return arguments;
 }
 
+// A screenshot of the page as headless Chromium draws it, kept in the build
+// dir's test-artifacts/ for people to look at; the page must have drawn
+// something (a blank page is a few KB).
+void keep_screenshot(const std::string& url, const std::filesystem::path& profile,
+                     const std::string& name) {
+  const std::filesystem::path dir = ENVCONTRACT_ARTIFACTS_DIR;
+  std::filesystem::create_directories(dir);
+  const auto file = dir / (name + ".png");
+  std::filesystem::remove(file);
+  run_command({"/usr/bin/chromium", "--headless", "--no-sandbox", "--disable-gpu",
+               "--hide-scrollbars", "--disable-quic", "--no-first-run",
+               "--disable-background-networking", "--disable-component-update", "--disable-sync",
+               "--window-size=1500,2600", "--virtual-time-budget=10000",
+               "--user-data-dir=" + profile.string(), "--screenshot=" + file.string(), url});
+  ASSERT_TRUE(std::filesystem::exists(file)) << "no screenshot of " << url;
+  EXPECT_GT(std::filesystem::file_size(file), 50'000U) << file << " looks blank";
+}
+
 // The DOM after the page's scripts ran, as headless Chromium renders it.
 std::string rendered_dom(const std::string& url, const std::filesystem::path& profile) {
   const auto result = run_command({"/usr/bin/chromium", "--headless", "--no-sandbox",
@@ -56,6 +74,38 @@ TEST(Dashboard, RendersTheVerdictEveryEnvAndAnOpenEnvsDiagnoses) {
   }
   EXPECT_NE(dom.find("tag 2.1.2, target 'ci' wants tag 2.2.0"), std::string::npos);
   EXPECT_EQ(dom.find("data-details="), std::string::npos);  // nothing open by default
+
+  // The matrix: a row per env, a column per check, each cell a status told
+  // by symbol and word (not colour alone) and a link to its diagnosis.
+  EXPECT_NE(dom.find(R"(<table id="matrix"><thead><tr><th scope="col">env</th>)"),
+            std::string::npos)
+      << dom;
+  for (const auto& env : report["envs"]) {
+    EXPECT_NE(
+        dom.find("<tr data-env=\"" + env["name"].get<std::string>() + "\"><th scope=\"row\">"),
+        std::string::npos)
+        << env["name"];
+  }
+  const auto cell =
+      dom.find(R"(data-env="torch-fl-cpu" data-check="first-device-op" data-status="fail")");
+  ASSERT_NE(cell, std::string::npos) << dom;
+  const auto cell_text = dom.substr(cell, dom.find("</td>", cell) - cell);
+  EXPECT_NE(cell_text.find(R"(<a href="#env=torch-fl-cpu&amp;check=first-device-op">✗ fail)"),
+            std::string::npos)
+      << cell_text;
+  EXPECT_NE(cell_text.find(R"(<span class="cell-cause">hang</span>)"), std::string::npos)
+      << cell_text;
+  // Following a cell's link opens that env's diagnoses at that check.
+  const auto focused = rendered_dom(agent.url() + "/#env=torch-fl-cpu&check=first-device-op",
+                                    dir.path() / "profile4");
+  EXPECT_NE(focused.find(R"(data-details="torch-fl-cpu")"), std::string::npos) << focused;
+  EXPECT_NE(focused.find(R"(data-check="first-device-op" data-cause="hang" class="focused")"),
+            std::string::npos)
+      << focused;
+
+  keep_screenshot(agent.url() + "/", dir.path() / "shot1", "dashboard");
+  keep_screenshot(agent.url() + "/#env=torch-fl-cpu&check=first-device-op", dir.path() / "shot2",
+                  "dashboard-check-open");
 
   // A link naming an env opens it: its checks with causes, evidence and remedies.
   const auto open = rendered_dom(agent.url() + "/#env=torch-fl-cpu", dir.path() / "profile2");
