@@ -46,6 +46,81 @@ function matchesFilter(env) {
   return haystack.includes(needle);
 }
 
+// The part in which two C++ signatures differ, widened to whole parameters
+// (from the separator before it to the one after it), as [start, end] in each.
+function differingParts(a, b) {
+  let prefix = 0;
+  while (prefix < a.length && prefix < b.length && a[prefix] === b[prefix]) prefix++;
+  let suffix = 0;
+  while (suffix < a.length - prefix && suffix < b.length - prefix &&
+    a[a.length - 1 - suffix] === b[b.length - 1 - suffix]) suffix++;
+  const widen = (text) => {
+    let start = prefix;
+    while (start > 0 && !",(<".includes(text[start - 1])) start--;
+    while (start < text.length && text[start] === " ") start++;
+    let end = text.length - suffix;
+    while (end < text.length && !",)>".includes(text[end])) end++;
+    return [start, Math.max(start, end)];
+  };
+  return [widen(a), widen(b)];
+}
+
+function markedSignature(text, [start, end]) {
+  return el("code", { class: "signature" }, text.slice(0, start),
+    end > start ? el("mark", {}, text.slice(start, end)) : null, text.slice(end));
+}
+
+function baseName(path) {
+  return String(path || "").split("/").pop();
+}
+
+// Evidence drawn for people where its shape is known: the two signatures of
+// an ABI near miss one above the other, the directories searched for a
+// missing library, a hang's threads and stack. Anything else: null.
+function drawnEvidence(cause, evidence) {
+  if (!evidence) return null;
+  if (cause === "abi_signature_mismatch" && evidence.near_miss) {
+    const near = evidence.near_miss;
+    const [wanted, defined] = differingParts(evidence.demangled || "", near.demangled || "");
+    return el("div", { class: "drawn abi" },
+      el("div", {}, el("span", { class: "role" }, baseName(evidence.needed_by) + " wants"),
+        markedSignature(evidence.demangled || "", wanted)),
+      el("div", {}, el("span", { class: "role" }, baseName(near.library) + " defines"),
+        markedSignature(near.demangled || "", defined)),
+      ...(near.differences || []).map((d) => el("div", { class: "difference" }, d)));
+  }
+  if (cause === "missing_library" && evidence.missing) {
+    const missing = evidence.missing;
+    return el("div", { class: "drawn library" },
+      el("div", {}, el("code", {}, missing.name || ""), " needed by ", el("code", {}, missing.needed_by || "")),
+      el("div", {}, "searched, in the loader's order:"),
+      el("ol", { class: "searched" }, ...(missing.searched || []).map((dir) => el("li", {}, el("code", {}, dir)))),
+      (missing.other_versions || []).length
+        ? el("div", {}, "other versions: ", (missing.other_versions || []).join(", ")) : null);
+  }
+  if (cause === "hang" && Array.isArray(evidence.threads)) {
+    const threads = [...evidence.threads].sort((x, y) => (y.cpu_percent || 0) - (x.cpu_percent || 0));
+    const shown = threads.slice(0, 8);
+    const table = el("table", { class: "threads" },
+      el("thead", {}, el("tr", {}, el("th", {}, "thread"), el("th", {}, "state"), el("th", {}, "CPU"),
+        el("th", {}, "waiting in"))),
+      el("tbody", {}, ...shown.map((t) => el("tr", { class: t.tid === evidence.busiest_tid ? "spinning" : "" },
+        el("td", {}, String(t.tid) + " " + (t.name || "")), el("td", {}, t.state || ""),
+        el("td", {}, (t.cpu_percent || 0).toFixed(1) + "%"), el("td", { class: "cause" }, t.wchan || "")))));
+    const rest = threads.length - shown.length;
+    return el("div", { class: "drawn hang" }, table,
+      rest > 0 ? el("div", {}, rest + " more threads, none busier") : null,
+      (evidence.native_stack || []).length
+        ? el("div", {}, "the spinning thread's stack, innermost first:",
+          el("ol", { class: "stack" }, ...evidence.native_stack.slice(0, 16).map((frame) =>
+            el("li", {}, el("code", {}, (frame.function || "??") + " (" + (frame.library || "?") + ")")))))
+        : null,
+      evidence.python_stacks ? el("details", {}, el("summary", {}, "Python stacks"),
+        el("pre", { class: "evidence" }, evidence.python_stacks)) : null);
+  }
+  return null;
+}
+
 function checkRows(env) {
   const table = el("table", { class: "checks" },
     el("thead", {}, el("tr", {}, el("th", {}, "check"), el("th", {}, "status"), el("th", {}, "cause"),
@@ -54,6 +129,8 @@ function checkRows(env) {
   for (const check of env.checks || []) {
     const diagnosis = check.diagnosis || {};
     const summary = el("td", {}, diagnosis.summary || "");
+    const drawn = drawnEvidence(diagnosis.cause, diagnosis.evidence);
+    if (drawn) summary.append(drawn);
     if (diagnosis.evidence && Object.keys(diagnosis.evidence).length) {
       summary.append(el("details", {}, el("summary", {}, "evidence"),
         el("div", { class: "evidence" }, JSON.stringify(diagnosis.evidence, null, 1))));
@@ -61,6 +138,8 @@ function checkRows(env) {
     if (diagnosis.remedy) summary.append(el("div", { class: "remedy" }, "→ " + diagnosis.remedy));
     for (const note of check.notes || []) {
       summary.append(el("div", { class: "remedy" }, "note (" + note.cause + "): " + note.summary));
+      const drawnNote = drawnEvidence(note.cause, note.evidence);
+      if (drawnNote) summary.append(drawnNote);
     }
     const history = el("a", { class: "history", href: "#" }, "history");
     history.addEventListener("click", (event) => {

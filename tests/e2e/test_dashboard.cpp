@@ -113,6 +113,28 @@ TEST(Dashboard, RendersTheVerdictEveryEnvAndAnOpenEnvsDiagnoses) {
   EXPECT_NE(open.find(R"(data-check="first-device-op" data-cause="hang")"), std::string::npos);
   EXPECT_NE(open.find("1 of 66 threads running at"), std::string::npos);
   EXPECT_NE(open.find("<summary>evidence</summary>"), std::string::npos);
+  // The hang drawn for people: the threads, the spinning one marked, its stack.
+  EXPECT_NE(open.find(R"(<table class="threads">)"), std::string::npos) << open;
+  EXPECT_NE(open.find(R"(<tr class="spinning">)"), std::string::npos);
+  EXPECT_NE(open.find("the spinning thread's stack, innermost first:"), std::string::npos);
+  EXPECT_NE(open.find("<code>xpu_wait (libxpurt.so.1)</code>"), std::string::npos);
+
+  // The ABI near miss as two signatures, the differing parameter marked in
+  // each; the missing library with the directories searched, in order.
+  const auto hf = rendered_dom(agent.url() + "/#env=torch-fl-hf-test", dir.path() / "profile5");
+  EXPECT_NE(hf.find(R"(libxpytorch.so wants</span><code class="signature">)"
+                    R"(c10::cuda::c10_cuda_check_implementation(int, char const*, char const*, )"
+                    R"(<mark>int</mark>, bool)</code>)"),
+            std::string::npos)
+      << hf;
+  EXPECT_NE(hf.find(R"(libc10_cuda.so defines</span><code class="signature">)"
+                    R"(c10::cuda::c10_cuda_check_implementation(int, char const*, char const*, )"
+                    R"(<mark>unsigned int</mark>, bool)</code>)"),
+            std::string::npos);
+  EXPECT_NE(hf.find(R"(<code>libbkcl.so</code> needed by <code>)"), std::string::npos);
+  const auto searched = hf.find(R"(<ol class="searched"><li><code>)");
+  ASSERT_NE(searched, std::string::npos);
+  EXPECT_NE(hf.find("(LD_LIBRARY_PATH)</code></li>", searched), std::string::npos);
 
   // A malformed fragment part is ignored; the page still renders, and the
   // well-formed part still opens its env.
