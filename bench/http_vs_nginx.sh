@@ -61,6 +61,10 @@ fi
 mkdir -p "$work/www/api/v1"
 cp "$work/report.json" "$work/www/api/v1/report"
 curl -sf -o "$work/www/metrics" "$agent/metrics"
+# nginx's workers run as nobody: they must be able to read what they serve
+# (a 403 page is not the report).
+chmod 755 "$work" "$work/www" "$work/www/api" "$work/www/api/v1"
+chmod 644 "$work/www/metrics" "$work/www/api/v1/report"
 
 cat > "$work/nginx.conf" << EOF
 worker_processes auto;
@@ -78,6 +82,13 @@ nginx=http://127.0.0.1:$nginx_port
 for _ in $(seq 50); do
   curl -sf -o /dev/null "$nginx/metrics" && break
   sleep 0.1
+done
+for path in /metrics /api/v1/report; do
+  if ! curl -sf -o "$work/served" "$nginx$path" || ! cmp -s "$work/served" "$work/www$path"; then
+    echo "cannot measure: nginx does not serve the agent's $path as the agent does" >&2
+    cat "$work/nginx-error.log" >&2
+    exit 2
+  fi
 done
 
 # wrk's figures: requests/s, p50 and p99 in ms, and errors (socket errors,
@@ -108,7 +119,11 @@ failed=0
 for run in "/api/v1/report 64" "/api/v1/report 200" "/metrics 64"; do
   read -r path connections <<< "$run"
   read -r a_rps a_p50 a_p99 a_errors <<< "$(measure "$agent$path" "$connections")"
-  read -r n_rps n_p50 n_p99 _ <<< "$(measure "$nginx$path" "$connections")"
+  read -r n_rps n_p50 n_p99 n_errors <<< "$(measure "$nginx$path" "$connections")"
+  if [ "$n_errors" -gt 0 ]; then
+    echo "cannot measure: nginx answered $n_errors requests with errors (the baseline must be real)" >&2
+    exit 2
+  fi
   ratio=$(awk -v a="$a_rps" -v n="$n_rps" 'BEGIN { printf "%.2f", (n > 0 ? a / n : 0) }')
   verdict=ok
   if awk -v r="$ratio" -v p="$a_p99" -v e="$a_errors" 'BEGIN { exit !(r < 0.5 || p >= 5 || e > 0) }'; then

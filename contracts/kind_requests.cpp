@@ -2,6 +2,7 @@
 // gathers: the registry's `request` column (check_kind.cpp). The agent builds
 // its probe plan from these alone.
 #include <algorithm>
+#include <filesystem>
 
 #include "contracts/integration_tests.hpp"
 #include "contracts/kinds.hpp"
@@ -60,7 +61,8 @@ void request_integration_test(const Check& check, const IntegrationTestParams& p
   command.layers.insert(command.layers.end(), params.entry.environment.begin(),
                         params.entry.environment.end());
   command.workdir = params.workdir;
-  command.group = params.from;
+  // "ci/x.yml" and "./ci/x.yml" are one config, so one fail-fast group.
+  command.group = std::filesystem::path(params.from).lexically_normal().string();
   command.fail_fast = runner_failure_policy(params.entry) == "fail-fast";
   request.commands.push_back(std::move(command));
 }

@@ -104,6 +104,11 @@ std::string Agent::start() {
                  stored->value("scan_id", 0));
     previous_text = std::make_shared<const std::string>(common::json_text(*stored));
     previous = std::make_shared<const report::Json>(std::move(*stored));
+    // The last scan's time survives a restart, so that "no scan for an
+    // hour" alerts see an agent that restarts before each scan ends.
+    if (const auto at = common::parse_rfc3339(previous->value("scanned_at", ""))) {
+      m_counters.last_scan_finished = std::chrono::duration<double>(at->time_since_epoch()).count();
+    }
   }
   publish([&](AgentSnapshot& snapshot) {
     snapshot.contract = contract;
@@ -303,6 +308,9 @@ void Agent::run() {
     if (!m_queued.empty()) {
       m_scan_started = steady_ns();
       run_scan(lock);
+      // The turn first: a reader between the two must not see an idle loop
+      // whose last turn is from before the scan.
+      m_last_turn = steady_ns();
       m_scan_started = 0;
     }
   }

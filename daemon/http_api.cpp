@@ -275,6 +275,12 @@ class ConnectionQueue final : public httplib::TaskQueue {
     return m_jobs.size();
   }
 
+  // When a thread last took a connection (or the queue was made).
+  std::chrono::steady_clock::time_point last_start() const {
+    return std::chrono::steady_clock::time_point(
+        std::chrono::steady_clock::duration(m_last_start.load()));
+  }
+
  private:
   void work(std::deque<std::function<void()>>& queue, bool turning_away) {
     t_turning_away = turning_away;
@@ -289,6 +295,9 @@ class ConnectionQueue final : public httplib::TaskQueue {
         }
         job = std::move(queue.front());
         queue.pop_front();
+      }
+      if (!turning_away) {
+        m_last_start = std::chrono::steady_clock::now().time_since_epoch().count();
       }
       job();
       if (!turning_away) {
@@ -306,6 +315,8 @@ class ConnectionQueue final : public httplib::TaskQueue {
   std::deque<std::function<void()>> m_turned_away;
   std::size_t m_in_flight = 0;
   bool m_shutdown = false;
+  std::atomic<std::chrono::steady_clock::rep> m_last_start{
+      std::chrono::steady_clock::now().time_since_epoch().count()};
   std::vector<std::thread> m_threads;
 };
 
@@ -847,6 +858,30 @@ void HttpServer::serve() {
 
 void HttpServer::stop() {
   m_impl->server.stop();
+}
+
+std::string HttpServer::liveness_problem() const {
+  auto& impl = *m_impl;
+  if (!impl.server.is_running()) {
+    return "the HTTP side is not accepting connections";
+  }
+  const auto* queue = impl.server.queue;
+  if (queue == nullptr) {
+    return "";
+  }
+  // Busy threads are not stuck ones: each connection is bounded by
+  // http_timeout, so under any load some thread takes a waiting connection
+  // within it. Only waiting connections with no thread starting any for
+  // several time-outs mean every thread hangs.
+  const auto bound = std::max<std::chrono::milliseconds>(std::chrono::seconds(30),
+                                                         3 * impl.agent.config().http_timeout);
+  const auto idle = std::chrono::steady_clock::now() - queue->last_start();
+  if (const auto waiting = queue->waiting(); waiting > 0 && idle > bound) {
+    return std::to_string(waiting) + " connections have waited " +
+           std::to_string(std::chrono::duration_cast<std::chrono::seconds>(idle).count()) +
+           " s while no HTTP thread took one: every thread is stuck";
+  }
+  return "";
 }
 
 }  // namespace envcontract::daemon

@@ -9,8 +9,8 @@
 namespace envcontract::daemon {
 
 // The agent's HTTP side (docs/api.md): JSON API, Prometheus metrics and the
-// dashboard, answered from the agent's snapshot. The only translation unit
-// that includes httplib.h.
+// dashboard, answered from the agent's snapshot. Its translation unit and
+// the webhooks' are the only ones that include httplib.h.
 class HttpServer {
  public:
   HttpServer(Agent& agent, std::string version);
@@ -24,6 +24,11 @@ class HttpServer {
   // Serves until stop(); call after bind().
   void serve();
   void stop();
+  // Why the HTTP side cannot be trusted to be alive, or "" when it is: it
+  // stopped accepting, or connections wait while no thread takes any for
+  // several http_timeouts. Judged inside the process, never by a request
+  // that would queue behind a client's connections.
+  std::string liveness_problem() const;
 
  private:
   struct Impl;

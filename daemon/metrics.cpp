@@ -84,12 +84,19 @@ ProcessStats read_process_stats() {
   stats.threads = std::stod(field[17]);
   stats.virtual_bytes = std::stod(field[20]);
   stats.resident_bytes = std::stod(field[21]) * page;
-  std::ifstream uptime_file("/proc/uptime");
-  double uptime = 0;
-  uptime_file >> uptime;
-  const double now =
-      std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count();
-  stats.start_time = now - uptime + std::stod(field[19]) / ticks;
+  // The boot time (btime) plus the start in ticks since boot: the same
+  // value at every scrape, so changes() over it counts restarts. Read once:
+  // /proc/stat's interrupt line is long.
+  static const double boot_time = [] {
+    std::ifstream boot_file("/proc/stat");
+    for (std::string line; std::getline(boot_file, line);) {
+      if (line.starts_with("btime ")) {
+        return std::stod(line.substr(6));
+      }
+    }
+    return 0.0;
+  }();
+  stats.start_time = boot_time + std::stod(field[19]) / ticks;
   std::error_code error;
   for (std::filesystem::directory_iterator it("/proc/self/fd", error), end; !error && it != end;
        it.increment(error)) {

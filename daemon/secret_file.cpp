@@ -1,13 +1,13 @@
 #include "daemon/secret_file.hpp"
 
+#include <fcntl.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include <cctype>
 #include <cerrno>
 #include <cstdio>
 #include <cstring>
-#include <fstream>
-#include <sstream>
 
 #include "common/shown_path.hpp"
 
@@ -16,20 +16,42 @@ namespace envcontract::daemon {
 common::Result<std::string> read_secret_file(const std::filesystem::path& path,
                                              const std::string& what) {
   const std::string shown = common::shown_path(path);
-  struct stat info {};
-  if (::stat(path.c_str(), &info) != 0) {
-    return common::Error{"cannot read the " + what + " " + shown + ": " + std::strerror(errno)};
+  // Opened once, without following a link, and judged by what was opened:
+  // no window between the check and the read.
+  const int fd = ::open(path.c_str(), O_RDONLY | O_NOFOLLOW | O_CLOEXEC | O_NONBLOCK);
+  if (fd < 0) {
+    return common::Error{"cannot read the " + what + " " + shown + ": " + std::strerror(errno) +
+                         (errno == ELOOP ? " (it is a symbolic link: name the file itself)" : "")};
   }
-  if ((info.st_mode & 077) != 0) {
+  struct stat info {};
+  std::string problem;
+  if (::fstat(fd, &info) != 0) {
+    problem = "cannot read the " + what + " " + shown + ": " + std::strerror(errno);
+  } else if (!S_ISREG(info.st_mode)) {
+    problem = "the " + what + " " + shown + " is not a regular file";
+  } else if (info.st_uid != ::geteuid()) {
+    problem = "the " + what + " " + shown + " belongs to uid " + std::to_string(info.st_uid) +
+              ", not to the agent's user (uid " + std::to_string(::geteuid()) +
+              "): its owner knows the secret; run: chown " + std::to_string(::geteuid()) + " " +
+              shown;
+  } else if ((info.st_mode & 077) != 0) {
     char mode[8];
     std::snprintf(mode, sizeof mode, "%04o", static_cast<unsigned>(info.st_mode & 07777));
-    return common::Error{"the " + what + " " + shown + " is readable by others (mode " + mode +
-                         "); run: chmod 600 " + shown};
+    problem = "the " + what + " " + shown + " is readable by others (mode " + mode +
+              "); run: chmod 600 " + shown;
   }
-  std::ifstream in(path);
-  std::ostringstream text;
-  text << in.rdbuf();
-  std::string secret = text.str();
+  std::string secret;
+  if (problem.empty()) {
+    char buffer[4096];
+    ssize_t got = 0;
+    while (secret.size() < 64 * 1024 && (got = ::read(fd, buffer, sizeof buffer)) > 0) {
+      secret.append(buffer, static_cast<std::size_t>(got));
+    }
+  }
+  ::close(fd);
+  if (!problem.empty()) {
+    return common::Error{problem};
+  }
   while (!secret.empty() && std::isspace(static_cast<unsigned char>(secret.back()))) {
     secret.pop_back();
   }

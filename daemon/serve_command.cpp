@@ -82,8 +82,11 @@ int run_serve(const ServeOptions& options) {
   const sigset_t signals = handled_signals();
   pthread_sigmask(SIG_BLOCK, &signals, nullptr);
 
-  // A full disk (or a file size limit) must fail a write, not kill the agent.
+  // A full disk (or a file size limit) must fail a write, not kill the agent;
+  // a peer that closes mid-write (a webhook receiver: httplib's client sends
+  // without MSG_NOSIGNAL) must fail that write, not kill the agent.
   std::signal(SIGXFSZ, SIG_IGN);
+  std::signal(SIGPIPE, SIG_IGN);
   auto config = options.config;
   config.http_max_connections = connection_bound(config.http_max_connections);
   Agent agent(config);
@@ -111,15 +114,9 @@ int run_serve(const ServeOptions& options) {
     spdlog::info("systemd watchdog: {} ms; pinging while the scheduler and the HTTP side answer",
                  watchdog.count() / 1000);
   }
-  // A self-request gets a third of the interval, so a slow answer still
-  // leaves time for the ping.
-  const auto self_timeout =
-      std::max(std::chrono::milliseconds(200),
-               std::chrono::duration_cast<std::chrono::milliseconds>(watchdog / 3));
   auto notifier = std::make_unique<ServiceNotifier>(
-      ServiceNotifier::Checks{
-          [&] { return agent_liveness_problem(agent, *address, bound.value(), self_timeout); },
-          [&] { return agent_status_line(agent); }},
+      ServiceNotifier::Checks{[&] { return agent_liveness_problem(agent, http); },
+                              [&] { return agent_status_line(agent); }},
       watchdog);
 
   for (;;) {

@@ -1,18 +1,13 @@
 #include "daemon/service_notifier.hpp"
 
-#include <fcntl.h>
-#include <netdb.h>
-#include <poll.h>
 #include <spdlog/spdlog.h>
-#include <sys/socket.h>
 #include <systemd/sd-daemon.h>
-#include <unistd.h>
 
-#include <cerrno>
 #include <cstdio>
 
 #include "contracts/env_facts.hpp"
 #include "daemon/agent.hpp"
+#include "daemon/http_api.hpp"
 
 namespace envcontract::daemon {
 
@@ -45,7 +40,8 @@ std::chrono::microseconds ServiceNotifier::watchdog_interval() {
 void ServiceNotifier::run(std::chrono::milliseconds ping_every) {
   // The status is looked at every second; the liveness checks (a request
   // to the agent's own HTTP side) only when a ping is due.
-  const auto tick = std::min(ping_every, std::chrono::milliseconds(1000));
+  const auto tick = m_watchdog ? std::min(ping_every, std::chrono::milliseconds(1000))
+                               : std::chrono::milliseconds(1000);
   auto next_ping = Clock::now();
   std::string last_status;
   std::string last_problem;
@@ -78,82 +74,11 @@ void ServiceNotifier::run(std::chrono::milliseconds ping_every) {
   }
 }
 
-namespace {
-
-// Any HTTP status line within the time-out, or why not.
-std::string http_answers(const ListenAddress& address, int port,
-                         std::chrono::milliseconds timeout) {
-  // A wildcard listener is asked on loopback.
-  const std::string host = address.host == "0.0.0.0" ? "127.0.0.1"
-                           : address.host == "::"    ? "::1"
-                                                     : address.host;
-  addrinfo hints{};
-  hints.ai_socktype = SOCK_STREAM;
-  hints.ai_flags = AI_NUMERICSERV;
-  addrinfo* found = nullptr;
-  if (::getaddrinfo(host.c_str(), std::to_string(port).c_str(), &hints, &found) != 0 ||
-      found == nullptr) {
-    return "cannot resolve " + host;
-  }
-  const int fd = ::socket(found->ai_family, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
-  const int connected = fd < 0 ? -1 : ::connect(fd, found->ai_addr, found->ai_addrlen);
-  const int connect_error = errno;
-  ::freeaddrinfo(found);
-  if (fd < 0) {
-    return "cannot open a socket";
-  }
-  const auto deadline = Clock::now() + timeout;
-  const auto wait_for = [&](short events) {
-    const auto left =
-        std::chrono::duration_cast<std::chrono::milliseconds>(deadline - Clock::now()).count();
-    pollfd descriptor{fd, events, 0};
-    return left > 0 && ::poll(&descriptor, 1, static_cast<int>(left)) > 0 &&
-           (descriptor.revents & events) != 0;
-  };
-  // A connection in progress is made once writable without a pending error.
-  const auto completed = [&] {
-    int error = 0;
-    socklen_t length = sizeof error;
-    return wait_for(POLLOUT) && ::getsockopt(fd, SOL_SOCKET, SO_ERROR, &error, &length) == 0 &&
-           error == 0;
-  };
-  std::string problem;
-  if (connected != 0 && (connect_error != EINPROGRESS || !completed())) {
-    problem = "cannot connect to its own HTTP side at " + host + " port " + std::to_string(port);
-  } else {
-    const std::string request = "GET /healthz HTTP/1.1\r\nHost: " +
-                                (host.find(':') != std::string::npos ? "[" + host + "]" : host) +
-                                "\r\nConnection: close\r\n\r\n";
-    std::string answer;
-    if (::send(fd, request.data(), request.size(), MSG_NOSIGNAL) !=
-        static_cast<ssize_t>(request.size())) {
-      problem = "cannot send a request to its own HTTP side";
-    }
-    while (problem.empty() && answer.size() < 12 && wait_for(POLLIN)) {
-      char buffer[64];
-      const auto got = ::recv(fd, buffer, sizeof buffer, 0);
-      if (got <= 0) {
-        break;
-      }
-      answer.append(buffer, static_cast<std::size_t>(got));
-    }
-    if (problem.empty() && !answer.starts_with("HTTP/1.")) {
-      problem = "its own HTTP side did not answer GET /healthz within " +
-                std::to_string(timeout.count()) + " ms";
-    }
-  }
-  ::close(fd);
-  return problem;
-}
-
-}  // namespace
-
-std::string agent_liveness_problem(const Agent& agent, const ListenAddress& address, int port,
-                                   std::chrono::milliseconds timeout) {
+std::string agent_liveness_problem(const Agent& agent, const HttpServer& http) {
   if (auto problem = agent.liveness_problem(); !problem.empty()) {
     return problem;
   }
-  return http_answers(address, port, timeout);
+  return http.liveness_problem();
 }
 
 std::string agent_status_line(const Agent& agent) {

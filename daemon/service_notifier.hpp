@@ -7,11 +7,10 @@
 #include <string>
 #include <thread>
 
-#include "daemon/agent_config.hpp"
-
 namespace envcontract::daemon {
 
 class Agent;
+class HttpServer;
 
 // Tells systemd how the agent is doing (sd_notify; nothing happens outside
 // a notify-type unit). STATUS= carries the last scan's result whenever it
@@ -45,11 +44,9 @@ class ServiceNotifier {
   std::thread m_thread;
 };
 
-// The agent's own checks: the scheduler's liveness, and a real request to
-// its own HTTP side (GET /healthz on `address`, port `port`, within
-// `timeout`): any HTTP answer proves the listener and a pool thread work.
-std::string agent_liveness_problem(const Agent& agent, const ListenAddress& address, int port,
-                                   std::chrono::milliseconds timeout);
+// The agent's own checks, both judged inside the process: the scheduler's
+// liveness and the HTTP side's (HttpServer::liveness_problem).
+std::string agent_liveness_problem(const Agent& agent, const HttpServer& http);
 
 // "last scan 12: drift, 8 envs (2 compliant), 3.2 s; contract kunlunxin"
 std::string agent_status_line(const Agent& agent);

@@ -46,6 +46,7 @@ struct Webhooks::Receiver {
   std::condition_variable wake;
   std::deque<std::string> queue;
   bool stopping = false;
+  httplib::Client* active = nullptr;  // the attempt in flight, cut when the agent stops
   std::thread thread;
 
   void enqueue(const std::string& body) {
@@ -101,7 +102,18 @@ struct Webhooks::Receiver {
       client.set_connection_timeout(seconds.count(), micros.count());
       client.set_read_timeout(seconds.count(), micros.count());
       client.set_write_timeout(seconds.count(), micros.count());
+      {
+        std::lock_guard lock(mutex);
+        if (stopping) {
+          return;
+        }
+        active = &client;
+      }
       const auto answer = client.Post(url.path, headers, body, "application/json");
+      {
+        std::lock_guard lock(mutex);
+        active = nullptr;
+      }
       if (answer && answer->status >= 200 && answer->status < 300) {
         ++counters->delivered;
         return;
@@ -162,6 +174,10 @@ Webhooks::~Webhooks() {
     {
       std::lock_guard lock(receiver->mutex);
       receiver->stopping = true;
+      // A receiver that dribbles its answer must not hold up the agent's stop.
+      if (receiver->active != nullptr) {
+        receiver->active->stop();
+      }
     }
     receiver->wake.notify_all();
   }

@@ -6,6 +6,7 @@
 
 #include <gtest/gtest.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include <thread>
 
@@ -115,12 +116,28 @@ TEST(Webhooks, ADeadOrSlowReceiverNeverBlocksThePoster) {
   for (int i = 0; i < 6; ++i) {
     webhooks->post({{"n", i}});
   }
-  EXPECT_LT(std::chrono::steady_clock::now() - started, 100ms);
+  EXPECT_LT(std::chrono::steady_clock::now() - started, 500ms);
   // Each target: one in flight, two queued, the rest dropped; the others fail.
   ASSERT_TRUE(settled(webhooks->counters(), 12));
   EXPECT_EQ(webhooks->counters().delivered, 0);
   EXPECT_GE(webhooks->counters().dropped, 4);
   EXPECT_EQ(webhooks->counters().failed + webhooks->counters().dropped, 12);
+}
+
+// Stopping the agent cuts a delivery in flight: a receiver that takes its
+// time to answer does not hold up the agent's stop.
+TEST(Webhooks, StoppingCutsADeliveryInFlight) {
+  testing::TempDir dir;
+  WebhookReceiver slow({200}, 3s);
+  auto patient = target_for(slow.url(), secret_file(dir, "k"));
+  patient.timeout = 30s;
+  auto webhooks = start({patient});
+  ASSERT_TRUE(webhooks);
+  webhooks->post({{"n", 1}});
+  ASSERT_TRUE(slow.wait_for(1, 5s));
+  const auto stopping = std::chrono::steady_clock::now();
+  webhooks.reset();
+  EXPECT_LT(std::chrono::steady_clock::now() - stopping, 2s);
 }
 
 TEST(Webhooks, BadTargetsAreRefusedWithWhatToDo) {
@@ -135,6 +152,21 @@ TEST(Webhooks, BadTargetsAreRefusedWithWhatToDo) {
   EXPECT_NE(open_secret.error().find("is readable by others (mode 0644); run: chmod 600"),
             std::string::npos)
       << open_secret.error();
+  // A link is refused: the secret must be a file the agent's user owns.
+  const auto link = dir.path() / "secret-link";
+  std::filesystem::create_symlink(secret_file(dir, "k"), link);
+  const auto linked = Webhooks::start({target_for("http://127.0.0.1:9/x", link)}, "t");
+  ASSERT_FALSE(linked.ok());
+  EXPECT_NE(linked.error().find("it is a symbolic link"), std::string::npos) << linked.error();
+  if (::geteuid() == 0) {
+    const auto others = secret_file(dir, "k");
+    ASSERT_EQ(::chown(others.c_str(), 65534, 65534), 0);
+    const auto owned = Webhooks::start({target_for("http://127.0.0.1:9/x", others)}, "t");
+    ASSERT_FALSE(owned.ok());
+    EXPECT_NE(owned.error().find("belongs to uid 65534, not to the agent's user"),
+              std::string::npos)
+        << owned.error();
+  }
   EXPECT_FALSE(split_webhook_url("http:///path").ok());
   EXPECT_FALSE(split_webhook_url("ftp://host/x").ok());
   EXPECT_EQ(split_webhook_url("http://a:9/b/c").value().base, "http://a:9");
