@@ -152,7 +152,8 @@ int fleet_exit_status(const std::vector<HostReport>& hosts) {
   bool drift = false;
   for (const auto& host : hosts) {
     const auto state = host.state();
-    if (state == "unavailable" || state == "error") {
+    // A partial report (the agent's first scan is running) judges nothing yet.
+    if (state == "unavailable" || state == "error" || state == "pending") {
       return 2;
     }
     drift = drift || state != "compliant";

@@ -25,7 +25,8 @@ namespace {
 
 constexpr const char* k_exit_codes =
     "Exit status: 0 every host complies, 1 drift somewhere, 2 error (bad arguments, an "
-    "unreachable host, an answer that is not a report, a host its agent could not judge).";
+    "unreachable host, an answer that is not a report, a host its agent could not judge or is "
+    "still judging in its first scan).";
 
 struct Common {
   std::string output = "table";

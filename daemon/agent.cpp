@@ -335,7 +335,15 @@ void Agent::run_scan(std::unique_lock<std::mutex>& lock) {
   std::optional<std::int64_t> scan_id;
   std::string failure;
   try {
-    auto report = m_scanner.scan(*contract, settings_from(m_config));
+    ScanObserver observer;
+    if (!previous) {
+      // Nothing to serve yet: people see each env as it is judged.
+      observer.partial_report = [this](report::Json partial) {
+        auto text = std::make_shared<const std::string>(common::json_text(partial));
+        publish([&](AgentSnapshot& snapshot) { snapshot.partial_text = text; });
+      };
+    }
+    auto report = m_scanner.scan(*contract, settings_from(m_config), observer);
     if (stopping()) {
       spdlog::info("scan cut short by shutdown: not recorded");
       publish([&](AgentSnapshot& snapshot) { snapshot.scanning = false; });
@@ -379,6 +387,7 @@ void Agent::run_scan(std::unique_lock<std::mutex>& lock) {
     publish([&](AgentSnapshot& snapshot) {
       snapshot.report = shared;
       snapshot.report_text = text;
+      snapshot.partial_text.reset();
       snapshot.scanning = false;
     });
   } catch (const std::exception& e) {

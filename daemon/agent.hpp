@@ -40,6 +40,9 @@ struct AgentSnapshot {
   std::string reload_error;     // the last rejected contract's errors, "" when none
   bool scanning = false;
   std::string scan_started_at;
+  // While the first scan runs (no report yet): the envs judged so far, as a
+  // report whose verdict is "pending" (GET /api/v1/report serves it).
+  std::shared_ptr<const std::string> partial_text;
 };
 
 struct AgentCounters {

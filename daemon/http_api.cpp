@@ -483,6 +483,11 @@ void HttpServer::Impl::healthz(httplib::Response& response) {
 }
 
 void HttpServer::Impl::report(httplib::Response& response) {
+  // During the first scan: the envs judged so far, verdict "pending".
+  if (const auto snapshot = agent.snapshot(); !snapshot->report && snapshot->partial_text) {
+    response.set_content(*snapshot->partial_text, k_json);
+    return;
+  }
   if (auto snapshot = with_report(response)) {
     response.set_content(*snapshot->report_text, k_json);
   }

@@ -1,9 +1,11 @@
 #include "daemon/scanner.hpp"
 
+#include <spdlog/spdlog.h>
 #include <sys/stat.h>
 
 #include <algorithm>
 #include <condition_variable>
+#include <optional>
 #include <set>
 #include <thread>
 
@@ -146,6 +148,65 @@ void Scanner::cancel(const std::string& reason) {
   }
 }
 
+namespace {
+
+// One env's report entry, judged and built on its own: costs that env's
+// facts, not the host's (a partial report is made after every env).
+report::Json judged_alone(const LoadedContract& contract, const report::Json& host_json,
+                          std::size_t index) {
+  report::Json single = report::Json::object();
+  for (const auto& [key, value] : host_json.items()) {
+    if (key != "envs") {
+      single[key] = value;
+    }
+  }
+  single["envs"] = report::Json::array({host_json["envs"][index]});
+  auto built = report::build_report(contract.identity,
+                                    contracts::judge_host(contract.contract, single), single, 0);
+  // The targets are the host's, the same for every env: kept in the entry
+  // for the partial report's top level.
+  auto entry = built["envs"].at(0);
+  entry["__report"] = std::move(built);
+  entry["__report"].erase("envs");
+  return entry;
+}
+
+// The envs judged so far as a report whose verdict is "pending".
+report::Json partial_report(const std::vector<std::optional<report::Json>>& finished,
+                            const probes::HostFacts& facts) {
+  report::Json report;
+  auto envs = report::Json::array();
+  auto compliant = report::Json::array();
+  auto pending = report::Json::array();
+  for (std::size_t i = 0; i < finished.size(); ++i) {
+    if (!finished[i]) {
+      pending.push_back(facts.envs[i].env.name);
+      continue;
+    }
+    auto entry = *finished[i];
+    if (report.is_null()) {
+      report = entry["__report"];
+    }
+    entry.erase("__report");
+    if (entry.value("verdict", "") == "compliant") {
+      compliant.push_back(entry.value("name", ""));
+    }
+    envs.push_back(std::move(entry));
+  }
+  const auto done = envs.size();
+  report["verdict"] = "pending";
+  report["reasons"] =
+      report::Json::array({"the first scan is running: " + std::to_string(done) + " of " +
+                           std::to_string(finished.size()) + " envs judged so far"});
+  report["compliant_envs"] = std::move(compliant);
+  report["envs"] = std::move(envs);
+  report["partial"] = {
+      {"done", done}, {"total", finished.size()}, {"pending_envs", std::move(pending)}};
+  return report;
+}
+
+}  // namespace
+
 report::Json Scanner::scan(const LoadedContract& contract, const ScanSettings& settings,
                            const ScanObserver& observer) {
   std::lock_guard scan_lock(m_scan_mutex);
@@ -179,6 +240,8 @@ report::Json Scanner::scan(const LoadedContract& contract, const ScanSettings& s
   std::size_t done = 0;
   std::size_t probed = 0;
   std::set<std::string> seen;
+  // Each finished env's report entry, for partial reports.
+  std::vector<std::optional<report::Json>> finished(facts.envs.size());
   probes::run_concurrently(facts.envs.size(), settings.concurrency, [&](std::size_t index) {
     const auto& env = facts.envs[index];
     const auto env_started = std::chrono::steady_clock::now();
@@ -228,6 +291,14 @@ report::Json Scanner::scan(const LoadedContract& contract, const ScanSettings& s
       m_probes.erase(env.env.prefix.string());
     }
     ++done;
+    if (observer.partial_report) {
+      try {
+        finished[index] = judged_alone(contract, host_json, index);
+        observer.partial_report(partial_report(finished, facts));
+      } catch (const std::exception& e) {
+        spdlog::warn("no partial report after {}: {}", env.env.name, e.what());
+      }
+    }
     if (observer.env_finished) {
       std::string verdict = "error";
       try {

@@ -222,6 +222,14 @@ function renderEnvs(report) {
         el("td", { colSpan: 5 }, checkRows(env))));
     }
   }
+  // A partial report (the first scan is running): the envs not judged yet.
+  for (const name of (report.partial || {}).pending_envs || []) {
+    if (state.filter && !name.toLowerCase().includes(state.filter.toLowerCase())) continue;
+    body.append(el("tr", { class: "env pending", "data-env": name },
+      el("td", {}, name), el("td", {}), el("td", {}),
+      el("td", {}, el("span", { class: "badge pending" }, "pending")),
+      el("td", {}, "being probed by the first scan")));
+  }
 }
 
 function render(report) {
@@ -289,6 +297,11 @@ async function refresh() {
       showProblem("");
       if (!state.report || state.report.scan_id !== body.scan_id || state.report.scanned_at !== body.scanned_at) {
         render(body);
+      }
+      // While the first scan runs, each env shows up as soon as it is judged.
+      if (body.partial && !state.soon) {
+        state.soon = true;
+        setTimeout(() => { state.soon = false; refresh(); }, 2000);
       }
     } else {
       showProblem(body.error || "no report yet (HTTP " + status + ")");

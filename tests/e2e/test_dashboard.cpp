@@ -146,6 +146,39 @@ TEST(Dashboard, RendersTheVerdictEveryEnvAndAnOpenEnvsDiagnoses) {
   EXPECT_NE(malformed.find(R"(data-details="torch-fl-cpu")"), std::string::npos);
 }
 
+// While the first scan runs, the page shows each env as soon as it is
+// judged, the others as pending, and the host's verdict as pending.
+TEST(Dashboard, TheFirstScanShowsEnvsAsTheyAreJudged) {
+  if (!std::filesystem::exists("/usr/bin/chromium")) {
+    GTEST_SKIP() << "chromium is not installed (scripts/test installs it): dashboard not tested";
+  }
+  TempDir dir;
+  // The demo contract's own 20 s smoke time-out: the hang keeps the scan
+  // going while the page is drawn.
+  AgentProcess agent(
+      dir.path(),
+      {"--contract", ENVCONTRACT_SOURCE_DIR "/tests/fixtures/demo_host/kunlunxin-demo.yaml",
+       "--prefix", (demo_host() / "miniconda3/envs/torch-fl-cpu").string(), "--prefix",
+       (demo_host() / "venvs/xpu210v").string(), "--image-tag-file",
+       (demo_host() / "etc/flagos-image").string(), "--database",
+       (dir.path() / "agent.db").string(), "--concurrency", "2"});
+  ASSERT_TRUE(wait_until(
+      [&] {
+        const auto partial = get_json(agent, "/api/v1/report");
+        return partial.contains("partial") && partial["partial"]["done"] == 1;
+      },
+      std::chrono::seconds(15)))
+      << agent.log();
+  const auto dom = rendered_dom(agent.url() + "/", dir.path() / "profile");
+  EXPECT_NE(dom.find(R"(<span id="verdict" class="badge pending">pending</span>)"),
+            std::string::npos)
+      << dom;
+  EXPECT_NE(dom.find("the first scan is running: 1 of 2 envs judged so far"), std::string::npos);
+  EXPECT_NE(dom.find(R"(<tr class="env" data-env="xpu210v")"), std::string::npos);
+  EXPECT_NE(dom.find(R"(<tr class="env pending" data-env="torch-fl-cpu")"), std::string::npos);
+  EXPECT_NE(dom.find("being probed by the first scan"), std::string::npos);
+}
+
 TEST(Metrics, PassPromtoolAndCountWhatFails) {
   TempDir dir;
   AgentProcess agent(dir.path(), arguments_for(dir, {"miniconda3/envs/torch-fl-xpu-py311"}));

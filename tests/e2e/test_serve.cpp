@@ -6,6 +6,7 @@
 
 #include <csignal>
 
+#include <set>
 #include <thread>
 
 #include "common/json_text.hpp"
@@ -275,6 +276,57 @@ TEST(Serve, TellsSystemdItsStateAndPingsTheWatchdogThroughAHangingProbe) {
     return count_messages(received, "STOPPING=1") == 1;
   });
   EXPECT_EQ(count_messages(last, "STOPPING=1"), 1U) << ::testing::PrintToString(last);
+}
+
+// While the first scan runs, /api/v1/report serves the envs judged so far:
+// verdict "pending" (never compliant), what is still running, valid against
+// the schema; fleetctl shows it and exits 2; then the full report replaces it.
+TEST(Serve, TheFirstScanShowsEachEnvAsItIsJudged) {
+  TempDir dir;
+  AgentProcess agent(dir.path(),
+                     {"--contract", quick_demo_contract(dir.path()).string(), "--prefix",
+                      (demo_host() / "miniconda3/envs/torch-fl-cpu").string(), "--prefix",
+                      (demo_host() / "miniconda3/envs/torch-fl-activate").string(), "--prefix",
+                      (demo_host() / "venvs/xpu210v").string(), "--image-tag-file",
+                      (demo_host() / "etc/flagos-image").string(), "--database",
+                      (dir.path() / "agent.db").string(), "--concurrency", "3"});
+  Json partial;
+  ASSERT_TRUE(wait_until(
+      [&] {
+        int status = 0;
+        partial = get_json(agent, "/api/v1/report", &status);
+        return status == 200 && partial.contains("partial") && partial["partial"]["done"] == 2;
+      },
+      std::chrono::seconds(30)))
+      << partial << agent.log();
+  EXPECT_EQ(partial["verdict"], "pending");
+  EXPECT_EQ(partial["partial"]["total"], 3);
+  EXPECT_EQ(partial["partial"]["pending_envs"], Json({"torch-fl-cpu"})) << partial;
+  EXPECT_EQ(partial["reasons"], Json({"the first scan is running: 2 of 3 envs judged so far"}));
+  std::set<std::string> judged;
+  for (const auto& env : partial["envs"]) {
+    judged.insert(env["name"].get<std::string>());
+    EXPECT_EQ(env["verdict"], "drift") << env["name"];
+  }
+  EXPECT_EQ(judged, (std::set<std::string>{"torch-fl-activate", "xpu210v"}));
+  EXPECT_FALSE(partial.contains("scan_id"));
+  if (const auto violations = report_schema_violations(partial)) {
+    EXPECT_EQ(*violations, "");
+  }
+  const auto fleetctl = run_command({FLEETCTL_PATH, "check", agent.url()});
+  EXPECT_EQ(fleetctl.exit_code, 2) << fleetctl.out << fleetctl.err;
+  EXPECT_NE(fleetctl.out.find("the first scan is running: 2 of 3 envs judged so far"),
+            std::string::npos)
+      << fleetctl.out;
+  // Nothing but the full report feeds the metrics and the compliance answer.
+  EXPECT_EQ(http_get(agent.url(), "/api/v1/compliance").status, 503);
+  EXPECT_EQ(http_get(agent.url(), "/metrics").body.find("envcontract_env_compliant{"),
+            std::string::npos);
+
+  const auto report = wait_for_report(agent);
+  EXPECT_FALSE(report.contains("partial"));
+  EXPECT_EQ(report["verdict"], "drift");
+  EXPECT_EQ(report["envs"].size(), 3U);
 }
 
 // SIGTERM while a probe hangs: the agent ends the probe and exits at once,
