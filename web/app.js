@@ -269,9 +269,45 @@ function showFocus() {
   const row = details && [...details.querySelectorAll("tr[data-check]")]
     .find((r) => r.getAttribute("data-check") === state.focus.check);
   if (row) row.scrollIntoView({ block: "center" });
+  // Opening a check shows its history too.
+  loadHistory(state.focus.env, state.focus.check, false);
 }
 
-async function loadHistory(env, check) {
+function svg(tag, attrs, ...children) {
+  const node = document.createElementNS("http://www.w3.org/2000/svg", tag);
+  for (const [key, value] of Object.entries(attrs || {})) node.setAttribute(key, String(value));
+  for (const child of children) {
+    if (child === null || child === undefined) continue;
+    node.append(child instanceof Node ? child : document.createTextNode(String(child)));
+  }
+  return node;
+}
+
+// A check's history as a bar over time: one segment per status, from each
+// transition to the next (the last one to now), each with its status as a
+// word in its tooltip and a colour; many short segments show flapping.
+function timeline(transitions) {
+  const width = 800;
+  const times = transitions.map((t) => Date.parse(t.at)).filter((t) => !Number.isNaN(t));
+  if (!times.length) return null;
+  const start = times[0];
+  const end = Math.max(Date.now(), times[times.length - 1] + 1000);
+  const x = (time) => Math.round(((time - start) / (end - start)) * width);
+  const segments = transitions.map((t, i) => {
+    const from = x(Date.parse(t.at));
+    const to = i + 1 < transitions.length ? x(Date.parse(transitions[i + 1].at)) : width;
+    return svg("rect", { class: "segment " + t.status, "data-status": t.status, x: from, y: 0,
+      width: Math.max(2, to - from), height: 18 },
+    svg("title", {}, t.status + " since " + t.at + (t.cause ? " (" + t.cause + ")" : "")));
+  });
+  return svg("svg", { class: "timeline", viewBox: "0 0 " + width + " 34", width, height: 34,
+    role: "img", "aria-label": "status over time" },
+  ...segments,
+  svg("text", { x: 0, y: 31 }, transitions[0].at),
+  svg("text", { x: width, y: 31, "text-anchor": "end" }, "now"));
+}
+
+async function loadHistory(env, check, scroll = true) {
   const query = new URLSearchParams({ env, check });
   const { status, body } = await getJson("/api/v1/history?" + query);
   const section = document.getElementById("history");
@@ -287,7 +323,8 @@ async function loadHistory(env, check) {
     rows.append(el("tr", {}, el("td", {}, t.at), el("td", {}, statusBadge(t.status)),
       el("td", { class: "cause" }, t.cause), el("td", {}, t.summary)));
   }
-  section.scrollIntoView();
+  document.getElementById("timeline").replaceChildren(timeline(body.transitions || []) || "");
+  if (scroll) section.scrollIntoView();
 }
 
 async function refresh() {

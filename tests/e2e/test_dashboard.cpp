@@ -102,6 +102,12 @@ TEST(Dashboard, RendersTheVerdictEveryEnvAndAnOpenEnvsDiagnoses) {
   EXPECT_NE(focused.find(R"(data-check="first-device-op" data-cause="hang" class="focused")"),
             std::string::npos)
       << focused;
+  // ...with its history: the table of transitions and the timeline drawn
+  // from /api/v1/history (one failing segment after one scan).
+  EXPECT_NE(focused.find("History of first-device-op in torch-fl-cpu"), std::string::npos);
+  EXPECT_NE(focused.find(R"(<svg class="timeline")"), std::string::npos) << focused;
+  EXPECT_NE(focused.find(R"(<rect class="segment fail" data-status="fail")"), std::string::npos);
+  EXPECT_NE(focused.find("<title>fail since "), std::string::npos);
 
   keep_screenshot(agent.url() + "/", dir.path() / "shot1", "dashboard");
   keep_screenshot(agent.url() + "/#env=torch-fl-cpu&check=first-device-op", dir.path() / "shot2",
