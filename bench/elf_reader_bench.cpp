@@ -14,6 +14,7 @@
 #include <fstream>
 #include <string>
 
+#include "bench/report_only.hpp"
 #include "probes/elf_file.hpp"
 
 namespace fs = std::filesystem;
@@ -91,9 +92,14 @@ int main(int argc, char** argv) {
   std::printf("  target for open                   %8.1f ms\n", k_target_ms);
   std::error_code ignored;
   fs::remove_all(dir, ignored);
-  if (open_ms > k_target_ms || found < static_cast<std::size_t>(k_symbols)) {
-    std::printf("FAILED: over target, or symbols lost\n");
+  if (found < static_cast<std::size_t>(k_symbols)) {
+    std::printf("FAILED: symbols lost\n");
     return 1;
+  }
+  if (open_ms > k_target_ms) {
+    std::printf("MISSED: open is over its target%s\n",
+                bench_report_only() ? " (reported only: BENCH_REPORT_ONLY=1)" : "");
+    return bench_report_only() ? 0 : 1;
   }
   std::printf("ok\n");
   return 0;

@@ -15,6 +15,7 @@
 #include <string>
 #include <vector>
 
+#include "bench/report_only.hpp"
 #include "probes/discovery.hpp"
 #include "probes/static_facts.hpp"
 
@@ -95,8 +96,9 @@ int main(int argc, char** argv) {
     fs::remove_all(temp, ignored);
   }
   if (scan_ms > k_target_ms) {
-    std::printf("FAILED: the static scan is over its target\n");
-    return 1;
+    std::printf("MISSED: the static scan is over its target%s\n",
+                bench_report_only() ? " (reported only: BENCH_REPORT_ONLY=1)" : "");
+    return bench_report_only() ? 0 : 1;
   }
   std::printf("ok\n");
   return 0;

@@ -338,15 +338,18 @@ void Agent::run_scan(std::unique_lock<std::mutex>& lock) {
     ScanObserver observer;
     if (!previous) {
       // Nothing to serve yet: people see each env as it is judged.
-      observer.partial_report = [this](report::Json partial) {
-        auto text = std::make_shared<const std::string>(common::json_text(partial));
+      observer.partial_report = [this](std::string partial) {
+        auto text = std::make_shared<const std::string>(std::move(partial));
         publish([&](AgentSnapshot& snapshot) { snapshot.partial_text = text; });
       };
     }
     auto report = m_scanner.scan(*contract, settings_from(m_config), observer);
     if (stopping()) {
       spdlog::info("scan cut short by shutdown: not recorded");
-      publish([&](AgentSnapshot& snapshot) { snapshot.scanning = false; });
+      publish([&](AgentSnapshot& snapshot) {
+        snapshot.scanning = false;
+        snapshot.partial_text.reset();
+      });
       lock.lock();
       return;
     }
@@ -394,7 +397,11 @@ void Agent::run_scan(std::unique_lock<std::mutex>& lock) {
     failure = e.what();
     ++m_counters.scan_failures;
     spdlog::error("scan failed: {}", failure);
-    publish([&](AgentSnapshot& snapshot) { snapshot.scanning = false; });
+    // A partial report of a scan that failed would say "running" forever.
+    publish([&](AgentSnapshot& snapshot) {
+      snapshot.scanning = false;
+      snapshot.partial_text.reset();
+    });
   }
 
   lock.lock();

@@ -250,6 +250,7 @@ class ConnectionQueue final : public httplib::TaskQueue {
       } else {
         ++m_in_flight;
         m_jobs.push_back(std::move(job));
+        m_enqueued.push_back(std::chrono::steady_clock::now());
       }
     }
     // One thread for one job: waking all of them for each connection cost
@@ -258,6 +259,9 @@ class ConnectionQueue final : public httplib::TaskQueue {
   }
 
   void shutdown() override {
+    if (m_on_shutdown) {
+      m_on_shutdown();  // nobody asks this queue anything from now on
+    }
     {
       std::lock_guard lock(m_mutex);
       m_shutdown = true;
@@ -275,11 +279,16 @@ class ConnectionQueue final : public httplib::TaskQueue {
     return m_jobs.size();
   }
 
-  // When a thread last took a connection (or the queue was made).
-  std::chrono::steady_clock::time_point last_start() const {
-    return std::chrono::steady_clock::time_point(
-        std::chrono::steady_clock::duration(m_last_start.load()));
+  // How long the oldest connection waiting for a thread has waited (zero
+  // when none waits).
+  std::chrono::steady_clock::duration oldest_wait() const {
+    std::lock_guard lock(m_mutex);
+    return m_enqueued.empty() ? std::chrono::steady_clock::duration::zero()
+                              : std::chrono::steady_clock::now() - m_enqueued.front();
   }
+
+  // Called first in shutdown(), before httplib deletes the queue.
+  void on_shutdown(std::function<void()> hook) { m_on_shutdown = std::move(hook); }
 
  private:
   void work(std::deque<std::function<void()>>& queue, bool turning_away) {
@@ -295,9 +304,9 @@ class ConnectionQueue final : public httplib::TaskQueue {
         }
         job = std::move(queue.front());
         queue.pop_front();
-      }
-      if (!turning_away) {
-        m_last_start = std::chrono::steady_clock::now().time_since_epoch().count();
+        if (!turning_away) {
+          m_enqueued.pop_front();
+        }
       }
       job();
       if (!turning_away) {
@@ -315,8 +324,8 @@ class ConnectionQueue final : public httplib::TaskQueue {
   std::deque<std::function<void()>> m_turned_away;
   std::size_t m_in_flight = 0;
   bool m_shutdown = false;
-  std::atomic<std::chrono::steady_clock::rep> m_last_start{
-      std::chrono::steady_clock::now().time_since_epoch().count()};
+  std::deque<std::chrono::steady_clock::time_point> m_enqueued;  // of each job in m_jobs
+  std::function<void()> m_on_shutdown;
   std::vector<std::thread> m_threads;
 };
 
@@ -334,7 +343,7 @@ struct ConnectionLimits {
 class BoundedServer final : public httplib::Server {
  public:
   ConnectionLimits limits;
-  ConnectionQueue* queue = nullptr;
+  std::atomic<ConnectionQueue*> queue{nullptr};
 
   // httplib 0.11.4 listens with a backlog of 5: clients reconnecting at once
   // (keep-alive connections closed for fairness) overflowed it, and the
@@ -358,7 +367,8 @@ class BoundedServer final : public httplib::Server {
       t_outcome = {};
       t_stream = &stream;
       const bool last = served + 1 == limits.keep_alive_requests ||
-                        (queue != nullptr && queue->waiting() > 0) || svr_sock_ == INVALID_SOCKET;
+                        (queue.load() != nullptr && queue.load()->waiting() > 0) ||
+                        svr_sock_ == INVALID_SOCKET;
       bool closed = false;
       ok = process_request(stream, last, closed, [](httplib::Request& request) {
         // The agent serves no ranges: httplib would copy the body once per
@@ -407,7 +417,7 @@ class BoundedServer final : public httplib::Server {
       const auto waited =
           std::chrono::duration_cast<std::chrono::milliseconds>(Clock::now() - started);
       if (waited >= limit || svr_sock_ == INVALID_SOCKET ||
-          (waited >= patience && queue != nullptr && queue->waiting() > 0)) {
+          (waited >= patience && queue.load() != nullptr && queue.load()->waiting() > 0)) {
         return false;
       }
       if (stream.wait_for_request(std::min(k_slice, limit - waited))) {
@@ -445,6 +455,9 @@ struct HttpServer::Impl {
   HostPolicy hosts;
   std::size_t max_connections = 256;
   std::chrono::steady_clock::time_point started = std::chrono::steady_clock::now();
+  // Guards server.queue against its deletion for liveness_problem().
+  std::mutex queue_mutex;
+  bool listened = false;  // the listen loop has started (queue_mutex)
 
   void routes();
   // Decides and answers every request before httplib's own (regex) routing
@@ -809,7 +822,15 @@ HttpServer::HttpServer(Agent& agent, std::string version)
   impl.max_connections = std::max<std::size_t>(threads, config.http_max_connections);
   server.new_task_queue = [&impl, threads] {
     auto* queue = new ConnectionQueue(threads, impl.max_connections);
-    impl.server.queue = queue;
+    queue->on_shutdown([&impl] {
+      std::lock_guard lock(impl.queue_mutex);
+      impl.server.queue = nullptr;
+    });
+    {
+      std::lock_guard lock(impl.queue_mutex);
+      impl.server.queue = queue;
+      impl.listened = true;
+    }
     return queue;
   };
   server.set_payload_max_length(k_max_request_body);
@@ -867,24 +888,24 @@ void HttpServer::stop() {
 
 std::string HttpServer::liveness_problem() const {
   auto& impl = *m_impl;
-  if (!impl.server.is_running()) {
+  std::lock_guard lock(impl.queue_mutex);
+  if (!impl.listened) {
+    return "";  // still starting: serve() has not begun to listen
+  }
+  const ConnectionQueue* queue = impl.server.queue.load();
+  if (!impl.server.is_running() || queue == nullptr) {
     return "the HTTP side is not accepting connections";
   }
-  const auto* queue = impl.server.queue;
-  if (queue == nullptr) {
-    return "";
-  }
   // Busy threads are not stuck ones: each connection is bounded by
-  // http_timeout, so under any load some thread takes a waiting connection
-  // within it. Only waiting connections with no thread starting any for
-  // several time-outs mean every thread hangs.
+  // http_timeout, so under any load a waiting connection gets a thread
+  // within it. A connection that has waited several time-outs means every
+  // thread hangs.
   const auto bound = std::max<std::chrono::milliseconds>(std::chrono::seconds(30),
                                                          3 * impl.agent.config().http_timeout);
-  const auto idle = std::chrono::steady_clock::now() - queue->last_start();
-  if (const auto waiting = queue->waiting(); waiting > 0 && idle > bound) {
-    return std::to_string(waiting) + " connections have waited " +
-           std::to_string(std::chrono::duration_cast<std::chrono::seconds>(idle).count()) +
-           " s while no HTTP thread took one: every thread is stuck";
+  if (const auto waited = queue->oldest_wait(); waited > bound) {
+    return "a connection has waited " +
+           std::to_string(std::chrono::duration_cast<std::chrono::seconds>(waited).count()) +
+           " s for an HTTP thread: every thread is stuck";
   }
   return "";
 }

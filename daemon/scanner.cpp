@@ -150,10 +150,11 @@ void Scanner::cancel(const std::string& reason) {
 
 namespace {
 
-// One env's report entry, judged and built on its own: costs that env's
-// facts, not the host's (a partial report is made after every env).
+// One env's report entry, judged and built on its own, so that it costs
+// that env's facts and not the host's; `top` gets the report's other fields
+// (contract, image, targets) the first time.
 report::Json judged_alone(const LoadedContract& contract, const report::Json& host_json,
-                          std::size_t index) {
+                          std::size_t index, std::optional<report::Json>& top) {
   report::Json single = report::Json::object();
   for (const auto& [key, value] : host_json.items()) {
     if (key != "envs") {
@@ -163,46 +164,45 @@ report::Json judged_alone(const LoadedContract& contract, const report::Json& ho
   single["envs"] = report::Json::array({host_json["envs"][index]});
   auto built = report::build_report(contract.identity,
                                     contracts::judge_host(contract.contract, single), single, 0);
-  // The targets are the host's, the same for every env: kept in the entry
-  // for the partial report's top level.
-  auto entry = built["envs"].at(0);
-  entry["__report"] = std::move(built);
-  entry["__report"].erase("envs");
+  auto entry = std::move(built["envs"].at(0));
+  if (!top) {
+    built.erase("envs");
+    top = std::move(built);
+  }
   return entry;
 }
 
-// The envs judged so far as a report whose verdict is "pending".
-report::Json partial_report(const std::vector<std::optional<report::Json>>& finished,
-                            const probes::HostFacts& facts) {
-  report::Json report;
-  auto envs = report::Json::array();
-  auto compliant = report::Json::array();
+// The envs judged so far as a report whose verdict is "pending", as text:
+// each finished env's entry is serialised once, when it finishes, and the
+// report is put together from those texts.
+std::string partial_report(const report::Json& top, const std::vector<std::string>& finished,
+                           const probes::HostFacts& facts,
+                           const std::vector<std::string>& compliant_envs) {
+  report::Json report = top;
   auto pending = report::Json::array();
+  std::string envs;
+  std::size_t done = 0;
   for (std::size_t i = 0; i < finished.size(); ++i) {
-    if (!finished[i]) {
+    if (finished[i].empty()) {
       pending.push_back(facts.envs[i].env.name);
       continue;
     }
-    auto entry = *finished[i];
-    if (report.is_null()) {
-      report = entry["__report"];
-    }
-    entry.erase("__report");
-    if (entry.value("verdict", "") == "compliant") {
-      compliant.push_back(entry.value("name", ""));
-    }
-    envs.push_back(std::move(entry));
+    envs += (envs.empty() ? "" : ",") + finished[i];
+    ++done;
   }
-  const auto done = envs.size();
   report["verdict"] = "pending";
   report["reasons"] =
       report::Json::array({"the first scan is running: " + std::to_string(done) + " of " +
                            std::to_string(finished.size()) + " envs judged so far"});
-  report["compliant_envs"] = std::move(compliant);
-  report["envs"] = std::move(envs);
+  report["compliant_envs"] = compliant_envs;
   report["partial"] = {
       {"done", done}, {"total", finished.size()}, {"pending_envs", std::move(pending)}};
-  return report;
+  report["envs"] = report::Json::array();  // the last key: filled in as text below
+  std::string text = common::json_text(report);
+  const std::string placeholder = "\"envs\":[]";
+  const auto at = text.rfind(placeholder);
+  text.replace(at, placeholder.size(), "\"envs\":[" + envs + "]");
+  return text;
 }
 
 }  // namespace
@@ -240,8 +240,10 @@ report::Json Scanner::scan(const LoadedContract& contract, const ScanSettings& s
   std::size_t done = 0;
   std::size_t probed = 0;
   std::set<std::string> seen;
-  // Each finished env's report entry, for partial reports.
-  std::vector<std::optional<report::Json>> finished(facts.envs.size());
+  // Each finished env's report entry as text, for partial reports.
+  std::vector<std::string> finished(facts.envs.size());
+  std::vector<std::string> compliant_envs;
+  std::optional<report::Json> partial_top;
   probes::run_concurrently(facts.envs.size(), settings.concurrency, [&](std::size_t index) {
     const auto& env = facts.envs[index];
     const auto env_started = std::chrono::steady_clock::now();
@@ -291,10 +293,14 @@ report::Json Scanner::scan(const LoadedContract& contract, const ScanSettings& s
       m_probes.erase(env.env.prefix.string());
     }
     ++done;
-    if (observer.partial_report) {
+    if (observer.partial_report && done < facts.envs.size()) {
       try {
-        finished[index] = judged_alone(contract, host_json, index);
-        observer.partial_report(partial_report(finished, facts));
+        const auto entry = judged_alone(contract, host_json, index, partial_top);
+        if (entry.value("verdict", "") == "compliant") {
+          compliant_envs.push_back(entry.value("name", ""));
+        }
+        finished[index] = common::json_text(entry);
+        observer.partial_report(partial_report(*partial_top, finished, facts, compliant_envs));
       } catch (const std::exception& e) {
         spdlog::warn("no partial report after {}: {}", env.env.name, e.what());
       }

@@ -35,10 +35,11 @@ struct ScanObserver {
   std::function<void(const std::string& env, const std::string& verdict,
                      std::chrono::milliseconds elapsed, std::size_t done, std::size_t total)>
       env_finished;
-  // The report of the envs judged so far, after each env: its verdict is
-  // "pending" and "partial" says what is still running. For an agent with
-  // no report yet (its first scan), so that people see results as they come.
-  std::function<void(report::Json partial)> partial_report;
+  // The report of the envs judged so far (as JSON text), after each env but
+  // the last: its verdict is "pending" and "partial" says what is still
+  // running. For an agent with no report yet (its first scan), so that
+  // people see results as they come.
+  std::function<void(std::string partial_text)> partial_report;
 };
 
 // Runs scans: gathers the host's facts, probes each env (in parallel, each

@@ -16,12 +16,12 @@ namespace envcontract::daemon {
 common::Result<std::string> read_secret_file(const std::filesystem::path& path,
                                              const std::string& what) {
   const std::string shown = common::shown_path(path);
-  // Opened once, without following a link, and judged by what was opened:
-  // no window between the check and the read.
-  const int fd = ::open(path.c_str(), O_RDONLY | O_NOFOLLOW | O_CLOEXEC | O_NONBLOCK);
+  // Opened once and judged by what was opened (a link is followed: config
+  // management and secret volumes link their files; the file reached must
+  // pass), so nothing can change between the check and the read.
+  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK);
   if (fd < 0) {
-    return common::Error{"cannot read the " + what + " " + shown + ": " + std::strerror(errno) +
-                         (errno == ELOOP ? " (it is a symbolic link: name the file itself)" : "")};
+    return common::Error{"cannot read the " + what + " " + shown + ": " + std::strerror(errno)};
   }
   struct stat info {};
   std::string problem;

@@ -308,13 +308,22 @@ function timeline(transitions) {
 }
 
 async function loadHistory(env, check, scroll = true) {
-  const query = new URLSearchParams({ env, check });
-  const { status, body } = await getJson("/api/v1/history?" + query);
+  // As many transitions as the API gives (10,000, oldest first; the store
+  // keeps history_retention_days of them), so the latest is among them.
+  const query = new URLSearchParams({ env, check, limit: "10000" });
   const section = document.getElementById("history");
   section.hidden = false;
   document.getElementById("history-title").textContent = "History of " + check + " in " + env;
+  document.getElementById("timeline").replaceChildren();
   const rows = document.querySelector("#history-table tbody");
   rows.replaceChildren();
+  let answer;
+  try {
+    answer = await getJson("/api/v1/history?" + query);
+  } catch (error) {
+    answer = { status: 0, body: { error: "cannot reach the agent: " + error } };
+  }
+  const { status, body } = answer;
   if (status !== 200) {
     rows.append(el("tr", {}, el("td", { colSpan: 4 }, body.error || "history unavailable")));
     return;
@@ -332,7 +341,9 @@ async function refresh() {
     const { status, body } = await getJson("/api/v1/report");
     if (status === 200) {
       showProblem("");
-      if (!state.report || state.report.scan_id !== body.scan_id || state.report.scanned_at !== body.scanned_at) {
+      // A partial report changes without a new scan id: drawn each time.
+      if (!state.report || body.partial || state.report.partial ||
+          state.report.scan_id !== body.scan_id || state.report.scanned_at !== body.scanned_at) {
         render(body);
       }
       // While the first scan runs, each env shows up as soon as it is judged.
