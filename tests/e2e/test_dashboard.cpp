@@ -185,6 +185,42 @@ TEST(Dashboard, TheFirstScanShowsEnvsAsTheyAreJudged) {
   EXPECT_NE(dom.find("being probed by the first scan"), std::string::npos);
 }
 
+// A check fixed between two scans: its timeline shows the failing segment,
+// then the passing one, and its history table both transitions.
+TEST(Dashboard, TheTimelineShowsAFixBetweenTwoScans) {
+  if (!std::filesystem::exists("/usr/bin/chromium")) {
+    GTEST_SKIP() << "chromium is not installed (scripts/test installs it): dashboard not tested";
+  }
+  TempDir dir;
+  const auto host = dir.path() / "host";
+  build_demo_host(host);
+  const auto env = host / "miniconda3/envs/torch-fl-activate";
+  AgentProcess agent(
+      dir.path(), {"--contract", quick_demo_contract(dir.path()).string(), "--prefix", env.string(),
+                   "--image-tag-file", (host / "etc/flagos-image").string(), "--database",
+                   (dir.path() / "agent.db").string()});
+  wait_for_report(agent);
+  // FlagTree's xpu backend, as the fix.
+  const auto backends = env / "lib/python3.10/site-packages/triton/backends";
+  std::filesystem::create_directories(backends / "xpu");
+  write_text(backends / "xpu/__init__.py", "");
+  const auto posted =
+      http_post(agent.url(), "/api/v1/scan", "", {{"X-Requested-By", "envcontract-tests"}});
+  ASSERT_EQ(posted.status, 202) << posted.body;
+  wait_for_scan_after(agent, 1);
+
+  const std::string url = agent.url() + "/#env=torch-fl-activate&check=flagtree-xpu";
+  const auto dom = rendered_dom(url, dir.path() / "profile");
+  const auto failing = dom.find(R"(<rect class="segment fail" data-status="fail")");
+  const auto passing = dom.find(R"(<rect class="segment pass" data-status="pass")");
+  ASSERT_NE(failing, std::string::npos) << dom;
+  ASSERT_NE(passing, std::string::npos) << dom;
+  EXPECT_LT(failing, passing);
+  EXPECT_NE(dom.find("<title>pass since "), std::string::npos);
+  EXPECT_NE(dom.find("triton_backend_missing"), std::string::npos);
+  keep_screenshot(url, dir.path() / "shot", "dashboard-timeline");
+}
+
 TEST(Metrics, PassPromtoolAndCountWhatFails) {
   TempDir dir;
   AgentProcess agent(dir.path(), arguments_for(dir, {"miniconda3/envs/torch-fl-xpu-py311"}));
