@@ -18,6 +18,8 @@ install(FILES
           ${PROJECT_SOURCE_DIR}/docs/fleet.md
           ${PROJECT_SOURCE_DIR}/docs/fleetctl.md
           ${PROJECT_SOURCE_DIR}/docs/performance.md
+          ${PROJECT_SOURCE_DIR}/docs/plan.schema.json
+          ${PROJECT_SOURCE_DIR}/docs/provisioning.md
           ${PROJECT_SOURCE_DIR}/docs/report.md
           ${PROJECT_SOURCE_DIR}/docs/report.schema.json
           ${PROJECT_SOURCE_DIR}/docs/security.md

@@ -74,6 +74,7 @@ Json to_json(const Contract& contract) {
                        {"origin", waiver.origin.to_string()}});
   }
   json["waivers"] = waivers;
+  json["provision"] = contract.provision ? to_json(*contract.provision) : Json(nullptr);
   json["kept"] = contract.kept;
   return json;
 }

@@ -1,6 +1,7 @@
 #pragma once
 
 #include <filesystem>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -8,6 +9,7 @@
 
 #include "contracts/check_params.hpp"
 #include "contracts/diagnostics.hpp"
+#include "contracts/provision_recipe.hpp"
 
 namespace envcontract::contracts {
 
@@ -84,6 +86,7 @@ struct Contract {
   Detection detect;
   std::vector<Check> checks;
   std::vector<Waiver> waivers;
+  std::optional<ProvisionRecipe> provision;  // how to build a complying env (docs/provisioning.md)
   Json kept = Json::object();  // CI-only keys of a platform config, kept verbatim, not judged
 };
 

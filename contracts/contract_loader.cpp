@@ -11,6 +11,7 @@
 #include "contracts/integration_tests.hpp"
 #include "contracts/legacy_forms.hpp"
 #include "contracts/mapping_reader.hpp"
+#include "contracts/provision_recipe.hpp"
 #include "contracts/spelling.hpp"
 #include "contracts/values.hpp"
 #include "contracts/yaml_document.hpp"
@@ -294,6 +295,7 @@ LoadResult load_contract_text(const std::string& text, const std::filesystem::pa
   read_targets(top, contract);
   read_env_requirement(top, contract);
   read_detection(top, contract);
+  contract.provision = read_provision_recipe(top);
 
   CheckParser parser(ctx, KindContext{path.parent_path()});
   if (top.has("checks") || top.has("schema_version")) {

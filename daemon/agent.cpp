@@ -13,12 +13,30 @@
 #include "common/shown_path.hpp"
 #include "common/time_text.hpp"
 #include "daemon/contract_detection.hpp"
+#include "daemon/provision_command.hpp"
 #include "daemon/secret_file.hpp"
 #include "daemon/transitions.hpp"
+#include "provisioning/plan.hpp"
 
 namespace envcontract::daemon {
 
 namespace {
+
+// The plan of a report, or null when it cannot be made (a report of an
+// older schema, say): the plan is an extra, never a reason to fail a scan.
+std::shared_ptr<const report::Json> plan_of(const report::Json& report,
+                                            const ContractHandle& contract) {
+  if (!contract) {
+    return nullptr;
+  }
+  try {
+    return std::make_shared<const report::Json>(
+        provisioning::to_json(provisioning::build_plan(report, contract->contract)));
+  } catch (const std::exception& e) {
+    spdlog::warn("no plan for this report: {}", e.what());
+    return nullptr;
+  }
+}
 
 using Clock = std::chrono::steady_clock;
 
@@ -116,7 +134,15 @@ std::string Agent::start() {
     snapshot.contract_source = source;
     snapshot.report = previous;
     snapshot.report_text = previous_text;
+    snapshot.plan = previous ? plan_of(*previous, contract) : nullptr;
   });
+  if (m_config.provisioning.enabled) {
+    m_provision_jobs = std::make_unique<ProvisionJobs>(
+        [this](const ProvisionJob& job, const probes::Cancellation& cancel,
+               const std::function<void(const std::string&)>& print) {
+          return run_provision_job(job, cancel, print);
+        });
+  }
   request_scan("startup");
   m_last_turn = steady_ns();
   m_running = true;
@@ -129,6 +155,9 @@ void Agent::stop() {
     std::lock_guard lock(m_mutex);
     m_stopping = true;
   }
+  if (m_provision_jobs) {
+    m_provision_jobs->stop();  // kills a running step's processes, and waits
+  }
   // A running scan ends within a poll: its probes are killed, and what it
   // returns is neither stored nor served (it is a partial picture).
   m_scanner.cancel("the agent is stopping");
@@ -136,6 +165,51 @@ void Agent::stop() {
   if (m_thread.joinable()) {
     m_thread.join();
   }
+}
+
+common::Result<std::int64_t> Agent::request_provision(const std::string& action,
+                                                      const std::string& name,
+                                                      const std::string& env,
+                                                      const std::string& requested_by) {
+  if (!m_provision_jobs) {
+    return common::Error{"provisioning is not enabled on this agent (provisioning.enabled)"};
+  }
+  ProvisionJob job;
+  job.action = action;
+  job.name = name;
+  job.env = env;
+  job.requested_by = requested_by;
+  return m_provision_jobs->submit(std::move(job));
+}
+
+std::optional<ProvisionJob> Agent::provision_job(std::int64_t id) const {
+  return m_provision_jobs ? m_provision_jobs->get(id) : std::nullopt;
+}
+
+// A provision or promotion asked for over HTTP: the same verb as on the
+// command line, with the contract in force and the agent's settings, its
+// printing turned into the job's lines.
+int Agent::run_provision_job(const ProvisionJob& job, const probes::Cancellation& cancel,
+                             const std::function<void(const std::string&)>& print) {
+  const auto current = snapshot();
+  if (!current->contract) {
+    print("no contract is loaded");
+    return 2;
+  }
+  ProvisioningCommandOptions options;
+  options.contract = current->contract->identity.path;
+  options.scan = settings_from(m_config);
+  options.provisioning = m_config.provisioning;
+  options.database = m_config.database;
+  options.requested_by = job.requested_by;
+  options.cancellation = &cancel;
+  spdlog::info("{} {} asked by {}", job.action, job.name, job.requested_by);
+  LineStream out(print);
+  const int status = job.action == "promote"
+                         ? run_promote(options, job.env, job.name, out, out)
+                         : run_provision_command(options, job.name, true, out, out);
+  spdlog::info("{} {}: exit {}", job.action, job.name, status);
+  return status;
 }
 
 std::int64_t Agent::request_scan(const std::string& reason) {
@@ -185,6 +259,10 @@ void Agent::request_reload() {
 std::shared_ptr<const AgentSnapshot> Agent::snapshot() const {
   std::lock_guard lock(m_snapshot_mutex);
   return m_snapshot;
+}
+
+report::Json Agent::provisions(std::size_t limit) {
+  return m_store->provisions(limit);
 }
 
 report::Json Agent::history(const HistoryQuery& query) {
@@ -387,8 +465,10 @@ void Agent::run_scan(std::unique_lock<std::mutex>& lock) {
     }
     auto text = std::make_shared<const std::string>(common::json_text(report));
     auto shared = std::make_shared<const report::Json>(std::move(report));
+    auto plan = plan_of(*shared, contract);
     publish([&](AgentSnapshot& snapshot) {
       snapshot.report = shared;
+      snapshot.plan = plan;
       snapshot.report_text = text;
       snapshot.partial_text.reset();
       snapshot.scanning = false;

@@ -13,6 +13,7 @@
 
 #include "daemon/agent_config.hpp"
 #include "daemon/contract_source.hpp"
+#include "daemon/provision_jobs.hpp"
 #include "daemon/scanner.hpp"
 #include "daemon/store.hpp"
 
@@ -34,6 +35,9 @@ struct ScanTicket {
 struct AgentSnapshot {
   std::shared_ptr<const report::Json> report;  // null until the first scan (or a stored one)
   std::shared_ptr<const std::string> report_text;
+  // What would make each drifting env comply (GET /api/v1/plan), built with
+  // the report so that requests never compute; null with no report.
+  std::shared_ptr<const report::Json> plan;
   ContractHandle contract;
   std::string contract_loaded_at;
   std::string contract_source;  // the file, or "auto: <why>"
@@ -85,6 +89,8 @@ class Agent {
 
   std::shared_ptr<const AgentSnapshot> snapshot() const;
   report::Json history(const HistoryQuery& query);
+  // Provisions, promotions and rollbacks recorded in the store, newest first.
+  report::Json provisions(std::size_t limit);
   std::vector<std::string> history_names(const std::string& scope);
   const AgentCounters& counters() const { return m_counters; }
   // The webhooks' delivery counts, or null when none is configured.
@@ -99,6 +105,15 @@ class Agent {
   // systemd watchdog pings only while this is "".
   std::string liveness_problem() const;
 
+  // Provisioning over HTTP (docs/provisioning.md): on only when the config
+  // enables it. Queues a provision (action "provision", the new env's name)
+  // or a promotion ("promote", the link's name, the env); its id, or why not.
+  bool provisioning_enabled() const { return m_provision_jobs != nullptr; }
+  common::Result<std::int64_t> request_provision(const std::string& action, const std::string& name,
+                                                 const std::string& env,
+                                                 const std::string& requested_by);
+  std::optional<ProvisionJob> provision_job(std::int64_t id) const;
+
   bool token_required() const { return !m_token.empty(); }
   // Compares in constant time.
   bool token_matches(const std::string& presented) const;
@@ -112,6 +127,8 @@ class Agent {
   };
 
   void run();
+  int run_provision_job(const ProvisionJob& job, const probes::Cancellation& cancel,
+                        const std::function<void(const std::string&)>& print);
   void reload_contract(const std::string& why);
   void run_scan(std::unique_lock<std::mutex>& lock);
   bool stopping() const;
@@ -127,6 +144,7 @@ class Agent {
   std::string m_token;
   AgentCounters m_counters;
   std::unique_ptr<Webhooks> m_webhooks;
+  std::unique_ptr<ProvisionJobs> m_provision_jobs;  // null unless provisioning is enabled
 
   mutable std::mutex m_snapshot_mutex;
   std::shared_ptr<const AgentSnapshot> m_snapshot;

@@ -94,6 +94,48 @@ void read_probe_limits(MappingReader& top, AgentConfig& config) {
   reader.reject_unknown_keys();
 }
 
+void read_provisioning(MappingReader& top, AgentConfig& config) {
+  const auto node = top.get("provisioning");
+  if (!node) {
+    return;
+  }
+  MappingReader reader(*node, "'provisioning'", top.ctx());
+  if (!reader.is_mapping()) {
+    return;  // reported by the reader
+  }
+  auto& provisioning = config.provisioning;
+  provisioning.enabled = reader.boolean("enabled").value_or(provisioning.enabled);
+  if (const auto user = reader.string("user")) {
+    if (*user == "root" || *user == "0") {
+      top.ctx().error(*reader.get("user"),
+                      "provisioning never runs as root: name an unprivileged user");
+    }
+    provisioning.user = *user;
+  }
+  if (const auto dir = reader.string("envs_dir")) {
+    if (!dir->starts_with("/")) {
+      top.ctx().error(*reader.get("envs_dir"), "'envs_dir' must be an absolute directory");
+    }
+    provisioning.envs_dir = *dir;
+  }
+  if (const auto on_failure = reader.string("on_failure")) {
+    if (*on_failure != "keep" && *on_failure != "remove") {
+      top.ctx().error(*reader.get("on_failure"),
+                      "'on_failure' is keep (the half-built env stays, marked failed) or "
+                      "remove, got '" +
+                          *on_failure + "'");
+    }
+    provisioning.remove_on_failure = *on_failure == "remove";
+  }
+  if (const auto dirs = reader.string_list("python_dirs")) {
+    provisioning.python_dirs.assign(dirs->begin(), dirs->end());
+  }
+  if (const auto timeout = read_duration(reader, "step_timeout")) {
+    provisioning.step_timeout = *timeout;
+  }
+  reader.reject_unknown_keys();
+}
+
 // webhooks: a list of {url, secret_file, timeout, retry_delay, attempts};
 // the URL's form and the secret are checked when the agent starts.
 void read_webhooks(MappingReader& top, AgentConfig& config) {
@@ -216,6 +258,7 @@ std::string read_agent_config(const std::filesystem::path& path, AgentConfig& co
       }
       read_probe_limits(top, config);
       read_webhooks(top, config);
+      read_provisioning(top, config);
       if (auto v = read_duration(top, "env_deadline"))
         config.env_deadline = *v;
       if (auto v = read_duration(top, "scan_deadline"))

@@ -16,6 +16,18 @@ namespace envcontract::daemon {
 
 // Everything `envcontractd serve` can be told: the YAML file
 // (/etc/envcontract/agent.yaml, docs/agent.md) first, then flags over it.
+// Building new envs from a contract's recipe (docs/provisioning.md). The
+// HTTP API refuses to provision unless `enabled`; the CLI verbs take it
+// from here too, flags over it.
+struct ProvisioningConfig {
+  bool enabled = false;
+  std::string user;                // who runs the steps; never root
+  std::filesystem::path envs_dir;  // where new envs are made
+  bool remove_on_failure = false;  // else kept and marked failed
+  std::vector<std::filesystem::path> python_dirs = {"/usr/local/bin", "/usr/bin"};
+  std::chrono::milliseconds step_timeout{30 * 60 * 1000};
+};
+
 struct AgentConfig {
   std::string contract = "auto";  // a contract file, or "auto": detect among contracts_dir
   std::filesystem::path contracts_dir = "/usr/share/envcontract/contracts";
@@ -52,6 +64,7 @@ struct AgentConfig {
   // Receivers of transition events: an env or the host starts or stops
   // complying, a check starts hanging (docs/fleet.md).
   std::vector<WebhookTarget> webhooks;
+  ProvisioningConfig provisioning;
 };
 
 // Reads the agent's YAML config into `config` (keys absent keep their

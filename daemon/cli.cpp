@@ -12,6 +12,7 @@
 #include "daemon/facts_command.hpp"
 #include "daemon/logging.hpp"
 #include "daemon/probe_command.hpp"
+#include "daemon/provision_cli.hpp"
 #include "daemon/scan_command.hpp"
 #include "daemon/serve_command.hpp"
 #include "report/report_table.hpp"
@@ -395,6 +396,7 @@ int run_envcontractd(int argc, char** argv) {
   auto* scan = add_scan(app, scan_arguments);
   ServeArguments serve_arguments;
   auto* serve = add_serve(app, serve_arguments);
+  ProvisioningCli provisioning(app);
   // -o before the verb, as fleetctl takes it: `envcontractd -o json scan`.
   std::string leading_output;
   app.add_option("-o,--output,--format", leading_output,
@@ -443,7 +445,7 @@ int run_envcontractd(int argc, char** argv) {
   if (probe->parsed()) {
     return run(probe_arguments);
   }
-  return 2;
+  return provisioning.run().value_or(2);
 }
 
 }  // namespace envcontract::daemon

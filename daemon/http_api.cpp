@@ -23,6 +23,7 @@
 #include "contracts/spelling.hpp"
 #include "daemon/http_routes.hpp"
 #include "daemon/metrics.hpp"
+#include "provisioning/provision_steps.hpp"
 #include "web/web_assets.hpp"
 
 namespace envcontract::daemon {
@@ -40,6 +41,26 @@ void send_json(httplib::Response& response, int status, const Json& body) {
 
 void send_error(httplib::Response& response, int status, const std::string& message) {
   send_json(response, status, {{"error", message}});
+}
+
+// The `limit` parameter, when given, into `limit`: a number from 1 to
+// `most`. False (with a 400 sent) when it is anything else.
+bool read_limit(const httplib::Request& request, long most, std::size_t& limit,
+                httplib::Response& response) {
+  if (!request.has_param("limit")) {
+    return true;
+  }
+  const std::string text = request.get_param_value("limit");
+  char* end = nullptr;
+  errno = 0;
+  const long value = std::strtol(text.c_str(), &end, 10);
+  if (text.empty() || *end != '\0' || errno != 0 || value < 1 || value > most) {
+    send_error(response, 400,
+               "limit must be a number from 1 to " + std::to_string(most) + ", got '" + text + "'");
+    return false;
+  }
+  limit = static_cast<std::size_t>(value);
+  return true;
 }
 
 Json ticket_json(const ScanTicket& ticket) {
@@ -470,7 +491,15 @@ struct HttpServer::Impl {
   void history(const httplib::Request& request, httplib::Response& response);
   void contract(httplib::Response& response);
   void compliance(httplib::Response& response);
+  void plan(const httplib::Request& request, httplib::Response& response);
+  void provisions(const httplib::Request& request, httplib::Response& response);
   void scan(const httplib::Request& request, httplib::Response& response);
+  void provision(const httplib::Request& request, httplib::Response& response, bool promote);
+  void provision_job(const std::string& id, httplib::Response& response);
+  // For what changes the host: a token the agent has, presented and right.
+  // False (with the answer sent) otherwise.
+  bool token_presented(const httplib::Request& request, httplib::Response& response,
+                       const std::string& what);
   void scan_ticket(const std::string& id, httplib::Response& response);
   void metrics(httplib::Response& response);
   static void asset(const std::string& path, httplib::Response& response);
@@ -555,16 +584,8 @@ void HttpServer::Impl::history(const httplib::Request& request, httplib::Respons
     }
     query.since = common::rfc3339(*since);
   }
-  if (request.has_param("limit")) {
-    const std::string text = request.get_param_value("limit");
-    char* end = nullptr;
-    errno = 0;
-    const long limit = std::strtol(text.c_str(), &end, 10);
-    if (text.empty() || *end != '\0' || errno != 0 || limit < 1 || limit > 10000) {
-      send_error(response, 400, "limit must be a number from 1 to 10000, got '" + text + "'");
-      return;
-    }
-    query.limit = static_cast<std::size_t>(limit);
+  if (!read_limit(request, 10000, query.limit, response)) {
+    return;
   }
   try {
     auto transitions = agent.history(query);
@@ -613,6 +634,72 @@ void HttpServer::Impl::contract(httplib::Response& response) {
              {"contract", contracts::to_json(snapshot->contract->contract)}});
 }
 
+void HttpServer::Impl::plan(const httplib::Request& request, httplib::Response& response) {
+  for (const auto& [key, value] : request.params) {
+    if (key != "env") {
+      send_error(response, 400, "unknown parameter '" + key + "'; plan takes env");
+      return;
+    }
+  }
+  const auto snapshot = with_report(response);
+  if (!snapshot) {
+    return;
+  }
+  if (!snapshot->plan) {
+    send_error(response, 503,
+               "no plan could be made of the last report (the agent's log says why)");
+    return;
+  }
+  Json plan = *snapshot->plan;
+  // What the dashboard offers: a provision button where this agent provisions.
+  plan["provisioning"] = {{"enabled", agent.provisioning_enabled()},
+                          {"token_required", agent.token_required()}};
+  if (!request.has_param("env")) {
+    send_json(response, 200, plan);
+    return;
+  }
+  const std::string env = request.get_param_value("env");
+  Json envs = Json::array();
+  for (const auto& entry : plan["envs"]) {
+    if (entry.value("env", std::string()) == env) {
+      envs.push_back(entry);
+    }
+  }
+  if (envs.empty()) {
+    const auto& report = *snapshot->report;
+    for (const auto& entry : report.value("envs", Json::array())) {
+      if (entry.value("name", std::string()) == env) {
+        // Known and compliant: nothing to do.
+        plan["envs"] = envs;
+        send_json(response, 200, plan);
+        return;
+      }
+    }
+    send_error(response, 404, "no env '" + env + "' in the last report");
+    return;
+  }
+  plan["envs"] = envs;
+  send_json(response, 200, plan);
+}
+
+void HttpServer::Impl::provisions(const httplib::Request& request, httplib::Response& response) {
+  std::size_t limit = 100;
+  for (const auto& [key, value] : request.params) {
+    if (key != "limit") {
+      send_error(response, 400, "unknown parameter '" + key + "'; provisions takes limit");
+      return;
+    }
+  }
+  if (!read_limit(request, 1000, limit, response)) {
+    return;
+  }
+  try {
+    send_json(response, 200, {{"provisions", agent.provisions(limit)}});
+  } catch (const std::exception& e) {
+    send_error(response, 500, std::string("the store could not be read: ") + e.what());
+  }
+}
+
 void HttpServer::Impl::compliance(httplib::Response& response) {
   auto snapshot = with_report(response);
   if (!snapshot) {
@@ -626,6 +713,88 @@ void HttpServer::Impl::compliance(httplib::Response& response) {
              {"scanned_at", report.value("scanned_at", "")},
              {"compliant_envs", contracts::array_field(report, "compliant_envs")},
              {"reasons", contracts::array_field(report, "reasons")}});
+}
+
+bool HttpServer::Impl::token_presented(const httplib::Request& request, httplib::Response& response,
+                                       const std::string& what) {
+  if (!agent.token_required()) {
+    send_error(response, 403,
+               what +
+                   " over HTTP needs the agent's token, and this agent has none: set "
+                   "token_file in its config (docs/agent.md)");
+    return false;
+  }
+  const std::string token = bearer_token(request);
+  if (token.empty() || !agent.token_matches(token)) {
+    response.set_header("WWW-Authenticate", "Bearer realm=\"envcontract\"");
+    send_error(response, 401,
+               token.empty() ? what +
+                                   " needs 'Authorization: Bearer <token>' (the token is in "
+                                   "the agent's token_file)"
+                             : "the bearer token does not match the agent's token_file");
+    return false;
+  }
+  return true;
+}
+
+// POST /api/v1/provision?name=NEW and POST /api/v1/promote?env=NEW&as=NAME:
+// queued as a job; 202 with where to follow it.
+void HttpServer::Impl::provision(const httplib::Request& request, httplib::Response& response,
+                                 bool promote) {
+  const std::string what = promote ? "promotion" : "provisioning";
+  if (!token_presented(request, response, what)) {
+    return;
+  }
+  if (!agent.provisioning_enabled()) {
+    send_error(response, 403,
+               "provisioning is not enabled on this agent: set provisioning.enabled (and "
+               "provisioning.user, provisioning.envs_dir) in its config (docs/provisioning.md)");
+    return;
+  }
+  // Parameters in the query: the agent never reads request bodies.
+  for (const auto& [key, value] : request.params) {
+    const bool known = promote ? (key == "env" || key == "as") : key == "name";
+    if (!known) {
+      send_error(response, 400,
+                 "unknown parameter '" + key + "'; " +
+                     (promote ? "promote takes env and as (?env=NEW&as=NAME)"
+                              : "provision takes name (?name=NEW)"));
+      return;
+    }
+  }
+  const std::string name = request.get_param_value(promote ? "as" : "name");
+  const std::string env = promote ? request.get_param_value("env") : "";
+  // Names only: a path would reach outside the envs directory.
+  for (const auto& [key, value] :
+       promote ? std::vector<std::pair<std::string, std::string>>{{"env", env}, {"as", name}}
+               : std::vector<std::pair<std::string, std::string>>{{"name", name}}) {
+    if (const auto problem = provisioning::env_name_problem(value); !problem.empty()) {
+      send_error(response, 400, "'" + key + "': " + problem);
+      return;
+    }
+  }
+  const std::string from = request.remote_addr.empty() ? "" : " from " + request.remote_addr;
+  const auto id = agent.request_provision(promote ? "promote" : "provision", name, env,
+                                          "api: token holder" + from);
+  if (!id) {
+    send_error(response, 503, id.error());
+    return;
+  }
+  const std::string url = "/api/v1/provisions/" + std::to_string(id.value());
+  response.set_header("Location", url);
+  send_json(response, 202, {{"id", id.value()}, {"url", url}, {"state", "queued"}});
+}
+
+void HttpServer::Impl::provision_job(const std::string& text, httplib::Response& response) {
+  const auto job = agent.provision_job(std::stoll(text));  // the route takes 1 to 15 digits
+  if (!job) {
+    send_error(response, 404,
+               "no provision job " + text + " (the agent keeps the last " +
+                   std::to_string(ProvisionJobs::max_kept) +
+                   "; finished ones are in GET /api/v1/provisions)");
+    return;
+  }
+  send_json(response, 200, to_json(*job));
 }
 
 void HttpServer::Impl::scan(const httplib::Request& request, httplib::Response& response) {
@@ -749,6 +918,21 @@ httplib::Server::HandlerResponse HttpServer::Impl::dispatch(const httplib::Reque
       break;
     case Endpoint::compliance:
       compliance(response);
+      break;
+    case Endpoint::plan:
+      plan(request, response);
+      break;
+    case Endpoint::provisions:
+      provisions(request, response);
+      break;
+    case Endpoint::provision:
+      provision(request, response, false);
+      break;
+    case Endpoint::promote:
+      provision(request, response, true);
+      break;
+    case Endpoint::provision_job:
+      provision_job(route.argument, response);
       break;
     case Endpoint::scan:
       scan(request, response);

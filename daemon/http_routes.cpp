@@ -34,6 +34,10 @@ constexpr std::array k_fixed = {
     Fixed{"/api/v1/history", "GET", Endpoint::history},
     Fixed{"/api/v1/contract", "GET", Endpoint::contract},
     Fixed{"/api/v1/compliance", "GET", Endpoint::compliance},
+    Fixed{"/api/v1/plan", "GET", Endpoint::plan},
+    Fixed{"/api/v1/provisions", "GET", Endpoint::provisions},
+    Fixed{"/api/v1/provision", "POST", Endpoint::provision},
+    Fixed{"/api/v1/promote", "POST", Endpoint::promote},
     Fixed{"/api/v1/scan", "POST", Endpoint::scan},
     Fixed{"/", "GET", Endpoint::asset},
     Fixed{"/index.html", "GET", Endpoint::asset},
@@ -71,6 +75,10 @@ RouteMatch match_route(std::string_view method, std::string_view path) {
   if (path.starts_with(envs) && path.size() > envs.size()) {
     return matched(method, "GET", Endpoint::env, std::string(path.substr(envs.size())));
   }
+  constexpr std::string_view jobs = "/api/v1/provisions/";
+  if (path.starts_with(jobs) && all_digits(path.substr(jobs.size()))) {
+    return matched(method, "GET", Endpoint::provision_job, std::string(path.substr(jobs.size())));
+  }
   constexpr std::string_view scans = "/api/v1/scans/";
   if (path.starts_with(scans) && all_digits(path.substr(scans.size()))) {
     return matched(method, "GET", Endpoint::scan_ticket, std::string(path.substr(scans.size())));
@@ -80,10 +88,10 @@ RouteMatch match_route(std::string_view method, std::string_view path) {
 
 const std::vector<std::string>& endpoint_list() {
   static const std::vector<std::string> endpoints = {
-      "GET /healthz",         "GET /api/v1/report",     "GET /api/v1/envs/{name}",
-      "GET /api/v1/history",  "GET /api/v1/contract",   "GET /api/v1/compliance",
-      "POST /api/v1/scan",    "GET /api/v1/scans/{id}", "GET /metrics",
-      "GET / (the dashboard)"};
+      "GET /healthz",           "GET /api/v1/report",     "GET /api/v1/envs/{name}",
+      "GET /api/v1/history",    "GET /api/v1/contract",   "GET /api/v1/compliance",
+      "GET /api/v1/plan",       "GET /api/v1/provisions", "POST /api/v1/scan",
+      "GET /api/v1/scans/{id}", "GET /metrics",           "GET / (the dashboard)"};
   return endpoints;
 }
 

@@ -19,8 +19,13 @@ enum class Endpoint {
   history,
   contract,
   compliance,
-  scan,         // POST
-  scan_ticket,  // argument: the ticket id, digits
+  plan,
+  provisions,
+  provision,      // POST
+  promote,        // POST
+  provision_job,  // argument: the job id, digits
+  scan,           // POST
+  scan_ticket,    // argument: the ticket id, digits
   metrics,
   asset,  // argument: the asset path, "/" or a file of the dashboard
 };

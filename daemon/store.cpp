@@ -429,6 +429,48 @@ std::vector<std::string> Store::history_names(const std::string& scope) {
   return names;
 }
 
+std::int64_t Store::record_provision(const Json& record) {
+  std::lock_guard lock(m_mutex);
+  const auto text = [&record](const char* key) {
+    const auto found = record.find(key);
+    return found != record.end() && found->is_string() ? found->get<std::string>() : std::string();
+  };
+  const auto detail = record.find("detail");
+  sqlite::Statement insert(m_db,
+                           "INSERT INTO provisions (action, name, requested_by, started_at, "
+                           "finished_at, outcome, detail) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)");
+  insert.bind(1, text("action"))
+      .bind(2, text("name"))
+      .bind(3, text("requested_by"))
+      .bind(4, text("started_at"))
+      .bind(5, text("finished_at"))
+      .bind(6, text("outcome"))
+      .bind(7, common::json_text(detail == record.end() ? Json(nullptr) : *detail));
+  insert.run();
+  return m_db.last_insert_rowid();
+}
+
+Json Store::provisions(std::size_t limit) {
+  std::lock_guard lock(m_mutex);
+  sqlite::Statement select(m_db,
+                           "SELECT id, action, name, requested_by, started_at, finished_at, "
+                           "outcome, detail FROM provisions ORDER BY id DESC LIMIT ?1");
+  select.bind(1, static_cast<std::int64_t>(limit));
+  auto rows = Json::array();
+  while (select.step()) {
+    auto detail = Json::parse(select.text(7), nullptr, false);
+    rows.push_back({{"id", select.integer(0)},
+                    {"action", select.text(1)},
+                    {"name", select.text(2)},
+                    {"requested_by", select.text(3)},
+                    {"started_at", select.text(4)},
+                    {"finished_at", select.text(5)},
+                    {"outcome", select.text(6)},
+                    {"detail", detail.is_discarded() ? Json(nullptr) : detail}});
+  }
+  return rows;
+}
+
 std::int64_t Store::scan_count() {
   std::lock_guard lock(m_mutex);
   return m_db.query_int("SELECT COUNT(*) FROM scans");

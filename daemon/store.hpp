@@ -48,7 +48,7 @@ struct HistoryQuery {
 class Store {
  public:
   // The schema version this build writes. Older files are migrated on open.
-  static constexpr int schema_version = 3;
+  static constexpr int schema_version = 4;
 
   // Opens or creates the database. A corrupt file, another application's
   // database or one written by a newer envcontract is an error saying what
@@ -72,6 +72,13 @@ class Store {
   // The names the history knows in `scope` ("env" or "target"), sorted: an
   // env removed from the host is still one the history can be asked about.
   std::vector<std::string> history_names(const std::string& scope);
+
+  // Records a provision, promotion or rollback: {action, name, requested_by,
+  // started_at, finished_at, outcome, detail (any JSON)}. Returns its id.
+  std::int64_t record_provision(const report::Json& record);
+
+  // The newest `limit` records, newest first, each with its id.
+  report::Json provisions(std::size_t limit = 100);
 
   // Number of rows in scans and transitions (for tests and metrics).
   std::int64_t scan_count();

@@ -80,6 +80,20 @@ DROP TABLE scans;
 ALTER TABLE scans_v3 RENAME TO scans;
 CREATE INDEX transitions_by_scan ON transitions(scan_id);
 )sql",
+      // 4: provisions, promotions and rollbacks: who asked, when, the steps
+      // and each one's outcome (docs/provisioning.md).
+      R"sql(
+CREATE TABLE provisions (
+  id INTEGER PRIMARY KEY,
+  action TEXT NOT NULL,
+  name TEXT NOT NULL,
+  requested_by TEXT NOT NULL,
+  started_at TEXT NOT NULL,
+  finished_at TEXT NOT NULL,
+  outcome TEXT NOT NULL,
+  detail TEXT NOT NULL
+);
+)sql",
   };
   return migrations;
 }

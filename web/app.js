@@ -2,7 +2,7 @@
 // through textContent, never as HTML: env names and messages come from hosts.
 "use strict";
 
-const state = { report: null, expanded: new Set(), focus: null, filter: "" };
+const state = { report: null, plan: null, expanded: new Set(), focus: null, filter: "" };
 
 // A status is told by a symbol and a word, never by colour alone.
 const STATUS_SYMBOL = { pass: "✓", fail: "✗", error: "!", skip: "–" };
@@ -219,7 +219,7 @@ function renderEnvs(report) {
     body.append(row);
     if (state.expanded.has(env.name)) {
       body.append(el("tr", { class: "details", "data-details": env.name },
-        el("td", { colSpan: 5 }, checkRows(env))));
+        el("td", { colSpan: 5 }, checkRows(env), planBlock(env.name))));
     }
   }
   // A partial report (the first scan is running): the envs not judged yet.
@@ -230,6 +230,31 @@ function renderEnvs(report) {
       el("td", {}, el("span", { class: "badge pending" }, "pending")),
       el("td", {}, "being probed by the first scan")));
   }
+}
+
+// What would make an env comply (GET /api/v1/plan): its route and ordered
+// steps, each with the command to run or what to ask for, and what it fixes.
+function planBlock(name) {
+  const plan = ((state.plan || {}).envs || []).find((p) => p.env === name);
+  if (!plan) return null;
+  const steps = (plan.steps || []).map((step) => el("li", { class: step.action, "data-action": step.action },
+    el("span", { class: "action" }, step.action.replace(/_/g, " ")), " ",
+    step.target, step.value && step.value !== step.target ? " (" + step.value + ")" : "",
+    step.command ? el("code", {}, step.command) : null,
+    step.ask ? el("div", {}, "ask " + step.ask) : null,
+    el("div", { class: "fixes" }, "fixes: " + (step.fixes || []).join(", "))));
+  const waiting = (plan.unplanned || []).map((item) => el("li", {}, item.check + ": " + item.why));
+  return el("div", { class: "plan", "data-plan": name },
+    el("h3", {}, "What would make it comply"),
+    el("p", { class: "route" }, plan.route === "fresh_env"
+      ? "A new env is the better way: " + plan.route_why : plan.route_why),
+    el("ol", {}, ...steps),
+    waiting.length ? el("ul", {}, ...waiting) : null);
+}
+
+function renderProvisioning() {
+  const provisioning = (state.plan || {}).provisioning || {};
+  document.getElementById("provision-section").hidden = !provisioning.enabled;
 }
 
 function render(report) {
@@ -354,6 +379,12 @@ async function refresh() {
     } else {
       showProblem(body.error || "no report yet (HTTP " + status + ")");
     }
+    const plan = await getJson("/api/v1/plan");
+    if (plan.status === 200 && JSON.stringify(plan.body) !== JSON.stringify(state.plan)) {
+      state.plan = plan.body;
+      renderProvisioning();
+      if (state.report) renderEnvs(state.report);
+    }
     const contract = await getJson("/api/v1/contract");
     if (contract.status === 200 && contract.body.reload_error) {
       showProblem("The contract file is invalid; the last good contract stays in force:\n" + contract.body.reload_error);
@@ -382,6 +413,75 @@ async function scanNow() {
     if (ticket.body.state === "done" || ticket.body.state === "failed") break;
   }
   await refresh();
+}
+
+// A provision or promotion: POST with the token the person typed (never
+// stored), then the job's lines as they come, once a second.
+async function runJob(path) {
+  const label = document.getElementById("provision-state");
+  const log = document.getElementById("provision-log");
+  const token = document.getElementById("provision-token").value.trim();
+  label.setAttribute("data-state", "asked");
+  label.removeAttribute("data-exit");
+  const headers = { "X-Requested-By": "dashboard" };
+  if (token) headers.Authorization = "Bearer " + token;
+  let response;
+  try {
+    response = await fetch(path, { method: "POST", headers });
+  } catch (error) {
+    label.textContent = "cannot reach the agent: " + error;
+    return null;
+  }
+  const body = await response.json().catch(() => ({}));
+  if (response.status !== 202) {
+    label.textContent = body.error || "refused (HTTP " + response.status + ")";
+    return null;
+  }
+  log.hidden = false;
+  for (;;) {
+    const job = await getJson(body.url);
+    if (job.status !== 200) {
+      label.textContent = job.body.error || "the job is gone (HTTP " + job.status + ")";
+      return null;
+    }
+    log.textContent = (job.body.lines || []).join("\n");
+    log.scrollTop = log.scrollHeight;
+    label.textContent = job.body.action + " " + job.body.name + ": " + job.body.state;
+    label.setAttribute("data-state", job.body.state);
+    if (job.body.state === "done") {
+      label.setAttribute("data-exit", String(job.body.exit_code));
+      return job.body;
+    }
+    await new Promise((resolve) => setTimeout(resolve, 1000));
+  }
+}
+
+async function provisionNow(event) {
+  event.preventDefault();
+  const name = document.getElementById("provision-name").value.trim();
+  document.getElementById("promote-form").hidden = true;
+  const job = await runJob("/api/v1/provision?" + new URLSearchParams({ name }));
+  if (!job) return;
+  const label = document.getElementById("provision-state");
+  if (job.exit_code === 0) {
+    label.textContent = name + " complies: promote it to make it the env people and CI activate";
+    document.getElementById("promote-form").hidden = false;
+    state.provisioned = name;
+  } else {
+    label.textContent = name + (job.exit_code === 1
+      ? " was built but does not comply: it cannot be promoted (see above)"
+      : ": provisioning failed (see above)");
+  }
+}
+
+async function promoteNow(event) {
+  event.preventDefault();
+  const as = document.getElementById("promote-as").value.trim();
+  const job = await runJob("/api/v1/promote?" + new URLSearchParams({ env: state.provisioned || "", as }));
+  if (job) {
+    document.getElementById("provision-state").textContent = job.exit_code === 0
+      ? "promoted: " + as + " now points to " + state.provisioned : "promotion refused (see above)";
+  }
 }
 
 // The fragment is anyone's to write (a link in a chat): a malformed part
@@ -424,5 +524,7 @@ document.getElementById("filter").addEventListener("input", (event) => {
   }
 });
 document.getElementById("scan").addEventListener("click", scanNow);
+document.getElementById("provision-form").addEventListener("submit", provisionNow);
+document.getElementById("promote-form").addEventListener("submit", promoteNow);
 refresh();
 setInterval(refresh, 15000);

@@ -8,9 +8,12 @@ BUILD_PACKAGES=(
   libspdlog-dev nlohmann-json3-dev libcli11-dev libelf-dev libdw-dev libsystemd-dev libssl-dev
   patchelf
 )
+# The demo host builds real wheels of its stand-ins (pip wheel, offline) and
+# provisioning makes venvs: Debian's python3 with pip, setuptools and wheel.
+DEMO_PACKAGES=(python3 python3-venv python3-pip python3-setuptools python3-wheel)
 # What the test suite needs on top.
 TEST_PACKAGES=(libgtest-dev libgmock-dev clang-format elfutils python3 gcc-multilib clang
-  python3-venv python3-pip python3-setuptools python3-jwt python3-yaml
+  python3-venv python3-pip python3-setuptools python3-wheel python3-websocket python3-jwt python3-yaml
   libclang-rt-14-dev python3-jsonschema sqlite3 chromium prometheus
   libxml2-utils lintian patchelf curl wrk nginx-light man-db prometheus-alertmanager)
 

@@ -3,6 +3,7 @@
 // set up as the docs describe them, and its output must have the substance
 // the document shows (tests/support/doc_examples.hpp). A block that cannot
 // run here says why in a `<!-- not run: ... -->` line before it.
+#include <pwd.h>
 #include <unistd.h>
 
 #include <filesystem>
@@ -54,6 +55,17 @@ class DocWorld {
     fs::permissions(m_token, fs::perms::owner_read | fs::perms::owner_write);
     m_contract = quick_demo_contract(m_dir.path());
     const int refused = refused_port();
+    // docs/provisioning.md's /srv/envs: new envs, owned by the user the
+    // steps run as (nobody, when the test runs as root).
+    fs::permissions(m_dir.path(), fs::perms(0755));
+    m_envs = m_dir.path() / "srv-envs";
+    fs::create_directory(m_envs);
+    if (::geteuid() == 0) {
+      const auto* nobody = ::getpwnam("nobody");
+      if (nobody == nullptr || ::chown(m_envs.c_str(), nobody->pw_uid, nobody->pw_gid) != 0) {
+        ADD_FAILURE() << "cannot give " << m_envs << " to nobody";
+      }
+    }
     m_a = std::make_unique<AgentProcess>(
         m_dir.path(),
         std::vector<std::string>{"--contract", m_contract.string(), "--root", demo_host().string(),
@@ -80,13 +92,15 @@ class DocWorld {
                  {"localhost", a},
                  {"/etc/envcontract/token", m_token.string()},
                  {"/etc/envcontract/kunlunxin-demo.yaml", m_contract.string()},
-                 {"/opt/demo-host", demo_host().string()}};
+                 {"/opt/demo-host", demo_host().string()},
+                 {"/srv/envs", m_envs.string()}};
     m_to_doc = {{b, "localhost:9715"},
                 {c, "localhost:9716"},
                 {"127.0.0.1 port " + std::to_string(refused), "127.0.0.1 port 9716"},
                 {a, "localhost"},
                 {m_contract.string(), "/etc/envcontract/kunlunxin-demo.yaml"},
                 {demo_host().string(), "/opt/demo-host"},
+                {m_envs.string(), "/srv/envs"},
                 {hostname(), "xpu-node-17"}};
 
     // What relative paths in the examples name: the shipped contracts, and a
@@ -112,6 +126,7 @@ class DocWorld {
   TempDir m_dir;
   fs::path m_token;
   fs::path m_contract;
+  fs::path m_envs;
   std::unique_ptr<AgentProcess> m_a;
   std::unique_ptr<AgentProcess> m_b;
   Replacements m_to_real;
@@ -125,8 +140,9 @@ TEST(DocExamples, EveryConsoleExampleShowsWhatTheToolsDo) {
   DocWorld world;
   int run = 0;
   int skipped = 0;
-  for (const char* file : {"README.md", "docs/agent.md", "docs/api.md", "docs/fleetctl.md",
-                           "docs/contracts.md", "docs/security.md", "docs/probes.md"}) {
+  for (const char* file :
+       {"README.md", "docs/agent.md", "docs/api.md", "docs/fleetctl.md", "docs/contracts.md",
+        "docs/security.md", "docs/probes.md", "docs/provisioning.md"}) {
     CommandResult previous;
     for (const auto& example : doc_examples(fs::path(ENVCONTRACT_SOURCE_DIR) / file)) {
       const std::string where =

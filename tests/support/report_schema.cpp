@@ -9,6 +9,11 @@
 namespace envcontract::testing {
 
 std::optional<std::string> report_schema_violations(const nlohmann::ordered_json& document) {
+  return schema_violations(document, "report.schema.json");
+}
+
+std::optional<std::string> schema_violations(const nlohmann::ordered_json& document,
+                                             const std::string& schema_in_docs) {
   // Debian's interpreter, where python3-jsonschema lives (not a pyenv one).
   const std::string python = "/usr/bin/python3";
   if (!std::filesystem::exists(python) ||
@@ -19,7 +24,7 @@ std::optional<std::string> report_schema_violations(const nlohmann::ordered_json
   const auto file = dir.write("report.json", common::json_text(document, 2));
   const auto result =
       run_command({python, ENVCONTRACT_SOURCE_DIR "/tests/support/validate_json.py",
-                   ENVCONTRACT_SOURCE_DIR "/docs/report.schema.json", file.string()});
+                   std::string(ENVCONTRACT_SOURCE_DIR "/docs/") + schema_in_docs, file.string()});
   if (result.exit_code != 0 && result.out.empty()) {
     return "validator failed: " + result.err;
   }

@@ -13,4 +13,8 @@ namespace envcontract::testing {
 // is not installed (scripts/test installs it).
 std::optional<std::string> report_schema_violations(const nlohmann::ordered_json& document);
 
+// The same against any schema of docs/ (e.g. "plan.schema.json").
+std::optional<std::string> schema_violations(const nlohmann::ordered_json& document,
+                                             const std::string& schema_in_docs);
+
 }  // namespace envcontract::testing

@@ -13,8 +13,9 @@
 namespace envcontract::contracts {
 namespace {
 
-std::vector<std::string> yaml_blocks() {
-  std::ifstream in(ENVCONTRACT_SOURCE_DIR "/docs/contracts.md");
+std::vector<std::string> yaml_blocks(const char* file = ENVCONTRACT_SOURCE_DIR
+                                     "/docs/contracts.md") {
+  std::ifstream in(file);
   std::vector<std::string> blocks;
   std::string line;
   std::string block;
@@ -46,6 +47,21 @@ TEST(ContractDocs, EveryYamlExampleLoads) {
         block.starts_with("- ") ? testing::load_checks(block) : testing::load_text(block);
     EXPECT_TRUE(result.contract) << block << testing::joined(result);
   }
+}
+
+// docs/provisioning.md's recipes load as a contract's provision: section.
+TEST(ContractDocs, EveryRecipeOfTheProvisioningGuideLoads) {
+  int recipes = 0;
+  for (const auto& block : yaml_blocks(ENVCONTRACT_SOURCE_DIR "/docs/provisioning.md")) {
+    if (!block.starts_with("provision:")) {
+      continue;  // the agent's config: test_agent_config.cpp
+    }
+    ++recipes;
+    const auto result = testing::load_text(
+        "schema_version: 1\nchecks:\n  - kind: python\n    version: \">=3.10\"\n" + block);
+    EXPECT_TRUE(result.contract && result.contract->provision) << block << testing::joined(result);
+  }
+  EXPECT_GE(recipes, 3);
 }
 
 TEST(ContractDocs, EveryKindHasAnExample) {

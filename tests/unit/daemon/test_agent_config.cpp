@@ -102,6 +102,37 @@ TEST(AgentConfig, WebhooksAreReadAndTheirMistakesPlaced) {
   EXPECT_NE(errors.find("bad.yaml:7:5: error: unknown key 'atempts'"), std::string::npos) << errors;
 }
 
+TEST(AgentConfig, ProvisioningIsReadAndRootIsRefused) {
+  testing::TempDir dir;
+  const auto good = dir.write("good.yaml",
+                              "provisioning:\n  enabled: true\n  user: envbuild\n"
+                              "  envs_dir: /srv/envs\n  on_failure: remove\n"
+                              "  python_dirs: [/opt/python3.10/bin]\n  step_timeout: 10m\n");
+  AgentConfig config;
+  EXPECT_FALSE(config.provisioning.enabled);  // off unless asked for
+  ASSERT_EQ(daemon::read_agent_config(good, config), "");
+  EXPECT_TRUE(config.provisioning.enabled);
+  EXPECT_EQ(config.provisioning.user, "envbuild");
+  EXPECT_EQ(config.provisioning.envs_dir, "/srv/envs");
+  EXPECT_TRUE(config.provisioning.remove_on_failure);
+  EXPECT_EQ(config.provisioning.python_dirs,
+            (std::vector<std::filesystem::path>{"/opt/python3.10/bin"}));
+  EXPECT_EQ(config.provisioning.step_timeout, std::chrono::minutes(10));
+
+  const auto bad = dir.write("bad.yaml",
+                             "provisioning:\n  user: root\n  envs_dir: srv/envs\n"
+                             "  on_failure: delete\n  enable: true\n");
+  AgentConfig rejected;
+  const auto errors = daemon::read_agent_config(bad, rejected);
+  for (const char* expected :
+       {"bad.yaml:2:9: error: provisioning never runs as root",
+        "bad.yaml:3:13: error: 'envs_dir' must be an absolute directory",
+        "bad.yaml:4:15: error: 'on_failure' is keep",
+        "bad.yaml:5:3: error: unknown key 'enable' in 'provisioning' (did you mean 'enabled'?)"}) {
+    EXPECT_NE(errors.find(expected), std::string::npos) << expected << "\n" << errors;
+  }
+}
+
 TEST(AgentConfig, ListenAddresses) {
   EXPECT_EQ(daemon::parse_listen_address("127.0.0.1:9714")->port, 9714);
   EXPECT_EQ(daemon::parse_listen_address("[::1]:80")->host, "::1");

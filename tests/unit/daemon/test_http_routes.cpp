@@ -37,6 +37,19 @@ TEST(HttpRoutes, ScanTicketsAreDigits) {
   EXPECT_EQ(match_route("GET", "/api/v1/scans/").outcome, Outcome::not_found);
 }
 
+TEST(HttpRoutes, ProvisioningTakesPostsAndJobsAreDigits) {
+  EXPECT_EQ(match_route("POST", "/api/v1/provision").endpoint, Endpoint::provision);
+  EXPECT_EQ(match_route("POST", "/api/v1/promote").endpoint, Endpoint::promote);
+  EXPECT_EQ(match_route("GET", "/api/v1/provision").allowed, "POST");
+  EXPECT_EQ(match_route("GET", "/api/v1/plan").endpoint, Endpoint::plan);
+  EXPECT_EQ(match_route("GET", "/api/v1/provisions").endpoint, Endpoint::provisions);
+  const auto job = match_route("GET", "/api/v1/provisions/7");
+  EXPECT_EQ(job.endpoint, Endpoint::provision_job);
+  EXPECT_EQ(job.argument, "7");
+  EXPECT_EQ(match_route("POST", "/api/v1/provisions/7").allowed, "GET");
+  EXPECT_EQ(match_route("GET", "/api/v1/provisions/7a").outcome, Outcome::not_found);
+}
+
 TEST(HttpRoutes, LongPathsAreAnsweredWithoutRecursion) {
   const std::string path = "/api/v1/envs/" + std::string(1 << 20, 'a');
   EXPECT_EQ(match_route("GET", path).argument.size(), std::size_t{1} << 20);

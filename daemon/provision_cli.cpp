@@ -1,0 +1,209 @@
+#include "daemon/provision_cli.hpp"
+
+#include <pwd.h>
+#include <unistd.h>
+
+#include <cstdlib>
+#include <iostream>
+
+#include <CLI/CLI.hpp>
+
+#include "contracts/values.hpp"
+#include "daemon/provision_command.hpp"
+
+namespace envcontract::daemon {
+namespace {
+
+constexpr const char* k_default_config = "/etc/envcontract/agent.yaml";
+
+// "alice (uid 1000)", or with sudo "alice via sudo (uid 0)": who ran the verb.
+std::string who_asked() {
+  const uid_t uid = ::getuid();
+  const auto* entry = ::getpwuid(uid);
+  std::string name = entry != nullptr ? entry->pw_name : std::to_string(uid);
+  if (const char* sudo_user = std::getenv("SUDO_USER"); sudo_user != nullptr && uid == 0) {
+    name = std::string(sudo_user) + " via sudo";
+  }
+  return "cli: " + name + " (uid " + std::to_string(uid) + ")";
+}
+
+}  // namespace
+
+struct ProvisioningCli::Arguments {
+  CLI::App* plan = nullptr;
+  CLI::App* provision = nullptr;
+  CLI::App* promote = nullptr;
+  CLI::App* rollback = nullptr;
+  std::vector<CLI::App*> verbs;
+
+  std::string config_file;
+  std::string contract;
+  std::string envs_dir;
+  std::string user;
+  std::string on_failure;
+  std::vector<std::string> python_dirs;
+  std::string database;
+  std::string image_tag_file;
+  std::string run_root_envs_as;
+  std::vector<std::string> roots;
+  std::vector<std::string> prefixes;
+  std::string env;
+  std::string format = "table";
+  std::string name;
+  bool apply = false;
+  std::string promote_env;
+  std::string promote_as;
+  std::string rollback_name;
+
+  void add_common(CLI::App* verb, bool contract_needed, bool scans) {
+    verb->add_option("--config", config_file,
+                     std::string("agent config (docs/agent.md) for provisioning, database and "
+                                 "image; default ") +
+                         k_default_config + " when it exists. Flags override it");
+    if (contract_needed) {
+      verb->add_option("--contract", contract, "the contract (YAML)")
+          ->required()
+          ->check(CLI::ExistingFile);
+    }
+    verb->add_option("--envs-dir", envs_dir, "where new envs are made (provisioning.envs_dir)");
+    verb->add_option("--user", user,
+                     "who runs the steps and owns the links when the agent is root "
+                     "(provisioning.user); never root");
+    verb->add_option("--database", database, "SQLite file that records the action");
+    if (scans) {
+      verb->add_option("--image-tag-file", image_tag_file,
+                       "file holding the host's container image reference");
+      verb->add_option("--run-root-envs-as", run_root_envs_as,
+                       "the user that root-owned envs' code runs as (default nobody)");
+    }
+    verbs.push_back(verb);
+  }
+
+  // The config file, then the flags over it.
+  std::optional<ProvisioningCommandOptions> options(CLI::App* verb) {
+    AgentConfig config;
+    const bool explicit_config = verb->count("--config") != 0;
+    const std::filesystem::path file = explicit_config ? config_file : k_default_config;
+    std::error_code error;
+    const bool read_config = explicit_config || std::filesystem::exists(file, error);
+    if (read_config) {
+      const auto problems = read_agent_config(file, config);
+      if (!problems.empty()) {
+        std::cerr << problems;
+        return std::nullopt;
+      }
+    }
+    ProvisioningCommandOptions options;
+    options.contract = contract;
+    options.provisioning = config.provisioning;
+    if (!envs_dir.empty())
+      options.provisioning.envs_dir = envs_dir;
+    if (!user.empty())
+      options.provisioning.user = user;
+    if (!on_failure.empty())
+      options.provisioning.remove_on_failure = on_failure == "remove";
+    if (!python_dirs.empty())
+      options.provisioning.python_dirs.assign(python_dirs.begin(), python_dirs.end());
+    options.database = !database.empty() ? std::filesystem::path(database)
+                       : read_config     ? config.database
+                                         : std::filesystem::path();
+    options.requested_by = who_asked();
+    options.json = format == "json";
+    options.progress_on_terminal = ::isatty(STDOUT_FILENO) != 0;
+    auto& facts = options.scan.facts;
+    facts.image = config.image;
+    if (!image_tag_file.empty()) {
+      facts.image = {probes::ImageTagSource::Kind::file, image_tag_file};
+    }
+    facts.discovery.run_as.root_envs_user =
+        run_root_envs_as.empty() ? config.run_root_envs_as : run_root_envs_as;
+    facts.discovery.roots.assign(roots.begin(), roots.end());
+    facts.discovery.prefixes.assign(prefixes.begin(), prefixes.end());
+    if (roots.empty() && prefixes.empty()) {
+      facts.discovery.roots.assign(config.roots.begin(), config.roots.end());
+      facts.discovery.prefixes.assign(config.prefixes.begin(), config.prefixes.end());
+    }
+    options.scan.probe_limits = config.probe_limits;
+    options.scan.env_deadline = config.env_deadline;
+    return options;
+  }
+};
+
+ProvisioningCli::ProvisioningCli(CLI::App& app) : m_arguments(std::make_unique<Arguments>()) {
+  auto& a = *m_arguments;
+  a.plan = app.add_subcommand(
+      "plan",
+      "Scan this host and print, for each env that does not comply, the ordered steps that "
+      "would make it comply, each naming the checks it fixes");
+  a.add_common(a.plan, true, true);
+  a.plan->add_option("--root", a.roots, "a filesystem root or directory to search for envs");
+  a.plan->add_option("--prefix", a.prefixes, "an env prefix to include (repeatable)");
+  a.plan->add_option("--env", a.env, "only this env's plan");
+  a.plan->add_option("-o,--output,--format", a.format, "table (for people) or json")
+      ->check(CLI::IsMember({"table", "json"}))
+      ->capture_default_str();
+  a.plan->footer("Exit status: 0 nothing to do, 1 steps planned, 2 error.");
+
+  a.provision = app.add_subcommand(
+      "provision",
+      "Build a new env from the contract's provision: recipe, beside the others (never over "
+      "one), then scan it with the whole contract. A dry run unless --apply");
+  a.add_common(a.provision, true, true);
+  a.provision->add_option("--name", a.name, "the new env's name (in the envs directory)")
+      ->required();
+  a.provision->add_flag("--apply", a.apply, "run the steps (without it: print them only)");
+  a.provision
+      ->add_option("--on-failure", a.on_failure,
+                   "keep (the half-built env stays, marked failed) or remove")
+      ->check(CLI::IsMember({"keep", "remove"}));
+  a.provision->add_option("--python-dir", a.python_dirs,
+                          "where an interpreter named by version (python: 3.10) is looked for "
+                          "(repeatable; default /usr/local/bin, /usr/bin)");
+  a.provision->footer(
+      "Exit status: 0 built and compliant (or the dry run), 1 built but not compliant, 2 "
+      "failed (a step, the lock, usage).");
+
+  a.promote = app.add_subcommand(
+      "promote",
+      "Scan a built env again and, only when it complies, switch the link NAME to it in one "
+      "rename (the previous target is kept for rollback)");
+  a.add_common(a.promote, true, true);
+  a.promote->add_option("ENV", a.promote_env, "the env: a name in the envs directory, or a path")
+      ->required();
+  a.promote->add_option("--as", a.promote_as, "the link that users and CI activate")->required();
+  a.promote->footer("Exit status: 0 promoted, 1 refused (the env does not comply), 2 error.");
+
+  a.rollback = app.add_subcommand(
+      "rollback", "Switch the link NAME back to what it pointed to before the last promote");
+  a.add_common(a.rollback, false, false);
+  a.rollback->add_option("NAME", a.rollback_name, "the link")->required();
+  a.rollback->footer("Exit status: 0 switched back, 2 error (nothing to go back to).");
+}
+
+ProvisioningCli::~ProvisioningCli() = default;
+
+std::optional<int> ProvisioningCli::run() {
+  auto& a = *m_arguments;
+  for (auto* verb : a.verbs) {
+    if (!verb->parsed()) {
+      continue;
+    }
+    const auto options = a.options(verb);
+    if (!options) {
+      return 2;
+    }
+    if (verb == a.plan) {
+      return run_plan(*options, a.env, std::cout, std::cerr);
+    }
+    if (verb == a.provision) {
+      return run_provision_command(*options, a.name, a.apply, std::cout, std::cerr);
+    }
+    if (verb == a.promote) {
+      return run_promote(*options, a.promote_env, a.promote_as, std::cout, std::cerr);
+    }
+    return run_rollback(*options, a.rollback_name, std::cout, std::cerr);
+  }
+  return std::nullopt;
+}
+
+}  // namespace envcontract::daemon

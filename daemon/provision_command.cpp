@@ -1,0 +1,338 @@
+#include "daemon/provision_command.hpp"
+
+#include <unistd.h>
+
+#include <chrono>
+#include <ostream>
+
+#include "common/json_text.hpp"
+#include "common/shown_path.hpp"
+#include "common/time_text.hpp"
+#include "daemon/contract_source.hpp"
+#include "daemon/store.hpp"
+#include "provisioning/plan.hpp"
+#include "provisioning/promotion.hpp"
+#include "provisioning/provisioner.hpp"
+#include "report/report_table.hpp"
+
+namespace envcontract::daemon {
+namespace fs = std::filesystem;
+namespace {
+
+using report::Json;
+
+std::optional<ContractHandle> load(const ProvisioningCommandOptions& options, std::ostream& err) {
+  auto loaded = load_contract(options.contract);
+  if (!loaded) {
+    err << loaded.error();
+    return std::nullopt;
+  }
+  return loaded.value();
+}
+
+// The report of one env alone, scanned with the whole contract.
+Json scan_prefix(const ProvisioningCommandOptions& options, const LoadedContract& contract,
+                 const fs::path& prefix) {
+  ScanSettings settings = options.scan;
+  settings.facts.discovery.roots.clear();
+  settings.facts.discovery.prefixes = {prefix};
+  Scanner scanner;
+  return scanner.scan(contract, settings);
+}
+
+const Json* env_of(const Json& report) {
+  const auto envs = report.find("envs");
+  return envs != report.end() && envs->is_array() && !envs->empty() ? &(*envs)[0] : nullptr;
+}
+
+// "torch-cpu-build (cuda_build): CUDA build of torch ..." for each check
+// that keeps the env from complying.
+std::string failing_checks(const Json& env) {
+  std::string lines;
+  for (const auto& check : env.value("checks", Json::array())) {
+    const std::string status = check.value("status", "");
+    if (status == "fail" || status == "error") {
+      const auto& diagnosis = check.value("diagnosis", Json::object());
+      lines += "  " + check.value("id", std::string()) + " (" +
+               diagnosis.value("cause", std::string()) +
+               "): " + diagnosis.value("summary", std::string()) + "\n";
+    }
+  }
+  return lines;
+}
+
+void record(const ProvisioningCommandOptions& options, const std::string& action,
+            const std::string& name, const std::string& started_at, const std::string& outcome,
+            Json detail, std::ostream& err) {
+  if (options.database.empty()) {
+    return;
+  }
+  auto store = Store::open(options.database);
+  if (!store) {
+    err << "envcontractd " << action << ": not recorded: " << store.error() << "\n";
+    return;
+  }
+  store.value()->record_provision({{"action", action},
+                                   {"name", name},
+                                   {"requested_by", options.requested_by},
+                                   {"started_at", started_at},
+                                   {"finished_at", common::now_rfc3339()},
+                                   {"outcome", outcome},
+                                   {"detail", std::move(detail)}});
+}
+
+provisioning::ProvisionSettings provision_settings(const ProvisioningCommandOptions& options) {
+  provisioning::ProvisionSettings settings;
+  settings.envs_dir = options.provisioning.envs_dir;
+  settings.user = options.provisioning.user;
+  settings.remove_on_failure = options.provisioning.remove_on_failure;
+  settings.python_dirs = options.provisioning.python_dirs;
+  settings.step_timeout = options.provisioning.step_timeout;
+  settings.cancellation = options.cancellation;
+  return settings;
+}
+
+// The credentials links are switched with: the provisioning user's when the
+// agent is root, else nullopt (the agent's own). An error when root has
+// no user to take.
+common::Result<std::optional<probes::RunAs>> link_credentials(
+    const ProvisioningCommandOptions& options) {
+  if (::geteuid() != 0) {
+    return std::optional<probes::RunAs>();
+  }
+  if (options.provisioning.user.empty()) {
+    return common::Error{
+        "name the provisioning user (provisioning.user, --user): links are "
+        "switched with that user's rights, never root's"};
+  }
+  auto run_as = probes::run_as_user(options.provisioning.user);
+  if (!run_as.problem.empty()) {
+    return common::Error{run_as.problem};
+  }
+  if (run_as.is_root()) {
+    return common::Error{"provisioning never runs as root: name an unprivileged user"};
+  }
+  run_as.switch_credentials = true;
+  return std::optional<probes::RunAs>(run_as);
+}
+
+// A name in the envs directory, or an absolute path as given.
+fs::path in_envs_dir(const ProvisioningCommandOptions& options, const std::string& name) {
+  return name.starts_with("/") ? fs::path(name) : options.provisioning.envs_dir / name;
+}
+
+std::string seconds(std::chrono::milliseconds duration) {
+  char text[32];
+  std::snprintf(text, sizeof text, "%.1f s", static_cast<double>(duration.count()) / 1000.0);
+  return text;
+}
+
+}  // namespace
+
+int run_plan(const ProvisioningCommandOptions& options, const std::string& env, std::ostream& out,
+             std::ostream& err) {
+  const auto contract = load(options, err);
+  if (!contract) {
+    return 2;
+  }
+  Scanner scanner;
+  const auto report = scanner.scan(**contract, options.scan);
+  if (!env.empty()) {
+    bool found = false;
+    std::string names;
+    for (const auto& entry : report.value("envs", Json::array())) {
+      found = found || entry.value("name", std::string()) == env;
+      names += (names.empty() ? "" : ", ") + entry.value("name", std::string());
+    }
+    if (!found) {
+      err << "envcontractd plan: no env '" << env
+          << "' on this host (its envs: " << (names.empty() ? std::string("none") : names) << ")\n";
+      return 2;
+    }
+  }
+  const auto plan = provisioning::build_plan(report, (*contract)->contract, env);
+  if (options.json) {
+    out << common::json_text(provisioning::to_json(plan), 2) << "\n";
+  } else {
+    out << provisioning::render_plan(plan);
+  }
+  return plan.envs.empty() && plan.host_steps.empty() ? 0 : 1;
+}
+
+int run_provision_command(const ProvisioningCommandOptions& options, const std::string& name,
+                          bool apply, std::ostream& out, std::ostream& err) {
+  const auto contract = load(options, err);
+  if (!contract) {
+    return 2;
+  }
+  const auto& recipe = (*contract)->contract.provision;
+  if (!recipe) {
+    err << "envcontractd provision: " << common::shown_path(options.contract)
+        << " has no 'provision:' section: add the recipe (python, packages, ...; "
+           "docs/provisioning.md)\n";
+    return 2;
+  }
+  const auto settings = provision_settings(options);
+  const auto prepared = provisioning::prepare_provision(*recipe, name, settings);
+  if (!prepared) {
+    err << "envcontractd provision: " << prepared.error() << "\n";
+    return 2;
+  }
+  const auto& steps = prepared->steps;
+  out << "provision " << name << " at " << prepared->prefix.string() << " as "
+      << prepared->run_as.user << ", to " << (*contract)->contract.name << ":\n";
+  for (std::size_t i = 0; i < steps.size(); ++i) {
+    out << "  " << i + 1 << ". " << steps[i].name << ": "
+        << (steps[i].description.empty() ? "$ " + provisioning::command_line(steps[i].argv)
+                                         : steps[i].description)
+        << "\n";
+  }
+  out << "  " << steps.size() + 1 << ". verify: scan " << name << " with the whole contract\n";
+  if (!apply) {
+    out << "dry run: nothing was run; add --apply to build it\n";
+    return 0;
+  }
+  const std::string started_at = common::now_rfc3339();
+  provisioning::ProvisionProgress progress;
+  // On a terminal, one line per step, rewritten when it ends; in a log, a
+  // line when it starts and one when it ends.
+  const bool terminal = options.progress_on_terminal;
+  progress.started = [&out, terminal](std::size_t index, std::size_t count,
+                                      const provisioning::ProvisionStep& step) {
+    out << "[" << index + 1 << "/" << count << "] " << step.name << " ..." << (terminal ? "" : "\n")
+        << std::flush;
+  };
+  progress.finished = [&out, terminal](std::size_t index, std::size_t count,
+                                       const provisioning::StepOutcome& outcome) {
+    out << (terminal ? "\r\033[K" : "") << "[" << index + 1 << "/" << count << "] " << outcome.step
+        << ": " << outcome.status << " (" << outcome.process << ", " << seconds(outcome.duration)
+        << ")" << std::endl;
+  };
+  const auto outcome = provisioning::run_provision(*prepared, settings, progress);
+  Json detail = {{"contract", (*contract)->contract.name},
+                 {"prefix", prepared->prefix.string()},
+                 {"user", outcome.user},
+                 {"provision", provisioning::to_json(outcome)}};
+  if (!outcome.ok) {
+    err << "envcontractd provision: " << outcome.error << "\n";
+    if (!outcome.left_behind.empty()) {
+      err << "the env at " << prepared->prefix.string() << ": " << outcome.left_behind << "\n";
+    }
+    record(options, "provision", name, started_at, "failed", detail, err);
+    return 2;
+  }
+  out << "[verify] scanning " << name << " with the whole contract ..." << std::endl;
+  const auto report = scan_prefix(options, **contract, prepared->prefix);
+  const Json* env = env_of(report);
+  const std::string verdict = env != nullptr ? env->value("verdict", "error") : "error";
+  detail["verdict"] = verdict;
+  detail["failing_checks"] = env != nullptr ? Json(failing_checks(*env)) : Json("");
+  out << report::render_table(report, {false, false});
+  if (verdict == "compliant") {
+    out << name << " complies with " << (*contract)->contract.name
+        << ": promote it with `envcontractd promote " << name << " --as NAME`\n";
+    record(options, "provision", name, started_at, "compliant", detail, err);
+    return 0;
+  }
+  err << "envcontractd provision: " << name << " was built but does not comply (" << verdict
+      << "); it will not be promoted:\n"
+      << (env != nullptr ? failing_checks(*env) : std::string("  the scan found no env\n"));
+  record(options, "provision", name, started_at, verdict == "drift" ? "drift" : "error", detail,
+         err);
+  return 1;
+}
+
+int run_promote(const ProvisioningCommandOptions& options, const std::string& env_name,
+                const std::string& as, std::ostream& out, std::ostream& err) {
+  const std::string started_at = common::now_rfc3339();
+  const auto contract = load(options, err);
+  if (!contract) {
+    return 2;
+  }
+  if (!env_name.starts_with("/") && options.provisioning.envs_dir.empty()) {
+    err << "envcontractd promote: set provisioning.envs_dir (or --envs-dir), or give the env "
+           "and the link as absolute paths\n";
+    return 2;
+  }
+  std::error_code error;
+  const fs::path prefix = fs::canonical(in_envs_dir(options, env_name), error);
+  if (error || !fs::is_directory(prefix)) {
+    err << "envcontractd promote: no env at " << common::shown_path(in_envs_dir(options, env_name))
+        << "\n";
+    return 2;
+  }
+  const fs::path link = in_envs_dir(options, as);
+  if (link == prefix || as.empty()) {
+    err << "envcontractd promote: --as names the link to switch, not the env itself\n";
+    return 2;
+  }
+  const auto credentials = link_credentials(options);
+  if (!credentials) {
+    err << "envcontractd promote: " << credentials.error() << "\n";
+    return 2;
+  }
+  const auto report = scan_prefix(options, **contract, prefix);
+  const Json* env = env_of(report);
+  const std::string verdict = env != nullptr ? env->value("verdict", "error") : "error";
+  Json detail = {{"contract", (*contract)->contract.name},
+                 {"env", prefix.string()},
+                 {"link", link.string()},
+                 {"verdict", verdict}};
+  if (verdict != "compliant") {
+    const std::string why = env != nullptr ? failing_checks(*env) : "  the scan found no env\n";
+    err << "envcontractd promote: " << env_name << " does not comply with "
+        << (*contract)->contract.name << " (" << verdict << "), so it is not promoted:\n"
+        << why;
+    detail["failing_checks"] = why;
+    record(options, "promote", as, started_at, "refused", detail, err);
+    return 1;
+  }
+  const auto switched =
+      provisioning::switch_link(link, prefix, credentials->has_value() ? &**credentials : nullptr);
+  if (!switched) {
+    err << "envcontractd promote: " << switched.error() << "\n";
+    detail["error"] = switched.error();
+    record(options, "promote", as, started_at, "failed", detail, err);
+    return 2;
+  }
+  detail["previous"] = switched->previous ? Json(switched->previous->string()) : Json(nullptr);
+  out << "promoted: " << link.string() << " -> " << prefix.string()
+      << (switched->previous ? " (was " + switched->previous->string() +
+                                   "; envcontractd rollback " + as + " goes back)"
+                             : std::string())
+      << "\n";
+  record(options, "promote", as, started_at, "promoted", detail, err);
+  return 0;
+}
+
+int run_rollback(const ProvisioningCommandOptions& options, const std::string& name,
+                 std::ostream& out, std::ostream& err) {
+  const std::string started_at = common::now_rfc3339();
+  if (!name.starts_with("/") && options.provisioning.envs_dir.empty()) {
+    err << "envcontractd rollback: set provisioning.envs_dir (or --envs-dir), or give the link "
+           "as an absolute path\n";
+    return 2;
+  }
+  const auto credentials = link_credentials(options);
+  if (!credentials) {
+    err << "envcontractd rollback: " << credentials.error() << "\n";
+    return 2;
+  }
+  const fs::path link = in_envs_dir(options, name);
+  const auto switched =
+      provisioning::rollback_link(link, credentials->has_value() ? &**credentials : nullptr);
+  Json detail = {{"link", link.string()}};
+  if (!switched) {
+    err << "envcontractd rollback: " << switched.error() << "\n";
+    detail["error"] = switched.error();
+    record(options, "rollback", name, started_at, "failed", detail, err);
+    return 2;
+  }
+  detail["target"] = switched->target.string();
+  detail["previous"] = switched->previous ? Json(switched->previous->string()) : Json(nullptr);
+  out << "rolled back: " << link.string() << " -> " << switched->target.string() << "\n";
+  record(options, "rollback", name, started_at, "rolled_back", detail, err);
+  return 0;
+}
+
+}  // namespace envcontract::daemon

@@ -1,0 +1,709 @@
+#include "provisioning/plan.hpp"
+
+#include <algorithm>
+#include <map>
+#include <sstream>
+
+#include "common/python_names.hpp"
+
+namespace envcontract::provisioning {
+namespace {
+
+std::string text_of(const Json& json, const char* key) {
+  const auto found = json.find(key);
+  return found != json.end() && found->is_string() ? found->get<std::string>() : std::string();
+}
+
+const Json& member(const Json& json, const char* key) {
+  static const Json null;
+  const auto found = json.is_object() ? json.find(key) : json.end();
+  return found == json.end() ? null : *found;
+}
+
+// "torch==2.10.0+cpu" -> "torch"
+std::string requirement_name(const std::string& requirement) {
+  return requirement.substr(0, requirement.find_first_of("=<>!~[ ;"));
+}
+
+bool shell_safe(const std::string& word) {
+  return !word.empty() && word.find_first_not_of(
+                              "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ"
+                              "0123456789@%+=:,./-_") == std::string::npos;
+}
+
+std::string shell_quoted(const std::string& word) {
+  if (shell_safe(word)) {
+    return word;
+  }
+  std::string out = "'";
+  for (const char c : word) {
+    out += c == '\'' ? std::string("'\\''") : std::string(1, c);
+  }
+  return out + "'";
+}
+
+// The package directory a file of an env belongs to: the first component
+// below site-packages (or Debian's dist-packages), "" when it is elsewhere.
+std::string package_of_path(const std::string& path) {
+  for (const char* marker : {"/site-packages/", "/dist-packages/"}) {
+    const auto at = path.rfind(marker);
+    if (at != std::string::npos) {
+      const auto start = at + std::char_traits<char>::length(marker);
+      const auto end = path.find('/', start);
+      std::string name = path.substr(start, end == std::string::npos ? end : end - start);
+      for (const char* suffix : {".py", ".so"}) {
+        if (name.ends_with(suffix)) {
+          name.resize(name.size() - std::char_traits<char>::length(suffix));
+        }
+      }
+      return name;
+    }
+  }
+  return "";
+}
+
+int action_rank(StepAction action) {
+  return static_cast<int>(action);
+}
+
+class EnvPlanner {
+ public:
+  EnvPlanner(const Json& env, const contracts::Contract& contract)
+      : m_env(env), m_recipe(contract.provision ? &*contract.provision : nullptr) {
+    m_plan.env = text_of(env, "name");
+    m_plan.prefix = text_of(env, "prefix");
+    m_plan.verdict = text_of(env, "verdict");
+    m_python = m_plan.prefix + "/bin/python";
+    m_conda = text_of(env, "kind") == "conda";
+  }
+
+  EnvPlan build() {
+    const auto& checks = member(m_env, "checks");
+    if (!checks.is_array()) {
+      return m_plan;
+    }
+    // Files and linkage last: they are usually answered by a package step.
+    std::vector<const Json*> deferred;
+    for (const auto& check : checks) {
+      const auto cause = text_of(member(check, "diagnosis"), "cause");
+      if (cause == "forbidden_file" || cause == "forbidden_needed") {
+        deferred.push_back(&check);
+      } else {
+        plan_check(check);
+      }
+    }
+    for (const auto* check : deferred) {
+      plan_check(*check);
+    }
+    std::stable_sort(m_plan.steps.begin(), m_plan.steps.end(),
+                     [](const PlanStep& a, const PlanStep& b) {
+                       if (a.action != b.action) {
+                         return action_rank(a.action) < action_rank(b.action);
+                       }
+                       // torch before what is built on it
+                       return a.action == StepAction::install_distribution && a.target == "torch" &&
+                              b.target != "torch";
+                     });
+    return m_plan;
+  }
+
+ private:
+  void plan_check(const Json& check) {
+    const std::string status = text_of(check, "status");
+    if (status == "pass") {
+      return;
+    }
+    const std::string id = text_of(check, "id");
+    const std::string kind = text_of(check, "kind");
+    const auto& diagnosis = member(check, "diagnosis");
+    const std::string cause = text_of(diagnosis, "cause");
+    const std::string summary = text_of(diagnosis, "summary");
+    const auto& evidence = member(diagnosis, "evidence");
+    const auto& expected = member(check, "expected");
+    const auto& actual = member(check, "actual");
+
+    if (cause == "blocked") {
+      m_plan.unplanned.push_back(
+          {id, cause, "runs once " + text_of(evidence, "blocked_by") + " passes"});
+    } else if (cause == "needs_checkout" || cause == "waived") {
+      m_plan.unplanned.push_back({id, cause, summary});
+    } else if (cause == "cuda_build" || cause == "cuda_missing" ||
+               (cause == "version_mismatch" && kind == "torch")) {
+      install("torch", default_torch_spec(expected), summary, id, false);
+      route_fresh(
+          "torch itself is replaced: every extension in the env (the vendor plugin, "
+          "torch_fl) was built against the old one");
+    } else if (cause == "version_mismatch" && kind == "python") {
+      route_fresh("only a new env changes the Python version (" + summary + ")");
+      m_plan.unplanned.push_back({id, cause, "a new env with the right Python (provision)"});
+    } else if (cause == "version_mismatch") {
+      const std::string name = distribution_in(check);
+      if (const auto spec = recipe_spec(name); !spec.empty()) {
+        install(name, spec, summary, id, false);
+      } else {
+        manual(summary, "install " + name + " at the version the contract wants", id);
+      }
+    } else if (cause == "missing_package") {
+      const std::string name = distribution_in(check);
+      const std::string spec = kind == "torch"             ? default_torch_spec(expected)
+                               : recipe_spec(name).empty() ? name
+                                                           : recipe_spec(name);
+      install(name, spec, summary, id, false);
+    } else if (cause == "forbidden_package") {
+      remove(distribution_in(check), summary, id);
+    } else if (cause == "stock_triton") {
+      const std::string provider = text_of(expected, "provider");
+      for (const auto& found : member(evidence, "providers")) {
+        if (found.is_string() && found.get<std::string>() != provider) {
+          remove(found.get<std::string>(), summary, id);
+        }
+      }
+      install(provider, recipe_spec(provider).empty() ? provider : recipe_spec(provider), summary,
+              id, false);
+    } else if (cause == "triton_backend_missing") {
+      const std::string provider = text_of(evidence, "provider");
+      if (const auto spec = recipe_spec(provider); !spec.empty()) {
+        install(provider, spec, summary, id, true);
+      } else {
+        manual(summary, "a " + provider + " build for this platform (" + summary + ")", id);
+      }
+    } else if (cause == "forbidden_file") {
+      for (const auto& path : member(evidence, "paths")) {
+        if (path.is_string()) {
+          file_step(path.get<std::string>(), summary, id);
+        }
+      }
+    } else if (cause == "forbidden_needed") {
+      const auto& matched = member(actual, "matched");
+      const std::string library = matched.is_array() && !matched.empty() && matched[0].is_string()
+                                      ? matched[0].get<std::string>()
+                                      : text_of(expected, "library");
+      if (!attach_to_package_step(package_of_path(library), id)) {
+        const std::string package = package_of_path(library);
+        if (const auto spec = recipe_spec(package); !spec.empty()) {
+          install(package, spec, summary, id, true);
+        } else {
+          manual(summary,
+                 "a build of " + (package.empty() ? library : package) +
+                     " that does not need what the contract forbids",
+                 id);
+        }
+      }
+    } else if (cause == "environment_mismatch" || cause == "search_path_mismatch") {
+      set_variable(check, summary, id);
+    } else if (cause == "missing_library" || cause == "abi_signature_mismatch" ||
+               cause == "undefined_symbol") {
+      loader_failure(check, summary, id);
+    } else if (cause == "import_error") {
+      const std::string error = text_of(evidence, "error");
+      const std::string marker = "No module named '";
+      if (const auto at = error.find(marker); at != std::string::npos) {
+        std::string module = error.substr(at + marker.size());
+        module = module.substr(0, module.find_first_of("'."));
+        if (!attach_to_package_step(module, id)) {
+          install(module, recipe_spec(module).empty() ? module : recipe_spec(module), summary, id,
+                  false);
+        }
+      } else {
+        manual(summary, "the import error above fixed in this env: " + error, id);
+      }
+    } else if (cause == "too_few_devices" || cause == "missing_device_nodes") {
+      manual(summary,
+             "the host's administrator: the accelerator driver loaded, its device nodes "
+             "present and passed to this env (*_VISIBLE_DEVICES, the container's --device)",
+             id);
+    } else if (cause == "hang" || cause == "crash") {
+      manual(summary,
+             "the platform team: the vendor runtime and driver versions this build of the "
+             "plugin needs (the evidence shows where it " +
+                 std::string(cause == "hang" ? "waits" : "crashed") + ")",
+             id);
+    } else if (cause == "glibc_too_old") {
+      manual(summary, "a host or image with a newer C library", id);
+    } else if (cause == "missing_tool") {
+      manual(summary, "the tool installed on the host or in the image", id);
+    } else if (cause == "missing_library" || cause == "forbidden_library") {
+      manual(summary, "the vendor runtime as the contract wants it on the loader's path", id);
+    } else if (cause == "forbidden_path" || cause == "facts_disagree") {
+      manual(summary,
+             "the env's search path cleaned: the PYTHONPATH, .pth file or sitecustomize that "
+             "brings in another copy",
+             id);
+    } else if (cause == "stale_distribution") {
+      manual(summary, "the older record removed, then the distribution reinstalled", id);
+    } else if (cause == "missing_file") {
+      manual(summary, "what provides the file installed", id);
+    } else if (cause == "unreadable_file") {
+      manual(summary, "the file replaced by a regular one, or removed", id);
+    } else if (cause == "unsafe_permissions" || cause == "imports_unchecked") {
+      manual(summary, "the env's owner: make it writable by its owner only (chmod go-w)", id);
+    } else if (cause == "run_as_unavailable") {
+      manual(summary, "the agent's configuration: a user that exists (run_root_envs_as)", id);
+    } else if (cause == "smoke_failed" || cause == "command_failed" ||
+               cause == "integration_test_failed") {
+      manual(summary, "a look at its output: the failure is the env's own code", id);
+    } else if (cause == "broken_env") {
+      route_fresh("the env is broken: " + summary);
+      m_plan.unplanned.push_back({id, cause, "a new env replaces it (provision)"});
+    } else if (cause == "facts_error" || cause == "judge_error" || cause == "probe_error" ||
+               cause == "stopped") {
+      add({StepAction::rescan,
+           "",
+           "",
+           summary,
+           "",
+           "a scan that completes (the agent's side)",
+           {id}});
+    } else {
+      m_plan.unplanned.push_back(
+          {id, cause, "no plan for this cause (docs/provisioning.md): " + summary});
+    }
+  }
+
+  // The distribution a package check is about.
+  std::string distribution_in(const Json& check) const {
+    const std::string kind = text_of(check, "kind");
+    const auto& diagnosis = member(check, "diagnosis");
+    const auto& evidence = member(diagnosis, "evidence");
+    if (kind == "torch") {
+      return "torch";
+    }
+    if (kind == "triton") {
+      const std::string provider = text_of(member(check, "expected"), "provider");
+      return provider.empty() ? "triton" : provider;
+    }
+    for (const char* key : {"distribution", "name"}) {
+      if (const auto name = text_of(evidence, key); !name.empty()) {
+        return name;
+      }
+    }
+    if (const auto path = text_of(evidence, "path"); !path.empty()) {
+      return package_of_path(path);
+    }
+    // "module torch_xmlir is installed; ...", "torch_fl is not installed"
+    std::string summary = text_of(diagnosis, "summary");
+    if (summary.starts_with("module ")) {
+      summary = summary.substr(7);
+    }
+    return summary.substr(0, summary.find(' '));
+  }
+
+  std::string recipe_spec(const std::string& distribution) const {
+    if (m_recipe == nullptr || distribution.empty()) {
+      return "";
+    }
+    const auto wanted = common::normalize_distribution_name(distribution);
+    for (const auto& package : m_recipe->packages) {
+      if (common::normalize_distribution_name(requirement_name(package)) == wanted) {
+        return package;
+      }
+    }
+    return "";
+  }
+
+  std::string default_torch_spec(const Json& expected) const {
+    if (const auto spec = recipe_spec("torch"); !spec.empty()) {
+      return spec;
+    }
+    const std::string base = text_of(expected, "base");
+    const bool cpu = text_of(member(expected, "cuda"), "mode") == "none";
+    return base.empty() ? "torch" : "torch==" + base + (cpu ? "+cpu" : "");
+  }
+
+  std::string pip_index_options() const {
+    std::string options;
+    if (m_recipe != nullptr) {
+      if (m_recipe->no_index) {
+        options += " --no-index";
+      }
+      if (!m_recipe->wheelhouse.empty()) {
+        options += " --find-links " + shell_quoted(m_recipe->wheelhouse);
+      }
+      if (!m_recipe->index_url.empty()) {
+        options += " --index-url " + shell_quoted(m_recipe->index_url);
+      }
+    }
+    return options;
+  }
+
+  void route_fresh(const std::string& why) {
+    if (!m_plan.fresh_env) {
+      m_plan.fresh_env = true;
+      m_plan.fresh_env_why = why;
+    }
+  }
+
+  void add(PlanStep step) {
+    for (auto& existing : m_plan.steps) {
+      if (existing.action == step.action && existing.target == step.target &&
+          (step.action != StepAction::manual || existing.ask == step.ask)) {
+        for (auto& id : step.fixes) {
+          if (std::find(existing.fixes.begin(), existing.fixes.end(), id) == existing.fixes.end()) {
+            existing.fixes.push_back(id);
+          }
+        }
+        return;
+      }
+    }
+    m_plan.steps.push_back(std::move(step));
+  }
+
+  void install(const std::string& name, const std::string& spec, const std::string& why,
+               const std::string& id, bool reinstall) {
+    add({StepAction::install_distribution,
+         name,
+         spec,
+         why,
+         shell_quoted(m_python) + " -m pip install" + (reinstall ? " --force-reinstall" : "") +
+             pip_index_options() + " " + shell_quoted(spec),
+         "",
+         {id}});
+  }
+
+  void remove(const std::string& name, const std::string& why, const std::string& id) {
+    add({StepAction::remove_distribution,
+         name,
+         "",
+         why,
+         shell_quoted(m_python) + " -m pip uninstall --yes " + shell_quoted(name),
+         "",
+         {id}});
+  }
+
+  void manual(const std::string& why, const std::string& ask, const std::string& id) {
+    add({StepAction::manual, "", "", why, "", ask, {id}});
+  }
+
+  // A step already planned for the package `package` (removing or
+  // reinstalling it) also answers check `id`. False when there is none.
+  bool attach_to_package_step(const std::string& package, const std::string& id) {
+    if (package.empty()) {
+      return false;
+    }
+    const auto wanted = common::normalize_distribution_name(package);
+    for (auto& step : m_plan.steps) {
+      if ((step.action == StepAction::remove_distribution ||
+           step.action == StepAction::install_distribution) &&
+          common::normalize_distribution_name(step.target) == wanted) {
+        if (std::find(step.fixes.begin(), step.fixes.end(), id) == step.fixes.end()) {
+          step.fixes.push_back(id);
+        }
+        return true;
+      }
+    }
+    return false;
+  }
+
+  void file_step(const std::string& path, const std::string& why, const std::string& id) {
+    if (!attach_to_package_step(package_of_path(path), id)) {
+      add({StepAction::remove_file, path, "", why, "rm -- " + shell_quoted(path), "", {id}});
+    }
+  }
+
+  void set_variable(const Json& check, const std::string& why, const std::string& id) {
+    const auto& diagnosis = member(check, "diagnosis");
+    const auto& expected = member(check, "expected");
+    std::string variable = text_of(member(diagnosis, "evidence"), "variable");
+    if (variable.empty()) {
+      variable = text_of(expected, "variable");
+    }
+    // "${XPU_ROOT}/lib" needs XPU_ROOT itself: when activation leaves it
+    // unset, setting it is a step of its own.
+    if (const auto& starts = member(expected, "starts_with"); starts.is_array()) {
+      for (const auto& dir : starts) {
+        const std::string text = dir.is_string() ? dir.get<std::string>() : "";
+        const auto open = text.find("${");
+        const auto close = open == std::string::npos ? open : text.find('}', open);
+        if (close == std::string::npos) {
+          continue;
+        }
+        const std::string needed = text.substr(open + 2, close - open - 2);
+        if (why.find(needed + " is not set") != std::string::npos) {
+          set_named_variable(needed, recipe_value(needed), why, id);
+        }
+      }
+    }
+    // The recipe's value first: provision writes the same.
+    std::string value = recipe_value(variable);
+    if (value.empty()) {
+      if (const auto& starts = member(expected, "starts_with"); starts.is_array()) {
+        for (const auto& dir : starts) {
+          value += (value.empty() ? "" : ":") + dir.get<std::string>();
+        }
+        value += "${" + variable + ":+:$" + variable + "}";
+      } else if (const auto equals = text_of(expected, "equals"); !equals.empty()) {
+        value = equals;
+      }
+    }
+    set_named_variable(variable, value, why, id);
+  }
+
+  std::string recipe_value(const std::string& variable) const {
+    if (m_recipe != nullptr) {
+      for (const auto& [name, value] : m_recipe->env_vars) {
+        if (name == variable) {
+          return value;
+        }
+      }
+    }
+    return "";
+  }
+
+  void set_named_variable(const std::string& variable, const std::string& value,
+                          const std::string& why, const std::string& id) {
+    if (value.empty() || variable.empty()) {
+      manual(why,
+             "the value " + (variable.empty() ? std::string("the contract wants") : variable) +
+                 " must have in this env's activation (where the vendor runtime is installed)",
+             id);
+      return;
+    }
+    const std::string line = "export " + variable + "=\"" + value + "\"";
+    const std::string where = m_conda ? m_plan.prefix + "/etc/conda/activate.d/envcontract.sh"
+                                      : m_plan.prefix + "/bin/activate";
+    add({StepAction::set_variable,
+         variable,
+         value,
+         why,
+         "add to " + where + ": " + line,
+         "",
+         {id}});
+  }
+
+  // A module that does not load: a library missing, a symbol missing or
+  // different. The package that needs it is removed or reinstalled by
+  // another step, or the recipe's build of it replaces it; else it is manual.
+  void loader_failure(const Json& check, const std::string& why, const std::string& id) {
+    const auto& evidence = member(member(check, "diagnosis"), "evidence");
+    std::string needed_by = text_of(member(evidence, "missing"), "needed_by");
+    for (const char* key : {"needed_by", "library", "requester"}) {
+      if (needed_by.empty()) {
+        needed_by = text_of(evidence, key);
+      }
+    }
+    const std::string package = package_of_path(needed_by);
+    if (attach_to_package_step(package, id)) {
+      return;
+    }
+    if (const auto spec = recipe_spec(package); !spec.empty()) {
+      install(package, spec, why, id, true);
+      return;
+    }
+    manual(why,
+           "the platform team: the library it needs (the vendor runtime), or a build of " +
+               (package.empty() ? std::string("the failing module") : package) +
+               " that matches this host's runtime",
+           id);
+  }
+
+  const Json& m_env;
+  const contracts::ProvisionRecipe* m_recipe;
+  EnvPlan m_plan;
+  std::string m_python;
+  bool m_conda = false;
+};
+
+Json step_json(const PlanStep& step, std::size_t order) {
+  return {{"order", order},        {"action", to_string(step.action)},
+          {"target", step.target}, {"value", step.value},
+          {"why", step.why},       {"command", step.command},
+          {"ask", step.ask},       {"fixes", step.fixes}};
+}
+
+}  // namespace
+
+std::string to_string(StepAction action) {
+  switch (action) {
+    case StepAction::remove_distribution:
+      return "remove_distribution";
+    case StepAction::install_distribution:
+      return "install_distribution";
+    case StepAction::set_variable:
+      return "set_variable";
+    case StepAction::remove_file:
+      return "remove_file";
+    case StepAction::manual:
+      return "manual";
+    case StepAction::rescan:
+      return "rescan";
+  }
+  return "manual";
+}
+
+HostPlan build_plan(const Json& report, const contracts::Contract& contract,
+                    const std::string& env) {
+  HostPlan plan;
+  plan.host = text_of(report, "host");
+  plan.contract = contract.name;
+  plan.recipe = contract.provision.has_value();
+  for (const auto& target : member(report, "targets")) {
+    for (const auto& check : member(target, "checks")) {
+      if (text_of(check, "status") == "pass") {
+        continue;
+      }
+      const auto& diagnosis = member(check, "diagnosis");
+      const bool unknown = text_of(diagnosis, "cause") == "image_unknown";
+      plan.host_steps.push_back(
+          {StepAction::manual,
+           text_of(target, "name"),
+           text_of(check, "expected"),
+           text_of(diagnosis, "summary"),
+           "",
+           unknown ? "the agent's configuration: where the host's image reference is read "
+                     "(image_tag in the agent's config, --image-tag-file)"
+                   : "the host's administrator: run the image " + text_of(check, "expected") +
+                         " (docker pull, then recreate the container from it)",
+           {"target:" + text_of(target, "name")}});
+    }
+  }
+  for (const auto& entry : member(report, "envs")) {
+    if (!env.empty() && text_of(entry, "name") != env) {
+      continue;
+    }
+    if (text_of(entry, "verdict") == "compliant") {
+      continue;
+    }
+    plan.envs.push_back(EnvPlanner(entry, contract).build());
+  }
+  return plan;
+}
+
+Json to_json(const EnvPlan& plan) {
+  Json steps = Json::array();
+  for (std::size_t i = 0; i < plan.steps.size(); ++i) {
+    steps.push_back(step_json(plan.steps[i], i + 1));
+  }
+  Json unplanned = Json::array();
+  for (const auto& item : plan.unplanned) {
+    unplanned.push_back({{"check", item.check}, {"cause", item.cause}, {"why", item.why}});
+  }
+  return {{"env", plan.env},
+          {"prefix", plan.prefix},
+          {"verdict", plan.verdict},
+          {"route", plan.fresh_env ? "fresh_env" : "repair"},
+          {"route_why", plan.fresh_env ? plan.fresh_env_why
+                                       : std::string("the steps below repair the env in place")},
+          {"steps", steps},
+          {"unplanned", unplanned}};
+}
+
+Json to_json(const HostPlan& plan) {
+  Json host_steps = Json::array();
+  for (std::size_t i = 0; i < plan.host_steps.size(); ++i) {
+    host_steps.push_back(step_json(plan.host_steps[i], i + 1));
+  }
+  Json envs = Json::array();
+  for (const auto& env : plan.envs) {
+    envs.push_back(to_json(env));
+  }
+  return {{"schema_version", 1},   {"host", plan.host},        {"contract", plan.contract},
+          {"recipe", plan.recipe}, {"host_steps", host_steps}, {"envs", envs}};
+}
+
+std::string render_plan(const HostPlan& plan) {
+  std::ostringstream out;
+  const auto render_step = [&out](const PlanStep& step, std::size_t order) {
+    out << "  " << order << ". ";
+    if (step.action == StepAction::manual) {
+      out << "manual: ask " << step.ask << "\n";
+    } else if (step.action == StepAction::rescan) {
+      out << "scan again: " << step.ask << "\n";
+    } else {
+      out << to_string(step.action) << " " << step.target
+          << (step.value.empty() || step.value == step.target ? "" : " (" + step.value + ")")
+          << "\n     $ " << step.command << "\n";
+    }
+    out << "     because: " << step.why << "\n";
+    std::string fixes;
+    for (const auto& id : step.fixes) {
+      fixes += (fixes.empty() ? "" : ", ") + id;
+    }
+    out << "     fixes: " << fixes << "\n";
+  };
+  for (std::size_t i = 0; i < plan.host_steps.size(); ++i) {
+    if (i == 0) {
+      out << "host " << plan.host << "\n";
+    }
+    render_step(plan.host_steps[i], i + 1);
+  }
+  for (const auto& env : plan.envs) {
+    out << (out.tellp() > 0 ? "\n" : "") << env.env << " (" << env.verdict << ", " << env.prefix
+        << ")\n";
+    if (env.fresh_env) {
+      out << "  route: a new env is the better way: " << env.fresh_env_why << "\n"
+          << (plan.recipe ? "  (envcontractd provision builds one from the contract's recipe; "
+                            "the steps below repair this env in place instead)\n"
+                          : "  (the contract has no provision recipe: add one to let "
+                            "envcontractd provision build it; the steps below repair in place)\n");
+    }
+    for (std::size_t i = 0; i < env.steps.size(); ++i) {
+      render_step(env.steps[i], i + 1);
+    }
+    for (const auto& item : env.unplanned) {
+      out << "  - " << item.check << ": " << item.why << "\n";
+    }
+  }
+  if (plan.envs.empty() && plan.host_steps.empty()) {
+    out << "nothing to do: every env complies\n";
+  }
+  return out.str();
+}
+
+const std::vector<CausePlanning>& cause_planning() {
+  static const std::vector<CausePlanning> table = {
+      {"cuda_build", "install_distribution", "the contract's torch build; a new env is advised"},
+      {"cuda_missing", "install_distribution", "the contract's torch build; a new env is advised"},
+      {"version_mismatch", "install_distribution",
+       "the recipe's specifier; torch: a new env is advised; Python: a new env only"},
+      {"forbidden_path", "manual", "clean the search path (PYTHONPATH, .pth, sitecustomize)"},
+      {"stock_triton", "remove_distribution", "then install_distribution of the provider"},
+      {"triton_backend_missing", "install_distribution", "the recipe's build, reinstalled"},
+      {"missing_package", "install_distribution", "the recipe's specifier, or the name"},
+      {"forbidden_package", "remove_distribution", ""},
+      {"stale_distribution", "manual", "remove the older record, reinstall"},
+      {"missing_file", "manual", "install what provides it"},
+      {"forbidden_file", "remove_distribution",
+       "answered by the step that removes or reinstalls its package; else remove_file"},
+      {"forbidden_needed", "install_distribution",
+       "answered by its package's step, or the recipe's build of it; else manual"},
+      {"environment_mismatch", "set_variable", "the recipe's value, or the contract's"},
+      {"search_path_mismatch", "set_variable", "the recipe's value, or the contract's"},
+      {"missing_library", "install_distribution",
+       "answered by the step for the package that needs it, or the recipe's build of it; "
+       "else manual (the vendor runtime)"},
+      {"abi_signature_mismatch", "install_distribution", "as missing_library"},
+      {"undefined_symbol", "install_distribution", "as missing_library"},
+      {"import_error", "install_distribution", "a missing module; other errors are manual"},
+      {"smoke_failed", "manual", "the env's own code fails"},
+      {"too_few_devices", "manual", "driver, device nodes, visibility"},
+      {"missing_device_nodes", "manual", "driver, device nodes"},
+      {"hang", "manual", "vendor runtime and driver versions"},
+      {"crash", "manual", "vendor runtime and driver versions"},
+      {"activation_required", "not planned", "a note: the env works when activated"},
+      {"probe_error", "rescan", "the agent could not gather the facts"},
+      {"unsafe_permissions", "manual", "the env's owner makes it private"},
+      {"run_as_unavailable", "manual", "the agent's configuration"},
+      {"imports_unchecked", "manual", "the env's owner removes what cannot be checked"},
+      {"broken_env", "route", "a new env replaces it"},
+      {"unreadable_file", "manual", "replace or remove the file"},
+      {"facts_disagree", "manual", "find what brings in the other copy"},
+      {"facts_error", "rescan", "the agent's side"},
+      {"stopped", "rescan", "a scan that completes"},
+      {"judge_error", "rescan", "the agent's side"},
+      {"blocked", "not planned", "runs once the check it waits for passes"},
+      {"image_mismatch", "manual", "a host step: the image the target names"},
+      {"image_partial", "not planned", "a note"},
+      {"image_unknown", "manual", "a host step: configure where the image reference is read"},
+      {"waived", "not planned", "accepted for a while by the contract"},
+      {"waiver_expired", "not planned", "a note; the check's own cause is planned"},
+      {"forbidden_library", "manual", "the vendor runtime as the contract wants it"},
+      {"missing_tool", "manual", "install the tool on the host or in the image"},
+      {"glibc_too_old", "manual", "a host or image with a newer C library"},
+      {"command_failed", "manual", "the command's own failure"},
+      {"integration_test_failed", "manual", "the test's own failure"},
+      {"needs_checkout", "not planned", "configure a checkout of the repository"},
+  };
+  return table;
+}
+
+}  // namespace envcontract::provisioning
