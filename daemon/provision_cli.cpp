@@ -10,6 +10,7 @@
 
 #include "contracts/values.hpp"
 #include "daemon/provision_command.hpp"
+#include "daemon/snapshot_command.hpp"
 
 namespace envcontract::daemon {
 namespace {
@@ -34,7 +35,11 @@ struct ProvisioningCli::Arguments {
   CLI::App* provision = nullptr;
   CLI::App* promote = nullptr;
   CLI::App* rollback = nullptr;
+  CLI::App* snapshot = nullptr;
   std::vector<CLI::App*> verbs;
+  bool pin = false;
+  std::string snapshot_output;
+  std::string snapshot_name;
 
   std::string config_file;
   std::string contract;
@@ -178,12 +183,53 @@ ProvisioningCli::ProvisioningCli(CLI::App& app) : m_arguments(std::make_unique<A
   a.add_common(a.rollback, false, false);
   a.rollback->add_option("NAME", a.rollback_name, "the link")->required();
   a.rollback->footer("Exit status: 0 switched back, 2 error (nothing to go back to).");
+
+  a.snapshot = app.add_subcommand(
+      "snapshot",
+      "Write a contract that states what a known-good env is (torch build, triton, imports, "
+      "activation, the host's image; pins on request), commented for review");
+  a.snapshot->add_option("--root", a.roots, "a filesystem root or directory to search for envs");
+  a.snapshot->add_option("--prefix", a.prefixes, "an env prefix to include (repeatable)");
+  a.snapshot->add_option("--env", a.env, "the env to snapshot (needed when several are found)");
+  a.snapshot
+      ->add_option("--contract", a.contract,
+                   "a base contract: its devices and smoke checks are run in the env and "
+                   "kept (device counts as observed)")
+      ->check(CLI::ExistingFile);
+  a.snapshot->add_option("--name", a.snapshot_name,
+                         "the new contract's name (default ENV-snapshot)");
+  a.snapshot->add_flag("--pin", a.pin, "pin every distribution at the version installed");
+  a.snapshot->add_option("--image-tag-file", a.image_tag_file,
+                         "file holding the host's container image reference (becomes a target)");
+  a.snapshot->add_option("--run-root-envs-as", a.run_root_envs_as,
+                         "the user that root-owned envs' code runs as (default nobody)");
+  a.snapshot->add_option("-o,--output", a.snapshot_output, "write here instead of stdout");
+  a.snapshot->footer("Exit status: 0 written, 2 error (no such env, incomplete facts).");
 }
 
 ProvisioningCli::~ProvisioningCli() = default;
 
 std::optional<int> ProvisioningCli::run() {
   auto& a = *m_arguments;
+  if (a.snapshot->parsed()) {
+    SnapshotOptions options;
+    options.discovery.roots.assign(a.roots.begin(), a.roots.end());
+    options.discovery.prefixes.assign(a.prefixes.begin(), a.prefixes.end());
+    if (a.roots.empty() && a.prefixes.empty()) {
+      options.discovery.roots.emplace_back("/");
+    }
+    options.discovery.run_as.root_envs_user =
+        a.run_root_envs_as.empty() ? std::string("nobody") : a.run_root_envs_as;
+    if (!a.image_tag_file.empty()) {
+      options.image = {probes::ImageTagSource::Kind::file, a.image_tag_file};
+    }
+    options.env = a.env;
+    options.base_contract = a.contract;
+    options.name = a.snapshot_name;
+    options.pin = a.pin;
+    options.output = a.snapshot_output;
+    return run_snapshot(options, std::cout, std::cerr);
+  }
   for (auto* verb : a.verbs) {
     if (!verb->parsed()) {
       continue;

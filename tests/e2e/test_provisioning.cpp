@@ -430,6 +430,44 @@ TEST_F(Provisioning, OverHttpRefusedWithoutATokenOrWhenNotEnabled) {
   EXPECT_EQ(testing::get_json(disabled, "/api/v1/plan")["provisioning"]["enabled"], false);
 }
 
+// A contract from a golden env: it validates, the env it came from complies
+// with it, and every env of the demo host drifts from it.
+TEST_F(Provisioning, ASnapshotOfACompliantEnvPassesOnItAndFailsOnTheDemoHostsEnvs) {
+  const auto built = provision("golden", m_contract);
+  ASSERT_EQ(built.exit_code, 0) << built.out << built.err;
+  const auto snapshot = m_dir.path() / "golden.yaml";
+  const auto taken = run_command(
+      {ENVCONTRACTD_PATH, "snapshot", "--prefix", (m_envs / "golden").string(), "--contract",
+       m_contract.string(), "--name", "kunlunxin-golden", "--pin", "--image-tag-file",
+       (demo_host() / "etc/flagos-image").string(), "-o", snapshot.string()});
+  ASSERT_EQ(taken.exit_code, 0) << taken.err;
+  EXPECT_NE(taken.err.find("wrote " + snapshot.string() + ": 3 imports, 1 device and 1 smoke"),
+            std::string::npos)
+      << taken.err;
+  const auto text = read_text(snapshot);
+  for (const char* line :
+       {"  - id: torch-build\n    kind: torch\n    base: \"2.10.0\"\n",
+        "    modules: [\"torch\", \"torch_fl\", \"triton\"]\n", "    backends: [\"xpu\"]\n",
+        "      torch-fl: \"==0.3.0\"\n", "    count: \">= 8\"\n",
+        "  # From the base contract, as it is; here it passed.\n"}) {
+    EXPECT_NE(text.find(line), std::string::npos) << line << "\nin:\n" << text;
+  }
+  EXPECT_EQ(run_command({ENVCONTRACTD_PATH, "validate", snapshot.string()}).exit_code, 0);
+
+  const auto golden = run_command({ENVCONTRACTD_PATH, "scan", "--contract", snapshot.string(),
+                                   "--prefix", (m_envs / "golden").string(), "--image-tag-file",
+                                   (demo_host() / "etc/flagos-image").string(), "-o", "json"});
+  EXPECT_EQ(golden.exit_code, 0) << golden.out;
+  const auto demo = run_command({ENVCONTRACTD_PATH, "scan", "--contract", snapshot.string(),
+                                 "--root", demo_host().string(), "--image-tag-file",
+                                 (demo_host() / "etc/flagos-image").string(), "-o", "json"});
+  EXPECT_EQ(demo.exit_code, 1);
+  const auto report = nlohmann::json::parse(demo.out, nullptr, false);
+  ASSERT_TRUE(report.is_object()) << demo.out;
+  EXPECT_EQ(report["envs"].size(), 8U);
+  EXPECT_TRUE(report["compliant_envs"].empty()) << common::json_text(report["compliant_envs"]);
+}
+
 // The dashboard, as a person uses it in headless Chromium: a drifting env's
 // plan under its diagnoses; then the provision form with the token, the
 // job's lines appearing while it runs, and the promote form once it complies.

@@ -1,0 +1,282 @@
+#include "daemon/snapshot_command.hpp"
+
+#include <unistd.h>
+
+#include <algorithm>
+#include <fstream>
+#include <ostream>
+#include <set>
+
+#include "common/python_names.hpp"
+#include "common/shown_path.hpp"
+#include "common/time_text.hpp"
+#include "contracts/contract_loader.hpp"
+#include "contracts/spelling.hpp"
+#include "contracts/values.hpp"
+#include "daemon/contract_source.hpp"
+#include "daemon/probe_plan.hpp"
+#include "facts/stage_names.hpp"
+#include "probes/dynamic_probe.hpp"
+#include "probes/host_facts.hpp"
+#include "provisioning/snapshot.hpp"
+
+namespace envcontract::daemon {
+namespace {
+
+namespace fs = std::filesystem;
+
+// Distributions that make an env work, not what it is for.
+bool tooling(const std::string& normalized) {
+  static const std::set<std::string> names = {"pip", "setuptools", "wheel", "distribute",
+                                              "pkg-resources"};
+  return names.count(normalized) != 0;
+}
+
+// What to import in the env, in the order a user would: torch first, what
+// builds on it, triton last; the packaging tools and private names left out.
+std::vector<std::string> candidate_imports(const probes::StaticFacts& facts) {
+  std::set<std::string> middle;
+  for (const auto& distribution : facts.distributions) {
+    if (tooling(distribution.normalized)) {
+      continue;
+    }
+    for (const auto& module : distribution.top_level) {
+      if (!module.empty() && module.front() != '_' && module != "torch" && module != "triton" &&
+          contracts::is_module_name(module)) {
+        middle.insert(module);
+      }
+    }
+  }
+  std::vector<std::string> modules;
+  if (facts.torch.present) {
+    modules.emplace_back("torch");
+  }
+  for (const auto& module : middle) {
+    if (modules.size() >= 40) {
+      break;
+    }
+    modules.push_back(module);
+  }
+  if (facts.triton.present) {
+    modules.emplace_back("triton");
+  }
+  return modules;
+}
+
+// Variables activation sets that say something about the platform: not the
+// shell's own, nor the env manager's bookkeeping.
+bool bookkeeping(const std::string& name) {
+  static const std::set<std::string> names = {"PATH", "PS1",    "_",           "SHLVL",
+                                              "PWD",  "OLDPWD", "VIRTUAL_ENV", "LD_LIBRARY_PATH"};
+  return names.count(name) != 0 || name.starts_with("CONDA_") || name.starts_with("VIRTUAL_ENV_") ||
+         name.starts_with("_CE_") || name.starts_with("BASH");
+}
+
+const probes::StageResult* stage_named(const probes::DynamicFacts& facts, const std::string& name) {
+  for (const auto& stage : facts.stages) {
+    if (stage.stage == name) {
+      return &stage;
+    }
+  }
+  return nullptr;
+}
+
+}  // namespace
+
+int run_snapshot(const SnapshotOptions& options, std::ostream& out, std::ostream& err) {
+  std::optional<ContractHandle> base;
+  if (!options.base_contract.empty()) {
+    auto loaded = load_contract(options.base_contract);
+    if (!loaded) {
+      err << loaded.error();
+      return 2;
+    }
+    base = loaded.value();
+  }
+  probes::HostFactsOptions facts_options;
+  facts_options.discovery = options.discovery;
+  facts_options.image = options.image;
+  probes::ActivationCache activations;
+  probes::ElfCache elf_files;
+  const auto host = probes::gather_host_facts(facts_options, activations, elf_files);
+
+  std::vector<std::string> names;
+  const probes::EnvFacts* chosen = nullptr;
+  for (const auto& env : host.envs) {
+    names.push_back(env.env.name);
+    if (env.env.name == options.env || (options.env.empty() && host.envs.size() == 1)) {
+      chosen = &env;
+    }
+  }
+  if (chosen == nullptr) {
+    std::string listing;
+    for (const auto& name : names) {
+      listing += (listing.empty() ? "" : ", ") + name;
+    }
+    err << "envcontractd snapshot: "
+        << (options.env.empty()
+                ? "name the env to snapshot (--env); the envs found are: "
+                : "no env named '" + options.env + "'" +
+                      contracts::did_you_mean(options.env, names) + "; the envs found are: ")
+        << (listing.empty() ? std::string("none (name its --prefix or --root)") : listing) << "\n";
+    return 2;
+  }
+  const auto& env = *chosen;
+  // A snapshot is evidence of what an env is: not of one whose facts are partial.
+  if (const auto refusal = probes::code_refusal(env.env); !refusal.empty()) {
+    err << "envcontractd snapshot: " << env.env.name << ": " << refusal << "\n";
+    return 2;
+  }
+  if (!env.errors.empty() || !env.refused_files.empty() || !env.activation.problem.empty()) {
+    err << "envcontractd snapshot: the facts of " << env.env.name << " are incomplete ("
+        << (!env.errors.empty() ? env.errors[0].stage + ": " + env.errors[0].message
+            : !env.activation.problem.empty()
+                ? "activation: " + env.activation.problem
+                : "a file was refused: " + env.refused_files[0].path.string())
+        << "); a snapshot would state less than the env is\n";
+    return 2;
+  }
+
+  const auto& facts = env.static_facts;
+  probes::ProbePlan plan = plan_from_contract(base ? &(*base)->contract : nullptr);
+  plan.imports = candidate_imports(facts);
+  plan.torch_after_imports = false;
+  plan.commands.clear();
+  plan.compare_bare = false;
+  const auto dynamic = probes::probe_env(env.env, env.activation, plan);
+  if (!dynamic.refused.empty()) {
+    err << "envcontractd snapshot: " << env.env.name << ": " << dynamic.refused << "\n";
+    return 2;
+  }
+
+  provisioning::SnapshotInput input;
+  input.contract_name = options.name.empty() ? env.env.name + "-snapshot" : options.name;
+  input.platform = base ? (*base)->contract.platform : "";
+  input.env = env.env.name;
+  input.prefix = env.env.prefix.string();
+  input.host = host.host;
+  input.taken_at = common::now_rfc3339();
+  input.python_version = env.env.python_version;
+  if (facts.torch.present) {
+    const auto& libraries = facts.torch.libraries;
+    input.torch = provisioning::SnapshotTorch{
+        facts.torch.version,
+        facts.torch.base,
+        facts.torch.local,
+        facts.torch.cuda,
+        facts.torch.hip,
+        std::find(libraries.begin(), libraries.end(), "libtorch_cuda.so") != libraries.end()};
+  }
+  if (facts.triton.present && !facts.triton.provider.empty()) {
+    input.triton = provisioning::SnapshotTriton{
+        facts.triton.provider, facts.triton.provider_version, facts.triton.backends};
+  }
+  std::set<std::string> reported;
+  if (const auto* imports = stage_named(dynamic, std::string(facts::stage_names::imports))) {
+    for (const auto& record : imports->records) {
+      if (record.value("type", "") != "import") {
+        continue;
+      }
+      const std::string module = record.value("module", "");
+      reported.insert(module);
+      if (record.value("ok", false)) {
+        input.imported.push_back(module);
+      } else {
+        input.import_failures.emplace_back(
+            module, record.value("error_type", "") + ": " + record.value("error", ""));
+      }
+    }
+    for (const auto& module : plan.imports) {
+      if (reported.count(module) == 0) {
+        input.import_failures.emplace_back(module, "not reached: " + imports->summary);
+      }
+    }
+  }
+  for (const auto& distribution : facts.distributions) {
+    if (!tooling(distribution.normalized)) {
+      input.distributions.emplace_back(distribution.normalized, distribution.version);
+    }
+  }
+  input.pin = options.pin;
+  for (const auto& [name, value] : env.activation.activated) {
+    const auto bare = env.activation.bare.find(name);
+    if (!bookkeeping(name) && contracts::is_environment_variable_name(name) &&
+        (bare == env.activation.bare.end() || bare->second != value)) {
+      input.variables.emplace_back(name, value);
+    }
+  }
+  if (const auto path = env.activation.activated.find("LD_LIBRARY_PATH");
+      path != env.activation.activated.end()) {
+    const auto bare = env.activation.bare.find("LD_LIBRARY_PATH");
+    if (bare == env.activation.bare.end() || bare->second != path->second) {
+      input.library_path_first = path->second.substr(0, path->second.find(':'));
+    }
+  }
+  input.image = host.image.value;
+  if (base) {
+    for (const auto& check : (*base)->contract.checks) {
+      if (check.kind == "devices") {
+        const auto& params = check.parameters<contracts::DevicesParams>();
+        provisioning::SnapshotDevices devices{
+            check.id,       params.expression,
+            params.imports, params.timeout,
+            std::nullopt,   params.count.op + " " + std::to_string(params.count.value),
+            "not run"};
+        if (const auto* stage = stage_named(dynamic, facts::stage_names::devices(check.id))) {
+          devices.problem = stage->summary;
+          for (const auto& record : stage->records) {
+            if (record.value("type", "") == "devices" && record["value"].is_number_integer()) {
+              devices.observed = record["value"].get<long long>();
+            }
+          }
+        }
+        input.devices.push_back(std::move(devices));
+      } else if (check.kind == "smoke") {
+        const auto& params = check.parameters<contracts::SmokeParams>();
+        std::string outcome = "was not run";
+        if (const auto* stage = stage_named(dynamic, facts::stage_names::smoke(check.id))) {
+          outcome = stage->status == probes::StageStatus::ok
+                        ? "passed"
+                        : "did not pass (" + stage->summary + ")";
+        }
+        input.smokes.push_back({check.id, check.description, params.code, params.expect_output,
+                                params.timeout, outcome});
+      }
+    }
+  }
+
+  const std::string yaml = provisioning::snapshot_yaml(input);
+  // Never write a contract that does not load.
+  const auto check = contracts::load_contract_text(
+      yaml, options.output.empty() || options.output == "-" ? "snapshot.yaml" : options.output);
+  if (!check.contract) {
+    err << "envcontractd snapshot: the contract written from " << env.env.name
+        << " does not load (a bug; please report it):\n";
+    for (const auto& diagnostic : check.diagnostics.sorted()) {
+      err << diagnostic.to_string() << "\n";
+    }
+    return 2;
+  }
+  if (options.output.empty() || options.output == "-") {
+    out << yaml;
+  } else {
+    std::ofstream file(options.output);
+    file << yaml;
+    if (!file) {
+      err << "envcontractd snapshot: cannot write " << common::shown_path(options.output) << "\n";
+      return 2;
+    }
+    err << "wrote " << common::shown_path(options.output) << ": " << input.imported.size()
+        << " imports, " << input.devices.size() << " device and " << input.smokes.size()
+        << " smoke checks from " << env.env.name << "\n";
+  }
+  for (const auto& smoke : input.smokes) {
+    if (smoke.outcome != "passed") {
+      err << "warning: " << smoke.id << " " << smoke.outcome
+          << ": is this env really the one to copy?\n";
+    }
+  }
+  return 0;
+}
+
+}  // namespace envcontract::daemon

@@ -1,0 +1,202 @@
+#include "provisioning/snapshot.hpp"
+
+#include <cstdio>
+#include <sstream>
+
+namespace envcontract::provisioning {
+namespace {
+
+std::string duration_text(std::chrono::milliseconds duration) {
+  const auto ms = duration.count();
+  return ms % 1000 == 0 ? std::to_string(ms / 1000) + "s" : std::to_string(ms) + "ms";
+}
+
+std::string flow_list(const std::vector<std::string>& items) {
+  std::string text = "[";
+  for (std::size_t i = 0; i < items.size(); ++i) {
+    text += (i == 0 ? "" : ", ") + yaml_quoted(items[i]);
+  }
+  return text + "]";
+}
+
+// "3.10.13" -> "3.10"
+std::string minor_version(const std::string& version) {
+  const auto first = version.find('.');
+  const auto second = first == std::string::npos ? first : version.find('.', first + 1);
+  return second == std::string::npos ? version : version.substr(0, second);
+}
+
+// A block scalar (`|`) of `text`, each line indented by `indent` spaces:
+// code keeps its lines exactly.
+std::string block(const std::string& text, int indent) {
+  std::string out = "|\n";
+  std::istringstream lines(text);
+  std::string line;
+  while (std::getline(lines, line)) {
+    out += (line.empty() ? "" : std::string(static_cast<std::size_t>(indent), ' ') + line) + "\n";
+  }
+  return out;
+}
+
+// A comment of one or more lines at `indent`.
+std::string comment(const std::string& text, int indent) {
+  std::string out;
+  std::istringstream lines(text);
+  std::string line;
+  while (std::getline(lines, line)) {
+    out += std::string(static_cast<std::size_t>(indent), ' ') + "# " + line + "\n";
+  }
+  return out;
+}
+
+}  // namespace
+
+std::string yaml_quoted(const std::string& text) {
+  std::string out = "\"";
+  for (const char c : text) {
+    const auto byte = static_cast<unsigned char>(c);
+    if (c == '"' || c == '\\') {
+      out += '\\';
+      out += c;
+    } else if (c == '\n') {
+      out += "\\n";
+    } else if (c == '\t') {
+      out += "\\t";
+    } else if (byte < 0x20 || byte == 0x7f) {
+      char escaped[8];
+      std::snprintf(escaped, sizeof escaped, "\\x%02x", byte);
+      out += escaped;
+    } else {
+      out += c;
+    }
+  }
+  return out + "\"";
+}
+
+std::string snapshot_yaml(const SnapshotInput& in) {
+  std::ostringstream out;
+  out << comment("Written by `envcontractd snapshot` from the env " + in.env + " (" + in.prefix +
+                     ")\non host " + in.host + " at " + in.taken_at +
+                     ". It states what that env is, so that\nother envs can be held to it. "
+                     "Review it: drop what your platform does not require\n(the pins, "
+                     "say), then keep it under version control.",
+                 0);
+  out << "schema_version: 1\nname: " << yaml_quoted(in.contract_name) << "\n";
+  if (!in.platform.empty()) {
+    out << "platform: " << yaml_quoted(in.platform) << "\n";
+  }
+  out << "description: " << yaml_quoted("what the env " + in.env + " was at " + in.taken_at)
+      << "\n\n";
+  if (!in.image.empty()) {
+    out << comment("The container image the host ran.", 0) << "targets:\n  - name: host\n"
+        << "    image: " << yaml_quoted(in.image) << "\n\n";
+  }
+  out << "envs:\n  require: any\n\nchecks:\n";
+
+  const std::string python = minor_version(in.python_version);
+  out << comment("Python " + python + " (" + in.python_version + " in the env).", 2)
+      << "  - id: python-version\n    kind: python\n    version: " << yaml_quoted(python) << "\n\n";
+
+  if (in.torch) {
+    const auto& torch = *in.torch;
+    out << comment("torch " + torch.version + ", " +
+                       (torch.cuda ? "a CUDA " + *torch.cuda + " build."
+                                   : "a build without CUDA (torch.version.cuda is None)."),
+                   2)
+        << "  - id: torch-build\n    kind: torch\n    base: " << yaml_quoted(torch.base) << "\n";
+    if (!torch.local.empty()) {
+      out << "    local: " << yaml_quoted(torch.local) << "\n";
+    }
+    out << "    cuda: " << (torch.cuda ? yaml_quoted(*torch.cuda) : std::string("none")) << "\n";
+    if (!torch.cuda && !torch.hip) {
+      out << "    hip: none\n";
+    }
+    out << "\n";
+    if (!torch.cuda && !torch.cuda_library_present) {
+      out << comment("Its torch carries no CUDA library.", 2)
+          << "  - id: no-libtorch-cuda\n    kind: files\n"
+          << "    absent: [\"{site}/torch/lib/libtorch_cuda.so\"]\n\n";
+    }
+  }
+
+  if (in.triton) {
+    const auto& triton = *in.triton;
+    out << comment("triton from " + triton.provider + " " + triton.provider_version +
+                       ", with the backends it carries.",
+                   2)
+        << "  - id: triton-provider\n    kind: triton\n    provider: "
+        << yaml_quoted(triton.provider) << "\n    backends: " << flow_list(triton.backends)
+        << "\n\n";
+  }
+
+  if (!in.imported.empty() || !in.import_failures.empty()) {
+    std::string why = "These imported, in this order, in one process.";
+    for (const auto& [module, error] : in.import_failures) {
+      why += "\nLeft out: " + module + " did not import: " + error;
+    }
+    out << comment(why, 2);
+    if (in.imported.empty()) {
+      out << comment("(nothing imported: no imports check)", 2) << "\n";
+    } else {
+      out << "  - id: imports\n    kind: imports\n    modules: " << flow_list(in.imported)
+          << "\n\n";
+    }
+  }
+
+  if (!in.variables.empty()) {
+    out << comment("What activation sets here.", 2)
+        << "  - id: activation-variables\n    kind: environment\n    equals:\n";
+    for (const auto& [name, value] : in.variables) {
+      out << "      " << name << ": " << yaml_quoted(value) << "\n";
+    }
+    out << "\n";
+  }
+  if (!in.library_path_first.empty()) {
+    out << comment("Activation puts this directory first on the library path.", 2)
+        << "  - id: library-path-first\n    kind: search_path\n    starts_with: "
+        << flow_list({in.library_path_first}) << "\n\n";
+  }
+
+  if (in.pin && !in.distributions.empty()) {
+    out << comment("Every distribution at the version installed (--pin): loosen what may vary.", 2)
+        << "  - id: pinned-distributions\n    kind: distributions\n    pins:\n";
+    for (const auto& [name, version] : in.distributions) {
+      out << "      " << name << ": " << yaml_quoted("==" + version) << "\n";
+    }
+    out << "\n";
+  }
+
+  for (const auto& devices : in.devices) {
+    std::string count = devices.base_count;
+    std::string why = "From the base contract.";
+    if (devices.observed && *devices.observed > 0) {
+      count = ">= " + std::to_string(*devices.observed);
+      why += " It counted " + std::to_string(*devices.observed) +
+             " here; fewer is drift (the base contract asked " + devices.base_count + ").";
+    } else {
+      why += " It did not count devices here (" +
+             (devices.observed ? "it counted 0" : devices.problem) +
+             "): the base contract's count is kept.";
+    }
+    out << comment(why, 2) << "  - id: " << devices.id
+        << "\n    kind: devices\n    expression: " << yaml_quoted(devices.expression)
+        << "\n    imports: " << flow_list(devices.imports) << "\n    count: " << yaml_quoted(count)
+        << "\n    timeout: " << duration_text(devices.timeout) << "\n\n";
+  }
+
+  for (const auto& smoke : in.smokes) {
+    out << comment("From the base contract, as it is; here it " + smoke.outcome + ".", 2)
+        << "  - id: " << smoke.id << "\n    kind: smoke\n";
+    if (!smoke.description.empty()) {
+      out << "    description: " << yaml_quoted(smoke.description) << "\n";
+    }
+    if (!smoke.expect_output.empty()) {
+      out << "    expect_output: " << yaml_quoted(smoke.expect_output) << "\n";
+    }
+    out << "    timeout: " << duration_text(smoke.timeout) << "\n    code: " << block(smoke.code, 6)
+        << "\n";
+  }
+  return out.str();
+}
+
+}  // namespace envcontract::provisioning
