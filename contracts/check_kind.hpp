@@ -16,6 +16,7 @@ namespace envcontract::contracts {
 // What a kind's parser may need beyond the check's own keys.
 struct KindContext {
   std::filesystem::path contract_dir;  // relative `from:` paths resolve here
+  std::filesystem::path checkout;      // "{checkout}/..." paths resolve here ("": none configured)
 };
 
 // One entry of the check-kind registry: everything the loader, the probe plan

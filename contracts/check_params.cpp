@@ -147,6 +147,7 @@ Json of(const IntegrationTestParams& p) {
                {"timeout_ms", p.timeout.count()},
                {"entry", to_json(p.entry)}};
   put_text(json, "workdir", p.workdir);
+  put_text(json, "needs_checkout", p.needs_checkout);
   return json;
 }
 

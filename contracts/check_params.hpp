@@ -163,6 +163,9 @@ struct IntegrationTestParams {
   // runs commands ("": none; commands with repository paths are skipped).
   std::string workdir;
   IntegrationEntry entry;
+  // Why the entry could not be read (its config is in a checkout of the
+  // repository that is not configured, or lacks it): the check is skipped.
+  std::string needs_checkout;
 };
 
 using CheckParams =

@@ -297,7 +297,7 @@ LoadResult load_contract_text(const std::string& text, const std::filesystem::pa
   read_detection(top, contract);
   contract.provision = read_provision_recipe(top);
 
-  CheckParser parser(ctx, KindContext{path.parent_path()});
+  CheckParser parser(ctx, KindContext{path.parent_path(), options.checkout});
   if (top.has("checks") || top.has("schema_version")) {
     contract.forms.push_back("native");
   }

@@ -20,6 +20,10 @@ struct LoadOptions {
   // are no preflight (by id, name or check id): the agent's
   // run_integration_tests. A name the config does not have is an error.
   std::vector<std::string> run_tests;
+  // A checkout of the repository whose platform configs integration_test
+  // checks name as "{checkout}/...": the agent's `checkout`. Empty: such
+  // checks are skipped (needs_checkout), never a load error.
+  std::filesystem::path checkout;
 };
 
 // Loads a contract in any of the accepted forms: our native schema, the

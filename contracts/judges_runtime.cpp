@@ -484,6 +484,16 @@ void command(const Check& check, const CommandParams& params, const EnvFactsView
 
 void integration_test(const Check& check, const IntegrationTestParams& params,
                       const EnvFactsView& facts, CheckResult& result) {
+  if (!params.needs_checkout.empty()) {
+    result.status = CheckStatus::skip;
+    result.diagnosis = Diagnosis{
+        "needs_checkout",
+        "not run: " + params.needs_checkout,
+        {{"from", params.from}},
+        "point the agent at a checkout of the repository (checkout in its config, --checkout), "
+        "or leave this test to CI"};
+    return;
+  }
   if (params.workdir.empty()) {
     if (const auto paths = repository_paths(params.entry.command); !paths.empty()) {
       // Never a false drift: CI runs it in a checkout, which this host lacks.

@@ -48,7 +48,8 @@ void request_command(const Check& check, const CommandParams& params,
 void request_integration_test(const Check& check, const IntegrationTestParams& params,
                               facts::ProbeRequest& request) {
   // Without a checkout, a command that needs one is not run: its judge says so.
-  if (params.workdir.empty() && !repository_paths(params.entry.command).empty()) {
+  if (!params.needs_checkout.empty() ||
+      (params.workdir.empty() && !repository_paths(params.entry.command).empty())) {
     return;
   }
   facts::ProbeRequest::Command command;

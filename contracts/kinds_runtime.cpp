@@ -1,6 +1,7 @@
 // Check kinds that run code in the env: device counts, smoke snippets, commands.
 #include "contracts/kinds.hpp"
 
+#include <algorithm>
 #include <cctype>
 
 #include "contracts/integration_tests.hpp"
@@ -73,9 +74,31 @@ IntegrationTestParams parse_integration_test(MappingReader& reader, const KindCo
   const auto from = reader.string("from", Need::required);
   const auto test = reader.string("test", Need::required);
   read_timeout(reader, params.timeout);
+  // "{checkout}/.github/configs/x.yml": a config of a checkout that the
+  // agent's config names (a shipped contract cannot know where it is).
+  constexpr std::string_view anchor = "{checkout}";
+  const auto in_checkout = [&](const std::string& text) {
+    return text == anchor || text.starts_with(std::string(anchor) + "/");
+  };
+  const auto resolve = [&](const std::string& text) {
+    return in_checkout(text)
+               ? (context.checkout / text.substr(std::min(text.size(), anchor.size() + 1)))
+                     .lexically_normal()
+               : (context.contract_dir / text).lexically_normal();
+  };
+  const bool from_checkout = from && in_checkout(*from);
+  if (from_checkout && context.checkout.empty()) {
+    params.from = *from;
+    params.test = test.value_or("");
+    params.needs_checkout = "it is an entry of " + *from +
+                            ", and no checkout of the repository is configured (checkout in "
+                            "the agent's config, --checkout)";
+    (void)reader.string("workdir");  // known, and meaningless without a checkout
+    return params;
+  }
   if (const auto workdir = reader.string("workdir")) {
     // The checkout the CI runner would run in, relative to the contract.
-    const auto path = (context.contract_dir / *workdir).lexically_normal();
+    const auto path = resolve(*workdir);
     std::error_code error;
     if (!std::filesystem::is_directory(path, error)) {
       reader.ctx().error(*reader.get("workdir"),
@@ -84,11 +107,41 @@ IntegrationTestParams parse_integration_test(MappingReader& reader, const KindCo
                              "config this is");
     }
     params.workdir = path.string();
+  } else if (from_checkout) {
+    params.workdir = context.checkout.lexically_normal().string();  // where CI runs it
   }
   if (!from || !test) {
     return params;
   }
-  const std::filesystem::path path = context.contract_dir / *from;
+  const std::filesystem::path path = resolve(*from);
+  std::error_code error;
+  if (from_checkout && !std::filesystem::exists(path, error)) {
+    // A checkout of another branch or platform: not this contract's fault.
+    params.from = *from;
+    params.test = *test;
+    params.needs_checkout = "the configured checkout " + context.checkout.string() + " has no " +
+                            from->substr(std::min(from->size(), anchor.size() + 1)) +
+                            " (another branch?)";
+    return params;
+  }
+  if (from_checkout) {
+    // The checkout's configs are its branch's, not the contract author's:
+    // one that does not have the entry (or does not load) skips the check,
+    // saying why, and never stops the contract from loading.
+    Diagnostics found;
+    ParseContext quiet(reader.ctx().file(), found);
+    auto entry = find_integration_entry(path, *test, *reader.get("test"), quiet);
+    params.from = *from;
+    params.test = *test;
+    if (entry && !found.has_errors()) {
+      params.entry = std::move(*entry);
+    } else {
+      const auto all = found.sorted();
+      params.needs_checkout = "the configured checkout's " + path.string() + " does not give it" +
+                              (all.empty() ? std::string() : ": " + all.front().message);
+    }
+    return params;
+  }
   if (auto entry = find_integration_entry(path, *test, *reader.get("test"), reader.ctx())) {
     params.from = *from;
     params.test = *test;

@@ -168,9 +168,16 @@ std::optional<ProvisionRecipe> read_provision_recipe(MappingReader& top) {
   }
   if (const auto url = reader.string("index_url")) {
     static const std::regex scheme(R"((https?|file)://\S+)");
+    static const std::regex credentials(R"([a-z]+://[^/@]*@.*)");
     if (!std::regex_match(*url, scheme)) {
       ctx.error(*reader.get("index_url"),
                 "'index_url' must be an http(s):// or file:// URL, got '" + *url + "'");
+    } else if (std::regex_match(*url, credentials)) {
+      // A contract is served (GET /api/v1/contract), planned and logged.
+      ctx.error(*reader.get("index_url"),
+                "'index_url' holds credentials, which the agent would show to anyone who can "
+                "read the contract: give them to pip through the provisioning user's "
+                "~/.netrc or a keyring instead");
     }
     recipe.index_url = *url;
   }

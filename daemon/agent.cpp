@@ -2,6 +2,7 @@
 
 #include <spdlog/spdlog.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include <cctype>
 #include <cerrno>
@@ -87,7 +88,7 @@ std::string Agent::start() {
     source = m_contract_file.string();
   }
   m_contract_signature = contract_signature();
-  auto loaded = load_contract(m_contract_file, m_config.run_integration_tests);
+  auto loaded = load_contract(m_contract_file, m_config.run_integration_tests, m_config.checkout);
   if (!loaded) {
     return "the contract is invalid:\n" + loaded.error();
   }
@@ -155,12 +156,12 @@ void Agent::stop() {
     std::lock_guard lock(m_mutex);
     m_stopping = true;
   }
-  if (m_provision_jobs) {
-    m_provision_jobs->stop();  // kills a running step's processes, and waits
-  }
   // A running scan ends within a poll: its probes are killed, and what it
   // returns is neither stored nor served (it is a partial picture).
   m_scanner.cancel("the agent is stopping");
+  if (m_provision_jobs) {
+    m_provision_jobs->stop();  // kills a running step or scan, and waits
+  }
   m_wake.notify_all();
   if (m_thread.joinable()) {
     m_thread.join();
@@ -182,6 +183,17 @@ common::Result<std::int64_t> Agent::request_provision(const std::string& action,
   return m_provision_jobs->submit(std::move(job));
 }
 
+std::string Agent::provisioning_problem() const {
+  const auto& provisioning = m_config.provisioning;
+  if (provisioning.envs_dir.empty()) {
+    return "the agent's config names no provisioning.envs_dir: new envs have nowhere to go";
+  }
+  if (::geteuid() == 0 && provisioning.user.empty()) {
+    return "the agent's config names no provisioning.user: provisioning never runs as root";
+  }
+  return "";
+}
+
 std::optional<ProvisionJob> Agent::provision_job(std::int64_t id) const {
   return m_provision_jobs ? m_provision_jobs->get(id) : std::nullopt;
 }
@@ -198,6 +210,10 @@ int Agent::run_provision_job(const ProvisionJob& job, const probes::Cancellation
   }
   ProvisioningCommandOptions options;
   options.contract = current->contract->identity.path;
+  // The contract in force, as the agent judges with it (its selected CI
+  // entries included), not the file as it may be now.
+  options.loaded = current->contract;
+  options.recorder = [this](const report::Json& record) { m_store->record_provision(record); };
   options.scan = settings_from(m_config);
   options.provisioning = m_config.provisioning;
   options.database = m_config.database;
@@ -307,7 +323,7 @@ std::optional<Agent::FileSignature> Agent::contract_signature() const {
 }
 
 void Agent::reload_contract(const std::string& why) {
-  auto loaded = load_contract(m_contract_file, m_config.run_integration_tests);
+  auto loaded = load_contract(m_contract_file, m_config.run_integration_tests, m_config.checkout);
   if (!loaded) {
     ++m_counters.reload_failures;
     spdlog::error("{}: the new contract is invalid; the last good one stays in force:\n{}", why,

@@ -109,6 +109,9 @@ class Agent {
   // enables it. Queues a provision (action "provision", the new env's name)
   // or a promotion ("promote", the link's name, the env); its id, or why not.
   bool provisioning_enabled() const { return m_provision_jobs != nullptr; }
+  // What the config lacks for provisioning to work (no envs_dir, no user
+  // while the agent is root), or "".
+  std::string provisioning_problem() const;
   common::Result<std::int64_t> request_provision(const std::string& action, const std::string& name,
                                                  const std::string& env,
                                                  const std::string& requested_by);

@@ -244,6 +244,14 @@ std::string read_agent_config(const std::filesystem::path& path, AgentConfig& co
       }
       if (auto v = top.string_list("http_allowed_hosts"))
         config.http_allowed_hosts = *v;
+      if (auto v = top.string("checkout")) {
+        if (!v->starts_with("/")) {
+          ctx.error(*top.get("checkout"),
+                    "'checkout' must be an absolute directory (a checkout of the repository "
+                    "whose platform configs the contract names)");
+        }
+        config.checkout = *v;
+      }
       if (auto v = top.string_list("run_integration_tests"))
         config.run_integration_tests = *v;
       if (auto v = read_duration(top, "http_timeout"))

@@ -53,6 +53,9 @@ struct AgentConfig {
   // A CI platform config's entries to run although they have no phase:
   // preflight (by id, name or check id; docs/contracts.md).
   std::vector<std::string> run_integration_tests;
+  // A checkout of the repository whose platform configs the contract's
+  // integration_test checks name as "{checkout}/..." ("": none; they skip).
+  std::filesystem::path checkout;
   std::vector<std::string> http_allowed_hosts;  // Host names served besides loopback and IPs
   // Root-owned envs' code runs as this user; "root" only by explicit choice
   // (docs/security.md).

@@ -135,6 +135,7 @@ struct ScanArguments {
   std::string format = "table";
   std::string progress = "auto";
   std::vector<std::string> run_tests;
+  std::string checkout;
   bool verbose = false;
   unsigned concurrency = 0;
 };
@@ -168,6 +169,10 @@ CLI::App* add_scan(CLI::App& app, ScanArguments& arguments) {
   verb->add_option("--run-test", arguments.run_tests,
                    "with a CI platform config as the contract: also run this integration test "
                    "(id, name or check id), though it has no phase: preflight (repeatable)");
+  verb->add_option("--checkout", arguments.checkout,
+                   "a checkout of the repository whose platform configs integration_test "
+                   "checks name as {checkout}/... (the shipped contracts' CI preflights)")
+      ->check(CLI::ExistingDirectory);
   verb->add_option("--progress", arguments.progress,
                    "a line per finished env and, every 5 s, what is still running, on stderr: "
                    "auto (on a terminal), always (CI logs too) or never")
@@ -187,6 +192,7 @@ int run(const ScanArguments& arguments) {
   options.contracts_dir = arguments.contracts_dir;
   options.detect_root = arguments.detect_root;
   options.run_tests = arguments.run_tests;
+  options.checkout = arguments.checkout;
   options.settings.facts = host_options(arguments.host);
   options.settings.concurrency = arguments.concurrency;
   options.format = arguments.format == "json"    ? ReportFormat::json
@@ -237,6 +243,7 @@ int run(const ProbeArguments& arguments) {
 }
 
 struct ServeArguments {
+  std::string checkout;
   std::string config_file;
   std::string contract;
   std::string contracts_dir;
@@ -295,6 +302,9 @@ CLI::App* add_serve(CLI::App& app, ServeArguments& arguments) {
       ->check(CLI::IsMember({"trace", "debug", "info", "warn", "error", "critical", "off"}));
   verb->add_option("--concurrency", arguments.concurrency,
                    "envs probed at once (default: the number of cores)");
+  verb->add_option("--checkout", arguments.checkout,
+                   "a checkout of the repository whose platform configs integration_test "
+                   "checks name as {checkout}/... (default: none; they are skipped)");
   verb->add_option("--ready-file", arguments.ready_file,
                    "write the dashboard's URL to this file once listening (for scripts)");
   verb->footer(
@@ -368,6 +378,8 @@ int run(const ServeArguments& arguments) {
     config.log_level = arguments.log_level;
   if (given(arguments, "--concurrency"))
     config.concurrency = arguments.concurrency;
+  if (given(arguments, "--checkout"))
+    config.checkout = arguments.checkout;
   if (!parse_listen_address(config.listen)) {
     std::cerr << "envcontractd serve: --listen must be HOST:PORT such as 127.0.0.1:9714, got '"
               << config.listen << "'\n";

@@ -12,7 +12,8 @@
 namespace envcontract::daemon {
 
 common::Result<ContractHandle> load_contract(const std::filesystem::path& path,
-                                             const std::vector<std::string>& run_tests) {
+                                             const std::vector<std::string>& run_tests,
+                                             const std::filesystem::path& checkout) {
   // Read once and judge those bytes: the hash always names the text in force,
   // even when the file is rewritten while we read it.
   std::error_code error;
@@ -31,7 +32,7 @@ common::Result<ContractHandle> load_contract(const std::filesystem::path& path,
     return common::Error{common::shown_path(path) +
                          ": cannot read the contract: " + std::strerror(errno)};
   }
-  auto loaded = contracts::load_contract_text(text.str(), path, {run_tests});
+  auto loaded = contracts::load_contract_text(text.str(), path, {run_tests, checkout});
   if (!loaded.contract) {
     std::string errors;
     for (const auto& diagnostic : loaded.diagnostics.sorted()) {

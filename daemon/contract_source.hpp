@@ -21,9 +21,12 @@ using ContractHandle = std::shared_ptr<const LoadedContract>;
 
 // Reads and validates a contract file. On failure, returns every error as
 // "file:line:column: error: ..." lines, ready to log or print.
+// `checkout`: where "{checkout}/..." platform configs are (the agent's
+// `checkout`), or empty.
 // `run_tests`: a platform config's entries to run although they are no
 // preflight (the agent's run_integration_tests).
 common::Result<ContractHandle> load_contract(const std::filesystem::path& path,
-                                             const std::vector<std::string>& run_tests = {});
+                                             const std::vector<std::string>& run_tests = {},
+                                             const std::filesystem::path& checkout = {});
 
 }  // namespace envcontract::daemon

@@ -751,6 +751,10 @@ void HttpServer::Impl::provision(const httplib::Request& request, httplib::Respo
                "provisioning.user, provisioning.envs_dir) in its config (docs/provisioning.md)");
     return;
   }
+  if (const auto problem = agent.provisioning_problem(); !problem.empty()) {
+    send_error(response, 403, problem);
+    return;
+  }
   // Parameters in the query: the agent never reads request bodies.
   for (const auto& [key, value] : request.params) {
     const bool known = promote ? (key == "env" || key == "as") : key == "name";

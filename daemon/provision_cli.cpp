@@ -101,6 +101,8 @@ struct ProvisioningCli::Arguments {
     ProvisioningCommandOptions options;
     options.contract = contract;
     options.provisioning = config.provisioning;
+    options.run_tests = config.run_integration_tests;
+    options.checkout = config.checkout;
     if (!envs_dir.empty())
       options.provisioning.envs_dir = envs_dir;
     if (!user.empty())

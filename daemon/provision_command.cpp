@@ -1,5 +1,6 @@
 #include "daemon/provision_command.hpp"
 
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <chrono>
@@ -22,7 +23,10 @@ namespace {
 using report::Json;
 
 std::optional<ContractHandle> load(const ProvisioningCommandOptions& options, std::ostream& err) {
-  auto loaded = load_contract(options.contract);
+  if (options.loaded) {
+    return options.loaded;
+  }
+  auto loaded = load_contract(options.contract, options.run_tests, options.checkout);
   if (!loaded) {
     err << loaded.error();
     return std::nullopt;
@@ -36,6 +40,7 @@ Json scan_prefix(const ProvisioningCommandOptions& options, const LoadedContract
   ScanSettings settings = options.scan;
   settings.facts.discovery.roots.clear();
   settings.facts.discovery.prefixes = {prefix};
+  settings.cancelled_by = options.cancellation;
   Scanner scanner;
   return scanner.scan(contract, settings);
 }
@@ -64,21 +69,32 @@ std::string failing_checks(const Json& env) {
 void record(const ProvisioningCommandOptions& options, const std::string& action,
             const std::string& name, const std::string& started_at, const std::string& outcome,
             Json detail, std::ostream& err) {
-  if (options.database.empty()) {
+  if (options.database.empty() && !options.recorder) {
     return;
   }
-  auto store = Store::open(options.database);
-  if (!store) {
-    err << "envcontractd " << action << ": not recorded: " << store.error() << "\n";
-    return;
+  Json entry = {{"action", action},
+                {"name", name},
+                {"requested_by", options.requested_by},
+                {"started_at", started_at},
+                {"finished_at", common::now_rfc3339()},
+                {"outcome", outcome},
+                {"detail", std::move(detail)}};
+  // What was done is done: a database that cannot take the record (busy,
+  // full) is said, never turned into a failure of the action.
+  try {
+    if (options.recorder) {
+      options.recorder(entry);
+      return;
+    }
+    auto store = Store::open(options.database);
+    if (!store) {
+      err << "envcontractd " << action << ": not recorded: " << store.error() << "\n";
+      return;
+    }
+    store.value()->record_provision(entry);
+  } catch (const std::exception& e) {
+    err << "envcontractd " << action << ": not recorded: " << e.what() << "\n";
   }
-  store.value()->record_provision({{"action", action},
-                                   {"name", name},
-                                   {"requested_by", options.requested_by},
-                                   {"started_at", started_at},
-                                   {"finished_at", common::now_rfc3339()},
-                                   {"outcome", outcome},
-                                   {"detail", std::move(detail)}});
 }
 
 provisioning::ProvisionSettings provision_settings(const ProvisioningCommandOptions& options) {
@@ -89,6 +105,11 @@ provisioning::ProvisionSettings provision_settings(const ProvisioningCommandOpti
   settings.python_dirs = options.provisioning.python_dirs;
   settings.step_timeout = options.provisioning.step_timeout;
   settings.cancellation = options.cancellation;
+  // The probes' memory and file bounds; CPU time for as long as a step may run.
+  settings.resources = options.scan.probe_limits;
+  settings.resources.cpu_seconds =
+      std::max<std::uint64_t>(settings.resources.cpu_seconds,
+                              static_cast<std::uint64_t>(settings.step_timeout.count() / 1000));
   return settings;
 }
 
@@ -109,8 +130,8 @@ common::Result<std::optional<probes::RunAs>> link_credentials(
   if (!run_as.problem.empty()) {
     return common::Error{run_as.problem};
   }
-  if (run_as.is_root()) {
-    return common::Error{"provisioning never runs as root: name an unprivileged user"};
+  if (const auto problem = provisioning::provisioning_user_problem(run_as); !problem.empty()) {
+    return common::Error{problem};
   }
   run_as.switch_credentials = true;
   return std::optional<probes::RunAs>(run_as);
@@ -176,6 +197,10 @@ int run_provision_command(const ProvisioningCommandOptions& options, const std::
   const auto prepared = provisioning::prepare_provision(*recipe, name, settings);
   if (!prepared) {
     err << "envcontractd provision: " << prepared.error() << "\n";
+    if (apply) {
+      record(options, "provision", name, common::now_rfc3339(), "refused",
+             {{"contract", (*contract)->contract.name}, {"error", prepared.error()}}, err);
+    }
     return 2;
   }
   const auto& steps = prepared->steps;
@@ -254,22 +279,51 @@ int run_promote(const ProvisioningCommandOptions& options, const std::string& en
            "and the link as absolute paths\n";
     return 2;
   }
+  // By name, the env is a real directory of the envs directory: a link the
+  // provisioning user planted there is not followed (by root, into an env
+  // elsewhere). An absolute path is the operator's own choice.
+  fs::path prefix;
   std::error_code error;
-  const fs::path prefix = fs::canonical(in_envs_dir(options, env_name), error);
-  if (error || !fs::is_directory(prefix)) {
-    err << "envcontractd promote: no env at " << common::shown_path(in_envs_dir(options, env_name))
-        << "\n";
+  if (env_name.starts_with("/")) {
+    prefix = fs::canonical(env_name, error);
+  } else {
+    prefix = in_envs_dir(options, env_name);
+    if (!fs::is_directory(fs::symlink_status(prefix, error))) {
+      error = std::make_error_code(std::errc::not_a_directory);
+    }
+  }
+  const auto refuse = [&](const std::string& why) {
+    err << "envcontractd promote: " << why << "\n";
+    record(options, "promote", as, started_at, "refused",
+           {{"env", env_name}, {"link", as}, {"error", why}}, err);
     return 2;
+  };
+  if (error || !fs::is_directory(prefix)) {
+    return refuse(
+        "no env at " + common::shown_path(in_envs_dir(options, env_name)) +
+        (env_name.starts_with("/") ? "" : " (a directory of the envs directory, not a link)"));
   }
   const fs::path link = in_envs_dir(options, as);
   if (link == prefix || as.empty()) {
-    err << "envcontractd promote: --as names the link to switch, not the env itself\n";
-    return 2;
+    return refuse("--as names the link to switch, not the env itself");
   }
   const auto credentials = link_credentials(options);
   if (!credentials) {
-    err << "envcontractd promote: " << credentials.error() << "\n";
-    return 2;
+    return refuse(credentials.error());
+  }
+  // A provision that failed left its env marked: never promoted, even if
+  // what it built happens to pass (a recipe command that failed is a step
+  // of the contract's recipe, not an option).
+  struct stat marker {};
+  if (::lstat((prefix / provisioning::k_failed_marker).c_str(), &marker) == 0) {
+    return refuse(env_name + " is marked as a failed provision (" +
+                  std::string(provisioning::k_failed_marker) + "): build it again");
+  }
+  // One change of a name at a time: not while it is being provisioned.
+  provisioning::NameLock lock(link.parent_path(), link.filename().string(),
+                              credentials->has_value() ? &**credentials : nullptr);
+  if (!lock.held()) {
+    return refuse(lock.problem());
   }
   const auto report = scan_prefix(options, **contract, prefix);
   const Json* env = env_of(report);

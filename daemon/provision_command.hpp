@@ -1,10 +1,13 @@
 #pragma once
 
 #include <filesystem>
+#include <functional>
 #include <iosfwd>
 #include <string>
+#include <vector>
 
 #include "daemon/agent_config.hpp"
+#include "daemon/contract_source.hpp"
 #include "daemon/scanner.hpp"
 
 // The provisioning verbs: plan, provision, promote, rollback
@@ -13,11 +16,18 @@ namespace envcontract::daemon {
 
 struct ProvisioningCommandOptions {
   std::filesystem::path contract;
-  ScanSettings scan;  // how the host is scanned (plan) and new envs verified
+  // The contract in force (the agent's, which may differ from the file on
+  // disk until it reloads); when set, `contract` is not read again.
+  ContractHandle loaded;
+  std::vector<std::string> run_tests;  // a CI config's entries to run (run_integration_tests)
+  std::filesystem::path checkout;      // the agent's checkout
+  ScanSettings scan;                   // how the host is scanned (plan) and new envs verified
   ProvisioningConfig provisioning;
   std::filesystem::path database;  // records every action when set
-  std::string requested_by;        // who asked, for the record
-  bool json = false;               // plan: JSON instead of text
+  // Records an action instead of opening `database` (the agent's own store).
+  std::function<void(const report::Json& record)> recorder;
+  std::string requested_by;  // who asked, for the record
+  bool json = false;         // plan: JSON instead of text
   bool progress_on_terminal = false;
   const probes::Cancellation* cancellation = nullptr;  // stops a running step (the agent's)
 };

@@ -110,7 +110,7 @@ int run_scan(const ScanCommandOptions& options, std::ostream& out, std::ostream&
     contract_file = detected->file;
     err << "contract: auto chose " << contract_file.string() << " (" << detected->why << ")\n";
   }
-  auto loaded = load_contract(contract_file, options.run_tests);
+  auto loaded = load_contract(contract_file, options.run_tests, options.checkout);
   if (!loaded) {
     err << loaded.error();
     return 2;

@@ -14,6 +14,7 @@ struct ScanCommandOptions {
   std::filesystem::path contracts_dir;
   std::filesystem::path detect_root = "/";
   std::vector<std::string> run_tests;  // a CI config's entries to run (--run-test)
+  std::filesystem::path checkout;      // where "{checkout}/..." platform configs are
   ScanSettings settings;
   ReportFormat format = ReportFormat::table;
   bool verbose = false;

@@ -96,18 +96,30 @@ std::string seconds_text(std::chrono::milliseconds duration) {
   return std::to_string(std::chrono::duration_cast<std::chrono::seconds>(duration).count()) + " s";
 }
 
-// Cancels a scan that outlives its deadline; ends with the scan.
+// Cancels a scan that outlives its deadline, or whose outside cancellation
+// fires; ends with the scan.
 class Watchdog {
  public:
-  Watchdog(std::chrono::milliseconds deadline, probes::Cancellation& cancellation) {
-    if (deadline.count() <= 0) {
+  Watchdog(std::chrono::milliseconds deadline, probes::Cancellation& cancellation,
+           const probes::Cancellation* outside = nullptr) {
+    if (deadline.count() <= 0 && outside == nullptr) {
       return;
     }
-    m_thread = std::thread([this, deadline, &cancellation] {
+    m_thread = std::thread([this, deadline, outside, &cancellation] {
+      const auto end = deadline.count() > 0 ? std::chrono::steady_clock::now() + deadline
+                                            : std::chrono::steady_clock::time_point::max();
       std::unique_lock lock(m_mutex);
-      if (!m_wake.wait_for(lock, deadline, [this] { return m_done; })) {
-        cancellation.cancel("the scan's deadline of " + seconds_text(deadline) +
-                            " passed (scan_deadline in the agent's config)");
+      while (!m_done) {
+        if (outside != nullptr && outside->cancelled()) {
+          cancellation.cancel(outside->reason());
+          return;
+        }
+        if (std::chrono::steady_clock::now() >= end) {
+          cancellation.cancel("the scan's deadline of " + seconds_text(deadline) +
+                              " passed (scan_deadline in the agent's config)");
+          return;
+        }
+        m_wake.wait_for(lock, std::chrono::milliseconds(outside != nullptr ? 100 : 1000));
       }
     });
   }
@@ -219,7 +231,7 @@ report::Json Scanner::scan(const LoadedContract& contract, const ScanSettings& s
       cancellation->cancel(m_cancelled_for);
     }
   }
-  const Watchdog watchdog(settings.scan_deadline, *cancellation);
+  const Watchdog watchdog(settings.scan_deadline, *cancellation, settings.cancelled_by);
   auto options = settings.facts;
   auto plan = plan_from_contract(&contract.contract);
   options.request = static_cast<const facts::ProbeRequest&>(plan);

@@ -26,6 +26,9 @@ struct ScanSettings {
   // The whole scan: past it, running probes are stopped, envs not yet probed
   // are reported as not probed, and the scan finishes (zero: no watchdog).
   std::chrono::milliseconds scan_deadline{60 * 60 * 1000};
+  // Also ends the scan when cancelled (a provisioning job's, when the agent
+  // stops); checked every 100 ms.
+  const probes::Cancellation* cancelled_by = nullptr;
 };
 
 // What a scan tells whoever watches it (the terminal, the agent's log).

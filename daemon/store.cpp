@@ -357,6 +357,10 @@ void Store::prune_locked(std::chrono::system_clock::time_point now) {
     m_db.exec(
         "DELETE FROM contracts WHERE NOT EXISTS "
         "(SELECT 1 FROM scans s WHERE s.contract_id = contracts.id)");
+    // Provisions age like the rest of the history.
+    sqlite::Statement provisions(m_db, "DELETE FROM provisions WHERE finished_at < ?1");
+    provisions.bind(1, cutoff_text);
+    provisions.run();
     transaction.commit();
   }
   m_db.exec("PRAGMA incremental_vacuum");

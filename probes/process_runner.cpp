@@ -24,7 +24,6 @@
 #include <boost/process/exe.hpp>
 #include <boost/process/extend.hpp>
 #include <boost/process/io.hpp>
-#include <boost/process/start_dir.hpp>
 #include <cerrno>
 #include <cstring>
 #include <mutex>
@@ -55,6 +54,10 @@ struct ChildSetup {
   std::array<std::pair<int, rlim_t>, 4> limits{};
   std::size_t limit_count = 0;
   const Credentials* credentials = nullptr;
+  // Entered after the change of user, so the kernel checks the user's
+  // rights on the way there: a directory of the env's (its prefix) may be
+  // swapped for a link into a tree only root may enter.
+  const char* working_dir = "/";
 };
 
 // Leaves the child with a message on its stderr (which we capture) and the
@@ -134,6 +137,9 @@ void prepare_child(const ChildSetup& setup) {
   if (setup.credentials != nullptr) {
     drop_to(*setup.credentials);
   }
+  if (::chdir(setup.working_dir) != 0) {
+    fail_child("entering its working directory");
+  }
   if (::prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) != 0) {
     fail_child("no_new_privs");
   }
@@ -190,6 +196,7 @@ ChildSetup child_setup(const ProcessSpec& spec, const ResourceLimits& resources,
     add(RLIMIT_NPROC, resources.processes * 8);
   }
   setup.credentials = spec.credentials ? &*spec.credentials : nullptr;
+  setup.working_dir = spec.working_dir.empty() ? "/" : spec.working_dir.c_str();
   return setup;
 }
 
@@ -326,8 +333,7 @@ ProcessResult run_process(const ProcessSpec& spec, const ProcessLimits& limits,
   const std::vector<std::string> args(spec.argv.begin() + 1, spec.argv.end());
   bp::child child(
       bp::exe = spec.argv[0], bp::args = args, to_boost_environment(environment),
-      bp::start_dir = spec.working_dir.string(), bp::std_out > out_pipe, bp::std_err > err_pipe,
-      bp::std_in < in_pipe, spawn_error,
+      bp::std_out > out_pipe, bp::std_err > err_pipe, bp::std_in < in_pipe, spawn_error,
       bp::extend::on_exec_setup = [&setup](auto&) { prepare_child(setup); });
   if (spawn_error) {
     result.error = spawn_error.message();

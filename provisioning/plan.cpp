@@ -109,8 +109,17 @@ class EnvPlanner {
 
  private:
   void plan_check(const Json& check) {
+    if (!check.is_object()) {
+      return;
+    }
     const std::string status = text_of(check, "status");
     if (status == "pass") {
+      return;
+    }
+    if (status == "waived") {
+      // Accepted for a while by the contract: nothing to do about it now.
+      m_plan.unplanned.push_back(
+          {text_of(check, "id"), "waived", text_of(member(check, "diagnosis"), "summary")});
       return;
     }
     const std::string id = text_of(check, "id");
@@ -428,7 +437,9 @@ class EnvPlanner {
     if (value.empty()) {
       if (const auto& starts = member(expected, "starts_with"); starts.is_array()) {
         for (const auto& dir : starts) {
-          value += (value.empty() ? "" : ":") + dir.get<std::string>();
+          if (dir.is_string()) {
+            value += (value.empty() ? "" : ":") + dir.get<std::string>();
+          }
         }
         value += "${" + variable + ":+:$" + variable + "}";
       } else if (const auto equals = text_of(expected, "equals"); !equals.empty()) {
@@ -557,6 +568,11 @@ HostPlan build_plan(const Json& report, const contracts::Contract& contract,
     }
   }
   for (const auto& entry : member(report, "envs")) {
+    // An entry the report could not have made: no plan (its prefix would
+    // make commands for the system's interpreter).
+    if (!entry.is_object() || text_of(entry, "prefix").empty() || text_of(entry, "name").empty()) {
+      continue;
+    }
     if (!env.empty() && text_of(entry, "name") != env) {
       continue;
     }

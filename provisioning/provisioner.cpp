@@ -5,6 +5,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstring>
 #include <sstream>
@@ -64,11 +65,25 @@ probes::ProcessResult run_as_user(const PreparedProvision& prepared, std::vector
   limits.timeout = settings.step_timeout;
   limits.max_output_bytes = settings.max_output_bytes;
   limits.cancellation = settings.cancellation;
-  // The probes' bounds (containment.hpp) hold for pip too: 8 GiB, 15 CPU minutes.
+  limits.resources = settings.resources;
   return probes::run_process(spec, limits);
 }
 
 }  // namespace
+
+std::string provisioning_user_problem(const probes::RunAs& user) {
+  if (user.is_root()) {
+    return "provisioning never runs as root: name an unprivileged user (provisioning.user, "
+           "--user)";
+  }
+  const bool root_group =
+      user.gid == 0 || std::find(user.groups.begin(), user.groups.end(), 0) != user.groups.end();
+  if (root_group) {
+    return "the provisioning user " + user.user +
+           " is in root's group (gid 0): name a user outside it";
+  }
+  return "";
+}
 
 NameLock::NameLock(const fs::path& envs_dir, const std::string& name, const probes::RunAs* as) {
   const fs::path file = envs_dir / ("." + name + ".lock");
@@ -158,6 +173,7 @@ common::Result<PreparedProvision> prepare_provision(const contracts::ProvisionRe
   prepared.target.home =
       fs::is_directory(prepared.run_as.home, error) ? prepared.run_as.home : settings.envs_dir;
   prepared.steps = provision_steps(recipe, prepared.target);
+  prepared.make_prefix_first = recipe.creates_venv();
   return prepared;
 }
 
@@ -177,6 +193,18 @@ ProvisionOutcome run_provision(const PreparedProvision& prepared, const Provisio
   if (::lstat(prepared.prefix.c_str(), &info) == 0) {
     outcome.error = common::shown_path(prepared.prefix) + " exists: choose another name";
     return outcome;
+  }
+  if (prepared.make_prefix_first) {
+    // mkdir fails on anything that exists, link included: the one atomic
+    // "does not exist yet" there is.
+    const auto made =
+        run_as_user(prepared, {"/bin/mkdir", "-m", "0755", "--", prepared.prefix.string()},
+                    {{"PATH", "/usr/bin:/bin"}}, settings.envs_dir, "", settings);
+    if (!made.succeeded()) {
+      outcome.error = "cannot make " + common::shown_path(prepared.prefix) + ": " +
+                      made.describe() + (made.err.empty() ? "" : ": " + made.err);
+      return outcome;
+    }
   }
   const auto count = prepared.steps.size();
   bool failed = false;
@@ -228,22 +256,28 @@ ProvisionOutcome run_provision(const PreparedProvision& prepared, const Provisio
   }
   outcome.ok = !failed;
   std::error_code error;
-  if (failed && fs::exists(prepared.prefix, error)) {
+  if (failed && fs::exists(fs::symlink_status(prepared.prefix, error))) {
     // As the user: the prefix is theirs, and nothing the agent does as
-    // root follows a link they may have planted in it.
+    // root follows a link they may have planted in it. With limits of its
+    // own: when the run was cancelled (the agent stops), cleaning up still
+    // happens, briefly.
+    ProvisionSettings cleanup = settings;
+    cleanup.cancellation = nullptr;
+    cleanup.step_timeout = std::chrono::seconds(60);
     const std::map<std::string, std::string> env = {{"PATH", "/usr/bin:/bin"}};
     if (settings.remove_on_failure) {
       const auto removed = run_as_user(
           prepared, {"/bin/rm", "-rf", "--one-file-system", "--", prepared.prefix.string()}, env,
-          settings.envs_dir, "", settings);
+          settings.envs_dir, "", cleanup);
       outcome.left_behind = removed.succeeded() ? "removed"
                                                 : "kept: removing it failed (" +
                                                       removed.describe() + ": " + removed.err + ")";
     } else {
-      const auto marked = run_as_user(prepared,
-                                      {"/bin/sh", "-c", "printf '%s\\n' \"$1\" > \"$2\"", "sh",
-                                       outcome.error, (prepared.prefix / k_failed_marker).string()},
-                                      env, settings.envs_dir, "", settings);
+      // The message through stdin: it may be longer than an argument may be.
+      const auto marked = run_as_user(
+          prepared,
+          {"/bin/sh", "-c", "cat > \"$1\"", "sh", (prepared.prefix / k_failed_marker).string()},
+          env, settings.envs_dir, outcome.error + "\n", cleanup);
       outcome.left_behind = std::string("kept, marked failed (") + k_failed_marker +
                             (marked.succeeded() ? "" : ", not written: " + marked.describe()) + ")";
     }

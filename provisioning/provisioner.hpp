@@ -28,6 +28,7 @@ struct ProvisionSettings {
   std::vector<std::filesystem::path> python_dirs = {"/usr/local/bin", "/usr/bin"};
   std::chrono::milliseconds step_timeout{30 * 60 * 1000};
   std::size_t max_output_bytes = 1024 * 1024;  // per stream and step
+  probes::ResourceLimits resources;            // per step's process tree
   const probes::Cancellation* cancellation = nullptr;
 };
 
@@ -40,7 +41,13 @@ struct PreparedProvision {
   probes::RunAs run_as;
   std::optional<probes::Credentials> credentials;  // unset: the agent's own
   std::vector<ProvisionStep> steps;
+  // The venv route makes the prefix itself first, exclusively, under the
+  // lock: nothing that appears there meanwhile (a link) is built through.
+  bool make_prefix_first = false;
 };
+
+// Why `user` may not provision, or "": root, or a member of root's group.
+std::string provisioning_user_problem(const probes::RunAs& user);
 
 // Everything decided before anything runs: the name, the prefix (which must
 // not exist), the user, the base interpreter and the steps. The dry run

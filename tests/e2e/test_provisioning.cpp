@@ -250,6 +250,12 @@ TEST_F(Provisioning, APinTheWheelhouseCannotSatisfyStopsAtThatStepWithPipsMessag
   EXPECT_EQ(history[0]["outcome"], "failed");
   EXPECT_EQ(history[0]["detail"]["provision"]["steps"][2]["status"], "not_run");
 
+  // A failed provision is never promoted, whatever a scan of it would say.
+  const auto refused = promote("pinned", "torch-fl", m_contract);
+  EXPECT_EQ(refused.exit_code, 2);
+  EXPECT_NE(refused.err.find("pinned is marked as a failed provision"), std::string::npos)
+      << refused.err;
+
   // Configured to remove what it could not finish.
   const auto removed = provision("pinned-2", contract, {"--apply", "--on-failure", "remove"});
   EXPECT_EQ(removed.exit_code, 2);
@@ -317,6 +323,13 @@ TEST_F(Provisioning, ASecondProvisionOfTheSameNameIsRefusedWhileOneRuns) {
 
 TEST_F(Provisioning, AnExistingEnvIsNeverTouchedAndRootNeverRunsTheSteps) {
   fs::create_directory(m_envs / "taken");
+  // Promotion by name takes a real directory of the envs directory: a link
+  // planted there (to / here) is not followed.
+  fs::create_directory_symlink("/", m_envs / "planted");
+  const auto planted = promote("planted", "torch-fl", m_contract);
+  EXPECT_EQ(planted.exit_code, 2);
+  EXPECT_NE(planted.err.find("(a directory of the envs directory, not a link)"), std::string::npos)
+      << planted.err;
   const auto taken = provision("taken", m_contract);
   EXPECT_EQ(taken.exit_code, 2);
   EXPECT_NE(taken.err.find("exists: provision builds a new env beside the others and never "
@@ -402,6 +415,31 @@ TEST_F(Provisioning, OverHttpOnlyWithTheTokenWhenEnabledWithProgressAndARecord) 
   EXPECT_EQ(status, 404);
   testing::wait_for_report(agent);
   EXPECT_EQ(testing::get_json(agent, "/api/v1/plan")["provisioning"]["enabled"], true);
+}
+
+// The agent stopping mid-provision: the running step is killed at once,
+// the half-built env is marked failed, and the record says so.
+TEST_F(Provisioning, StoppingTheAgentStopsARunningProvisionPromptly) {
+  testing::AgentProcess agent(m_dir.path(), provisioning_agent("stop-token"));
+  const auto queued = testing::http_post(agent.url(), "/api/v1/provision?name=cut", "",
+                                         {{"Authorization", "Bearer stop-token"}});
+  ASSERT_EQ(queued.status, 202) << queued.body;
+  const auto url = nlohmann::json::parse(queued.body, nullptr, false).value("url", "");
+  ASSERT_TRUE(testing::wait_until(
+      [&] {
+        const auto job = testing::get_json(agent, url);
+        return job.value("state", "") == "running" && fs::exists(m_envs / "cut");
+      },
+      std::chrono::seconds(30)))
+      << agent.log();
+  const auto started = std::chrono::steady_clock::now();
+  EXPECT_EQ(agent.stop(), 0) << agent.log();
+  const auto took = std::chrono::steady_clock::now() - started;
+  EXPECT_LT(took, std::chrono::seconds(15)) << agent.log();
+  EXPECT_TRUE(fs::exists(m_envs / "cut" / provisioning::k_failed_marker)) << agent.log();
+  const auto history = records();
+  ASSERT_EQ(history.size(), 1U);
+  EXPECT_EQ(history[0]["outcome"], "failed");
 }
 
 TEST_F(Provisioning, OverHttpRefusedWithoutATokenOrWhenNotEnabled) {

@@ -399,7 +399,7 @@ TEST(CiLines, TheRunnersIdsPhasesAndPoliciesAreItsOwn) {
 TEST(CiLines, TheAgentCanNameEntriesToRun) {
   const auto config = k_data / "ci-lines" / "newest-main-cuda.yml";
   const auto selected =
-      load_contract_file(config, {{"Check device availability", "check-model-availability"}});
+      load_contract_file(config, {{"Check device availability", "check-model-availability"}, {}});
   ASSERT_TRUE(selected.contract) << joined(selected);
   EXPECT_NE(find_check(*selected.contract, "check-device-availability"), nullptr);
   EXPECT_NE(find_check(*selected.contract, "check-model-availability"), nullptr);
@@ -408,7 +408,7 @@ TEST(CiLines, TheAgentCanNameEntriesToRun) {
                                   "named by the agent's run_integration_tests); 4 kept"),
             std::string::npos)
       << joined(selected);
-  const auto typo = load_contract_file(config, {{"check-device-availabilty"}});
+  const auto typo = load_contract_file(config, {{"check-device-availabilty"}, {}});
   EXPECT_FALSE(typo.contract);
   EXPECT_NE(joined(typo).find("run_integration_tests names 'check-device-availabilty', which "
                               "this config does not have (did you mean "
@@ -416,7 +416,7 @@ TEST(CiLines, TheAgentCanNameEntriesToRun) {
             std::string::npos)
       << joined(typo);
   const auto native = load_contract_text("schema_version: 1\nchecks:\n  - kind: python\n",
-                                         "contract.yaml", {{"x"}});
+                                         "contract.yaml", {{"x"}, {}});
   EXPECT_FALSE(native.contract);
 }
 

@@ -106,6 +106,15 @@ TEST(ProvisionRecipe, NoIndexNeedsAWheelhouseAndContradictsAnIndex) {
       << joined(result);
 }
 
+TEST(ProvisionRecipe, CredentialsInTheIndexUrlAreRefused) {
+  const auto result = load_text(k_head +
+                                "provision:\n  python: \"3.11\"\n  packages: [torch]\n"
+                                "  index_url: https://ci:s3cret@pypi.internal/simple\n");
+  EXPECT_NE(joined(result).find("contract.yaml:9:14: error: 'index_url' holds credentials"),
+            std::string::npos)
+      << joined(result);
+}
+
 TEST(ProvisionRecipe, PackagesAndPythonAreRequired) {
   const auto result = load_text(k_head + "provision:\n  create: venv\n");
   EXPECT_EQ(messages(result),

@@ -26,7 +26,8 @@ TEST(AgentConfig, ReadsEverySettingAndKeepsDefaultsForTheRest) {
                               "log_level: debug\n"
                               "flapping: {changes: 5, window: 12h}\n"
                               "http_threads: 8\n"
-                              "run_integration_tests: [Check device availability]\n");
+                              "run_integration_tests: [Check device availability]\n"
+                              "checkout: /opt/Torch-FL\n");
   AgentConfig config;
   ASSERT_EQ(daemon::read_agent_config(file, config), "");
   EXPECT_EQ(config.contract, "/etc/envcontract/kunlunxin.yaml");
@@ -43,6 +44,7 @@ TEST(AgentConfig, ReadsEverySettingAndKeepsDefaultsForTheRest) {
   EXPECT_EQ(config.flapping.window, std::chrono::hours(12));
   EXPECT_EQ(config.http_threads, 8U);
   EXPECT_EQ(config.run_integration_tests, std::vector<std::string>{"Check device availability"});
+  EXPECT_EQ(config.checkout, "/opt/Torch-FL");
   EXPECT_EQ(config.contracts_dir, AgentConfig{}.contracts_dir);
 }
 

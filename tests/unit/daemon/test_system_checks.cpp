@@ -3,6 +3,7 @@
 // judged through the real scanner on demo host envs.
 #include <gtest/gtest.h>
 
+#include "common/json_text.hpp"
 #include "contracts/check_kind.hpp"
 #include "daemon/scanner.hpp"
 #include "tests/support/demo_host.hpp"
@@ -201,6 +202,95 @@ TEST(SystemChecks, IntegrationTestsRunAsTheCiRunnerRunsThem) {
 
   const auto& smoke = check(report, env, "smoke");
   EXPECT_EQ(smoke["status"], "pass") << summary(smoke);
+}
+
+// A shipped contract names its platform's CI preflight in a checkout of the
+// repository ("{checkout}/.github/configs/..."): without one configured it is
+// skipped, never a drift and never a load error; with one it runs there, as
+// CI runs it, and judges the env; a checkout of a branch without that config
+// or entry skips it, saying which.
+TEST(SystemChecks, ShippedPreflightsRunFromAConfiguredCheckout) {
+  testing::TempDir dir;
+  std::filesystem::permissions(dir.path(), std::filesystem::perms(0755));
+  const auto checkout = dir.path() / "Torch-FL";
+  dir.write("Torch-FL/.github/configs/kunlunxin.yml",
+            "display_name: Kunlunxin\nsetup_script: .github/scripts/set_env_kunlun.sh\n"
+            "integration_tests:\n"
+            "  - name: Check device availability\n"
+            "    command: |\n"
+            "      python - <<'PY'\n"
+            "      import os, torch, torch_fl\n"
+            "      assert torch_fl.flagos.is_available(), \"flagos device is unavailable\"\n"
+            "      print(f\"flagos devices: {torch_fl.flagos.device_count()} in {os.getcwd()}\")\n"
+            "      PY\n"
+            "  - name: Run basic operator suite\n"
+            "    command: python -m pytest tests/integration/test_ops.py -v --tb=short\n");
+  const auto contract = dir.write("contract.yaml",
+                                  "schema_version: 1\nname: shipped-like\nchecks:\n"
+                                  "  - id: ci-device-availability\n"
+                                  "    kind: integration_test\n"
+                                  "    from: \"{checkout}/.github/configs/kunlunxin.yml\"\n"
+                                  "    test: Check device availability\n");
+  const auto scan = [&](const std::filesystem::path& checkout_dir) {
+    auto loaded = daemon::load_contract(contract, {}, checkout_dir);
+    EXPECT_TRUE(loaded.ok()) << loaded.error();
+    daemon::ScanSettings settings;
+    settings.facts.discovery.prefixes = {demo_host() / "miniconda3/envs/torch-fl-activate",
+                                         demo_host() / "miniconda3/envs/torch-fl-xpu-py311"};
+    daemon::Scanner scanner;
+    return loaded.ok() ? scanner.scan(*loaded.value(), settings) : Json::object();
+  };
+
+  const auto without = scan({});
+  for (const char* env : {"torch-fl-activate", "torch-fl-xpu-py311"}) {
+    const auto& result = check(without, env, "ci-device-availability");
+    EXPECT_EQ(result["status"], "skip") << env;
+    EXPECT_EQ(cause(result), "needs_checkout");
+    EXPECT_NE(summary(result).find("no checkout of the repository is configured"),
+              std::string::npos)
+        << summary(result);
+  }
+
+  const auto with = scan(checkout);
+  // Activated, torch-fl-activate has its 8 devices; the other has none.
+  const auto& passing = check(with, "torch-fl-activate", "ci-device-availability");
+  EXPECT_EQ(passing["status"], "pass") << summary(passing);
+  const auto& failing = check(with, "torch-fl-xpu-py311", "ci-device-availability");
+  EXPECT_EQ(cause(failing), "integration_test_failed");
+  EXPECT_NE(common::json_text(failing["diagnosis"]).find("flagos device is unavailable"),
+            std::string::npos)
+      << common::json_text(failing, 2);
+
+  // A checkout of another branch: no such config.
+  std::filesystem::create_directories(dir.path() / "other-branch");
+  const auto other = scan(dir.path() / "other-branch");
+  const auto& missing = check(other, "torch-fl-xpu-py311", "ci-device-availability");
+  EXPECT_EQ(cause(missing), "needs_checkout");
+  EXPECT_NE(summary(missing).find("has no .github/configs/kunlunxin.yml (another branch?)"),
+            std::string::npos)
+      << summary(missing);
+}
+
+// Every shipped contract of a platform whose main-line CI config has a
+// device preflight selects it, and loads without a checkout.
+TEST(SystemChecks, ShippedContractsSelectTheirPlatformsPreflight) {
+  for (const char* name :
+       {"ascend", "cuda", "dcu", "gcu", "metax", "musa", "ppu", "kunlunxin-vendor"}) {
+    const auto file = std::filesystem::path(ENVCONTRACT_SOURCE_DIR "/contracts/platforms") /
+                      (std::string(name) + ".yaml");
+    auto loaded = daemon::load_contract(file);
+    ASSERT_TRUE(loaded.ok()) << name << ": " << loaded.error();
+    bool selected = false;
+    for (const auto& shipped : loaded.value()->contract.checks) {
+      if (shipped.kind == "integration_test" && shipped.id == "ci-device-availability") {
+        const auto& params = shipped.parameters<contracts::IntegrationTestParams>();
+        selected = params.test == "Check device availability" &&
+                   params.from.starts_with("{checkout}/.github/configs/");
+        EXPECT_FALSE(params.needs_checkout.empty()) << name;
+      }
+    }
+    EXPECT_TRUE(selected) << name;
+  }
 }
 
 // The runner's fail-fast through a real scan: after a preflight of a config

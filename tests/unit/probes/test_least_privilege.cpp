@@ -233,6 +233,31 @@ TEST_F(LeastPrivilege, AnEnvsCodeRunsAsItsOwnerWithNoCapabilities) {
   EXPECT_EQ(record["Groups"].find('0'), std::string::npos) << record["Groups"];
 }
 
+// The working directory is entered as the user, not as root: an env's
+// directory swapped for a link into a tree only root may enter gives its
+// code nothing to read by relative path there.
+TEST_F(LeastPrivilege, TheWorkingDirectoryIsEnteredAsTheUser) {
+  const fs::path locked = m_dir.path() / "locked";
+  fs::create_directories(locked / "open");
+  fs::permissions(locked, fs::perms::owner_all);  // root only
+  fs::permissions(locked / "open", fs::perms(0755));
+  std::ofstream(locked / "open" / "secret") << "root's\n";
+  ProcessSpec spec;
+  spec.argv = {"/bin/cat", "secret"};
+  spec.environment = {{"PATH", "/usr/bin:/bin"}};
+  spec.working_dir = locked / "open";
+  spec.credentials = Credentials{m_alice_uid, m_alice_gid, {m_alice_gid}};
+  const auto result = run_process(spec, {});
+  EXPECT_EQ(result.exit_code, 126) << result.out << result.err;
+  EXPECT_EQ(result.out, "");
+  EXPECT_NE(result.err.find("cannot start the process: entering its working directory"),
+            std::string::npos)
+      << result.err;
+  // Root itself still starts there.
+  spec.credentials.reset();
+  EXPECT_EQ(run_process(spec, {}).out, "root's\n");
+}
+
 TEST_F(LeastPrivilege, ARootOwnedEnvRunsAsTheConfiguredUser) {
   const fs::path prefix = make_venv("root-env");
   const auto env = describe_prefix(prefix).value();

@@ -256,6 +256,38 @@ TEST_F(DemoHostPlans, ThePlanIsValidAgainstItsSchema) {
   EXPECT_EQ(*violations, "");
 }
 
+// Reports the agent did not write (an older schema, a hand-made one): no
+// exception, no plan for an entry without a name or prefix, and a waived
+// check is accepted, not planned.
+TEST(PlanInput, OddReportsGiveNoExceptionAndNoBogusSteps) {
+  contracts::Contract contract;
+  contract.name = "c";
+  const auto plan = build_plan(Json::parse(R"({
+    "host": "h",
+    "targets": "not a list",
+    "envs": [null, 3, "x", {"name": "no-prefix", "verdict": "drift", "checks": []},
+      {"name": "e", "prefix": "/srv/e", "verdict": "drift", "kind": "venv", "checks": [
+        7, {"id": "w", "kind": "torch", "status": "waived",
+            "diagnosis": {"cause": "cuda_build", "summary": "CUDA build, waived until 2026-12-31"},
+            "expected": {"base": "2.10.0", "cuda": {"mode": "none"}}},
+        {"id": "s", "kind": "search_path", "status": "fail",
+         "expected": {"variable": "LD_LIBRARY_PATH", "starts_with": [3, null, "/opt/x/lib"]},
+         "diagnosis": {"cause": "search_path_mismatch", "summary": "LD_LIBRARY_PATH does not start with /opt/x/lib",
+                       "evidence": {"variable": "LD_LIBRARY_PATH"}}},
+        {"id": "u", "status": "fail", "diagnosis": {"cause": "something_new", "summary": "?"}}]}]})"),
+                               contract);
+  ASSERT_EQ(plan.envs.size(), 1U);
+  const auto& env = plan.envs[0];
+  EXPECT_EQ(env.env, "e");
+  EXPECT_FALSE(env.fresh_env);  // the waived CUDA build is not acted on
+  ASSERT_EQ(env.steps.size(), 1U) << common::json_text(to_json(env), 2);
+  EXPECT_EQ(env.steps[0].action, StepAction::set_variable);
+  EXPECT_EQ(env.steps[0].value, "/opt/x/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}");
+  ASSERT_EQ(env.unplanned.size(), 2U);
+  EXPECT_EQ(env.unplanned[0].cause, "waived");
+  EXPECT_EQ(env.unplanned[1].why, "no plan for this cause (docs/provisioning.md): ?");
+}
+
 // Every cause of the report's vocabulary (docs/contracts.md's table) is
 // planned or said not to be, and docs/provisioning.md lists it.
 TEST(PlanCauses, EveryCauseOfTheReportIsPlannedOrSaidNotToBe) {
