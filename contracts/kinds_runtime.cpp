@@ -1,6 +1,9 @@
 // Check kinds that run code in the env: device counts, smoke snippets, commands.
 #include "contracts/kinds.hpp"
 
+#include <sys/stat.h>
+#include <unistd.h>
+
 #include <algorithm>
 #include <cctype>
 
@@ -9,6 +12,67 @@
 
 namespace envcontract::contracts::kinds {
 namespace {
+
+// `relative` (under the checkout) stays under it once normalised.
+bool within(const std::filesystem::path& root, const std::string& relative) {
+  if (relative.starts_with("/")) {
+    return false;
+  }
+  const auto joined = (root / relative).lexically_normal();
+  const auto rel = joined.lexically_relative(root.lexically_normal());
+  return !rel.empty() && *rel.begin() != "..";
+}
+
+// Why a directory or file of the checkout cannot be trusted, or "": it must
+// belong to root or to the agent's user, be writable by nobody else, and
+// not be a link (lstat: a link planted in the checkout is not followed).
+std::string untrusted_path(const std::filesystem::path& path, bool directory) {
+  struct stat info {};
+  if (::lstat(path.c_str(), &info) != 0) {
+    return "";  // missing: said where it is looked for
+  }
+  if (S_ISLNK(info.st_mode) && !directory) {
+    return path.string() + " is a symbolic link";
+  }
+  if (S_ISLNK(info.st_mode) && ::stat(path.c_str(), &info) != 0) {
+    return "";
+  }
+  if (info.st_uid != 0 && info.st_uid != ::geteuid()) {
+    return path.string() + " belongs to uid " + std::to_string(info.st_uid);
+  }
+  if ((info.st_mode & (S_IWGRP | S_IWOTH)) != 0) {
+    return path.string() + " is writable by its group or by everyone";
+  }
+  if (!directory && (!S_ISREG(info.st_mode) || info.st_size > 1024 * 1024)) {
+    return path.string() + " is not a regular file of at most 1 MiB";
+  }
+  return "";
+}
+
+std::string as_untrusted(const std::string& problem) {
+  return problem.empty() ? ""
+                         : "the checkout is not trusted: " + problem +
+                               " (its commands run in every env as the env's owner: the "
+                               "checkout must be root's, writable by nobody else)";
+}
+
+std::string untrusted_checkout(const std::filesystem::path& checkout) {
+  return as_untrusted(untrusted_path(checkout, true));
+}
+
+// The config and every directory between it and the checkout's root.
+std::string untrusted_file(const std::filesystem::path& file, const std::filesystem::path& root) {
+  const auto top = root.lexically_normal();
+  for (auto dir = file.parent_path(); !dir.empty(); dir = dir.parent_path()) {
+    if (const auto problem = untrusted_path(dir, true); !problem.empty()) {
+      return as_untrusted(problem);
+    }
+    if (dir == top || dir == dir.root_path()) {
+      break;
+    }
+  }
+  return as_untrusted(untrusted_path(file, false));
+}
 
 using namespace kind_helpers;
 
@@ -87,19 +151,48 @@ IntegrationTestParams parse_integration_test(MappingReader& reader, const KindCo
                : (context.contract_dir / text).lexically_normal();
   };
   const bool from_checkout = from && in_checkout(*from);
-  if (from_checkout && context.checkout.empty()) {
+  const auto workdir_text = reader.string("workdir");
+  const bool workdir_in_checkout = workdir_text && in_checkout(*workdir_text);
+  // "{checkout}/../x" is not in the checkout: the anchor confines.
+  for (const auto& [key, text] : {std::pair{"from", from}, std::pair{"workdir", workdir_text}}) {
+    if (text && in_checkout(*text) &&
+        !within(context.checkout.empty() ? std::filesystem::path("/checkout") : context.checkout,
+                text->size() > anchor.size() ? text->substr(anchor.size() + 1) : "")) {
+      reader.ctx().error(*reader.get(key),
+                         std::string(key) + " '" + *text + "' leaves the checkout");
+      return params;
+    }
+  }
+  if ((from_checkout || workdir_in_checkout) && context.checkout.empty()) {
     params.from = *from;
     params.test = test.value_or("");
     params.needs_checkout = "it is an entry of " + *from +
                             ", and no checkout of the repository is configured (checkout in "
                             "the agent's config, --checkout)";
-    (void)reader.string("workdir");  // known, and meaningless without a checkout
     return params;
   }
-  if (const auto workdir = reader.string("workdir")) {
+  // The checkout is a trust boundary: its commands run in every env as the
+  // env's owner. Only one that root (or the agent) owns and nobody else may
+  // change is used.
+  if (from_checkout || workdir_in_checkout) {
+    if (const auto problem = untrusted_checkout(context.checkout); !problem.empty()) {
+      params.from = from.value_or("");
+      params.test = test.value_or("");
+      params.needs_checkout = problem;
+      return params;
+    }
+  }
+  if (const auto& workdir = workdir_text) {
     // The checkout the CI runner would run in, relative to the contract.
     const auto path = resolve(*workdir);
     std::error_code error;
+    if (workdir_in_checkout && !std::filesystem::is_directory(path, error)) {
+      params.from = from.value_or("");
+      params.test = test.value_or("");
+      params.needs_checkout = "the configured checkout " + context.checkout.string() + " has no " +
+                              path.string() + " (another branch?)";
+      return params;
+    }
     if (!std::filesystem::is_directory(path, error)) {
       reader.ctx().error(*reader.get("workdir"),
                          "workdir " + path.string() +
@@ -125,6 +218,12 @@ IntegrationTestParams parse_integration_test(MappingReader& reader, const KindCo
     return params;
   }
   if (from_checkout) {
+    if (const auto problem = untrusted_file(path, context.checkout); !problem.empty()) {
+      params.from = *from;
+      params.test = *test;
+      params.needs_checkout = problem;
+      return params;
+    }
     // The checkout's configs are its branch's, not the contract author's:
     // one that does not have the entry (or does not load) skips the check,
     // saying why, and never stops the contract from loading.

@@ -18,6 +18,7 @@
 #include "daemon/secret_file.hpp"
 #include "daemon/transitions.hpp"
 #include "provisioning/plan.hpp"
+#include "provisioning/provisioner.hpp"
 
 namespace envcontract::daemon {
 
@@ -190,6 +191,13 @@ std::string Agent::provisioning_problem() const {
   }
   if (::geteuid() == 0 && provisioning.user.empty()) {
     return "the agent's config names no provisioning.user: provisioning never runs as root";
+  }
+  if (::geteuid() == 0) {
+    const auto user = probes::run_as_user(provisioning.user);
+    if (!user.problem.empty()) {
+      return "provisioning.user: " + user.problem;
+    }
+    return provisioning::provisioning_user_problem(user);
   }
   return "";
 }

@@ -192,7 +192,9 @@ int run(const ScanArguments& arguments) {
   options.contracts_dir = arguments.contracts_dir;
   options.detect_root = arguments.detect_root;
   options.run_tests = arguments.run_tests;
-  options.checkout = arguments.checkout;
+  if (!arguments.checkout.empty()) {
+    options.checkout = std::filesystem::absolute(arguments.checkout);
+  }
   options.settings.facts = host_options(arguments.host);
   options.settings.concurrency = arguments.concurrency;
   options.format = arguments.format == "json"    ? ReportFormat::json
@@ -379,7 +381,7 @@ int run(const ServeArguments& arguments) {
   if (given(arguments, "--concurrency"))
     config.concurrency = arguments.concurrency;
   if (given(arguments, "--checkout"))
-    config.checkout = arguments.checkout;
+    config.checkout = std::filesystem::absolute(arguments.checkout);
   if (!parse_listen_address(config.listen)) {
     std::cerr << "envcontractd serve: --listen must be HOST:PORT such as 127.0.0.1:9714, got '"
               << config.listen << "'\n";

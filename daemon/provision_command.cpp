@@ -319,11 +319,23 @@ int run_promote(const ProvisioningCommandOptions& options, const std::string& en
     return refuse(env_name + " is marked as a failed provision (" +
                   std::string(provisioning::k_failed_marker) + "): build it again");
   }
-  // One change of a name at a time: not while it is being provisioned.
-  provisioning::NameLock lock(link.parent_path(), link.filename().string(),
-                              credentials->has_value() ? &**credentials : nullptr);
+  // One change of a name at a time: not the link while it is being
+  // provisioned, nor the env while it is still being built.
+  const auto* as_user = credentials->has_value() ? &**credentials : nullptr;
+  provisioning::NameLock lock(link.parent_path(), link.filename().string(), as_user);
   if (!lock.held()) {
     return refuse(lock.problem());
+  }
+  std::optional<provisioning::NameLock> env_lock;
+  if (!env_name.starts_with("/")) {
+    env_lock.emplace(prefix.parent_path(), prefix.filename().string(), as_user);
+    if (!env_lock->held()) {
+      return refuse(env_lock->problem());
+    }
+  }
+  if (::lstat((prefix / provisioning::k_failed_marker).c_str(), &marker) == 0) {
+    return refuse(env_name + " is marked as a failed provision (" +
+                  std::string(provisioning::k_failed_marker) + "): build it again");
   }
   const auto report = scan_prefix(options, **contract, prefix);
   const Json* env = env_of(report);

@@ -1,5 +1,6 @@
 #include "daemon/snapshot_command.hpp"
 
+#include <fcntl.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -70,6 +71,11 @@ bool bookkeeping(const std::string& name) {
                                               "PWD",  "OLDPWD", "VIRTUAL_ENV", "LD_LIBRARY_PATH"};
   return names.count(name) != 0 || name.starts_with("CONDA_") || name.starts_with("VIRTUAL_ENV_") ||
          name.starts_with("_CE_") || name.starts_with("BASH");
+}
+
+std::string text_of(const probes::Json& record, const char* key) {
+  const auto found = record.is_object() ? record.find(key) : record.end();
+  return found != record.end() && found->is_string() ? found->get<std::string>() : std::string();
 }
 
 const probes::StageResult* stage_named(const probes::DynamicFacts& facts, const std::string& name) {
@@ -173,17 +179,23 @@ int run_snapshot(const SnapshotOptions& options, std::ostream& out, std::ostream
   }
   std::set<std::string> reported;
   if (const auto* imports = stage_named(dynamic, std::string(facts::stage_names::imports))) {
+    // Records come from a process the env's code ran in: each field is
+    // read only with the type it must have.
     for (const auto& record : imports->records) {
-      if (record.value("type", "") != "import") {
+      if (text_of(record, "type") != "import") {
         continue;
       }
-      const std::string module = record.value("module", "");
+      const std::string module = text_of(record, "module");
+      if (module.empty() || !contracts::is_module_name(module)) {
+        continue;
+      }
       reported.insert(module);
-      if (record.value("ok", false)) {
+      const auto ok = record.find("ok");
+      if (ok != record.end() && ok->is_boolean() && ok->get<bool>()) {
         input.imported.push_back(module);
       } else {
         input.import_failures.emplace_back(
-            module, record.value("error_type", "") + ": " + record.value("error", ""));
+            module, text_of(record, "error_type") + ": " + text_of(record, "error"));
       }
     }
     for (const auto& module : plan.imports) {
@@ -202,7 +214,12 @@ int run_snapshot(const SnapshotOptions& options, std::ostream& out, std::ostream
     const auto bare = env.activation.bare.find(name);
     if (!bookkeeping(name) && contracts::is_environment_variable_name(name) &&
         (bare == env.activation.bare.end() || bare->second != value)) {
-      input.variables.emplace_back(name, value);
+      // A path into the env itself: every env has its own.
+      if (value.find(env.env.prefix.string()) != std::string::npos) {
+        input.variables_set.push_back(name);
+      } else {
+        input.variables.emplace_back(name, value);
+      }
     }
   }
   if (const auto path = env.activation.activated.find("LD_LIBRARY_PATH");
@@ -210,6 +227,10 @@ int run_snapshot(const SnapshotOptions& options, std::ostream& out, std::ostream
     const auto bare = env.activation.bare.find("LD_LIBRARY_PATH");
     if (bare == env.activation.bare.end() || bare->second != path->second) {
       input.library_path_first = path->second.substr(0, path->second.find(':'));
+      const std::string own = env.env.prefix.string();
+      if (input.library_path_first == own || input.library_path_first.starts_with(own + "/")) {
+        input.library_path_first = "{prefix}" + input.library_path_first.substr(own.size());
+      }
     }
   }
   input.image = host.image.value;
@@ -218,15 +239,22 @@ int run_snapshot(const SnapshotOptions& options, std::ostream& out, std::ostream
       if (check.kind == "devices") {
         const auto& params = check.parameters<contracts::DevicesParams>();
         provisioning::SnapshotDevices devices{
-            check.id,       params.expression,
-            params.imports, params.timeout,
-            std::nullopt,   params.count.op + " " + std::to_string(params.count.value),
-            "not run"};
+            check.id,           params.expression, params.imports,
+            params.timeout,     std::nullopt,      params.count.op,
+            params.count.value, "not run",         check.severity == contracts::Severity::advisory};
         if (const auto* stage = stage_named(dynamic, facts::stage_names::devices(check.id))) {
           devices.problem = stage->summary;
           for (const auto& record : stage->records) {
-            if (record.value("type", "") == "devices" && record["value"].is_number_integer()) {
-              devices.observed = record["value"].get<long long>();
+            const auto value = record.is_object() ? record.find("value") : record.end();
+            if (text_of(record, "type") != "devices" || value == record.end()) {
+              continue;
+            }
+            if (value->is_number_unsigned()) {
+              if (value->get<unsigned long long>() <= 1'000'000ULL) {
+                devices.observed = static_cast<long long>(value->get<unsigned long long>());
+              }
+            } else if (value->is_number_integer()) {
+              devices.observed = value->get<long long>();
             }
           }
         }
@@ -240,7 +268,8 @@ int run_snapshot(const SnapshotOptions& options, std::ostream& out, std::ostream
                         : "did not pass (" + stage->summary + ")";
         }
         input.smokes.push_back({check.id, check.description, params.code, params.expect_output,
-                                params.timeout, outcome});
+                                params.timeout, outcome,
+                                check.severity == contracts::Severity::advisory});
       }
     }
   }
@@ -260,9 +289,27 @@ int run_snapshot(const SnapshotOptions& options, std::ostream& out, std::ostream
   if (options.output.empty() || options.output == "-") {
     out << yaml;
   } else {
-    std::ofstream file(options.output);
-    file << yaml;
-    if (!file) {
+    // A new file beside the target, renamed over it: never written through
+    // a link planted where the output goes, never half written.
+    const fs::path temporary = options.output.string() + ".tmp-" + std::to_string(::getpid());
+    const int fd =
+        ::open(temporary.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0644);
+    bool written = fd >= 0;
+    if (fd >= 0) {
+      std::size_t done = 0;
+      while (written && done < yaml.size()) {
+        const auto n = ::write(fd, yaml.data() + done, yaml.size() - done);
+        written = n > 0;
+        done += n > 0 ? static_cast<std::size_t>(n) : 0;
+      }
+      written = ::close(fd) == 0 && written;
+    }
+    std::error_code rename_error;
+    if (written) {
+      fs::rename(temporary, options.output, rename_error);
+    }
+    if (!written || rename_error) {
+      ::unlink(temporary.c_str());
       err << "envcontractd snapshot: cannot write " << common::shown_path(options.output) << "\n";
       return 2;
     }

@@ -442,6 +442,15 @@ ProcessResult run_process(const ProcessSpec& spec, const ProcessLimits& limits,
   } else {
     result.outcome = ProcessResult::Outcome::exited;
     result.exit_code = WEXITSTATUS(status);
+    // Our own setup in the child failed (fail_child): the command never ran,
+    // which is not the command failing (a directory its user may not enter
+    // is no drift of the env).
+    constexpr std::string_view setup_failed = "envcontract: cannot start the process: ";
+    if (result.exit_code == 126 && result.err.starts_with(setup_failed)) {
+      result.outcome = ProcessResult::Outcome::failed_to_start;
+      const auto line = result.err.substr(setup_failed.size());
+      result.error = line.substr(0, line.find('\n'));
+    }
   }
   return result;
 }

@@ -151,10 +151,8 @@ common::Result<PreparedProvision> prepare_provision(const contracts::ProvisionRe
     if (!prepared.run_as.problem.empty()) {
       return common::Error{prepared.run_as.problem};
     }
-    if (prepared.run_as.is_root()) {
-      return common::Error{
-          "provisioning never runs as root: name an unprivileged user "
-          "(provisioning.user, --user)"};
+    if (const auto problem = provisioning_user_problem(prepared.run_as); !problem.empty()) {
+      return common::Error{problem};
     }
     prepared.run_as.switch_credentials = true;
     prepared.run_as.reason = "the provisioning user";
@@ -265,6 +263,12 @@ ProvisionOutcome run_provision(const PreparedProvision& prepared, const Provisio
     cleanup.cancellation = nullptr;
     cleanup.step_timeout = std::chrono::seconds(60);
     const std::map<std::string, std::string> env = {{"PATH", "/usr/bin:/bin"}};
+    // The marker first: if removing fails or is cut short, what is left is
+    // still marked (and promote refuses it).
+    const auto marked = run_as_user(
+        prepared,
+        {"/bin/sh", "-c", "cat > \"$1\"", "sh", (prepared.prefix / k_failed_marker).string()}, env,
+        settings.envs_dir, outcome.error + "\n", cleanup);
     if (settings.remove_on_failure) {
       const auto removed = run_as_user(
           prepared, {"/bin/rm", "-rf", "--one-file-system", "--", prepared.prefix.string()}, env,
@@ -273,11 +277,7 @@ ProvisionOutcome run_provision(const PreparedProvision& prepared, const Provisio
                                                 : "kept: removing it failed (" +
                                                       removed.describe() + ": " + removed.err + ")";
     } else {
-      // The message through stdin: it may be longer than an argument may be.
-      const auto marked = run_as_user(
-          prepared,
-          {"/bin/sh", "-c", "cat > \"$1\"", "sh", (prepared.prefix / k_failed_marker).string()},
-          env, settings.envs_dir, outcome.error + "\n", cleanup);
+      // The message went through stdin: it may be longer than an argument may be.
       outcome.left_behind = std::string("kept, marked failed (") + k_failed_marker +
                             (marked.succeeded() ? "" : ", not written: " + marked.describe()) + ")";
     }

@@ -1,7 +1,10 @@
 #include "provisioning/snapshot.hpp"
 
 #include <cstdio>
+#include <set>
 #include <sstream>
+
+#include "contracts/values.hpp"
 
 namespace envcontract::provisioning {
 namespace {
@@ -26,10 +29,43 @@ std::string minor_version(const std::string& version) {
   return second == std::string::npos ? version : version.substr(0, second);
 }
 
-// A block scalar (`|`) of `text`, each line indented by `indent` spaces:
-// code keeps its lines exactly.
-std::string block(const std::string& text, int indent) {
-  std::string out = "|\n";
+// Python code as YAML: a block scalar where that keeps it exactly (the
+// chomping indicator says how many newlines end it), else a quoted scalar:
+// when its first line is indented (a block's indentation would be read
+// from it), a line holds only blanks, or it holds a control character or a
+// Unicode line break.
+std::string code_scalar(const std::string& text, int indent) {
+  bool plain = !text.empty();
+  bool first = true;
+  std::size_t start = 0;
+  while (plain && start <= text.size()) {
+    const auto end = std::min(text.find('\n', start), text.size());
+    const std::string line = text.substr(start, end - start);
+    if (!line.empty() && line.find_first_not_of(" \t") == std::string::npos) {
+      plain = false;
+    }
+    if (first && !line.empty()) {
+      plain = plain && line.front() != ' ' && line.front() != '\t';
+      first = false;
+    }
+    for (const char c : line) {
+      const auto byte = static_cast<unsigned char>(c);
+      if ((byte < 0x20 && c != '\t') || byte == 0x7f || byte == 0xc2 || byte == 0xe2) {
+        plain = false;
+      }
+    }
+    start = end + 1;
+  }
+  std::size_t newlines = 0;
+  while (newlines < text.size() && text[text.size() - 1 - newlines] == '\n') {
+    ++newlines;
+  }
+  // Several newlines at the end would need keep chomping, which would also
+  // keep the blank line after the block: quoted instead.
+  if (!plain || newlines > 1) {
+    return yaml_quoted(text) + "\n";
+  }
+  std::string out = newlines == 0 ? "|-\n" : "|\n";
   std::istringstream lines(text);
   std::string line;
   while (std::getline(lines, line)) {
@@ -38,8 +74,35 @@ std::string block(const std::string& text, int indent) {
   return out;
 }
 
+// Text from the env, made safe for a comment line: every character some
+// YAML parser (or editor) takes as a line break ends the comment there, so
+// it would make what follows YAML: CR, NEL, LS, PS, and every other control
+// character, become '?'.
+std::string comment_safe(const std::string& text) {
+  std::string out;
+  for (std::size_t i = 0; i < text.size(); ++i) {
+    const auto byte = static_cast<unsigned char>(text[i]);
+    const bool nel =
+        byte == 0xc2 && i + 1 < text.size() && static_cast<unsigned char>(text[i + 1]) == 0x85;
+    const bool line_or_paragraph = byte == 0xe2 && i + 2 < text.size() &&
+                                   static_cast<unsigned char>(text[i + 1]) == 0x80 &&
+                                   (static_cast<unsigned char>(text[i + 2]) == 0xa8 ||
+                                    static_cast<unsigned char>(text[i + 2]) == 0xa9);
+    if (nel || line_or_paragraph) {
+      out += '?';
+      i += nel ? 1 : 2;
+    } else if (text[i] != '\n' && (byte < 0x20 || byte == 0x7f)) {
+      out += '?';
+    } else {
+      out += text[i];
+    }
+  }
+  return out;
+}
+
 // A comment of one or more lines at `indent`.
-std::string comment(const std::string& text, int indent) {
+std::string comment(const std::string& raw, int indent) {
+  const std::string text = comment_safe(raw);
   std::string out;
   std::istringstream lines(text);
   std::string line;
@@ -53,8 +116,22 @@ std::string comment(const std::string& text, int indent) {
 
 std::string yaml_quoted(const std::string& text) {
   std::string out = "\"";
-  for (const char c : text) {
+  for (std::size_t i = 0; i < text.size(); ++i) {
+    const char c = text[i];
     const auto byte = static_cast<unsigned char>(c);
+    // Unicode's line breaks, which YAML folds inside a quoted scalar.
+    if (byte == 0xc2 && i + 1 < text.size() && static_cast<unsigned char>(text[i + 1]) == 0x85) {
+      out += "\\u0085";
+      ++i;
+      continue;
+    }
+    if (byte == 0xe2 && i + 2 < text.size() && static_cast<unsigned char>(text[i + 1]) == 0x80 &&
+        (static_cast<unsigned char>(text[i + 2]) == 0xa8 ||
+         static_cast<unsigned char>(text[i + 2]) == 0xa9)) {
+      out += static_cast<unsigned char>(text[i + 2]) == 0xa8 ? "\\u2028" : "\\u2029";
+      i += 2;
+      continue;
+    }
     if (c == '"' || c == '\\') {
       out += '\\';
       out += c;
@@ -143,11 +220,22 @@ std::string snapshot_yaml(const SnapshotInput& in) {
     }
   }
 
-  if (!in.variables.empty()) {
-    out << comment("What activation sets here.", 2)
-        << "  - id: activation-variables\n    kind: environment\n    equals:\n";
-    for (const auto& [name, value] : in.variables) {
-      out << "      " << name << ": " << yaml_quoted(value) << "\n";
+  if (!in.variables.empty() || !in.variables_set.empty()) {
+    std::string why = "What activation sets here.";
+    if (!in.variables_set.empty()) {
+      why +=
+          "\nSet to a path in the env itself (each env has its own), so only that they\nare "
+          "set is stated.";
+    }
+    out << comment(why, 2) << "  - id: activation-variables\n    kind: environment\n";
+    if (!in.variables.empty()) {
+      out << "    equals:\n";
+      for (const auto& [name, value] : in.variables) {
+        out << "      " << yaml_quoted(name) << ": " << yaml_quoted(value) << "\n";
+      }
+    }
+    if (!in.variables_set.empty()) {
+      out << "    set: " << flow_list(in.variables_set) << "\n";
     }
     out << "\n";
   }
@@ -157,29 +245,51 @@ std::string snapshot_yaml(const SnapshotInput& in) {
         << flow_list({in.library_path_first}) << "\n\n";
   }
 
-  if (in.pin && !in.distributions.empty()) {
+  // A name or version the metadata got wrong, or a second record of one
+  // name (a stale dist-info), is left out rather than pinned.
+  std::vector<std::pair<std::string, std::string>> pins;
+  std::set<std::string> pinned;
+  for (const auto& [name, version] : in.distributions) {
+    if (contracts::is_distribution_name(name) && contracts::is_pep440_version(version) &&
+        pinned.insert(name).second) {
+      pins.emplace_back(name, version);
+    }
+  }
+  if (in.pin && !pins.empty()) {
     out << comment("Every distribution at the version installed (--pin): loosen what may vary.", 2)
         << "  - id: pinned-distributions\n    kind: distributions\n    pins:\n";
-    for (const auto& [name, version] : in.distributions) {
-      out << "      " << name << ": " << yaml_quoted("==" + version) << "\n";
+    for (const auto& [name, version] : pins) {
+      out << "      " << yaml_quoted(name) << ": " << yaml_quoted("==" + version) << "\n";
     }
     out << "\n";
   }
 
   for (const auto& devices : in.devices) {
-    std::string count = devices.base_count;
+    const std::string base = devices.base_op + " " + std::to_string(devices.base_value);
+    std::string count = base;
     std::string why = "From the base contract.";
-    if (devices.observed && *devices.observed > 0) {
+    // Only a lower bound is tightened to what was counted, and only when
+    // the count meets it: "== 8" or a count that fails stays as it was.
+    const bool lower_bound = devices.base_op == ">=" || devices.base_op == ">";
+    const bool meets =
+        devices.observed && (devices.base_op == ">=" ? *devices.observed >= devices.base_value
+                                                     : *devices.observed > devices.base_value);
+    if (lower_bound && meets && *devices.observed > 0) {
       count = ">= " + std::to_string(*devices.observed);
       why += " It counted " + std::to_string(*devices.observed) +
-             " here; fewer is drift (the base contract asked " + devices.base_count + ").";
+             " here; fewer is drift (the base contract asked " + base + ").";
+    } else if (devices.observed) {
+      why += " It counted " + std::to_string(*devices.observed) +
+             " here; the base contract's count is kept.";
     } else {
-      why += " It did not count devices here (" +
-             (devices.observed ? "it counted 0" : devices.problem) +
+      why += " It did not count devices here (" + devices.problem +
              "): the base contract's count is kept.";
     }
-    out << comment(why, 2) << "  - id: " << devices.id
-        << "\n    kind: devices\n    expression: " << yaml_quoted(devices.expression)
+    out << comment(why, 2) << "  - id: " << devices.id << "\n    kind: devices\n";
+    if (devices.advisory) {
+      out << "    severity: advisory\n";
+    }
+    out << "    expression: " << yaml_quoted(devices.expression)
         << "\n    imports: " << flow_list(devices.imports) << "\n    count: " << yaml_quoted(count)
         << "\n    timeout: " << duration_text(devices.timeout) << "\n\n";
   }
@@ -187,14 +297,17 @@ std::string snapshot_yaml(const SnapshotInput& in) {
   for (const auto& smoke : in.smokes) {
     out << comment("From the base contract, as it is; here it " + smoke.outcome + ".", 2)
         << "  - id: " << smoke.id << "\n    kind: smoke\n";
+    if (smoke.advisory) {
+      out << "    severity: advisory\n";
+    }
     if (!smoke.description.empty()) {
       out << "    description: " << yaml_quoted(smoke.description) << "\n";
     }
     if (!smoke.expect_output.empty()) {
       out << "    expect_output: " << yaml_quoted(smoke.expect_output) << "\n";
     }
-    out << "    timeout: " << duration_text(smoke.timeout) << "\n    code: " << block(smoke.code, 6)
-        << "\n";
+    out << "    timeout: " << duration_text(smoke.timeout)
+        << "\n    code: " << code_scalar(smoke.code, 6) << "\n";
   }
   return out.str();
 }

@@ -33,8 +33,10 @@ struct SnapshotDevices {
   std::vector<std::string> imports;
   std::chrono::milliseconds timeout{60'000};
   std::optional<long long> observed;  // nullopt: it did not count (`problem` says why)
-  std::string base_count;             // the base contract's comparison, e.g. ">= 1"
+  std::string base_op;                // the base contract's comparison: ">=", ">", "=="
+  long long base_value = 0;
   std::string problem;
+  bool advisory = false;  // the base check's severity
 };
 
 // A smoke check of the base contract, kept as it is, with how it went.
@@ -45,6 +47,7 @@ struct SnapshotSmoke {
   std::string expect_output;
   std::chrono::milliseconds timeout{120'000};
   std::string outcome;  // "passed", or what went wrong
+  bool advisory = false;
 };
 
 struct SnapshotInput {
@@ -64,8 +67,13 @@ struct SnapshotInput {
   // Set by activation (name, value), without the shell's own and the env
   // manager's bookkeeping.
   std::vector<std::pair<std::string, std::string>> variables;
-  std::string library_path_first;  // the first directory activation puts on LD_LIBRARY_PATH
-  std::string image;               // the host's image reference, or ""
+  // Set by activation to a value under the env's own prefix: other envs set
+  // them to their own, so only that they are set is stated.
+  std::vector<std::string> variables_set;
+  // The first directory activation puts on LD_LIBRARY_PATH; "{prefix}/..."
+  // when it is the env's own.
+  std::string library_path_first;
+  std::string image;  // the host's image reference, or ""
   std::vector<SnapshotDevices> devices;
   std::vector<SnapshotSmoke> smokes;
 };

@@ -486,7 +486,7 @@ TEST_F(Provisioning, ASnapshotOfACompliantEnvPassesOnItAndFailsOnTheDemoHostsEnv
   for (const char* line :
        {"  - id: torch-build\n    kind: torch\n    base: \"2.10.0\"\n",
         "    modules: [\"torch\", \"torch_fl\", \"triton\"]\n", "    backends: [\"xpu\"]\n",
-        "      torch-fl: \"==0.3.0\"\n", "    count: \">= 8\"\n",
+        "      \"torch-fl\": \"==0.3.0\"\n", "    count: \">= 8\"\n",
         "  # From the base contract, as it is; here it passed.\n"}) {
     EXPECT_NE(text.find(line), std::string::npos) << line << "\nin:\n" << text;
   }

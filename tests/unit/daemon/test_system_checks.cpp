@@ -2,6 +2,7 @@
 // finds, device nodes, tools, glibc) and the ones that run shell commands,
 // judged through the real scanner on demo host envs.
 #include <gtest/gtest.h>
+#include <unistd.h>
 
 #include "common/json_text.hpp"
 #include "contracts/check_kind.hpp"
@@ -260,6 +261,26 @@ TEST(SystemChecks, ShippedPreflightsRunFromAConfiguredCheckout) {
   EXPECT_NE(common::json_text(failing["diagnosis"]).find("flagos device is unavailable"),
             std::string::npos)
       << common::json_text(failing, 2);
+
+  // A checkout someone else may change runs nothing: its commands would run
+  // in every env as the env's owner.
+  if (::geteuid() == 0) {
+    const auto config = checkout / ".github/configs/kunlunxin.yml";
+    ASSERT_EQ(::chown(config.c_str(), 65534, 65534), 0);
+    const auto untrusted = scan(checkout);
+    const auto& skipped = check(untrusted, "torch-fl-activate", "ci-device-availability");
+    EXPECT_EQ(cause(skipped), "needs_checkout");
+    EXPECT_NE(summary(skipped).find("the checkout is not trusted: " + config.string() +
+                                    " belongs to uid 65534"),
+              std::string::npos)
+        << summary(skipped);
+    ASSERT_EQ(::chown(config.c_str(), 0, 0), 0);
+    std::filesystem::permissions(checkout / ".github", std::filesystem::perms(0777));
+    EXPECT_NE(summary(check(scan(checkout), "torch-fl-activate", "ci-device-availability"))
+                  .find("is writable by its group or by everyone"),
+              std::string::npos);
+    std::filesystem::permissions(checkout / ".github", std::filesystem::perms(0755));
+  }
 
   // A checkout of another branch: no such config.
   std::filesystem::create_directories(dir.path() / "other-branch");

