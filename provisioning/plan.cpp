@@ -5,6 +5,7 @@
 #include <sstream>
 
 #include "common/python_names.hpp"
+#include "provisioning/provision_steps.hpp"
 
 namespace envcontract::provisioning {
 namespace {
@@ -23,23 +24,6 @@ const Json& member(const Json& json, const char* key) {
 // "torch==2.10.0+cpu" -> "torch"
 std::string requirement_name(const std::string& requirement) {
   return requirement.substr(0, requirement.find_first_of("=<>!~[ ;"));
-}
-
-bool shell_safe(const std::string& word) {
-  return !word.empty() && word.find_first_not_of(
-                              "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ"
-                              "0123456789@%+=:,./-_") == std::string::npos;
-}
-
-std::string shell_quoted(const std::string& word) {
-  if (shell_safe(word)) {
-    return word;
-  }
-  std::string out = "'";
-  for (const char c : word) {
-    out += c == '\'' ? std::string("'\\''") : std::string(1, c);
-  }
-  return out + "'";
 }
 
 // The package directory a file of an env belongs to: the first component

@@ -185,24 +185,27 @@ std::vector<ProvisionStep> provision_steps(const contracts::ProvisionRecipe& rec
   return steps;
 }
 
+std::string shell_quoted(const std::string& word) {
+  const bool plain = !word.empty() && word.find_first_not_of(
+                                          "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ"
+                                          "0123456789@%+=:,./-_") == std::string::npos;
+  if (plain) {
+    return word;
+  }
+  std::string out = "'";
+  for (const char c : word) {
+    out += c == '\'' ? std::string("'\\''") : std::string(1, c);
+  }
+  return out + "'";
+}
+
 std::string command_line(const std::vector<std::string>& argv) {
   std::string line;
   for (const auto& word : argv) {
-    const bool plain = !word.empty() && word.find_first_not_of(
-                                            "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ"
-                                            "0123456789@%+=:,./-_") == std::string::npos;
-    std::string shown;
-    if (plain) {
-      shown = word;
-    } else if (word.find('\n') != std::string::npos) {
-      shown = "'<" + std::to_string(word.size()) + " bytes of Python>'";
-    } else {
-      shown = "'";
-      for (const char c : word) {
-        shown += c == '\'' ? std::string("'\\''") : std::string(1, c);
-      }
-      shown += "'";
-    }
+    // A program given inline (the activation writer) is named, not printed.
+    const std::string shown = word.find('\n') != std::string::npos
+                                  ? "'<" + std::to_string(word.size()) + " bytes of Python>'"
+                                  : shell_quoted(word);
     line += (line.empty() ? "" : " ") + shown;
   }
   return line;

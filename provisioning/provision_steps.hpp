@@ -46,6 +46,10 @@ common::Result<std::filesystem::path> find_base_python(
 std::vector<ProvisionStep> provision_steps(const contracts::ProvisionRecipe& recipe,
                                            const ProvisionTarget& target);
 
+// `word` as one shell word: as it is when it needs no quoting, else in
+// single quotes.
+std::string shell_quoted(const std::string& word);
+
 // One line a person can paste into a shell (each argument quoted as needed).
 std::string command_line(const std::vector<std::string>& argv);
 
