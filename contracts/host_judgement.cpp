@@ -217,6 +217,19 @@ HostJudgement judge_host(const Contract& contract, const Json& host_facts) {
       host.reasons.push_back(target.check.diagnosis->summary);
     }
   }
+  // Facts that miss part of the host (discovery blocked on a filesystem that
+  // does not answer): never compliant on what was not seen, and an env rule
+  // unmet for want of envs is that error, not drift.
+  bool incomplete = false;
+  for (const auto& missing : array_field(host_facts, "incomplete")) {
+    if (missing.is_string()) {
+      host.reasons.push_back(missing.get<std::string>());
+      incomplete = true;
+    }
+  }
+  const bool env_drifted = std::any_of(host.envs.begin(), host.envs.end(), [](const auto& env) {
+    return env.judgement.verdict == EnvVerdict::drift;
+  });
   bool env_rule_only_errors = false;
   auto env_reasons = unmet_env_rule(contract, host, env_rule_only_errors);
   const bool env_rule_met = env_reasons.empty();
@@ -226,7 +239,8 @@ HostJudgement judge_host(const Contract& contract, const Json& host_facts) {
   // drifts, else only unjudgeable parts remain.
   if (host.reasons.empty()) {
     host.verdict = EnvVerdict::compliant;
-  } else if (target_failed || (!env_rule_met && !env_rule_only_errors)) {
+  } else if (target_failed ||
+             (!env_rule_met && !env_rule_only_errors && (!incomplete || env_drifted))) {
     host.verdict = EnvVerdict::drift;
   } else {
     host.verdict = EnvVerdict::error;

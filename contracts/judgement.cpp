@@ -241,6 +241,18 @@ std::optional<CheckResult> incomplete_facts_check(const Json& env_facts) {
         "the agent reads only regular files within size limits (docs/reliability.md): "
         "replace the file with what its package installed (reinstall the package) or remove "
         "it, then rescan"};
+  } else if (const auto stalled = std::find_if(
+                 errors.begin(), errors.end(),
+                 [](const Json& error) { return error.is_object() && error.contains("stalled"); });
+             stalled != errors.end()) {
+    const std::string path = string_field((*stalled)["stalled"], "path");
+    result.diagnosis = Diagnosis{
+        "stalled_read",
+        string_field(*stalled, "message"),
+        {{"fact_errors", errors}},
+        "find what serves " + (path.empty() ? std::string("the env's files") : path) +
+            " (findmnt -T PATH) and mend or unmount it (umount -l; fusermount -u for a user's "
+            "FUSE mount); the env is read again once its blocked reader returns"};
   } else {
     result.diagnosis = Diagnosis{
         "facts_error",
@@ -270,6 +282,12 @@ std::optional<CheckResult> broken_env_check(const Json& env_facts, const EnvFact
     if (summary.empty() && (text.starts_with("no Python interpreter:") ||
                             text.find("is a dangling symlink") != std::string::npos)) {
       summary = text;
+      evidence["problems"] = array_field(env_facts, "problems");
+    } else if (summary.empty() && text.find(" filesystem mounted by ") != std::string::npos) {
+      summary = text;
+      remedy =
+          "move the env off the mount, or unmount it (fusermount -u, as the user who mounted "
+          "it): the agent judges no env that holds a filesystem served by a user's process";
       evidence["problems"] = array_field(env_facts, "problems");
     } else if (summary.empty() && text.find(" cannot be read by ") != std::string::npos) {
       summary = text;
@@ -393,12 +411,16 @@ EnvJudgement judge_env(const Contract& contract, const Json& env_facts,
   EnvJudgement judgement;
   bool failed = false;
   bool errored = false;
-  const auto refusal = code_refusal_check(env_facts);
+  const auto incomplete = incomplete_facts_check(env_facts);
+  // An env whose reading blocked has no facts to judge: every check points
+  // at the stall (its code is refused too, but the stall is the cause).
+  const bool unread = incomplete && incomplete->diagnosis->cause == "stalled_read";
+  const auto refusal = unread ? std::nullopt : code_refusal_check(env_facts);
   if (refusal) {
     judgement.checks.push_back(*refusal);
   }
-  if (auto incomplete = incomplete_facts_check(env_facts)) {
-    judgement.checks.push_back(std::move(*incomplete));
+  if (incomplete) {
+    judgement.checks.push_back(*incomplete);
   }
   const auto broken = broken_env_check(env_facts, facts);
   if (broken) {
@@ -415,6 +437,7 @@ EnvJudgement judge_env(const Contract& contract, const Json& env_facts,
     // A broken env blocks every check; an env whose code may not run blocks
     // those that need its code.
     const CheckResult* blocker = broken                             ? &*broken
+                                 : unread                           ? &*incomplete
                                  : refusal && needs_env_code(check) ? &*refusal
                                                                     : nullptr;
     if (blocker != nullptr) {

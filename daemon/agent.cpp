@@ -61,6 +61,7 @@ ScanSettings settings_from(const AgentConfig& config) {
       std::chrono::duration_cast<std::chrono::seconds>(config.reprobe_interval);
   settings.env_deadline = config.env_deadline;
   settings.scan_deadline = config.scan_deadline;
+  settings.facts.reading_deadline = config.reading_deadline;
   return settings;
 }
 

@@ -269,6 +269,8 @@ std::string read_agent_config(const std::filesystem::path& path, AgentConfig& co
       read_provisioning(top, config);
       if (auto v = read_duration(top, "env_deadline"))
         config.env_deadline = *v;
+      if (auto v = read_duration(top, "reading_deadline"))
+        config.reading_deadline = *v;
       if (auto v = read_duration(top, "scan_deadline"))
         config.scan_deadline = *v;
       if (auto v = top.integer("history_retention_days", Need::optional, 1, 36500)) {

@@ -60,8 +60,10 @@ struct AgentConfig {
   // Root-owned envs' code runs as this user; "root" only by explicit choice
   // (docs/security.md).
   std::string run_root_envs_as = "nobody";
-  probes::ResourceLimits probe_limits;                      // per probe process tree
-  std::chrono::milliseconds env_deadline{15 * 60 * 1000};   // one env's probe stages together
+  probes::ResourceLimits probe_limits;                     // per probe process tree
+  std::chrono::milliseconds env_deadline{15 * 60 * 1000};  // one env's probe stages together
+  // Discovery, and reading one env's files: past it, a blocked reader is left behind.
+  std::chrono::milliseconds reading_deadline{2 * 60 * 1000};
   std::chrono::milliseconds scan_deadline{60 * 60 * 1000};  // the whole scan (watchdog)
   StoreLimits store;  // history retention and the size of stored values
   // Receivers of transition events: an env or the host starts or stops

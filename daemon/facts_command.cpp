@@ -7,9 +7,7 @@
 namespace envcontract::daemon {
 
 int run_facts(const probes::HostFactsOptions& options, std::ostream& out, std::ostream& err) {
-  probes::ActivationCache activations;
-  probes::ElfCache elf_files;
-  const auto facts = probes::gather_host_facts(options, activations, elf_files);
+  const auto facts = probes::gather_host_facts(options, std::make_shared<probes::FactCaches>());
   out << common::json_text(probes::to_json(facts), 2) << "\n";
   for (const auto& problem : facts.problems) {
     err << "warning: " << problem.path.string() << ": " << problem.problem << "\n";

@@ -14,6 +14,7 @@
 #include "common/time_text.hpp"
 #include "contracts/host_judgement.hpp"
 #include "daemon/probe_plan.hpp"
+#include "probes/stall_guard.hpp"
 
 namespace envcontract::daemon {
 
@@ -236,9 +237,9 @@ report::Json Scanner::scan(const LoadedContract& contract, const ScanSettings& s
   auto plan = plan_from_contract(&contract.contract);
   options.request = static_cast<const facts::ProbeRequest&>(plan);
   options.cancellation = cancellation.get();
-  const auto facts = probes::gather_host_facts(options, m_activations, m_elf_files);
+  const auto facts = probes::gather_host_facts(options, m_caches);
   // What this scan did not read has left every env: keep no memory of it.
-  m_elf_files.drop_unused();
+  m_caches->elf_files.drop_unused();
   auto host_json = probes::to_json(facts);
   auto& envs = host_json["envs"];
   plan.resources = settings.probe_limits;
@@ -259,7 +260,37 @@ report::Json Scanner::scan(const LoadedContract& contract, const ScanSettings& s
   probes::run_concurrently(facts.envs.size(), settings.concurrency, [&](std::size_t index) {
     const auto& env = facts.envs[index];
     const auto env_started = std::chrono::steady_clock::now();
-    const std::string fingerprint = env_fingerprint(envs[index], contract.identity.sha256);
+    // The fingerprint stats the env's files: bounded like every other read
+    // of them, and an env whose files block is not probed.
+    auto fingerprint_of = std::make_shared<std::string>();
+    std::optional<probes::Stall> stalled;
+    {
+      auto env_json = std::make_shared<const report::Json>(envs[index]);
+      const std::string contract_sha = contract.identity.sha256;
+      stalled = probes::run_bounded(
+          "fingerprint " + env.env.prefix.string(),
+          "reading the files of " + env.env.prefix.string(), settings.facts.reading_deadline,
+          cancellation.get(),
+          [fingerprint_of, env_json, contract_sha](const probes::Cancellation&) {
+            *fingerprint_of = env_fingerprint(*env_json, contract_sha);
+          });
+    }
+    if (stalled) {
+      std::lock_guard lock(progress_mutex);
+      add_fact_error(envs[index], "reading", stalled->message());
+      envs[index]["fact_errors"].back() =
+          probes::to_json(probes::FactError{"reading", stalled->message(), stalled});
+      m_probes.erase(env.env.prefix.string());
+      ++done;
+      if (observer.env_finished) {
+        observer.env_finished(env.env.name, "error",
+                              std::chrono::duration_cast<std::chrono::milliseconds>(
+                                  std::chrono::steady_clock::now() - env_started),
+                              done, facts.envs.size());
+      }
+      return;
+    }
+    const std::string fingerprint = *fingerprint_of;
     std::optional<CachedProbe> reusable;
     {
       std::lock_guard lock(progress_mutex);

@@ -75,8 +75,8 @@ class Scanner {
   std::mutex m_cancel_mutex;  // guards the two below
   std::shared_ptr<probes::Cancellation> m_running;
   std::string m_cancelled_for;  // once set, every scan is cancelled from its start
-  probes::ActivationCache m_activations;
-  probes::ElfCache m_elf_files;
+  // Shared with readers left blocked past their deadline (stall_guard.hpp).
+  std::shared_ptr<probes::FactCaches> m_caches = std::make_shared<probes::FactCaches>();
   std::map<std::string, CachedProbe> m_probes;  // by env prefix
   std::size_t m_last_probed = 0;
   std::size_t m_last_reused = 0;

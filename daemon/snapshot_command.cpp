@@ -102,9 +102,8 @@ int run_snapshot(const SnapshotOptions& options, std::ostream& out, std::ostream
   probes::HostFactsOptions facts_options;
   facts_options.discovery = options.discovery;
   facts_options.image = options.image;
-  probes::ActivationCache activations;
-  probes::ElfCache elf_files;
-  const auto host = probes::gather_host_facts(facts_options, activations, elf_files);
+  const auto host =
+      probes::gather_host_facts(facts_options, std::make_shared<probes::FactCaches>());
 
   std::vector<std::string> names;
   const probes::EnvFacts* chosen = nullptr;

@@ -13,6 +13,7 @@
 
 #include "probes/activation.hpp"
 #include "probes/small_files.hpp"
+#include "probes/stall_guard.hpp"
 #include "probes/static_facts.hpp"
 
 namespace envcontract::probes {
@@ -96,6 +97,17 @@ std::string layout_python_version(const fs::path& prefix) {
   return best;
 }
 
+std::string env_name(const fs::path& prefix, bool conda_installation) {
+  if (conda_installation) {
+    return "base";
+  }
+  std::string name = prefix.filename().string();
+  if (name == ".venv" || name == "venv") {
+    name = prefix.parent_path().filename().string() + "/" + name;
+  }
+  return name;
+}
+
 void check_interpreter(PythonEnv& env) {
   env.python = env.prefix / "bin" / "python";
   std::error_code error;
@@ -161,13 +173,7 @@ std::optional<PythonEnv> describe_prefix(const fs::path& prefix, const RunAsPoli
   if (env.python_version.empty()) {
     env.python_version = layout_python_version(env.prefix);
   }
-  env.name = env.prefix.filename().string();
-  if (env.name == ".venv" || env.name == "venv") {
-    env.name = env.prefix.parent_path().filename().string() + "/" + env.name;
-  }
-  if (env.kind == EnvKind::conda && dir_exists(env.prefix / "envs")) {
-    env.name = "base";
-  }
+  env.name = env_name(env.prefix, env.kind == EnvKind::conda && dir_exists(env.prefix / "envs"));
   env.owner = owner_of(env.prefix);
   env.run_as = run_as_for_prefix(env.prefix, run_as);
   env.unsafe = find_unsafe_paths(
@@ -187,10 +193,16 @@ namespace {
 
 class Discoverer {
  public:
-  explicit Discoverer(const DiscoveryOptions& options) : m_options(options) {}
+  explicit Discoverer(const DiscoveryOptions& options)
+      : m_options(options),
+        m_mounts(options.mounts ? options.mounts
+                                : std::make_shared<const MountTable>(MountTable::load())) {}
 
-  Discovery run() {
+  CandidateSearch run() {
     for (const auto& root : m_options.roots) {
+      if (kept_out(root)) {
+        continue;
+      }
       if (!dir_exists(root)) {
         problem(root, "root is not a readable directory");
         continue;
@@ -213,12 +225,11 @@ class Discoverer {
                 "pyvenv.cfg or bin/python)");
       }
     }
-    Discovery result;
-    for (auto& [prefix, env] : m_envs) {
-      result.envs.push_back(std::move(env));
+    CandidateSearch result;
+    for (auto& [prefix, candidate] : m_candidates) {
+      result.candidates.push_back(std::move(candidate));
     }
     result.problems = std::move(m_problems);
-    disambiguate_names(result.envs);
     return result;
   }
 
@@ -227,21 +238,104 @@ class Discoverer {
     m_problems.push_back({path, std::move(text)});
   }
 
+  // Whether `path` lies in a user's FUSE mount, which discovery never
+  // enters (each such mount is reported once).
+  bool kept_out(const fs::path& path) {
+    const auto mount = m_mounts->holding(path);
+    if (!mount) {
+      return false;
+    }
+    if (m_reported_mounts.insert(mount->mount_point).second) {
+      problem(mount->mount_point,
+              describe(*mount) +
+                  ": not searched for envs (the agent reads no filesystem served by a user's "
+                  "process: one that stops answering would stall the reader for good)");
+    }
+    return true;
+  }
+
+  // `path` with its symlinks resolved as realpath(3) would, but without
+  // touching anything inside a user's mount: nullopt when it leads into one
+  // (reported), or does not resolve.
+  std::optional<fs::path> resolved_outside_user_mounts(const fs::path& path, bool* kept = nullptr) {
+    fs::path done = "/";
+    std::deque<fs::path> rest;
+    for (const auto& part : path.lexically_normal().relative_path()) {
+      rest.push_back(part);
+    }
+    int links = 0;
+    while (!rest.empty()) {
+      const fs::path part = rest.front();
+      rest.pop_front();
+      if (part.empty() || part == ".") {
+        continue;
+      }
+      if (part == "..") {
+        done = done.has_relative_path() ? done.parent_path() : done;
+        continue;
+      }
+      const fs::path next = done / part;
+      if (kept_out(next)) {
+        if (kept != nullptr) {
+          *kept = true;
+        }
+        return std::nullopt;
+      }
+      struct stat info {};
+      if (::lstat(next.c_str(), &info) != 0) {
+        return std::nullopt;
+      }
+      if (!S_ISLNK(info.st_mode)) {
+        done = next;
+        continue;
+      }
+      std::error_code error;
+      const auto target = fs::read_symlink(next, error);
+      if (error || ++links > 40) {
+        return std::nullopt;
+      }
+      std::deque<fs::path> spliced;
+      for (const auto& piece : target.relative_path()) {
+        spliced.push_back(piece);
+      }
+      rest.insert(rest.begin(), spliced.begin(), spliced.end());
+      if (target.is_absolute()) {
+        done = "/";
+      }
+    }
+    return done;
+  }
+
   // Adds the env at `prefix` (once, however it is reached). A conda
   // installation brings its envs/ along.
   bool add(const fs::path& prefix, const std::string& how) {
-    auto env = describe_prefix(prefix, m_options.run_as, m_scan_root);
-    if (!env) {
+    bool kept = false;
+    const auto resolved = resolved_outside_user_mounts(prefix, &kept);
+    if (!resolved) {
+      return kept;  // kept out (and reported), or no such directory
+    }
+    const auto mount = m_mounts->within(*resolved);
+    // Only markers outside a user's mount are looked at.
+    const auto marked = [&](const fs::path& path, bool directory) {
+      return !m_mounts->holding(path) && (directory ? dir_exists(path) : path_exists(path));
+    };
+    EnvKind kind = EnvKind::interpreter;
+    if (marked(*resolved / "conda-meta", true)) {
+      kind = EnvKind::conda;
+    } else if (marked(*resolved / "pyvenv.cfg", false)) {
+      kind = EnvKind::venv;
+    } else if (!marked(*resolved / "bin" / "python", false) &&
+               !marked(*resolved / "bin" / "python3", false) && !mount) {
       return false;
     }
-    const fs::path key = env->prefix;
-    auto [it, inserted] = m_envs.emplace(key, std::move(*env));
+    auto [it, inserted] =
+        m_candidates.emplace(*resolved, EnvCandidate{*resolved, {}, m_scan_root, kind, mount});
     auto& found_by = it->second.found_by;
     if (std::find(found_by.begin(), found_by.end(), how) == found_by.end()) {
       found_by.push_back(how);
     }
-    if (inserted && it->second.kind == EnvKind::conda && dir_exists(key / "envs")) {
-      add_children(key / "envs", "conda envs of " + key.string());
+    if (inserted && kind == EnvKind::conda && marked(*resolved / "envs", true)) {
+      add_children(*resolved / "envs", "conda envs of " + resolved->string());
     }
     return true;
   }
@@ -257,10 +351,17 @@ class Discoverer {
     }
     for (fs::directory_iterator end; it != end; it.increment(error)) {
       const auto& child = it->path();
-      std::error_code child_error;
-      (void)fs::canonical(child, child_error);
-      if (child_error) {
-        problem(child, "cannot resolve: " + child_error.message());
+      if (kept_out(child)) {
+        continue;
+      }
+      bool kept = false;
+      if (!resolved_outside_user_mounts(child, &kept)) {
+        if (!kept) {
+          std::error_code child_error;
+          (void)fs::canonical(child, child_error);
+          problem(child, "cannot resolve: " +
+                             (child_error ? child_error.message() : std::string("no such file")));
+        }
         continue;
       }
       if (!dir_exists(child)) {
@@ -299,6 +400,9 @@ class Discoverer {
     while (!queue.empty()) {
       auto [dir, depth] = queue.front();
       queue.pop_front();
+      if (kept_out(dir)) {
+        continue;
+      }
       if (is_env_prefix(dir)) {
         add(dir, "found under " + root.string());
         continue;
@@ -318,6 +422,12 @@ class Discoverer {
         continue;
       }
       for (fs::directory_iterator end; it != end; it.increment(error)) {
+        // A user's mount point is never looked at: lstat(2) of it already
+        // asks the mount's server.
+        if (kept_out(it->path())) {
+          continue;
+        }
+        note_reading(it->path());
         std::error_code status_error;
         const auto status = it->symlink_status(status_error);
         // Symlinked directories are not followed during the walk: their
@@ -332,22 +442,24 @@ class Discoverer {
     }
   }
 
-  static std::vector<fs::path> home_dirs(const fs::path& root) {
+  std::vector<fs::path> home_dirs(const fs::path& root) {
     std::vector<fs::path> homes;
-    if (dir_exists(root / "root")) {
+    if (!kept_out(root / "root") && dir_exists(root / "root")) {
       homes.push_back(root / "root");
     }
     std::error_code error;
     for (fs::directory_iterator it(root / "home", error), end; !error && it != end;
          it.increment(error)) {
-      homes.push_back(it->path());
+      if (!kept_out(it->path())) {
+        homes.push_back(it->path());
+      }
     }
     if (root == "/") {
       setpwent();
       while (const passwd* entry = getpwent()) {
         const fs::path home = entry->pw_dir;
-        if (std::find(homes.begin(), homes.end(), home) == homes.end() && dir_exists(home) &&
-            home != "/") {
+        if (std::find(homes.begin(), homes.end(), home) == homes.end() && !kept_out(home) &&
+            dir_exists(home) && home != "/") {
           homes.push_back(home);
         }
       }
@@ -371,7 +483,7 @@ class Discoverer {
     };
     for (const auto& [relative, how] : k_env_dirs) {
       const fs::path dir = home / relative;
-      if (dir_exists(dir)) {
+      if (!kept_out(dir) && dir_exists(dir)) {
         add_children(dir, std::string(how) + " of " + home.string());
       }
     }
@@ -379,12 +491,12 @@ class Discoverer {
 
   // A path written inside `root`'s filesystem: as is on this host, else
   // under the root (a container's rootfs records its own absolute paths).
-  static std::optional<fs::path> resolve_in_root(const fs::path& root, const fs::path& path) {
-    if (path_exists(path)) {
+  std::optional<fs::path> resolve_in_root(const fs::path& root, const fs::path& path) {
+    if (resolved_outside_user_mounts(path)) {
       return path;
     }
     const fs::path inside = root / path.relative_path();
-    if (root != "/" && path.is_absolute() && path_exists(inside)) {
+    if (root != "/" && path.is_absolute() && resolved_outside_user_mounts(inside)) {
       return inside;
     }
     return std::nullopt;
@@ -393,7 +505,7 @@ class Discoverer {
   // conda's envs_dirs: where `conda create -n` puts envs besides envs/.
   // Read as data (yaml-cpp); conda itself is never run.
   void read_condarc(const fs::path& root, const fs::path& file, const fs::path& home) {
-    if (!path_exists(file)) {
+    if (!resolved_outside_user_mounts(file)) {
       return;
     }
     const auto read = read_file_bounded(file, file_limits::conda_config);
@@ -419,7 +531,7 @@ class Discoverer {
   }
 
   void read_environments_txt(const fs::path& root, const fs::path& file) {
-    if (!path_exists(file)) {
+    if (!resolved_outside_user_mounts(file)) {
       return;
     }
     const auto read = read_file_bounded(file, file_limits::env_list);
@@ -448,30 +560,80 @@ class Discoverer {
     }
   }
 
-  // Names must identify envs in reports: a second "base" or a venv named
-  // like a conda env gets its prefix as name.
-  static void disambiguate_names(std::vector<PythonEnv>& envs) {
-    std::map<std::string, int> counts;
-    for (const auto& env : envs) {
-      ++counts[env.name];
-    }
-    for (auto& env : envs) {
-      if (counts[env.name] > 1) {
-        env.name = env.prefix.string();
-      }
-    }
-  }
-
   const DiscoveryOptions& m_options;
+  std::shared_ptr<const MountTable> m_mounts;
+  std::set<fs::path> m_reported_mounts;
   fs::path m_scan_root = "/";  // the root being walked: safety checks stop there
-  std::map<fs::path, PythonEnv> m_envs;
+  std::map<fs::path, EnvCandidate> m_candidates;
   std::vector<DiscoveryProblem> m_problems;
 };
 
 }  // namespace
 
-Discovery discover_envs(const DiscoveryOptions& options) {
+CandidateSearch find_env_candidates(const DiscoveryOptions& options) {
   return Discoverer(options).run();
+}
+
+std::optional<PythonEnv> describe_candidate(const EnvCandidate& candidate,
+                                            const RunAsPolicy& run_as) {
+  std::optional<PythonEnv> env;
+  if (candidate.holds_mount) {
+    // Named, and none of it read: kind and name come from markers outside the mount.
+    const std::string why =
+        describe(*candidate.holds_mount) +
+        " inside this env: none of the env is read or run (the agent reads no filesystem served "
+        "by a user's process: one that stops answering would stall the reader for good)";
+    env = unread_env(candidate, why);
+    env->run_as = run_as_for_prefix(candidate.prefix, run_as);
+    env->owner = env->run_as.user;
+    env->user_mount = candidate.holds_mount->mount_point;
+    env->problems.push_back(why);
+  } else {
+    env = describe_prefix(candidate.prefix, run_as, candidate.scan_root);
+  }
+  if (env) {
+    env->found_by = candidate.found_by;
+  }
+  return env;
+}
+
+PythonEnv unread_env(const EnvCandidate& candidate, const std::string& why) {
+  PythonEnv env;
+  env.prefix = candidate.prefix;
+  env.kind = candidate.likely_kind;
+  env.name = env_name(candidate.prefix, false);
+  env.python = candidate.prefix / "bin" / "python";
+  env.found_by = candidate.found_by;
+  env.imports_checked = true;
+  env.imports_unchecked = why;
+  return env;
+}
+
+void name_envs_apart(std::vector<PythonEnv>& envs) {
+  std::map<std::string, int> counts;
+  for (const auto& env : envs) {
+    ++counts[env.name];
+  }
+  for (auto& env : envs) {
+    if (counts[env.name] > 1) {
+      env.name = env.prefix.string();
+    }
+  }
+}
+
+Discovery discover_envs(const DiscoveryOptions& options) {
+  auto search = find_env_candidates(options);
+  Discovery result;
+  result.problems = std::move(search.problems);
+  for (const auto& candidate : search.candidates) {
+    if (auto env = describe_candidate(candidate, options.run_as)) {
+      result.envs.push_back(std::move(*env));
+    } else {
+      result.problems.push_back({candidate.prefix, "not a Python environment after all"});
+    }
+  }
+  name_envs_apart(result.envs);
+  return result;
 }
 
 }  // namespace envcontract::probes

@@ -2,10 +2,13 @@
 
 #include <cstddef>
 #include <filesystem>
+#include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
 #include "common/result.hpp"
+#include "probes/mount_table.hpp"
 #include "probes/python_env.hpp"
 
 namespace envcontract::probes {
@@ -24,7 +27,43 @@ struct DiscoveryOptions {
   std::size_t max_directories = 20000;
   // Whose credentials each env's code runs with (probes/run_as.hpp).
   RunAsPolicy run_as;
+  // The mounts discovery keeps out of (users' FUSE filesystems); unset: this
+  // process's, read when discovery starts.
+  std::shared_ptr<const MountTable> mounts;
 };
+
+// A directory that discovery found to look like an env (it has conda-meta/,
+// pyvenv.cfg or bin/python), not read any further yet.
+struct EnvCandidate {
+  std::filesystem::path prefix;  // symlinks resolved
+  std::vector<std::string> found_by;
+  std::filesystem::path scan_root = "/";       // the root it was found under
+  EnvKind likely_kind = EnvKind::interpreter;  // by its markers
+  std::optional<UserMount> holds_mount;        // a user's mount at or below the prefix
+};
+
+struct CandidateSearch {
+  std::vector<EnvCandidate> candidates;  // sorted by prefix, each prefix once
+  std::vector<DiscoveryProblem> problems;
+};
+
+// Discovery's first half: walks the roots and reads the lists of envs
+// (environments.txt, .condarc), looking at no more of each env than its
+// markers, and never into a user's mount.
+CandidateSearch find_env_candidates(const DiscoveryOptions& options);
+
+// Its second half, one env: describe_prefix, or for an env holding a user's
+// mount what can be said without reading it. nullopt when it is no env after all.
+std::optional<PythonEnv> describe_candidate(const EnvCandidate& candidate,
+                                            const RunAsPolicy& run_as);
+
+// What an env is called when nothing of it could be read: named from its
+// prefix as describe_prefix names it, and none of its code runs (`why`).
+PythonEnv unread_env(const EnvCandidate& candidate, const std::string& why);
+
+// Gives envs with the same name (a second "base", a venv named like a conda
+// env) their prefix as name, so that names identify envs in reports.
+void name_envs_apart(std::vector<PythonEnv>& envs);
 
 // Finds every Python environment a user of the host could use: conda
 // installations (their base prefix and envs/*), every ~/.conda/environments.txt

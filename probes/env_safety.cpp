@@ -1,4 +1,5 @@
 #include "probes/env_safety.hpp"
+#include "probes/stall_guard.hpp"
 
 #include <grp.h>
 #include <pwd.h>
@@ -68,6 +69,7 @@ class Checker {
       return;
     }
     m_seen[path] = !as_parent;
+    note_reading(path);
     struct stat info {};
     if (::lstat(path.c_str(), &info) != 0) {
       return;  // absent: nothing to load from it
@@ -115,6 +117,7 @@ class Checker {
     std::sort(pth_files.begin(), pth_files.end());
     for (const auto& pth : pth_files) {
       check(pth, false);
+      note_reading(pth);
       std::error_code unresolved;
       const fs::path real = fs::canonical(pth, unresolved);
       if (!unresolved && real != pth) {

@@ -10,6 +10,7 @@
 
 #include "common/time_text.hpp"
 #include "probes/import_safety.hpp"
+#include "probes/stall_guard.hpp"
 
 namespace envcontract::probes {
 
@@ -33,16 +34,16 @@ constexpr std::size_t k_reported_refusals = 50;
 template <typename Step>
 void contained(EnvFacts& env, const char* stage, const Cancellation* cancellation, Step&& step) {
   if (cancellation != nullptr && cancellation->cancelled()) {
-    env.errors.push_back({stage, "not gathered: " + cancellation->reason()});
+    env.errors.push_back({stage, "not gathered: " + cancellation->reason(), {}});
     return;
   }
   FileProblemLog refused;
   try {
     step();
   } catch (const std::exception& e) {
-    env.errors.push_back({stage, e.what()});
+    env.errors.push_back({stage, e.what(), {}});
   } catch (...) {
-    env.errors.push_back({stage, "an unknown exception"});
+    env.errors.push_back({stage, "an unknown exception", {}});
   }
   std::set<std::filesystem::path> known;
   for (const auto& problem : env.refused_files) {
@@ -82,121 +83,209 @@ bool readable_prefix(PythonEnv& env) {
 
 }  // namespace
 
-HostFacts gather_host_facts(const HostFactsOptions& options, ActivationCache& activations,
-                            ElfCache& elf_files) {
+namespace {
+
+// Everything one env's reader needs, owned by it: past its deadline it is
+// left behind and may run on after the scan (probes/stall_guard.hpp).
+struct EnvReading {
+  EnvFacts env;
+  facts::ProbeRequest request;
+  std::shared_ptr<FactCaches> caches;
+  std::shared_ptr<const LdCache> ld_cache;
+  std::chrono::microseconds activation_elapsed{0};
+  std::chrono::microseconds static_elapsed{0};
+  std::chrono::microseconds linkage_elapsed{0};
+};
+
+std::chrono::microseconds since(std::chrono::steady_clock::time_point start) {
+  return std::chrono::duration_cast<std::chrono::microseconds>(std::chrono::steady_clock::now() -
+                                                               start);
+}
+
+// One env's facts, step by step: activation first, because what it sets
+// (PYTHONPATH, PYTHONUSERBASE) moves the search path the static facts follow.
+void read_env(EnvReading& reading, const Cancellation& cancellation) {
   using Clock = std::chrono::steady_clock;
-  const auto start = Clock::now();
+  auto& env = reading.env;
+  auto start = Clock::now();
+  contained(env, "activation", &cancellation,
+            [&] { env.activation = reading.caches->activations.get(env.env, &cancellation); });
+  reading.activation_elapsed = since(start);
+  start = Clock::now();
+  contained(env, "static facts", &cancellation, [&] {
+    // Read as the user the env's code runs as: whatever that user could
+    // not read (a link to /etc/shadow, another user's private file) stays
+    // out of the facts, as it would stay out of their interpreter.
+    ReadingAs as_user(env.env.run_as);
+    if (as_user.ok() && !readable_prefix(env.env)) {
+      return;
+    }
+    if (as_user.ok()) {
+      const auto& environment =
+          env.activation.activated.empty() ? bare_environment(env.env) : env.activation.activated;
+      env.static_facts = gather_static_facts(env.env, environment);
+      refuse_unsafe_imports(env.env, env.static_facts.search_path);
+    }
+  });
+  if (!env.env.imports_checked) {
+    // The static facts did not get that far: checked on its own, failing
+    // closed, so the facts say why the env's code will not run.
+    contained(env, "import check", &cancellation,
+              [&] { refuse_unsafe_imports(env.env, env.activation); });
+  }
+  reading.static_elapsed = since(start);
+  start = Clock::now();
+  auto& elf_files = reading.caches->elf_files;
+  contained(env, "linkage", &cancellation, [&] {
+    ReadingAs as_user(env.env.run_as);
+    if (!as_user.ok()) {
+      return;
+    }
+    const auto& sites = env.static_facts.site_packages;
+    // Copies of packages that an earlier path entry hides are never loaded.
+    std::vector<std::filesystem::path> hidden;
+    for (const auto& module : env.static_facts.shadowed) {
+      hidden.push_back(module.path);
+    }
+    env.linkage = gather_linkage_facts(env.env, sites, env.activation.activated,
+                                       Activation::activated, reading.ld_cache, elf_files, hidden);
+    const auto path_of = [](const Environment& environment) {
+      const auto it = environment.find("LD_LIBRARY_PATH");
+      return it == environment.end() ? std::string() : it->second;
+    };
+    env.library_lookups =
+        lookup_libraries(env.env, env.activation.activated, reading.request.library_names,
+                         reading.ld_cache, elf_files);
+    env.glibc = glibc_facts(env.env, env.activation.activated, reading.ld_cache, elf_files);
+    if (path_of(env.activation.bare) != path_of(env.activation.activated)) {
+      env.bare_linkage = gather_linkage_facts(env.env, sites, env.activation.bare, Activation::bare,
+                                              reading.ld_cache, elf_files, hidden);
+    }
+  });
+  // What the contract's checks asked for, in a step of its own: a failure
+  // there leaves the linkage facts alone.
+  contained(env, "requested facts", &cancellation, [&] {
+    ReadingAs as_user(env.env.run_as);
+    if (!as_user.ok()) {
+      return;
+    }
+    facts::PathAnchors anchors;
+    anchors.prefix = env.env.prefix.string();
+    for (const auto& site : env.static_facts.site_packages) {
+      anchors.sites.push_back(site.string());
+    }
+    anchors.variables = env.activation.activated;
+    std::vector<std::string> hidden;
+    for (const auto& module : env.static_facts.shadowed) {
+      hidden.push_back(module.path.string());
+    }
+    env.path_matches = match_path_patterns(reading.request.path_patterns, anchors, hidden);
+    const auto path = env.activation.activated.find("PATH");
+    env.tools =
+        find_tools(reading.request.tools,
+                   path == env.activation.activated.end() ? "" : path->second, env.env.run_as);
+  });
+  reading.linkage_elapsed = since(start);
+}
+
+}  // namespace
+
+HostFacts gather_host_facts(const HostFactsOptions& options,
+                            const std::shared_ptr<FactCaches>& caches) {
   HostFacts facts;
   facts.host = hostname();
   facts.gathered_at = common::now_rfc3339();
   facts.image = read_image_tag(options.image);
-  auto discovery = discover_envs(options.discovery);
-  facts.problems = std::move(discovery.problems);
-  for (auto& env : discovery.envs) {
-    EnvFacts env_facts;
-    env_facts.refused_files = env.refused_files;
-    env_facts.env = std::move(env);
-    facts.envs.push_back(std::move(env_facts));
+
+  auto search = std::make_shared<CandidateSearch>();
+  auto discovery_options = std::make_shared<DiscoveryOptions>(options.discovery);
+  if (!discovery_options->mounts) {
+    discovery_options->mounts = std::make_shared<const MountTable>(MountTable::load());
   }
-  // Activation first: what it sets (PYTHONPATH, PYTHONUSERBASE) moves the
-  // search path the static facts follow.
-  for (auto& env : facts.envs) {
-    contained(env, "activation", options.cancellation,
-              [&] { env.activation = activations.get(env.env, options.cancellation); });
+  if (const auto stall =
+          run_bounded("discovery", "discovery", options.reading_deadline, options.cancellation,
+                      [search, discovery_options](const Cancellation&) {
+                        *search = find_env_candidates(*discovery_options);
+                      })) {
+    // Its partial result belongs to the blocked reader: none of it is used.
+    facts.problems.push_back({stall->last_path, stall->message()});
+    facts.incomplete.push_back(stall->message());
+    return facts;
   }
-  const auto activated_done = Clock::now();
-  for (auto& env : facts.envs) {
-    contained(env, "static facts", options.cancellation, [&] {
-      // Read as the user the env's code runs as: whatever that user could
-      // not read (a link to /etc/shadow, another user's private file) stays
-      // out of the facts, as it would stay out of their interpreter.
-      ReadingAs reading(env.env.run_as);
-      if (reading.ok() && !readable_prefix(env.env)) {
-        return;
-      }
-      if (reading.ok()) {
-        const auto& environment =
-            env.activation.activated.empty() ? bare_environment(env.env) : env.activation.activated;
-        env.static_facts = gather_static_facts(env.env, environment);
-        refuse_unsafe_imports(env.env, env.static_facts.search_path);
-      }
-    });
-    if (!env.env.imports_checked) {
-      // The static facts did not get that far: checked on its own, failing
-      // closed, so the facts say why the env's code will not run.
-      contained(env, "import check", options.cancellation,
-                [&] { refuse_unsafe_imports(env.env, env.activation); });
-    }
-  }
-  const auto static_done = Clock::now();
+  facts.problems = std::move(search->problems);
+
   const auto ld_cache = std::make_shared<const LdCache>(LdCache::load());
   // Device nodes are the host's: globbed once, as the agent.
   const auto device_nodes = glob_device_nodes(options.request.device_globs);
-  for (auto& env : facts.envs) {
-    contained(env, "linkage", options.cancellation, [&] {
-      ReadingAs reading(env.env.run_as);
-      if (!reading.ok()) {
-        return;
-      }
-      const auto& sites = env.static_facts.site_packages;
-      // Copies of packages that an earlier path entry hides are never loaded.
-      std::vector<std::filesystem::path> hidden;
-      for (const auto& module : env.static_facts.shadowed) {
-        hidden.push_back(module.path);
-      }
-      env.linkage = gather_linkage_facts(env.env, sites, env.activation.activated,
-                                         Activation::activated, ld_cache, elf_files, hidden);
-      const auto path_of = [](const Environment& environment) {
-        const auto it = environment.find("LD_LIBRARY_PATH");
-        return it == environment.end() ? std::string() : it->second;
-      };
-      env.library_lookups = lookup_libraries(env.env, env.activation.activated,
-                                             options.request.library_names, ld_cache, elf_files);
-
-      env.glibc = glibc_facts(env.env, env.activation.activated, ld_cache, elf_files);
-      if (path_of(env.activation.bare) != path_of(env.activation.activated)) {
-        env.bare_linkage = gather_linkage_facts(env.env, sites, env.activation.bare,
-                                                Activation::bare, ld_cache, elf_files, hidden);
-      }
-    });
-  }
-  // What the contract's checks asked for, each env in a step of its own:
-  // a failure there leaves the linkage facts (and the other envs) alone.
-  for (auto& env : facts.envs) {
+  std::vector<PythonEnv> described;
+  for (const auto& candidate : search->candidates) {
+    // One env, from describing it to its last fact, is one unit of reading:
+    // whatever of it blocks stops only that env.
+    auto reading = std::make_shared<EnvReading>();
+    reading->request = options.request;
+    reading->caches = caches;
+    reading->ld_cache = ld_cache;
+    auto is_env = std::make_shared<bool>(true);
+    const auto run_as = options.discovery.run_as;
+    const auto stall = run_bounded(
+        "env " + candidate.prefix.string(), "reading the env at " + candidate.prefix.string(),
+        options.reading_deadline, options.cancellation,
+        [reading, is_env, candidate, run_as](const Cancellation& cancellation) {
+          auto env = describe_candidate(candidate, run_as);
+          if (!env) {
+            *is_env = false;
+            return;
+          }
+          reading->env.refused_files = env->refused_files;
+          reading->env.env = std::move(*env);
+          if (reading->env.env.user_mount.empty()) {
+            read_env(*reading, cancellation);
+          }
+        });
+    EnvFacts env;
+    if (stall) {
+      // What was read so far belongs to the blocked reader: the env is
+      // reported with the stall, and none of its code runs.
+      env.env = unread_env(candidate, stall->message());
+      env.errors.push_back({"reading", stall->message(), stall});
+    } else if (!*is_env) {
+      facts.problems.push_back(
+          {candidate.prefix,
+           "not a Python environment (no conda-meta/, pyvenv.cfg or bin/python)"});
+      continue;
+    } else {
+      env = std::move(reading->env);
+      facts.activation_elapsed += reading->activation_elapsed;
+      facts.static_elapsed += reading->static_elapsed;
+      facts.linkage_elapsed += reading->linkage_elapsed;
+    }
     env.device_nodes = device_nodes;
-    contained(env, "requested facts", options.cancellation, [&] {
-      ReadingAs reading(env.env.run_as);
-      if (!reading.ok()) {
-        return;
-      }
-      facts::PathAnchors anchors;
-      anchors.prefix = env.env.prefix.string();
-      for (const auto& site : env.static_facts.site_packages) {
-        anchors.sites.push_back(site.string());
-      }
-      anchors.variables = env.activation.activated;
-      std::vector<std::string> hidden;
-      for (const auto& module : env.static_facts.shadowed) {
-        hidden.push_back(module.path.string());
-      }
-      env.path_matches = match_path_patterns(options.request.path_patterns, anchors, hidden);
-      const auto path = env.activation.activated.find("PATH");
-      env.tools =
-          find_tools(options.request.tools,
-                     path == env.activation.activated.end() ? "" : path->second, env.env.run_as);
-    });
+    described.push_back(env.env);
+    facts.envs.push_back(std::move(env));
   }
-  facts.activation_elapsed =
-      std::chrono::duration_cast<std::chrono::microseconds>(activated_done - start);
-  facts.static_elapsed =
-      std::chrono::duration_cast<std::chrono::microseconds>(static_done - activated_done);
-  facts.linkage_elapsed =
-      std::chrono::duration_cast<std::chrono::microseconds>(Clock::now() - static_done);
+  name_envs_apart(described);
+  for (std::size_t i = 0; i < facts.envs.size(); ++i) {
+    facts.envs[i].env.name = described[i].name;
+  }
   return facts;
 }
 
 Json to_json(const FactError& error) {
-  return {{"stage", error.stage}, {"message", error.message}};
+  Json json = {{"stage", error.stage}, {"message", error.message}};
+  if (error.stall) {
+    const auto& stall = *error.stall;
+    const auto text = [](const std::string& value) {
+      return value.empty() ? Json(nullptr) : Json(value);
+    };
+    json["stalled"] = {
+        {"path", text(stall.last_path)},
+        {"system_call", text(stall.system_call)},
+        {"kernel_wait", text(stall.kernel_wait)},
+        {"since", text(stall.since)},
+        {"deadline_s", std::chrono::duration_cast<std::chrono::seconds>(stall.deadline).count()},
+        {"from_earlier_scan", stall.from_earlier}};
+  }
+  return json;
 }
 
 Json to_json(const FileProblem& problem) {
@@ -257,6 +346,7 @@ Json to_json(const HostFacts& facts) {
             {"linkage", static_cast<double>(facts.linkage_elapsed.count()) / 1000.0}}},
           {"image", to_json(facts.image)},
           {"problems", problems},
+          {"incomplete", facts.incomplete},
           {"envs", envs}};
 }
 

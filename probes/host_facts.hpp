@@ -4,6 +4,8 @@
 #include "probes/requested_facts.hpp"
 
 #include <chrono>
+#include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -13,6 +15,7 @@
 #include "probes/library_lookup.hpp"
 #include "probes/linkage_facts.hpp"
 #include "probes/small_files.hpp"
+#include "probes/stall_guard.hpp"
 #include "probes/static_facts.hpp"
 
 namespace envcontract::probes {
@@ -20,8 +23,9 @@ namespace envcontract::probes {
 // Something that went wrong while gathering one env's facts: the env is
 // reported with it, and every other env is gathered as usual.
 struct FactError {
-  std::string stage;    // "static facts", "activation", "linkage", "dynamic probe"
+  std::string stage;    // "static facts", "activation", "linkage", "dynamic probe", "reading"
   std::string message;  // what happened
+  std::optional<Stall> stall;  // a reader blocked past its deadline: what it was doing
 };
 
 struct EnvFacts {
@@ -48,6 +52,9 @@ struct HostFacts {
   ImageTag image;
   std::vector<EnvFacts> envs;
   std::vector<DiscoveryProblem> problems;
+  // Why the facts miss part of the host (discovery did not finish): the
+  // host's verdict cannot be "compliant" while any is listed.
+  std::vector<std::string> incomplete;
   std::chrono::microseconds static_elapsed{0};      // discovery and static facts
   std::chrono::microseconds activation_elapsed{0};  // running activation scripts
   std::chrono::microseconds linkage_elapsed{0};     // ELF reading and loader resolution
@@ -62,16 +69,29 @@ struct HostFactsOptions {
   facts::ProbeRequest request;
   // Stops activation scripts that are running when the scan is cancelled.
   const Cancellation* cancellation = nullptr;
+  // How long discovery, and each env's facts, may take. A reader still
+  // blocked past it (a filesystem that does not answer) is left behind and
+  // its env reported with what it was reading (probes/stall_guard.hpp).
+  // Zero: no deadline, everything read on the calling thread.
+  std::chrono::milliseconds reading_deadline{std::chrono::minutes(2)};
+};
+
+// What the facts of a host keep between scans: activations of unchanged envs
+// and parsed ELF files. Shared with readers that may outlive a scan.
+struct FactCaches {
+  ActivationCache activations;
+  ElfCache elf_files;
 };
 
 // Discovers envs and reads their static facts, activates each env (through
 // `activations`, so unchanged envs are not activated again), then resolves
 // every shared library of each env as the loader would (through `elf_files`,
 // so a library is parsed once).
-HostFacts gather_host_facts(const HostFactsOptions& options, ActivationCache& activations,
-                            ElfCache& elf_files);
+HostFacts gather_host_facts(const HostFactsOptions& options,
+                            const std::shared_ptr<FactCaches>& caches);
 
-// {"schema_version": 1, "host", "gathered_at", "timing_ms", "image", "problems", "envs": [...]}
+// {"schema_version": 1, "host", "gathered_at", "timing_ms", "image", "problems", "incomplete",
+// "envs": [...]}
 Json to_json(const HostFacts& facts);
 
 // {"refused_files": [{"path", "problem"}], "fact_errors": [{"stage", "message"}]} members of an

@@ -12,11 +12,13 @@
 
 #include "probes/process_runner.hpp"
 #include "probes/small_files.hpp"
+#include "probes/stall_guard.hpp"
 
 namespace envcontract::probes {
 namespace fs = std::filesystem;
 
 common::Result<std::shared_ptr<const ElfFile>> ElfCache::get(const fs::path& path) {
+  note_reading(path);
   struct stat info {};
   if (::stat(path.c_str(), &info) != 0) {
     return common::Error{"cannot read: no such file"};

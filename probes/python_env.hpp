@@ -44,6 +44,9 @@ struct PythonEnv {
   std::string imports_unchecked;
   // Files discovery would not read (a FIFO for pyvenv.cfg, a 60,000-digit version).
   std::vector<FileProblem> refused_files;
+  // A filesystem served by a user's process inside the prefix
+  // (probes/mount_table.hpp): when set, nothing of the env is read or run.
+  std::filesystem::path user_mount;
 };
 
 // Why none of this env's code may run (its user cannot be had, others could

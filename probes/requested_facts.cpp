@@ -7,6 +7,8 @@
 #include <algorithm>
 #include <sstream>
 
+#include "probes/stall_guard.hpp"
+
 namespace envcontract::probes {
 namespace {
 
@@ -17,6 +19,7 @@ struct Globbed {
 
 Globbed glob_paths(const std::string& pattern) {
   Globbed result;
+  note_reading(pattern);
   glob_t matches{};
   const int status = ::glob(pattern.c_str(), GLOB_NOSORT, nullptr, &matches);
   if (status == 0) {

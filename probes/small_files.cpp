@@ -9,6 +9,7 @@
 #include <sstream>
 
 #include "common/json_text.hpp"
+#include "probes/stall_guard.hpp"
 
 namespace envcontract::probes {
 
@@ -80,6 +81,7 @@ int open_regular_file(const std::filesystem::path& path, struct stat& info, std:
   // waits forever. O_PATH opens nothing; the file is reopened through
   // /proc/self/fd only once it is known to be a regular file, so a rename in
   // between cannot swap in something else.
+  note_reading(path);
   const int handle = ::open(path.c_str(), O_PATH | O_CLOEXEC);
   if (handle < 0) {
     return -1;
@@ -234,11 +236,13 @@ std::string text_field(const nlohmann::ordered_json& object, const char* key) {
 }
 
 bool path_exists(const std::filesystem::path& path) {
+  note_reading(path);
   std::error_code error;
   return std::filesystem::exists(path, error);
 }
 
 bool dir_exists(const std::filesystem::path& path) {
+  note_reading(path);
   std::error_code error;
   return std::filesystem::is_directory(path, error);
 }

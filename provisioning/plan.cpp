@@ -228,6 +228,11 @@ class EnvPlanner {
       manual(summary, "what provides the file installed", id);
     } else if (cause == "unreadable_file") {
       manual(summary, "the file replaced by a regular one, or removed", id);
+    } else if (cause == "stalled_read") {
+      manual(summary,
+             "whoever runs the filesystem that does not answer (findmnt -T PATH): mend or "
+             "unmount it",
+             id);
     } else if (cause == "unsafe_permissions" || cause == "imports_unchecked") {
       manual(summary, "the env's owner: make it writable by its owner only (chmod go-w)", id);
     } else if (cause == "run_as_unavailable") {
@@ -688,6 +693,7 @@ const std::vector<CausePlanning>& cause_planning() {
       {"unreadable_file", "manual", "replace or remove the file"},
       {"facts_disagree", "manual", "find what brings in the other copy"},
       {"facts_error", "rescan", "the agent's side"},
+      {"stalled_read", "manual", "mend or unmount the filesystem that does not answer"},
       {"stopped", "rescan", "a scan that completes"},
       {"judge_error", "rescan", "the agent's side"},
       {"blocked", "not planned", "runs once the check it waits for passes"},

@@ -57,9 +57,7 @@ TEST(JudgeDemoHost, EveryEnvDriftsForItsOwnReasons) {
   probes::HostFactsOptions options;
   options.discovery.roots = {demo_host()};
   options.request = plan;  // what the contract's files, tools, libraries checks look for
-  probes::ActivationCache activations;
-  probes::ElfCache elf_files;
-  const auto host = probes::gather_host_facts(options, activations, elf_files);
+  const auto host = probes::gather_host_facts(options, std::make_shared<probes::FactCaches>());
 
   std::map<std::string, contracts::EnvJudgement> judged;
   const auto host_json = probes::to_json(host);

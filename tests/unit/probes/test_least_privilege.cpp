@@ -186,9 +186,7 @@ class LeastPrivilege : public ::testing::Test {
   HostFacts scan(const fs::path& prefix) {
     HostFactsOptions options;
     options.discovery.prefixes = {prefix};
-    ActivationCache activations;
-    ElfCache elf_files;
-    return gather_host_facts(options, activations, elf_files);
+    return gather_host_facts(options, std::make_shared<FactCaches>());
   }
 
   void expect_unprivileged(const fs::path& record_path, uid_t uid, gid_t gid) {
@@ -605,10 +603,8 @@ TEST_F(LeastPrivilege, NothingAnOwnerCannotReadReachesTheFacts) {
 
   HostFactsOptions options;
   options.discovery.prefixes = {prefix};
-  ActivationCache activations;
-  ElfCache elf_files;
-  const std::string facts =
-      common::json_text(to_json(gather_host_facts(options, activations, elf_files)));
+  const auto caches = std::make_shared<FactCaches>();
+  const std::string facts = common::json_text(to_json(gather_host_facts(options, caches)));
   EXPECT_EQ(facts.find("rootsecret-7f3a"), std::string::npos);
   EXPECT_EQ(facts.find("bobsecret-91c2"), std::string::npos);
   std::ifstream shadow("/etc/shadow");
@@ -636,9 +632,8 @@ TEST_F(LeastPrivilege, NothingAnOwnerCannotReadReachesTheFacts) {
   }
   // The same files readable by alice are read: the reading works at all.
   fs::permissions(root_secret, fs::perms::owner_read | fs::perms::others_read);
-  ActivationCache fresh;
   const std::string readable =
-      common::json_text(to_json(gather_host_facts(options, fresh, elf_files)));
+      common::json_text(to_json(gather_host_facts(options, std::make_shared<FactCaches>())));
   EXPECT_NE(readable.find("rootsecret-7f3a"), std::string::npos);
 }
 

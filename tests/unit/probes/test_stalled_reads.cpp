@@ -1,0 +1,268 @@
+// Filesystems that never answer (a user's FUSE mount, a dead network mount),
+// made for real with a FUSE server that never replies: discovery keeps out of
+// users' mounts, an env holding one is named and not read, and a read that
+// blocks anyway is left behind at its deadline while the other envs are
+// reported.
+#include <gtest/gtest.h>
+
+#include <chrono>
+#include <fstream>
+
+#include "contracts/host_judgement.hpp"
+#include "contracts/judgement.hpp"
+#include "probes/host_facts.hpp"
+#include "probes/mount_table.hpp"
+#include "probes/stall_guard.hpp"
+#include "tests/support/contract_text.hpp"
+#include "tests/support/hung_mount.hpp"
+#include "tests/support/system_venv.hpp"
+#include "tests/support/temp_dir.hpp"
+
+namespace envcontract::probes {
+namespace {
+
+namespace fs = std::filesystem;
+using Clock = std::chrono::steady_clock;
+using testing::HungMount;
+
+constexpr uid_t k_nobody = 65534;
+
+double seconds_since(Clock::time_point start) {
+  return std::chrono::duration<double>(Clock::now() - start).count();
+}
+
+class StalledReads : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    if (const auto why = HungMount::unavailable(); !why.empty()) {
+      GTEST_SKIP() << "skipped: " << why;
+    }
+    testing::open_to_all(m_dir.path());  // root's envs are read and run as nobody
+  }
+
+  static fs::path make_venv(const fs::path& prefix) { return testing::make_system_venv(prefix); }
+  static fs::path site_packages(const fs::path& prefix) {
+    return testing::system_venv_site(prefix);
+  }
+
+  static const EnvFacts* find(const HostFacts& facts, const std::string& name) {
+    for (const auto& env : facts.envs) {
+      if (env.env.name == name) {
+        return &env;
+      }
+    }
+    return nullptr;
+  }
+
+  static std::string problems_of(const HostFacts& facts) {
+    std::string text;
+    for (const auto& problem : facts.problems) {
+      text += problem.path.string() + ": " + problem.problem + "\n";
+    }
+    return text;
+  }
+
+  static contracts::Contract contract() {
+    auto loaded = testing::load_checks("  - {id: dists, kind: distributions, absent: [leak]}\n");
+    EXPECT_TRUE(loaded.contract) << testing::joined(loaded);
+    return *loaded.contract;
+  }
+
+  testing::TempDir m_dir;
+};
+
+// Lines as the kernel writes them (proc(5)), escapes and optional fields included.
+TEST(MountTable, UsersFuseMountsAreFoundAndRootsAreNot) {
+  const auto table = MountTable::parse(
+      "22 1 8:1 / / rw,relatime shared:1 - ext4 /dev/sda1 rw\n"
+      "40 22 0:35 / /home/alice/my\\040files rw,nosuid,nodev shared:20 master:3 - fuse.sshfs "
+      "alice@laptop: rw,user_id=1000,group_id=1000\n"
+      "41 22 0:36 / /cvmfs/sft.cern.ch ro - fuse cvmfs2 ro,user_id=0,group_id=0,allow_other\n"
+      "42 22 0:37 / /mnt/usb rw - fuseblk /dev/sdb1 rw,user_id=1001,group_id=1001\n"
+      "43 22 0:38 / /mnt/odd rw - fuse.odd odd rw\n"
+      "44 22 0:39 / /proc rw - proc proc rw\n"
+      "truncated line\n");
+  ASSERT_EQ(table.user_mounts().size(), 3U);
+  EXPECT_EQ(table.user_mounts()[0].mount_point, "/home/alice/my files");
+  EXPECT_EQ(table.user_mounts()[0].fstype, "fuse.sshfs");
+  EXPECT_EQ(table.user_mounts()[0].user_id, 1000U);
+  EXPECT_EQ(table.user_mounts()[1].fstype, "fuseblk");
+  // No user_id= at all: not shown to be root's, so kept out.
+  EXPECT_EQ(table.user_mounts()[2].mount_point, "/mnt/odd");
+
+  EXPECT_TRUE(table.holding("/home/alice/my files"));
+  EXPECT_TRUE(table.holding("/home/alice/my files/env/bin"));
+  EXPECT_FALSE(table.holding("/home/alice/my filesystem"));
+  EXPECT_FALSE(table.holding("/cvmfs/sft.cern.ch/lcg/views"));
+  EXPECT_TRUE(table.within("/home/alice"));
+  EXPECT_FALSE(table.within("/home/bob"));
+  EXPECT_NE(describe(table.user_mounts()[1]).find("/mnt/usb is a fuseblk filesystem mounted by "),
+            std::string::npos);
+}
+
+TEST_F(StalledReads, AUsersMountIsNeitherSearchedNorRead) {
+  const fs::path root = m_dir.path() / "host";
+  const fs::path home = root / "home" / "alice";
+  fs::create_directories(home / "mnt");
+  make_venv(home / "envs" / "good");
+  const fs::path holding = make_venv(home / "envs" / "holding");
+  fs::create_directories(site_packages(holding) / "mounted");
+  // conda's list of envs names one reached through a link into the mount.
+  fs::create_symlink(home / "mnt" / "env", home / "linked");
+  fs::create_directories(home / ".conda");
+  std::ofstream(home / ".conda" / "environments.txt") << (home / "linked").string() << "\n";
+  HungMount in_home(home / "mnt", k_nobody);
+  HungMount in_env(site_packages(holding) / "mounted", k_nobody);
+
+  HostFactsOptions options;
+  options.discovery.roots = {root};
+  options.reading_deadline = std::chrono::seconds(30);
+  const auto start = Clock::now();
+  const auto facts = gather_host_facts(options, std::make_shared<FactCaches>());
+  // Nothing waited on either mount: no reader's deadline came into it.
+  EXPECT_LT(seconds_since(start), 10.0);
+  EXPECT_EQ(blocked_readers(), 0U);
+
+  const std::string problems = problems_of(facts);
+  EXPECT_NE(problems.find((home / "mnt").string() + ": " + (home / "mnt").string() +
+                          " is a fuse.hung filesystem mounted by "),
+            std::string::npos)
+      << problems;
+  EXPECT_NE(problems.find("(uid 65534): not searched for envs"), std::string::npos) << problems;
+  EXPECT_TRUE(facts.incomplete.empty());
+
+  const auto* good = find(facts, "good");
+  ASSERT_NE(good, nullptr) << problems;
+  EXPECT_TRUE(good->errors.empty());
+  EXPECT_TRUE(good->env.user_mount.empty());
+  EXPECT_FALSE(good->static_facts.site_packages.empty());
+
+  const auto* held = find(facts, "holding");
+  ASSERT_NE(held, nullptr);
+  EXPECT_EQ(held->env.user_mount, site_packages(holding) / "mounted");
+  ASSERT_EQ(held->env.problems.size(), 1U);
+  EXPECT_NE(held->env.problems[0].find("mounted is a fuse.hung filesystem mounted by "),
+            std::string::npos)
+      << held->env.problems[0];
+  EXPECT_NE(code_refusal(held->env), "");
+
+  // Judged: the env is named broken, with the mount, and never compliant.
+  const auto judgement = contracts::judge_env(contract(), to_json(facts)["envs"][1]);
+  const auto host = contracts::judge_host(contract(), to_json(facts));
+  bool named = false;
+  for (const auto& env : host.envs) {
+    if (env.name != "holding") {
+      EXPECT_EQ(env.judgement.verdict, contracts::EnvVerdict::compliant) << env.name;
+      continue;
+    }
+    EXPECT_NE(env.judgement.verdict, contracts::EnvVerdict::compliant);
+    for (const auto& check : env.judgement.checks) {
+      if (check.diagnosis && check.diagnosis->cause == "broken_env") {
+        named =
+            check.diagnosis->summary.find("fuse.hung filesystem mounted by") != std::string::npos;
+      }
+    }
+  }
+  EXPECT_TRUE(named) << "no broken_env check names the mount";
+  (void)judgement;
+}
+
+TEST_F(StalledReads, AReadThatNeverReturnsIsLeftBehindAndNamed) {
+  // Root's own mount (user_id=0), such as a network filesystem whose server
+  // died: not kept out by rule, so only the deadline saves the scan.
+  const fs::path dead = m_dir.path() / "dead";
+  fs::create_directories(dead);
+  const fs::path victim = make_venv(m_dir.path() / "victim");
+  fs::create_symlink(dead / "evil.pth", site_packages(victim) / "evil.pth");
+  const fs::path fine = make_venv(m_dir.path() / "fine");
+  HungMount mount(dead, 0);
+
+  HostFactsOptions options;
+  options.discovery.prefixes = {victim, fine};
+  options.reading_deadline = std::chrono::seconds(2);
+  auto start = Clock::now();
+  const auto facts = gather_host_facts(options, std::make_shared<FactCaches>());
+  const double first = seconds_since(start);
+  EXPECT_GE(first, 2.0);
+  EXPECT_LT(first, 8.0);
+  EXPECT_EQ(blocked_readers(), 1U);
+
+  const auto* blocked = find(facts, "victim");
+  ASSERT_NE(blocked, nullptr) << problems_of(facts);
+  ASSERT_EQ(blocked->errors.size(), 1U);
+  EXPECT_EQ(blocked->errors[0].stage, "reading");
+  ASSERT_TRUE(blocked->errors[0].stall.has_value());
+  const auto& stall = *blocked->errors[0].stall;
+  EXPECT_EQ(stall.last_path, (site_packages(victim) / "evil.pth").string());
+  EXPECT_NE(stall.kernel_wait, "");  // where it sleeps (request_wait_answer and the like)
+  EXPECT_NE(blocked->errors[0].message.find("did not finish within 2 s: its reader is blocked"),
+            std::string::npos)
+      << blocked->errors[0].message;
+  const auto* other = find(facts, "fine");
+  ASSERT_NE(other, nullptr);
+  EXPECT_TRUE(other->errors.empty());
+  EXPECT_FALSE(other->static_facts.site_packages.empty());
+
+  const auto json = to_json(facts);
+  const auto& stalled = json["envs"][1]["fact_errors"][0]["stalled"];
+  EXPECT_EQ(stalled["path"], (site_packages(victim) / "evil.pth").string()) << json.dump(1);
+  const auto host = contracts::judge_host(contract(), json);
+  for (const auto& env : host.envs) {
+    if (env.name == "fine") {
+      EXPECT_EQ(env.judgement.verdict, contracts::EnvVerdict::compliant);
+      continue;
+    }
+    EXPECT_EQ(env.judgement.verdict, contracts::EnvVerdict::error)
+        << contracts::to_json(env.judgement).dump(1);
+    bool named = false;
+    for (const auto& check : env.judgement.checks) {
+      named = named || (check.diagnosis && check.diagnosis->cause == "stalled_read" &&
+                        check.diagnosis->remedy.find("findmnt -T ") != std::string::npos);
+    }
+    EXPECT_TRUE(named);
+  }
+
+  // The next scan does not start a second reader behind the blocked one.
+  start = Clock::now();
+  const auto again = gather_host_facts(options, std::make_shared<FactCaches>());
+  EXPECT_LT(seconds_since(start), 1.9);
+  EXPECT_EQ(blocked_readers(), 1U);
+  const auto* still = find(again, "victim");
+  ASSERT_NE(still, nullptr);
+  ASSERT_EQ(still->errors.size(), 1U);
+  EXPECT_NE(still->errors[0].message.find("is still blocked"), std::string::npos)
+      << still->errors[0].message;
+
+  // Once the filesystem goes, the reader returns and nothing is left behind.
+  mount.release();
+  EXPECT_TRUE(wait_for_blocked_readers(std::chrono::seconds(10)));
+}
+
+TEST_F(StalledReads, DiscoveryThatBlocksMakesTheHostIncompleteNotCompliant) {
+  const fs::path root = m_dir.path() / "host";
+  fs::create_directories(root / "opt" / "dead");
+  make_venv(root / "opt" / "fine");
+  HungMount mount(root / "opt" / "dead", 0);
+
+  HostFactsOptions options;
+  options.discovery.roots = {root};
+  options.reading_deadline = std::chrono::seconds(2);
+  const auto start = Clock::now();
+  const auto facts = gather_host_facts(options, std::make_shared<FactCaches>());
+  EXPECT_LT(seconds_since(start), 8.0);
+  ASSERT_EQ(facts.incomplete.size(), 1U);
+  EXPECT_NE(facts.incomplete[0].find("discovery did not finish within 2 s"), std::string::npos)
+      << facts.incomplete[0];
+  EXPECT_NE(problems_of(facts).find((root / "opt" / "dead").string()), std::string::npos)
+      << problems_of(facts);
+  const auto host = contracts::judge_host(contract(), to_json(facts));
+  EXPECT_EQ(host.verdict, contracts::EnvVerdict::error);
+  ASSERT_FALSE(host.reasons.empty());
+  EXPECT_NE(host.reasons[0].find("discovery did not finish"), std::string::npos);
+
+  mount.release();
+  EXPECT_TRUE(wait_for_blocked_readers(std::chrono::seconds(10)));
+}
+
+}  // namespace
+}  // namespace envcontract::probes
