@@ -12,6 +12,7 @@
 #include <thread>
 
 #include "cli/fleet_render.hpp"
+#include "cli/prometheus_fleet.hpp"
 #include "common/json_text.hpp"
 #include "common/shown_path.hpp"
 #include "contracts/env_facts.hpp"
@@ -134,12 +135,54 @@ struct CheckArguments {
   Common common;
   std::vector<std::string> hosts;
   std::string inventory;
+  std::string prometheus;
+  std::string job = "envcontract";
 };
+
+// The fleet from Prometheus: the same summary as from an inventory.
+int run_check_prometheus(const CheckArguments& arguments, const ClientOptions& options) {
+  auto address = parse_host_address(arguments.prometheus);
+  if (!address) {
+    std::cerr << "fleetctl: --prometheus '" << arguments.prometheus
+              << "' is not an http:// address such as http://prometheus:9090\n";
+    return 2;
+  }
+  const auto& text = arguments.prometheus;
+  const auto authority =
+      text.substr(text.find("://") == std::string::npos ? 0 : text.find("://") + 3);
+  if (authority.find(':') == std::string::npos || authority.find(':') > authority.find('/')) {
+    address->port = 9090;  // Prometheus' port, not the agents'
+  }
+  const auto hosts = reports_from_prometheus(*address, arguments.job, options);
+  if (!hosts) {
+    std::cerr << "fleetctl: " << hosts.error() << "\n";
+    return 2;
+  }
+  if (hosts->empty()) {
+    std::cerr << "fleetctl: Prometheus at " << address->base_url() << " scrapes no target of job '"
+              << arguments.job << "' (--job names the scrape job of the agents)\n";
+    return 2;
+  }
+  // Many hosts' table even for one: Prometheus holds summaries, not whole reports.
+  if (arguments.common.output == "table") {
+    std::cout << fleet_table(*hosts, table_style(arguments.common));
+    return fleet_exit_status(*hosts);
+  }
+  return print_reports(*hosts, arguments.common);
+}
 
 int run_check(const CheckArguments& arguments) {
   const auto options = client_options(arguments.common);
   if (!options) {
     return 2;
+  }
+  if (!arguments.prometheus.empty()) {
+    if (!arguments.hosts.empty() || !arguments.inventory.empty()) {
+      std::cerr << "fleetctl check: --prometheus lists the hosts itself: give no HOST or "
+                   "--inventory with it\n";
+      return 2;
+    }
+    return run_check_prometheus(arguments, *options);
   }
   std::vector<HostAddress> hosts;
   for (const auto& text : arguments.hosts) {
@@ -421,6 +464,12 @@ int run_fleetctl(int argc, char** argv) {
   check_verb->add_option("HOST", check.hosts, "hosts to ask");
   check_verb->add_option("--inventory", check.inventory, "file of hosts, one per line (# comments)")
       ->check(CLI::ExistingFile);
+  check_verb->add_option("--prometheus", check.prometheus,
+                         "the fleet as this Prometheus scrapes it (http://HOST:9090): every agent "
+                         "of --job, with its verdict, envs and failing checks' causes");
+  check_verb->add_option(
+      "--job", check.job,
+      "the scrape job of the agents in Prometheus' config (default envcontract)");
   add_common(check_verb, check.common, {"table", "json", "junit"}, true);
   check_verb->add_option("--concurrency", check.common.concurrency,
                          "hosts asked at once (default 16)");

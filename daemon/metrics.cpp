@@ -17,6 +17,7 @@ namespace envcontract::daemon {
 namespace {
 
 using contracts::array_field;
+using contracts::object_field;
 using contracts::string_field;
 
 std::string escape_label(const std::string& value) {
@@ -136,15 +137,16 @@ class Exposition {
 std::string render_metrics(const AgentSnapshot& snapshot, const AgentCounters& counters,
                            const std::string& version, const WebhookCounters* webhooks) {
   Exposition out;
-  out.family("envcontract_info", "gauge", "The agent's version and the contract in force.");
+  const report::Json empty = report::Json::object();
+  const report::Json& report = snapshot.report ? *snapshot.report : empty;
+  out.family("envcontract_info", "gauge",
+             "The agent's version, the contract in force and the host's image reference.");
   out.sample("envcontract_info",
              {{"version", version},
               {"contract", snapshot.contract ? snapshot.contract->identity.name : ""},
-              {"contract_sha256", snapshot.contract ? snapshot.contract->identity.sha256 : ""}},
+              {"contract_sha256", snapshot.contract ? snapshot.contract->identity.sha256 : ""},
+              {"image", string_field(object_field(report, "image"), "value")}},
              1);
-
-  const report::Json empty = report::Json::object();
-  const report::Json& report = snapshot.report ? *snapshot.report : empty;
   const std::string verdict = string_field(report, "verdict");
   out.family("envcontract_host_verdict", "gauge",
              "1 for the host's verdict of the latest scan (compliant, drift, error).");

@@ -1,0 +1,35 @@
+#pragma once
+
+#include <map>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "cli/fleet.hpp"
+
+// The fleet as Prometheus last scraped it: the agents' /metrics series,
+// read back through Prometheus' HTTP query API, turned into one summary
+// report per agent, so that the fleet table, JSON and JUnit are those of
+// `fleetctl check --inventory`. Prometheus holds the state; nothing here keeps any.
+namespace envcontract::cli {
+
+// The PromQL instant queries asked, (name, query) in the order asked, for the
+// agents of scrape job `job`.
+std::vector<std::pair<std::string, std::string>> fleet_queries(const std::string& job);
+
+// The hosts from the queries' answers (the `data.result` vector of each, by
+// the names of fleet_queries): one per `instance` of the job's `up` series.
+// A host that Prometheus cannot scrape is unavailable, with its last verdict
+// when Prometheus still holds one; the others get a report made of their
+// series: verdict, contract, image, and each env with its failing checks
+// and their causes.
+std::vector<HostReport> reports_from_samples(const std::map<std::string, Json>& results,
+                                             const std::string& prometheus);
+
+// Asks Prometheus (an http:// address) every query of fleet_queries; an
+// answer that is not Prometheus' is an error naming the query.
+common::Result<std::vector<HostReport>> reports_from_prometheus(const HostAddress& prometheus,
+                                                                const std::string& job,
+                                                                const ClientOptions& options);
+
+}  // namespace envcontract::cli

@@ -1,0 +1,157 @@
+// The fleet as a real Prometheus sees it: three agents over the demo host,
+// one complying, one drifting, one that is then stopped, scraped by a real
+// Prometheus on loopback; `fleetctl check --prometheus` lists them with
+// their verdicts and causes, and the stopped one as down with its last verdict.
+#include <gtest/gtest.h>
+
+#include "common/json_text.hpp"
+#include "tests/e2e/agent_fixture.hpp"
+#include "tests/support/background_process.hpp"
+#include "tests/support/demo_host.hpp"
+#include "tests/support/run_command.hpp"
+
+namespace envcontract {
+namespace {
+
+using namespace testing;  // NOLINT: the fixture's helpers
+namespace fs = std::filesystem;
+
+constexpr const char* k_prometheus = "/usr/bin/prometheus";
+
+const char* const k_complying = R"(schema_version: 1
+name: fleet-ok
+checks:
+  - {id: no-leak, kind: distributions, absent: [leak]}
+)";
+
+const char* const k_drifting = R"(schema_version: 1
+name: fleet-drift
+checks:
+  - id: torch-pin
+    kind: distributions
+    pins: {torch: "==9.9"}
+)";
+
+struct Fleet {
+  Json hosts;  // fleetctl's "hosts", by host
+  int exit_code = -1;
+  std::string err;
+};
+
+Fleet fleet_from(const std::string& prometheus) {
+  const auto run = run_command({FLEETCTL_PATH, "check", "--prometheus", prometheus, "--job",
+                                "envcontract", "-o", "json", "--timeout", "5s"});
+  Fleet fleet;
+  fleet.exit_code = run.exit_code;
+  fleet.err = run.err;
+  const auto json = Json::parse(run.out, nullptr, false);
+  fleet.hosts = Json::object();
+  if (json.is_object() && json.contains("hosts")) {
+    for (const auto& host : json["hosts"]) {
+      fleet.hosts[host["host"].get<std::string>()] = host;
+    }
+  }
+  return fleet;
+}
+
+TEST(FleetPrometheus, ThreeAgentsAsPrometheusScrapesThem) {
+  if (!fs::exists(k_prometheus)) {
+    GTEST_SKIP() << "skipped: " << k_prometheus << " is not installed (scripts/test installs it)";
+  }
+  TempDir dir;
+  const auto complying = dir.write("ok.yaml", k_complying);
+  const auto drifting = dir.write("drift.yaml", k_drifting);
+  const auto env = (demo_host() / "miniconda3/envs/torch-fl-cpu").string();
+  const auto agent = [&](const std::string& name, const fs::path& contract) {
+    fs::create_directories(dir.path() / name);
+    return std::make_unique<AgentProcess>(
+        dir.path() / name,
+        std::vector<std::string>{"--contract", contract.string(), "--prefix", env, "--database",
+                                 (dir.path() / name / "agent.db").string(), "--interval", "1h"});
+  };
+  auto ok = agent("ok", complying);
+  auto drift = agent("drift", drifting);
+  auto leaving = agent("leaving", complying);
+  for (const auto* each : {ok.get(), drift.get(), leaving.get()}) {
+    wait_for_report(*each);
+  }
+  const auto target = [](const AgentProcess& each) {
+    return "127.0.0.1:" + std::to_string(each.port());
+  };
+  write_text(dir.path() / "prometheus.yml",
+             "global:\n  scrape_interval: 1s\n"
+             "scrape_configs:\n  - job_name: envcontract\n    static_configs:\n"
+             "      - targets: ['" +
+                 target(*ok) + "', '" + target(*drift) + "', '" + target(*leaving) + "']\n");
+  const int port = free_loopback_port();
+  BackgroundProcess prometheus(
+      {k_prometheus, "--config.file=" + (dir.path() / "prometheus.yml").string(),
+       "--storage.tsdb.path=" + (dir.path() / "prometheus").string(),
+       "--web.listen-address=127.0.0.1:" + std::to_string(port)},
+      dir.path() / "prometheus.log");
+  const std::string url = "http://127.0.0.1:" + std::to_string(port);
+
+  Fleet fleet;
+  const auto all_judged = [&] {
+    fleet = fleet_from(url);
+    int judged = 0;
+    for (const auto& [host, entry] : fleet.hosts.items()) {
+      judged += entry["state"] != "unavailable" ? 1 : 0;
+    }
+    return judged == 3;
+  };
+  ASSERT_TRUE(wait_until(all_judged, std::chrono::seconds(60)))
+      << fleet.err << common::json_text(fleet.hosts, 1) << prometheus.log();
+  EXPECT_EQ(fleet.exit_code, 1) << "one host drifts";
+  EXPECT_EQ(fleet.hosts[target(*ok)]["state"], "compliant");
+  EXPECT_EQ(fleet.hosts[target(*leaving)]["state"], "compliant");
+  const Json& drifting_host = fleet.hosts[target(*drift)];
+  EXPECT_EQ(drifting_host["state"], "drift");
+  const Json& report = drifting_host["report"];
+  EXPECT_EQ(report["contract"]["name"], "fleet-drift");
+  EXPECT_EQ(report["compliant_envs"], Json::array());
+  ASSERT_EQ(report["envs"].size(), 1U) << common::json_text(report, 1);
+  const Json& failing = report["envs"][0]["checks"];
+  ASSERT_EQ(failing.size(), 1U) << common::json_text(report, 1);
+  EXPECT_EQ(failing[0]["id"], "torch-pin");
+  EXPECT_NE(failing[0]["diagnosis"]["cause"], "");
+
+  // The table names the cause, as for an inventory.
+  const auto table = run_command({FLEETCTL_PATH, "check", "--prometheus", url});
+  EXPECT_NE(table.out.find(failing[0]["diagnosis"]["cause"].get<std::string>()), std::string::npos)
+      << table.out;
+  EXPECT_NE(table.out.find("1 of 3 hosts drift"), std::string::npos) << table.out;
+  fs::create_directories(ENVCONTRACT_ARTIFACTS_DIR);
+  write_text(fs::path(ENVCONTRACT_ARTIFACTS_DIR) / "fleet-prometheus.txt", table.out);
+
+  // What is not Prometheus, or not there, is an error naming the query.
+  const auto not_prometheus =
+      run_command({FLEETCTL_PATH, "check", "--prometheus", "http://" + target(*ok)});
+  EXPECT_EQ(not_prometheus.exit_code, 2);
+  EXPECT_NE(not_prometheus.err.find(": query up{job=\"envcontract\"}: HTTP 404"), std::string::npos)
+      << not_prometheus.err;
+  const auto nobody = run_command(
+      {FLEETCTL_PATH, "check", "--prometheus", "http://127.0.0.1:1", "--timeout", "2s"});
+  EXPECT_EQ(nobody.exit_code, 2);
+  EXPECT_NE(nobody.err.find("cannot connect to 127.0.0.1 port 1"), std::string::npos) << nobody.err;
+  const auto both = run_command({FLEETCTL_PATH, "check", "--prometheus", url, "node-1"});
+  EXPECT_EQ(both.exit_code, 2);
+  EXPECT_NE(both.err.find("--prometheus lists the hosts itself"), std::string::npos) << both.err;
+
+  // A stopped agent is down, with the verdict it last had.
+  const std::string gone = target(*leaving);
+  EXPECT_EQ(leaving->stop(), 0);
+  const auto shown_down = [&] {
+    fleet = fleet_from(url);
+    return fleet.hosts.contains(gone) && fleet.hosts[gone]["state"] == "unavailable" &&
+           fleet.hosts[gone]["error"].get<std::string>().starts_with("down:");
+  };
+  ASSERT_TRUE(wait_until(shown_down, std::chrono::seconds(30)))
+      << common::json_text(fleet.hosts, 1);
+  EXPECT_EQ(fleet.exit_code, 2) << "a host is down";
+  EXPECT_EQ(fleet.hosts[gone]["error"],
+            "down: Prometheus' last scrape of it failed (its last verdict: compliant)");
+}
+
+}  // namespace
+}  // namespace envcontract
