@@ -264,7 +264,13 @@ report::Json Scanner::scan(const LoadedContract& contract, const ScanSettings& s
     // of them, and an env whose files block is not probed.
     auto fingerprint_of = std::make_shared<std::string>();
     std::optional<probes::Stall> stalled;
-    {
+    // An env that was not read (a user's mount in it, a reader that blocked)
+    // is not touched again: none of its code runs, so there is nothing to fingerprint.
+    const bool unread =
+        !env.env.user_mount.empty() ||
+        std::any_of(env.errors.begin(), env.errors.end(),
+                    [](const probes::FactError& error) { return error.stage == "reading"; });
+    if (!unread) {
       auto env_json = std::make_shared<const report::Json>(envs[index]);
       const std::string contract_sha = contract.identity.sha256;
       stalled = probes::run_bounded(

@@ -16,6 +16,7 @@
 #include <set>
 #include <sstream>
 #include <thread>
+#include <utility>
 
 namespace envcontract::probes {
 
@@ -275,11 +276,15 @@ std::vector<pid_t> ProbeCgroup::kill_all() {
   return {seen.begin(), seen.end()};
 }
 
+std::vector<std::string> ProbeCgroup::release() {
+  return std::exchange(m_dirs, {});
+}
+
 ProbeCgroup::~ProbeCgroup() {
   for (const int fd : m_join_fds) {
     ::close(fd);
   }
-  if (!members().empty()) {
+  if (!m_dirs.empty() && !members().empty()) {
     kill_all();
   }
   // A cgroup is removable once its last task is gone; exiting tasks take a

@@ -42,6 +42,10 @@ class ProbeCgroup {
   // Kills every member (cgroup.kill, else SIGKILL rounds until empty) and
   // returns the pids it saw, so the caller can reap its adopted ones.
   std::vector<pid_t> kill_all();
+  // Gives up the group with a member that cannot be killed (asleep in the
+  // kernel): the destructor then neither kills nor waits, and the caller
+  // removes the returned directories once that member has ended.
+  std::vector<std::string> release();
 
  private:
   ProbeCgroup() = default;

@@ -198,25 +198,35 @@ class Discoverer {
         m_mounts(options.mounts ? options.mounts
                                 : std::make_shared<const MountTable>(MountTable::load())) {}
 
-  CandidateSearch run() {
-    for (const auto& root : m_options.roots) {
-      if (kept_out(root)) {
-        continue;
-      }
-      if (!dir_exists(root)) {
-        problem(root, "root is not a readable directory");
-        continue;
-      }
-      std::error_code error;
-      m_scan_root = fs::weakly_canonical(root, error);
-      walk(root);
-      for (const auto& home : home_dirs(root)) {
-        search_home(root, home);
-      }
-      for (const char* condarc : {"etc/conda/.condarc", "etc/conda/condarc"}) {
-        read_condarc(root, root / condarc, root / "root");
-      }
+  // One root: its walk and its conda configuration (homes are units of their own).
+  void search_root(const fs::path& root) {
+    if (kept_out(root)) {
+      return;
     }
+    if (!dir_exists(root)) {
+      problem(root, "root is not a readable directory");
+      return;
+    }
+    enter_root(root);
+    walk(root);
+    for (const char* condarc : {"etc/conda/.condarc", "etc/conda/condarc"}) {
+      read_condarc(root, root / condarc, root / "root");
+    }
+  }
+
+  std::vector<fs::path> homes_of(const fs::path& root) {
+    if (kept_out(root) || !dir_exists(root)) {
+      return {};
+    }
+    return home_dirs(root);
+  }
+
+  void search_home_of(const fs::path& root, const fs::path& home) {
+    enter_root(root);
+    search_home(root, home);
+  }
+
+  void search_prefixes() {
     m_scan_root = "/";
     for (const auto& prefix : m_options.prefixes) {
       if (!add(prefix, "configured prefix")) {
@@ -225,15 +235,25 @@ class Discoverer {
                 "pyvenv.cfg or bin/python)");
       }
     }
-    CandidateSearch result;
+  }
+
+  CandidateSearch result() {
+    CandidateSearch found;
     for (auto& [prefix, candidate] : m_candidates) {
-      result.candidates.push_back(std::move(candidate));
+      found.candidates.push_back(std::move(candidate));
     }
-    result.problems = std::move(m_problems);
-    return result;
+    found.problems = std::move(m_problems);
+    m_candidates.clear();
+    m_problems.clear();
+    return found;
   }
 
  private:
+  void enter_root(const fs::path& root) {
+    std::error_code error;
+    m_scan_root = fs::weakly_canonical(root, error);
+  }
+
   void problem(const fs::path& path, std::string text) {
     m_problems.push_back({path, std::move(text)});
   }
@@ -260,7 +280,9 @@ class Discoverer {
   std::optional<fs::path> resolved_outside_user_mounts(const fs::path& path, bool* kept = nullptr) {
     fs::path done = "/";
     std::deque<fs::path> rest;
-    for (const auto& part : path.lexically_normal().relative_path()) {
+    // ".." is taken against what is resolved so far, as the kernel takes it:
+    // normalising first would skip a symlink the kernel follows.
+    for (const auto& part : path.relative_path()) {
       rest.push_back(part);
     }
     int links = 0;
@@ -306,6 +328,17 @@ class Discoverer {
     return done;
   }
 
+  // Whether `path`, resolved outside users' mounts, is a directory (a file):
+  // only the resolved path, with no link left in it, is handed to the kernel.
+  bool real_dir(const fs::path& path) {
+    const auto resolved = resolved_outside_user_mounts(path);
+    return resolved && dir_exists(*resolved);
+  }
+  bool real_file(const fs::path& path) {
+    const auto resolved = resolved_outside_user_mounts(path);
+    return resolved && path_exists(*resolved);
+  }
+
   // Adds the env at `prefix` (once, however it is reached). A conda
   // installation brings its envs/ along.
   bool add(const fs::path& prefix, const std::string& how) {
@@ -315,27 +348,30 @@ class Discoverer {
       return kept;  // kept out (and reported), or no such directory
     }
     const auto mount = m_mounts->within(*resolved);
-    // Only markers outside a user's mount are looked at.
-    const auto marked = [&](const fs::path& path, bool directory) {
-      return !m_mounts->holding(path) && (directory ? dir_exists(path) : path_exists(path));
-    };
+    // Only markers outside a user's mount are looked at, and an env needs
+    // one: a directory holding a mount is no env for that alone.
     EnvKind kind = EnvKind::interpreter;
-    if (marked(*resolved / "conda-meta", true)) {
+    if (real_dir(*resolved / "conda-meta")) {
       kind = EnvKind::conda;
-    } else if (marked(*resolved / "pyvenv.cfg", false)) {
+    } else if (real_file(*resolved / "pyvenv.cfg")) {
       kind = EnvKind::venv;
-    } else if (!marked(*resolved / "bin" / "python", false) &&
-               !marked(*resolved / "bin" / "python3", false) && !mount) {
+    } else if (!real_file(*resolved / "bin" / "python") &&
+               !real_file(*resolved / "bin" / "python3")) {
       return false;
     }
-    auto [it, inserted] =
-        m_candidates.emplace(*resolved, EnvCandidate{*resolved, {}, m_scan_root, kind, mount});
+    const bool conda_installation = kind == EnvKind::conda && real_dir(*resolved / "envs");
+    auto [it, inserted] = m_candidates.emplace(
+        *resolved,
+        EnvCandidate{
+            *resolved, {}, m_scan_root, kind, mount, conda_installation, owner_of(*resolved)});
     auto& found_by = it->second.found_by;
     if (std::find(found_by.begin(), found_by.end(), how) == found_by.end()) {
       found_by.push_back(how);
     }
-    if (inserted && kind == EnvKind::conda && marked(*resolved / "envs", true)) {
-      add_children(*resolved / "envs", "conda envs of " + resolved->string());
+    if (inserted && conda_installation) {
+      if (const auto envs = resolved_outside_user_mounts(*resolved / "envs")) {
+        add_children(*envs, "conda envs of " + resolved->string());
+      }
     }
     return true;
   }
@@ -355,16 +391,14 @@ class Discoverer {
         continue;
       }
       bool kept = false;
-      if (!resolved_outside_user_mounts(child, &kept)) {
+      const auto real_child = resolved_outside_user_mounts(child, &kept);
+      if (!real_child) {
         if (!kept) {
-          std::error_code child_error;
-          (void)fs::canonical(child, child_error);
-          problem(child, "cannot resolve: " +
-                             (child_error ? child_error.message() : std::string("no such file")));
+          problem(child, "cannot resolve: a dangling link, or a directory it cannot pass");
         }
         continue;
       }
-      if (!dir_exists(child)) {
+      if (!dir_exists(*real_child)) {
         continue;
       }
       if (!add(child, how)) {
@@ -378,8 +412,8 @@ class Discoverer {
     }
   }
 
-  static bool is_env_prefix(const fs::path& dir) {
-    return dir_exists(dir / "conda-meta") || path_exists(dir / "pyvenv.cfg");
+  bool is_env_prefix(const fs::path& dir) {
+    return real_dir(dir / "conda-meta") || real_file(dir / "pyvenv.cfg");
   }
 
   static bool skip_during_walk(const fs::path& root, const fs::path& dir) {
@@ -415,6 +449,7 @@ class Discoverer {
                           " directories; name deeper env roots explicitly");
         return;
       }
+      note_reading(dir);
       std::error_code error;
       fs::directory_iterator it(dir, error);
       if (error) {
@@ -444,7 +479,7 @@ class Discoverer {
 
   std::vector<fs::path> home_dirs(const fs::path& root) {
     std::vector<fs::path> homes;
-    if (!kept_out(root / "root") && dir_exists(root / "root")) {
+    if (real_dir(root / "root")) {
       homes.push_back(root / "root");
     }
     std::error_code error;
@@ -458,8 +493,8 @@ class Discoverer {
       setpwent();
       while (const passwd* entry = getpwent()) {
         const fs::path home = entry->pw_dir;
-        if (std::find(homes.begin(), homes.end(), home) == homes.end() && !kept_out(home) &&
-            dir_exists(home) && home != "/") {
+        if (std::find(homes.begin(), homes.end(), home) == homes.end() && home != "/" &&
+            real_dir(home)) {
           homes.push_back(home);
         }
       }
@@ -482,22 +517,25 @@ class Discoverer {
         {".conda/envs", "~/.conda/envs"},
     };
     for (const auto& [relative, how] : k_env_dirs) {
-      const fs::path dir = home / relative;
-      if (!kept_out(dir) && dir_exists(dir)) {
-        add_children(dir, std::string(how) + " of " + home.string());
+      const auto dir = resolved_outside_user_mounts(home / relative);
+      if (dir && dir_exists(*dir)) {
+        add_children(*dir, std::string(how) + " of " + home.string());
       }
     }
   }
 
   // A path written inside `root`'s filesystem: as is on this host, else
   // under the root (a container's rootfs records its own absolute paths).
-  std::optional<fs::path> resolve_in_root(const fs::path& root, const fs::path& path) {
-    if (resolved_outside_user_mounts(path)) {
-      return path;
+  // Resolved: what is handed to the kernel afterwards holds no link.
+  // `kept`: it leads into a user's mount (reported).
+  std::optional<fs::path> resolve_in_root(const fs::path& root, const fs::path& path,
+                                          bool* kept = nullptr) {
+    if (auto resolved = resolved_outside_user_mounts(path, kept)) {
+      return resolved;
     }
     const fs::path inside = root / path.relative_path();
-    if (root != "/" && path.is_absolute() && resolved_outside_user_mounts(inside)) {
-      return inside;
+    if (root != "/" && path.is_absolute()) {
+      return resolved_outside_user_mounts(inside, kept);
     }
     return std::nullopt;
   }
@@ -505,10 +543,11 @@ class Discoverer {
   // conda's envs_dirs: where `conda create -n` puts envs besides envs/.
   // Read as data (yaml-cpp); conda itself is never run.
   void read_condarc(const fs::path& root, const fs::path& file, const fs::path& home) {
-    if (!resolved_outside_user_mounts(file)) {
+    const auto real = resolved_outside_user_mounts(file);
+    if (!real) {
       return;
     }
-    const auto read = read_file_bounded(file, file_limits::conda_config);
+    const auto read = read_file_bounded(*real, file_limits::conda_config);
     if (!read.text) {
       if (!read.refusal.empty()) {
         problem(file, "conda configuration not read: it " + read.refusal);
@@ -531,10 +570,11 @@ class Discoverer {
   }
 
   void read_environments_txt(const fs::path& root, const fs::path& file) {
-    if (!resolved_outside_user_mounts(file)) {
+    const auto real = resolved_outside_user_mounts(file);
+    if (!real) {
       return;
     }
-    const auto read = read_file_bounded(file, file_limits::env_list);
+    const auto read = read_file_bounded(*real, file_limits::env_list);
     const auto& text = read.text;
     if (!text) {
       problem(file, "cannot read conda's list of envs" +
@@ -547,7 +587,11 @@ class Discoverer {
       if (listed.empty()) {
         continue;
       }
-      const auto prefix = resolve_in_root(root, listed);
+      bool kept = false;
+      const auto prefix = resolve_in_root(root, listed, &kept);
+      if (kept) {
+        continue;  // in a user's mount: reported as such
+      }
       if (!prefix) {
         problem(listed, "listed in " + file.string() +
                             " but does not exist: a stale entry (the env was deleted without "
@@ -570,8 +614,89 @@ class Discoverer {
 
 }  // namespace
 
+std::vector<DiscoveryUnit> discovery_units(const DiscoveryOptions& options) {
+  std::vector<DiscoveryUnit> units;
+  for (const auto& root : options.roots) {
+    units.push_back(
+        {"discovery of " + root.string(), root.string(), [root](const DiscoveryOptions& o) {
+           Discoverer discoverer(o);
+           discoverer.search_root(root);
+           return discoverer.result();
+         }});
+    units.push_back(
+        {"home directories of " + root.string(), root.string(), [root](const DiscoveryOptions& o) {
+           Discoverer discoverer(o);
+           CandidateSearch found;
+           for (const auto& home : discoverer.homes_of(root)) {
+             found.more_units.push_back({"discovery of " + home.string(), home.string(),
+                                         [root, home](const DiscoveryOptions& inner) {
+                                           Discoverer each(inner);
+                                           each.search_home_of(root, home);
+                                           return each.result();
+                                         }});
+           }
+           auto problems = discoverer.result();
+           found.problems = std::move(problems.problems);
+           return found;
+         }});
+  }
+  if (!options.prefixes.empty()) {
+    units.push_back({"configured prefixes", "", [](const DiscoveryOptions& o) {
+                       Discoverer discoverer(o);
+                       discoverer.search_prefixes();
+                       return discoverer.result();
+                     }});
+  }
+  return units;
+}
+
+void merge_candidates(CandidateSearch& into, CandidateSearch&& from) {
+  for (auto& problem : from.problems) {
+    const bool known =
+        std::any_of(into.problems.begin(), into.problems.end(), [&](const DiscoveryProblem& seen) {
+          return seen.path == problem.path && seen.problem == problem.problem;
+        });
+    if (!known) {
+      into.problems.push_back(std::move(problem));
+    }
+  }
+  for (auto& candidate : from.candidates) {
+    const auto same =
+        std::find_if(into.candidates.begin(), into.candidates.end(),
+                     [&](const EnvCandidate& seen) { return seen.prefix == candidate.prefix; });
+    if (same == into.candidates.end()) {
+      into.candidates.push_back(std::move(candidate));
+      continue;
+    }
+    for (auto& how : candidate.found_by) {
+      if (std::find(same->found_by.begin(), same->found_by.end(), how) == same->found_by.end()) {
+        same->found_by.push_back(std::move(how));
+      }
+    }
+  }
+  std::sort(into.candidates.begin(), into.candidates.end(),
+            [](const EnvCandidate& a, const EnvCandidate& b) { return a.prefix < b.prefix; });
+  for (auto& unit : from.more_units) {
+    into.more_units.push_back(std::move(unit));
+  }
+}
+
 CandidateSearch find_env_candidates(const DiscoveryOptions& options) {
-  return Discoverer(options).run();
+  CandidateSearch all;
+  std::deque<DiscoveryUnit> units;
+  for (auto& unit : discovery_units(options)) {
+    units.push_back(std::move(unit));
+  }
+  while (!units.empty()) {
+    auto found = units.front().run(options);
+    units.pop_front();
+    for (auto& more : found.more_units) {
+      units.push_back(std::move(more));
+    }
+    found.more_units.clear();
+    merge_candidates(all, std::move(found));
+  }
+  return all;
 }
 
 std::optional<PythonEnv> describe_candidate(const EnvCandidate& candidate,
@@ -585,7 +710,6 @@ std::optional<PythonEnv> describe_candidate(const EnvCandidate& candidate,
         "by a user's process: one that stops answering would stall the reader for good)";
     env = unread_env(candidate, why);
     env->run_as = run_as_for_prefix(candidate.prefix, run_as);
-    env->owner = env->run_as.user;
     env->user_mount = candidate.holds_mount->mount_point;
     env->problems.push_back(why);
   } else {
@@ -601,7 +725,8 @@ PythonEnv unread_env(const EnvCandidate& candidate, const std::string& why) {
   PythonEnv env;
   env.prefix = candidate.prefix;
   env.kind = candidate.likely_kind;
-  env.name = env_name(candidate.prefix, false);
+  env.name = env_name(candidate.prefix, candidate.conda_installation);
+  env.owner = candidate.owner;
   env.python = candidate.prefix / "bin" / "python";
   env.found_by = candidate.found_by;
   env.imports_checked = true;

@@ -2,6 +2,7 @@
 
 #include <cstddef>
 #include <filesystem>
+#include <functional>
 #include <memory>
 #include <optional>
 #include <string>
@@ -40,16 +41,36 @@ struct EnvCandidate {
   std::filesystem::path scan_root = "/";       // the root it was found under
   EnvKind likely_kind = EnvKind::interpreter;  // by its markers
   std::optional<UserMount> holds_mount;        // a user's mount at or below the prefix
+  bool conda_installation = false;             // conda-meta/ and envs/: named "base"
+  std::string owner;                           // of the prefix, as describe_prefix says it
 };
+
+struct DiscoveryUnit;
 
 struct CandidateSearch {
   std::vector<EnvCandidate> candidates;  // sorted by prefix, each prefix once
   std::vector<DiscoveryProblem> problems;
+  std::vector<DiscoveryUnit> more_units;  // found by this one: each home of a root
 };
 
-// Discovery's first half: walks the roots and reads the lists of envs
-// (environments.txt, .condarc), looking at no more of each env than its
-// markers, and never into a user's mount.
+// A part of discovery that can be bounded on its own (a root's walk and
+// conda configuration, a root's list of homes, one home, the configured
+// prefixes): a home that blocks costs that home's envs, not the host's.
+struct DiscoveryUnit {
+  std::string key;   // "discovery of /home/alice"
+  std::string path;  // what it searches, "" for the configured prefixes
+  std::function<CandidateSearch(const DiscoveryOptions&)> run;
+};
+
+// The units of discovery; more come from running them (homes).
+std::vector<DiscoveryUnit> discovery_units(const DiscoveryOptions& options);
+
+// Adds `from` to `into`: a prefix found twice is one candidate, found both ways.
+void merge_candidates(CandidateSearch& into, CandidateSearch&& from);
+
+// Discovery's first half, every unit in turn: walks the roots and reads the
+// lists of envs (environments.txt, .condarc), looking at no more of each env
+// than its markers, and never into a user's mount.
 CandidateSearch find_env_candidates(const DiscoveryOptions& options);
 
 // Its second half, one env: describe_prefix, or for an env holding a user's

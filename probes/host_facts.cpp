@@ -6,6 +6,7 @@
 #include <cerrno>
 
 #include <algorithm>
+#include <deque>
 #include <set>
 
 #include "common/time_text.hpp"
@@ -197,28 +198,86 @@ HostFacts gather_host_facts(const HostFactsOptions& options,
   facts.gathered_at = common::now_rfc3339();
   facts.image = read_image_tag(options.image);
 
-  auto search = std::make_shared<CandidateSearch>();
   auto discovery_options = std::make_shared<DiscoveryOptions>(options.discovery);
   if (!discovery_options->mounts) {
     discovery_options->mounts = std::make_shared<const MountTable>(MountTable::load());
   }
-  if (const auto stall =
-          run_bounded("discovery", "discovery", options.reading_deadline, options.cancellation,
-                      [search, discovery_options](const Cancellation&) {
-                        *search = find_env_candidates(*discovery_options);
-                      })) {
-    // Its partial result belongs to the blocked reader: none of it is used.
-    facts.problems.push_back({stall->last_path, stall->message()});
-    facts.incomplete.push_back(stall->message());
-    return facts;
+  auto search = std::make_shared<CandidateSearch>();
+  std::set<std::string> unit_keys;
+  std::deque<DiscoveryUnit> units;
+  for (auto& unit : discovery_units(*discovery_options)) {
+    units.push_back(std::move(unit));
   }
-  facts.problems = std::move(search->problems);
+  while (!units.empty()) {
+    auto unit = std::move(units.front());
+    units.pop_front();
+    unit_keys.insert(unit.key);
+    auto found = std::make_shared<CandidateSearch>();
+    const auto stall =
+        run_bounded(unit.key, unit.key, options.reading_deadline, options.cancellation,
+                    [found, discovery_options, run = unit.run](const Cancellation&) {
+                      *found = run(*discovery_options);
+                    });
+    if (stall) {
+      // Its partial result belongs to the blocked reader: the envs it found
+      // last time it finished stand in, and the host's facts are incomplete.
+      facts.problems.push_back({stall->last_path, stall->message()});
+      facts.incomplete.push_back(stall->message());
+      std::lock_guard lock(caches->mutex);
+      const auto last = caches->last_discovery.find(unit.key);
+      if (last != caches->last_discovery.end()) {
+        CandidateSearch earlier = last->second;
+        earlier.problems.clear();
+        earlier.more_units.clear();
+        for (auto& candidate : earlier.candidates) {
+          candidate.found_by.push_back("the last complete " + unit.key);
+        }
+        merge_candidates(*search, std::move(earlier));
+      }
+      continue;
+    }
+    for (auto& more : found->more_units) {
+      units.push_back(std::move(more));
+    }
+    found->more_units.clear();
+    {
+      std::lock_guard lock(caches->mutex);
+      caches->last_discovery[unit.key] = *found;
+    }
+    merge_candidates(*search, std::move(*found));
+  }
+  facts.problems.insert(facts.problems.end(), search->problems.begin(), search->problems.end());
+  {
+    // Units gone (a home removed) leave no memory.
+    std::lock_guard lock(caches->mutex);
+    std::erase_if(caches->last_discovery,
+                  [&](const auto& entry) { return !unit_keys.contains(entry.first); });
+  }
 
   const auto ld_cache = std::make_shared<const LdCache>(LdCache::load());
   // Device nodes are the host's: globbed once, as the agent.
   const auto device_nodes = glob_device_nodes(options.request.device_globs);
   std::vector<PythonEnv> described;
+  // Network (or FUSE) filesystems holding an env whose reader blocked in
+  // this scan: the other envs on one are not read (each would cost a
+  // deadline and a thread on a dead NFS server), but named.
+  std::map<std::filesystem::path, std::string> blocked_mounts;
   for (const auto& candidate : search->candidates) {
+    const auto on = discovery_options->mounts->mount_of(candidate.prefix);
+    if (const auto blocked = blocked_mounts.find(on.point); blocked != blocked_mounts.end()) {
+      Stall stall;
+      stall.what = "reading the env at " + candidate.prefix.string();
+      stall.last_path = candidate.prefix.string();
+      stall.same_filesystem =
+          on.point.string() + " (" + on.fstype + "), where reading " + blocked->second;
+      EnvFacts env;
+      env.env = unread_env(candidate, stall.message());
+      env.errors.push_back({"reading", stall.message(), stall});
+      env.device_nodes = device_nodes;
+      described.push_back(env.env);
+      facts.envs.push_back(std::move(env));
+      continue;
+    }
     // One env, from describing it to its last fact, is one unit of reading:
     // whatever of it blocks stops only that env.
     auto reading = std::make_shared<EnvReading>();
@@ -248,6 +307,9 @@ HostFacts gather_host_facts(const HostFactsOptions& options,
       // reported with the stall, and none of its code runs.
       env.env = unread_env(candidate, stall->message());
       env.errors.push_back({"reading", stall->message(), stall});
+      if (!stall->running && served_from_elsewhere(on.fstype)) {
+        blocked_mounts.emplace(on.point, candidate.prefix.string() + " blocked");
+      }
     } else if (!*is_env) {
       facts.problems.push_back(
           {candidate.prefix,

@@ -4,7 +4,9 @@
 #include "probes/requested_facts.hpp"
 
 #include <chrono>
+#include <map>
 #include <memory>
+#include <mutex>
 #include <optional>
 #include <string>
 #include <vector>
@@ -81,6 +83,9 @@ struct HostFactsOptions {
 struct FactCaches {
   ActivationCache activations;
   ElfCache elf_files;
+  std::mutex mutex;  // guards what follows
+  // Each discovery unit's last complete result: stands in while it blocks.
+  std::map<std::string, CandidateSearch> last_discovery;
 };
 
 // Discovers envs and reads their static facts, activates each env (through

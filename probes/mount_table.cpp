@@ -5,6 +5,7 @@
 #include <charconv>
 #include <fstream>
 #include <sstream>
+#include <vector>
 
 namespace envcontract::probes {
 namespace fs = std::filesystem;
@@ -77,8 +78,12 @@ bool at_or_below(const fs::path& path, const fs::path& top) {
 
 std::string describe(const UserMount& mount) {
   std::string who = "uid " + std::to_string(mount.user_id);
-  if (const passwd* entry = ::getpwuid(mount.user_id)) {
-    who = std::string(entry->pw_name) + " (" + who + ")";
+  passwd entry{};
+  passwd* found = nullptr;
+  std::vector<char> buffer(16384);
+  if (::getpwuid_r(mount.user_id, &entry, buffer.data(), buffer.size(), &found) == 0 &&
+      found != nullptr) {
+    who = std::string(found->pw_name) + " (" + who + ")";
   }
   return mount.mount_point.string() + " is a " + mount.fstype + " filesystem mounted by " + who;
 }
@@ -96,6 +101,7 @@ MountTable MountTable::parse(std::string_view mountinfo) {
       continue;
     }
     const auto fstype = fields[dash + 1];
+    table.m_mounts.push_back({fs::path(unescape(fields[4])), std::string(fstype)});
     if (!is_fuse(fstype)) {
       continue;
     }
@@ -123,6 +129,29 @@ std::optional<UserMount> MountTable::holding(const fs::path& path) const {
     }
   }
   return std::nullopt;
+}
+
+MountTable::Mount MountTable::mount_of(const fs::path& path) const {
+  Mount best{"/", ""};
+  for (const auto& mount : m_mounts) {
+    if (at_or_below(path, mount.point) &&
+        mount.point.native().size() >= best.point.native().size()) {
+      best = mount;
+    }
+  }
+  return best;
+}
+
+bool served_from_elsewhere(const std::string& fstype) {
+  static const char* const k_remote[] = {"nfs",    "nfs4",     "cifs", "smb3",      "ceph",
+                                         "lustre", "gpfs",     "9p",   "glusterfs", "afs",
+                                         "beegfs", "orangefs", "sshfs"};
+  for (const char* remote : k_remote) {
+    if (fstype == remote) {
+      return true;
+    }
+  }
+  return is_fuse(fstype);
 }
 
 std::optional<UserMount> MountTable::within(const fs::path& dir) const {

@@ -22,6 +22,10 @@ struct UserMount {
   uid_t user_id = 0;   // who mounted it (the user_id= option FUSE records)
 };
 
+// Whether a filesystem of this type is served by something that can stop
+// answering: a network filesystem, or FUSE.
+bool served_from_elsewhere(const std::string& fstype);
+
 // "/home/alice/mnt is a fuse.sshfs filesystem mounted by alice (uid 1000)"
 std::string describe(const UserMount& mount);
 
@@ -40,8 +44,17 @@ class MountTable {
 
   const std::vector<UserMount>& user_mounts() const { return m_user_mounts; }
 
+  struct Mount {
+    std::filesystem::path point;
+    std::string fstype;
+  };
+  // The mount `path` is on, by its text (the last, longest mount point
+  // holding it; "/" of no type when none does).
+  Mount mount_of(const std::filesystem::path& path) const;
+
  private:
   std::vector<UserMount> m_user_mounts;
+  std::vector<Mount> m_mounts;  // every mount, in mount order
 };
 
 }  // namespace envcontract::probes

@@ -271,6 +271,12 @@ std::string signal_name(int signal) {
   return abbreviation ? std::string("SIG") + abbreviation : "signal " + std::to_string(signal);
 }
 
+std::string ProcessResult::left_behind_text() const {
+  return left_behind ? " (and could not be killed: it sleeps in the kernel on a request that a "
+                       "filesystem's server took and never answered; left behind)"
+                     : "";
+}
+
 std::string ProcessResult::describe() const {
   switch (outcome) {
     case Outcome::exited:
@@ -278,9 +284,10 @@ std::string ProcessResult::describe() const {
     case Outcome::signaled:
       return "killed by " + signal_name(signal);
     case Outcome::timed_out:
-      return "timed out after " + std::to_string(duration.count()) + " ms";
+      return "timed out after " + std::to_string(duration.count()) + " ms" + left_behind_text();
     case Outcome::cancelled:
-      return "stopped after " + std::to_string(duration.count()) + " ms: " + cancel_reason;
+      return "stopped after " + std::to_string(duration.count()) + " ms: " + cancel_reason +
+             left_behind_text();
     case Outcome::failed_to_start:
       break;
   }
@@ -365,6 +372,12 @@ ProcessResult run_process(const ProcessSpec& spec, const ProcessLimits& limits,
   const auto deadline = started + limits.timeout;
   std::chrono::milliseconds poll = k_first_poll;
   bool finished = false;
+  // A process asleep in the kernel on a request that a filesystem's server
+  // has taken and never answers (FUSE) is not ended even by SIGKILL: past
+  // this grace after the kill it is left behind rather than waited for.
+  constexpr std::chrono::seconds k_unkillable_grace{5};
+  Clock::time_point killed_at = Clock::time_point::max();
+  bool left_behind = false;
 
   // The process group, then whatever left it (setsid, double fork).
   std::vector<pid_t> escaped;
@@ -391,10 +404,20 @@ ProcessResult run_process(const ProcessSpec& spec, const ProcessLimits& limits,
           on_timeout(pid);
         }
         end_group();
+        killed_at = Clock::now();
       } else if (limits.cancellation != nullptr && limits.cancellation->cancelled() && !timed_out &&
                  !cancelled) {
         cancelled = true;
         end_group();
+        killed_at = Clock::now();
+      } else if (killed_at != Clock::time_point::max() &&
+                 Clock::now() >= killed_at + k_unkillable_grace) {
+        left_behind = true;
+        finished = true;
+        out_reader.close();
+        err_reader.close();
+        in_pipe.close();
+        return;
       }
     }
     const bool output_done = !out_reader.open() && !err_reader.open();
@@ -417,12 +440,29 @@ ProcessResult run_process(const ProcessSpec& spec, const ProcessLimits& limits,
   };
   on_tick();
   io.run();
-  // We reaped the child ourselves; tell Boost.Process not to touch it again.
+  // We reaped the child ourselves (or left it behind, unkillable); tell
+  // Boost.Process not to touch it again.
   child.detach();
-  end_group();
-  reap_group(pid);
-  // They were re-parented to us (the agent is their subreaper): no zombie is left.
-  reap_adopted(std::move(escaped));
+  result.left_behind = left_behind;
+  if (left_behind) {
+    // Killed already, and nothing more will end it: reaped whenever it ends
+    // (its filesystem answers or goes), its cgroup removed then.
+    std::vector<std::string> dirs = cgroup ? cgroup->release() : std::vector<std::string>();
+    std::thread([pid, dirs = std::move(dirs)] {
+      ::waitpid(pid, nullptr, 0);
+      for (const auto& dir : dirs) {
+        for (int attempt = 0; attempt < 200 && ::rmdir(dir.c_str()) != 0 && errno == EBUSY;
+             ++attempt) {
+          std::this_thread::sleep_for(std::chrono::milliseconds(5));
+        }
+      }
+    }).detach();
+  } else {
+    end_group();
+    reap_group(pid);
+    // They were re-parented to us (the agent is their subreaper): no zombie is left.
+    reap_adopted(std::move(escaped));
+  }
 
   result.duration = std::chrono::duration_cast<std::chrono::milliseconds>(Clock::now() - started);
   result.out = out_capture.text();

@@ -67,6 +67,11 @@ struct ProcessResult {
 
   bool succeeded() const { return outcome == Outcome::exited && exit_code == 0; }
   std::string cancel_reason;  // for cancelled: Cancellation::reason()
+  // Timed out or cancelled, killed, and still not gone after a grace: asleep
+  // in the kernel where SIGKILL does not reach (a FUSE request taken by a
+  // server that never answers). Not waited for; reaped by a thread of its own when it ends.
+  bool left_behind = false;
+  std::string left_behind_text() const;  // " (and could not be killed: ...)" or ""
   // "exit 0", "killed by SIGSEGV", "timed out after 30s", "stopped: ...", "failed to start: ..."
   std::string describe() const;
 };

@@ -37,7 +37,8 @@ struct Job {
 struct Registry {
   std::mutex mutex;
   std::condition_variable released;
-  std::map<std::string, std::shared_ptr<Job>> blocked;
+  // By unit: two scans (the agent's, a provisioning job's) may each leave one.
+  std::multimap<std::string, std::shared_ptr<Job>> blocked;
 };
 
 // Never destroyed: an abandoned reader may wake while the process exits.
@@ -93,9 +94,15 @@ std::string system_call_name(long number) {
   }
 }
 
-// Where the thread sleeps: /proc/self/task/TID/{syscall,wchan}.
+// Where the thread sleeps: /proc/self/task/TID/{stat,syscall,wchan}.
 void describe_blocked_thread(pid_t thread_id, Stall& stall) {
   const std::string task = "/proc/self/task/" + std::to_string(thread_id);
+  // "TID (name) S ...": the state follows the last ')'.
+  const std::string stat = first_line_of(task + "/stat");
+  const auto close = stat.rfind(')');
+  if (close != std::string::npos && close + 2 < stat.size()) {
+    stall.running = stat[close + 2] == 'R';
+  }
   const std::string call = first_line_of(task + "/syscall");
   if (!call.empty() && call != "running" && call.front() != '-') {
     try {
@@ -117,6 +124,11 @@ std::string Stall::message() const {
     return what + " not read: " + std::to_string(k_max_blocked) +
            " readers of this agent are blocked already (filesystems that do not answer)";
   }
+  if (!same_filesystem.empty()) {
+    return what + " not started: it is on " + same_filesystem +
+           " in this scan: a filesystem there does not answer (a FUSE server, a dead network "
+           "mount)";
+  }
   if (!cut_short.empty()) {
     text = what + " was cut short (" + cut_short + ") while its reader was blocked";
   } else if (from_earlier) {
@@ -124,19 +136,21 @@ std::string Stall::message() const {
   } else {
     text = what + " did not finish within " +
            std::to_string(std::chrono::duration_cast<std::chrono::seconds>(deadline).count()) +
-           " s: its reader is blocked";
+           (running ? " s: its reader is still working" : " s: its reader is blocked");
   }
   std::string where = system_call;
   if (!kernel_wait.empty()) {
     where += (where.empty() ? "" : ", ") + std::string("asleep in ") + kernel_wait;
   }
-  if (!where.empty()) {
+  if (!where.empty() && !running) {
     text += " in the kernel (" + where + ")";
   }
   if (!last_path.empty()) {
     text += ", reading " + last_path;
   }
-  return text + ": a filesystem there does not answer (a FUSE server, a dead network mount)";
+  return text + (running ? ": a filesystem there is very slow, or the env very large"
+                         : ": a filesystem there does not answer (a FUSE server, a dead network "
+                           "mount)");
 }
 
 std::optional<Stall> run_bounded(const std::string& key, const std::string& what,
@@ -172,7 +186,7 @@ std::optional<Stall> run_bounded(const std::string& key, const std::string& what
   auto job = std::make_shared<Job>();
   job->key = key;
   job->started_at = common::now_rfc3339();
-  std::thread([job, work = std::move(work)] {
+  std::thread([job, work = std::move(work)]() mutable {
     {
       std::lock_guard lock(job->mutex);
       job->thread_id = static_cast<pid_t>(::syscall(SYS_gettid));
@@ -185,6 +199,9 @@ std::optional<Stall> run_bounded(const std::string& key, const std::string& what
       error = std::current_exception();
     }
     t_job = nullptr;
+    // What the work holds (caches, the env's state) goes before the job
+    // leaves the registry: once it has left, the process may exit.
+    work = nullptr;
     bool abandoned = false;
     {
       std::lock_guard lock(job->mutex);
@@ -197,9 +214,12 @@ std::optional<Stall> run_bounded(const std::string& key, const std::string& what
       auto& readers = registry();
       {
         std::lock_guard lock(readers.mutex);
-        const auto entry = readers.blocked.find(job->key);
-        if (entry != readers.blocked.end() && entry->second == job) {
-          readers.blocked.erase(entry);
+        auto [first, last] = readers.blocked.equal_range(job->key);
+        for (; first != last; ++first) {
+          if (first->second == job) {
+            readers.blocked.erase(first);
+            break;
+          }
         }
       }
       readers.released.notify_all();
@@ -236,7 +256,7 @@ std::optional<Stall> run_bounded(const std::string& key, const std::string& what
   job->cancellation.cancel(stall.message());
   {
     std::lock_guard registry_lock(known.mutex);
-    known.blocked[key] = job;
+    known.blocked.emplace(key, job);
   }
   return stall;
 }

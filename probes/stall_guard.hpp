@@ -26,10 +26,12 @@ struct Stall {
   std::string system_call;  // the call it is blocked in ("openat"), "" unknown
   std::string kernel_wait;  // the kernel function it sleeps in (wchan), "" unknown
   std::chrono::milliseconds deadline{0};
-  std::string since;          // RFC 3339: when the blocked reader started
-  bool from_earlier = false;  // still blocked since an earlier scan: not started again
-  bool too_many = false;      // not started: too many readers are blocked already
-  std::string cut_short;      // why it was no longer waited for (the scan was cancelled)
+  std::string since;            // RFC 3339: when the blocked reader started
+  bool from_earlier = false;    // still blocked since an earlier scan: not started again
+  bool too_many = false;        // not started: too many readers are blocked already
+  std::string cut_short;        // why it was no longer waited for (the scan was cancelled)
+  bool running = false;         // the thread was running, not asleep: slow rather than stuck
+  std::string same_filesystem;  // not started: on this filesystem, where another reader blocked
 
   // One sentence for reports and logs.
   std::string message() const;

@@ -27,11 +27,16 @@ std::string read_text(const fs::path& file) {
 
 }  // namespace
 
-HungMount::HungMount(const fs::path& mount_point, uid_t user_id) : m_mount_point(mount_point) {
+HungMount::HungMount(const fs::path& mount_point, uid_t user_id, bool take_requests)
+    : m_mount_point(mount_point) {
   const fs::path log = mount_point.string() + ".server.log";
-  m_server = spawn_logged({"/usr/bin/python3", ENVCONTRACT_SOURCE_DIR "/tests/support/hung_fuse.py",
-                           mount_point.string(), std::to_string(user_id)},
-                          log);
+  std::vector<std::string> argv = {"/usr/bin/python3",
+                                   ENVCONTRACT_SOURCE_DIR "/tests/support/hung_fuse.py",
+                                   mount_point.string(), std::to_string(user_id)};
+  if (take_requests) {
+    argv.push_back("--take-requests");
+  }
+  m_server = spawn_logged(argv, log);
   const auto end = std::chrono::steady_clock::now() + std::chrono::seconds(10);
   while (std::chrono::steady_clock::now() < end) {
     const std::string said = read_text(log);

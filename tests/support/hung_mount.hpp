@@ -13,8 +13,9 @@ namespace envcontract::testing {
 class HungMount {
  public:
   // Mounts at `mount_point` (an existing directory), recorded as mounted by
-  // `user_id`; throws when it cannot.
-  HungMount(const std::filesystem::path& mount_point, uid_t user_id);
+  // `user_id`; throws when it cannot. `take_requests`: the server takes each
+  // request and never answers, so a process waiting on one cannot be killed.
+  HungMount(const std::filesystem::path& mount_point, uid_t user_id, bool take_requests = false);
   // Releases it (release()).
   ~HungMount();
   HungMount(const HungMount&) = delete;

@@ -8,10 +8,12 @@
 #include <chrono>
 #include <fstream>
 
+#include "common/json_text.hpp"
 #include "contracts/host_judgement.hpp"
 #include "contracts/judgement.hpp"
 #include "probes/host_facts.hpp"
 #include "probes/mount_table.hpp"
+#include "probes/process_runner.hpp"
 #include "probes/stall_guard.hpp"
 #include "tests/support/contract_text.hpp"
 #include "tests/support/hung_mount.hpp"
@@ -109,8 +111,20 @@ TEST_F(StalledReads, AUsersMountIsNeitherSearchedNorRead) {
   fs::create_directories(site_packages(holding) / "mounted");
   // conda's list of envs names one reached through a link into the mount.
   fs::create_symlink(home / "mnt" / "env", home / "linked");
+  // Links that lead into the mount, where only a resolver that checks each
+  // step sees it: a home's conda directory, an env marker, an envs_dirs entry
+  // whose ".." comes after a link.
+  fs::create_symlink(home / "mnt" / "dot-conda", home / ".virtualenvs");
+  fs::create_directories(home / "proj");
+  fs::create_symlink(home / "mnt" / "cm", home / "proj" / "conda-meta");
+  fs::create_symlink(home / "mnt" / "x", home / "link");
+  fs::create_directories(home / "envs-dir");
+  std::ofstream(home / ".condarc") << "envs_dirs: [~/link/../envs-dir]\n";
+  // conda's list of envs names one through a link into the mount, and a
+  // directory that is no env but holds the mount.
   fs::create_directories(home / ".conda");
-  std::ofstream(home / ".conda" / "environments.txt") << (home / "linked").string() << "\n";
+  std::ofstream(home / ".conda" / "environments.txt") << (home / "linked").string() << "\n"
+                                                      << home.string() << "\n";
   HungMount in_home(home / "mnt", k_nobody);
   HungMount in_env(site_packages(holding) / "mounted", k_nobody);
 
@@ -131,6 +145,8 @@ TEST_F(StalledReads, AUsersMountIsNeitherSearchedNorRead) {
   EXPECT_NE(problems.find("(uid 65534): not searched for envs"), std::string::npos) << problems;
   EXPECT_TRUE(facts.incomplete.empty());
 
+  // Only the two envs: no directory became an env for holding the mount.
+  EXPECT_EQ(facts.envs.size(), 2U) << problems;
   const auto* good = find(facts, "good");
   ASSERT_NE(good, nullptr) << problems;
   EXPECT_TRUE(good->errors.empty());
@@ -205,7 +221,8 @@ TEST_F(StalledReads, AReadThatNeverReturnsIsLeftBehindAndNamed) {
 
   const auto json = to_json(facts);
   const auto& stalled = json["envs"][1]["fact_errors"][0]["stalled"];
-  EXPECT_EQ(stalled["path"], (site_packages(victim) / "evil.pth").string()) << json.dump(1);
+  EXPECT_EQ(stalled["path"], (site_packages(victim) / "evil.pth").string())
+      << common::json_text(json, 1);
   const auto host = contracts::judge_host(contract(), json);
   for (const auto& env : host.envs) {
     if (env.name == "fine") {
@@ -213,7 +230,7 @@ TEST_F(StalledReads, AReadThatNeverReturnsIsLeftBehindAndNamed) {
       continue;
     }
     EXPECT_EQ(env.judgement.verdict, contracts::EnvVerdict::error)
-        << contracts::to_json(env.judgement).dump(1);
+        << common::json_text(contracts::to_json(env.judgement), 1);
     bool named = false;
     for (const auto& check : env.judgement.checks) {
       named = named || (check.diagnosis && check.diagnosis->cause == "stalled_read" &&
@@ -238,30 +255,113 @@ TEST_F(StalledReads, AReadThatNeverReturnsIsLeftBehindAndNamed) {
   EXPECT_TRUE(wait_for_blocked_readers(std::chrono::seconds(10)));
 }
 
-TEST_F(StalledReads, DiscoveryThatBlocksMakesTheHostIncompleteNotCompliant) {
-  const fs::path root = m_dir.path() / "host";
-  fs::create_directories(root / "opt" / "dead");
-  make_venv(root / "opt" / "fine");
-  HungMount mount(root / "opt" / "dead", 0);
+TEST_F(StalledReads, OtherEnvsOnANetworkFilesystemThatBlockedAreNotWaitedFor) {
+  // The mount table says share/ is NFS (the test cannot kill an NFS server):
+  // one env there blocks, through a link into a FUSE mount that never answers.
+  const fs::path share = m_dir.path() / "share";
+  const fs::path dead = m_dir.path() / "dead";
+  fs::create_directories(dead);
+  const fs::path first = make_venv(share / "a-blocks");
+  fs::create_symlink(dead / "evil.pth", site_packages(first) / "evil.pth");
+  make_venv(share / "b-same-share");
+  const fs::path local = make_venv(m_dir.path() / "local");
+  HungMount mount(dead, 0);
 
   HostFactsOptions options;
-  options.discovery.roots = {root};
+  options.discovery.prefixes = {share / "a-blocks", share / "b-same-share", local};
+  options.discovery.mounts = std::make_shared<const MountTable>(
+      MountTable::parse("22 1 8:1 / / rw - ext4 /dev/sda1 rw\n30 22 0:50 / " + share.string() +
+                        " rw - nfs4 filer:/share rw\n"));
   options.reading_deadline = std::chrono::seconds(2);
   const auto start = Clock::now();
   const auto facts = gather_host_facts(options, std::make_shared<FactCaches>());
+  // One deadline, not one per env on the share.
+  EXPECT_LT(seconds_since(start), 3.9);
+  EXPECT_EQ(blocked_readers(), 1U);
+  const auto* skipped = find(facts, "b-same-share");
+  ASSERT_NE(skipped, nullptr);
+  ASSERT_EQ(skipped->errors.size(), 1U);
+  EXPECT_NE(skipped->errors[0].message.find("not started: it is on " + share.string() +
+                                            " (nfs4), where reading " + first.string() +
+                                            " blocked in this scan"),
+            std::string::npos)
+      << skipped->errors[0].message;
+  const auto* elsewhere = find(facts, "local");
+  ASSERT_NE(elsewhere, nullptr);
+  EXPECT_TRUE(elsewhere->errors.empty());
+  const auto host = contracts::judge_host(contract(), to_json(facts));
+  for (const auto& env : host.envs) {
+    EXPECT_EQ(env.judgement.verdict,
+              env.name == "local" ? contracts::EnvVerdict::compliant : contracts::EnvVerdict::error)
+        << env.name;
+  }
+  mount.release();
+  EXPECT_TRUE(wait_for_blocked_readers(std::chrono::seconds(10)));
+}
+
+TEST_F(StalledReads, ADiscoveryUnitThatBlocksCostsItsOwnEnvsOnly) {
+  const fs::path root = m_dir.path() / "host";
+  fs::create_directories(root / "opt" / "dead");
+  make_venv(root / "opt" / "fine");
+  make_venv(root / "home" / "bob" / ".virtualenvs" / "bobenv");
+  HostFactsOptions options;
+  options.discovery.roots = {root};
+  options.reading_deadline = std::chrono::seconds(2);
+  const auto caches = std::make_shared<FactCaches>();
+  const auto before = gather_host_facts(options, caches);
+  ASSERT_EQ(before.envs.size(), 2U) << problems_of(before);
+
+  // The root's walk now blocks (root's own mount, no rule keeps it out).
+  HungMount mount(root / "opt" / "dead", 0);
+  const auto start = Clock::now();
+  const auto facts = gather_host_facts(options, caches);
   EXPECT_LT(seconds_since(start), 8.0);
   ASSERT_EQ(facts.incomplete.size(), 1U);
-  EXPECT_NE(facts.incomplete[0].find("discovery did not finish within 2 s"), std::string::npos)
+  const std::string walk = "discovery of " + root.string();
+  EXPECT_NE(facts.incomplete[0].find(walk + " did not finish within 2 s"), std::string::npos)
       << facts.incomplete[0];
   EXPECT_NE(problems_of(facts).find((root / "opt" / "dead").string()), std::string::npos)
-      << problems_of(facts);
+      << problems_of(facts) << facts.incomplete[0];
+  // Bob's home is a unit of its own; the walk's env stands in from the last
+  // complete walk.
+  const auto* bob = find(facts, "bobenv");
+  ASSERT_NE(bob, nullptr);
+  EXPECT_TRUE(bob->errors.empty());
+  const auto* fine = find(facts, "fine");
+  ASSERT_NE(fine, nullptr);
+  EXPECT_EQ(fine->env.found_by.back(), "the last complete " + walk);
+  EXPECT_TRUE(fine->errors.empty());
+
   const auto host = contracts::judge_host(contract(), to_json(facts));
   EXPECT_EQ(host.verdict, contracts::EnvVerdict::error);
   ASSERT_FALSE(host.reasons.empty());
-  EXPECT_NE(host.reasons[0].find("discovery did not finish"), std::string::npos);
+  EXPECT_NE(host.reasons[0].find(walk + " did not finish"), std::string::npos);
 
   mount.release();
   EXPECT_TRUE(wait_for_blocked_readers(std::chrono::seconds(10)));
+}
+
+// A server that takes a request and never answers leaves its caller asleep
+// where even SIGKILL does not reach: the process runner stops waiting for
+// it rather than holding up the scan's thread for good.
+TEST_F(StalledReads, AProcessThatCannotBeKilledIsLeftBehindNotWaitedFor) {
+  const fs::path dead = m_dir.path() / "taking";
+  fs::create_directories(dead);
+  HungMount mount(dead, 0, true);
+  ProcessSpec spec;
+  spec.argv = {"/bin/cat", (dead / "file").string()};
+  spec.environment = {{"PATH", "/usr/bin:/bin"}};
+  ProcessLimits limits;
+  limits.timeout = std::chrono::seconds(1);
+  const auto start = Clock::now();
+  const auto result = run_process(spec, limits);
+  const double waited = seconds_since(start);
+  EXPECT_GE(waited, 5.0);  // the timeout, then the grace after SIGKILL
+  EXPECT_LT(waited, 12.0);
+  EXPECT_EQ(result.outcome, ProcessResult::Outcome::timed_out);
+  EXPECT_TRUE(result.left_behind);
+  EXPECT_NE(result.describe().find("could not be killed"), std::string::npos) << result.describe();
+  mount.release();
 }
 
 }  // namespace
