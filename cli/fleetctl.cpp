@@ -147,11 +147,15 @@ int run_check_prometheus(const CheckArguments& arguments, const ClientOptions& o
               << "' is not an http:// address such as http://prometheus:9090\n";
     return 2;
   }
+  // No port given: Prometheus' own, not the agents'.
   const auto& text = arguments.prometheus;
-  const auto authority =
-      text.substr(text.find("://") == std::string::npos ? 0 : text.find("://") + 3);
-  if (authority.find(':') == std::string::npos || authority.find(':') > authority.find('/')) {
-    address->port = 9090;  // Prometheus' port, not the agents'
+  const auto scheme = text.find("://");
+  auto authority = text.substr(scheme == std::string::npos ? 0 : scheme + 3);
+  authority = authority.substr(0, authority.find('/'));
+  const auto bracket = authority.rfind(']');
+  const auto colon = authority.rfind(':');
+  if (colon == std::string::npos || (bracket != std::string::npos && colon < bracket)) {
+    address->port = 9090;
   }
   const auto hosts = reports_from_prometheus(*address, arguments.job, options);
   if (!hosts) {
@@ -163,12 +167,16 @@ int run_check_prometheus(const CheckArguments& arguments, const ClientOptions& o
               << arguments.job << "' (--job names the scrape job of the agents)\n";
     return 2;
   }
-  // Many hosts' table even for one: Prometheus holds summaries, not whole reports.
+  // The fleet's table and JSON even for one host: Prometheus holds summaries,
+  // not whole reports.
   if (arguments.common.output == "table") {
     std::cout << fleet_table(*hosts, table_style(arguments.common));
-    return fleet_exit_status(*hosts);
+  } else if (arguments.common.output == "json") {
+    std::cout << common::json_text(fleet_json(*hosts), 2) << "\n";
+  } else {
+    std::cout << fleet_junit(*hosts);
   }
-  return print_reports(*hosts, arguments.common);
+  return fleet_exit_status(*hosts);
 }
 
 int run_check(const CheckArguments& arguments) {

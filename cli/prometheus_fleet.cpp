@@ -1,6 +1,7 @@
 #include "cli/prometheus_fleet.hpp"
 
 #include <algorithm>
+#include <chrono>
 #include <cstdio>
 #include <ctime>
 
@@ -54,6 +55,13 @@ std::string label(const Json& sample, const char* name) {
   return string_field(object_field(sample, "metric"), name);
 }
 
+// The agent's own label: a scrape config's target label of the same name
+// (labels: {env: prod}) makes Prometheus keep the agent's as exported_NAME.
+std::string agent_label(const Json& sample, const std::string& name) {
+  const std::string exported = label(sample, ("exported_" + name).c_str());
+  return exported.empty() ? label(sample, name.c_str()) : exported;
+}
+
 std::string rfc3339(double seconds) {
   const std::time_t when = static_cast<std::time_t>(seconds);
   std::tm utc{};
@@ -89,14 +97,28 @@ std::vector<HostReport> reports_from_samples(const std::map<std::string, Json>& 
                                              const std::string& prometheus) {
   struct Host {
     bool up = false;
+    bool scraped = false;  // an `up` series of it exists (not so on a federating server)
+    bool agent = false;    // it serves envcontract metrics
     std::string verdict;
     std::string last_verdict;
     Json report = Json::object();
-    std::map<std::string, Json> envs;  // name -> {"name", "verdict", "checks"}
+    std::map<std::string, Json> envs;     // name -> {"name", "verdict", "checks"}
+    std::map<std::string, Json> targets;  // name -> {"name", "checks"}
   };
   std::map<std::string, Host> hosts;
   for (const auto& sample : result_of(results, "up")) {
-    hosts[label(sample, "instance")].up = sample_value(sample) == 1;
+    auto& host = hosts[label(sample, "instance")];
+    host.up = sample_value(sample) == 1;
+    host.scraped = true;
+  }
+  // A server that federates the agents' series has no `up` of them: what it
+  // holds fresh is up.
+  for (const auto& sample : result_of(results, "info")) {
+    auto& host = hosts[label(sample, "instance")];
+    host.agent = true;
+    if (!host.scraped) {
+      host.up = true;
+    }
   }
   const auto each = [&](const char* query, const auto& use) {
     for (const auto& sample : result_of(results, query)) {
@@ -119,7 +141,7 @@ std::vector<HostReport> reports_from_samples(const std::map<std::string, Json>& 
     host.report["scanned_at"] = rfc3339(sample_value(sample));
   });
   each("env", [](Host& host, const Json& sample) {
-    const std::string name = label(sample, "env");
+    const std::string name = agent_label(sample, "env");
     auto& env = host.envs[name];
     env["name"] = name;
     env["verdict"] = sample_value(sample) == 1 ? "compliant" : "drift";
@@ -128,22 +150,28 @@ std::vector<HostReport> reports_from_samples(const std::map<std::string, Json>& 
     }
   });
   each("failing", [](Host& host, const Json& sample) {
-    const std::string env_name = label(sample, "env");
+    const std::string status = label(sample, "status");
+    const std::string cause = agent_label(sample, "cause");
+    Json check = {
+        {"id", agent_label(sample, "check")},
+        {"status", status},
+        {"severity", agent_label(sample, "severity")},
+        {"diagnosis", {{"cause", cause}, {"summary", cause + " (as Prometheus last scraped)"}}}};
+    const std::string env_name = agent_label(sample, "env");
     if (env_name.empty()) {
-      return;  // a target's check: the host's verdict carries it
+      // A target's check (the image): the host's, under its target.
+      const std::string target = agent_label(sample, "target");
+      auto& targets = host.targets[target];
+      targets["name"] = target;
+      targets["checks"].push_back(std::move(check));
+      return;
     }
     auto& env = host.envs[env_name];
     env["name"] = env_name;
     if (!env.contains("checks")) {
       env["checks"] = Json::array();
     }
-    const std::string status = label(sample, "status");
-    const std::string cause = label(sample, "cause");
-    env["checks"].push_back(
-        {{"id", label(sample, "check")},
-         {"status", status},
-         {"severity", label(sample, "severity")},
-         {"diagnosis", {{"cause", cause}, {"summary", cause + " (as Prometheus last scraped)"}}}});
+    env["checks"].push_back(std::move(check));
   });
 
   std::vector<HostReport> reports;
@@ -152,8 +180,10 @@ std::vector<HostReport> reports_from_samples(const std::map<std::string, Json>& 
     entry.address = parse_host_address(instance).value_or(HostAddress{instance, instance, 0});
     entry.address.text = instance;
     if (!host.up || host.verdict.empty()) {
-      entry.error = host.up ? "Prometheus holds no verdict of it yet (its first scan is running?)"
-                            : "down: Prometheus' last scrape of it failed";
+      entry.error = !host.up     ? "down: Prometheus' last scrape of it failed"
+                    : host.agent ? "Prometheus holds no verdict of it yet (its first scan is "
+                                   "running?)"
+                                 : "it serves no envcontract metrics: is it an agent?";
       if (!host.last_verdict.empty()) {
         entry.error += " (its last verdict: " + host.last_verdict + ")";
       }
@@ -179,6 +209,11 @@ std::vector<HostReport> reports_from_samples(const std::map<std::string, Json>& 
       }
       envs.push_back(std::move(env));
     }
+    auto targets = Json::array();
+    for (auto& [name, target] : host.targets) {
+      targets.push_back(std::move(target));
+    }
+    report["targets"] = std::move(targets);
     report["compliant_envs"] = std::move(compliant);
     report["envs"] = std::move(envs);
     entry.report = std::move(report);
@@ -191,8 +226,15 @@ common::Result<std::vector<HostReport>> reports_from_prometheus(const HostAddres
                                                                 const std::string& job,
                                                                 const ClientOptions& options) {
   std::map<std::string, Json> results;
+  // One evaluation time for every query: one moment of the fleet.
+  char at[32];
+  std::snprintf(
+      at, sizeof at, "%.3f",
+      std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count());
   for (const auto& [name, query] : fleet_queries(job)) {
-    auto answer = get_json(prometheus, "/api/v1/query?query=" + url_encoded(query), options);
+    auto answer =
+        get_json(prometheus,
+                 "/api/v1/query?time=" + std::string(at) + "&query=" + url_encoded(query), options);
     if (!answer) {
       return common::Error{prometheus.text + ": query " + query + ": " + answer.error()};
     }

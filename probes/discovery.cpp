@@ -483,8 +483,9 @@ class Discoverer {
       homes.push_back(root / "root");
     }
     std::error_code error;
-    for (fs::directory_iterator it(root / "home", error), end; !error && it != end;
-         it.increment(error)) {
+    const auto listed = resolved_outside_user_mounts(root / "home");
+    for (fs::directory_iterator it(listed ? *listed : fs::path(), error), end;
+         listed && !error && it != end; it.increment(error)) {
       if (!kept_out(it->path())) {
         homes.push_back(it->path());
       }
@@ -628,7 +629,7 @@ std::vector<DiscoveryUnit> discovery_units(const DiscoveryOptions& options) {
            Discoverer discoverer(o);
            CandidateSearch found;
            for (const auto& home : discoverer.homes_of(root)) {
-             found.more_units.push_back({"discovery of " + home.string(), home.string(),
+             found.more_units.push_back({"discovery of home " + home.string(), home.string(),
                                          [root, home](const DiscoveryOptions& inner) {
                                            Discoverer each(inner);
                                            each.search_home_of(root, home);

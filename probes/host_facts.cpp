@@ -204,6 +204,33 @@ HostFacts gather_host_facts(const HostFactsOptions& options,
   }
   auto search = std::make_shared<CandidateSearch>();
   std::set<std::string> unit_keys;
+  // Network (or FUSE) filesystems where a reader blocked in this scan: the
+  // other units and envs on one are not started (each would cost a deadline
+  // and a thread on a dead NFS server), but named.
+  std::map<std::filesystem::path, std::string> blocked_mounts;
+  const auto& mounts = *discovery_options->mounts;
+  const auto note_blocked = [&](const Stall& stall, const std::filesystem::path& path) {
+    const auto on = mounts.mount_of(path);
+    if (!stall.running && !stall.too_many && stall.cut_short.empty() &&
+        stall.same_filesystem.empty() && served_from_elsewhere(on.fstype) &&
+        (stall.last_path.empty() || mounts.mount_of(stall.last_path).point == on.point)) {
+      blocked_mounts.emplace(on.point, path.string() + " blocked");
+    }
+  };
+  const auto blocked_stall = [&](const std::string& what,
+                                 const std::filesystem::path& path) -> std::optional<Stall> {
+    const auto on = mounts.mount_of(path);
+    const auto blocked = blocked_mounts.find(on.point);
+    if (path.empty() || blocked == blocked_mounts.end()) {
+      return std::nullopt;
+    }
+    Stall stall;
+    stall.what = what;
+    stall.last_path = path.string();
+    stall.same_filesystem =
+        on.point.string() + " (" + on.fstype + "), where reading " + blocked->second;
+    return stall;
+  };
   std::deque<DiscoveryUnit> units;
   for (auto& unit : discovery_units(*discovery_options)) {
     units.push_back(std::move(unit));
@@ -213,14 +240,20 @@ HostFacts gather_host_facts(const HostFactsOptions& options,
     units.pop_front();
     unit_keys.insert(unit.key);
     auto found = std::make_shared<CandidateSearch>();
-    const auto stall =
-        run_bounded(unit.key, unit.key, options.reading_deadline, options.cancellation,
-                    [found, discovery_options, run = unit.run](const Cancellation&) {
-                      *found = run(*discovery_options);
-                    });
+    auto stall = blocked_stall(unit.key, unit.path);
+    if (!stall) {
+      stall = run_bounded(unit.key, unit.key, options.reading_deadline, options.cancellation,
+                          [found, discovery_options, run = unit.run](const Cancellation&) {
+                            *found = run(*discovery_options);
+                          });
+      if (stall) {
+        note_blocked(*stall, unit.path);
+      }
+    }
     if (stall) {
-      // Its partial result belongs to the blocked reader: the envs it found
-      // last time it finished stand in, and the host's facts are incomplete.
+      // Its partial result belongs to the blocked reader: what it found the
+      // last time it finished stands in (homes to search included), and the
+      // host's facts are incomplete.
       facts.problems.push_back({stall->last_path, stall->message()});
       facts.incomplete.push_back(stall->message());
       std::lock_guard lock(caches->mutex);
@@ -228,22 +261,30 @@ HostFacts gather_host_facts(const HostFactsOptions& options,
       if (last != caches->last_discovery.end()) {
         CandidateSearch earlier = last->second;
         earlier.problems.clear();
+        for (auto& more : earlier.more_units) {
+          units.push_back(std::move(more));
+        }
         earlier.more_units.clear();
         for (auto& candidate : earlier.candidates) {
-          candidate.found_by.push_back("the last complete " + unit.key);
+          const bool found_live = std::any_of(
+              search->candidates.begin(), search->candidates.end(),
+              [&](const EnvCandidate& seen) { return seen.prefix == candidate.prefix; });
+          if (!found_live) {
+            candidate.found_by.push_back("the last complete " + unit.key);
+          }
         }
         merge_candidates(*search, std::move(earlier));
       }
       continue;
     }
-    for (auto& more : found->more_units) {
-      units.push_back(std::move(more));
-    }
-    found->more_units.clear();
     {
       std::lock_guard lock(caches->mutex);
       caches->last_discovery[unit.key] = *found;
     }
+    for (auto& more : found->more_units) {
+      units.push_back(std::move(more));
+    }
+    found->more_units.clear();
     merge_candidates(*search, std::move(*found));
   }
   facts.problems.insert(facts.problems.end(), search->problems.begin(), search->problems.end());
@@ -258,18 +299,10 @@ HostFacts gather_host_facts(const HostFactsOptions& options,
   // Device nodes are the host's: globbed once, as the agent.
   const auto device_nodes = glob_device_nodes(options.request.device_globs);
   std::vector<PythonEnv> described;
-  // Network (or FUSE) filesystems holding an env whose reader blocked in
-  // this scan: the other envs on one are not read (each would cost a
-  // deadline and a thread on a dead NFS server), but named.
-  std::map<std::filesystem::path, std::string> blocked_mounts;
   for (const auto& candidate : search->candidates) {
-    const auto on = discovery_options->mounts->mount_of(candidate.prefix);
-    if (const auto blocked = blocked_mounts.find(on.point); blocked != blocked_mounts.end()) {
-      Stall stall;
-      stall.what = "reading the env at " + candidate.prefix.string();
-      stall.last_path = candidate.prefix.string();
-      stall.same_filesystem =
-          on.point.string() + " (" + on.fstype + "), where reading " + blocked->second;
+    if (const auto skipped =
+            blocked_stall("reading the env at " + candidate.prefix.string(), candidate.prefix)) {
+      const Stall& stall = *skipped;
       EnvFacts env;
       env.env = unread_env(candidate, stall.message());
       env.errors.push_back({"reading", stall.message(), stall});
@@ -307,9 +340,7 @@ HostFacts gather_host_facts(const HostFactsOptions& options,
       // reported with the stall, and none of its code runs.
       env.env = unread_env(candidate, stall->message());
       env.errors.push_back({"reading", stall->message(), stall});
-      if (!stall->running && served_from_elsewhere(on.fstype)) {
-        blocked_mounts.emplace(on.point, candidate.prefix.string() + " blocked");
-      }
+      note_blocked(*stall, candidate.prefix);
     } else if (!*is_env) {
       facts.problems.push_back(
           {candidate.prefix,

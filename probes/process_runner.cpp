@@ -42,6 +42,11 @@ using Clock = std::chrono::steady_clock;
 // return at once, then backing off to a low steady cost.
 constexpr std::chrono::milliseconds k_first_poll{1};
 constexpr std::chrono::milliseconds k_max_poll{20};
+
+// Processes left behind unkillable (see run_process), at most: each holds a
+// task and a waiting thread of the agent.
+constexpr int k_max_left_behind = 32;
+std::atomic<int> g_left_behind{0};
 // Where no cgroup holds a probe's processes, this variable in their
 // environment tells them apart.
 constexpr const char* k_marker_variable = "ENVCONTRACT_PROBE";
@@ -307,6 +312,12 @@ ProcessResult run_process(const ProcessSpec& spec, const ProcessLimits& limits,
     result.cancel_reason = limits.cancellation->reason();
     return result;
   }
+  if (g_left_behind.load() >= k_max_left_behind) {
+    result.error = std::to_string(k_max_left_behind) +
+                   " processes of this agent are left behind, unkillable (asleep on filesystems "
+                   "that do not answer): no more are started until they end";
+    return result;
+  }
   // Boost.Process reports a failed exec only through a pipe that is easy to
   // lose; checking first gives the user a precise message.
   if (::access(spec.argv[0].c_str(), X_OK) != 0) {
@@ -377,6 +388,7 @@ ProcessResult run_process(const ProcessSpec& spec, const ProcessLimits& limits,
   // this grace after the kill it is left behind rather than waited for.
   constexpr std::chrono::seconds k_unkillable_grace{5};
   Clock::time_point killed_at = Clock::time_point::max();
+  Clock::time_point stopped_at = Clock::time_point::max();  // when the timeout or cancel came
   bool left_behind = false;
 
   // The process group, then whatever left it (setsid, double fork).
@@ -400,6 +412,7 @@ ProcessResult run_process(const ProcessSpec& spec, const ProcessLimits& limits,
         drain_deadline = Clock::now() + limits.drain_grace;
       } else if (Clock::now() >= deadline && !timed_out && !cancelled) {
         timed_out = true;
+        stopped_at = Clock::now();
         if (on_timeout) {
           on_timeout(pid);
         }
@@ -408,6 +421,7 @@ ProcessResult run_process(const ProcessSpec& spec, const ProcessLimits& limits,
       } else if (limits.cancellation != nullptr && limits.cancellation->cancelled() && !timed_out &&
                  !cancelled) {
         cancelled = true;
+        stopped_at = Clock::now();
         end_group();
         killed_at = Clock::now();
       } else if (killed_at != Clock::time_point::max() &&
@@ -443,28 +457,49 @@ ProcessResult run_process(const ProcessSpec& spec, const ProcessLimits& limits,
   // We reaped the child ourselves (or left it behind, unkillable); tell
   // Boost.Process not to touch it again.
   child.detach();
-  result.left_behind = left_behind;
+  std::vector<pid_t> stuck;
   if (left_behind) {
-    // Killed already, and nothing more will end it: reaped whenever it ends
-    // (its filesystem answers or goes), its cgroup removed then.
+    stuck.push_back(pid);
+  } else {
+    end_group();
+    reap_group(pid);
+    // They were re-parented to us (the agent is their subreaper): no zombie is left.
+    reap_adopted(std::move(escaped));
+    // A descendant asleep where SIGKILL does not reach (bash's child on a
+    // FUSE request) outlives the group: left behind the same way.
+    if (cgroup) {
+      stuck = cgroup->members();
+    }
+  }
+  if (!stuck.empty()) {
+    // Killed already, and nothing more will end them: reaped whenever they
+    // end (their filesystem answers or goes), the cgroup removed then.
+    result.left_behind = true;
     std::vector<std::string> dirs = cgroup ? cgroup->release() : std::vector<std::string>();
-    std::thread([pid, dirs = std::move(dirs)] {
-      ::waitpid(pid, nullptr, 0);
+    g_left_behind.fetch_add(1);
+    std::thread([stuck, dirs = std::move(dirs)] {
+      for (const pid_t each : stuck) {
+        while (::waitpid(each, nullptr, 0) < 0 && errno == EINTR) {
+        }
+        // Not our child (its parent lives on): wait for it to go.
+        while (::kill(each, 0) == 0) {
+          std::this_thread::sleep_for(std::chrono::seconds(1));
+        }
+      }
       for (const auto& dir : dirs) {
         for (int attempt = 0; attempt < 200 && ::rmdir(dir.c_str()) != 0 && errno == EBUSY;
              ++attempt) {
           std::this_thread::sleep_for(std::chrono::milliseconds(5));
         }
       }
+      g_left_behind.fetch_sub(1);
     }).detach();
-  } else {
-    end_group();
-    reap_group(pid);
-    // They were re-parented to us (the agent is their subreaper): no zombie is left.
-    reap_adopted(std::move(escaped));
   }
 
-  result.duration = std::chrono::duration_cast<std::chrono::milliseconds>(Clock::now() - started);
+  // A timed-out or cancelled process took until it was told to stop; the
+  // killing and any grace after it are not its time.
+  result.duration = std::chrono::duration_cast<std::chrono::milliseconds>(
+      (stopped_at != Clock::time_point::max() ? stopped_at : Clock::now()) - started);
   result.out = out_capture.text();
   result.err = err_capture.text();
   result.out_bytes = out_capture.total_bytes();

@@ -26,6 +26,9 @@ checks:
 
 const char* const k_drifting = R"(schema_version: 1
 name: fleet-drift
+targets:
+  - name: ci
+    image: harbor.example/flagos-runtime/flagos-runtime-kunlunxin-xre5.37.1:2.2.0
 checks:
   - id: torch-pin
     kind: distributions
@@ -67,7 +70,8 @@ TEST(FleetPrometheus, ThreeAgentsAsPrometheusScrapesThem) {
     return std::make_unique<AgentProcess>(
         dir.path() / name,
         std::vector<std::string>{"--contract", contract.string(), "--prefix", env, "--database",
-                                 (dir.path() / name / "agent.db").string(), "--interval", "1h"});
+                                 (dir.path() / name / "agent.db").string(), "--interval", "1h",
+                                 "--image-tag-file", (demo_host() / "etc/flagos-image").string()});
   };
   auto ok = agent("ok", complying);
   auto drift = agent("drift", drifting);
@@ -115,12 +119,19 @@ TEST(FleetPrometheus, ThreeAgentsAsPrometheusScrapesThem) {
   ASSERT_EQ(failing.size(), 1U) << common::json_text(report, 1);
   EXPECT_EQ(failing[0]["id"], "torch-pin");
   EXPECT_NE(failing[0]["diagnosis"]["cause"], "");
+  // The host's image, and its target's failing check.
+  EXPECT_EQ(report["image"]["value"],
+            "harbor.example/flagos-runtime/flagos-runtime-kunlunxin-xre5.37.1:2.1.2");
+  ASSERT_EQ(report["targets"].size(), 1U) << common::json_text(report, 1);
+  EXPECT_EQ(report["targets"][0]["name"], "ci");
+  EXPECT_EQ(report["targets"][0]["checks"][0]["diagnosis"]["cause"], "image_mismatch");
 
   // The table names the cause, as for an inventory.
   const auto table = run_command({FLEETCTL_PATH, "check", "--prometheus", url});
   EXPECT_NE(table.out.find(failing[0]["diagnosis"]["cause"].get<std::string>()), std::string::npos)
       << table.out;
   EXPECT_NE(table.out.find("1 of 3 hosts drift"), std::string::npos) << table.out;
+  EXPECT_NE(table.out.find("image_mismatch"), std::string::npos) << table.out;
   fs::create_directories(ENVCONTRACT_ARTIFACTS_DIR);
   write_text(fs::path(ENVCONTRACT_ARTIFACTS_DIR) / "fleet-prometheus.txt", table.out);
 

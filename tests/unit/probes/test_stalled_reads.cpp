@@ -11,6 +11,7 @@
 #include "common/json_text.hpp"
 #include "contracts/host_judgement.hpp"
 #include "contracts/judgement.hpp"
+#include "probes/containment.hpp"
 #include "probes/host_facts.hpp"
 #include "probes/mount_table.hpp"
 #include "probes/process_runner.hpp"
@@ -361,6 +362,17 @@ TEST_F(StalledReads, AProcessThatCannotBeKilledIsLeftBehindNotWaitedFor) {
   EXPECT_EQ(result.outcome, ProcessResult::Outcome::timed_out);
   EXPECT_TRUE(result.left_behind);
   EXPECT_NE(result.describe().find("could not be killed"), std::string::npos) << result.describe();
+  // Its time is the timeout's, not the killing's.
+  EXPECT_LT(result.duration, std::chrono::milliseconds(1500)) << result.describe();
+
+  // The same for a grandchild: the shell dies of SIGKILL, the cat it waits
+  // for does not (it is found in the probe's cgroup).
+  spec.argv = {"/bin/sh", "-c", "/bin/cat " + (dead / "other").string() + "; true"};
+  const auto nested = run_process(spec, limits);
+  EXPECT_EQ(nested.outcome, ProcessResult::Outcome::timed_out);
+  if (containment_description().starts_with("cgroup")) {
+    EXPECT_TRUE(nested.left_behind) << nested.describe();
+  }
   mount.release();
 }
 
