@@ -144,11 +144,12 @@ class Watchdog {
   std::thread m_thread;
 };
 
-void add_fact_error(report::Json& env, const std::string& stage, const std::string& message) {
+// `error`: {"stage", "message"} and, for a reader that blocked, "stalled".
+void add_fact_error(report::Json& env, report::Json error) {
   if (!env.contains("fact_errors") || !env["fact_errors"].is_array()) {
     env["fact_errors"] = report::Json::array();
   }
-  env["fact_errors"].push_back({{"stage", stage}, {"message", message}});
+  env["fact_errors"].push_back(std::move(error));
 }
 
 }  // namespace
@@ -283,9 +284,8 @@ report::Json Scanner::scan(const LoadedContract& contract, const ScanSettings& s
     }
     if (stalled) {
       std::lock_guard lock(progress_mutex);
-      add_fact_error(envs[index], "reading", stalled->message());
-      envs[index]["fact_errors"].back() =
-          probes::to_json(probes::FactError{"reading", stalled->message(), stalled});
+      add_fact_error(envs[index],
+                     probes::to_json(probes::FactError{"reading", stalled->message(), stalled}));
       m_probes.erase(env.env.prefix.string());
       ++done;
       if (observer.env_finished) {
@@ -332,7 +332,7 @@ report::Json Scanner::scan(const LoadedContract& contract, const ScanSettings& s
       envs[index]["dynamic"] = result.dynamic;
       envs[index]["probed_at"] = result.probed_at;
     } else {
-      add_fact_error(envs[index], "dynamic probe", failure);
+      add_fact_error(envs[index], {{"stage", "dynamic probe"}, {"message", failure}});
     }
     probed += reusable ? 0 : 1;
     // A probe cut short says nothing about the env: the next scan probes it anew.

@@ -412,8 +412,24 @@ class Discoverer {
     }
   }
 
+  // `dir` comes from the walk, which follows no link below its root: only
+  // a marker that is itself a link needs resolving step by step.
   bool is_env_prefix(const fs::path& dir) {
-    return real_dir(dir / "conda-meta") || real_file(dir / "pyvenv.cfg");
+    const auto marker = [&](const char* name, bool directory) {
+      const fs::path path = dir / name;
+      if (kept_out(path)) {
+        return false;
+      }
+      struct stat info {};
+      if (::lstat(path.c_str(), &info) != 0) {
+        return false;
+      }
+      if (S_ISLNK(info.st_mode)) {
+        return directory ? real_dir(path) : real_file(path);
+      }
+      return directory ? S_ISDIR(info.st_mode) : true;
+    };
+    return marker("conda-meta", true) || marker("pyvenv.cfg", false);
   }
 
   static bool skip_during_walk(const fs::path& root, const fs::path& dir) {
@@ -682,7 +698,12 @@ void merge_candidates(CandidateSearch& into, CandidateSearch&& from) {
   }
 }
 
-CandidateSearch find_env_candidates(const DiscoveryOptions& options) {
+CandidateSearch find_env_candidates(const DiscoveryOptions& given) {
+  // Every unit reads the one mount table.
+  DiscoveryOptions options = given;
+  if (!options.mounts) {
+    options.mounts = std::make_shared<const MountTable>(MountTable::load());
+  }
   CandidateSearch all;
   std::deque<DiscoveryUnit> units;
   for (auto& unit : discovery_units(options)) {
