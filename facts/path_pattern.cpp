@@ -9,14 +9,7 @@ std::string literal(const std::string& value, bool for_glob) {
   if (!for_glob) {
     return value;
   }
-  std::string escaped;
-  for (const char c : value) {
-    if (c == '*' || c == '?' || c == '[' || c == ']' || c == '\\') {
-      escaped.push_back('\\');
-    }
-    escaped.push_back(c);
-  }
-  return escaped;
+  return glob_literal(value);
 }
 
 // One pass over `pattern`: substituted values are never scanned again, so a
@@ -55,6 +48,17 @@ std::vector<std::string> expand_path_pattern(const std::string& pattern, const P
     expansions.push_back(substitute(pattern, anchors, site, for_glob));
   }
   return expansions;
+}
+
+std::string glob_literal(const std::string& value) {
+  std::string escaped;
+  for (const char c : value) {
+    if (c == '*' || c == '?' || c == '[' || c == ']' || c == '\\') {
+      escaped.push_back('\\');
+    }
+    escaped.push_back(c);
+  }
+  return escaped;
 }
 
 std::vector<std::string> unset_variables(const std::string& pattern,

@@ -23,6 +23,9 @@ struct PathAnchors {
 std::vector<std::string> expand_path_pattern(const std::string& pattern, const PathAnchors& anchors,
                                              bool for_glob = false);
 
+// `value` with glob(3)'s special characters escaped, to be matched literally.
+std::string glob_literal(const std::string& value);
+
 // The ${VAR} names in `pattern` that `variables` leaves unset.
 std::vector<std::string> unset_variables(const std::string& pattern,
                                          const std::map<std::string, std::string>& variables);

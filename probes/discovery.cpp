@@ -15,6 +15,7 @@
 #include "probes/small_files.hpp"
 #include "probes/stall_guard.hpp"
 #include "probes/static_facts.hpp"
+#include "probes/system_root.hpp"
 
 namespace envcontract::probes {
 namespace fs = std::filesystem;
@@ -175,6 +176,9 @@ std::optional<PythonEnv> describe_prefix(const fs::path& prefix, const RunAsPoli
   }
   env.name = env_name(env.prefix, env.kind == EnvKind::conda && dir_exists(env.prefix / "envs"));
   env.owner = owner_of(env.prefix);
+  if (is_system_root(scan_root)) {
+    env.system_root = scan_root.empty() ? fs::path("/") : scan_root;
+  }
   env.run_as = run_as_for_prefix(env.prefix, run_as);
   env.unsafe = find_unsafe_paths(
       {env.prefix, env.python, activation_inputs(env), find_site_packages(env), scan_root},

@@ -180,11 +180,16 @@ void read_env(EnvReading& reading, const Cancellation& cancellation) {
     for (const auto& module : env.static_facts.shadowed) {
       hidden.push_back(module.path.string());
     }
-    env.path_matches = match_path_patterns(reading.request.path_patterns, anchors, hidden);
+    const SystemRoot root(env.env.system_root);
+    env.path_matches = match_path_patterns(reading.request.path_patterns, anchors, hidden, root);
     const auto path = env.activation.activated.find("PATH");
-    env.tools =
-        find_tools(reading.request.tools,
-                   path == env.activation.activated.end() ? "" : path->second, env.env.run_as);
+    env.tools = find_tools(reading.request.tools,
+                           path == env.activation.activated.end() ? "" : path->second,
+                           env.env.run_as, root);
+    if (!root.is_host()) {
+      // A rootfs' device nodes are its own /dev (a container's, under /proc/PID/root).
+      env.device_nodes = glob_device_nodes(reading.request.device_globs, root);
+    }
   });
   reading.linkage_elapsed = since(start);
 }
@@ -296,8 +301,8 @@ HostFacts gather_host_facts(const HostFactsOptions& options,
   }
 
   const auto ld_cache = std::make_shared<const LdCache>(LdCache::load());
-  // Device nodes are the host's: globbed once, as the agent.
-  const auto device_nodes = glob_device_nodes(options.request.device_globs);
+  // Device nodes of the agent's own filesystem: globbed once, as the agent.
+  const auto device_nodes = glob_device_nodes(options.request.device_globs, SystemRoot("/"));
   std::vector<PythonEnv> described;
   for (const auto& candidate : search->candidates) {
     if (const auto skipped =
@@ -352,7 +357,9 @@ HostFacts gather_host_facts(const HostFactsOptions& options,
       facts.static_elapsed += reading->static_elapsed;
       facts.linkage_elapsed += reading->linkage_elapsed;
     }
-    env.device_nodes = device_nodes;
+    if (env.env.system_root == "/") {
+      env.device_nodes = device_nodes;
+    }
     described.push_back(env.env);
     facts.envs.push_back(std::move(env));
   }

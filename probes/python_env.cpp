@@ -25,6 +25,7 @@ Json to_json(const PythonEnv& env) {
           {"python", env.python.string()},
           {"python_version", env.python_version},
           {"owner", env.owner},
+          {"system_root", env.system_root.string()},
           {"found_by", env.found_by},
           {"problems", env.problems},
           {"run_as", to_json(env.run_as)},

@@ -47,6 +47,10 @@ struct PythonEnv {
   // A filesystem served by a user's process inside the prefix
   // (probes/mount_table.hpp): when set, nothing of the env is read or run.
   std::filesystem::path user_mount;
+  // The operating system tree it belongs to (probes/system_root.hpp): "/",
+  // or the container rootfs scanned with --root that it lies in; a
+  // contract's absolute paths, PATH and device nodes are read there.
+  std::filesystem::path system_root = "/";
 };
 
 // Why none of this env's code may run (its user cannot be had, others could

@@ -1,40 +1,15 @@
 #include "probes/requested_facts.hpp"
 
-#include <glob.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
 #include <algorithm>
 #include <sstream>
 
-#include "probes/stall_guard.hpp"
+#include <fcntl.h>
 
 namespace envcontract::probes {
 namespace {
-
-struct Globbed {
-  std::vector<std::string> paths;  // sorted
-  std::string error;
-};
-
-Globbed glob_paths(const std::string& pattern) {
-  Globbed result;
-  note_reading(pattern);
-  glob_t matches{};
-  const int status = ::glob(pattern.c_str(), GLOB_NOSORT, nullptr, &matches);
-  if (status == 0) {
-    for (std::size_t i = 0; i < matches.gl_pathc; ++i) {
-      result.paths.emplace_back(matches.gl_pathv[i]);
-    }
-  } else if (status != GLOB_NOMATCH) {
-    result.error =
-        pattern + ": " +
-        (status == GLOB_NOSPACE ? "out of memory while globbing" : "a directory could not be read");
-  }
-  ::globfree(&matches);
-  std::sort(result.paths.begin(), result.paths.end());
-  return result;
-}
 
 bool inside_any(const std::string& path, const std::vector<std::string>& dirs) {
   return std::any_of(dirs.begin(), dirs.end(), [&](const std::string& dir) {
@@ -42,15 +17,25 @@ bool inside_any(const std::string& path, const std::vector<std::string>& dirs) {
   });
 }
 
-// Whether the user of `run_as` may execute `path` (a regular file): checked
-// on the mode bits, because access(2) asks for the real uid, root's.
-bool executable_by(const std::string& path, const RunAs& run_as) {
+// Whether the user of `run_as` may execute `path` (a regular file of
+// `root`): checked on the mode bits, because access(2) asks for the real
+// uid, root's.
+bool executable_by(const SystemRoot& root, const std::string& path, const RunAs& run_as) {
   struct stat info {};
-  if (::stat(path.c_str(), &info) != 0 || !S_ISREG(info.st_mode)) {
+  if (!root.stat(path, info) || !S_ISREG(info.st_mode)) {
     return false;
   }
   if (::geteuid() != 0) {
-    return ::access(path.c_str(), X_OK) == 0;  // the agent runs env code as itself
+    if (root.is_host()) {
+      return ::access(path.c_str(), X_OK) == 0;  // the agent runs env code as itself
+    }
+    // Inside a tree: the agent's own permission, by the mode bits too.
+    const int fd = root.open_inside(path, O_PATH, true);
+    const bool allowed = fd >= 0 && ::faccessat(fd, "", X_OK, AT_EMPTY_PATH | AT_EACCESS) == 0;
+    if (fd >= 0) {
+      ::close(fd);
+    }
+    return allowed;
   }
   if (run_as.uid == 0) {
     return (info.st_mode & (S_IXUSR | S_IXGRP | S_IXOTH)) != 0;
@@ -68,7 +53,8 @@ bool executable_by(const std::string& path, const RunAs& run_as) {
 
 std::vector<PathMatches> match_path_patterns(const std::vector<std::string>& patterns,
                                              const facts::PathAnchors& anchors,
-                                             const std::vector<std::string>& hidden) {
+                                             const std::vector<std::string>& hidden,
+                                             const SystemRoot& root) {
   std::vector<PathMatches> result;
   for (const auto& pattern : patterns) {
     PathMatches entry{pattern, facts::expand_path_pattern(pattern, anchors, true), {}, false, ""};
@@ -76,7 +62,7 @@ std::vector<PathMatches> match_path_patterns(const std::vector<std::string>& pat
       entry.error = "the env's site dirs are unknown, so {site} cannot be looked in";
     }
     for (const auto& expanded : entry.expansions) {
-      auto globbed = glob_paths(expanded);
+      auto globbed = root.glob(expanded);
       if (!globbed.error.empty() && entry.error.empty()) {
         entry.error = globbed.error;
       }
@@ -97,7 +83,7 @@ std::vector<PathMatches> match_path_patterns(const std::vector<std::string>& pat
 }
 
 std::vector<ToolLookup> find_tools(const std::vector<std::string>& names, const std::string& path,
-                                   const RunAs& run_as) {
+                                   const RunAs& run_as, const SystemRoot& root) {
   std::vector<ToolLookup> result;
   for (const auto& name : names) {
     ToolLookup lookup{name, ""};
@@ -106,9 +92,9 @@ std::vector<ToolLookup> find_tools(const std::vector<std::string>& names, const 
       if (dir.empty() || dir.front() != '/') {
         continue;
       }
-      const std::string candidate = dir + "/" + name;
-      if (executable_by(candidate, run_as)) {
-        lookup.path = candidate;
+      const std::string candidate = root.inside(dir) + "/" + name;
+      if (executable_by(root, candidate, run_as)) {
+        lookup.path = root.outside(candidate);
         break;
       }
     }
@@ -117,10 +103,11 @@ std::vector<ToolLookup> find_tools(const std::vector<std::string>& names, const 
   return result;
 }
 
-std::vector<DeviceNodes> glob_device_nodes(const std::vector<std::string>& globs) {
+std::vector<DeviceNodes> glob_device_nodes(const std::vector<std::string>& globs,
+                                           const SystemRoot& root) {
   std::vector<DeviceNodes> result;
   for (const auto& pattern : globs) {
-    auto globbed = glob_paths(pattern);
+    auto globbed = root.glob(pattern);
     if (globbed.paths.size() > k_max_glob_matches) {
       globbed.paths.resize(k_max_glob_matches);
     }

@@ -7,13 +7,15 @@
 
 #include "facts/path_pattern.hpp"
 #include "probes/run_as.hpp"
+#include "probes/system_root.hpp"
 
 // Facts gathered only because a contract's checks asked for them
 // (facts::ProbeRequest): path patterns globbed in an env, executables on its
 // activated PATH, device nodes of the host. The judges read these facts and
-// never the filesystem. Patterns anchored at {prefix} or {site} are read
-// inside the env (under a scanned rootfs too); absolute patterns, PATH
-// directories and device globs are read on the agent's host.
+// never the filesystem. Everything is read inside the env's system root
+// (probes/system_root.hpp): the agent's own filesystem, or the container
+// rootfs the env lies in, where absolute patterns, PATH directories and
+// device globs name the rootfs' own paths.
 namespace envcontract::probes {
 
 using Json = nlohmann::ordered_json;
@@ -46,15 +48,17 @@ struct DeviceNodes {
 // With no site dirs known, a {site} pattern is an error, not "no match".
 std::vector<PathMatches> match_path_patterns(const std::vector<std::string>& patterns,
                                              const facts::PathAnchors& anchors,
-                                             const std::vector<std::string>& hidden = {});
+                                             const std::vector<std::string>& hidden,
+                                             const SystemRoot& root);
 
 // Each name looked up along `path` (a PATH value) as a shell run by `run_as`
 // would: the first regular file its user may execute. Empty and relative
 // PATH entries (the working directory of whoever runs it) are skipped.
 std::vector<ToolLookup> find_tools(const std::vector<std::string>& names, const std::string& path,
-                                   const RunAs& run_as);
+                                   const RunAs& run_as, const SystemRoot& root);
 
-std::vector<DeviceNodes> glob_device_nodes(const std::vector<std::string>& globs);
+std::vector<DeviceNodes> glob_device_nodes(const std::vector<std::string>& globs,
+                                           const SystemRoot& root);
 
 Json to_json(const PathMatches& matches);
 Json to_json(const ToolLookup& tool);

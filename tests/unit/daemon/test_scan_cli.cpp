@@ -8,11 +8,13 @@
 #include <set>
 #include <sstream>
 
+#include "common/json_text.hpp"
 #include "common/sha256.hpp"
 #include "tests/e2e/agent_fixture.hpp"
 #include "tests/support/demo_host.hpp"
 #include "tests/support/report_schema.hpp"
 #include "tests/support/run_command.hpp"
+#include "tests/support/system_venv.hpp"
 #include "tests/support/temp_dir.hpp"
 
 namespace envcontract {
@@ -236,6 +238,68 @@ TEST(ScanCli, RootsThatAreNotThereAndScansThatFindNoEnvExitTwo) {
   EXPECT_NE(nothing.err.find("no Python environment was found under " + empty.string()),
             std::string::npos)
       << nothing.err;
+}
+
+// A container's root filesystem scanned with --root is judged by its own
+// files: the vendor library, tool and device node a contract names by
+// absolute path are looked for inside it (where they are), not on the
+// agent's host (where they are not). A plain directory of envs is not a
+// system of its own: there the same contract reads the host.
+TEST(ScanCli, ARootfsIsJudgedByItsOwnFilesToolsAndDevices) {
+  if (std::filesystem::exists("/usr/local/xpu/lib/libbkcl.so") ||
+      std::filesystem::exists("/usr/bin/xpu-smi") || std::filesystem::exists("/dev/xpu0")) {
+    GTEST_SKIP() << "this host has the vendor's files the rootfs is told apart by";
+  }
+  testing::TempDir dir;
+  testing::open_to_all(dir.path());
+  const auto rootfs = dir.path() / "rootfs";
+  dir.write("rootfs/etc/os-release", "ID=debian\n");
+  dir.write("rootfs/usr/local/xpu/lib/libbkcl.so", "");
+  dir.write("rootfs/dev/xpu0", "");
+  const auto smi = dir.write("rootfs/usr/bin/xpu-smi", "#!/bin/sh\n");
+  std::filesystem::permissions(smi,
+                               std::filesystem::perms::owner_all |
+                                   std::filesystem::perms::group_exec |
+                                   std::filesystem::perms::others_exec,
+                               std::filesystem::perm_options::replace);
+  testing::make_system_venv(rootfs / "opt/venvs/app");
+  for (auto path = rootfs / "opt/venvs/app"; path != dir.path(); path = path.parent_path()) {
+    testing::open_to_all(path);
+  }
+  const auto contract =
+      dir.write("c.yaml",
+                "schema_version: 1\nchecks:\n"
+                "  - {id: bkcl, kind: files, exist: [/usr/local/xpu/lib/libbkcl.so]}\n"
+                "  - {id: smi, kind: tools, on_path: [xpu-smi]}\n"
+                "  - {id: xpus, kind: device_nodes, glob: '/dev/xpu*'}\n");
+  const auto scan = [&] {
+    const auto result = run_command({k_binary, "scan", "--contract", contract.string(), "--root",
+                                     rootfs.string(), "--format", "json"});
+    auto report = Json::parse(result.out, nullptr, false);
+    EXPECT_FALSE(report.is_discarded()) << result.out << result.err;
+    return std::make_pair(result.exit_code, report);
+  };
+  const auto [code, report] = scan();
+  ASSERT_EQ(code, 0) << common::json_text(report);
+  ASSERT_EQ(report["envs"].size(), 1U);
+  const auto& env = report["envs"][0];
+  EXPECT_EQ(env["verdict"], "compliant") << common::json_text(env);
+  const std::string text = common::json_text(env);
+  for (const char* inside : {"/usr/local/xpu/lib/libbkcl.so", "/usr/bin/xpu-smi"}) {
+    EXPECT_NE(text.find((rootfs.string() + inside)), std::string::npos)
+        << inside << " is named as the agent finds it: " << text;
+  }
+
+  std::filesystem::remove(rootfs / "etc/os-release");
+  const auto [plain_code, plain] = scan();
+  EXPECT_EQ(plain_code, 1) << common::json_text(plain);
+  std::set<std::string> failing;
+  for (const auto& check : plain["envs"][0]["checks"]) {
+    if (check["status"] == "fail") {
+      failing.insert(check["id"].get<std::string>());
+    }
+  }
+  EXPECT_EQ(failing, (std::set<std::string>{"bkcl", "smi", "xpus"})) << common::json_text(plain);
 }
 
 // `--contract auto` works for scan as for serve: the contract is chosen by

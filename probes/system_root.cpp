@@ -1,0 +1,184 @@
+#include "probes/system_root.hpp"
+
+#include <dirent.h>
+#include <fcntl.h>
+#include <glob.h>
+#include <linux/openat2.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <cstring>
+
+#include "facts/path_pattern.hpp"
+#include "probes/stall_guard.hpp"
+
+namespace envcontract::probes {
+namespace {
+
+// The tree glob(3)'s directory functions read in (they take no context).
+thread_local const SystemRoot* t_globbing = nullptr;
+
+void* open_dir_inside(const char* path) {
+  const int fd = t_globbing->open_inside(path, O_RDONLY | O_DIRECTORY, true);
+  if (fd < 0) {
+    return nullptr;
+  }
+  DIR* dir = ::fdopendir(fd);
+  if (dir == nullptr) {
+    const int saved = errno;
+    ::close(fd);
+    errno = saved;
+  }
+  return dir;
+}
+
+struct dirent* read_dir(void* dir) {
+  return ::readdir(static_cast<DIR*>(dir));
+}
+
+void close_dir(void* dir) {
+  ::closedir(static_cast<DIR*>(dir));
+}
+
+int stat_inside(const char* path, struct stat* info) {
+  return t_globbing->stat(path, *info, true) ? 0 : -1;
+}
+
+int lstat_inside(const char* path, struct stat* info) {
+  return t_globbing->stat(path, *info, false) ? 0 : -1;
+}
+
+bool file_exists_inside(const SystemRoot& root, const std::string& path) {
+  struct stat info {};
+  return root.stat(path, info) && S_ISREG(info.st_mode);
+}
+
+}  // namespace
+
+bool is_system_root(const std::filesystem::path& dir) {
+  if (dir.empty() || dir == "/") {
+    return true;
+  }
+  const SystemRoot root(dir);
+  return root.error().empty() && (file_exists_inside(root, "/etc/os-release") ||
+                                  file_exists_inside(root, "/usr/lib/os-release"));
+}
+
+SystemRoot::SystemRoot(std::filesystem::path dir) : m_dir(std::move(dir)) {
+  if (is_host()) {
+    return;
+  }
+  note_reading(m_dir);
+  m_fd = ::open(m_dir.c_str(), O_PATH | O_DIRECTORY | O_CLOEXEC);
+  if (m_fd < 0) {
+    m_error = m_dir.string() + ": " + std::strerror(errno);
+  }
+}
+
+SystemRoot::~SystemRoot() {
+  if (m_fd >= 0) {
+    ::close(m_fd);
+  }
+}
+
+std::string SystemRoot::inside(const std::string& path) const {
+  if (is_host()) {
+    return path;
+  }
+  const std::string dir = m_dir.string();
+  if (path == dir) {
+    return "/";
+  }
+  if (path.starts_with(dir + "/")) {
+    return path.substr(dir.size());
+  }
+  return path;
+}
+
+std::string SystemRoot::outside(const std::string& path) const {
+  if (is_host()) {
+    return path;
+  }
+  return m_dir.string() + (path.starts_with('/') ? "" : "/") + path;
+}
+
+int SystemRoot::open_inside(const std::string& path, int flags, bool follow) const {
+  if (is_host()) {
+    return ::open(path.c_str(), flags | O_CLOEXEC | (follow ? 0 : O_NOFOLLOW));
+  }
+  if (m_fd < 0) {
+    errno = EBADF;
+    return -1;
+  }
+  open_how how{};
+  how.flags = static_cast<std::uint64_t>(flags | O_CLOEXEC | (follow ? 0 : O_NOFOLLOW));
+  // Magic links (/proc/self/root, /proc/PID/fd/N) lead wherever the process
+  // reading them stands: never followed inside a tree.
+  how.resolve = RESOLVE_IN_ROOT | RESOLVE_NO_MAGICLINKS;
+  const std::string relative = path.empty() ? "." : path;
+  return static_cast<int>(::syscall(SYS_openat2, m_fd, relative.c_str(), &how, sizeof how));
+}
+
+bool SystemRoot::stat(const std::string& path, struct stat& info, bool follow) const {
+  if (is_host()) {
+    return (follow ? ::stat(path.c_str(), &info) : ::lstat(path.c_str(), &info)) == 0;
+  }
+  // O_PATH with O_NOFOLLOW opens a symlink itself: fstat describes the link.
+  const int fd = open_inside(path, O_PATH, follow);
+  if (fd < 0) {
+    return false;
+  }
+  const bool ok = ::fstat(fd, &info) == 0;
+  const int saved = errno;
+  ::close(fd);
+  errno = saved;
+  return ok;
+}
+
+SystemRoot::Globbed SystemRoot::glob(const std::string& pattern) const {
+  Globbed result;
+  std::string in_tree = pattern;
+  if (!is_host()) {
+    // The pattern escapes what the env controls, the tree's own path too.
+    const std::string escaped = facts::glob_literal(m_dir.string());
+    if (pattern == escaped || pattern.starts_with(escaped + "/")) {
+      in_tree = pattern.size() == escaped.size() ? "/" : pattern.substr(escaped.size());
+    } else {
+      in_tree = inside(pattern);
+    }
+  }
+  note_reading(outside(in_tree));
+  glob_t matches{};
+  int flags = GLOB_NOSORT;
+  if (!is_host()) {
+    if (!m_error.empty()) {
+      result.error = m_error;
+      return result;
+    }
+    flags |= GLOB_ALTDIRFUNC;
+    matches.gl_opendir = open_dir_inside;
+    matches.gl_readdir = read_dir;
+    matches.gl_closedir = close_dir;
+    matches.gl_stat = stat_inside;
+    matches.gl_lstat = lstat_inside;
+  }
+  t_globbing = this;
+  const int status = ::glob(in_tree.c_str(), flags, nullptr, &matches);
+  t_globbing = nullptr;
+  if (status == 0) {
+    for (std::size_t i = 0; i < matches.gl_pathc; ++i) {
+      result.paths.push_back(outside(matches.gl_pathv[i]));
+    }
+  } else if (status != GLOB_NOMATCH) {
+    result.error =
+        pattern + ": " +
+        (status == GLOB_NOSPACE ? "out of memory while globbing" : "a directory could not be read");
+  }
+  ::globfree(&matches);
+  std::sort(result.paths.begin(), result.paths.end());
+  return result;
+}
+
+}  // namespace envcontract::probes

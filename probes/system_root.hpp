@@ -1,0 +1,63 @@
+#pragma once
+
+#include <sys/stat.h>
+
+#include <filesystem>
+#include <optional>
+#include <string>
+#include <vector>
+
+// Paths read inside an operating system tree other than the agent's own (a
+// container's root filesystem scanned with --root) as a process inside it
+// would see them: "/usr/local/xpu/lib" means ROOT/usr/local/xpu/lib, and an
+// absolute symlink or ".." in the tree stays inside it (openat2's
+// RESOLVE_IN_ROOT), so nothing in a rootfs can point the agent at the host.
+namespace envcontract::probes {
+
+// Whether `dir` holds an operating system tree (an os-release file, which
+// every distribution's image has) rather than merely envs: only then are a
+// contract's absolute paths, PATH and device nodes read inside it.
+bool is_system_root(const std::filesystem::path& dir);
+
+class SystemRoot {
+ public:
+  // The tree at `dir` ("/" reads the agent's own filesystem as is).
+  explicit SystemRoot(std::filesystem::path dir);
+  ~SystemRoot();
+  SystemRoot(const SystemRoot&) = delete;
+  SystemRoot& operator=(const SystemRoot&) = delete;
+
+  const std::filesystem::path& dir() const { return m_dir; }
+  bool is_host() const { return m_dir == "/"; }
+  // Why the tree cannot be read ("" when it can).
+  const std::string& error() const { return m_error; }
+
+  // A path as the tree names it: a host path under the tree loses the
+  // tree's prefix (activation writes host paths of an env), any other
+  // absolute path is already the tree's own.
+  std::string inside(const std::string& path) const;
+  // A path of the tree as the agent names it, for reports: ROOT + path.
+  std::string outside(const std::string& path) const;
+
+  // stat(2) (or lstat(2) when !follow) of the tree's `path`.
+  bool stat(const std::string& path, struct stat& info, bool follow = true) const;
+
+  struct Globbed {
+    std::vector<std::string> paths;  // sorted, as the agent names them
+    std::string error;
+  };
+  // glob(3) of `pattern` inside the tree (patterns name the tree's paths or
+  // host paths under it, as inside() takes them).
+  Globbed glob(const std::string& pattern) const;
+
+  // open(2) of the tree's `path` (openat2(2) below it): -1 with errno set
+  // when it fails.
+  int open_inside(const std::string& path, int flags, bool follow) const;
+
+ private:
+  std::filesystem::path m_dir;
+  int m_fd = -1;
+  std::string m_error;
+};
+
+}  // namespace envcontract::probes
