@@ -6,34 +6,23 @@
 #include <string>
 #include <vector>
 
+#include "facts/activation.hpp"
 #include "probes/process_runner.hpp"
 #include "probes/python_env.hpp"
 
 namespace envcontract::probes {
 
-// The two ways a user runs an env: `env/bin/python` straight, or after
-// `conda activate` / `source bin/activate`. Facts gathered both ways tell an
-// activation artifact from a real fault.
-enum class Activation { bare, activated };
+using facts::to_json;
+using facts::to_string;
 
-std::string to_string(Activation activation);
+using facts::Activation;
 
 // The environment a probe process gets when nothing is activated: a clean
 // base (PATH, LANG, and HOME of the env's owner), never the agent's own
 // variables (tokens, credentials).
 Environment bare_environment(const PythonEnv& env);
 
-struct ActivatedEnvironment {
-  Environment bare;
-  Environment activated;
-  std::vector<std::filesystem::path> scripts;  // what ran, in order
-  std::string fingerprint;                     // changes whenever an activation input changes
-  std::string problem;                         // why activation failed; `activated` is then `bare`
-  std::string script_output;                   // what the scripts printed (stdout and stderr)
-  // conda env_vars that were not applied, each with why (not a shell name,
-  // or a name that changes how bash itself starts, such as BASH_ENV).
-  std::vector<std::string> refused_variables;
-};
+using facts::ActivatedEnvironment;
 
 // The files activation reads or runs: activate.d scripts, env_vars files,
 // conda-meta/state, bin/activate (those that may exist; absent ones too).
@@ -76,15 +65,7 @@ class ActivationCache {
   std::size_t m_runs = 0;
 };
 
-// Differences between two environments: variables added, removed or changed.
-struct EnvironmentChange {
-  std::string name;
-  std::string before;  // "" when added
-  std::string after;   // "" when removed
-};
-std::vector<EnvironmentChange> environment_changes(const Environment& before,
-                                                   const Environment& after);
-
-Json to_json(const ActivatedEnvironment& activation);
+using facts::environment_changes;
+using facts::EnvironmentChange;
 
 }  // namespace envcontract::probes

@@ -161,11 +161,4 @@ std::vector<Distribution> scan_conda_packages(const fs::path& prefix) {
   return packages;
 }
 
-Json to_json(const Distribution& distribution) {
-  return {{"name", distribution.name},          {"normalized", distribution.normalized},
-          {"version", distribution.version},    {"installer", distribution.installer},
-          {"source", distribution.source},      {"metadata", distribution.metadata.string()},
-          {"top_level", distribution.top_level}};
-}
-
 }  // namespace envcontract::probes

@@ -326,26 +326,6 @@ bool activation_changes_loading(const ActivatedEnvironment& activation) {
 
 }  // namespace
 
-std::string to_string(StageStatus status) {
-  switch (status) {
-    case StageStatus::ok:
-      return "ok";
-    case StageStatus::failed:
-      return "failed";
-    case StageStatus::crashed:
-      return "crashed";
-    case StageStatus::hung:
-      return "hung";
-    case StageStatus::probe_error:
-      return "probe_error";
-    case StageStatus::stopped:
-      return "stopped";
-    case StageStatus::skipped:
-      break;
-  }
-  return "skipped";
-}
-
 DynamicFacts probe_env(const PythonEnv& env, const ActivatedEnvironment& activation,
                        const ProbePlan& plan) {
   DynamicFacts facts;
@@ -466,36 +446,6 @@ void run_concurrently(std::size_t count, unsigned limit,
   for (auto& worker : workers) {
     worker.join();
   }
-}
-
-Json to_json(const StageResult& stage) {
-  return {{"stage", stage.stage},
-          {"activation", to_string(stage.activation)},
-          {"status", to_string(stage.status)},
-          {"summary", stage.summary},
-          {"process", stage.process},
-          {"duration_ms", stage.duration.count()},
-          {"records", stage.records},
-          {"stdout_tail", stage.stdout_tail},
-          {"stderr_tail", stage.stderr_tail},
-          {"hang", stage.hang ? to_json(*stage.hang) : Json(nullptr)}};
-}
-
-Json to_json(const DynamicFacts& facts) {
-  auto stages = Json::array();
-  for (const auto& stage : facts.stages) {
-    stages.push_back(to_json(stage));
-  }
-  auto artifacts = Json::array();
-  for (const auto& artifact : facts.artifacts) {
-    artifacts.push_back({{"stage", artifact.stage},
-                         {"bare", to_string(artifact.bare)},
-                         {"activated", to_string(artifact.activated)},
-                         {"summary", artifact.summary}});
-  }
-  return {{"stages", stages},
-          {"activation_artifacts", artifacts},
-          {"refused", facts.refused.empty() ? Json(nullptr) : Json(facts.refused)}};
 }
 
 }  // namespace envcontract::probes

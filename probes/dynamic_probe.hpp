@@ -7,12 +7,16 @@
 #include <string>
 #include <vector>
 
+#include "facts/dynamic.hpp"
 #include "facts/probe_request.hpp"
 #include "probes/activation.hpp"
 #include "probes/hang_diagnosis.hpp"
 #include "probes/python_env.hpp"
 
 namespace envcontract::probes {
+
+using facts::to_json;
+using facts::to_string;
 
 // What to run in an env: what the contract's checks requested (the agent
 // builds it from the check-kind registry; probes know nothing of contracts),
@@ -31,45 +35,13 @@ struct ProbePlan : facts::ProbeRequest {
   const Cancellation* cancellation = nullptr;
 };
 
-enum class StageStatus {
-  ok,           // the step did what it was asked
-  failed,       // env code raised: an import error, an exception in a snippet
-  crashed,      // the process died: a signal, or an exit in the middle
-  hung,         // it ran out of time and was killed (see `hang`)
-  probe_error,  // the probe's own report is missing or malformed
-  stopped,      // cut short or not run: the env's deadline, the scan's watchdog, shutdown
-  skipped,      // not run, with the reason in `summary`
-};
+using facts::StageStatus;
 
-std::string to_string(StageStatus status);
+using facts::StageResult;
 
-struct StageResult {
-  std::string stage;  // identity, imports, devices:<id>, smoke:<id>, command:<id>
-  Activation activation = Activation::activated;
-  StageStatus status = StageStatus::skipped;
-  std::string summary;           // one line a person can act on
-  Json records = Json::array();  // the probe program's records (without start/end)
-  std::string process;           // "exit 0", "killed by SIGABRT", "timed out after ..."
-  std::string stdout_tail;
-  std::string stderr_tail;
-  std::chrono::milliseconds duration{0};
-  std::optional<HangDiagnosis> hang;
-};
+using facts::ActivationArtifact;
 
-// A stage whose outcome depends on activation.
-struct ActivationArtifact {
-  std::string stage;
-  StageStatus bare = StageStatus::skipped;
-  StageStatus activated = StageStatus::skipped;
-  std::string summary;  // "works only when activated: ..."
-};
-
-struct DynamicFacts {
-  std::vector<StageResult> stages;
-  std::vector<ActivationArtifact> artifacts;
-  // Why none of the env's code ran (code_refusal), or "".
-  std::string refused;
-};
+using facts::DynamicFacts;
 
 // Probes one env, stage by stage, each in its own subprocess under the env's
 // activated environment (and bare, for comparison). Never throws for
@@ -82,8 +54,5 @@ DynamicFacts probe_env(const PythonEnv& env, const ActivatedEnvironment& activat
 // delays the others.
 void run_concurrently(std::size_t count, unsigned limit,
                       const std::function<void(std::size_t)>& job);
-
-Json to_json(const StageResult& stage);
-Json to_json(const DynamicFacts& facts);
 
 }  // namespace envcontract::probes

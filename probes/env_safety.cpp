@@ -136,12 +136,6 @@ class Checker {
 
 }  // namespace
 
-std::string mode_text(unsigned mode) {
-  char text[8];
-  std::snprintf(text, sizeof text, "%04o", mode & 07777);
-  return text;
-}
-
 std::vector<UnsafePath> find_unsafe_paths(const SafetyInputs& inputs, const RunAs& run_as) {
   Checker checker(run_as);
   const fs::path root = inputs.scan_root.empty() ? fs::path("/") : inputs.scan_root;
@@ -194,14 +188,6 @@ std::vector<UnsafePath> find_unsafe_import_paths(const std::vector<fs::path>& pa
     checker.check_pth_files(site);
   }
   return checker.take();
-}
-
-nlohmann::ordered_json to_json(const UnsafePath& unsafe) {
-  return {{"path", unsafe.path.string()},
-          {"owner", unsafe.owner},
-          {"group", unsafe.group},
-          {"mode", mode_text(unsafe.mode)},
-          {"why", unsafe.why}};
 }
 
 }  // namespace envcontract::probes

@@ -8,6 +8,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "facts/env.hpp"
 #include "probes/run_as.hpp"
 
 // Whether an env's code may run at all, as sshd's StrictModes decides for
@@ -16,13 +17,10 @@
 // it would run that someone's code with the env owner's rights.
 namespace envcontract::probes {
 
-struct UnsafePath {
-  std::filesystem::path path;
-  std::string owner;  // user name or uid
-  std::string group;  // group name or gid
-  unsigned mode = 0;  // permission bits, e.g. 0777
-  std::string why;    // "writable by everyone", "owned by alice", ...
-};
+using facts::mode_text;
+using facts::to_json;
+
+using facts::UnsafePath;
 
 struct SafetyInputs {
   std::filesystem::path prefix;
@@ -46,10 +44,5 @@ std::vector<UnsafePath> find_unsafe_paths(const SafetyInputs& inputs, const RunA
 std::vector<UnsafePath> find_unsafe_import_paths(
     const std::vector<std::filesystem::path>& paths,
     const std::vector<std::filesystem::path>& site_dirs, const RunAs& run_as);
-
-nlohmann::ordered_json to_json(const UnsafePath& unsafe);
-
-// "0755"
-std::string mode_text(unsigned mode);
 
 }  // namespace envcontract::probes

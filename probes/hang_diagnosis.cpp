@@ -287,26 +287,4 @@ HangDiagnosis diagnose_hang(pid_t pid, const StackReader& read_python_stacks,
   return diagnosis;
 }
 
-Json to_json(const HangDiagnosis& diagnosis) {
-  auto frames = Json::array();
-  for (const auto& frame : diagnosis.native_stack) {
-    frames.push_back({{"function", frame.function}, {"library", frame.library}});
-  }
-  auto threads = Json::array();
-  for (const auto& thread : diagnosis.threads) {
-    threads.push_back({{"tid", thread.tid},
-                       {"name", thread.name},
-                       {"state", std::string(1, thread.state)},
-                       {"cpu_percent", std::round(thread.cpu_percent * 10) / 10},
-                       {"wchan", thread.wchan}});
-  }
-  return {{"classification", diagnosis.classification},
-          {"summary", diagnosis.summary},
-          {"busiest_tid", diagnosis.busiest_tid},
-          {"native_stack", frames},
-          {"native_stack_problem", diagnosis.native_stack_problem},
-          {"python_stacks", diagnosis.python_stacks},
-          {"threads", threads}};
-}
-
 }  // namespace envcontract::probes

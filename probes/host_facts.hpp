@@ -11,6 +11,7 @@
 #include <string>
 #include <vector>
 
+#include "facts/host.hpp"
 #include "probes/activation.hpp"
 #include "probes/discovery.hpp"
 #include "probes/image_tag.hpp"
@@ -22,45 +23,13 @@
 
 namespace envcontract::probes {
 
-// Something that went wrong while gathering one env's facts: the env is
-// reported with it, and every other env is gathered as usual.
-struct FactError {
-  std::string stage;    // "static facts", "activation", "linkage", "dynamic probe", "reading"
-  std::string message;  // what happened
-  std::optional<Stall> stall;  // a reader blocked past its deadline: what it was doing
-};
+using facts::to_json;
 
-struct EnvFacts {
-  PythonEnv env;
-  std::vector<FileProblem> refused_files;  // env files the agent would not read (small_files.hpp)
-  std::size_t more_refused_files = 0;      // beyond those listed
-  std::vector<FactError> errors;
-  StaticFacts static_facts;
-  ActivatedEnvironment activation;
-  LinkageFacts linkage;                        // under the activated environment
-  std::optional<LinkageFacts> bare_linkage;    // when activation changes LD_LIBRARY_PATH
-  std::vector<LibraryLookup> library_lookups;  // HostFactsOptions::request, activated
-  GlibcFacts glibc;                            // the C library its processes get
-  // What the contract's checks asked for (HostFactsOptions::request).
-  std::vector<PathMatches> path_matches;  // read as the env's user
-  std::vector<ToolLookup> tools;          // on the activated PATH
-  std::vector<DeviceNodes> device_nodes;  // the host's, the same for every env
-};
+using facts::FactError;
 
-// What one pass over a host learns without running env code.
-struct HostFacts {
-  std::string host;         // this machine's hostname
-  std::string gathered_at;  // RFC 3339, UTC
-  ImageTag image;
-  std::vector<EnvFacts> envs;
-  std::vector<DiscoveryProblem> problems;
-  // Why the facts miss part of the host (discovery did not finish): the
-  // host's verdict cannot be "compliant" while any is listed.
-  std::vector<std::string> incomplete;
-  std::chrono::microseconds static_elapsed{0};      // discovery and static facts
-  std::chrono::microseconds activation_elapsed{0};  // running activation scripts
-  std::chrono::microseconds linkage_elapsed{0};     // ELF reading and loader resolution
-};
+using facts::EnvFacts;
+
+using facts::HostFacts;
 
 struct HostFactsOptions {
   DiscoveryOptions discovery;
@@ -97,11 +66,8 @@ HostFacts gather_host_facts(const HostFactsOptions& options,
 
 // {"schema_version": 1, "host", "gathered_at", "timing_ms", "image", "problems", "incomplete",
 // "envs": [...]}
-Json to_json(const HostFacts& facts);
 
 // {"refused_files": [{"path", "problem"}], "fact_errors": [{"stage", "message"}]} members of an
 // env.
-Json to_json(const FactError& error);
-Json to_json(const FileProblem& problem);
 
 }  // namespace envcontract::probes

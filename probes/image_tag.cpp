@@ -82,8 +82,4 @@ ImageTag read_image_tag(const ImageTagSource& source) {
   return tag;
 }
 
-Json to_json(const ImageTag& tag) {
-  return {{"value", tag.value}, {"source", tag.source}, {"problem", tag.problem}};
-}
-
 }  // namespace envcontract::probes

@@ -84,22 +84,4 @@ GlibcFacts glibc_facts(const PythonEnv& env, const Environment& environment,
   return facts;
 }
 
-Json to_json(const LibraryLookup& lookup) {
-  auto others = Json::array();
-  for (const auto& path : lookup.other_versions) {
-    others.push_back(path.string());
-  }
-  return {{"name", lookup.name},
-          {"path", lookup.path.empty() ? Json(nullptr) : Json(lookup.path.string())},
-          {"found_via", lookup.found_via},
-          {"searched", lookup.searched},
-          {"other_versions", others}};
-}
-
-Json to_json(const GlibcFacts& glibc) {
-  return {{"version", glibc.version.empty() ? Json(nullptr) : Json(glibc.version)},
-          {"path", glibc.path.empty() ? Json(nullptr) : Json(glibc.path.string())},
-          {"problem", glibc.problem}};
-}
-
 }  // namespace envcontract::probes

@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "common/result.hpp"
+#include "facts/linkage.hpp"
 #include "probes/elf_file.hpp"
 #include "probes/ld_cache.hpp"
 #include "probes/python_env.hpp"
@@ -66,16 +67,7 @@ struct LoadedObject {
   bool system = false;              // found through ld.so.cache or a system dir
 };
 
-struct MissingLibrary {
-  std::string name;
-  std::filesystem::path needed_by;
-  std::vector<std::string> searched;  // every directory tried, in order, with how
-  // Files with the same base name but another version (libxpurt.so.1 for
-  // libxpurt.so.2), in the searched dirs and ld.so.cache.
-  std::vector<std::filesystem::path> other_versions;
-  // Candidates skipped as the loader skips them: wrong class or machine.
-  std::vector<std::string> rejected;
-};
+using facts::MissingLibrary;
 
 struct LinkClosure {
   std::vector<LoadedObject> objects;  // load order: preloaded, root, then breadth-first

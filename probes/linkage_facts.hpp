@@ -5,40 +5,18 @@
 #include <string>
 #include <vector>
 
+#include "facts/linkage.hpp"
 #include "probes/activation.hpp"
 #include "probes/library_resolver.hpp"
 #include "probes/symbol_resolution.hpp"
 
 namespace envcontract::probes {
 
-// One shared library of an env, analysed as the loader would load it.
-struct LibraryLinkage {
-  std::filesystem::path path;
-  std::string soname;
-  std::vector<std::string> needed;
-  // Everything it loads: each object's soname (or file name) and the name of
-  // the object whose DT_NEEDED brought it in.
-  struct Link {
-    std::string name;
-    std::string needed_by;
-    std::filesystem::path path;  // where the loader finds it
-  };
-  std::vector<Link> closure;
-  std::vector<MissingLibrary> missing;
-  SymbolReport symbols;
-  std::string error;  // the file itself could not be read as ELF
+using facts::to_json;
 
-  bool loads() const {
-    return error.empty() && missing.empty() && symbols.unresolved.empty() &&
-           symbols.missing_versions.empty();
-  }
-};
+using facts::LibraryLinkage;
 
-struct LinkageFacts {
-  Activation activation = Activation::activated;
-  std::vector<LibraryLinkage> libraries;  // every *.so under site-packages
-  std::size_t skipped = 0;                // beyond the per-env limit
-};
+using facts::LinkageFacts;
 
 // Every shared library and extension module under the env's site dirs
 // (except under `hidden`: shadowed copies the interpreter never imports),
@@ -51,8 +29,5 @@ LinkageFacts gather_linkage_facts(const PythonEnv& env,
                                   ElfCache& elf_cache,
                                   const std::vector<std::filesystem::path>& hidden = {},
                                   std::size_t max_libraries = 5000);
-
-Json to_json(const LibraryLinkage& library);
-Json to_json(const LinkageFacts& facts);
 
 }  // namespace envcontract::probes

@@ -11,6 +11,7 @@
 #include <string>
 #include <vector>
 
+#include "facts/activation.hpp"
 #include "probes/cancellation.hpp"
 #include "probes/containment.hpp"
 
@@ -18,7 +19,7 @@
 // compiled into process_runner.cpp alone.
 namespace envcontract::probes {
 
-using Environment = std::map<std::string, std::string>;
+using facts::Environment;
 
 // The user a child runs as. The agent (root) switches to it between fork
 // and exec: supplementary groups, gid, uid, then no capability left in any

@@ -2,38 +2,6 @@
 
 namespace envcontract::probes {
 
-std::string to_string(EnvKind kind) {
-  switch (kind) {
-    case EnvKind::conda:
-      return "conda";
-    case EnvKind::venv:
-      return "venv";
-    case EnvKind::interpreter:
-      return "interpreter";
-  }
-  return "conda";
-}
-
-Json to_json(const PythonEnv& env) {
-  auto unsafe = Json::array();
-  for (const auto& path : env.unsafe) {
-    unsafe.push_back(to_json(path));
-  }
-  return {{"name", env.name},
-          {"prefix", env.prefix.string()},
-          {"kind", to_string(env.kind)},
-          {"python", env.python.string()},
-          {"python_version", env.python_version},
-          {"owner", env.owner},
-          {"system_root", env.system_root.string()},
-          {"found_by", env.found_by},
-          {"problems", env.problems},
-          {"run_as", to_json(env.run_as)},
-          {"unsafe", unsafe},
-          {"imports_unchecked",
-           env.imports_unchecked.empty() ? Json(nullptr) : Json(env.imports_unchecked)}};
-}
-
 std::string code_refusal(const PythonEnv& env) {
   if (!env.run_as.problem.empty()) {
     return "none of this env's code runs: " + env.run_as.problem;

@@ -116,20 +116,4 @@ std::vector<DeviceNodes> glob_device_nodes(const std::vector<std::string>& globs
   return result;
 }
 
-Json to_json(const PathMatches& matches) {
-  return {{"pattern", matches.pattern},
-          {"expansions", matches.expansions},
-          {"matches", matches.matches},
-          {"truncated", matches.truncated},
-          {"error", matches.error.empty() ? Json(nullptr) : Json(matches.error)}};
-}
-
-Json to_json(const ToolLookup& tool) {
-  return {{"name", tool.name}, {"path", tool.path.empty() ? Json(nullptr) : Json(tool.path)}};
-}
-
-Json to_json(const DeviceNodes& nodes) {
-  return {{"glob", nodes.glob}, {"matches", nodes.matches}};
-}
-
 }  // namespace envcontract::probes

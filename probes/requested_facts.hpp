@@ -6,6 +6,7 @@
 #include <nlohmann/json.hpp>
 
 #include "facts/path_pattern.hpp"
+#include "facts/requested.hpp"
 #include "probes/run_as.hpp"
 #include "probes/system_root.hpp"
 
@@ -18,28 +19,16 @@
 // device globs name the rootfs' own paths.
 namespace envcontract::probes {
 
+using facts::k_max_glob_matches;
+using facts::to_json;
+
 using Json = nlohmann::ordered_json;
 
-// At most this many matches are kept per pattern.
-inline constexpr std::size_t k_max_glob_matches = 10000;
+using facts::PathMatches;
 
-struct PathMatches {
-  std::string pattern;                  // as the contract wrote it
-  std::vector<std::string> expansions;  // one per site dir for {site}
-  std::vector<std::string> matches;     // sorted; none inside shadowed copies
-  bool truncated = false;               // more than k_max_glob_matches matched
-  std::string error;                    // why the pattern could not be looked for; "" when it was
-};
+using facts::ToolLookup;
 
-struct ToolLookup {
-  std::string name;
-  std::string path;  // the first executable of that name on PATH; "" when none
-};
-
-struct DeviceNodes {
-  std::string glob;
-  std::vector<std::string> matches;
-};
+using facts::DeviceNodes;
 
 // glob(3) of each pattern's expansions, read as whoever the caller reads as
 // (ReadingAs the env's user). What the env controls (its prefix, site dirs,
@@ -59,9 +48,5 @@ std::vector<ToolLookup> find_tools(const std::vector<std::string>& names, const 
 
 std::vector<DeviceNodes> glob_device_nodes(const std::vector<std::string>& globs,
                                            const SystemRoot& root);
-
-Json to_json(const PathMatches& matches);
-Json to_json(const ToolLookup& tool);
-Json to_json(const DeviceNodes& nodes);
 
 }  // namespace envcontract::probes

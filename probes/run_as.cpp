@@ -141,16 +141,6 @@ RunAs run_as_for_prefix(const fs::path& prefix, const RunAsPolicy& policy) {
   return resolve_run_as(info.st_uid, policy);
 }
 
-nlohmann::ordered_json to_json(const RunAs& run_as) {
-  return {{"user", run_as.user},
-          {"uid", run_as.uid},
-          {"gid", run_as.gid},
-          {"groups", run_as.groups},
-          {"reason", run_as.reason},
-          {"problem", run_as.problem.empty() ? nlohmann::ordered_json(nullptr)
-                                             : nlohmann::ordered_json(run_as.problem)}};
-}
-
 ReadingAs::ReadingAs(const RunAs& run_as) {
   if (!run_as.switch_credentials || run_as.is_root() || !agent_is_root()) {
     return;

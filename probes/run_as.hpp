@@ -8,12 +8,15 @@
 #include <vector>
 
 #include <nlohmann/json.hpp>
+#include "facts/env.hpp"
 
 // Who runs an env's code. The agent is root on a host shared by many users;
 // an env's activation scripts, interpreter and modules belong to whoever can
 // write them, so they run with that user's credentials and never as root
 // (docs/security.md).
 namespace envcontract::probes {
+
+using facts::to_json;
 
 // The policy, from the agent's config.
 struct RunAsPolicy {
@@ -23,25 +26,7 @@ struct RunAsPolicy {
   std::string root_envs_user = "nobody";
 };
 
-// The credentials one env's code runs under.
-struct RunAs {
-  uid_t uid = 0;
-  gid_t gid = 0;
-  std::vector<gid_t> groups;  // supplementary groups, as initgroups would give
-  std::string user;           // the name, or the numeric uid when it has no passwd entry
-  std::filesystem::path home = "/";
-  std::string shell = "/bin/sh";
-  // Why this user: "owner of the env", "root-owned env: configured user",
-  // "root by configuration", "the agent is not root".
-  std::string reason;
-  // When set, no env code may run: why (e.g. the configured user does not exist).
-  std::string problem;
-  // True when the agent can change to these credentials, i.e. it runs as
-  // root; an unprivileged agent runs everything as itself.
-  bool switch_credentials = false;
-
-  bool is_root() const { return uid == 0; }
-};
+using facts::RunAs;
 
 // The credentials for an env whose prefix is owned by `owner`, under `policy`.
 RunAs resolve_run_as(uid_t owner, const RunAsPolicy& policy);
@@ -52,8 +37,6 @@ RunAs run_as_for_prefix(const std::filesystem::path& prefix, const RunAsPolicy& 
 // A user's credentials by name ("nobody") or numeric uid; `problem` is set when
 // there is no such user.
 RunAs run_as_user(const std::string& name);
-
-nlohmann::ordered_json to_json(const RunAs& run_as);
 
 // Whether `run_as` may read the file at `path`, as the kernel would decide
 // for that user (every directory on the way searchable, the file readable).

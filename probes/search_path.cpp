@@ -431,31 +431,6 @@ void skip_blanks(const std::string& text, std::size_t& at) {
 
 }  // namespace
 
-std::vector<fs::path> SearchPath::import_dirs() const {
-  std::vector<fs::path> dirs;
-  if (!stdlib.empty()) {
-    dirs.push_back(stdlib);
-    dirs.push_back(stdlib / "lib-dynload");
-  }
-  for (const auto& entry : entries) {
-    dirs.push_back(entry.path);
-  }
-  for (const auto& module : editable) {
-    dirs.push_back(module.path);
-  }
-  return dirs;
-}
-
-std::vector<fs::path> SearchPath::site_dirs() const {
-  std::vector<fs::path> dirs;
-  for (const auto& entry : entries) {
-    if (entry.site_dir) {
-      dirs.push_back(entry.path);
-    }
-  }
-  return dirs;
-}
-
 SearchPath compute_search_path(const PythonEnv& env, const Environment& environment) {
   return SearchPathBuilder(env, environment).build();
 }
@@ -543,34 +518,6 @@ std::map<std::string, std::string> parse_string_dict(const std::string& source,
 std::map<std::string, std::vector<std::string>> parse_string_lists_dict(const std::string& source,
                                                                         const std::string& name) {
   return parse_dict_literal(source, name, true);
-}
-
-Json to_json(const SearchPath& path) {
-  auto entries = Json::array();
-  for (const auto& entry : path.entries) {
-    entries.push_back(
-        {{"path", entry.path.string()}, {"origin", entry.origin}, {"site_dir", entry.site_dir}});
-  }
-  auto editable = Json::array();
-  for (const auto& module : path.editable) {
-    editable.push_back({{"module", module.module},
-                        {"path", module.path.string()},
-                        {"finder", module.finder.string()}});
-  }
-  auto unlisted = Json::array();
-  for (const auto& place : path.unlisted) {
-    unlisted.push_back(place.string());
-  }
-  return {{"entries", entries},
-          {"editable", editable},
-          {"base_prefix", path.base_prefix.string()},
-          {"stdlib", path.stdlib.string()},
-          {"debian_layout", path.debian_layout},
-          {"user_site", path.user_site},
-          {"free_threaded", path.free_threaded},
-          {"notes", path.notes},
-          {"unlisted", unlisted},
-          {"incomplete", path.incomplete.empty() ? Json(nullptr) : Json(path.incomplete)}};
 }
 
 }  // namespace envcontract::probes

@@ -5,6 +5,7 @@
 #include <string>
 #include <vector>
 
+#include "facts/static_facts.hpp"
 #include "probes/process_runner.hpp"
 #include "probes/python_env.hpp"
 
@@ -15,47 +16,13 @@
 // dist-packages, the user site, .pth files and editable installs.
 namespace envcontract::probes {
 
-// One directory of sys.path beyond the standard library.
-struct SearchPathEntry {
-  std::filesystem::path path;
-  std::string origin;     // why it is there: "PYTHONPATH", "site-packages", "user site", ...
-  bool site_dir = false;  // a site dir (its .pth files are read); `{site}` in a contract
-};
+using facts::to_json;
 
-// A module an editable install maps to a source directory through an import
-// hook (setuptools' __editable___*_finder.py), not through sys.path.
-struct EditableModule {
-  std::string module;
-  std::filesystem::path path;
-  std::filesystem::path finder;  // the file that says so
-};
+using facts::SearchPathEntry;
 
-struct SearchPath {
-  std::vector<SearchPathEntry> entries;  // in sys.path order
-  std::vector<EditableModule> editable;
-  std::filesystem::path base_prefix;  // the interpreter installation (the env itself unless a venv)
-  std::filesystem::path stdlib;       // its lib/pythonX.Y, symlinks resolved; "" when unknown
-  bool debian_layout = false;         // the base's site.py uses dist-packages (Debian, Ubuntu)
-  bool user_site = false;             // the user site is enabled (whether or not it exists)
-  bool free_threaded = false;         // a pythonX.Yt build: lib/pythonX.Yt, cpython-XYt extensions
-  std::vector<std::string> notes;     // what reading files cannot follow (code in .pth files)
-  // Where `import` may also load from that is not an entry: PYTHONPATH
-  // entries that are files (.zip) or do not exist yet (whoever can create
-  // them decides what loads), relative ones as the probe's working directory
-  // (the prefix) makes them, .pth lines naming missing directories, and
-  // PYTHONHOME with its standard library. Only their safety is judged.
-  std::vector<std::filesystem::path> unlisted;
-  // Why the entries may be incomplete (a bound was reached), or "": what was
-  // not read could load code, so the env's code is not run.
-  std::string incomplete;
+using facts::EditableModule;
 
-  std::vector<std::filesystem::path> site_dirs() const;
-  // Every directory `import` may load code from beyond the env's prefix as
-  // well as inside it: the entries, the standard library with lib-dynload,
-  // and where editable installs map modules to (a source directory, or a
-  // file for a single-module project).
-  std::vector<std::filesystem::path> import_dirs() const;
-};
+using facts::SearchPath;
 
 // The directories `import` searches for the env's packages, in order:
 // PYTHONPATH from `environment` (the activated one), the venv's own site
@@ -76,7 +43,5 @@ std::map<std::string, std::string> parse_string_dict(const std::string& source,
 // `NAMESPACES: dict[str, list[str]] = {'ns': ['/src/ns']}`.
 std::map<std::string, std::vector<std::string>> parse_string_lists_dict(const std::string& source,
                                                                         const std::string& name);
-
-Json to_json(const SearchPath& path);
 
 }  // namespace envcontract::probes

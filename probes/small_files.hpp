@@ -10,6 +10,7 @@
 #include <sys/stat.h>
 
 #include <nlohmann/json.hpp>
+#include "facts/env.hpp"
 
 // Reading the small text files that describe envs (pyvenv.cfg, METADATA,
 // version.py, conda-meta records, .condarc) without trusting them: any user
@@ -53,11 +54,7 @@ FileRead read_file_bounded(const std::filesystem::path& path, const FileLimits& 
 // fstat. Used for every file taken from envs, shared libraries included.
 int open_regular_file(const std::filesystem::path& path, struct stat& info, std::string& refusal);
 
-// A file the agent refused to read, and why.
-struct FileProblem {
-  std::filesystem::path path;
-  std::string problem;
-};
+using facts::FileProblem;
 
 // Collects the refusals of read_env_file on this thread while it lives (the
 // innermost log wins), so that gathering one env's facts can report every

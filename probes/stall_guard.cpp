@@ -19,7 +19,7 @@ namespace {
 
 // Abandoned readers are threads; past this many blocked at once, no more
 // units are started (each keeps a stack and a task of the agent's cgroup).
-constexpr std::size_t k_max_blocked = 64;
+constexpr std::size_t k_max_blocked = facts::k_max_blocked_readers;
 
 struct Job {
   std::mutex mutex;
@@ -117,41 +117,6 @@ void describe_blocked_thread(pid_t thread_id, Stall& stall) {
 }
 
 }  // namespace
-
-std::string Stall::message() const {
-  std::string text;
-  if (too_many) {
-    return what + " not read: " + std::to_string(k_max_blocked) +
-           " readers of this agent are blocked already (filesystems that do not answer)";
-  }
-  if (!same_filesystem.empty()) {
-    return what + " not started: it is on " + same_filesystem +
-           " in this scan: a filesystem there does not answer (a FUSE server, a dead network "
-           "mount)";
-  }
-  if (!cut_short.empty()) {
-    text = what + " was cut short (" + cut_short + ") while its reader was blocked";
-  } else if (from_earlier) {
-    text = what + " not read: the reader started at " + since + " is still blocked";
-  } else {
-    text = what + " did not finish within " +
-           std::to_string(std::chrono::duration_cast<std::chrono::seconds>(deadline).count()) +
-           (running ? " s: its reader is still working" : " s: its reader is blocked");
-  }
-  std::string where = system_call;
-  if (!kernel_wait.empty()) {
-    where += (where.empty() ? "" : ", ") + std::string("asleep in ") + kernel_wait;
-  }
-  if (!where.empty() && !running) {
-    text += " in the kernel (" + where + ")";
-  }
-  if (!last_path.empty()) {
-    text += ", reading " + last_path;
-  }
-  return text + (running ? ": a filesystem there is very slow, or the env very large"
-                         : ": a filesystem there does not answer (a FUSE server, a dead network "
-                           "mount)");
-}
 
 std::optional<Stall> run_bounded(const std::string& key, const std::string& what,
                                  std::chrono::milliseconds deadline, const Cancellation* outside,

@@ -6,6 +6,7 @@
 #include <optional>
 #include <string>
 
+#include "facts/host.hpp"
 #include "probes/cancellation.hpp"
 
 // Reading an env's files can block for good: a FUSE server that stops
@@ -19,23 +20,7 @@
 // that reader returns, so a stuck filesystem costs one thread, not one per scan.
 namespace envcontract::probes {
 
-// What a reader that did not finish in time was doing.
-struct Stall {
-  std::string what;         // "the facts of env x"
-  std::string last_path;    // the last file or directory it began to read, "" unknown
-  std::string system_call;  // the call it is blocked in ("openat"), "" unknown
-  std::string kernel_wait;  // the kernel function it sleeps in (wchan), "" unknown
-  std::chrono::milliseconds deadline{0};
-  std::string since;            // RFC 3339: when the blocked reader started
-  bool from_earlier = false;    // still blocked since an earlier scan: not started again
-  bool too_many = false;        // not started: too many readers are blocked already
-  std::string cut_short;        // why it was no longer waited for (the scan was cancelled)
-  bool running = false;         // the thread was running, not asleep: slow rather than stuck
-  std::string same_filesystem;  // not started: on this filesystem, where another reader blocked
-
-  // One sentence for reports and logs.
-  std::string message() const;
-};
+using facts::Stall;
 
 // Runs `work` (given a cancellation it should honour) and waits at most
 // `deadline` for it; nullopt when it finished (its exception, if any, is

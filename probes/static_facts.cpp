@@ -256,10 +256,6 @@ TritonFacts triton_facts(const StaticFacts& facts) {
   return triton;
 }
 
-Json optional_json(const std::optional<std::string>& value) {
-  return value ? Json(*value) : Json(nullptr);
-}
-
 }  // namespace
 
 std::vector<fs::path> find_site_packages(const PythonEnv& env) {
@@ -303,57 +299,6 @@ StaticFacts gather_static_facts(const PythonEnv& env, const Environment& environ
 
 StaticFacts gather_static_facts(const PythonEnv& env) {
   return gather_static_facts(env, bare_environment(env));
-}
-
-Json to_json(const StaticFacts& facts) {
-  Json json;
-  auto sites = Json::array();
-  for (const auto& site : facts.site_packages) {
-    sites.push_back(site.string());
-  }
-  json["site_packages"] = sites;
-  Json torch = nullptr;
-  if (facts.torch.present) {
-    torch = {{"location", facts.torch.location.string()},
-             {"version", facts.torch.version},
-             {"base", facts.torch.base},
-             {"local", facts.torch.local},
-             {"cuda", optional_json(facts.torch.cuda)},
-             {"hip", optional_json(facts.torch.hip)},
-             {"distribution_version", facts.torch.distribution_version},
-             {"libraries", facts.torch.libraries},
-             {"problem", facts.torch.problem}};
-  }
-  json["torch"] = torch;
-  Json triton = nullptr;
-  if (facts.triton.present) {
-    triton = {{"location", facts.triton.location.string()},
-              {"provider", facts.triton.provider},
-              {"provider_version", facts.triton.provider_version},
-              {"version", optional_json(facts.triton.version)},
-              {"backends", facts.triton.backends},
-              {"providers", facts.triton.providers}};
-  }
-  json["triton"] = triton;
-  json["modules"] = facts.modules;
-  json["search_path"] = to_json(facts.search_path);
-  Json paths = Json::object();
-  for (const auto& [name, path] : facts.module_paths) {
-    paths[name] = path.string();
-  }
-  json["module_paths"] = paths;
-  auto shadowed = Json::array();
-  for (const auto& module : facts.shadowed) {
-    shadowed.push_back(
-        {{"module", module.module}, {"path", module.path.string()}, {"by", module.by.string()}});
-  }
-  json["shadowed"] = shadowed;
-  auto distributions = Json::array();
-  for (const auto& distribution : facts.distributions) {
-    distributions.push_back(to_json(distribution));
-  }
-  json["distributions"] = distributions;
-  return json;
 }
 
 }  // namespace envcontract::probes

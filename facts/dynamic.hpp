@@ -1,0 +1,92 @@
+#pragma once
+
+#include <sys/types.h>
+
+#include <chrono>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "facts/activation.hpp"
+
+// What running an env's code showed, stage by stage, each in its own
+// process: how it ended, what the probe program reported, and why it hung
+// (docs/probes.md, "Dynamic probes").
+namespace envcontract::facts {
+
+using Json = nlohmann::ordered_json;
+
+struct ThreadSample {
+  pid_t tid = 0;
+  std::string name;        // /proc/.../comm
+  char state = '?';        // R running, S sleeping, D uninterruptible (I/O), ...
+  double cpu_percent = 0;  // over the sampling interval
+  std::string wchan;       // kernel function it waits in ("futex_do_wait"), "" when running
+};
+
+struct StackFrame {
+  std::string function;  // "" when the symbol is unknown
+  std::string library;   // file name of the module: libxpurt.so.1
+};
+
+// Why a process that ran out of time is stuck, from the outside.
+struct HangDiagnosis {
+  // spin: a thread burns CPU (a busy wait); blocked: every thread sleeps (a
+  // deadlock, or a wait on a device); io: a thread is in uninterruptible I/O.
+  std::string classification;
+  std::vector<ThreadSample> threads;
+  pid_t busiest_tid = 0;
+  std::vector<StackFrame> native_stack;  // of the busiest thread (the main one when none is busy)
+  std::string native_stack_problem;      // why the native stack is missing
+  std::string python_stacks;             // faulthandler's dump of every thread
+  // "1 of 66 threads running at ~100% CPU in xpu_wait (libxpurt.so.1); 65 parked in futex wait"
+  std::string summary;
+};
+
+enum class StageStatus {
+  ok,           // the step did what it was asked
+  failed,       // env code raised: an import error, an exception in a snippet
+  crashed,      // the process died: a signal, or an exit in the middle
+  hung,         // it ran out of time and was killed (see `hang`)
+  probe_error,  // the probe's own report is missing or malformed
+  stopped,      // cut short or not run: the env's deadline, the scan's watchdog, shutdown
+  skipped,      // not run, with the reason in `summary`
+};
+
+std::string to_string(StageStatus status);
+
+struct StageResult {
+  std::string stage;  // identity, imports, devices:<id>, smoke:<id>, command:<id>
+  Activation activation = Activation::activated;
+  StageStatus status = StageStatus::skipped;
+  std::string summary;           // one line a person can act on
+  Json records = Json::array();  // the probe program's records (without start/end)
+  std::string process;           // "exit 0", "killed by SIGABRT", "timed out after ..."
+  std::string stdout_tail;
+  std::string stderr_tail;
+  std::chrono::milliseconds duration{0};
+  std::optional<HangDiagnosis> hang;
+};
+
+// A stage whose outcome depends on activation.
+struct ActivationArtifact {
+  std::string stage;
+  StageStatus bare = StageStatus::skipped;
+  StageStatus activated = StageStatus::skipped;
+  std::string summary;  // "works only when activated: ..."
+};
+
+struct DynamicFacts {
+  std::vector<StageResult> stages;
+  std::vector<ActivationArtifact> artifacts;
+  // Why none of the env's code ran (code_refusal), or "".
+  std::string refused;
+};
+
+Json to_json(const HangDiagnosis& diagnosis);
+Json to_json(const StageResult& stage);
+Json to_json(const DynamicFacts& facts);
+
+}  // namespace envcontract::facts

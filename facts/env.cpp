@@ -1,0 +1,66 @@
+#include "facts/env.hpp"
+
+#include <cstdio>
+
+namespace envcontract::facts {
+
+std::string to_string(EnvKind kind) {
+  switch (kind) {
+    case EnvKind::conda:
+      return "conda";
+    case EnvKind::venv:
+      return "venv";
+    case EnvKind::interpreter:
+      return "interpreter";
+  }
+  return "conda";
+}
+
+Json to_json(const PythonEnv& env) {
+  auto unsafe = Json::array();
+  for (const auto& path : env.unsafe) {
+    unsafe.push_back(to_json(path));
+  }
+  return {{"name", env.name},
+          {"prefix", env.prefix.string()},
+          {"kind", to_string(env.kind)},
+          {"python", env.python.string()},
+          {"python_version", env.python_version},
+          {"owner", env.owner},
+          {"system_root", env.system_root.string()},
+          {"found_by", env.found_by},
+          {"problems", env.problems},
+          {"run_as", to_json(env.run_as)},
+          {"unsafe", unsafe},
+          {"imports_unchecked",
+           env.imports_unchecked.empty() ? Json(nullptr) : Json(env.imports_unchecked)}};
+}
+
+Json to_json(const RunAs& run_as) {
+  return {{"user", run_as.user},
+          {"uid", run_as.uid},
+          {"gid", run_as.gid},
+          {"groups", run_as.groups},
+          {"reason", run_as.reason},
+          {"problem", run_as.problem.empty() ? Json(nullptr) : Json(run_as.problem)}};
+}
+
+std::string mode_text(unsigned mode) {
+  char text[8];
+  std::snprintf(text, sizeof text, "%04o", mode & 07777);
+  return text;
+}
+
+Json to_json(const UnsafePath& unsafe) {
+  return {{"path", unsafe.path.string()},
+          {"owner", unsafe.owner},
+          {"group", unsafe.group},
+          {"mode", mode_text(unsafe.mode)},
+          {"why", unsafe.why}};
+}
+
+Json to_json(const FileProblem& problem) {
+  return {{"path", problem.path.string()}, {"problem", problem.problem}};
+}
+
+}  // namespace envcontract::facts

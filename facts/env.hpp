@@ -1,0 +1,103 @@
+#pragma once
+
+#include <sys/types.h>
+
+#include <filesystem>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+// One Python environment as discovery finds it on disk, and who its code
+// runs as: facts that probes write and judges read (docs/probes.md).
+namespace envcontract::facts {
+
+using Json = nlohmann::ordered_json;
+
+enum class EnvKind {
+  conda,        // a prefix with conda-meta/
+  venv,         // a prefix with pyvenv.cfg (python -m venv, virtualenv, poetry, uv)
+  interpreter,  // a plain Python installation, such as a pyenv version
+};
+
+std::string to_string(EnvKind kind);
+
+// The credentials one env's code runs under.
+struct RunAs {
+  uid_t uid = 0;
+  gid_t gid = 0;
+  std::vector<gid_t> groups;  // supplementary groups, as initgroups would give
+  std::string user;           // the name, or the numeric uid when it has no passwd entry
+  std::filesystem::path home = "/";
+  std::string shell = "/bin/sh";
+  // Why this user: "owner of the env", "root-owned env: configured user",
+  // "root by configuration", "the agent is not root".
+  std::string reason;
+  // When set, no env code may run: why (e.g. the configured user does not exist).
+  std::string problem;
+  // True when the agent can change to these credentials, i.e. it runs as
+  // root; an unprivileged agent runs everything as itself.
+  bool switch_credentials = false;
+
+  bool is_root() const { return uid == 0; }
+};
+
+struct UnsafePath {
+  std::filesystem::path path;
+  std::string owner;  // user name or uid
+  std::string group;  // group name or gid
+  unsigned mode = 0;  // permission bits, e.g. 0777
+  std::string why;    // "writable by everyone", "owned by alice", ...
+};
+
+// A file the agent refused to read, and why.
+struct FileProblem {
+  std::filesystem::path path;
+  std::string problem;
+};
+
+// One Python environment a user of the host could run, as found on disk.
+struct PythonEnv {
+  std::string name;              // conda env name, venv dir name, "base" for a conda root
+  std::filesystem::path prefix;  // canonical: symlinks resolved
+  EnvKind kind = EnvKind::conda;
+  std::filesystem::path python;       // the interpreter a user would run: prefix/bin/python
+  std::string python_version;         // "3.10.13", or "3.10" when only the lib dir tells
+  std::string owner;                  // user name owning the prefix, or its numeric uid
+  std::vector<std::string> found_by;  // how discovery reached it
+  std::vector<std::string> problems;  // what is wrong with the prefix itself
+  RunAs run_as;                       // whose credentials its code runs with
+  // Paths others could write: while any is listed, none of its code runs.
+  std::vector<UnsafePath> unsafe;
+  // Whether what its interpreter imports from was held to the same rule
+  // (probes/import_safety.hpp); the dynamic probes check it first when not.
+  bool imports_checked = false;
+  // Why not all of it could be checked (a bound reached, the search path
+  // unreadable), or "": while set, none of its code runs.
+  std::string imports_unchecked;
+  // Files discovery would not read (a FIFO for pyvenv.cfg, a 60,000-digit version).
+  std::vector<FileProblem> refused_files;
+  // A filesystem served by a user's process inside the prefix
+  // (probes/mount_table.hpp): when set, nothing of the env is read or run.
+  std::filesystem::path user_mount;
+  // The operating system tree it belongs to (probes/system_root.hpp): "/",
+  // or the container rootfs scanned with --root that it lies in; a
+  // contract's absolute paths, PATH and device nodes are read there.
+  std::filesystem::path system_root = "/";
+};
+
+// Something discovery could not use, e.g. a stale environments.txt entry.
+struct DiscoveryProblem {
+  std::filesystem::path path;
+  std::string problem;
+};
+
+// "0755": permission bits as people write them.
+std::string mode_text(unsigned mode);
+
+Json to_json(const RunAs& run_as);
+Json to_json(const UnsafePath& unsafe);
+Json to_json(const FileProblem& problem);
+Json to_json(const PythonEnv& env);
+
+}  // namespace envcontract::facts

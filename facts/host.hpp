@@ -1,0 +1,95 @@
+#pragma once
+
+#include <chrono>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "facts/activation.hpp"
+#include "facts/dynamic.hpp"
+#include "facts/env.hpp"
+#include "facts/linkage.hpp"
+#include "facts/requested.hpp"
+#include "facts/static_facts.hpp"
+
+// Everything one scan learns of a host and each of its envs: what probes
+// write and judges read. JSON only at the edges (the facts verb, HTTP, the
+// report), through to_json.
+namespace envcontract::facts {
+
+using Json = nlohmann::ordered_json;
+
+// At most this many readers of one agent are left blocked at once.
+inline constexpr std::size_t k_max_blocked_readers = 64;
+
+// What a reader that did not finish in time was doing.
+struct Stall {
+  std::string what;         // "the facts of env x"
+  std::string last_path;    // the last file or directory it began to read, "" unknown
+  std::string system_call;  // the call it is blocked in ("openat"), "" unknown
+  std::string kernel_wait;  // the kernel function it sleeps in (wchan), "" unknown
+  std::chrono::milliseconds deadline{0};
+  std::string since;            // RFC 3339: when the blocked reader started
+  bool from_earlier = false;    // still blocked since an earlier scan: not started again
+  bool too_many = false;        // not started: too many readers are blocked already
+  std::string cut_short;        // why it was no longer waited for (the scan was cancelled)
+  bool running = false;         // the thread was running, not asleep: slow rather than stuck
+  std::string same_filesystem;  // not started: on this filesystem, where another reader blocked
+
+  // One sentence for reports and logs.
+  std::string message() const;
+};
+
+struct ImageTag {
+  std::string value;    // e.g. harbor.example/.../flagos-runtime-kunlunxin-xre5.37.1:2.1.2
+  std::string source;   // "file /etc/flagos-image", "environment FLAGOS_IMAGE"
+  std::string problem;  // why it could not be read; empty on success
+};
+
+// Something that went wrong while gathering one env's facts: the env is
+// reported with it, and every other env is gathered as usual.
+struct FactError {
+  std::string stage;    // "static facts", "activation", "linkage", "dynamic probe", "reading"
+  std::string message;  // what happened
+  std::optional<Stall> stall;  // a reader blocked past its deadline: what it was doing
+};
+
+struct EnvFacts {
+  PythonEnv env;
+  std::vector<FileProblem> refused_files;  // env files the agent would not read (small_files.hpp)
+  std::size_t more_refused_files = 0;      // beyond those listed
+  std::vector<FactError> errors;
+  StaticFacts static_facts;
+  ActivatedEnvironment activation;
+  LinkageFacts linkage;                        // under the activated environment
+  std::optional<LinkageFacts> bare_linkage;    // when activation changes LD_LIBRARY_PATH
+  std::vector<LibraryLookup> library_lookups;  // HostFactsOptions::request, activated
+  GlibcFacts glibc;                            // the C library its processes get
+  // What the contract's checks asked for (HostFactsOptions::request).
+  std::vector<PathMatches> path_matches;  // read as the env's user
+  std::vector<ToolLookup> tools;          // on the activated PATH
+  std::vector<DeviceNodes> device_nodes;  // the host's, the same for every env
+};
+
+// What one pass over a host learns without running env code.
+struct HostFacts {
+  std::string host;         // this machine's hostname
+  std::string gathered_at;  // RFC 3339, UTC
+  ImageTag image;
+  std::vector<EnvFacts> envs;
+  std::vector<DiscoveryProblem> problems;
+  // Why the facts miss part of the host (discovery did not finish): the
+  // host's verdict cannot be "compliant" while any is listed.
+  std::vector<std::string> incomplete;
+  std::chrono::microseconds static_elapsed{0};      // discovery and static facts
+  std::chrono::microseconds activation_elapsed{0};  // running activation scripts
+  std::chrono::microseconds linkage_elapsed{0};     // ELF reading and loader resolution
+};
+
+Json to_json(const ImageTag& tag);
+Json to_json(const FactError& error);
+Json to_json(const HostFacts& facts);
+
+}  // namespace envcontract::facts

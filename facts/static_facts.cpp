@@ -1,0 +1,125 @@
+#include "facts/static_facts.hpp"
+
+namespace envcontract::facts {
+namespace {
+
+namespace fs = std::filesystem;
+
+Json optional_json(const std::optional<std::string>& value) {
+  return value ? Json(*value) : Json(nullptr);
+}
+
+}  // namespace
+
+Json to_json(const Distribution& distribution) {
+  return {{"name", distribution.name},          {"normalized", distribution.normalized},
+          {"version", distribution.version},    {"installer", distribution.installer},
+          {"source", distribution.source},      {"metadata", distribution.metadata.string()},
+          {"top_level", distribution.top_level}};
+}
+
+std::vector<fs::path> SearchPath::import_dirs() const {
+  std::vector<fs::path> dirs;
+  if (!stdlib.empty()) {
+    dirs.push_back(stdlib);
+    dirs.push_back(stdlib / "lib-dynload");
+  }
+  for (const auto& entry : entries) {
+    dirs.push_back(entry.path);
+  }
+  for (const auto& module : editable) {
+    dirs.push_back(module.path);
+  }
+  return dirs;
+}
+
+std::vector<fs::path> SearchPath::site_dirs() const {
+  std::vector<fs::path> dirs;
+  for (const auto& entry : entries) {
+    if (entry.site_dir) {
+      dirs.push_back(entry.path);
+    }
+  }
+  return dirs;
+}
+
+Json to_json(const SearchPath& path) {
+  auto entries = Json::array();
+  for (const auto& entry : path.entries) {
+    entries.push_back(
+        {{"path", entry.path.string()}, {"origin", entry.origin}, {"site_dir", entry.site_dir}});
+  }
+  auto editable = Json::array();
+  for (const auto& module : path.editable) {
+    editable.push_back({{"module", module.module},
+                        {"path", module.path.string()},
+                        {"finder", module.finder.string()}});
+  }
+  auto unlisted = Json::array();
+  for (const auto& place : path.unlisted) {
+    unlisted.push_back(place.string());
+  }
+  return {{"entries", entries},
+          {"editable", editable},
+          {"base_prefix", path.base_prefix.string()},
+          {"stdlib", path.stdlib.string()},
+          {"debian_layout", path.debian_layout},
+          {"user_site", path.user_site},
+          {"free_threaded", path.free_threaded},
+          {"notes", path.notes},
+          {"unlisted", unlisted},
+          {"incomplete", path.incomplete.empty() ? Json(nullptr) : Json(path.incomplete)}};
+}
+
+Json to_json(const StaticFacts& facts) {
+  Json json;
+  auto sites = Json::array();
+  for (const auto& site : facts.site_packages) {
+    sites.push_back(site.string());
+  }
+  json["site_packages"] = sites;
+  Json torch = nullptr;
+  if (facts.torch.present) {
+    torch = {{"location", facts.torch.location.string()},
+             {"version", facts.torch.version},
+             {"base", facts.torch.base},
+             {"local", facts.torch.local},
+             {"cuda", optional_json(facts.torch.cuda)},
+             {"hip", optional_json(facts.torch.hip)},
+             {"distribution_version", facts.torch.distribution_version},
+             {"libraries", facts.torch.libraries},
+             {"problem", facts.torch.problem}};
+  }
+  json["torch"] = torch;
+  Json triton = nullptr;
+  if (facts.triton.present) {
+    triton = {{"location", facts.triton.location.string()},
+              {"provider", facts.triton.provider},
+              {"provider_version", facts.triton.provider_version},
+              {"version", optional_json(facts.triton.version)},
+              {"backends", facts.triton.backends},
+              {"providers", facts.triton.providers}};
+  }
+  json["triton"] = triton;
+  json["modules"] = facts.modules;
+  json["search_path"] = to_json(facts.search_path);
+  Json paths = Json::object();
+  for (const auto& [name, path] : facts.module_paths) {
+    paths[name] = path.string();
+  }
+  json["module_paths"] = paths;
+  auto shadowed = Json::array();
+  for (const auto& module : facts.shadowed) {
+    shadowed.push_back(
+        {{"module", module.module}, {"path", module.path.string()}, {"by", module.by.string()}});
+  }
+  json["shadowed"] = shadowed;
+  auto distributions = Json::array();
+  for (const auto& distribution : facts.distributions) {
+    distributions.push_back(to_json(distribution));
+  }
+  json["distributions"] = distributions;
+  return json;
+}
+
+}  // namespace envcontract::facts
