@@ -6,14 +6,14 @@
 #include <fstream>
 #include <thread>
 
+#include "common/json_fields.hpp"
 #include "common/shown_path.hpp"
-#include "contracts/env_facts.hpp"
 #include "report/printable.hpp"
 
 namespace envcontract::cli {
 namespace {
 
-using contracts::string_field;
+using common::string_field;
 
 std::string trimmed(const std::string& text) {
   const auto first = text.find_first_not_of(" \t\r");

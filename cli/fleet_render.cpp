@@ -5,16 +5,16 @@
 #include <set>
 #include <sstream>
 
-#include "contracts/env_facts.hpp"
+#include "common/json_fields.hpp"
 #include "report/junit.hpp"
 #include "report/printable.hpp"
 
 namespace envcontract::cli {
 namespace {
 
-using contracts::array_field;
-using contracts::object_field;
-using contracts::string_field;
+using common::array_field;
+using common::object_field;
+using common::string_field;
 
 // The causes a host fails for, each counted once per host.
 std::set<std::string> host_causes(const Json& report) {

@@ -13,9 +13,9 @@
 
 #include "cli/fleet_render.hpp"
 #include "cli/prometheus_fleet.hpp"
+#include "common/json_fields.hpp"
 #include "common/json_text.hpp"
 #include "common/shown_path.hpp"
-#include "contracts/env_facts.hpp"
 #include "contracts/spelling.hpp"
 #include "contracts/validate_files.hpp"
 #include "contracts/values.hpp"
@@ -377,9 +377,9 @@ int run_scan(const ScanArguments& arguments) {
         posted.status == 0
             ? posted.error
             : "HTTP " + std::to_string(posted.status) +
-                  (contracts::string_field(body, "error").empty()
+                  (common::string_field(body, "error").empty()
                        ? std::string()
-                       : ": " + report::printable(contracts::string_field(body, "error")));
+                       : ": " + report::printable(common::string_field(body, "error")));
     if (posted.status == 401) {
       why +=
           " (give the agent's token: --token-file FILE, $FLEETCTL_TOKEN_FILE or $FLEETCTL_TOKEN)";
@@ -413,7 +413,7 @@ int run_scan(const ScanArguments& arguments) {
       return 2;
     }
     // An answer from a host we do not control: any JSON at all.
-    state = ticket->is_object() ? contracts::string_field(*ticket, "state") : "";
+    state = ticket->is_object() ? common::string_field(*ticket, "state") : "";
     if (state.empty()) {
       std::cerr << (progress ? "\n" : "") << "fleetctl: " << host->text
                 << ": the scan's ticket has no state; is this an envcontract agent?\n";
@@ -436,7 +436,7 @@ int run_scan(const ScanArguments& arguments) {
       }
       if (state == "failed") {
         std::cerr << "fleetctl: " << host->text << ": the scan failed: "
-                  << report::printable(contracts::string_field(*ticket, "error")) << "\n";
+                  << report::printable(common::string_field(*ticket, "error")) << "\n";
         return 2;
       }
       break;

@@ -5,13 +5,13 @@
 #include <cstdio>
 #include <ctime>
 
-#include "contracts/env_facts.hpp"
+#include "common/json_fields.hpp"
 
 namespace envcontract::cli {
 namespace {
 
-using contracts::object_field;
-using contracts::string_field;
+using common::object_field;
+using common::string_field;
 
 // A PromQL string literal: the job name is the operator's, quotes and all.
 std::string promql_string(const std::string& text) {

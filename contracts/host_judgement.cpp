@@ -38,11 +38,12 @@ CheckResult image_check(const Target& target) {
 
 }  // namespace
 
-std::vector<TargetJudgement> judge_targets(const Contract& contract, const Json& image_facts) {
+std::vector<TargetJudgement> judge_targets(const Contract& contract,
+                                           const facts::ImageTag& image_facts) {
   std::vector<TargetJudgement> judged;
-  const std::string host_image = string_field(image_facts, "value");
-  const std::string source = string_field(image_facts, "source");
-  const std::string problem = string_field(image_facts, "problem");
+  const std::string& host_image = image_facts.value;
+  const std::string& source = image_facts.source;
+  const std::string& problem = image_facts.problem;
   const auto parsed = parse_image_reference(host_image);
   const ImageReference* host_reference = parsed ? &*parsed : nullptr;
   bool any_match = false;
@@ -173,7 +174,7 @@ std::vector<std::string> unmet_env_rule(const Contract& contract, const HostJudg
 }
 
 // One env whose judging fails is that env's error; the others are judged.
-EnvJudgement judge_env_contained(const Contract& contract, const Json& env) {
+EnvJudgement judge_env_contained(const Contract& contract, const facts::EnvFacts& env) {
   try {
     return judge_env(contract, env);
   } catch (const std::exception& e) {
@@ -195,13 +196,11 @@ EnvJudgement judge_env_contained(const Contract& contract, const Json& env) {
 
 }  // namespace
 
-HostJudgement judge_host(const Contract& contract, const Json& host_facts) {
+HostJudgement judge_host(const Contract& contract, const facts::HostFacts& host_facts) {
   HostJudgement host;
-  const Json* image =
-      host_facts.is_object() && host_facts.contains("image") ? &host_facts.at("image") : nullptr;
-  host.targets = judge_targets(contract, image != nullptr ? *image : Json::object());
-  for (const auto& env : array_field(host_facts, "envs")) {
-    NamedEnvJudgement judged{string_field(env, "name"), judge_env_contained(contract, env)};
+  host.targets = judge_targets(contract, host_facts.image);
+  for (const auto& env : host_facts.envs) {
+    NamedEnvJudgement judged{env.env.name, judge_env_contained(contract, env)};
     if (judged.judgement.verdict == EnvVerdict::compliant) {
       host.compliant_envs.push_back(judged.name);
     }
@@ -221,11 +220,9 @@ HostJudgement judge_host(const Contract& contract, const Json& host_facts) {
   // does not answer): never compliant on what was not seen, and an env rule
   // unmet for want of envs is that error, not drift.
   bool incomplete = false;
-  for (const auto& missing : array_field(host_facts, "incomplete")) {
-    if (missing.is_string()) {
-      host.reasons.push_back(missing.get<std::string>());
-      incomplete = true;
-    }
+  for (const auto& missing : host_facts.incomplete) {
+    host.reasons.push_back(missing);
+    incomplete = true;
   }
   const bool env_drifted = std::any_of(host.envs.begin(), host.envs.end(), [](const auto& env) {
     return env.judgement.verdict == EnvVerdict::drift;

@@ -30,13 +30,14 @@ struct HostJudgement {
   std::vector<NamedEnvJudgement> envs;
 };
 
-// Judges the host facts (`envcontractd facts` JSON, each env with its dynamic
-// facts under "dynamic"). The host complies when its image matches one of the
+// Judges the host's facts (each env with its dynamic facts when they ran).
+// The host complies when its image matches one of the
 // contract's targets (when it has any) and its envs satisfy the `envs` rule:
 // at least one compliant env (any), every env (all), or the named ones.
-HostJudgement judge_host(const Contract& contract, const Json& host_facts);
+HostJudgement judge_host(const Contract& contract, const facts::HostFacts& host_facts);
 
 // Judges the image reference the host runs against each target.
-std::vector<TargetJudgement> judge_targets(const Contract& contract, const Json& image_facts);
+std::vector<TargetJudgement> judge_targets(const Contract& contract,
+                                           const facts::ImageTag& image_facts);
 
 }  // namespace envcontract::contracts

@@ -163,33 +163,28 @@ CheckResult own_check(std::string id, std::string kind, CheckStatus status) {
 // user to run it as), the env fails a check of its own naming the cause,
 // and every check that needed its code points at it: never a pass, never
 // a silent skip.
-std::optional<CheckResult> code_refusal_check(const Json& env_facts) {
-  const Json unsafe = env_facts.contains("unsafe") && env_facts["unsafe"].is_array()
-                          ? env_facts["unsafe"]
-                          : Json::array();
-  std::string run_as_problem;
-  if (env_facts.contains("run_as") && env_facts["run_as"].is_object()) {
-    const auto& problem = env_facts["run_as"].value("problem", Json(nullptr));
-    run_as_problem = problem.is_string() ? problem.get<std::string>() : "";
-  }
-  const std::string unchecked = string_field(env_facts, "imports_unchecked");
+std::optional<CheckResult> code_refusal_check(const facts::EnvFacts& env_facts) {
+  const auto& env = env_facts.env;
+  const std::string& run_as_problem = env.run_as.problem;
+  const std::string& unchecked = env.imports_unchecked;
   // The probes' own word, when they refused for a reason the env's facts do
   // not carry (they checked what it imports themselves).
-  const std::string refused = string_field(object_field(env_facts, "dynamic"), "refused");
-  if (unsafe.empty() && run_as_problem.empty() && unchecked.empty() && refused.empty()) {
+  const std::string refused = env_facts.dynamic ? env_facts.dynamic->refused : "";
+  if (env.unsafe.empty() && run_as_problem.empty() && unchecked.empty() && refused.empty()) {
     return std::nullopt;
   }
   CheckResult result = own_check("env:code-safety", "env_safety", CheckStatus::fail);
-  if (!unsafe.empty()) {
-    const Json& first = unsafe.front();
-    auto text = [&](const char* key) {
-      return first.contains(key) && first[key].is_string() ? first[key].get<std::string>() : "";
-    };
+  if (!env.unsafe.empty()) {
+    const auto& first = env.unsafe.front();
+    auto unsafe = Json::array();
+    for (const auto& path : env.unsafe) {
+      unsafe.push_back(to_json(path));
+    }
     result.actual = unsafe;
     result.diagnosis = Diagnosis{
         "unsafe_permissions",
-        text("path") + " is " + text("why") + " (owner " + text("owner") + ", group " +
-            text("group") + ", mode " + text("mode") + ")" +
+        first.path.string() + " is " + first.why + " (owner " + first.owner + ", group " +
+            first.group + ", mode " + facts::mode_text(first.mode) + ")" +
             (unsafe.size() > 1 ? "; " + std::to_string(unsafe.size() - 1) + " more listed" : "") +
             ": none of this env's code was run",
         {{"unsafe", unsafe}},
@@ -207,7 +202,7 @@ std::optional<CheckResult> code_refusal_check(const Json& env_facts) {
     result.diagnosis =
         Diagnosis{"run_as_unavailable",
                   run_as_problem + ": none of this env's code was run",
-                  {{"run_as", env_facts["run_as"]}},
+                  {{"run_as", to_json(env.run_as)}},
                   "set run_root_envs_as in the agent's config to an existing unprivileged user"};
   }
   return result;
@@ -218,14 +213,15 @@ std::optional<CheckResult> code_refusal_check(const Json& env_facts) {
 // env gets an `error` check of its own naming them, so it is never
 // compliant on what the agent could not see. Its other checks are judged on
 // what was gathered: a missing package still fails.
-std::optional<CheckResult> incomplete_facts_check(const Json& env_facts) {
-  const auto list = [&](const char* key) {
-    return env_facts.contains(key) && env_facts[key].is_array() ? env_facts[key] : Json::array();
-  };
-  const Json refused = list("refused_files");
-  const Json errors = list("fact_errors");
-  if (refused.empty() && errors.empty()) {
+std::optional<CheckResult> incomplete_facts_check(const facts::EnvFacts& env_facts) {
+  if (env_facts.refused_files.empty() && env_facts.more_refused_files == 0 &&
+      env_facts.errors.empty()) {
     return std::nullopt;
+  }
+  const Json refused = facts::refused_files_json(env_facts);
+  auto errors = Json::array();
+  for (const auto& error : env_facts.errors) {
+    errors.push_back(to_json(error));
   }
   CheckResult result = own_check("env:facts", "env_facts", CheckStatus::error);
   result.actual = {{"refused_files", refused}, {"fact_errors", errors}};
@@ -233,22 +229,23 @@ std::optional<CheckResult> incomplete_facts_check(const Json& env_facts) {
     return items.size() > 1 ? "; " + std::to_string(items.size() - 1) + " more listed" : "";
   };
   if (!refused.empty()) {
+    const Json& first = refused.front();
     result.diagnosis = Diagnosis{
         "unreadable_file",
-        string_field(refused.front(), "path") + " " + string_field(refused.front(), "problem") +
+        first["path"].get<std::string>() + " " + first["problem"].get<std::string>() +
             more(refused) + ": the facts that depend on it are unknown",
         {{"refused_files", refused}},
         "the agent reads only regular files within size limits (docs/reliability.md): "
         "replace the file with what its package installed (reinstall the package) or remove "
         "it, then rescan"};
   } else if (const auto stalled = std::find_if(
-                 errors.begin(), errors.end(),
-                 [](const Json& error) { return error.is_object() && error.contains("stalled"); });
-             stalled != errors.end()) {
-    const std::string path = string_field((*stalled)["stalled"], "path");
+                 env_facts.errors.begin(), env_facts.errors.end(),
+                 [](const facts::FactError& error) { return error.stall.has_value(); });
+             stalled != env_facts.errors.end()) {
+    const std::string& path = stalled->stall->last_path;
     result.diagnosis = Diagnosis{
         "stalled_read",
-        string_field(*stalled, "message"),
+        stalled->message,
         {{"fact_errors", errors}},
         "find what serves " + (path.empty() ? std::string("the env's files") : path) +
             " (findmnt -T PATH) and mend or unmount it (umount -l; fusermount -u for a user's "
@@ -256,8 +253,8 @@ std::optional<CheckResult> incomplete_facts_check(const Json& env_facts) {
   } else {
     result.diagnosis = Diagnosis{
         "facts_error",
-        "gathering " + string_field(errors.front(), "stage") +
-            " failed: " + string_field(errors.front(), "message") + more(errors),
+        "gathering " + env_facts.errors.front().stage +
+            " failed: " + env_facts.errors.front().message + more(errors),
         {{"fact_errors", errors}},
         "rescan; if it persists, report it with the agent's log (this is the agent's fault, "
         "not the env's)"};
@@ -269,54 +266,53 @@ std::optional<CheckResult> incomplete_facts_check(const Json& env_facts) {
 // link, or cannot start at all; its prefix unreadable by its user) fails one check naming the path
 // and what is wrong, and every other check points at it: "torch is not installed" would send its
 // owner looking for the wrong thing.
-std::optional<CheckResult> broken_env_check(const Json& env_facts, const EnvFactsView& facts) {
+std::optional<CheckResult> broken_env_check(const EnvFactsView& facts) {
+  const auto& env = facts.facts().env;
   std::string summary;
   std::string remedy =
       "recreate the env (its interpreter is gone or cannot run), or remove it (conda env remove "
       "-p PREFIX, or rm -r the venv)";
-  Json evidence = {{"python", string_field(env_facts, "python")}};
+  Json evidence = {{"python", env.python.string()}};
   // Discovery's problems with the interpreter itself (others, such as an
   // unknown version, leave the interpreter usable).
-  for (const auto& problem : array_field(env_facts, "problems")) {
-    const std::string text = problem.is_string() ? problem.get<std::string>() : "";
+  for (const auto& text : env.problems) {
     if (summary.empty() && (text.starts_with("no Python interpreter:") ||
                             text.find("is a dangling symlink") != std::string::npos)) {
       summary = text;
-      evidence["problems"] = array_field(env_facts, "problems");
+      evidence["problems"] = env.problems;
     } else if (summary.empty() && text.find(" filesystem mounted by ") != std::string::npos) {
       summary = text;
       remedy =
           "move the env off the mount, or unmount it (fusermount -u, as the user who mounted "
           "it): the agent judges no env that holds a filesystem served by a user's process";
-      evidence["problems"] = array_field(env_facts, "problems");
+      evidence["problems"] = env.problems;
     } else if (summary.empty() && text.find(" cannot be read by ") != std::string::npos) {
       summary = text;
       remedy =
           "let the env's user read it (chmod u+rx, or chown the prefix to the user who "
           "uses it), or remove the env";
-      evidence["problems"] = array_field(env_facts, "problems");
+      evidence["problems"] = env.problems;
     }
   }
-  const Json* identity = summary.empty() ? facts.stage(facts::stage_names::identity) : nullptr;
-  if (identity != nullptr && string_field(*identity, "status") == "probe_error") {
+  const auto* identity = summary.empty() ? facts.stage(facts::stage_names::identity) : nullptr;
+  if (identity != nullptr && identity->status == facts::StageStatus::probe_error) {
     // The interpreter did not run at all: the file is not an executable
     // (exec said so), or the loader stopped it before Python began (a
     // missing libpython: exit 127). The agent's own failures to start a
     // process ("envcontract: ...") and a refused exec (permissions) are not
     // the env's, and stay probe errors.
-    const std::string errors = string_field(*identity, "stderr_tail");
-    const std::string stage_summary = string_field(*identity, "summary");
+    const std::string& errors = identity->stderr_tail;
+    const std::string& stage_summary = identity->summary;
     const bool loader_stopped =
-        string_field(*identity, "process") == "exit 127" ||
+        identity->process == "exit 127" ||
         errors.find("error while loading shared libraries") != std::string::npos;
     const bool not_executable = stage_summary.starts_with("cannot run the env's interpreter") &&
                                 (stage_summary.find("No such file") != std::string::npos ||
                                  stage_summary.find("Exec format error") != std::string::npos);
     if (!errors.starts_with("envcontract: ") && (loader_stopped || not_executable)) {
       const std::string first = errors.substr(0, errors.find('\n'));
-      summary = string_field(env_facts, "python") +
-                " cannot start: " + (first.empty() ? stage_summary : first);
-      evidence["process"] = string_field(*identity, "process");
+      summary = env.python.string() + " cannot start: " + (first.empty() ? stage_summary : first);
+      evidence["process"] = identity->process;
       evidence["stderr_tail"] = errors;
     }
   }
@@ -360,14 +356,13 @@ void explain_blocked_skips(const EnvFactsView& facts, std::vector<CheckResult>& 
     blocker = failing_import->id;
     blocker_summary = failing_import->diagnosis->summary;
   } else {
-    const Json* identity = facts.stage(facts::stage_names::identity);
-    if (identity == nullptr || string_field(*identity, "status") == "ok") {
+    const auto* identity = facts.stage(facts::stage_names::identity);
+    if (identity == nullptr || identity->status == facts::StageStatus::ok) {
       return;  // skipped for another reason, which its summary gives
     }
     own = own_check("import:torch", "imports", CheckStatus::fail);
     own->expected = {{"modules", {"torch"}}};
-    own->actual = {{"stage", string_field(*identity, "status")},
-                   {"summary", string_field(*identity, "summary")}};
+    own->actual = {{"stage", to_string(identity->status)}, {"summary", identity->summary}};
     own->diagnosis = judges::torch_import_failure(facts, *identity, own->status);
     blocker = own->id;
     blocker_summary = own->diagnosis->summary;
@@ -405,7 +400,7 @@ void judge_contained(const CheckKind& kind, const Check& check, const EnvFactsVi
 
 }  // namespace
 
-EnvJudgement judge_env(const Contract& contract, const Json& env_facts,
+EnvJudgement judge_env(const Contract& contract, const facts::EnvFacts& env_facts,
                        std::chrono::system_clock::time_point now) {
   const EnvFactsView facts(env_facts);
   EnvJudgement judgement;
@@ -422,7 +417,7 @@ EnvJudgement judge_env(const Contract& contract, const Json& env_facts,
   if (incomplete) {
     judgement.checks.push_back(*incomplete);
   }
-  const auto broken = broken_env_check(env_facts, facts);
+  const auto broken = broken_env_check(facts);
   if (broken) {
     judgement.checks.push_back(*broken);
   } else if (auto disagreement = search_path_agreement(facts)) {
@@ -463,7 +458,7 @@ EnvJudgement judge_env(const Contract& contract, const Json& env_facts,
   }
   explain_blocked_skips(facts, judgement.checks);
   skip_consequences(judgement.checks);
-  apply_waivers(contract, string_field(env_facts, "name"), judgement.checks, now);
+  apply_waivers(contract, env_facts.env.name, judgement.checks, now);
   for (const auto& result : judgement.checks) {
     if (result.severity == Severity::required) {
       failed = failed || result.status == CheckStatus::fail;

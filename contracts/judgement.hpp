@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "contracts/contract.hpp"
+#include "facts/host.hpp"
 
 namespace envcontract::contracts {
 
@@ -39,13 +40,13 @@ struct EnvJudgement {
   std::vector<CheckResult> checks;
 };
 
-// Judges every check of `contract` against one env's facts: the JSON that
-// `envcontractd facts` prints for the env, with the env's dynamic facts
-// (`envcontractd probe`) under "dynamic" (docs/probes.md). A required check
-// that fails makes the env drift; one that could not be judged, an error.
-// Waivers in force on `now` turn failing checks into `waived`.
+// Judges every check of `contract` against one env's facts (facts::EnvFacts:
+// what probes gathered, its dynamic stages included when they ran). A
+// required check that fails makes the env drift; one that could not be
+// judged, an error. Waivers in force on `now` turn failing checks into
+// `waived`.
 EnvJudgement judge_env(
-    const Contract& contract, const Json& env_facts,
+    const Contract& contract, const facts::EnvFacts& env_facts,
     std::chrono::system_clock::time_point now = std::chrono::system_clock::now());
 
 Json to_json(const CheckResult& result);

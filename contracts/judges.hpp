@@ -49,7 +49,7 @@ void glibc(const Check& check, const GlibcParams& params, const EnvFactsView& fa
 // its signal and stderr tail, the hang with its threads, or the import error
 // explained from the linkage facts (a missing library, an ABI near miss).
 // The check it belongs to fails for all but probe errors (CheckStatus in `status`).
-Diagnosis torch_import_failure(const EnvFactsView& facts, const Json& identity,
+Diagnosis torch_import_failure(const EnvFactsView& facts, const facts::StageResult& identity,
                                CheckStatus& status);
 
 // Why the libraries under `directory` cannot load, from the linkage facts:

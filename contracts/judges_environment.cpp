@@ -6,14 +6,22 @@
 #include "contracts/judges.hpp"
 
 namespace envcontract::contracts::judges {
+namespace {
+
+facts::Activation activation_of(ActivationMode mode) {
+  return mode == ActivationMode::bare ? facts::Activation::bare : facts::Activation::activated;
+}
+
+}  // namespace
 
 void environment(const Check&, const EnvironmentParams& params, const EnvFactsView& facts,
                  CheckResult& result) {
   const std::string activation = to_string(params.activation);
-  const Json& variables = facts.environment(activation);
+  const auto& variables = facts.environment(activation_of(params.activation));
   Json actual = Json::object();
   auto value_of = [&](const std::string& name) -> Json {
-    return variables.is_object() && variables.contains(name) ? variables[name] : Json(nullptr);
+    const auto found = variables.find(name);
+    return found == variables.end() ? Json(nullptr) : Json(found->second);
   };
   auto remedy = "set it in the env's etc/conda/activate.d (or unset it there)";
   for (const auto& [name, wanted] : params.equals) {
@@ -56,7 +64,9 @@ void search_path(const Check&, const SearchPathParams& params, const EnvFactsVie
                  CheckResult& result) {
   const std::string& variable = params.variable;
   const std::string activation = to_string(params.activation);
-  const std::string value = string_field(facts.environment(activation), variable.c_str());
+  const auto& variables = facts.environment(activation_of(params.activation));
+  const auto found = variables.find(variable);
+  const std::string value = found == variables.end() ? "" : found->second;
   std::vector<std::string> entries;
   std::istringstream parts(value);
   for (std::string entry; std::getline(parts, entry, ':');) {

@@ -10,20 +10,19 @@ namespace {
 
 // How `library` (one entry of the linkage facts) comes to load `name`:
 // {"libtorch.so", "libtorch_cuda.so"}; empty when it does not.
-std::vector<std::string> chain_to(const Json& library, const std::string& name) {
-  const std::string root = std::filesystem::path(string_field(library, "path")).filename();
-  const Json& closure = array_field(library, "closure");
+std::vector<std::string> chain_to(const facts::LibraryLinkage& library, const std::string& name) {
+  const std::string root = library.path.filename();
+  const auto& closure = library.closure;
   std::vector<std::string> chain;
   std::string current = name;
   for (std::size_t guard = 0; guard <= closure.size(); ++guard) {
-    const auto link = std::find_if(closure.begin(), closure.end(), [&](const Json& entry) {
-      return string_field(entry, "name") == current;
-    });
+    const auto link = std::find_if(closure.begin(), closure.end(),
+                                   [&](const auto& entry) { return entry.name == current; });
     if (link == closure.end()) {
       return {};
     }
     chain.insert(chain.begin(), current);
-    current = string_field(*link, "needed_by");
+    current = link->needed_by;
     if (current == root) {
       chain.insert(chain.begin(), root);
       return chain;
@@ -42,21 +41,14 @@ std::string join(const std::vector<std::string>& items, const char* separator) {
 
 // What probes matched for `pattern` in this env, or nullptr when they were
 // not asked (facts gathered without the contract).
-const Json* path_matches(const EnvFactsView& facts, const std::string& pattern) {
-  return find_entry(array_field(facts.raw(), "path_matches"), "pattern", pattern);
-}
-
-// The matches probes kept: none inside copies of packages that an earlier
-// path entry hides from `import` (a CPU torch in the venv is the torch,
-// whatever CUDA torch the base's site-packages holds).
-std::vector<std::string> matches_of(const Json& entry) {
-  std::vector<std::string> found;
-  for (const auto& match : array_field(entry, "matches")) {
-    if (match.is_string()) {
-      found.push_back(match.get<std::string>());
-    }
-  }
-  return found;
+// Its matches are none inside copies of packages that an earlier path entry
+// hides from `import` (a CPU torch in the venv is the torch, whatever CUDA
+// torch the base's site-packages holds).
+const facts::PathMatches* path_matches(const EnvFactsView& facts, const std::string& pattern) {
+  const auto& all = facts.facts().path_matches;
+  const auto found = std::find_if(all.begin(), all.end(),
+                                  [&](const auto& entry) { return entry.pattern == pattern; });
+  return found == all.end() ? nullptr : &*found;
 }
 
 }  // namespace
@@ -66,20 +58,17 @@ void files(const Check&, const FilesParams& params, const EnvFactsView& facts,
   Json actual = Json::object();
   for (const bool must_exist : {true, false}) {
     for (const auto& text : must_exist ? params.exist : params.absent) {
-      const Json* entry = path_matches(facts, text);
-      if (entry == nullptr || !string_field(*entry, "error").empty()) {
+      const auto* entry = path_matches(facts, text);
+      if (entry == nullptr || !entry->error.empty()) {
         result.actual = actual;
-        not_gathered(result, text + (entry == nullptr ? " was not looked for in this env"
-                                                      : " could not be looked for: " +
-                                                            string_field(*entry, "error")));
+        not_gathered(result,
+                     text + (entry == nullptr ? " was not looked for in this env"
+                                              : " could not be looked for: " + entry->error));
         return;
       }
-      const auto found = matches_of(*entry);
+      const auto& found = entry->matches;
       actual[text] = found;
-      std::vector<std::string> expansions;
-      for (const auto& expansion : array_field(*entry, "expansions")) {
-        expansions.push_back(expansion.is_string() ? expansion.get<std::string>() : "");
-      }
+      const auto& expansions = entry->expansions;
       if (must_exist && found.empty()) {
         result.actual = actual;
         fail(
@@ -108,7 +97,7 @@ void linkage(const Check&, const LinkageParams& params, const EnvFactsView& fact
   const bool transitive = params.transitive;
   Json matched = Json::array();
   for (const auto& library : facts.libraries()) {
-    const std::string path = string_field(library, "path");
+    const std::string path = library.path.string();
     if (std::none_of(patterns.begin(), patterns.end(), [&](const std::string& pattern) {
           return ::fnmatch(pattern.c_str(), path.c_str(), FNM_PATHNAME) == 0;
         })) {
@@ -120,7 +109,7 @@ void linkage(const Check&, const LinkageParams& params, const EnvFactsView& fact
       if (transitive) {
         return chain_to(library, name);
       }
-      const auto& needed = array_field(library, "needed");
+      const auto& needed = library.needed;
       return std::find(needed.begin(), needed.end(), name) != needed.end()
                  ? std::vector<std::string>{file, name}
                  : std::vector<std::string>{};
@@ -140,7 +129,7 @@ void linkage(const Check&, const LinkageParams& params, const EnvFactsView& fact
       if (reach(required).empty()) {
         result.actual = {{"matched", matched}};
         fail(result, "missing_library", file + " does not need " + required,
-             {{"library", path}, {"needed", array_field(library, "needed")}},
+             {{"library", path}, {"needed", library.needed}},
              "install the " + file + " build the contract names");
         return;
       }

@@ -11,10 +11,6 @@
 namespace envcontract::contracts::judges {
 namespace {
 
-std::string describe(const Json& value) {
-  return value.is_string() ? "'" + value.get<std::string>() + "'" : "None";
-}
-
 bool satisfies_all(const std::string& version, const std::vector<VersionClause>& clauses) {
   return std::all_of(clauses.begin(), clauses.end(), [&](const VersionClause& clause) {
     return common::satisfies(version, clause.op, clause.version);
@@ -30,13 +26,13 @@ std::string specifier_text(const std::vector<VersionClause>& clauses) {
 }
 
 // The distribution of that (normalised) name, pip's record first.
-const Json* find_distribution(const EnvFactsView& facts, const std::string& name) {
-  const Json* conda = nullptr;
-  for (const auto& distribution : facts.distributions()) {
-    if (string_field(distribution, "normalized") != name) {
+const facts::Distribution* find_distribution(const EnvFactsView& facts, const std::string& name) {
+  const facts::Distribution* conda = nullptr;
+  for (const auto& distribution : facts.files().distributions) {
+    if (distribution.normalized != name) {
       continue;
     }
-    if (string_field(distribution, "source") != "conda-meta") {
+    if (distribution.source != "conda-meta") {
       return &distribution;
     }
     conda = &distribution;
@@ -47,38 +43,47 @@ const Json* find_distribution(const EnvFactsView& facts, const std::string& name
 // Other pip records of the same distribution in the directory of `found`
 // (a stale torch-2.1.2.dist-info beside torch-2.10.0.dist-info, left by an
 // interrupted upgrade): which one a tool reads depends on directory order.
-std::vector<const Json*> stale_records(const EnvFactsView& facts, const Json& found) {
-  std::vector<const Json*> others;
-  const std::string dir =
-      std::filesystem::path(string_field(found, "metadata")).parent_path().string();
-  for (const auto& distribution : facts.distributions()) {
-    if (&distribution != &found &&
-        string_field(distribution, "normalized") == string_field(found, "normalized") &&
-        string_field(distribution, "source") != "conda-meta" &&
-        std::filesystem::path(string_field(distribution, "metadata")).parent_path().string() ==
-            dir) {
+std::vector<const facts::Distribution*> stale_records(const EnvFactsView& facts,
+                                                      const facts::Distribution& found) {
+  std::vector<const facts::Distribution*> others;
+  const auto dir = found.metadata.parent_path();
+  for (const auto& distribution : facts.files().distributions) {
+    if (&distribution != &found && distribution.normalized == found.normalized &&
+        distribution.source != "conda-meta" && distribution.metadata.parent_path() == dir) {
       others.push_back(&distribution);
     }
   }
   return others;
 }
 
-// torch's own view (identity stage) when dynamic probes ran, else its files.
-Json torch_view(const EnvFactsView& facts) {
-  const Json& files = facts.torch();
-  Json view = {
-      {"version", files.is_object() ? files.value("version", Json(nullptr)) : Json(nullptr)},
-      {"cuda", files.is_object() ? files.value("cuda", Json(nullptr)) : Json(nullptr)},
-      {"hip", files.is_object() ? files.value("hip", Json(nullptr)) : Json(nullptr)},
-      {"location", files.is_object() ? files.value("location", Json("")) : Json("")},
-      {"source", "files"}};
-  if (const Json* identity = facts.stage(facts::stage_names::identity)) {
-    for (const auto& record : array_field(*identity, "records")) {
-      if (string_field(record, "type") == "torch") {
-        view["version"] = record.value("version", Json(nullptr));
-        view["cuda"] = record.value("cuda", Json(nullptr));
-        view["hip"] = record.value("hip", Json(nullptr));
-        view["source"] = "import torch";
+// torch as the check sees it: its own view (the identity stage) when
+// dynamic probes ran, else its files.
+struct TorchView {
+  std::optional<std::string> version;
+  std::optional<std::string> cuda;
+  std::optional<std::string> hip;
+  std::string location;
+  std::string source;
+
+  Json json() const {
+    return {{"version", optional_json(version)},
+            {"cuda", optional_json(cuda)},
+            {"hip", optional_json(hip)},
+            {"location", location},
+            {"source", source}};
+  }
+};
+
+TorchView torch_view(const EnvFactsView& facts) {
+  const auto& files = facts.files().torch;
+  TorchView view{files.version, files.cuda, files.hip, files.location.string(), "files"};
+  if (const auto* identity = facts.stage(facts::stage_names::identity)) {
+    for (const auto& record : identity->records) {
+      if (record.type == "torch") {
+        view.version = record.version;
+        view.cuda = record.cuda;
+        view.hip = record.hip;
+        view.source = "import torch";
       }
     }
   }
@@ -86,23 +91,22 @@ Json torch_view(const EnvFactsView& facts) {
 }
 
 // The toolkit rule ("cuda"/"hip": none, required, any, exact) against a value.
-std::optional<std::pair<std::string, std::string>> toolkit_problem(const ToolkitRule& rule,
-                                                                   const Json& actual,
-                                                                   const std::string& name,
-                                                                   const std::string& version) {
+std::optional<std::pair<std::string, std::string>> toolkit_problem(
+    const ToolkitRule& rule, const std::optional<std::string>& actual, const std::string& name,
+    const std::string& version) {
   using Mode = ToolkitRule::Mode;
-  if (rule.mode == Mode::none && actual.is_string()) {
+  if (rule.mode == Mode::none && actual) {
     return std::pair{name == "cuda" ? "cuda_build" : "version_mismatch",
                      (name == "cuda" ? "CUDA" : "HIP") + std::string(" build of torch (") +
-                         version + ", torch.version." + name + " == " + describe(actual) +
+                         version + ", torch.version." + name + " == " + python_text(actual) +
                          ") where the contract requires a CPU build"};
   }
-  if ((rule.mode == Mode::required || rule.mode == Mode::exact) && !actual.is_string()) {
+  if ((rule.mode == Mode::required || rule.mode == Mode::exact) && !actual) {
     return std::pair{"cuda_missing", "torch.version." + name + " is None: a CPU build of torch " +
                                          version + " where the contract needs " + name};
   }
-  if (rule.mode == Mode::exact && actual.is_string() && actual.get<std::string>() != rule.version) {
-    return std::pair{"version_mismatch", "torch.version." + name + " is " + describe(actual) +
+  if (rule.mode == Mode::exact && actual && *actual != rule.version) {
+    return std::pair{"version_mismatch", "torch.version." + name + " is " + python_text(actual) +
                                              ", the contract wants '" + rule.version + "'"};
   }
   return std::nullopt;
@@ -112,27 +116,24 @@ std::optional<std::pair<std::string, std::string>> toolkit_problem(const Toolkit
 
 void torch(const Check&, const TorchParams& params, const EnvFactsView& facts,
            CheckResult& result) {
-  if (!facts.torch().is_object()) {
+  const auto& torch_files = facts.files().torch;
+  if (!torch_files.present) {
     fail(result, "missing_package", "torch is not installed in " + facts.prefix(), Json::object(),
          "install torch as the contract requires, or exclude this env");
     return;
   }
-  Json view = torch_view(facts);
+  TorchView view = torch_view(facts);
   // Judged after importing vendor modules: their record of torch's view.
   if (!params.after_import.empty()) {
-    const Json* imports = facts.stage(facts::stage_names::imports);
-    bool found = false;
-    for (const auto& record : imports ? array_field(*imports, "records") : Json::array()) {
-      if (string_field(record, "type") == "torch_after_imports") {
-        view["cuda"] = record.value("cuda", Json(nullptr));
-        view["hip"] = record.value("hip", Json(nullptr));
-        view["source"] = "after importing " + common::json_text(Json(params.after_import));
-        found = true;
-      }
-    }
-    if (!found) {
+    const auto* imports = facts.stage(facts::stage_names::imports);
+    const auto* record = imports ? find_record(*imports, "torch_after_imports") : nullptr;
+    if (record != nullptr) {
+      view.cuda = record->cuda;
+      view.hip = record->hip;
+      view.source = "after importing " + common::json_text(Json(params.after_import));
+    } else {
       result.status = CheckStatus::skip;
-      result.actual = view;
+      result.actual = view.json();
       result.diagnosis = Diagnosis{"probe_error",
                                    "torch's view after importing the vendor modules is unknown: "
                                    "the imports stage did not get that far",
@@ -140,22 +141,22 @@ void torch(const Check&, const TorchParams& params, const EnvFactsView& facts,
       return;
     }
   }
-  result.actual = view;
-  const std::string version = view["version"].is_string() ? view["version"].get<std::string>() : "";
+  result.actual = view.json();
+  const std::string version = view.version.value_or("");
   const auto plus = version.find('+');
   const std::string base = version.substr(0, plus);
   const std::string local = plus == std::string::npos ? "" : version.substr(plus + 1);
-  const Json evidence = {{"version", view["version"]},
-                         {"cuda", view["cuda"]},
-                         {"hip", view["hip"]},
-                         {"location", view["location"]},
-                         {"libraries", facts.torch().value("libraries", Json::array())}};
+  const Json evidence = {{"version", optional_json(view.version)},
+                         {"cuda", optional_json(view.cuda)},
+                         {"hip", optional_json(view.hip)},
+                         {"location", view.location},
+                         {"libraries", torch_files.libraries}};
   const std::string cpu_base = params.base.empty() ? base : params.base;
   const std::string cpu_remedy = "install the CPU build of torch " + cpu_base +
                                  " in this env (pip install torch==" + cpu_base +
                                  " --index-url https://download.pytorch.org/whl/cpu)";
   if (params.cuda) {
-    if (auto problem = toolkit_problem(*params.cuda, view["cuda"], "cuda", version)) {
+    if (auto problem = toolkit_problem(*params.cuda, view.cuda, "cuda", version)) {
       fail(result, problem->first, problem->second, evidence,
            problem->first == "cuda_build" ? cpu_remedy
                                           : "install the torch build the contract names");
@@ -163,7 +164,7 @@ void torch(const Check&, const TorchParams& params, const EnvFactsView& facts,
     }
   }
   if (params.hip) {
-    if (auto problem = toolkit_problem(*params.hip, view["hip"], "hip", version)) {
+    if (auto problem = toolkit_problem(*params.hip, view.hip, "hip", version)) {
       fail(result, problem->first, problem->second, evidence,
            "install the torch build the contract names");
       return;
@@ -184,7 +185,7 @@ void torch(const Check&, const TorchParams& params, const EnvFactsView& facts,
          cuda_local ? cpu_remedy : "install torch " + wanted + " in this env");
     return;
   }
-  const std::string location = string_field(view, "location");
+  const std::string& location = view.location;
   for (const auto& forbidden : params.forbidden_paths) {
     if (location.starts_with(forbidden)) {
       fail(result, "forbidden_path",
@@ -216,16 +217,17 @@ void torch(const Check&, const TorchParams& params, const EnvFactsView& facts,
 
 void triton(const Check&, const TritonParams& params, const EnvFactsView& facts,
             CheckResult& result) {
-  const Json& triton = facts.triton();
+  const auto& triton_files = facts.files().triton;
   const std::string& wanted = params.provider;
-  if (!triton.is_object()) {
+  if (!triton_files.present) {
     fail(result, "missing_package", "triton is not installed in " + facts.prefix(), Json::object(),
          wanted.empty() ? "install triton" : "install " + wanted + ", which provides triton");
     return;
   }
+  const Json triton = to_json(triton_files);
   result.actual = triton;
-  const std::string provider = string_field(triton, "provider");
-  const std::string provider_version = string_field(triton, "provider_version");
+  const std::string& provider = triton_files.provider;
+  const std::string& provider_version = triton_files.provider_version;
   if (!wanted.empty() && provider != wanted) {
     const bool stock = provider == "triton";
     fail(result, stock ? "stock_triton" : "version_mismatch",
@@ -238,7 +240,7 @@ void triton(const Check&, const TritonParams& params, const EnvFactsView& facts,
     return;
   }
   for (const auto& forbidden : params.forbid_distributions) {
-    for (const auto& claimant : array_field(triton, "providers")) {
+    for (const auto& claimant : triton_files.providers) {
       if (claimant == forbidden) {
         fail(result, "stock_triton",
              forbidden + " is installed beside " + provider + " and also claims the triton package",
@@ -256,7 +258,7 @@ void triton(const Check&, const TritonParams& params, const EnvFactsView& facts,
     return;
   }
   const std::string& prefix = params.version_prefix;
-  const std::string version = string_field(triton, "version");
+  const std::string version = triton_files.version.value_or("");
   if (!prefix.empty() && !version.starts_with(prefix)) {
     fail(result, "version_mismatch",
          "triton.__version__ is " + (version.empty() ? std::string("unknown") : version) +
@@ -266,7 +268,7 @@ void triton(const Check&, const TritonParams& params, const EnvFactsView& facts,
   }
   std::vector<std::string> missing;
   for (const auto& backend : params.backends) {
-    const auto& present = array_field(triton, "backends");
+    const auto& present = triton_files.backends;
     if (std::find(present.begin(), present.end(), backend) == present.end()) {
       missing.push_back(backend);
     }
@@ -274,7 +276,7 @@ void triton(const Check&, const TritonParams& params, const EnvFactsView& facts,
   if (!missing.empty()) {
     fail(result, "triton_backend_missing",
          "triton (" + provider + " " + provider_version + ") has backends " +
-             common::json_text(array_field(triton, "backends")) + "; the contract needs " +
+             common::json_text(Json(triton_files.backends)) + "; the contract needs " +
              common::json_text(Json(missing)),
          triton,
          "install the " + (wanted.empty() ? provider : wanted) + " build for this platform");
@@ -285,7 +287,7 @@ void triton(const Check&, const TritonParams& params, const EnvFactsView& facts,
 
 void python(const Check&, const PythonParams& params, const EnvFactsView& facts,
             CheckResult& result) {
-  const std::string version = facts.python_version();
+  const std::string& version = facts.python_version();
   result.actual = version;
   if (!satisfies_all(version, params.version)) {
     fail(result, "version_mismatch",
@@ -300,33 +302,31 @@ void distributions(const Check&, const DistributionsParams& params, const EnvFac
                    CheckResult& result) {
   Json actual = Json::object();
   for (const auto& [name, clauses] : params.pins) {
-    const Json* found = find_distribution(facts, name);
-    actual[name] = found ? Json(string_field(*found, "version")) : Json(nullptr);
+    const auto* found = find_distribution(facts, name);
+    actual[name] = found ? Json(found->version) : Json(nullptr);
     if (!found) {
       fail(result, "missing_package",
            name + " is not installed; the contract pins " + specifier_text(clauses), Json::object(),
            "pip install '" + name + specifier_text(clauses) + "'");
     } else if (const auto others = stale_records(facts, *found); !others.empty()) {
-      Json records = Json::array({*found});
-      std::string versions = string_field(*found, "version");
-      for (const Json* other : others) {
-        records.push_back(*other);
-        versions += ", " + string_field(*other, "version");
+      Json records = Json::array({to_json(*found)});
+      std::string versions = found->version;
+      for (const auto* other : others) {
+        records.push_back(to_json(*other));
+        versions += ", " + other->version;
       }
       fail(result, "stale_distribution",
            name + " has " + std::to_string(records.size()) + " records in " +
-               std::filesystem::path(string_field(*found, "metadata")).parent_path().string() +
-               " (" + versions +
+               found->metadata.parent_path().string() + " (" + versions +
                "): an upgrade left one behind, and which one a tool reads depends on directory "
                "order",
            {{"records", records}},
            "remove the stale " + name + "-*.dist-info (pip uninstall -y " + name +
                " until none is left), then pip install '" + name + specifier_text(clauses) + "'");
-    } else if (!satisfies_all(string_field(*found, "version"), clauses)) {
+    } else if (!satisfies_all(found->version, clauses)) {
       fail(result, "version_mismatch",
-           name + " " + string_field(*found, "version") + " does not satisfy " +
-               specifier_text(clauses),
-           *found, "pip install '" + name + specifier_text(clauses) + "'");
+           name + " " + found->version + " does not satisfy " + specifier_text(clauses),
+           to_json(*found), "pip install '" + name + specifier_text(clauses) + "'");
     }
     if (result.status == CheckStatus::fail) {
       result.actual = actual;
@@ -334,11 +334,11 @@ void distributions(const Check&, const DistributionsParams& params, const EnvFac
     }
   }
   for (const auto& name : params.absent) {
-    if (const Json* found = find_distribution(facts, name)) {
-      result.actual = *found;
+    if (const auto* found = find_distribution(facts, name)) {
+      result.actual = to_json(*found);
       fail(result, "forbidden_package",
-           name + " " + string_field(*found, "version") + " is installed; the contract forbids it",
-           *found, "pip uninstall -y " + name);
+           name + " " + found->version + " is installed; the contract forbids it", to_json(*found),
+           "pip uninstall -y " + name);
       return;
     }
   }
@@ -348,7 +348,7 @@ void distributions(const Check&, const DistributionsParams& params, const EnvFac
 
 void modules(const Check&, const ModulesParams& params, const EnvFactsView& facts,
              CheckResult& result) {
-  const auto present = facts.modules();
+  const auto& present = facts.files().modules;
   auto has = [&](const std::string& name) {
     return std::find(present.begin(), present.end(), name) != present.end();
   };
@@ -362,8 +362,9 @@ void modules(const Check&, const ModulesParams& params, const EnvFactsView& fact
   for (const auto& name : params.absent) {
     if (has(name)) {
       // Where the interpreter imports it from (any site dir), as the files say.
-      const std::string located = string_field(
-          object_field(object_field(facts.raw(), "static"), "module_paths"), name.c_str());
+      const auto located_at = facts.files().module_paths.find(name);
+      const std::string located =
+          located_at == facts.files().module_paths.end() ? "" : located_at->second.string();
       const std::string path = located.empty() ? facts.site() + "/" + name : located;
       fail(result, "forbidden_package", "module " + name + " is installed; the contract forbids it",
            {{"path", path}}, "pip uninstall the distribution that provides " + name);

@@ -30,29 +30,33 @@ bool output_matches(const std::string& output, const std::string& pattern) {
   return std::regex_search(output.substr(0, k_searched_output_bytes), std::regex(pattern));
 }
 
+using facts::Activation;
+
 // The linkage facts' entry for a missing library, with who needs it.
-std::optional<Json> missing_library_evidence(const EnvFactsView& facts, const std::string& name,
-                                             const std::string& activation) {
+const facts::MissingLibrary* missing_library_evidence(const EnvFactsView& facts,
+                                                      const std::string& name,
+                                                      Activation activation) {
   for (const auto& library : facts.libraries(activation)) {
-    for (const auto& missing : array_field(library, "missing")) {
-      if (string_field(missing, "name") == name) {
-        return missing;
+    for (const auto& missing : library.missing) {
+      if (missing.name == name) {
+        return &missing;
       }
     }
   }
-  return std::nullopt;
+  return nullptr;
 }
 
-std::optional<Json> unresolved_evidence(const EnvFactsView& facts, const std::string& symbol,
-                                        const std::string& activation) {
+const facts::UnresolvedSymbol* unresolved_evidence(const EnvFactsView& facts,
+                                                   const std::string& symbol,
+                                                   Activation activation) {
   for (const auto& library : facts.libraries(activation)) {
-    for (const auto& unresolved : array_field(library, "unresolved")) {
-      if (string_field(unresolved, "mangled") == symbol) {
-        return unresolved;
+    for (const auto& unresolved : library.symbols.unresolved) {
+      if (unresolved.mangled == symbol) {
+        return &unresolved;
       }
     }
   }
-  return std::nullopt;
+  return nullptr;
 }
 
 // The symbol a loader error cannot bind: "undefined symbol: NAME" (glibc
@@ -85,20 +89,20 @@ std::string file_name(const std::string& path) {
 // know every one. The others needed by the same library, and its missing
 // version nodes, join the diagnosis, so that fixing the first does not
 // uncover the next one by one.
-void add_other_unresolved(const EnvFactsView& facts, const std::string& symbol,
-                          const std::string& activation, Diagnosis& diagnosis) {
+void add_other_unresolved(const EnvFactsView& facts, const facts::UnresolvedSymbol& unbound,
+                          Activation activation, Diagnosis& diagnosis) {
   constexpr std::size_t k_listed = 50;
-  const std::string needed_by = string_field(diagnosis.evidence, "needed_by");
+  const auto& needed_by = unbound.needed_by;
   if (needed_by.empty()) {
     return;
   }
   // From the one library entry whose closure the loader's symbol belongs
   // to: other entries resolve in other closures.
-  const Json* entry = nullptr;
+  const facts::LibraryLinkage* entry = nullptr;
   for (const auto& library : facts.libraries(activation)) {
-    for (const auto& unresolved : array_field(library, "unresolved")) {
-      if (entry == nullptr && string_field(unresolved, "mangled") == symbol &&
-          string_field(unresolved, "needed_by") == needed_by) {
+    for (const auto& unresolved : library.symbols.unresolved) {
+      if (entry == nullptr && unresolved.mangled == unbound.mangled &&
+          unresolved.needed_by == needed_by) {
         entry = &library;
       }
     }
@@ -107,33 +111,35 @@ void add_other_unresolved(const EnvFactsView& facts, const std::string& symbol,
     return;
   }
   auto others = Json::array();
+  std::vector<std::string> names_listed;
   std::set<std::string> seen;
   std::size_t count = 0;
-  for (const auto& unresolved : array_field(*entry, "unresolved")) {
-    const std::string key =
-        string_field(unresolved, "mangled") + "@" + string_field(unresolved, "version");
-    if (string_field(unresolved, "needed_by") != needed_by ||
-        string_field(unresolved, "mangled") == symbol || !seen.insert(key).second) {
+  for (const auto& unresolved : entry->symbols.unresolved) {
+    const std::string key = unresolved.mangled + "@" + unresolved.version;
+    if (unresolved.needed_by != needed_by || unresolved.mangled == unbound.mangled ||
+        !seen.insert(key).second) {
       continue;
     }
     ++count;
     if (others.size() < k_listed) {
-      others.push_back(unresolved);
+      others.push_back(to_json(unresolved));
+      names_listed.push_back(unresolved.demangled);
     }
   }
   auto versions = Json::array();
-  for (const auto& version : array_field(*entry, "missing_versions")) {
-    if (string_field(version, "needed_by") == needed_by && versions.size() < k_listed) {
-      versions.push_back(version);
+  for (const auto& version : entry->symbols.missing_versions) {
+    if (version.needed_by == needed_by && versions.size() < k_listed) {
+      versions.push_back(to_json(version));
     }
   }
   if (count > 0) {
     std::string names;
-    for (std::size_t i = 0; i < others.size() && i < 3; ++i) {
-      names += (i == 0 ? "" : ", ") + string_field(others[i], "demangled");
+    for (std::size_t i = 0; i < names_listed.size() && i < 3; ++i) {
+      names += (i == 0 ? "" : ", ") + names_listed[i];
     }
-    diagnosis.summary += "; " + file_name(needed_by) + " also needs " + std::to_string(count) +
-                         " more that nothing defines: " + names + (count > 3 ? ", ..." : "");
+    diagnosis.summary += "; " + file_name(needed_by.string()) + " also needs " +
+                         std::to_string(count) + " more that nothing defines: " + names +
+                         (count > 3 ? ", ..." : "");
     diagnosis.evidence["also_unresolved"] = others;
   }
   if (!versions.empty()) {
@@ -144,7 +150,7 @@ void add_other_unresolved(const EnvFactsView& facts, const std::string& symbol,
 // Why an import (or a snippet) raised, from its error text and the linkage facts.
 Diagnosis explain_error(const std::string& subject, const std::string& error_type,
                         const std::string& error, const EnvFactsView& facts,
-                        const std::string& activation) {
+                        Activation activation) {
   const std::string text = first_line(error);
   if (const auto at = text.find(k_not_found); at != std::string::npos) {
     const std::string library = file_name(text.substr(0, at));
@@ -152,12 +158,12 @@ Diagnosis explain_error(const std::string& subject, const std::string& error_typ
                         subject + " fails: " + library + " cannot be found",
                         {{"error", text}},
                         ""};
-    if (auto evidence = missing_library_evidence(facts, library, activation)) {
-      diagnosis.summary += " (needed by " + file_name(string_field(*evidence, "needed_by")) + ")";
-      diagnosis.evidence["missing"] = *evidence;
-      const auto& others = array_field(*evidence, "other_versions");
-      if (!others.empty()) {
-        diagnosis.summary += "; a different version exists: " + others.front().get<std::string>();
+    if (const auto* evidence = missing_library_evidence(facts, library, activation)) {
+      diagnosis.summary += " (needed by " + file_name(evidence->needed_by.string()) + ")";
+      diagnosis.evidence["missing"] = to_json(*evidence);
+      if (!evidence->other_versions.empty()) {
+        diagnosis.summary +=
+            "; a different version exists: " + evidence->other_versions.front().string();
       }
     }
     diagnosis.remedy = "install the package that provides " + library +
@@ -166,36 +172,35 @@ Diagnosis explain_error(const std::string& subject, const std::string& error_typ
   }
   if (const auto unbound = unbound_symbol(text)) {
     const std::string& symbol = *unbound;
-    auto evidence = unresolved_evidence(facts, symbol, activation);
-    if (evidence && evidence->contains("near_miss") && (*evidence)["near_miss"].is_object()) {
-      const Json& near = (*evidence)["near_miss"];
+    const auto* evidence = unresolved_evidence(facts, symbol, activation);
+    if (evidence != nullptr && !evidence->near_misses.empty()) {
+      const auto& near = evidence->near_misses.front();
       std::string differences;
-      for (const auto& difference : array_field(near, "differences")) {
-        differences += (differences.empty() ? "" : "; ") + difference.get<std::string>();
+      for (const auto& difference : near.differences) {
+        differences += (differences.empty() ? "" : "; ") + difference;
       }
-      Diagnosis mismatch{"abi_signature_mismatch",
-                         file_name(string_field(*evidence, "needed_by")) + " wants " +
-                             string_field(*evidence, "demangled") + " but " +
-                             file_name(string_field(near, "library")) + " defines " +
-                             string_field(near, "demangled") + " (" + differences + ")",
-                         *evidence,
-                         "use builds of " + file_name(string_field(*evidence, "needed_by")) +
-                             " and " + file_name(string_field(near, "library")) +
-                             " made against the same torch"};
+      const std::string wanting = file_name(evidence->needed_by.string());
+      const std::string defining = file_name(near.library.string());
+      Diagnosis mismatch{
+          "abi_signature_mismatch",
+          wanting + " wants " + evidence->demangled + " but " + defining + " defines " +
+              near.demangled + " (" + differences + ")",
+          to_json(*evidence),
+          "use builds of " + wanting + " and " + defining + " made against the same torch"};
       mismatch.evidence["error"] = text;
-      add_other_unresolved(facts, symbol, activation, mismatch);
+      add_other_unresolved(facts, *evidence, activation, mismatch);
       return mismatch;
     }
     Diagnosis diagnosis{"undefined_symbol",
                         subject + " fails: undefined symbol " + symbol,
                         {{"error", text}},
                         "install the builds made for this torch version"};
-    if (evidence) {
-      diagnosis.summary = file_name(string_field(*evidence, "needed_by")) + " needs " +
-                          string_field(*evidence, "demangled") + ", which nothing it loads defines";
-      diagnosis.evidence = *evidence;
+    if (evidence != nullptr) {
+      diagnosis.summary = file_name(evidence->needed_by.string()) + " needs " +
+                          evidence->demangled + ", which nothing it loads defines";
+      diagnosis.evidence = to_json(*evidence);
       diagnosis.evidence["error"] = text;
-      add_other_unresolved(facts, symbol, activation, diagnosis);
+      add_other_unresolved(facts, *evidence, activation, diagnosis);
     }
     return diagnosis;
   }
@@ -206,26 +211,26 @@ Diagnosis explain_error(const std::string& subject, const std::string& error_typ
 }
 
 // A stage that did not finish: hang, crash or a probe error.
-std::optional<Diagnosis> unfinished_stage(const Json& stage) {
-  const std::string status = string_field(stage, "status");
-  const std::string summary = string_field(stage, "summary");
-  if (status == "hung") {
-    return Diagnosis{"hang", summary, stage.value("hang", Json(nullptr)),
+std::optional<Diagnosis> unfinished_stage(const facts::StageResult& stage) {
+  using facts::StageStatus;
+  const StageStatus status = stage.status;
+  const std::string& summary = stage.summary;
+  if (status == StageStatus::hung) {
+    return Diagnosis{"hang", summary, stage.hang ? to_json(*stage.hang) : Json(nullptr),
                      "the operation never completes: check the vendor runtime and driver versions; "
                      "the native stack shows where it waits"};
   }
-  if (status == "crashed") {
+  if (status == StageStatus::crashed) {
     return Diagnosis{"crash",
                      summary,
-                     {{"process", stage.value("process", Json(""))},
-                      {"stderr_tail", stage.value("stderr_tail", Json(""))}},
+                     {{"process", stage.process}, {"stderr_tail", stage.stderr_tail}},
                      "the process died in the env's own code; the stderr tail shows where"};
   }
-  if (status == "probe_error") {
+  if (status == StageStatus::probe_error) {
     return Diagnosis{"probe_error", summary, Json::object(),
                      "the probe could not report; see the agent's log"};
   }
-  if (status == "stopped") {
+  if (status == StageStatus::stopped) {
     return Diagnosis{"stopped", summary, Json::object(),
                      "the env's probes ran out of the time the agent gives them: raise "
                      "env_deadline or scan_deadline in the agent's config, or find what makes "
@@ -236,7 +241,7 @@ std::optional<Diagnosis> unfinished_stage(const Json& stage) {
 
 }  // namespace
 
-Diagnosis torch_import_failure(const EnvFactsView& facts, const Json& identity,
+Diagnosis torch_import_failure(const EnvFactsView& facts, const facts::StageResult& identity,
                                CheckStatus& status) {
   status = CheckStatus::fail;
   if (auto unfinished = unfinished_stage(identity)) {
@@ -245,23 +250,22 @@ Diagnosis torch_import_failure(const EnvFactsView& facts, const Json& identity,
     }
     return *unfinished;
   }
-  for (const auto& record : array_field(identity, "records")) {
-    if (string_field(record, "type") == "import" && string_field(record, "module") == "torch" &&
-        record.value("ok", Json(false)) != true) {
-      return explain_error("import torch", string_field(record, "error_type"),
-                           string_field(record, "error"), facts,
-                           string_field(identity, "activation"));
+  for (const auto& record : identity.records) {
+    if (record.type == "import" && record.module == "torch" && !record.ok) {
+      return explain_error("import torch", record.error_type, record.error, facts,
+                           identity.activation);
     }
   }
-  return Diagnosis{"import_error", string_field(identity, "summary"), Json::object(),
+  return Diagnosis{"import_error", identity.summary, Json::object(),
                    "make torch import in this env: run python -c 'import torch' in it"};
 }
 
 namespace {
 
 // Finds the stage, or marks the result as not judgeable.
-const Json* require_stage(const EnvFactsView& facts, std::string_view name, CheckResult& result) {
-  const Json* stage = facts.stage(name);
+const facts::StageResult* require_stage(const EnvFactsView& facts, std::string_view name,
+                                        CheckResult& result) {
+  const facts::StageResult* stage = facts.stage(name);
   if (stage == nullptr) {
     result.status = CheckStatus::error;
     result.diagnosis =
@@ -271,9 +275,9 @@ const Json* require_stage(const EnvFactsView& facts, std::string_view name, Chec
                   Json::object(), "run the dynamic probes (envcontractd probe)"};
     return nullptr;
   }
-  if (string_field(*stage, "status") == "skipped") {
+  if (stage->status == facts::StageStatus::skipped) {
     result.status = CheckStatus::skip;
-    result.diagnosis = Diagnosis{"blocked", string_field(*stage, "summary"), Json::object(),
+    result.diagnosis = Diagnosis{"blocked", stage->summary, Json::object(),
                                  "fix the failures that keep torch from importing first"};
     return nullptr;
   }
@@ -287,33 +291,24 @@ const Json* require_stage(const EnvFactsView& facts, std::string_view name, Chec
   return stage;
 }
 
-const Json* find_record(const Json& stage, const std::string& type, const std::string& module) {
-  for (const auto& record : array_field(stage, "records")) {
-    if (string_field(record, "type") == type &&
-        (module.empty() || string_field(record, "module") == module)) {
-      return &record;
-    }
-  }
-  return nullptr;
-}
-
 }  // namespace
 
 std::vector<Diagnosis> linkage_problems_under(const EnvFactsView& facts,
                                               const std::string& directory) {
   std::vector<Diagnosis> problems;
   for (const auto& library : facts.libraries()) {
-    const std::string path = string_field(library, "path");
+    const std::string path = library.path.string();
     if (!path.starts_with(directory + "/")) {
       continue;
     }
     const std::string subject = "loading " + file_name(path);
-    if (const auto& missing = array_field(library, "missing"); !missing.empty()) {
-      problems.push_back(explain_error(subject, "", string_field(missing[0], "name") + k_not_found,
-                                       facts, "activated"));
-    } else if (const auto& unresolved = array_field(library, "unresolved"); !unresolved.empty()) {
-      problems.push_back(explain_error(
-          subject, "", k_undefined + string_field(unresolved[0], "mangled"), facts, "activated"));
+    if (!library.missing.empty()) {
+      problems.push_back(explain_error(subject, "", library.missing.front().name + k_not_found,
+                                       facts, Activation::activated));
+    } else if (!library.symbols.unresolved.empty()) {
+      problems.push_back(explain_error(subject, "",
+                                       k_undefined + library.symbols.unresolved.front().mangled,
+                                       facts, Activation::activated));
     }
   }
   return problems;
@@ -321,36 +316,35 @@ std::vector<Diagnosis> linkage_problems_under(const EnvFactsView& facts,
 
 void imports(const Check&, const ImportsParams& params, const EnvFactsView& facts,
              CheckResult& result) {
-  if (const Json* artifact = facts.activation_artifact(stage_names::imports)) {
-    result.notes.push_back({"activation_required", string_field(*artifact, "summary"), *artifact,
+  if (const auto* artifact = facts.activation_artifact(stage_names::imports)) {
+    result.notes.push_back({"activation_required", artifact->summary, to_json(*artifact),
                             "run this env activated (conda activate), as its users do"});
   }
-  const Json* stage = require_stage(facts, stage_names::imports, result);
+  const auto* stage = require_stage(facts, stage_names::imports, result);
   if (stage == nullptr) {
     return;
   }
   Json actual = Json::object();
   for (const auto& name : params.modules) {
-    const Json* record = find_record(*stage, "import", name);
+    const auto* record = find_record(*stage, "import", name);
     if (record == nullptr) {
       result.status = CheckStatus::error;
       result.diagnosis =
           Diagnosis{"probe_error", "no import of " + name + " was recorded", Json::object(), ""};
       return;
     }
-    actual[name] = record->value("ok", Json(false));
-    for (const auto& warning : array_field(*record, "warnings")) {
-      if (warning.is_string() &&
-          warning.get<std::string>().find(k_undefined) != std::string::npos) {
+    actual[name] = record->ok;
+    for (const auto& warning : record->warnings) {
+      if (warning.find(k_undefined) != std::string::npos) {
         result.notes.push_back(explain_error("import " + name + " (warning only)", "Warning",
-                                             warning.get<std::string>(), facts, "activated"));
+                                             warning, facts, Activation::activated));
       }
     }
-    if (record->value("ok", Json(false)) != true) {
+    if (!record->ok) {
       result.actual = actual;
       result.status = CheckStatus::fail;
-      result.diagnosis = explain_error("import " + name, string_field(*record, "error_type"),
-                                       string_field(*record, "error"), facts, "activated");
+      result.diagnosis = explain_error("import " + name, record->error_type, record->error, facts,
+                                       Activation::activated);
       return;
     }
   }
@@ -360,31 +354,31 @@ void imports(const Check&, const ImportsParams& params, const EnvFactsView& fact
 
 void devices(const Check& check, const DevicesParams& params, const EnvFactsView& facts,
              CheckResult& result) {
-  const Json* stage = require_stage(facts, stage_names::devices(check.id), result);
+  const auto* stage = require_stage(facts, stage_names::devices(check.id), result);
   if (stage == nullptr) {
     return;
   }
-  for (const auto& record : array_field(*stage, "records")) {
-    if (string_field(record, "type") == "import" && record.value("ok", Json(false)) != true) {
+  for (const auto& record : stage->records) {
+    if (record.type == "import" && !record.ok) {
       result.status = CheckStatus::fail;
-      result.diagnosis = explain_error("import " + string_field(record, "module"),
-                                       string_field(record, "error_type"),
-                                       string_field(record, "error"), facts, "activated");
+      result.diagnosis = explain_error("import " + record.module, record.error_type, record.error,
+                                       facts, Activation::activated);
       return;
     }
   }
-  const Json* record = find_record(*stage, "devices", "");
-  const Json value = record ? record->value("value", Json(nullptr)) : Json(nullptr);
+  const auto* record = find_record(*stage, "devices");
+  const std::optional<std::int64_t> count = record ? record->value : std::nullopt;
+  const Json value = count ? Json(*count) : Json(nullptr);
   result.actual = value;
-  if (!value.is_number_integer()) {
+  if (!count) {
     result.status = CheckStatus::fail;
     result.diagnosis =
-        explain_error(params.expression, record ? string_field(*record, "error_type") : "",
-                      record ? string_field(*record, "error") : "no value", facts, "activated");
+        explain_error(params.expression, record ? record->error_type : "",
+                      record ? record->error : "no value", facts, Activation::activated);
     return;
   }
   const Comparison& comparison = params.count;
-  if (!comparison.holds_for(value.get<std::int64_t>())) {
+  if (!comparison.holds_for(*count)) {
     fail(result, "too_few_devices",
          params.expression + " is " + common::json_text(value) + ", the contract wants " +
              comparison.op + " " + std::to_string(comparison.value),
@@ -398,22 +392,22 @@ void devices(const Check& check, const DevicesParams& params, const EnvFactsView
 
 void smoke(const Check& check, const SmokeParams& params, const EnvFactsView& facts,
            CheckResult& result) {
-  const Json* stage = require_stage(facts, stage_names::smoke(check.id), result);
+  const auto* stage = require_stage(facts, stage_names::smoke(check.id), result);
   if (stage == nullptr) {
     return;
   }
-  const Json* record = find_record(*stage, "smoke", "");
+  const auto* record = find_record(*stage, "smoke");
   if (record == nullptr) {
     result.status = CheckStatus::error;
     result.diagnosis = Diagnosis{"probe_error", "the snippet left no record", Json::object(), ""};
     return;
   }
-  const std::string output = string_field(*record, "output");
+  const std::string& output = record->output;
   result.actual = {{"output", output}};
-  if (record->value("ok", Json(false)) != true) {
+  if (!record->ok) {
     result.status = CheckStatus::fail;
-    result.diagnosis = explain_error("the snippet", string_field(*record, "error_type"),
-                                     string_field(*record, "error"), facts, "activated");
+    result.diagnosis = explain_error("the snippet", record->error_type, record->error, facts,
+                                     Activation::activated);
     if (result.diagnosis->cause == "import_error") {
       result.diagnosis->cause = "smoke_failed";
     }
@@ -437,31 +431,30 @@ namespace {
 void judge_command_stage(const Check& check, const EnvFactsView& facts, const std::string& what,
                          int expect_exit, const std::string& pattern, const std::string& cause,
                          CheckResult& result) {
-  const Json* stage = require_stage(facts, stage_names::command(check.id), result);
+  const auto* stage = require_stage(facts, stage_names::command(check.id), result);
   if (stage == nullptr) {
     return;
   }
-  const Json* record = find_record(*stage, "command", "");
-  if (record == nullptr || !record->contains("exit_code") || !record->at("exit_code").is_number()) {
+  const auto* record = find_record(*stage, "command");
+  if (record == nullptr || !record->exit_code) {
     result.status = CheckStatus::error;
     result.diagnosis = Diagnosis{"probe_error", what + " left no exit status", Json::object(), ""};
     return;
   }
-  const int exit_code = record->at("exit_code").get<int>();
-  const std::string output = string_field(*record, "output");
-  const std::string errors = string_field(*stage, "stderr_tail");
+  const int exit_code = *record->exit_code;
+  const std::string& output = record->output;
+  const std::string& errors = stage->stderr_tail;
   result.actual = {{"exit_code", exit_code}, {"output", output}};
-  const Json evidence = {{"run", string_field(*record, "run")},
+  const Json evidence = {{"run", record->run},
                          {"exit_code", exit_code},
-                         {"stdout", string_field(*stage, "stdout_tail")},
+                         {"stdout", stage->stdout_tail},
                          {"stderr", errors}};
   if (exit_code != expect_exit) {
     const std::string why = first_line(errors.empty() ? output : errors);
     fail(result, cause,
          what + " exited " + std::to_string(exit_code) + " (wanted " + std::to_string(expect_exit) +
              ")" + (why.empty() ? "" : ": " + why),
-         evidence,
-         "run it by hand in the activated env to see why: " + string_field(*record, "run"));
+         evidence, "run it by hand in the activated env to see why: " + record->run);
     return;
   }
   if (!pattern.empty() && !output_matches(output, pattern)) {
@@ -508,14 +501,14 @@ void integration_test(const Check& check, const IntegrationTestParams& params,
       return;
     }
   }
-  if (const Json* stage = facts.stage(stage_names::command(check.id))) {
-    if (const Json* stop = find_record(*stage, std::string(stage_names::fail_fast_stop), "")) {
+  if (const auto* stage = facts.stage(stage_names::command(check.id))) {
+    if (const auto* stop = find_record(*stage, stage_names::fail_fast_stop)) {
       // The failing entry is a check of this env, so the env drifts on it.
-      const std::string blocker = string_field(*stop, "blocked_by");
+      const std::string& blocker = stop->blocked_by;
       result.status = CheckStatus::skip;
       result.diagnosis = Diagnosis{
           "blocked",
-          string_field(*stage, "summary"),
+          stage->summary,
           {{"blocked_by", blocker}},
           "fix " + blocker + " first; the CI runner runs nothing after a fail-fast failure"};
       return;

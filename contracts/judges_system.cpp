@@ -1,5 +1,6 @@
 // Judges of what the env's processes get from the system: libraries the
 // loader resolves, device nodes, tools on PATH, the C library.
+#include <algorithm>
 #include <sstream>
 
 #include "common/pep440.hpp"
@@ -9,8 +10,11 @@
 namespace envcontract::contracts::judges {
 namespace {
 
-const Json* find_lookup(const EnvFactsView& facts, const std::string& name) {
-  return find_entry(array_field(facts.raw(), "library_lookups"), "name", name);
+template <typename Entry, typename Key>
+const Entry* find_by(const std::vector<Entry>& entries, Key Entry::*key, const Key& value) {
+  const auto found = std::find_if(entries.begin(), entries.end(),
+                                  [&](const Entry& entry) { return entry.*key == value; });
+  return found == entries.end() ? nullptr : &*found;
 }
 
 }  // namespace
@@ -18,10 +22,10 @@ const Json* find_lookup(const EnvFactsView& facts, const std::string& name) {
 void libraries(const Check&, const LibrariesParams& params, const EnvFactsView& facts,
                CheckResult& result) {
   Json actual = Json::object();
-  const auto look_up = [&](const std::string& name) -> const Json* {
-    const Json* lookup = find_lookup(facts, name);
+  const auto look_up = [&](const std::string& name) -> const facts::LibraryLookup* {
+    const auto* lookup = find_by(facts.facts().library_lookups, &facts::LibraryLookup::name, name);
     actual[name] =
-        lookup != nullptr && lookup->contains("path") ? lookup->at("path") : Json(nullptr);
+        lookup == nullptr || lookup->path.empty() ? Json(nullptr) : Json(lookup->path.string());
     if (lookup == nullptr) {
       result.actual = actual;
       not_gathered(result, "where the loader finds " + name + " was not looked up");
@@ -29,38 +33,39 @@ void libraries(const Check&, const LibrariesParams& params, const EnvFactsView& 
     return lookup;
   };
   for (const auto& name : params.present) {
-    const Json* lookup = look_up(name);
+    const auto* lookup = look_up(name);
     if (lookup == nullptr) {
       return;
     }
-    if (string_field(*lookup, "path").empty()) {
-      const auto& others = array_field(*lookup, "other_versions");
+    if (lookup->path.empty()) {
+      const Json lookup_json = to_json(*lookup);
+      const auto& others = lookup->other_versions;
       std::string summary = name + " cannot be found by the env's loader";
       if (!others.empty()) {
-        summary += "; a different version exists: " + others.front().get<std::string>();
+        summary += "; a different version exists: " + others.front().string();
       }
       result.actual = actual;
       fail(result, "missing_library", summary,
            {{"library", name},
-            {"searched", array_field(*lookup, "searched")},
-            {"other_versions", others}},
+            {"searched", lookup->searched},
+            {"other_versions", lookup_json["other_versions"]}},
            "install the package that provides " + name +
                ", or put its directory on LD_LIBRARY_PATH in the env's activate.d script");
       return;
     }
   }
   for (const auto& name : params.absent) {
-    const Json* lookup = look_up(name);
+    const auto* lookup = look_up(name);
     if (lookup == nullptr) {
       return;
     }
-    const std::string path = string_field(*lookup, "path");
+    const std::string path = lookup->path.string();
     if (!path.empty()) {
       result.actual = actual;
       fail(result, "forbidden_library",
-           name + " is found at " + path + " (through " + string_field(*lookup, "found_via") +
+           name + " is found at " + path + " (through " + lookup->found_via +
                "); the contract forbids it",
-           {{"library", name}, {"path", path}, {"found_via", string_field(*lookup, "found_via")}},
+           {{"library", name}, {"path", path}, {"found_via", lookup->found_via}},
            "remove it from the env's library path, or uninstall the package that ships it");
       return;
     }
@@ -72,12 +77,12 @@ void libraries(const Check&, const LibrariesParams& params, const EnvFactsView& 
 void device_nodes(const Check&, const DeviceNodesParams& params, const EnvFactsView& facts,
                   CheckResult& result) {
   const std::string& pattern = params.glob;
-  const Json* nodes = find_entry(array_field(facts.raw(), "device_nodes"), "glob", pattern);
+  const auto* nodes = find_by(facts.facts().device_nodes, &facts::DeviceNodes::glob, pattern);
   if (nodes == nullptr) {
     not_gathered(result, pattern + " was not looked for on this host");
     return;
   }
-  const auto count = static_cast<std::int64_t>(array_field(*nodes, "matches").size());
+  const auto count = static_cast<std::int64_t>(nodes->matches.size());
   result.actual = count;
   const auto& wanted = params.count;
   if (!wanted.holds_for(count)) {
@@ -94,17 +99,19 @@ void device_nodes(const Check&, const DeviceNodesParams& params, const EnvFactsV
 
 void tools(const Check&, const ToolsParams& params, const EnvFactsView& facts,
            CheckResult& result) {
-  const std::string path = string_field(facts.environment("activated"), "PATH");
+  const auto& variables = facts.environment(facts::Activation::activated);
+  const auto path_variable = variables.find("PATH");
+  const std::string path = path_variable == variables.end() ? "" : path_variable->second;
   Json actual = Json::object();
   std::string missing;
   for (const auto& name : params.on_path) {
-    const Json* lookup = find_entry(array_field(facts.raw(), "tool_lookups"), "name", name);
+    const auto* lookup = find_by(facts.facts().tools, &facts::ToolLookup::name, name);
     if (lookup == nullptr) {
       result.actual = actual;
       not_gathered(result, name + " was not looked up in this env");
       return;
     }
-    const std::string found = string_field(*lookup, "path");
+    const std::string& found = lookup->path;
     actual[name] = found.empty() ? Json(nullptr) : Json(found);
     if (found.empty() && missing.empty()) {
       missing = name;
@@ -122,25 +129,23 @@ void tools(const Check&, const ToolsParams& params, const EnvFactsView& facts,
 
 void glibc(const Check&, const GlibcParams& params, const EnvFactsView& facts,
            CheckResult& result) {
-  const Json& glibc = facts.raw().contains("glibc") ? facts.raw().at("glibc") : Json::object();
-  const std::string version = string_field(glibc, "version");
+  const auto& glibc = facts.facts().glibc;
+  const std::string& version = glibc.version;
   const std::string& wanted = params.min_version;
   result.actual = version.empty() ? Json(nullptr) : Json(version);
   if (version.empty()) {
     result.status = CheckStatus::error;
-    result.diagnosis =
-        Diagnosis{"probe_error",
-                  "the C library's version is unknown: " + string_field(glibc, "problem"),
-                  {{"glibc", glibc}},
-                  ""};
+    result.diagnosis = Diagnosis{"probe_error",
+                                 "the C library's version is unknown: " + glibc.problem,
+                                 {{"glibc", to_json(glibc)}},
+                                 ""};
     return;
   }
   const auto order = common::compare_versions(version, wanted);
   if (order && *order < 0) {
     fail(result, "glibc_too_old",
-         "glibc " + version + " (" + string_field(glibc, "path") +
-             "), the contract wants >= " + wanted,
-         {{"version", version}, {"path", string_field(glibc, "path")}},
+         "glibc " + version + " (" + glibc.path.string() + "), the contract wants >= " + wanted,
+         {{"version", version}, {"path", glibc.path.string()}},
          "run the env on an image whose glibc is " + wanted + " or newer");
     return;
   }

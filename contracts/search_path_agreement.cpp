@@ -20,31 +20,31 @@ bool in_stdlib(const std::string& path, const std::string& stdlib) {
 }  // namespace
 
 std::optional<CheckResult> search_path_agreement(const EnvFactsView& facts) {
-  const Json& static_facts = object_field(facts.raw(), "static");
-  const Json& module_paths = object_field(static_facts, "module_paths");
-  const Json& search_path = object_field(static_facts, "search_path");
-  const std::string stdlib = string_field(search_path, "stdlib");
+  const auto& module_paths = facts.files().module_paths;
+  const std::string stdlib = facts.files().search_path.stdlib.string();
   Json disagreements = Json::array();
   Json interpreter_path = nullptr;
   std::set<std::string> compared;
-  for (const auto& stage : array_field(object_field(facts.raw(), "dynamic"), "stages")) {
+  static const std::vector<facts::StageResult> none;
+  const auto& stages = facts.has_dynamic_facts() ? facts.facts().dynamic->stages : none;
+  for (const auto& stage : stages) {
     // The static search path is the activated environment's: only imports
     // made under it compare.
-    if (string_field(stage, "activation") != "activated") {
+    if (stage.activation != facts::Activation::activated) {
       continue;
     }
-    for (const auto& record : array_field(stage, "records")) {
-      if (string_field(record, "type") == "search_path" && interpreter_path.is_null()) {
-        interpreter_path = array_field(record, "entries");
+    for (const auto& record : stage.records) {
+      if (record.type == "search_path" && interpreter_path.is_null()) {
+        interpreter_path = record.entries;
       }
-      const std::string imported = string_field(record, "realpath");
-      const std::string name = string_field(record, "module");
-      const std::string module = name.substr(0, name.find('.'));
-      if (string_field(record, "type") != "import" || imported.empty() || module.empty() ||
+      const std::string imported = record.realpath.value_or("");
+      const std::string module = record.module.substr(0, record.module.find('.'));
+      if (record.type != "import" || imported.empty() || module.empty() ||
           !compared.insert(module).second) {
         continue;
       }
-      const std::string expected = string_field(module_paths, module.c_str());
+      const auto located = module_paths.find(module);
+      const std::string expected = located == module_paths.end() ? "" : located->second.string();
       // Static facts index the standard library too; when they do not know
       // where it is (a base they could not find), a module from it is not
       // held against the env: the missing base is noted in the facts.
@@ -56,15 +56,15 @@ std::optional<CheckResult> search_path_agreement(const EnvFactsView& facts) {
       disagreements.push_back({{"module", module},
                                {"interpreter", imported},
                                {"files", expected.empty() ? Json(nullptr) : Json(expected)},
-                               {"activation", string_field(stage, "activation")}});
+                               {"activation", to_string(stage.activation)}});
     }
   }
   if (disagreements.empty()) {
     return std::nullopt;
   }
   const Json& first = disagreements.front();
-  const std::string module = string_field(first, "module");
-  const std::string files = string_field(first, "files");
+  const std::string module = first["module"].get<std::string>();
+  const std::string files = first["files"].is_string() ? first["files"].get<std::string>() : "";
   CheckResult result;
   result.id = "env:search-path";
   result.kind = "env_search_path";
@@ -73,7 +73,7 @@ std::optional<CheckResult> search_path_agreement(const EnvFactsView& facts) {
   result.actual = disagreements;
   result.diagnosis = Diagnosis{
       "facts_disagree",
-      "the interpreter imports " + module + " from " + string_field(first, "interpreter") +
+      "the interpreter imports " + module + " from " + first["interpreter"].get<std::string>() +
           (files.empty() ? ", where the env's files do not lead"
                          : "; the env's files say " + files) +
           (disagreements.size() > 1
@@ -82,7 +82,7 @@ std::optional<CheckResult> search_path_agreement(const EnvFactsView& facts) {
           ": checks read from files may have judged another copy",
       {{"disagreements", disagreements},
        {"interpreter_sys_path", interpreter_path},
-       {"static_search_path", search_path}},
+       {"static_search_path", to_json(facts.files().search_path)}},
       "look for what moves sys.path outside the files the agent reads: a sitecustomize or "
       "usercustomize module, a .pth file that runs code, PYTHONPATH set by a login script; "
       "if none explains it, report it with the env's facts (envcontractd facts --json)"};

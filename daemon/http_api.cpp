@@ -17,9 +17,9 @@
 #include <deque>
 #include <thread>
 
+#include "common/json_fields.hpp"
 #include "common/json_text.hpp"
 #include "common/time_text.hpp"
-#include "contracts/env_facts.hpp"
 #include "contracts/spelling.hpp"
 #include "daemon/http_routes.hpp"
 #include "daemon/metrics.hpp"
@@ -541,8 +541,8 @@ void HttpServer::Impl::env(const std::string& name, httplib::Response& response)
     return;
   }
   std::vector<std::string> names;
-  for (const auto& env : contracts::array_field(*snapshot->report, "envs")) {
-    if (contracts::string_field(env, "name") == name) {
+  for (const auto& env : common::array_field(*snapshot->report, "envs")) {
+    if (common::string_field(env, "name") == name) {
       Json body = env;
       body["host"] = snapshot->report->value("host", "");
       body["scanned_at"] = snapshot->report->value("scanned_at", "");
@@ -550,7 +550,7 @@ void HttpServer::Impl::env(const std::string& name, httplib::Response& response)
       send_json(response, 200, body);
       return;
     }
-    names.push_back(contracts::string_field(env, "name"));
+    names.push_back(common::string_field(env, "name"));
   }
   send_json(response, 404,
             {{"error", "no env named '" + name + "' on this host"}, {"envs", names}});
@@ -595,8 +595,8 @@ void HttpServer::Impl::history(const httplib::Request& request, httplib::Respons
       const std::string& name = query.env.empty() ? query.target : query.env;
       auto names = agent.history_names(scope);
       if (auto snapshot = agent.snapshot(); snapshot->report) {
-        for (const auto& item : contracts::array_field(*snapshot->report, (scope + "s").c_str())) {
-          names.push_back(contracts::string_field(item, "name"));
+        for (const auto& item : common::array_field(*snapshot->report, (scope + "s").c_str())) {
+          names.push_back(common::string_field(item, "name"));
         }
       }
       std::sort(names.begin(), names.end());
@@ -711,8 +711,8 @@ void HttpServer::Impl::compliance(httplib::Response& response) {
             {{"verdict", verdict},
              {"host", report.value("host", "")},
              {"scanned_at", report.value("scanned_at", "")},
-             {"compliant_envs", contracts::array_field(report, "compliant_envs")},
-             {"reasons", contracts::array_field(report, "reasons")}});
+             {"compliant_envs", common::array_field(report, "compliant_envs")},
+             {"reasons", common::array_field(report, "reasons")}});
 }
 
 bool HttpServer::Impl::token_presented(const httplib::Request& request, httplib::Response& response,

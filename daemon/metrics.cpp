@@ -11,14 +11,14 @@
 #include <sstream>
 #include <vector>
 
-#include "contracts/env_facts.hpp"
+#include "common/json_fields.hpp"
 
 namespace envcontract::daemon {
 namespace {
 
-using contracts::array_field;
-using contracts::object_field;
-using contracts::string_field;
+using common::array_field;
+using common::object_field;
+using common::string_field;
 
 std::string escape_label(const std::string& value) {
   std::string escaped;

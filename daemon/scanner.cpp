@@ -144,14 +144,6 @@ class Watchdog {
   std::thread m_thread;
 };
 
-// `error`: {"stage", "message"} and, for a reader that blocked, "stalled".
-void add_fact_error(report::Json& env, report::Json error) {
-  if (!env.contains("fact_errors") || !env["fact_errors"].is_array()) {
-    env["fact_errors"] = report::Json::array();
-  }
-  env["fact_errors"].push_back(std::move(error));
-}
-
 }  // namespace
 
 void Scanner::cancel(const std::string& reason) {
@@ -167,15 +159,18 @@ namespace {
 // One env's report entry, judged and built on its own, so that it costs
 // that env's facts and not the host's; `top` gets the report's other fields
 // (contract, image, targets) the first time.
-report::Json judged_alone(const LoadedContract& contract, const report::Json& host_json,
+report::Json judged_alone(const LoadedContract& contract, const facts::HostFacts& host,
                           std::size_t index, std::optional<report::Json>& top) {
-  report::Json single = report::Json::object();
-  for (const auto& [key, value] : host_json.items()) {
-    if (key != "envs") {
-      single[key] = value;
-    }
-  }
-  single["envs"] = report::Json::array({host_json["envs"][index]});
+  facts::HostFacts single;
+  single.host = host.host;
+  single.gathered_at = host.gathered_at;
+  single.image = host.image;
+  single.problems = host.problems;
+  single.incomplete = host.incomplete;
+  single.static_elapsed = host.static_elapsed;
+  single.activation_elapsed = host.activation_elapsed;
+  single.linkage_elapsed = host.linkage_elapsed;
+  single.envs.push_back(host.envs[index]);
   auto built = report::build_report(contract.identity,
                                     contracts::judge_host(contract.contract, single), single, 0);
   auto entry = std::move(built["envs"].at(0));
@@ -238,11 +233,9 @@ report::Json Scanner::scan(const LoadedContract& contract, const ScanSettings& s
   auto plan = plan_from_contract(&contract.contract);
   options.request = static_cast<const facts::ProbeRequest&>(plan);
   options.cancellation = cancellation.get();
-  const auto facts = probes::gather_host_facts(options, m_caches);
+  auto facts = probes::gather_host_facts(options, m_caches);
   // What this scan did not read has left every env: keep no memory of it.
   m_caches->elf_files.drop_unused();
-  auto host_json = probes::to_json(facts);
-  auto& envs = host_json["envs"];
   plan.resources = settings.probe_limits;
   plan.env_deadline = settings.env_deadline;
   plan.cancellation = cancellation.get();
@@ -259,7 +252,7 @@ report::Json Scanner::scan(const LoadedContract& contract, const ScanSettings& s
   std::vector<std::string> compliant_envs;
   std::optional<report::Json> partial_top;
   probes::run_concurrently(facts.envs.size(), settings.concurrency, [&](std::size_t index) {
-    const auto& env = facts.envs[index];
+    auto& env = facts.envs[index];
     const auto env_started = std::chrono::steady_clock::now();
     // The fingerprint stats the env's files: bounded like every other read
     // of them, and an env whose files block is not probed.
@@ -272,7 +265,7 @@ report::Json Scanner::scan(const LoadedContract& contract, const ScanSettings& s
         std::any_of(env.errors.begin(), env.errors.end(),
                     [](const probes::FactError& error) { return error.stage == "reading"; });
     if (!unread) {
-      auto env_json = std::make_shared<const report::Json>(envs[index]);
+      auto env_json = std::make_shared<const report::Json>(facts::to_json(env));
       const std::string contract_sha = contract.identity.sha256;
       stalled = probes::run_bounded(
           "fingerprint " + env.env.prefix.string(),
@@ -284,8 +277,7 @@ report::Json Scanner::scan(const LoadedContract& contract, const ScanSettings& s
     }
     if (stalled) {
       std::lock_guard lock(progress_mutex);
-      add_fact_error(envs[index],
-                     probes::to_json(probes::FactError{"reading", stalled->message(), stalled}));
+      env.errors.push_back(facts::FactError{"reading", stalled->message(), stalled});
       m_probes.erase(env.env.prefix.string());
       ++done;
       if (observer.env_finished) {
@@ -320,7 +312,7 @@ report::Json Scanner::scan(const LoadedContract& contract, const ScanSettings& s
       // the scan finishes.
       try {
         const auto dynamic = probes::probe_env(env.env, env.activation, plan);
-        result = {fingerprint, probes::to_json(dynamic), common::now_rfc3339(), env_started};
+        result = {fingerprint, dynamic, common::now_rfc3339(), env_started};
       } catch (const std::exception& e) {
         failure = e.what();
       } catch (...) {
@@ -329,10 +321,10 @@ report::Json Scanner::scan(const LoadedContract& contract, const ScanSettings& s
     }
     std::lock_guard lock(progress_mutex);
     if (failure.empty()) {
-      envs[index]["dynamic"] = result.dynamic;
-      envs[index]["probed_at"] = result.probed_at;
+      env.dynamic = result.dynamic;
+      env.probed_at = result.probed_at;
     } else {
-      add_fact_error(envs[index], {{"stage", "dynamic probe"}, {"message", failure}});
+      env.errors.push_back(facts::FactError{"dynamic probe", failure, std::nullopt});
     }
     probed += reusable ? 0 : 1;
     // A probe cut short says nothing about the env: the next scan probes it anew.
@@ -344,7 +336,7 @@ report::Json Scanner::scan(const LoadedContract& contract, const ScanSettings& s
     ++done;
     if (observer.partial_report && done < facts.envs.size()) {
       try {
-        const auto entry = judged_alone(contract, host_json, index, partial_top);
+        const auto entry = judged_alone(contract, facts, index, partial_top);
         if (entry.value("verdict", "") == "compliant") {
           compliant_envs.push_back(entry.value("name", ""));
         }
@@ -357,8 +349,7 @@ report::Json Scanner::scan(const LoadedContract& contract, const ScanSettings& s
     if (observer.env_finished) {
       std::string verdict = "error";
       try {
-        verdict =
-            contracts::to_string(contracts::judge_env(contract.contract, envs[index]).verdict);
+        verdict = contracts::to_string(contracts::judge_env(contract.contract, env).verdict);
       } catch (const std::exception&) {
       }
       observer.env_finished(env.env.name, verdict,
@@ -371,14 +362,14 @@ report::Json Scanner::scan(const LoadedContract& contract, const ScanSettings& s
   m_last_probed = probed;
   m_last_reused = facts.envs.size() - probed;
 
-  const auto judgement = contracts::judge_host(contract.contract, host_json);
+  const auto judgement = contracts::judge_host(contract.contract, facts);
   const auto elapsed =
       std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - started);
   {
     std::lock_guard lock(m_cancel_mutex);
     m_running.reset();
   }
-  return report::build_report(contract.identity, judgement, host_json, elapsed.count());
+  return report::build_report(contract.identity, judgement, facts, elapsed.count());
 }
 
 }  // namespace envcontract::daemon

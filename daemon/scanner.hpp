@@ -66,7 +66,7 @@ class Scanner {
  private:
   struct CachedProbe {
     std::string fingerprint;
-    report::Json dynamic;
+    facts::DynamicFacts dynamic;
     std::string probed_at;
     std::chrono::steady_clock::time_point when;
   };

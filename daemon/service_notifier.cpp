@@ -5,7 +5,7 @@
 
 #include <cstdio>
 
-#include "contracts/env_facts.hpp"
+#include "common/json_fields.hpp"
 #include "daemon/agent.hpp"
 #include "daemon/http_api.hpp"
 
@@ -89,10 +89,10 @@ std::string agent_status_line(const Agent& agent) {
     return "first scan running" + contract;
   }
   const auto& report = *snapshot->report;
-  const auto envs = contracts::array_field(report, "envs");
+  const auto envs = common::array_field(report, "envs");
   std::size_t compliant = 0;
   for (const auto& env : envs) {
-    compliant += contracts::string_field(env, "verdict") == "compliant" ? 1 : 0;
+    compliant += common::string_field(env, "verdict") == "compliant" ? 1 : 0;
   }
   char seconds[48] = ", recorded before this start";
   if (agent.counters().scans.load() > 0) {
@@ -102,8 +102,8 @@ std::string agent_status_line(const Agent& agent) {
                       ? " " + std::to_string(report.at("scan_id").get<std::int64_t>())
                       : std::string();
   return (snapshot->scanning ? "scanning; " : "") + std::string("last scan") + id + ": " +
-         contracts::string_field(report, "verdict") + ", " + std::to_string(envs.size()) +
-         " envs (" + std::to_string(compliant) + " compliant)" + seconds + contract;
+         common::string_field(report, "verdict") + ", " + std::to_string(envs.size()) + " envs (" +
+         std::to_string(compliant) + " compliant)" + seconds + contract;
 }
 
 }  // namespace envcontract::daemon

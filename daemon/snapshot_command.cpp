@@ -73,11 +73,6 @@ bool bookkeeping(const std::string& name) {
          name.starts_with("_CE_") || name.starts_with("BASH");
 }
 
-std::string text_of(const probes::Json& record, const char* key) {
-  const auto found = record.is_object() ? record.find(key) : record.end();
-  return found != record.end() && found->is_string() ? found->get<std::string>() : std::string();
-}
-
 const probes::StageResult* stage_named(const probes::DynamicFacts& facts, const std::string& name) {
   for (const auto& stage : facts.stages) {
     if (stage.stage == name) {
@@ -181,20 +176,15 @@ int run_snapshot(const SnapshotOptions& options, std::ostream& out, std::ostream
     // Records come from a process the env's code ran in: each field is
     // read only with the type it must have.
     for (const auto& record : imports->records) {
-      if (text_of(record, "type") != "import") {
-        continue;
-      }
-      const std::string module = text_of(record, "module");
-      if (module.empty() || !contracts::is_module_name(module)) {
+      const std::string& module = record.module;
+      if (record.type != "import" || module.empty() || !contracts::is_module_name(module)) {
         continue;
       }
       reported.insert(module);
-      const auto ok = record.find("ok");
-      if (ok != record.end() && ok->is_boolean() && ok->get<bool>()) {
+      if (record.ok) {
         input.imported.push_back(module);
       } else {
-        input.import_failures.emplace_back(
-            module, text_of(record, "error_type") + ": " + text_of(record, "error"));
+        input.import_failures.emplace_back(module, record.error_type + ": " + record.error);
       }
     }
     for (const auto& module : plan.imports) {
@@ -244,16 +234,8 @@ int run_snapshot(const SnapshotOptions& options, std::ostream& out, std::ostream
         if (const auto* stage = stage_named(dynamic, facts::stage_names::devices(check.id))) {
           devices.problem = stage->summary;
           for (const auto& record : stage->records) {
-            const auto value = record.is_object() ? record.find("value") : record.end();
-            if (text_of(record, "type") != "devices" || value == record.end()) {
-              continue;
-            }
-            if (value->is_number_unsigned()) {
-              if (value->get<unsigned long long>() <= 1'000'000ULL) {
-                devices.observed = static_cast<long long>(value->get<unsigned long long>());
-              }
-            } else if (value->is_number_integer()) {
-              devices.observed = value->get<long long>();
+            if (record.type == "devices" && record.value && *record.value <= 1'000'000) {
+              devices.observed = *record.value;
             }
           }
         }

@@ -4,18 +4,18 @@
 
 #include <set>
 
+#include "common/json_fields.hpp"
 #include "common/json_text.hpp"
 #include "common/sha256.hpp"
 #include "common/shown_path.hpp"
 #include "common/time_text.hpp"
-#include "contracts/env_facts.hpp"
 #include "daemon/store_schema.hpp"
 
 namespace envcontract::daemon {
 namespace {
 
-using contracts::array_field;
-using contracts::string_field;
+using common::array_field;
+using common::string_field;
 using report::Json;
 
 constexpr std::string_view k_verdict = "@verdict";  // '@' is never part of a check id

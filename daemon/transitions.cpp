@@ -3,13 +3,13 @@
 #include <map>
 #include <set>
 
-#include "contracts/env_facts.hpp"
+#include "common/json_fields.hpp"
 
 namespace envcontract::daemon {
 namespace {
 
-using contracts::array_field;
-using contracts::string_field;
+using common::array_field;
+using common::string_field;
 using report::Json;
 
 bool complies(const std::string& verdict) {

@@ -3,6 +3,7 @@
 #include <sys/types.h>
 
 #include <chrono>
+#include <cstdint>
 #include <optional>
 #include <string>
 #include <vector>
@@ -57,13 +58,48 @@ enum class StageStatus {
 
 std::string to_string(StageStatus status);
 
+// One record of what a stage's process reported: the probe program's JSON
+// Lines, or the command runner's own. Its fields come from a process the
+// env's code ran in, so they are only ever data, typed here once at the edge
+// (probe_record_from_json): judges never meet the JSON.
+struct ProbeRecord {
+  // import, torch, torch_after_imports, devices, smoke, search_path, command,
+  // or stage_names::fail_fast_stop
+  std::string type;
+  std::string module;                   // import: the module's name
+  bool ok = false;                      // import, smoke: it raised nothing
+  std::string error_type;               // import, devices, smoke: the exception's class
+  std::string error;                    // its message
+  std::string traceback;                // its traceback, the last 8,000 characters
+  std::optional<std::string> file;      // import, torch: the module's __file__
+  std::optional<std::string> realpath;  // import: the same with symlinks resolved
+  std::vector<std::string> warnings;    // import: the warnings it raised
+  std::string stderr_text;              // import: what C code wrote to fd 2 meanwhile
+  std::optional<double> seconds;        // import, smoke: how long it took
+  std::optional<std::string> version;   // torch: torch.__version__
+  std::optional<std::string> cuda;      // torch, torch_after_imports: torch.version.cuda
+  std::optional<std::string> hip;       // torch, torch_after_imports: torch.version.hip
+  std::string expression;               // devices: the contract's expression
+  std::optional<std::int64_t> value;    // devices: its value, when it was an integer
+  std::string output;                   // smoke, command: what it printed
+  std::string run;                      // command: the command line
+  std::optional<int> exit_code;         // command: its exit status, when it exited
+  std::string blocked_by;               // fail_fast_stop: the test that failed first
+  std::vector<std::string> entries;     // search_path: the interpreter's sys.path
+};
+
+// A record as the probe program wrote it (a JSON object whose "type" is a
+// string): a field of another type than its own is taken as absent.
+ProbeRecord probe_record_from_json(const Json& json);
+Json to_json(const ProbeRecord& record);
+
 struct StageResult {
   std::string stage;  // identity, imports, devices:<id>, smoke:<id>, command:<id>
   Activation activation = Activation::activated;
   StageStatus status = StageStatus::skipped;
-  std::string summary;           // one line a person can act on
-  Json records = Json::array();  // the probe program's records (without start/end)
-  std::string process;           // "exit 0", "killed by SIGABRT", "timed out after ..."
+  std::string summary;               // one line a person can act on
+  std::vector<ProbeRecord> records;  // what its process reported (without start and end)
+  std::string process;               // "exit 0", "killed by SIGABRT", "timed out after ..."
   std::string stdout_tail;
   std::string stderr_tail;
   std::chrono::milliseconds duration{0};
@@ -87,6 +123,7 @@ struct DynamicFacts {
 
 Json to_json(const HangDiagnosis& diagnosis);
 Json to_json(const StageResult& stage);
+Json to_json(const ActivationArtifact& artifact);
 Json to_json(const DynamicFacts& facts);
 
 }  // namespace envcontract::facts

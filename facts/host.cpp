@@ -59,46 +59,50 @@ Json to_json(const FactError& error) {
   return json;
 }
 
+Json refused_files_json(const EnvFacts& env) {
+  auto refused = Json::array();
+  for (const auto& problem : env.refused_files) {
+    refused.push_back(to_json(problem));
+  }
+  if (env.more_refused_files > 0) {
+    refused.push_back(
+        {{"path", "..."},
+         {"problem", std::to_string(env.more_refused_files) + " more files refused, not listed"}});
+  }
+  return refused;
+}
+
+Json to_json(const EnvFacts& env) {
+  Json json = to_json(env.env);
+  json["static"] = to_json(env.static_facts);
+  json["activation"] = to_json(env.activation);
+  json["linkage"] = {{"activated", to_json(env.linkage)},
+                     {"bare", env.bare_linkage ? to_json(*env.bare_linkage) : Json(nullptr)}};
+  const auto all = [](const auto& items) {
+    auto array = Json::array();
+    for (const auto& item : items) {
+      array.push_back(to_json(item));
+    }
+    return array;
+  };
+  json["library_lookups"] = all(env.library_lookups);
+  json["path_matches"] = all(env.path_matches);
+  json["tool_lookups"] = all(env.tools);
+  json["device_nodes"] = all(env.device_nodes);
+  json["glibc"] = to_json(env.glibc);
+  json["refused_files"] = refused_files_json(env);
+  json["fact_errors"] = all(env.errors);
+  if (env.dynamic) {
+    json["dynamic"] = to_json(*env.dynamic);
+    json["probed_at"] = env.probed_at;
+  }
+  return json;
+}
+
 Json to_json(const HostFacts& facts) {
   auto envs = Json::array();
   for (const auto& env : facts.envs) {
-    Json json = to_json(env.env);
-    json["static"] = to_json(env.static_facts);
-    json["activation"] = to_json(env.activation);
-    json["linkage"] = {{"activated", to_json(env.linkage)},
-                       {"bare", env.bare_linkage ? to_json(*env.bare_linkage) : Json(nullptr)}};
-    auto lookups = Json::array();
-    for (const auto& lookup : env.library_lookups) {
-      lookups.push_back(to_json(lookup));
-    }
-    json["library_lookups"] = std::move(lookups);
-    const auto all = [](const auto& items) {
-      auto array = Json::array();
-      for (const auto& item : items) {
-        array.push_back(to_json(item));
-      }
-      return array;
-    };
-    json["path_matches"] = all(env.path_matches);
-    json["tool_lookups"] = all(env.tools);
-    json["device_nodes"] = all(env.device_nodes);
-    json["glibc"] = to_json(env.glibc);
-    auto refused = Json::array();
-    for (const auto& problem : env.refused_files) {
-      refused.push_back(to_json(problem));
-    }
-    if (env.more_refused_files > 0) {
-      refused.push_back({{"path", "..."},
-                         {"problem", std::to_string(env.more_refused_files) +
-                                         " more files refused, not listed"}});
-    }
-    json["refused_files"] = std::move(refused);
-    auto errors = Json::array();
-    for (const auto& error : env.errors) {
-      errors.push_back(to_json(error));
-    }
-    json["fact_errors"] = std::move(errors);
-    envs.push_back(std::move(json));
+    envs.push_back(to_json(env));
   }
   auto problems = Json::array();
   for (const auto& problem : facts.problems) {

@@ -70,7 +70,11 @@ struct EnvFacts {
   // What the contract's checks asked for (HostFactsOptions::request).
   std::vector<PathMatches> path_matches;  // read as the env's user
   std::vector<ToolLookup> tools;          // on the activated PATH
-  std::vector<DeviceNodes> device_nodes;  // the host's, the same for every env
+  // The host's (the same for every env on it), or its system root's.
+  std::vector<DeviceNodes> device_nodes;
+  // What running its code showed (dynamic probes), when they ran.
+  std::optional<DynamicFacts> dynamic;
+  std::string probed_at;  // RFC 3339: when the dynamic facts were gathered
 };
 
 // What one pass over a host learns without running env code.
@@ -90,6 +94,11 @@ struct HostFacts {
 
 Json to_json(const ImageTag& tag);
 Json to_json(const FactError& error);
+// The env as `envcontractd facts` prints it ("dynamic" and "probed_at" last,
+// when dynamic probes ran).
+Json to_json(const EnvFacts& env);
 Json to_json(const HostFacts& facts);
+// Its refused files, with one "..." entry counting those beyond the list.
+Json refused_files_json(const EnvFacts& env);
 
 }  // namespace envcontract::facts

@@ -24,41 +24,51 @@ Json strings(const std::vector<fs::path>& paths) {
 
 }  // namespace
 
+Json to_json(const MissingLibrary& missing) {
+  return {{"name", missing.name},
+          {"needed_by", missing.needed_by.string()},
+          {"searched", missing.searched},
+          {"other_versions", strings(missing.other_versions)},
+          {"rejected", missing.rejected}};
+}
+
+Json to_json(const NearMiss& near) {
+  return {{"mangled", near.mangled},          {"demangled", near.demangled},
+          {"library", near.library.string()}, {"kind", near.kind},
+          {"likelihood", near.likelihood},    {"differences", near.differences}};
+}
+
+Json to_json(const UnresolvedSymbol& symbol) {
+  auto near_misses = Json::array();
+  for (const auto& near : symbol.near_misses) {
+    near_misses.push_back(to_json(near));
+  }
+  // near_miss: the most likely one, as earlier reports had it.
+  return {{"mangled", symbol.mangled},
+          {"demangled", symbol.demangled},
+          {"version", symbol.version},
+          {"needed_by", symbol.needed_by.string()},
+          {"near_miss", near_misses.empty() ? Json(nullptr) : near_misses.front()},
+          {"near_misses", near_misses}};
+}
+
+Json to_json(const MissingVersion& version) {
+  return {{"version", version.version},
+          {"library", version.library},
+          {"needed_by", version.needed_by.string()}};
+}
+
 Json to_json(const LibraryLinkage& library) {
-  auto missing = Json::array();
-  for (const auto& miss : library.missing) {
-    missing.push_back({{"name", miss.name},
-                       {"needed_by", miss.needed_by.string()},
-                       {"searched", miss.searched},
-                       {"other_versions", strings(miss.other_versions)},
-                       {"rejected", miss.rejected}});
-  }
-  auto unresolved = Json::array();
-  for (const auto& symbol : library.symbols.unresolved) {
-    auto near_misses = Json::array();
-    for (const auto& miss : symbol.near_misses) {
-      near_misses.push_back({{"mangled", miss.mangled},
-                             {"demangled", miss.demangled},
-                             {"library", miss.library.string()},
-                             {"kind", miss.kind},
-                             {"likelihood", miss.likelihood},
-                             {"differences", miss.differences}});
+  const auto all = [](const auto& items) {
+    auto array = Json::array();
+    for (const auto& item : items) {
+      array.push_back(to_json(item));
     }
-    // near_miss: the most likely one, as earlier reports had it.
-    Json entry = {{"mangled", symbol.mangled},
-                  {"demangled", symbol.demangled},
-                  {"version", symbol.version},
-                  {"needed_by", symbol.needed_by.string()},
-                  {"near_miss", near_misses.empty() ? Json(nullptr) : near_misses.front()},
-                  {"near_misses", near_misses}};
-    unresolved.push_back(std::move(entry));
-  }
-  auto versions = Json::array();
-  for (const auto& version : library.symbols.missing_versions) {
-    versions.push_back({{"version", version.version},
-                        {"library", version.library},
-                        {"needed_by", version.needed_by.string()}});
-  }
+    return array;
+  };
+  const Json missing = all(library.missing);
+  const Json unresolved = all(library.symbols.unresolved);
+  const Json versions = all(library.symbols.missing_versions);
   return {{"path", library.path.string()},
           {"soname", library.soname},
           {"loads", library.loads()},

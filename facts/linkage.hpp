@@ -114,6 +114,10 @@ struct GlibcFacts {
   std::string problem;
 };
 
+Json to_json(const MissingLibrary& missing);
+Json to_json(const NearMiss& near);
+Json to_json(const UnresolvedSymbol& symbol);
+Json to_json(const MissingVersion& version);
 Json to_json(const LibraryLinkage& library);
 Json to_json(const LinkageFacts& facts);
 Json to_json(const LibraryLookup& lookup);

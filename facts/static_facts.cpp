@@ -71,6 +71,27 @@ Json to_json(const SearchPath& path) {
           {"incomplete", path.incomplete.empty() ? Json(nullptr) : Json(path.incomplete)}};
 }
 
+Json to_json(const TorchFacts& torch) {
+  return {{"location", torch.location.string()},
+          {"version", torch.version},
+          {"base", torch.base},
+          {"local", torch.local},
+          {"cuda", optional_json(torch.cuda)},
+          {"hip", optional_json(torch.hip)},
+          {"distribution_version", torch.distribution_version},
+          {"libraries", torch.libraries},
+          {"problem", torch.problem}};
+}
+
+Json to_json(const TritonFacts& triton) {
+  return {{"location", triton.location.string()},
+          {"provider", triton.provider},
+          {"provider_version", triton.provider_version},
+          {"version", optional_json(triton.version)},
+          {"backends", triton.backends},
+          {"providers", triton.providers}};
+}
+
 Json to_json(const StaticFacts& facts) {
   Json json;
   auto sites = Json::array();
@@ -78,29 +99,8 @@ Json to_json(const StaticFacts& facts) {
     sites.push_back(site.string());
   }
   json["site_packages"] = sites;
-  Json torch = nullptr;
-  if (facts.torch.present) {
-    torch = {{"location", facts.torch.location.string()},
-             {"version", facts.torch.version},
-             {"base", facts.torch.base},
-             {"local", facts.torch.local},
-             {"cuda", optional_json(facts.torch.cuda)},
-             {"hip", optional_json(facts.torch.hip)},
-             {"distribution_version", facts.torch.distribution_version},
-             {"libraries", facts.torch.libraries},
-             {"problem", facts.torch.problem}};
-  }
-  json["torch"] = torch;
-  Json triton = nullptr;
-  if (facts.triton.present) {
-    triton = {{"location", facts.triton.location.string()},
-              {"provider", facts.triton.provider},
-              {"provider_version", facts.triton.provider_version},
-              {"version", optional_json(facts.triton.version)},
-              {"backends", facts.triton.backends},
-              {"providers", facts.triton.providers}};
-  }
-  json["triton"] = triton;
+  json["torch"] = facts.torch.present ? to_json(facts.torch) : Json(nullptr);
+  json["triton"] = facts.triton.present ? to_json(facts.triton) : Json(nullptr);
   json["modules"] = facts.modules;
   json["search_path"] = to_json(facts.search_path);
   Json paths = Json::object();

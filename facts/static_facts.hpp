@@ -118,6 +118,8 @@ struct StaticFacts {
 
 Json to_json(const Distribution& distribution);
 Json to_json(const SearchPath& path);
+Json to_json(const TorchFacts& torch);
+Json to_json(const TritonFacts& triton);
 Json to_json(const StaticFacts& facts);
 
 }  // namespace envcontract::facts

@@ -176,8 +176,15 @@ std::optional<PythonEnv> describe_prefix(const fs::path& prefix, const RunAsPoli
   }
   env.name = env_name(env.prefix, env.kind == EnvKind::conda && dir_exists(env.prefix / "envs"));
   env.owner = owner_of(env.prefix);
-  if (is_system_root(scan_root)) {
-    env.system_root = scan_root.empty() ? fs::path("/") : scan_root;
+  // Only an env inside the tree belongs to it: one that a root's
+  // environments.txt names on the host, or that a link leads out to, is the
+  // host's.
+  const std::string root_text = scan_root.string();
+  const std::string prefix_text = env.prefix.string();
+  if (!scan_root.empty() && scan_root != "/" &&
+      (prefix_text == root_text || prefix_text.starts_with(root_text + "/")) &&
+      is_system_root(scan_root)) {
+    env.system_root = scan_root;
   }
   env.run_as = run_as_for_prefix(env.prefix, run_as);
   env.unsafe = find_unsafe_paths(

@@ -35,18 +35,22 @@ std::string first_line(const std::string& text) {
 }
 
 // What went wrong in a finished report, if anything: the first failed step.
-std::optional<std::string> first_failure(const Json& records) {
+std::optional<std::string> first_failure(const std::vector<ProbeRecord>& records) {
   for (const auto& record : records) {
-    const std::string type = text_field(record, "type");
-    if (record.contains("ok") && record["ok"] == false) {
+    // A field of the wrong type was dropped when the record was read: say
+    // what is missing rather than print an empty name.
+    const std::string why = record.error_type.empty() && record.error.empty()
+                                ? "no error recorded"
+                                : record.error_type + ": " + first_line(record.error);
+    if ((record.type == "import" || record.type == "smoke") && !record.ok) {
       const std::string subject =
-          type == "import" ? "import " + text_field(record, "module") : type;
-      return subject + ": " + text_field(record, "error_type") + ": " +
-             first_line(text_field(record, "error"));
+          record.type == "smoke"
+              ? record.type
+              : "import " + (record.module.empty() ? "(unnamed module)" : record.module);
+      return subject + ": " + why;
     }
-    if (type == "devices" && (!record.contains("value") || record["value"].is_null())) {
-      return "device count " + text_field(record, "expression") + ": " +
-             text_field(record, "error_type") + ": " + first_line(text_field(record, "error"));
+    if (record.type == "devices" && !record.value) {
+      return "device count " + record.expression + ": " + why;
     }
   }
   return std::nullopt;
@@ -60,7 +64,7 @@ std::string interrupted_step(const StageResult& stage, const Json& request) {
       bool seen = false;
       for (const auto& record : stage.records) {
         // The request is ours (strings); the records are not to be trusted.
-        seen = seen || text_field(record, "module") == module.get<std::string>();
+        seen = seen || record.module == module.get<std::string>();
       }
       if (!seen) {
         return "import " + module.get<std::string>();
@@ -70,9 +74,8 @@ std::string interrupted_step(const StageResult& stage, const Json& request) {
   // The identity stage's one step is importing torch; once torch has told
   // its version, what follows is the stage's own.
   if (stage.stage == stage_names::identity) {
-    const bool torch_seen =
-        std::any_of(stage.records.begin(), stage.records.end(),
-                    [](const Json& r) { return text_field(r, "type") == "torch"; });
+    const bool torch_seen = std::any_of(stage.records.begin(), stage.records.end(),
+                                        [](const ProbeRecord& r) { return r.type == "torch"; });
     return torch_seen ? stage.stage : "import torch";
   }
   return stage.stage;
@@ -255,12 +258,14 @@ StageResult run_command_stage(const PythonEnv& env, const Environment& environme
   stage.stdout_tail = tail(result.out);
   stage.stderr_tail = tail(result.err);
   constexpr std::size_t k_kept_output = 64 * 1024;
-  stage.records.push_back(
-      {{"type", "command"},
-       {"run", command.run},
-       {"exit_code",
-        result.outcome == ProcessResult::Outcome::exited ? Json(result.exit_code) : Json(nullptr)},
-       {"output", result.out.substr(0, k_kept_output)}});
+  ProbeRecord record;
+  record.type = "command";
+  record.run = command.run;
+  if (result.outcome == ProcessResult::Outcome::exited) {
+    record.exit_code = result.exit_code;
+  }
+  record.output = result.out.substr(0, k_kept_output);
+  stage.records.push_back(std::move(record));
   using Outcome = ProcessResult::Outcome;
   switch (result.outcome) {
     case Outcome::failed_to_start:
@@ -375,8 +380,10 @@ DynamicFacts probe_env(const PythonEnv& env, const ActivatedEnvironment& activat
                            "not run: integration test " + stop->second +
                                " failed first, and its failure_policy is fail-fast (the CI "
                                "runner runs nothing after it)");
-      stage.records.push_back(
-          {{"type", stage_names::fail_fast_stop}, {"blocked_by", stop->second}});
+      ProbeRecord record;
+      record.type = stage_names::fail_fast_stop;
+      record.blocked_by = stop->second;
+      stage.records.push_back(std::move(record));
       facts.stages.push_back(std::move(stage));
       continue;
     }
@@ -385,9 +392,9 @@ DynamicFacts probe_env(const PythonEnv& env, const ActivatedEnvironment& activat
       continue;
     }
     auto stage = run_command_stage(env, activation.activated, command, budget);
-    const Json* record = stage.records.empty() ? nullptr : &stage.records.front();
-    const bool passed = stage.status == StageStatus::ok && record != nullptr &&
-                        record->value("exit_code", Json()) == Json(0);
+    const ProbeRecord* record = stage.records.empty() ? nullptr : &stage.records.front();
+    const bool passed =
+        stage.status == StageStatus::ok && record != nullptr && record->exit_code == 0;
     if (command.fail_fast && !command.group.empty() && !passed) {
       failed_fail_fast.emplace(command.group, command.id);
     }

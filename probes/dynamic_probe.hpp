@@ -37,6 +37,7 @@ struct ProbePlan : facts::ProbeRequest {
 
 using facts::StageStatus;
 
+using facts::ProbeRecord;
 using facts::StageResult;
 
 using facts::ActivationArtifact;

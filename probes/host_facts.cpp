@@ -187,7 +187,7 @@ void read_env(EnvReading& reading, const Cancellation& cancellation) {
                            path == env.activation.activated.end() ? "" : path->second,
                            env.env.run_as, root);
     if (!root.is_host()) {
-      // A rootfs' device nodes are its own /dev (a container's, under /proc/PID/root).
+      // A rootfs' device nodes are its own /dev.
       env.device_nodes = glob_device_nodes(reading.request.device_globs, root);
     }
   });

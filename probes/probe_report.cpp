@@ -35,7 +35,7 @@ ProbeReport parse_probe_report(const std::string& text) {
     } else if (type == "end") {
       report.ended = true;
     } else {
-      report.records.push_back(std::move(record));
+      report.records.push_back(facts::probe_record_from_json(record));
     }
   }
   return report;

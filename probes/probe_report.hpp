@@ -1,17 +1,19 @@
 #pragma once
 
 #include <string>
+#include <vector>
 
+#include "facts/dynamic.hpp"
 #include "probes/python_env.hpp"
 
 namespace envcontract::probes {
 
 // What the probe program wrote into its result file (JSON Lines, schema 1).
 struct ProbeReport {
-  Json records = Json::array();  // every record but start and end
-  bool started = false;          // a valid start record was seen
-  bool ended = false;            // the end record was seen: the stage finished
-  std::string error;             // the first malformed line; nothing after it is trusted
+  std::vector<facts::ProbeRecord> records;  // every record but start and end
+  bool started = false;                     // a valid start record was seen
+  bool ended = false;                       // the end record was seen: the stage finished
+  std::string error;                        // the first malformed line; nothing after it is trusted
 };
 
 // Parses the report. Any line that is not a JSON object with a string

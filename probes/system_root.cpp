@@ -50,20 +50,18 @@ int lstat_inside(const char* path, struct stat* info) {
   return t_globbing->stat(path, *info, false) ? 0 : -1;
 }
 
-bool file_exists_inside(const SystemRoot& root, const std::string& path) {
-  struct stat info {};
-  return root.stat(path, info) && S_ISREG(info.st_mode);
-}
-
 }  // namespace
 
 bool is_system_root(const std::filesystem::path& dir) {
   if (dir.empty() || dir == "/") {
     return true;
   }
-  const SystemRoot root(dir);
-  return root.error().empty() && (file_exists_inside(root, "/etc/os-release") ||
-                                  file_exists_inside(root, "/usr/lib/os-release"));
+  // Only a marker: a link is enough (os-release is often one), wherever it leads.
+  std::error_code error;
+  return std::filesystem::symlink_status(dir / "etc/os-release", error).type() !=
+             std::filesystem::file_type::not_found ||
+         std::filesystem::symlink_status(dir / "usr/lib/os-release", error).type() !=
+             std::filesystem::file_type::not_found;
 }
 
 SystemRoot::SystemRoot(std::filesystem::path dir) : m_dir(std::move(dir)) {
@@ -118,7 +116,14 @@ int SystemRoot::open_inside(const std::string& path, int flags, bool follow) con
   // reading them stands: never followed inside a tree.
   how.resolve = RESOLVE_IN_ROOT | RESOLVE_NO_MAGICLINKS;
   const std::string relative = path.empty() ? "." : path;
-  return static_cast<int>(::syscall(SYS_openat2, m_fd, relative.c_str(), &how, sizeof how));
+  // EAGAIN: a rename raced the lookup of "..": openat2(2) asks to retry.
+  for (int attempt = 0;; ++attempt) {
+    const int fd =
+        static_cast<int>(::syscall(SYS_openat2, m_fd, relative.c_str(), &how, sizeof how));
+    if (fd >= 0 || errno != EAGAIN || attempt == 3) {
+      return fd;
+    }
+  }
 }
 
 bool SystemRoot::stat(const std::string& path, struct stat& info, bool follow) const {

@@ -4,14 +4,14 @@
 #include <map>
 #include <sstream>
 
+#include "common/json_fields.hpp"
 #include "common/json_text.hpp"
-#include "contracts/env_facts.hpp"
 #include "report/printable.hpp"
 
 namespace envcontract::report {
 namespace {
 
-using contracts::string_field;
+using common::string_field;
 
 // Enough frames and rows to see where something waits, few enough to read.
 constexpr std::size_t k_list_rows = 12;

@@ -3,14 +3,14 @@
 #include <memory>
 #include <sstream>
 
+#include "common/json_fields.hpp"
 #include "common/json_text.hpp"
-#include "contracts/env_facts.hpp"
 
 namespace envcontract::report {
 namespace {
 
-using contracts::array_field;
-using contracts::string_field;
+using common::array_field;
+using common::string_field;
 
 // Escapes for attributes and text; drops characters XML 1.0 cannot carry
 // (control characters from a crashed process's output, say).

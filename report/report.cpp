@@ -1,12 +1,12 @@
 #include "report/report.hpp"
 
-#include "contracts/env_facts.hpp"
+#include "common/json_fields.hpp"
 
 namespace envcontract::report {
 namespace {
 
-using contracts::array_field;
-using contracts::string_field;
+using common::array_field;
+using common::string_field;
 
 Json checks_json(const std::vector<contracts::CheckResult>& checks) {
   auto json = Json::array();
@@ -29,9 +29,9 @@ Json env_target(const contracts::HostJudgement& judgement) {
   return judgement.targets.empty() ? Json(nullptr) : Json(judgement.targets.front().name);
 }
 
-const Json* find_env_facts(const Json& host_facts, const std::string& name) {
-  for (const auto& env : array_field(host_facts, "envs")) {
-    if (string_field(env, "name") == name) {
+const facts::EnvFacts* find_env_facts(const facts::HostFacts& host_facts, const std::string& name) {
+  for (const auto& env : host_facts.envs) {
+    if (env.env.name == name) {
       return &env;
     }
   }
@@ -62,23 +62,18 @@ std::string env_summary(const Json& env) {
 }
 
 Json build_report(const ContractIdentity& contract, const contracts::HostJudgement& judgement,
-                  const Json& host_facts, double duration_ms) {
+                  const facts::HostFacts& host_facts, double duration_ms) {
   Json report;
   report["schema_version"] = schema_version;
-  report["host"] = string_field(host_facts, "host");
-  report["scanned_at"] = string_field(host_facts, "gathered_at");
+  report["host"] = host_facts.host;
+  report["scanned_at"] = host_facts.gathered_at;
   report["duration_ms"] = duration_ms;
   report["contract"] = {
       {"name", contract.name}, {"path", contract.path}, {"sha256", contract.sha256}};
   report["verdict"] = contracts::to_string(judgement.verdict);
   report["reasons"] = judgement.reasons;
   report["compliant_envs"] = judgement.compliant_envs;
-  const Json& image = host_facts.is_object() && host_facts.contains("image")
-                          ? host_facts.at("image")
-                          : Json::object();
-  report["image"] = {{"value", string_field(image, "value")},
-                     {"source", string_field(image, "source")},
-                     {"problem", string_field(image, "problem")}};
+  report["image"] = to_json(host_facts.image);
 
   auto targets = Json::array();
   for (const auto& target : judgement.targets) {
@@ -90,33 +85,30 @@ Json build_report(const ContractIdentity& contract, const contracts::HostJudgeme
   const Json target = env_target(judgement);
   auto envs = Json::array();
   for (const auto& env : judgement.envs) {
-    const Json* facts = find_env_facts(host_facts, env.name);
+    const facts::EnvFacts* facts = find_env_facts(host_facts, env.name);
     Json entry = {
         {"name", env.name},
-        {"prefix", facts != nullptr ? string_field(*facts, "prefix") : ""},
-        {"kind", facts != nullptr ? string_field(*facts, "kind") : ""},
-        {"python_version", facts != nullptr ? string_field(*facts, "python_version") : ""},
+        {"prefix", facts != nullptr ? facts->env.prefix.string() : ""},
+        {"kind", facts != nullptr ? to_string(facts->env.kind) : ""},
+        {"python_version", facts != nullptr ? facts->env.python_version : ""},
         {"target", target},
-        {"probed_at",
-         facts != nullptr && facts->contains("probed_at") ? facts->at("probed_at") : Json(nullptr)},
+        {"probed_at", facts != nullptr && facts->dynamic ? Json(facts->probed_at) : Json(nullptr)},
         {"verdict", contracts::to_string(env.judgement.verdict)},
         {"checks", checks_json(env.judgement.checks)}};
     entry["summary"] = env_summary(entry);
-    if (facts != nullptr && facts->contains("run_as") && facts->at("run_as").is_object()) {
-      const Json& run_as = facts->at("run_as");
-      const Json uid = run_as.value("uid", Json(0));
-      entry["run_as"] = {{"user", string_field(run_as, "user")},
-                         {"uid", uid.is_number_unsigned() ? uid : Json(0)},
-                         {"reason", string_field(run_as, "reason")},
-                         {"as_root", uid.is_number() && uid.get<long long>() == 0}};
+    if (facts != nullptr) {
+      const auto& run_as = facts->env.run_as;
+      entry["run_as"] = {{"user", run_as.user},
+                         {"uid", run_as.uid},
+                         {"reason", run_as.reason},
+                         {"as_root", run_as.uid == 0}};
     }
     envs.push_back(std::move(entry));
   }
   report["envs"] = std::move(envs);
   auto problems = Json::array();
-  for (const auto& problem : array_field(host_facts, "problems")) {
-    problems.push_back(
-        {{"path", string_field(problem, "path")}, {"problem", string_field(problem, "problem")}});
+  for (const auto& problem : host_facts.problems) {
+    problems.push_back({{"path", problem.path.string()}, {"problem", problem.problem}});
   }
   report["problems"] = std::move(problems);
   return report;

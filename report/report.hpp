@@ -3,6 +3,7 @@
 #include <string>
 
 #include "contracts/host_judgement.hpp"
+#include "facts/host.hpp"
 
 namespace envcontract::report {
 
@@ -21,7 +22,7 @@ struct ContractIdentity {
 // facts it was judged on. `since` is null and `flapping` false on every check:
 // only a store that keeps history can tell (daemon/store.hpp fills them in).
 Json build_report(const ContractIdentity& contract, const contracts::HostJudgement& judgement,
-                  const Json& host_facts, double duration_ms);
+                  const facts::HostFacts& host_facts, double duration_ms);
 
 // The one line that sums up an env's report entry: its first failing
 // required check, and how many more there are.

@@ -7,16 +7,16 @@
 #include <sstream>
 #include <vector>
 
+#include "common/json_fields.hpp"
 #include "common/json_text.hpp"
-#include "contracts/env_facts.hpp"
 #include "report/evidence_text.hpp"
 #include "report/printable.hpp"
 
 namespace envcontract::report {
 namespace {
 
-using contracts::array_field;
-using contracts::string_field;
+using common::array_field;
+using common::string_field;
 
 std::string paint(const std::string& text, const char* code, const TableStyle& style) {
   return style.colour ? std::string("\x1b[") + code + "m" + text + "\x1b[0m" : text;

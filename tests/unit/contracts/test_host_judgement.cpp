@@ -25,8 +25,8 @@ const std::string k_two_targets =
     "  - {name: ci, image: 'harbor.example/flagos/runtime:2.2.0'}\n"
     "  - {name: dev, image: 'harbor.example/flagos/runtime-dev'}\n";
 
-Json image(const std::string& value) {
-  return {{"value", value}, {"source", "file /etc/flagos-image"}, {"problem", ""}};
+facts::ImageTag image(const std::string& value) {
+  return {value, "file /etc/flagos-image", ""};
 }
 
 TEST(JudgeTargets, TagMismatchNamesBothTags) {
@@ -139,13 +139,13 @@ TEST(JudgeTargets, DigestsDecideAndADigestOnlyTargetNeedsOne) {
 
 TEST(JudgeTargets, UnknownOrUnreadableImageIsAnErrorThatSaysWhatToConfigure) {
   const auto contract = load(k_two_targets);
-  const auto unconfigured = contracts::judge_targets(contract, Json::object());
+  const auto unconfigured = contracts::judge_targets(contract, facts::ImageTag{});
   EXPECT_EQ(unconfigured[0].check.status, CheckStatus::error);
   EXPECT_EQ(unconfigured[0].check.diagnosis->cause, "image_unknown");
   EXPECT_NE(unconfigured[0].check.diagnosis->remedy.find("--image-tag-file"), std::string::npos);
 
-  const auto unreadable = contracts::judge_targets(
-      contract, {{"value", ""}, {"source", "file /nope"}, {"problem", "No such file"}});
+  const auto unreadable =
+      contracts::judge_targets(contract, facts::ImageTag{"", "file /nope", "No such file"});
   EXPECT_EQ(unreadable[0].check.diagnosis->summary,
             "the host's image reference could not be read: No such file");
 
@@ -157,14 +157,25 @@ TEST(JudgeTargets, UnknownOrUnreadableImageIsAnErrorThatSaysWhatToConfigure) {
 
 // An env's facts as probes give them for a contract asking for
 // {prefix}/marker: found in it or not.
-Json marker_env(const std::string& name, const std::filesystem::path& prefix, bool has_marker) {
+facts::EnvFacts named_env(const std::string& name, const std::filesystem::path& prefix) {
+  facts::EnvFacts env;
+  env.env.name = name;
+  env.env.prefix = prefix;
+  return env;
+}
+
+facts::EnvFacts marker_env(const std::string& name, const std::filesystem::path& prefix,
+                           bool has_marker) {
   const std::string marker = (prefix / "marker").string();
-  return {{"name", name},
-          {"prefix", prefix.string()},
-          {"path_matches",
-           {{{"pattern", "{prefix}/marker"},
-             {"expansions", {marker}},
-             {"matches", has_marker ? Json::array({marker}) : Json::array()}}}}};
+  auto env = named_env(name, prefix);
+  facts::PathMatches matches;
+  matches.pattern = "{prefix}/marker";
+  matches.expansions = {marker};
+  if (has_marker) {
+    matches.matches = {marker};
+  }
+  env.path_matches.push_back(matches);
+  return env;
 }
 
 // Judges read facts, never the host they run on: device nodes this machine
@@ -175,16 +186,14 @@ TEST(PureJudges, DeviceNodesAndToolsComeFromTheFacts) {
       "schema_version: 1\nchecks:\n"
       "  - {id: nodes, kind: device_nodes, glob: /dev/xpu*, count: '>= 2'}\n"
       "  - {id: smi, kind: tools, on_path: [xpu-smi]}\n");
-  const Json env = {
-      {"name", "e"},
-      {"prefix", "/nonexistent/env"},
-      {"device_nodes", {{{"glob", "/dev/xpu*"}, {"matches", {"/dev/xpu0", "/dev/xpu1"}}}}},
-      {"tool_lookups", {{{"name", "xpu-smi"}, {"path", "/opt/xre/bin/xpu-smi"}}}}};
+  auto env = named_env("e", "/nonexistent/env");
+  env.device_nodes.push_back({"/dev/xpu*", {"/dev/xpu0", "/dev/xpu1"}});
+  env.tools.push_back({"xpu-smi", "/opt/xre/bin/xpu-smi"});
   const auto judged = contracts::judge_env(contract, env);
   EXPECT_EQ(judged.verdict, EnvVerdict::compliant);
   EXPECT_EQ(judged.checks[0].actual, 2);
   EXPECT_EQ(judged.checks[1].actual["xpu-smi"], "/opt/xre/bin/xpu-smi");
-  const auto unasked = contracts::judge_env(contract, {{"name", "e"}, {"prefix", "/x"}});
+  const auto unasked = contracts::judge_env(contract, named_env("e", "/x"));
   EXPECT_EQ(unasked.verdict, EnvVerdict::error);
   EXPECT_EQ(unasked.checks[0].diagnosis->cause, "probe_error");
   EXPECT_EQ(unasked.checks[1].diagnosis->cause, "probe_error");
@@ -194,12 +203,13 @@ TEST(PureJudges, DeviceNodesAndToolsComeFromTheFacts) {
 // did not, judged by a contract that wants the marker: judges read facts only.
 class EnvRule : public ::testing::Test {
  protected:
-  Json host(const std::string& image_value = "") const {
-    Json envs = Json::array();
+  facts::HostFacts host(const std::string& image_value = "") const {
+    facts::HostFacts host;
+    host.image = image(image_value);
     for (const char* name : {"good", "bad"}) {
-      envs.push_back(marker_env(name, m_dir.path() / name, std::string(name) == "good"));
+      host.envs.push_back(marker_env(name, m_dir.path() / name, std::string(name) == "good"));
     }
-    return {{"image", image(image_value)}, {"envs", envs}};
+    return host;
   }
   contracts::HostJudgement judge(const std::string& rule, const std::string& extra = "",
                                  const std::string& image_value = "") const {
@@ -248,9 +258,10 @@ TEST_F(EnvRule, ImageMismatchMakesACompliantEnvSetDrift) {
 }
 
 TEST(HostRule, NoEnvAtAllIsDrift) {
+  facts::HostFacts no_envs;
+  no_envs.image = image("r.example/x:1");
   const auto judged =
-      contracts::judge_host(load("schema_version: 1\nimage: 'r.example/x:1'\n"),
-                            {{"image", image("r.example/x:1")}, {"envs", Json::array()}});
+      contracts::judge_host(load("schema_version: 1\nimage: 'r.example/x:1'\n"), no_envs);
   EXPECT_EQ(judged.verdict, EnvVerdict::drift);
   EXPECT_EQ(judged.reasons, std::vector<std::string>{"no Python env was found on the host"});
 }
@@ -265,7 +276,7 @@ const std::string k_marker_contract =
     "schema_version: 1\n"
     "checks:\n  - id: marker\n    kind: files\n    exist: ['{prefix}/marker']\n";
 
-contracts::Json env_without_marker(const testing::TempDir& dir) {
+facts::EnvFacts env_without_marker(const testing::TempDir& dir) {
   return marker_env("bad", dir.path(), false);
 }
 
@@ -287,7 +298,7 @@ TEST(Waivers, AWaiverInForceWaivesTheCheckAndKeepsItsDiagnosis) {
 
   // Another env is not covered; the day after, the waiver has expired.
   auto other = env_without_marker(dir);
-  other["name"] = "other";
+  other.env.name = "other";
   EXPECT_EQ(contracts::judge_env(contract, other, k_day).verdict, EnvVerdict::drift);
   const auto expired =
       contracts::judge_env(contract, env_without_marker(dir), k_day + std::chrono::hours(24));

@@ -57,15 +57,12 @@ TEST(JudgeDemoHost, EveryEnvDriftsForItsOwnReasons) {
   probes::HostFactsOptions options;
   options.discovery.roots = {demo_host()};
   options.request = plan;  // what the contract's files, tools, libraries checks look for
-  const auto host = probes::gather_host_facts(options, std::make_shared<probes::FactCaches>());
+  auto host = probes::gather_host_facts(options, std::make_shared<probes::FactCaches>());
 
   std::map<std::string, contracts::EnvJudgement> judged;
-  const auto host_json = probes::to_json(host);
-  for (std::size_t i = 0; i < host.envs.size(); ++i) {
-    auto env_json = host_json["envs"][i];
-    const auto dynamic = probes::probe_env(host.envs[i].env, host.envs[i].activation, plan);
-    env_json["dynamic"] = probes::to_json(dynamic);
-    judged[host.envs[i].env.name] = contracts::judge_env(contract, env_json);
+  for (auto& env : host.envs) {
+    env.dynamic = probes::probe_env(env.env, env.activation, plan);
+    judged[env.env.name] = contracts::judge_env(contract, env);
   }
   for (const auto& [name, judgement] : judged) {
     EXPECT_EQ(judgement.verdict, EnvVerdict::drift) << name;

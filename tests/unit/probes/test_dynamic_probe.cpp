@@ -41,14 +41,15 @@ const StageResult& stage(const DynamicFacts& facts, const std::string& name,
   return missing;
 }
 
-const Json& import_record(const StageResult& stage, const std::string& module) {
+const facts::ProbeRecord& import_record(const StageResult& stage, const std::string& module) {
   for (const auto& record : stage.records) {
-    if (record.value("module", "") == module) {
+    if (record.module == module) {
       return record;
     }
   }
-  static const Json missing = Json::object();
-  ADD_FAILURE() << "no import record for " << module << " in " << common::json_text(stage.records);
+  static const facts::ProbeRecord missing;
+  ADD_FAILURE() << "no import record for " << module << " in "
+                << common::json_text(facts::to_json(stage));
   return missing;
 }
 
@@ -66,16 +67,16 @@ TEST(DynamicProbe, IdentityIsTorchsOwnView) {
   // The interpreter's sys.path, the import of torch (and where it was
   // found), then torch's own view.
   ASSERT_EQ(identity.records.size(), 3U);
-  EXPECT_EQ(identity.records[0]["type"], "search_path");
-  EXPECT_TRUE(identity.records[0]["entries"].is_array());
+  EXPECT_EQ(identity.records[0].type, "search_path");
+  EXPECT_FALSE(identity.records[0].entries.empty());
   const auto& import = identity.records[1];
-  EXPECT_EQ(import["module"], "torch");
-  EXPECT_TRUE(import["realpath"].get<std::string>().ends_with("site-packages/torch/__init__.py"));
+  EXPECT_EQ(import.module, "torch");
+  EXPECT_TRUE(import.realpath.value_or("").ends_with("site-packages/torch/__init__.py"));
   const auto& torch = identity.records[2];
-  EXPECT_EQ(torch["type"], "torch");
-  EXPECT_EQ(torch["version"], "2.10.0+cu129");
-  EXPECT_EQ(torch["cuda"], "12.9");
-  EXPECT_TRUE(torch["file"].get<std::string>().ends_with("site-packages/torch/__init__.py"));
+  EXPECT_EQ(torch.type, "torch");
+  EXPECT_EQ(torch.version, "2.10.0+cu129");
+  EXPECT_EQ(torch.cuda, "12.9");
+  EXPECT_TRUE(torch.file.value_or("").ends_with("site-packages/torch/__init__.py"));
 }
 
 TEST(DynamicProbe, LibbkclImportErrorAndTheWarningThatDoesNotFail) {
@@ -87,13 +88,13 @@ TEST(DynamicProbe, LibbkclImportErrorAndTheWarningThatDoesNotFail) {
             "import torch_fl: ImportError: libbkcl.so: cannot open shared object file: No such "
             "file or directory");
   const auto& torch_fl = import_record(imports, "torch_fl");
-  EXPECT_EQ(torch_fl["ok"], false);
-  EXPECT_EQ(torch_fl["error_type"], "ImportError");
+  EXPECT_FALSE(torch_fl.ok);
+  EXPECT_EQ(torch_fl.error_type, "ImportError");
   // torch_xmlir imports, but only after warning about the ABI break.
   const auto& xmlir = import_record(imports, "torch_xmlir");
-  EXPECT_EQ(xmlir["ok"], true);
-  ASSERT_EQ(xmlir["warnings"].size(), 1U);
-  EXPECT_NE(xmlir["warnings"][0].get<std::string>().find(
+  EXPECT_TRUE(xmlir.ok);
+  ASSERT_EQ(xmlir.warnings.size(), 1U);
+  EXPECT_NE(xmlir.warnings[0].find(
                 "undefined symbol: _ZN3c104cuda29c10_cuda_check_implementationEiPKcS2_ib"),
             std::string::npos);
 }
@@ -130,7 +131,7 @@ TEST(DynamicProbe, HealthyLookingEnvHasZeroDevices) {
   EXPECT_EQ(stage(probed.facts, "imports").status, StageStatus::ok);
   const auto& devices = stage(probed.facts, "devices:flagos");
   ASSERT_EQ(devices.status, StageStatus::ok) << devices.summary;
-  EXPECT_EQ(devices.records.back()["value"], 0);
+  EXPECT_EQ(devices.records.back().value, 0);
 }
 
 TEST(DynamicProbe, FirstDeviceOpSpinsInXpuWait) {
@@ -140,7 +141,7 @@ TEST(DynamicProbe, FirstDeviceOpSpinsInXpuWait) {
       {"first-op", "import torch_fl\ntorch_fl.flagos.embedding([1, 2, 3])\n", 2s});
   const auto probed = probe("miniconda3/envs/torch-fl-cpu", plan);
   EXPECT_EQ(stage(probed.facts, "imports").status, StageStatus::ok);
-  EXPECT_EQ(stage(probed.facts, "devices:flagos").records.back()["value"], 8);
+  EXPECT_EQ(stage(probed.facts, "devices:flagos").records.back().value, 8);
 
   const auto& smoke = stage(probed.facts, "smoke:first-op");
   ASSERT_EQ(smoke.status, StageStatus::hung) << smoke.summary;

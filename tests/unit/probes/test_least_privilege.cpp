@@ -84,13 +84,13 @@ std::map<std::string, std::string> read_record(const fs::path& path) {
 // An env whose code was refused, judged against a contract that imports
 // ec_whoami: it drifts on a check of its own (`cause`), the import is
 // blocked behind it. Returns that check's summary.
-std::string refusal_summary(const Json& facts_json, const std::string& cause) {
+std::string refusal_summary(const facts::EnvFacts& env_facts, const std::string& cause) {
   const auto loaded = testing::load_checks("- {id: imp, kind: imports, modules: [ec_whoami]}\n");
   if (!loaded.contract) {
     ADD_FAILURE() << testing::joined(loaded);
     return "";
   }
-  const auto judged = contracts::judge_env(*loaded.contract, facts_json);
+  const auto judged = contracts::judge_env(*loaded.contract, env_facts);
   EXPECT_EQ(judged.verdict, contracts::EnvVerdict::drift);
   if (judged.checks.size() != 2U || !judged.checks[0].diagnosis || !judged.checks[1].diagnosis) {
     ADD_FAILURE() << "expected env:code-safety and the blocked import, got " << judged.checks.size()
@@ -318,9 +318,10 @@ TEST_P(UnsafeEnv, RunsNoneOfItsCodeAndNamesThePath) {
 
   // The report: a failing check of the env's own, naming path, owner and
   // mode; checks that needed the env's code point at it.
-  Json facts_json = to_json(env);
-  facts_json["dynamic"] = to_json(facts);
-  const std::string summary = refusal_summary(facts_json, "unsafe_permissions");
+  facts::EnvFacts env_facts;
+  env_facts.env = env;
+  env_facts.dynamic = facts;
+  const std::string summary = refusal_summary(env_facts, "unsafe_permissions");
   EXPECT_NE(summary.find(unsafe.string()), std::string::npos) << summary;
   EXPECT_NE(summary.find("mode 07"), std::string::npos) << summary;
 }
@@ -553,13 +554,14 @@ TEST_F(LeastPrivilege, ImportsThatCannotAllBeCheckedRunNothing) {
   EXPECT_TRUE(dynamic.stages.empty());
   EXPECT_FALSE(fs::exists(m_out / "env.module"));
 
-  Json facts_json = to_json(scanned.env);
-  facts_json["dynamic"] = to_json(dynamic);
-  EXPECT_NE(refusal_summary(facts_json, "imports_unchecked").find(".pth files"), std::string::npos);
+  facts::EnvFacts env_facts;
+  env_facts.env = scanned.env;
+  env_facts.dynamic = dynamic;
+  EXPECT_NE(refusal_summary(env_facts, "imports_unchecked").find(".pth files"), std::string::npos);
   // Facts that do not carry the reason (their static part failed; the
   // probes checked on their own and refused): the probes' word is enough.
-  facts_json.erase("imports_unchecked");
-  EXPECT_NE(refusal_summary(facts_json, "imports_unchecked").find(".pth files"), std::string::npos);
+  env_facts.env.imports_unchecked.clear();
+  EXPECT_NE(refusal_summary(env_facts, "imports_unchecked").find(".pth files"), std::string::npos);
 }
 
 // Its own files are the user's, the base is root's: nothing to refuse, and

@@ -19,7 +19,7 @@ TEST(ProbeReport, ReadsAWellFormedReport) {
   EXPECT_TRUE(report.ended);
   EXPECT_EQ(report.error, "");
   ASSERT_EQ(report.records.size(), 1U);
-  EXPECT_EQ(report.records[0]["module"], "torch");
+  EXPECT_EQ(report.records[0].module, "torch");
 }
 
 TEST(ProbeReport, StopsTrustingAtTheFirstMalformedLine) {

@@ -164,7 +164,7 @@ TEST_F(StalledReads, AUsersMountIsNeitherSearchedNorRead) {
   EXPECT_NE(code_refusal(held->env), "");
 
   // Judged: the env is named broken, with the mount, and never compliant.
-  const auto host = contracts::judge_host(contract(), to_json(facts));
+  const auto host = contracts::judge_host(contract(), facts);
   bool named = false;
   for (const auto& env : host.envs) {
     if (env.name != "holding") {
@@ -222,7 +222,7 @@ TEST_F(StalledReads, AReadThatNeverReturnsIsLeftBehindAndNamed) {
   const auto& stalled = json["envs"][1]["fact_errors"][0]["stalled"];
   EXPECT_EQ(stalled["path"], (site_packages(victim) / "evil.pth").string())
       << common::json_text(json, 1);
-  const auto host = contracts::judge_host(contract(), json);
+  const auto host = contracts::judge_host(contract(), facts);
   for (const auto& env : host.envs) {
     if (env.name == "fine") {
       EXPECT_EQ(env.judgement.verdict, contracts::EnvVerdict::compliant);
@@ -288,7 +288,7 @@ TEST_F(StalledReads, OtherEnvsOnANetworkFilesystemThatBlockedAreNotWaitedFor) {
   const auto* elsewhere = find(facts, "local");
   ASSERT_NE(elsewhere, nullptr);
   EXPECT_TRUE(elsewhere->errors.empty());
-  const auto host = contracts::judge_host(contract(), to_json(facts));
+  const auto host = contracts::judge_host(contract(), facts);
   for (const auto& env : host.envs) {
     EXPECT_EQ(env.judgement.verdict,
               env.name == "local" ? contracts::EnvVerdict::compliant : contracts::EnvVerdict::error)
@@ -331,7 +331,7 @@ TEST_F(StalledReads, ADiscoveryUnitThatBlocksCostsItsOwnEnvsOnly) {
   EXPECT_EQ(fine->env.found_by.back(), "the last complete " + walk);
   EXPECT_TRUE(fine->errors.empty());
 
-  const auto host = contracts::judge_host(contract(), to_json(facts));
+  const auto host = contracts::judge_host(contract(), facts);
   EXPECT_EQ(host.verdict, contracts::EnvVerdict::error);
   ASSERT_FALSE(host.reasons.empty());
   EXPECT_NE(host.reasons[0].find(walk + " did not finish"), std::string::npos);

@@ -1,0 +1,48 @@
+#include "common/json_fields.hpp"
+
+namespace envcontract::common {
+namespace {
+
+using Json = nlohmann::ordered_json;
+
+const Json& member(const Json& object, const char* key) {
+  static const Json null_value = nullptr;
+  if (!object.is_object()) {
+    return null_value;
+  }
+  const auto it = object.find(key);
+  return it == object.end() ? null_value : *it;
+}
+
+}  // namespace
+
+std::string string_field(const Json& object, const char* key) {
+  const Json& value = member(object, key);
+  return value.is_string() ? value.get<std::string>() : std::string();
+}
+
+const Json& array_field(const Json& object, const char* key) {
+  static const Json empty = Json::array();
+  const Json& value = member(object, key);
+  return value.is_array() ? value : empty;
+}
+
+const Json& object_field(const Json& object, const char* key) {
+  static const Json empty = Json::object();
+  const Json& value = member(object, key);
+  return value.is_object() ? value : empty;
+}
+
+const Json* find_entry(const Json& list, const char* key, const std::string& value) {
+  if (!list.is_array()) {
+    return nullptr;
+  }
+  for (const auto& entry : list) {
+    if (string_field(entry, key) == value) {
+      return &entry;
+    }
+  }
+  return nullptr;
+}
+
+}  // namespace envcontract::common
