@@ -137,6 +137,12 @@ void read_env(EnvReading& reading, const Cancellation& cancellation) {
   reading.static_elapsed = since(start);
   start = Clock::now();
   auto& elf_files = reading.caches->elf_files;
+  if (env.env.system_root != "/") {
+    // A rootfs' loader reads its own cache (its paths, under the rootfs).
+    const auto root = env.env.system_root;
+    reading.ld_cache =
+        std::make_shared<const LdCache>(LdCache::load(root / "etc/ld.so.cache", root));
+  }
   contained(env, "linkage", &cancellation, [&] {
     ReadingAs as_user(env.env.run_as);
     if (!as_user.ok()) {

@@ -30,7 +30,7 @@ std::string string_at(const std::string& data, std::size_t offset) {
 
 }  // namespace
 
-LdCache LdCache::load(const std::filesystem::path& path) {
+LdCache LdCache::load(const std::filesystem::path& path, const std::filesystem::path& root) {
   LdCache cache;
   const auto read = read_file_bounded(path, {"loader cache", 64 * 1024 * 1024, false, 0});
   const auto& data = read.text;
@@ -53,7 +53,10 @@ LdCache LdCache::load(const std::filesystem::path& path) {
     }
     // String offsets are relative to the start of the new-format header.
     const std::string key = string_at(*data, start + read_u32(*data, entry + 4));
-    const std::string value = string_at(*data, start + read_u32(*data, entry + 8));
+    std::string value = string_at(*data, start + read_u32(*data, entry + 8));
+    if (root != "/" && !value.empty()) {
+      value = root.string() + (value.starts_with('/') ? "" : "/") + value;
+    }
     if (!key.empty() && !value.empty()) {
       cache.m_entries.emplace(key, value);
       cache.m_order.push_back(value);

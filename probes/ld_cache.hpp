@@ -12,7 +12,10 @@ namespace envcontract::probes {
 // cache's order. Unreadable or corrupt caches are empty, with a problem.
 class LdCache {
  public:
-  static LdCache load(const std::filesystem::path& path = "/etc/ld.so.cache");
+  // `root`: the system tree the cache belongs to (a container's rootfs):
+  // its paths are that tree's, and are returned under `root`.
+  static LdCache load(const std::filesystem::path& path = "/etc/ld.so.cache",
+                      const std::filesystem::path& root = "/");
 
   // Candidate paths for `soname` (callers check class and machine).
   std::vector<std::filesystem::path> lookup(const std::string& soname) const;

@@ -2,8 +2,12 @@
 
 #include <algorithm>
 
+#include <fcntl.h>
+#include <unistd.h>
+
 #include "common/pep440.hpp"
 #include "probes/small_files.hpp"
+#include "probes/system_root.hpp"
 
 namespace envcontract::probes {
 namespace fs = std::filesystem;
@@ -12,17 +16,37 @@ fs::path loaded_interpreter(const PythonEnv& env) {
   // The loader takes the main program's $ORIGIN from its real path
   // (/proc/self/exe), so a venv's bin/python link resolves from the base
   // interpreter's directory.
+  if (env.system_root != "/") {
+    // Its links are the tree's own (bin/python -> /usr/bin/python3 means
+    // the rootfs' python): resolved by the kernel inside the tree.
+    const SystemRoot root(env.system_root);
+    const int fd = root.open_inside(root.inside(env.python.string()), O_PATH, true);
+    if (fd < 0) {
+      return {};
+    }
+    std::error_code error;
+    const fs::path real = fs::read_symlink("/proc/self/fd/" + std::to_string(fd), error);
+    ::close(fd);
+    return error ? fs::path() : real;
+  }
   std::error_code error;
   const fs::path real = fs::canonical(env.python, error);
   return error ? fs::path() : real;
 }
 
 SearchEnvironment search_environment(const Environment& environment,
-                                     const std::shared_ptr<const LdCache>& ld_cache) {
+                                     const std::shared_ptr<const LdCache>& ld_cache,
+                                     const fs::path& root) {
   SearchEnvironment search;
   search.cache = ld_cache;
+  search.root = root;
   if (const auto it = environment.find("LD_LIBRARY_PATH"); it != environment.end()) {
-    search.ld_library_path = split_search_path(it->second);
+    for (const auto& dir : split_search_path(it->second)) {
+      search.ld_library_path.push_back(under_root(root, dir).string());
+    }
+  }
+  for (auto& dir : search.system_dirs) {
+    dir = under_root(root, dir);
   }
   return search;
 }
@@ -31,7 +55,7 @@ std::vector<LibraryLookup> lookup_libraries(const PythonEnv& env, const Environm
                                             const std::vector<std::string>& names,
                                             const std::shared_ptr<const LdCache>& ld_cache,
                                             ElfCache& elf_cache) {
-  const auto search = search_environment(environment, ld_cache);
+  const auto search = search_environment(environment, ld_cache, env.system_root);
   const auto executable = loaded_interpreter(env);
   std::vector<LibraryLookup> lookups;
   for (const auto& name : names) {

@@ -22,8 +22,11 @@ using facts::LibraryLookup;
 using facts::GlibcFacts;
 
 // The search environment a process with `environment` would have.
+// The search environment a process with `environment` would have in `root`
+// (the env's system root: `ld_cache` must be that tree's).
 SearchEnvironment search_environment(const Environment& environment,
-                                     const std::shared_ptr<const LdCache>& ld_cache);
+                                     const std::shared_ptr<const LdCache>& ld_cache,
+                                     const std::filesystem::path& root = "/");
 
 std::vector<LibraryLookup> lookup_libraries(const PythonEnv& env, const Environment& environment,
                                             const std::vector<std::string>& names,

@@ -204,7 +204,7 @@ class Resolver {
       replace_all(dir, "$LIB", m_search.lib);
       replace_all(dir, "${PLATFORM}", m_search.platform);
       replace_all(dir, "$PLATFORM", m_search.platform);
-      dirs.push_back(fs::path(dir).lexically_normal());
+      dirs.push_back(under_root(m_search.root, fs::path(dir).lexically_normal()));
     }
     return dirs;
   }
@@ -306,7 +306,7 @@ class Resolver {
         }
       }
       if (m_search.cache) {
-        miss.searched.push_back("/etc/ld.so.cache");
+        miss.searched.push_back(under_root(m_search.root, "/etc/ld.so.cache").string());
         for (const auto& path : m_search.cache->lookup(name)) {
           if (try_candidate(path, name, requester, "ld.so.cache", miss)) {
             return next;

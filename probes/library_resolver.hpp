@@ -13,6 +13,7 @@
 #include "probes/elf_file.hpp"
 #include "probes/ld_cache.hpp"
 #include "probes/python_env.hpp"
+#include "probes/system_root.hpp"
 
 namespace envcontract::probes {
 
@@ -52,6 +53,10 @@ struct SearchEnvironment {
       "/lib/x86_64-linux-gnu", "/usr/lib/x86_64-linux-gnu", "/lib", "/usr/lib"};
   std::string lib = "lib/x86_64-linux-gnu";       // $LIB on Debian amd64
   std::string platform = host_loader_platform();  // $PLATFORM
+  // The system tree the process runs in (a container's rootfs, or "/"):
+  // absolute directories (RPATH, RUNPATH, LD_LIBRARY_PATH, the system's)
+  // are that tree's. `cache` and `system_dirs` are already under it.
+  std::filesystem::path root = "/";
 };
 
 // LD_LIBRARY_PATH of `environment` split as the loader splits it (":" or ";";

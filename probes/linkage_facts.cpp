@@ -63,11 +63,7 @@ LinkageFacts gather_linkage_facts(const PythonEnv& env, const std::vector<fs::pa
                                   std::size_t max_libraries) {
   LinkageFacts facts;
   facts.activation = activation;
-  SearchEnvironment search;
-  search.cache = ld_cache;
-  if (const auto it = environment.find("LD_LIBRARY_PATH"); it != environment.end()) {
-    search.ld_library_path = split_search_path(it->second);
-  }
+  const SearchEnvironment search = search_environment(environment, ld_cache, env.system_root);
   std::error_code error;
   const fs::path executable = loaded_interpreter(env);
   std::vector<fs::path> libraries;

@@ -6,6 +6,7 @@
 
 #include "probes/small_files.hpp"
 #include "probes/static_facts.hpp"
+#include "probes/system_root.hpp"
 
 namespace envcontract::probes {
 namespace fs = std::filesystem;
@@ -156,10 +157,11 @@ class SearchPathBuilder {
       std::stringstream parts(home);  // "prefix" or "prefix:exec_prefix"
       for (std::string part; std::getline(parts, part, ':');) {
         if (fs::path(part).is_absolute()) {
-          unlisted(part);
+          const fs::path home_dir = in_tree(part);
+          unlisted(home_dir);
           if (!m_version.empty()) {
-            unlisted(fs::path(part) / "lib" / ("python" + m_version));
-            unlisted(fs::path(part) / "lib" / ("python" + m_version) / "lib-dynload");
+            unlisted(home_dir / "lib" / ("python" + m_version));
+            unlisted(home_dir / "lib" / ("python" + m_version) / "lib-dynload");
           }
         }
       }
@@ -174,10 +176,11 @@ class SearchPathBuilder {
         unlisted(m_env.prefix / part);  // where the probes start
         continue;
       }
-      if (dir_exists(part)) {
-        add_entry(part, "PYTHONPATH", false);
+      const fs::path entry = in_tree(part);
+      if (dir_exists(entry)) {
+        add_entry(entry, "PYTHONPATH", false);
       } else {
-        unlisted(part);  // a .zip, or a directory someone may yet create
+        unlisted(entry);  // a .zip, or a directory someone may yet create
       }
     }
   }
@@ -199,13 +202,14 @@ class SearchPathBuilder {
       note("pyvenv.cfg names no absolute home: the base interpreter is unknown");
       return system_site;
     }
-    for (fs::path dir = home->second; !dir.empty(); dir = dir.parent_path()) {
+    const fs::path top = m_env.system_root.empty() ? fs::path("/") : m_env.system_root;
+    for (fs::path dir = in_tree(home->second); !dir.empty(); dir = dir.parent_path()) {
       if (path_exists(stdlib_of(dir) / "os.py")) {
         m_path.base_prefix = dir;
         break;
       }
-      if (dir == dir.root_path()) {
-        break;
+      if (dir == top || dir == dir.root_path()) {
+        break;  // not above the env's system root
       }
     }
     if (m_path.base_prefix.empty()) {
@@ -280,7 +284,7 @@ class SearchPathBuilder {
       }
       base = home + "/.local";
     }
-    add_site_dir(fs::path(base) / "lib" / version_dir() / "site-packages",
+    add_site_dir(in_tree(base) / "lib" / version_dir() / "site-packages",
                  "user site of " + m_env.run_as.user);
   }
 
@@ -347,7 +351,7 @@ class SearchPathBuilder {
         continue;
       }
       line.erase(line.find_last_not_of(" \t\r\n\f\v") + 1);
-      const fs::path dir = fs::path(line).is_absolute() ? fs::path(line) : site / line;
+      const fs::path dir = fs::path(line).is_absolute() ? in_tree(line) : site / line;
       if (path_exists(dir)) {
         add_entry(dir, name + " in " + site.string(), false);
       } else {
@@ -375,7 +379,7 @@ class SearchPathBuilder {
     for (const auto& [package, paths] : parse_string_lists_dict(source, "NAMESPACES")) {
       for (const auto& path : paths) {
         if (fs::path(path).is_absolute()) {
-          unlisted(path);
+          unlisted(in_tree(path));
         }
       }
     }
@@ -383,11 +387,16 @@ class SearchPathBuilder {
       note(file.string() + " (an editable install's import hook) maps no modules that can be read");
     }
     for (const auto& [module, path] : mapping) {
-      if (is_python_identifier(module) && fs::path(path).is_absolute() && path_exists(path)) {
-        m_path.editable.push_back({module, path, file});
+      if (is_python_identifier(module) && fs::path(path).is_absolute() &&
+          path_exists(in_tree(path))) {
+        m_path.editable.push_back({module, in_tree(path), file});
       }
     }
   }
+
+  // An absolute path read from the env's files or environment, as the agent
+  // names it: inside a container's rootfs, the rootfs' own (system_root.hpp).
+  fs::path in_tree(const fs::path& path) const { return under_root(m_env.system_root, path); }
 
   const PythonEnv& m_env;
   const Environment& m_environment;

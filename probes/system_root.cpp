@@ -64,6 +64,20 @@ bool is_system_root(const std::filesystem::path& dir) {
              std::filesystem::file_type::not_found;
 }
 
+std::filesystem::path under_root(const std::filesystem::path& root,
+                                 const std::filesystem::path& path) {
+  if (root.empty() || root == "/" || path.is_relative()) {
+    return path;
+  }
+  const std::string text = path.string();
+  const std::string root_text = root.string();
+  if (text == root_text || text.starts_with(root_text + "/")) {
+    return path;
+  }
+  // Normalised first: ".." above the tree's "/" stays at its "/".
+  return std::filesystem::path(root_text + path.lexically_normal().string());
+}
+
 SystemRoot::SystemRoot(std::filesystem::path dir) : m_dir(std::move(dir)) {
   if (is_host()) {
     return;

@@ -19,6 +19,13 @@ namespace envcontract::probes {
 // contract's absolute paths, PATH and device nodes read inside it.
 bool is_system_root(const std::filesystem::path& dir);
 
+// An absolute `path` of the tree at `root`, as the agent names it: ROOT +
+// path (unchanged for "/", for a relative path, or for one already under
+// `root`, as activation writes an env's own paths). Lexical: links in it
+// are the tree's to resolve (SystemRoot).
+std::filesystem::path under_root(const std::filesystem::path& root,
+                                 const std::filesystem::path& path);
+
 class SystemRoot {
  public:
   // The tree at `dir` ("/" reads the agent's own filesystem as is).

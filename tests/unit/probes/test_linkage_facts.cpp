@@ -3,11 +3,18 @@
 
 #include <gtest/gtest.h>
 
+#include <unistd.h>
+
 #include <algorithm>
 
 #include "probes/discovery.hpp"
+#include "probes/host_facts.hpp"
 #include "probes/static_facts.hpp"
+#include "tests/support/compile.hpp"
 #include "tests/support/demo_host.hpp"
+#include "tests/support/run_command.hpp"
+#include "tests/support/system_venv.hpp"
+#include "tests/support/temp_dir.hpp"
 
 namespace envcontract::probes {
 namespace {
@@ -140,6 +147,81 @@ TEST(LinkageFacts, ActivationArtifactShowsInLinkageToo) {
   const auto& bare = library(facts.bare, "torch_fl/lib/libtorch_fl.so");
   ASSERT_EQ(bare.missing.size(), 1U);
   EXPECT_EQ(bare.missing[0].name, "libxpu_fl_runtime.so");
+}
+
+// A container's rootfs scanned with --root: its envs' libraries resolve as
+// the rootfs' loader would, through its own directories and ld.so.cache,
+// with its interpreter (bin/python -> /usr/bin/python3 is the rootfs'). A
+// vendor library only the rootfs has is found there; the same tree read as
+// a plain directory of envs (no os-release) is judged by the host's loader.
+TEST(LinkageFacts, InsideARootfsLibrariesResolveInItsOwnTree) {
+  testing::TempDir dir;
+  testing::open_to_all(dir.path());
+  const auto rootfs = dir.path() / "rootfs";
+  const auto libdir = rootfs / "usr/lib/x86_64-linux-gnu";
+  const auto vendor_dir = rootfs / "opt/vendor/lib";
+  fs::create_directories(libdir);
+  fs::create_directories(vendor_dir);
+  fs::create_directories(rootfs / "usr/bin");
+  dir.write("rootfs/etc/os-release", "ID=debian\n");
+  dir.write("rootfs/etc/ld.so.conf", "/opt/vendor/lib\n");
+  fs::copy_file(fs::canonical("/usr/bin/python3"), rootfs / "usr/bin/python3");
+  testing::build_shared_library(libdir / "libvendor.so.1", "int vendor_fn(void) { return 1; }",
+                                {"-nostdlib", "-Wl,-soname,libvendor.so.1"});
+  testing::build_shared_library(vendor_dir / "libvendor2.so.1",
+                                "int vendor2_fn(void) { return 2; }",
+                                {"-nostdlib", "-Wl,-soname,libvendor2.so.1"});
+  ASSERT_FALSE(fs::exists("/usr/lib/x86_64-linux-gnu/libvendor.so.1"));
+  // The rootfs' own cache, as its image build leaves it (ldconfig chroots: root only).
+  const bool with_cache =
+      ::geteuid() == 0 && fs::exists("/sbin/ldconfig") &&
+      testing::run_command({"/sbin/ldconfig", "-r", rootfs.string()}).exit_code == 0;
+  const auto prefix = testing::make_system_venv(rootfs / "opt/venvs/app");
+  const auto site = testing::system_venv_site(prefix);
+  std::vector<std::string> link = {"-nostdlib", "-L" + libdir.string(), "-l:libvendor.so.1"};
+  if (with_cache) {
+    link.insert(link.end(), {"-L" + vendor_dir.string(), "-l:libvendor2.so.1"});
+  }
+  testing::build_shared_library(site / "ext.so",
+                                with_cache
+                                    ? "int vendor_fn(void); int vendor2_fn(void);\n"
+                                      "int ext(void) { return vendor_fn() + vendor2_fn(); }"
+                                    : "int vendor_fn(void);\nint ext(void) { return vendor_fn(); }",
+                                link);
+  for (auto path = site; path != dir.path(); path = path.parent_path()) {
+    testing::open_to_all(path);
+  }
+
+  const auto ext_of = [&] {
+    HostFactsOptions options;
+    options.discovery.roots = {rootfs};
+    const auto host = gather_host_facts(options, std::make_shared<FactCaches>());
+    EXPECT_EQ(host.envs.size(), 1U);
+    return host.envs.empty() ? LibraryLinkage{} : library(host.envs[0].linkage, "/ext.so");
+  };
+  const auto linked = ext_of();
+  const auto path_of = [&](const std::string& name) {
+    for (const auto& link_entry : linked.closure) {
+      if (link_entry.name == name) {
+        return link_entry.path;
+      }
+    }
+    return fs::path();
+  };
+  EXPECT_EQ(path_of("libvendor.so.1"), libdir / "libvendor.so.1");
+  if (with_cache) {
+    EXPECT_EQ(path_of("libvendor2.so.1"), vendor_dir / "libvendor2.so.1");
+  }
+  for (const auto& missing : linked.missing) {
+    EXPECT_NE(missing.name.substr(0, 9), "libvendor") << missing.name << " is in the rootfs";
+  }
+  EXPECT_TRUE(linked.symbols.unresolved.empty());
+
+  fs::remove(rootfs / "etc/os-release");
+  const auto on_host = ext_of();
+  EXPECT_TRUE(std::any_of(on_host.missing.begin(), on_host.missing.end(), [](const auto& missing) {
+    return missing.name == "libvendor.so.1";
+  })) << "a directory of envs is read with the host's loader";
 }
 
 }  // namespace

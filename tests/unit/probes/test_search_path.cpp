@@ -8,11 +8,13 @@
 #include <gtest/gtest.h>
 #include <sys/stat.h>
 
+#include <algorithm>
 #include <fstream>
 
 #include "probes/discovery.hpp"
 #include "probes/static_facts.hpp"
 #include "tests/support/run_command.hpp"
+#include "tests/support/system_venv.hpp"
 #include "tests/support/temp_dir.hpp"
 
 namespace envcontract::probes {
@@ -155,6 +157,44 @@ TEST(SearchPath, VenvWithSystemSitePackagesSeesDebiansPackages) {
   EXPECT_NE(std::find(facts.site_packages.begin(), facts.site_packages.end(),
                       "/usr/lib/python3/dist-packages"),
             facts.site_packages.end());
+}
+
+// A venv inside a container's rootfs (scanned with --root): pyvenv.cfg's
+// home, .pth lines and PYTHONPATH name the rootfs' paths, so its base
+// installation, system site packages and extra directories are the image's,
+// never the agent host's (which has a /usr/lib/python3.X of its own).
+TEST(SearchPath, InsideARootfsTheBaseAndPathsAreTheRootfsOwn) {
+  TempDir dir;
+  const auto rootfs = dir.path() / "rootfs";
+  const std::string version = testing::system_python_version();
+  dir.write("rootfs/etc/os-release", "ID=debian\n");
+  dir.write("rootfs/usr/lib/python" + version + "/os.py", "");
+  fs::create_directories(rootfs / ("usr/lib/python" + version + "/site-packages/imagepkg"));
+  fs::create_directories(rootfs / "opt/extra");
+  fs::create_directories(rootfs / "opt/pythonpath");
+  const auto prefix = testing::make_system_venv(rootfs / "opt/venvs/app");
+  std::ofstream(prefix / "pyvenv.cfg")
+      << "home = /usr/bin\ninclude-system-site-packages = true\nversion = " << version << ".0\n";
+  std::ofstream(testing::system_venv_site(prefix) / "extra.pth") << "/opt/extra\n";
+  ASSERT_TRUE(fs::exists("/usr/lib/python" + version + "/os.py")) << "the host has its own";
+
+  const auto env = describe_prefix(prefix, {}, rootfs);
+  ASSERT_TRUE(env);
+  ASSERT_EQ(env->system_root, rootfs);
+  const auto path =
+      compute_search_path(*env, {{"PYTHONPATH", "/opt/pythonpath"}, {"HOME", "/nonexistent"}});
+  EXPECT_EQ(path.base_prefix, rootfs / "usr");
+  EXPECT_EQ(path.stdlib, rootfs / ("usr/lib/python" + version));
+  std::vector<fs::path> entries;
+  for (const auto& entry : path.entries) {
+    entries.push_back(entry.path);
+    EXPECT_TRUE(entry.path.string().starts_with(rootfs.string() + "/"))
+        << entry.path << " is not the rootfs'";
+  }
+  for (const auto& wanted : {rootfs / "opt/pythonpath", rootfs / "opt/extra",
+                             rootfs / ("usr/lib/python" + version + "/site-packages")}) {
+    EXPECT_NE(std::find(entries.begin(), entries.end(), wanted), entries.end()) << wanted;
+  }
 }
 
 TEST(SearchPath, VenvWithoutSystemSitePackagesSeesOnlyItsOwn) {
