@@ -12,6 +12,7 @@
 #include "common/time_text.hpp"
 #include "probes/import_safety.hpp"
 #include "probes/stall_guard.hpp"
+#include "probes/system_root.hpp"
 
 namespace envcontract::probes {
 
@@ -137,16 +138,22 @@ void read_env(EnvReading& reading, const Cancellation& cancellation) {
   reading.static_elapsed = since(start);
   start = Clock::now();
   auto& elf_files = reading.caches->elf_files;
-  if (env.env.system_root != "/") {
-    // A rootfs' loader reads its own cache (its paths, under the rootfs).
-    const auto root = env.env.system_root;
-    reading.ld_cache =
-        std::make_shared<const LdCache>(LdCache::load(root / "etc/ld.so.cache", root));
-  }
   contained(env, "linkage", &cancellation, [&] {
     ReadingAs as_user(env.env.run_as);
     if (!as_user.ok()) {
       return;
+    }
+    if (env.env.system_root != "/") {
+      // A rootfs' loader reads its own cache (its paths, under the rootfs):
+      // opened inside the tree, so a link in it cannot name a host file.
+      const SystemRoot tree(env.env.system_root);
+      const int fd = tree.open_inside("/etc/ld.so.cache", O_RDONLY, true);
+      reading.ld_cache = std::make_shared<const LdCache>(
+          fd < 0 ? LdCache()
+                 : LdCache::load("/proc/self/fd/" + std::to_string(fd), env.env.system_root));
+      if (fd >= 0) {
+        ::close(fd);
+      }
     }
     const auto& sites = env.static_facts.site_packages;
     // Copies of packages that an earlier path entry hides are never loaded.

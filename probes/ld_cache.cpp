@@ -4,6 +4,7 @@
 #include <cstring>
 
 #include "probes/small_files.hpp"
+#include "probes/system_root.hpp"
 
 namespace envcontract::probes {
 
@@ -55,7 +56,7 @@ LdCache LdCache::load(const std::filesystem::path& path, const std::filesystem::
     const std::string key = string_at(*data, start + read_u32(*data, entry + 4));
     std::string value = string_at(*data, start + read_u32(*data, entry + 8));
     if (root != "/" && !value.empty()) {
-      value = root.string() + (value.starts_with('/') ? "" : "/") + value;
+      value = under_root(root, value.starts_with('/') ? value : "/" + value).string();
     }
     if (!key.empty() && !value.empty()) {
       cache.m_entries.emplace(key, value);

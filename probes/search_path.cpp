@@ -173,7 +173,7 @@ class SearchPathBuilder {
       }
       if (!fs::path(part).is_absolute()) {
         note("PYTHONPATH entry '" + part + "' is relative to wherever Python starts: not followed");
-        unlisted(m_env.prefix / part);  // where the probes start
+        unlisted(in_tree(m_env.prefix / part));  // where the probes start
         continue;
       }
       const fs::path entry = in_tree(part);
@@ -351,7 +351,7 @@ class SearchPathBuilder {
         continue;
       }
       line.erase(line.find_last_not_of(" \t\r\n\f\v") + 1);
-      const fs::path dir = fs::path(line).is_absolute() ? in_tree(line) : site / line;
+      const fs::path dir = in_tree(fs::path(line).is_absolute() ? fs::path(line) : site / line);
       if (path_exists(dir)) {
         add_entry(dir, name + " in " + site.string(), false);
       } else {

@@ -71,11 +71,21 @@ std::filesystem::path under_root(const std::filesystem::path& root,
   }
   const std::string text = path.string();
   const std::string root_text = root.string();
-  if (text == root_text || text.starts_with(root_text + "/")) {
-    return path;
+  // The path inside the tree, normalised as an absolute path of its own:
+  // ".." above the tree's "/" stays at its "/", as RESOLVE_IN_ROOT keeps it.
+  std::filesystem::path inside = path;
+  if (text == root_text) {
+    inside = "/";
+  } else if (text.starts_with(root_text + "/")) {
+    inside = std::filesystem::path(std::string_view(text).substr(root_text.size()));
   }
-  // Normalised first: ".." above the tree's "/" stays at its "/".
-  return std::filesystem::path(root_text + path.lexically_normal().string());
+  const auto normal = inside.lexically_normal();
+  // Appended, not `root / normal`: an absolute right side would replace the root.
+  std::filesystem::path joined = root;
+  if (normal != "/") {
+    joined += normal;
+  }
+  return joined;
 }
 
 SystemRoot::SystemRoot(std::filesystem::path dir) : m_dir(std::move(dir)) {

@@ -20,9 +20,11 @@ namespace envcontract::probes {
 bool is_system_root(const std::filesystem::path& dir);
 
 // An absolute `path` of the tree at `root`, as the agent names it: ROOT +
-// path (unchanged for "/", for a relative path, or for one already under
-// `root`, as activation writes an env's own paths). Lexical: links in it
-// are the tree's to resolve (SystemRoot).
+// path, normalised so that ".." never climbs above ROOT (a path already
+// under `root`, as activation writes an env's own, is taken as inside it;
+// "/" and relative paths are returned as they are). Lexical only: a symlink
+// in the tree that the agent follows later still resolves on the host
+// (docs/probes.md, "Known limits" of system roots).
 std::filesystem::path under_root(const std::filesystem::path& root,
                                  const std::filesystem::path& path);
 

@@ -181,8 +181,12 @@ TEST(SearchPath, InsideARootfsTheBaseAndPathsAreTheRootfsOwn) {
   const auto env = describe_prefix(prefix, {}, rootfs);
   ASSERT_TRUE(env);
   ASSERT_EQ(env->system_root, rootfs);
-  const auto path =
-      compute_search_path(*env, {{"PYTHONPATH", "/opt/pythonpath"}, {"HOME", "/nonexistent"}});
+  // ".." never climbs out of the rootfs, written as the image's path or as
+  // the agent's (an activation script's $VIRTUAL_ENV/../..).
+  std::ofstream(testing::system_venv_site(prefix) / "up.pth") << "../../../../../../../../etc\n";
+  const std::string climbing =
+      "/opt/pythonpath:/../../etc:" + (prefix / "../../../../../../../../../etc").string();
+  const auto path = compute_search_path(*env, {{"PYTHONPATH", climbing}, {"HOME", "/nonexistent"}});
   EXPECT_EQ(path.base_prefix, rootfs / "usr");
   EXPECT_EQ(path.stdlib, rootfs / ("usr/lib/python" + version));
   std::vector<fs::path> entries;
@@ -191,7 +195,7 @@ TEST(SearchPath, InsideARootfsTheBaseAndPathsAreTheRootfsOwn) {
     EXPECT_TRUE(entry.path.string().starts_with(rootfs.string() + "/"))
         << entry.path << " is not the rootfs'";
   }
-  for (const auto& wanted : {rootfs / "opt/pythonpath", rootfs / "opt/extra",
+  for (const auto& wanted : {rootfs / "opt/pythonpath", rootfs / "opt/extra", rootfs / "etc",
                              rootfs / ("usr/lib/python" + version + "/site-packages")}) {
     EXPECT_NE(std::find(entries.begin(), entries.end(), wanted), entries.end()) << wanted;
   }
