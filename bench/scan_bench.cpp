@@ -1,0 +1,154 @@
+// A whole scan of a host with at least 16 envs, cold and warm (issue #17,
+// targets 1 and 2): the demo host copied side by side until it holds 16
+// envs or more, scanned by the agent's Scanner with a contract that starts
+// every env's interpreter (torch's identity and an import; no device op, so
+// no env hangs). The warm rescan changes nothing, so every env's dynamic
+// facts are reused: its figure is what an unchanged host costs per scan.
+// Targets: the warm rescan under 20 ms and at least 100x faster than the
+// cold scan. The cold scan's baseline is the floor the issue names, measured
+// here: one `python -c "import torch"` per env, spread over the cores.
+//
+// Usage: scan_bench DEMO_HOST_DIR [WARM_RUNS]
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "bench/report_only.hpp"
+#include "daemon/scanner.hpp"
+
+namespace fs = std::filesystem;
+using Clock = std::chrono::steady_clock;
+using namespace envcontract;
+
+namespace {
+
+constexpr std::size_t k_min_envs = 16;
+constexpr double k_warm_target_ms = 20.0;
+constexpr double k_ratio_target = 100.0;
+
+double since_ms(Clock::time_point start) {
+  return std::chrono::duration<double, std::milli>(Clock::now() - start).count();
+}
+
+// The interpreters of the scanned envs that import torch, each started once,
+// `cores` at a time: the least a cold scan must spend.
+double import_floor_ms(const std::vector<std::string>& pythons) {
+  const unsigned cores = std::max(1U, std::thread::hardware_concurrency());
+  const auto start = Clock::now();
+  for (std::size_t first = 0; first < pythons.size(); first += cores) {
+    std::string batch;
+    for (std::size_t i = first; i < std::min(pythons.size(), first + cores); ++i) {
+      batch += "'" + pythons[i] + "' -c 'import torch' >/dev/null 2>&1 & ";
+    }
+    batch += "wait";
+    if (std::system(batch.c_str()) != 0) {
+      return -1;
+    }
+  }
+  return since_ms(start);
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  if (argc < 2) {
+    std::fprintf(stderr, "usage: scan_bench DEMO_HOST_DIR [WARM_RUNS]\n");
+    return 2;
+  }
+  const fs::path demo = argv[1];
+  const int warm_runs = argc > 2 ? std::max(1, std::atoi(argv[2])) : 5;
+  char pattern[] = "/tmp/envcontract-scan-bench-XXXXXX";
+  if (::mkdtemp(pattern) == nullptr) {
+    std::perror("scan_bench: mkdtemp");
+    return 2;
+  }
+  const fs::path work = pattern;
+  // Root's envs are read and run as nobody: every directory on the way open.
+  fs::permissions(work, fs::perms::owner_all | fs::perms::group_read | fs::perms::group_exec |
+                            fs::perms::others_read | fs::perms::others_exec);
+  const fs::path host = work / "host";
+  fs::create_directories(host);
+
+  const fs::path contract_path = work / "bench.yaml";
+  std::ofstream(contract_path) << "schema_version: 1\n"
+                                  "checks:\n"
+                                  "  - {id: python, kind: python, version: '>=3.8'}\n"
+                                  "  - {id: torch, kind: torch, cuda: none}\n"
+                                  "  - {id: imports, kind: imports, modules: [torch]}\n";
+  const auto contract = daemon::load_contract(contract_path);
+  if (!contract) {
+    std::fprintf(stderr, "scan_bench: %s\n", contract.error().c_str());
+    return 2;
+  }
+
+  daemon::Scanner scanner;
+  daemon::ScanSettings settings;
+  settings.facts.discovery.roots = {host};
+  settings.reprobe_interval = std::chrono::hours(1);
+  std::size_t envs = 0;
+  for (int copy = 0; envs < k_min_envs && copy < 8; ++copy) {
+    const fs::path target = host / ("copy" + std::to_string(copy));
+    const std::string command = "cp -a '" + demo.string() + "' '" + target.string() + "'";
+    if (std::system(command.c_str()) != 0) {
+      std::fprintf(stderr, "scan_bench: cannot copy %s\n", demo.c_str());
+      return 2;
+    }
+    envs = probes::gather_host_facts(settings.facts, std::make_shared<probes::FactCaches>())
+               .envs.size();
+  }
+
+  auto start = Clock::now();
+  const auto cold = scanner.scan(**contract, settings);
+  const double cold_ms = since_ms(start);
+  const std::size_t probed = scanner.last_probed();
+
+  std::vector<double> warm;
+  for (int run = 0; run < warm_runs; ++run) {
+    start = Clock::now();
+    const auto again = scanner.scan(**contract, settings);
+    warm.push_back(since_ms(start));
+    if (again["verdict"] != cold["verdict"] || scanner.last_probed() != 0) {
+      std::fprintf(stderr, "scan_bench: the warm rescan differs (verdict %s, %zu envs probed)\n",
+                   again["verdict"].get<std::string>().c_str(), scanner.last_probed());
+      return 1;
+    }
+  }
+  std::sort(warm.begin(), warm.end());
+  const double warm_ms = warm[warm.size() / 2];
+
+  std::vector<std::string> pythons;
+  for (const auto& env : cold["envs"]) {
+    const fs::path python = fs::path(env["prefix"].get<std::string>()) / "bin/python";
+    if (fs::exists(python)) {
+      pythons.push_back(python.string());
+    }
+  }
+  const double floor_ms = import_floor_ms(pythons);
+  fs::remove_all(work);
+
+  const double ratio = cold_ms / warm_ms;
+  std::printf("scan of %zu envs (%zu probed), contract: python, torch, import torch\n", envs,
+              probed);
+  std::printf("  cold scan:                 %9.1f ms\n", cold_ms);
+  std::printf("  floor (import torch per env, %u at a time): %9.1f ms   cold/floor %.2fx\n",
+              std::max(1U, std::thread::hardware_concurrency()), floor_ms,
+              floor_ms > 0 ? cold_ms / floor_ms : 0.0);
+  std::printf("  warm rescan, median of %d: %9.1f ms   cold/warm %.1fx\n", warm_runs, warm_ms,
+              ratio);
+  const bool met = warm_ms < k_warm_target_ms && ratio >= k_ratio_target;
+  std::printf("target: warm < %.0f ms and >= %.0fx faster than cold: %s\n", k_warm_target_ms,
+              k_ratio_target, met ? "met" : "MISSED");
+  if (!met && !bench_report_only()) {
+    return 1;
+  }
+  return 0;
+}
