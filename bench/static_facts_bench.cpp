@@ -95,6 +95,11 @@ int main(int argc, char** argv) {
     std::error_code ignored;
     fs::remove_all(temp, ignored);
   }
+  if (envs == 0) {
+    std::fprintf(stderr, "static_facts_bench: no env found under %s: nothing was measured\n",
+                 host.c_str());
+    return 1;
+  }
   if (scan_ms > k_target_ms) {
     std::printf("MISSED: the static scan is over its target%s\n",
                 bench_report_only() ? " (reported only: BENCH_REPORT_ONLY=1)" : "");

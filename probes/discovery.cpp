@@ -239,7 +239,8 @@ class Discoverer {
 
   void search_prefixes() {
     m_scan_root = "/";
-    for (const auto& prefix : m_options.prefixes) {
+    for (const auto& given : m_options.prefixes) {
+      const fs::path prefix = fs::absolute(given).lexically_normal();
       if (!add(prefix, "configured prefix")) {
         problem(prefix,
                 "configured prefix is not a Python environment (no conda-meta/, "
@@ -644,7 +645,10 @@ class Discoverer {
 
 std::vector<DiscoveryUnit> discovery_units(const DiscoveryOptions& options) {
   std::vector<DiscoveryUnit> units;
-  for (const auto& root : options.roots) {
+  for (const auto& given : options.roots) {
+    // A relative root (`--root ./envs`) is the caller's working directory's:
+    // made absolute here, before any unit resolves it component by component.
+    const fs::path root = fs::absolute(given).lexically_normal();
     units.push_back(
         {"discovery of " + root.string(), root.string(), [root](const DiscoveryOptions& o) {
            Discoverer discoverer(o);

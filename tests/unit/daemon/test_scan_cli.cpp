@@ -302,6 +302,34 @@ TEST(ScanCli, ARootfsIsJudgedByItsOwnFilesToolsAndDevices) {
   EXPECT_EQ(failing, (std::set<std::string>{"bkcl", "smi", "xpus"})) << common::json_text(plain);
 }
 
+// A root or prefix given relative to the working directory finds what its
+// absolute form finds (it used to find nothing at all).
+TEST(ScanCli, RelativeRootsAndPrefixesFindTheSameEnvs) {
+  const auto prefixes_found = [](const std::vector<std::string>& where) {
+    std::vector<std::string> args = {k_binary, "facts"};
+    args.insert(args.end(), where.begin(), where.end());
+    const auto result = run_command(args);
+    const auto facts = Json::parse(result.out, nullptr, false);
+    std::set<std::string> prefixes;
+    if (facts.is_discarded()) {
+      ADD_FAILURE() << result.err;
+      return prefixes;
+    }
+    for (const auto& env : facts["envs"]) {
+      prefixes.insert(env["prefix"].get<std::string>());
+    }
+    return prefixes;
+  };
+  const auto relative = std::filesystem::relative(demo_host(), std::filesystem::current_path());
+  ASSERT_TRUE(relative.is_relative()) << relative;
+  const auto absolute = prefixes_found({"--root", demo_host().string()});
+  EXPECT_GE(absolute.size(), 8U);
+  EXPECT_EQ(prefixes_found({"--root", relative.string()}), absolute);
+  EXPECT_EQ(
+      prefixes_found({"--prefix", (relative / "venvs/xpu210v").string()}),
+      std::set<std::string>{(std::filesystem::canonical(demo_host()) / "venvs/xpu210v").string()});
+}
+
 // `--contract auto` works for scan as for serve: the contract is chosen by
 // the devices and tools under --detect-root, and says so.
 TEST(ScanCli, AutoPicksTheContractByTheHostsDevices) {
