@@ -3,10 +3,13 @@
 #include <string>
 #include <vector>
 
-#include "cli/fleet.hpp"
+#include "fleet/host_reports.hpp"
 #include "report/report_table.hpp"
 
 namespace envcontract::cli {
+
+using fleet::HostReport;
+using fleet::Json;
 
 // Many hosts: one line each (state, compliant envs, the causes it drifts
 // for, or why it could not be asked), then the fleet's summary line.

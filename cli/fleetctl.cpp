@@ -12,17 +12,29 @@
 #include <thread>
 
 #include "cli/fleet_render.hpp"
-#include "cli/prometheus_fleet.hpp"
 #include "common/json_fields.hpp"
 #include "common/json_text.hpp"
 #include "common/shown_path.hpp"
 #include "contracts/spelling.hpp"
 #include "contracts/validate_files.hpp"
 #include "contracts/values.hpp"
+#include "fleet/prometheus_fleet.hpp"
 #include "report/printable.hpp"
 
 namespace envcontract::cli {
 namespace {
+
+using fleet::ClientOptions;
+using fleet::default_agent_port;
+using fleet::distinct_hosts;
+using fleet::fetch_reports;
+using fleet::fleet_exit_status;
+using fleet::get_json;
+using fleet::HostAddress;
+using fleet::parse_host_address;
+using fleet::read_inventory;
+using fleet::reports_from_prometheus;
+using fleet::request;
 
 constexpr const char* k_exit_codes =
     "Exit status: 0 every host complies, 1 drift somewhere, 2 error (bad arguments, an "

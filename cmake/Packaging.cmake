@@ -8,8 +8,10 @@ install(FILES ${SHIPPED_CONTRACTS} DESTINATION ${CMAKE_INSTALL_DATADIR}/envcontr
 install(FILES ${PROJECT_SOURCE_DIR}/packaging/prometheus/envcontract-rules.yml
         DESTINATION ${CMAKE_INSTALL_DATADIR}/envcontract/prometheus)
 install(FILES ${PROJECT_SOURCE_DIR}/packaging/envcontractd.service
+              ${PROJECT_SOURCE_DIR}/packaging/envcontract-fleet.service
         DESTINATION /lib/systemd/system)
-install(FILES ${PROJECT_SOURCE_DIR}/packaging/agent.yaml DESTINATION /etc/envcontract)
+install(FILES ${PROJECT_SOURCE_DIR}/packaging/agent.yaml ${PROJECT_SOURCE_DIR}/packaging/fleet.env
+        DESTINATION /etc/envcontract)
 install(FILES
           ${PROJECT_SOURCE_DIR}/docs/agent.md
           ${PROJECT_SOURCE_DIR}/docs/api.md

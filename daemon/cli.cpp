@@ -10,6 +10,7 @@
 #include "contracts/validate_files.hpp"
 #include "contracts/values.hpp"
 #include "daemon/facts_command.hpp"
+#include "daemon/fleet_command.hpp"
 #include "daemon/logging.hpp"
 #include "daemon/probe_command.hpp"
 #include "daemon/provision_cli.hpp"
@@ -411,6 +412,7 @@ int run_envcontractd(int argc, char** argv) {
   ServeArguments serve_arguments;
   auto* serve = add_serve(app, serve_arguments);
   ProvisioningCli provisioning(app);
+  FleetCli fleet(app);
   // -o before the verb, as fleetctl takes it: `envcontractd -o json scan`.
   std::string leading_output;
   app.add_option("-o,--output,--format", leading_output,
@@ -458,6 +460,9 @@ int run_envcontractd(int argc, char** argv) {
   }
   if (probe->parsed()) {
     return run(probe_arguments);
+  }
+  if (const auto status = fleet.run()) {
+    return *status;
   }
   return provisioning.run().value_or(2);
 }

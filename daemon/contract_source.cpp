@@ -42,7 +42,7 @@ common::Result<ContractHandle> load_contract(const std::filesystem::path& path,
   }
   auto result = std::make_shared<LoadedContract>();
   result->identity = {loaded.contract->name, std::filesystem::absolute(path).string(),
-                      common::sha256_hex(text.str())};
+                      common::sha256_hex(text.str()), loaded.contract->platform};
   result->contract = std::move(*loaded.contract);
   return ContractHandle(std::move(result));
 }

@@ -468,10 +468,13 @@ class BoundedServer final : public httplib::Server {
 }  // namespace
 
 struct HttpServer::Impl {
-  Impl(Agent& agent_, std::string version_) : agent(agent_), version(std::move(version_)) {}
+  Impl(Agent* agent_, std::string version_, RequestHandler handler_)
+      : agent(agent_), version(std::move(version_)), handler(std::move(handler_)) {}
 
-  Agent& agent;
+  Agent* agent;  // null when `handler` answers instead (the fleet view)
   std::string version;
+  RequestHandler handler;
+  HttpSettings settings;
   BoundedServer server;
   HostPolicy hosts;
   std::size_t max_connections = 256;
@@ -481,6 +484,7 @@ struct HttpServer::Impl {
   bool listened = false;  // the listen loop has started (queue_mutex)
 
   void routes();
+  void answer_with_handler(const httplib::Request& request, httplib::Response& response);
   // Decides and answers every request before httplib's own (regex) routing
   // and before any body is read.
   httplib::Server::HandlerResponse dispatch(const httplib::Request& request,
@@ -506,7 +510,7 @@ struct HttpServer::Impl {
 
   // The latest report, or an answer saying why there is none.
   std::shared_ptr<const AgentSnapshot> with_report(httplib::Response& response) {
-    auto snapshot = agent.snapshot();
+    auto snapshot = agent->snapshot();
     if (!snapshot->report) {
       send_json(response, 503,
                 {{"error", "no scan has finished yet; the first one is running"},
@@ -526,7 +530,7 @@ void HttpServer::Impl::healthz(httplib::Response& response) {
 
 void HttpServer::Impl::report(httplib::Response& response) {
   // During the first scan: the envs judged so far, verdict "pending".
-  if (const auto snapshot = agent.snapshot(); !snapshot->report && snapshot->partial_text) {
+  if (const auto snapshot = agent->snapshot(); !snapshot->report && snapshot->partial_text) {
     response.set_content(*snapshot->partial_text, k_json);
     return;
   }
@@ -588,13 +592,13 @@ void HttpServer::Impl::history(const httplib::Request& request, httplib::Respons
     return;
   }
   try {
-    auto transitions = agent.history(query);
+    auto transitions = agent->history(query);
     if (transitions.empty() && (!query.env.empty() || !query.target.empty())) {
       // A name with no rows may be a typo: say so, with the names known.
       const std::string scope = query.env.empty() ? "target" : "env";
       const std::string& name = query.env.empty() ? query.target : query.env;
-      auto names = agent.history_names(scope);
-      if (auto snapshot = agent.snapshot(); snapshot->report) {
+      auto names = agent->history_names(scope);
+      if (auto snapshot = agent->snapshot(); snapshot->report) {
         for (const auto& item : common::array_field(*snapshot->report, (scope + "s").c_str())) {
           names.push_back(common::string_field(item, "name"));
         }
@@ -617,7 +621,7 @@ void HttpServer::Impl::history(const httplib::Request& request, httplib::Respons
 }
 
 void HttpServer::Impl::contract(httplib::Response& response) {
-  const auto snapshot = agent.snapshot();
+  const auto snapshot = agent->snapshot();
   if (!snapshot->contract) {
     send_error(response, 503, "no contract is loaded");
     return;
@@ -652,8 +656,8 @@ void HttpServer::Impl::plan(const httplib::Request& request, httplib::Response& 
   }
   Json plan = *snapshot->plan;
   // What the dashboard offers: a provision button where this agent provisions.
-  plan["provisioning"] = {{"enabled", agent.provisioning_enabled()},
-                          {"token_required", agent.token_required()}};
+  plan["provisioning"] = {{"enabled", agent->provisioning_enabled()},
+                          {"token_required", agent->token_required()}};
   if (!request.has_param("env")) {
     send_json(response, 200, plan);
     return;
@@ -694,7 +698,7 @@ void HttpServer::Impl::provisions(const httplib::Request& request, httplib::Resp
     return;
   }
   try {
-    send_json(response, 200, {{"provisions", agent.provisions(limit)}});
+    send_json(response, 200, {{"provisions", agent->provisions(limit)}});
   } catch (const std::exception& e) {
     send_error(response, 500, std::string("the store could not be read: ") + e.what());
   }
@@ -717,15 +721,15 @@ void HttpServer::Impl::compliance(httplib::Response& response) {
 
 bool HttpServer::Impl::token_presented(const httplib::Request& request, httplib::Response& response,
                                        const std::string& what) {
-  if (!agent.token_required()) {
+  if (!agent->token_required()) {
     send_error(response, 403,
                what +
                    " over HTTP needs the agent's token, and this agent has none: set "
-                   "token_file in its config (docs/agent.md)");
+                   "token_file in its config (docs/agent->md)");
     return false;
   }
   const std::string token = bearer_token(request);
-  if (token.empty() || !agent.token_matches(token)) {
+  if (token.empty() || !agent->token_matches(token)) {
     response.set_header("WWW-Authenticate", "Bearer realm=\"envcontract\"");
     send_error(response, 401,
                token.empty() ? what +
@@ -745,13 +749,13 @@ void HttpServer::Impl::provision(const httplib::Request& request, httplib::Respo
   if (!token_presented(request, response, what)) {
     return;
   }
-  if (!agent.provisioning_enabled()) {
+  if (!agent->provisioning_enabled()) {
     send_error(response, 403,
                "provisioning is not enabled on this agent: set provisioning.enabled (and "
                "provisioning.user, provisioning.envs_dir) in its config (docs/provisioning.md)");
     return;
   }
-  if (const auto problem = agent.provisioning_problem(); !problem.empty()) {
+  if (const auto problem = agent->provisioning_problem(); !problem.empty()) {
     send_error(response, 403, problem);
     return;
   }
@@ -778,8 +782,8 @@ void HttpServer::Impl::provision(const httplib::Request& request, httplib::Respo
     }
   }
   const std::string from = request.remote_addr.empty() ? "" : " from " + request.remote_addr;
-  const auto id = agent.request_provision(promote ? "promote" : "provision", name, env,
-                                          "api: token holder" + from);
+  const auto id = agent->request_provision(promote ? "promote" : "provision", name, env,
+                                           "api: token holder" + from);
   if (!id) {
     send_error(response, 503, id.error());
     return;
@@ -790,7 +794,7 @@ void HttpServer::Impl::provision(const httplib::Request& request, httplib::Respo
 }
 
 void HttpServer::Impl::provision_job(const std::string& text, httplib::Response& response) {
-  const auto job = agent.provision_job(std::stoll(text));  // the route takes 1 to 15 digits
+  const auto job = agent->provision_job(std::stoll(text));  // the route takes 1 to 15 digits
   if (!job) {
     send_error(response, 404,
                "no provision job " + text + " (the agent keeps the last " +
@@ -802,9 +806,9 @@ void HttpServer::Impl::provision_job(const std::string& text, httplib::Response&
 }
 
 void HttpServer::Impl::scan(const httplib::Request& request, httplib::Response& response) {
-  if (agent.token_required()) {
+  if (agent->token_required()) {
     const std::string token = bearer_token(request);
-    if (token.empty() || !agent.token_matches(token)) {
+    if (token.empty() || !agent->token_matches(token)) {
       response.set_header("WWW-Authenticate", "Bearer realm=\"envcontract\"");
       send_error(response, 401,
                  token.empty() ? "this agent needs 'Authorization: Bearer <token>' to scan "
@@ -820,7 +824,7 @@ void HttpServer::Impl::scan(const httplib::Request& request, httplib::Response& 
                "'X-Requested-By: fleetctl'), or a token when the agent has one");
     return;
   }
-  const auto id = agent.request_scan("api");
+  const auto id = agent->request_scan("api");
   // The state when the request was taken, not whatever the scheduler has
   // made of it a microsecond later: clients follow `url` for progress.
   const Json body = {
@@ -830,7 +834,7 @@ void HttpServer::Impl::scan(const httplib::Request& request, httplib::Response& 
 }
 
 void HttpServer::Impl::scan_ticket(const std::string& text, httplib::Response& response) {
-  const auto ticket = agent.ticket(std::stoll(text));  // the route takes 1 to 15 digits
+  const auto ticket = agent->ticket(std::stoll(text));  // the route takes 1 to 15 digits
   if (!ticket) {
     send_error(response, 404, "no scan request " + text + " (the agent keeps the last 200)");
     return;
@@ -839,9 +843,9 @@ void HttpServer::Impl::scan_ticket(const std::string& text, httplib::Response& r
 }
 
 void HttpServer::Impl::metrics(httplib::Response& response) {
-  const auto snapshot = agent.snapshot();
+  const auto snapshot = agent->snapshot();
   response.set_content(
-      render_metrics(*snapshot, agent.counters(), version, agent.webhook_counters()),
+      render_metrics(*snapshot, agent->counters(), version, agent->webhook_counters()),
       "text/plain; version=0.0.4; charset=utf-8");
 }
 
@@ -853,7 +857,7 @@ void HttpServer::Impl::asset(const std::string& path, httplib::Response& respons
   }
   response.set_content(std::string(asset->body), std::string(asset->content_type));
   response.set_header("Cache-Control", "no-cache");
-  // The page loads nothing but itself, and talks only to this agent.
+  // The page loads nothing but itself, and talks only to this agent->
   response.set_header("Content-Security-Policy", "default-src 'self'; frame-ancestors 'none'");
   response.set_header("X-Content-Type-Options", "nosniff");
 }
@@ -889,6 +893,10 @@ httplib::Server::HandlerResponse HttpServer::Impl::dispatch(const httplib::Reque
     send_error(response, 431,
                "too many header fields (" + std::to_string(t_outcome.header_count) + "; at most " +
                    std::to_string(k_max_headers) + ")");
+    return handled;
+  }
+  if (handler) {
+    answer_with_handler(request, response);
     return handled;
   }
   const auto route = match_route(request.method, request.path);
@@ -954,6 +962,18 @@ httplib::Server::HandlerResponse HttpServer::Impl::dispatch(const httplib::Reque
   return handled;
 }
 
+void HttpServer::Impl::answer_with_handler(const httplib::Request& request,
+                                           httplib::Response& response) {
+  PlainRequest plain{request.method == "HEAD" ? "GET" : request.method, request.path,
+                     request.params};
+  PlainResponse answer = handler(plain);
+  response.status = answer.status;
+  for (const auto& [name, value] : answer.headers) {
+    response.set_header(name, value);
+  }
+  response.set_content(std::move(answer.body), answer.content_type);
+}
+
 void HttpServer::Impl::routes() {
   server.set_pre_routing_handler(
       [this](const httplib::Request& request, httplib::Response& response) {
@@ -1001,13 +1021,30 @@ void HttpServer::Impl::routes() {
   });
 }
 
+HttpSettings HttpSettings::of(const AgentConfig& config) {
+  HttpSettings settings;
+  settings.threads = config.http_threads;
+  settings.max_connections = config.http_max_connections;
+  settings.timeout = config.http_timeout;
+  settings.listen = config.listen;
+  settings.allowed_hosts = config.http_allowed_hosts;
+  return settings;
+}
+
 HttpServer::HttpServer(Agent& agent, std::string version)
-    : m_impl(std::make_unique<Impl>(agent, std::move(version))) {
+    : HttpServer(HttpSettings::of(agent.config()), &agent, std::move(version), nullptr) {}
+
+HttpServer::HttpServer(const HttpSettings& settings, RequestHandler handler)
+    : HttpServer(settings, nullptr, "", std::move(handler)) {}
+
+HttpServer::HttpServer(const HttpSettings& settings, Agent* agent, std::string version,
+                       RequestHandler handler)
+    : m_impl(std::make_unique<Impl>(agent, std::move(version), std::move(handler))) {
   auto& impl = *m_impl;
+  impl.settings = settings;
   auto& server = impl.server;
-  const auto& config = agent.config();
-  const auto threads = std::max(1U, config.http_threads);
-  impl.max_connections = std::max<std::size_t>(threads, config.http_max_connections);
+  const auto threads = std::max(1U, settings.threads);
+  impl.max_connections = std::max<std::size_t>(threads, settings.max_connections);
   server.new_task_queue = [&impl, threads] {
     auto* queue = new ConnectionQueue(threads, impl.max_connections);
     queue->on_shutdown([&impl] {
@@ -1022,7 +1059,7 @@ HttpServer::HttpServer(Agent& agent, std::string version)
     return queue;
   };
   server.set_payload_max_length(k_max_request_body);
-  const auto timeout = std::chrono::duration_cast<std::chrono::seconds>(config.http_timeout);
+  const auto timeout = std::chrono::duration_cast<std::chrono::seconds>(settings.timeout);
   server.set_read_timeout(std::max<time_t>(1, timeout.count()));
   server.set_write_timeout(std::max<time_t>(1, timeout.count()));
   server.set_keep_alive_timeout(5);
@@ -1035,9 +1072,9 @@ HttpServer::HttpServer(Agent& agent, std::string version)
     int yes = 1;
     ::setsockopt(sock, SOL_SOCKET, SO_REUSEADDR, &yes, sizeof(yes));
   });
-  server.limits.request_timeout = config.http_timeout;
-  impl.hosts = make_host_policy(parse_listen_address(config.listen).value_or(ListenAddress{}).host,
-                                config.http_allowed_hosts);
+  server.limits.request_timeout = settings.timeout;
+  impl.hosts = make_host_policy(
+      parse_listen_address(settings.listen).value_or(ListenAddress{}).host, settings.allowed_hosts);
   impl.routes();
 }
 
@@ -1088,8 +1125,8 @@ std::string HttpServer::liveness_problem() const {
   // http_timeout, so under any load a waiting connection gets a thread
   // within it. A connection that has waited several time-outs means every
   // thread hangs.
-  const auto bound = std::max<std::chrono::milliseconds>(std::chrono::seconds(30),
-                                                         3 * impl.agent.config().http_timeout);
+  const auto bound =
+      std::max<std::chrono::milliseconds>(std::chrono::seconds(30), 3 * impl.settings.timeout);
   if (const auto waited = queue->oldest_wait(); waited > bound) {
     return "a connection has waited " +
            std::to_string(std::chrono::duration_cast<std::chrono::seconds>(waited).count()) +

@@ -1,12 +1,47 @@
 #pragma once
 
+#include <chrono>
+#include <functional>
+#include <map>
 #include <memory>
 #include <string>
+#include <utility>
+#include <vector>
 
 #include "common/result.hpp"
 #include "daemon/agent.hpp"
 
 namespace envcontract::daemon {
+
+// A request as a handler of other routes than the agent's sees it (the
+// fleet view's): decoded path and query parameters. The server has already
+// bounded its size and time and checked its Host header.
+struct PlainRequest {
+  std::string method;  // HEAD is answered as GET
+  std::string path;
+  std::multimap<std::string, std::string> params;
+};
+
+struct PlainResponse {
+  int status = 200;
+  std::string content_type = "application/json";
+  std::string body;
+  std::vector<std::pair<std::string, std::string>> headers;
+};
+
+using RequestHandler = std::function<PlainResponse(const PlainRequest&)>;
+
+// How the HTTP side serves: threads, connection bound, time-outs and which
+// Host headers it answers (docs/agent.md, http_*).
+struct HttpSettings {
+  unsigned threads = 4;
+  std::size_t max_connections = 256;
+  std::chrono::milliseconds timeout{10'000};
+  std::string listen;  // HOST:PORT, whose host is always answered
+  std::vector<std::string> allowed_hosts;
+
+  static HttpSettings of(const AgentConfig& config);
+};
 
 // The agent's HTTP side (docs/api.md): JSON API, Prometheus metrics and the
 // dashboard, answered from the agent's snapshot. Its translation unit and
@@ -14,6 +49,9 @@ namespace envcontract::daemon {
 class HttpServer {
  public:
   HttpServer(Agent& agent, std::string version);
+  // Serves `handler`'s routes instead of the agent's, with the same
+  // connection handling, limits and Host checks.
+  HttpServer(const HttpSettings& settings, RequestHandler handler);
   ~HttpServer();
   HttpServer(const HttpServer&) = delete;
   HttpServer& operator=(const HttpServer&) = delete;
@@ -31,6 +69,8 @@ class HttpServer {
   std::string liveness_problem() const;
 
  private:
+  HttpServer(const HttpSettings& settings, Agent* agent, std::string version,
+             RequestHandler handler);
   struct Impl;
   std::unique_ptr<Impl> m_impl;
 };

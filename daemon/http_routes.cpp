@@ -41,6 +41,7 @@ constexpr std::array k_fixed = {
     Fixed{"/api/v1/scan", "POST", Endpoint::scan},
     Fixed{"/", "GET", Endpoint::asset},
     Fixed{"/index.html", "GET", Endpoint::asset},
+    Fixed{"/dom.js", "GET", Endpoint::asset},
     Fixed{"/app.js", "GET", Endpoint::asset},
     Fixed{"/style.css", "GET", Endpoint::asset},
 };

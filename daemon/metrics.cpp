@@ -145,6 +145,7 @@ std::string render_metrics(const AgentSnapshot& snapshot, const AgentCounters& c
              {{"version", version},
               {"contract", snapshot.contract ? snapshot.contract->identity.name : ""},
               {"contract_sha256", snapshot.contract ? snapshot.contract->identity.sha256 : ""},
+              {"platform", snapshot.contract ? snapshot.contract->identity.platform : ""},
               {"image", string_field(object_field(report, "image"), "value")}},
              1);
   const std::string verdict = string_field(report, "verdict");

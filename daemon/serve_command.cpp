@@ -7,12 +7,12 @@
 #include <systemd/sd-daemon.h>
 
 #include <csignal>
-#include <fstream>
 #include <memory>
 #include <thread>
 
 #include "daemon/agent.hpp"
 #include "daemon/http_api.hpp"
+#include "daemon/ready_file.hpp"
 #include "daemon/service_notifier.hpp"
 
 namespace envcontract::daemon {
@@ -27,15 +27,6 @@ sigset_t handled_signals() {
   sigaddset(&signals, SIGTERM);
   sigaddset(&signals, SIGINT);
   return signals;
-}
-
-void write_ready_file(const std::filesystem::path& file, const std::string& url) {
-  const auto temporary = file.string() + ".tmp";
-  {
-    std::ofstream out(temporary);
-    out << url << "\n";
-  }
-  std::filesystem::rename(temporary, file);  // readers never see half a line
 }
 
 // Descriptors kept for everything but connections: the database, probes'
@@ -100,14 +91,10 @@ int run_serve(const ServeOptions& options) {
     spdlog::critical("{}", problem);
     return 2;
   }
-  const std::string host =
-      address->host.find(':') != std::string::npos ? "[" + address->host + "]" : address->host;
-  const std::string url = "http://" + host + ":" + std::to_string(bound.value()) + "/";
+  const std::string url = served_url(*address, bound.value());
   std::thread server([&http] { http.serve(); });
   spdlog::info("envcontractd {} serving the dashboard and API at {}", ENVCONTRACT_VERSION, url);
-  if (!options.ready_file.empty()) {
-    write_ready_file(options.ready_file, url);
-  }
+  write_ready_file(options.ready_file, url);
   sd_notify(0, "READY=1");
   const auto watchdog = ServiceNotifier::watchdog_interval();
   if (watchdog.count() > 0) {

@@ -61,6 +61,58 @@ std::string env_summary(const Json& env) {
   return more == 0 ? first : first + " (and " + std::to_string(more) + " more)";
 }
 
+namespace {
+
+// Variables whose values say where things are found (search paths, homes,
+// prefixes): what activation problems are about. Other values are not
+// shown: an env's activation may set tokens and keys (HF_TOKEN), and the
+// report is served to whoever reaches the agent.
+bool value_shown(const std::string& name) {
+  const auto ends_with = [&](std::string_view tail) { return name.ends_with(tail); };
+  return ends_with("PATH") || ends_with("HOME") || ends_with("PREFIX") || ends_with("ROOT") ||
+         ends_with("_DIR") || name == "LD_PRELOAD" || name.starts_with("CONDA_") ||
+         name == "VIRTUAL_ENV" || name == "PYTHONNOUSERSITE" || name == "PYTHONSAFEPATH";
+}
+
+// What activation changes, bounded: the scripts are the env's, and a value
+// can be as long as they make it.
+Json activation_json(const facts::ActivatedEnvironment& activation) {
+  constexpr std::size_t k_most_changes = 64;
+  constexpr std::size_t k_most_value_bytes = 4096;
+  const auto value = [&](const facts::Environment& environment, const std::string& name) {
+    const auto found = environment.find(name);
+    if (found == environment.end()) {
+      return Json(nullptr);
+    }
+    const std::string& text = found->second;
+    if (!value_shown(name)) {
+      return Json("(set, " + std::to_string(text.size()) + " bytes; value not shown)");
+    }
+    return Json(text.size() <= k_most_value_bytes ? text
+                                                  : text.substr(0, k_most_value_bytes) + "... (" +
+                                                        std::to_string(text.size()) + " bytes)");
+  };
+  auto scripts = Json::array();
+  for (const auto& script : activation.scripts) {
+    scripts.push_back(script.string());
+  }
+  const auto changes = facts::environment_changes(activation.bare, activation.activated);
+  auto listed = Json::array();
+  for (std::size_t i = 0; i < changes.size() && i < k_most_changes; ++i) {
+    const auto& name = changes[i].name;
+    listed.push_back({{"name", name},
+                      {"bare", value(activation.bare, name)},
+                      {"activated", value(activation.activated, name)}});
+  }
+  const std::size_t more = changes.size() - listed.size();
+  return {{"scripts", std::move(scripts)},
+          {"changes", std::move(listed)},
+          {"more_changes", more},
+          {"problem", activation.problem}};
+}
+
+}  // namespace
+
 Json build_report(const ContractIdentity& contract, const contracts::HostJudgement& judgement,
                   const facts::HostFacts& host_facts, double duration_ms) {
   Json report;
@@ -70,6 +122,9 @@ Json build_report(const ContractIdentity& contract, const contracts::HostJudgeme
   report["duration_ms"] = duration_ms;
   report["contract"] = {
       {"name", contract.name}, {"path", contract.path}, {"sha256", contract.sha256}};
+  if (!contract.platform.empty()) {
+    report["contract"]["platform"] = contract.platform;
+  }
   report["verdict"] = contracts::to_string(judgement.verdict);
   report["reasons"] = judgement.reasons;
   report["compliant_envs"] = judgement.compliant_envs;
@@ -102,6 +157,7 @@ Json build_report(const ContractIdentity& contract, const contracts::HostJudgeme
                          {"uid", run_as.uid},
                          {"reason", run_as.reason},
                          {"as_root", run_as.uid == 0}};
+      entry["activation"] = activation_json(facts->activation);
     }
     envs.push_back(std::move(entry));
   }

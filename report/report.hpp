@@ -15,7 +15,8 @@ inline constexpr int schema_version = 1;
 struct ContractIdentity {
   std::string name;
   std::string path;
-  std::string sha256;  // of the contract file's bytes
+  std::string sha256;    // of the contract file's bytes
+  std::string platform;  // the contract's `platform:`, "" when it names none
 };
 
 // Builds the versioned report (docs/report.md) from a host's judgement and the

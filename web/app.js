@@ -7,19 +7,6 @@ const state = { report: null, plan: null, expanded: new Set(), focus: null, filt
 // A status is told by a symbol and a word, never by colour alone.
 const STATUS_SYMBOL = { pass: "✓", fail: "✗", error: "!", skip: "–" };
 
-function el(tag, attrs, ...children) {
-  const node = document.createElement(tag);
-  for (const [key, value] of Object.entries(attrs || {})) {
-    if (key === "class") node.className = value;
-    else if (key.startsWith("data-")) node.setAttribute(key, value);
-    else node[key] = value;
-  }
-  for (const child of children) {
-    if (child === null || child === undefined) continue;
-    node.append(child instanceof Node ? child : document.createTextNode(String(child)));
-  }
-  return node;
-}
 
 function statusBadge(status) {
   return el("span", { class: "status " + status }, status);
@@ -159,6 +146,66 @@ function checkRows(env) {
   return table;
 }
 
+// A line diff of two lists (longest common subsequence): [[" ", x], ["-", x], ["+", x]].
+function listDiff(before, after) {
+  const n = before.length;
+  const m = after.length;
+  const common = Array.from({ length: n + 1 }, () => new Array(m + 1).fill(0));
+  for (let i = n - 1; i >= 0; i--) {
+    for (let j = m - 1; j >= 0; j--) {
+      common[i][j] = before[i] === after[j] ? common[i + 1][j + 1] + 1
+        : Math.max(common[i + 1][j], common[i][j + 1]);
+    }
+  }
+  const lines = [];
+  let i = 0;
+  let j = 0;
+  while (i < n || j < m) {
+    if (i < n && j < m && before[i] === after[j]) { lines.push([" ", before[i]]); i++; j++; }
+    else if (j < m && (i === n || common[i][j + 1] >= common[i + 1][j])) { lines.push(["+", after[j]]); j++; }
+    else { lines.push(["-", before[i]]); i++; }
+  }
+  return lines;
+}
+
+// What activation changes, bare against activated, as a diff: a search path
+// entry by entry (the loader and Python read them in order), any other
+// variable as its two values. Told by +/- and words, not colour alone.
+function activationBlock(env) {
+  const activation = env.activation;
+  if (!activation || (!(activation.changes || []).length && !activation.problem)) return null;
+  const pre = el("pre", { class: "diff" });
+  const line = (sign, text) => pre.append(el("span", {
+    class: sign === "+" ? "added" : sign === "-" ? "removed" : "kept" }, sign + " " + text + "\n"));
+  for (const change of activation.changes || []) {
+    const bare = change.bare;
+    const activated = change.activated;
+    pre.append(el("span", { class: "variable", "data-variable": change.name }, change.name +
+      (bare === null ? " (set by activation)" : activated === null ? " (unset by activation)" : "") + "\n"));
+    const listed = change.name.endsWith("PATH") && ((bare || "").includes(":") || (activated || "").includes(":"));
+    if (listed) {
+      const split = (value) => (value === null || value === "" ? [] : value.split(":"));
+      for (const [sign, entry] of listDiff(split(bare), split(activated))) line(sign, entry || "(empty: the current directory)");
+    } else {
+      if (bare !== null) line("-", bare);
+      if (activated !== null) line("+", activated);
+    }
+  }
+  const more = activation.more_changes
+    ? el("div", { class: "legend" }, activation.more_changes + " more variables differ") : null;
+  // Open when a finding is about activation: then it is the evidence.
+  const aboutActivation = (env.checks || []).some((check) =>
+    ((check.diagnosis || {}).cause === "search_path_mismatch") ||
+    (check.notes || []).some((note) => note.cause === "activation_required"));
+  return el("details", { class: "activation", "data-activation": env.name, open: aboutActivation || !!activation.problem },
+    el("summary", {}, "What activation changes (" + (activation.changes || []).length + " variables; − bare, + activated)"),
+    activation.problem ? el("div", { class: "remedy" }, "activation failed: " + activation.problem) : null,
+    (activation.scripts || []).length
+      ? el("div", {}, "scripts, in order: ", ...activation.scripts.map((s, i) => [i ? ", " : "", el("code", {}, s)]).flat())
+      : null,
+    pre, more);
+}
+
 // The address of an env's diagnoses, and of one check among them.
 function envLink(env, check) {
   return "#env=" + encodeURIComponent(env) + (check ? "&check=" + encodeURIComponent(check) : "");
@@ -219,7 +266,7 @@ function renderEnvs(report) {
     body.append(row);
     if (state.expanded.has(env.name)) {
       body.append(el("tr", { class: "details", "data-details": env.name },
-        el("td", { colSpan: 5 }, checkRows(env), planBlock(env.name))));
+        el("td", { colSpan: 5 }, checkRows(env), activationBlock(env), planBlock(env.name))));
     }
   }
   // A partial report (the first scan is running): the envs not judged yet.
@@ -298,15 +345,6 @@ function showFocus() {
   loadHistory(state.focus.env, state.focus.check, false);
 }
 
-function svg(tag, attrs, ...children) {
-  const node = document.createElementNS("http://www.w3.org/2000/svg", tag);
-  for (const [key, value] of Object.entries(attrs || {})) node.setAttribute(key, String(value));
-  for (const child of children) {
-    if (child === null || child === undefined) continue;
-    node.append(child instanceof Node ? child : document.createTextNode(String(child)));
-  }
-  return node;
-}
 
 // A check's history as a bar over time: one segment per status, from each
 // transition to the next (the last one to now), each with its status as a

@@ -133,4 +133,32 @@ std::vector<std::string> failing_causes(const Json& report, const std::string& e
   return {causes.begin(), causes.end()};
 }
 
+// A screenshot of the page as headless Chromium draws it, kept in the build
+// dir's test-artifacts/ for people to look at; the page must have drawn
+// something (a blank page is a few KB).
+void keep_screenshot(const std::string& url, const std::filesystem::path& profile,
+                     const std::string& name) {
+  const std::filesystem::path dir = ENVCONTRACT_ARTIFACTS_DIR;
+  std::filesystem::create_directories(dir);
+  const auto file = dir / (name + ".png");
+  std::filesystem::remove(file);
+  run_command({"/usr/bin/chromium", "--headless", "--no-sandbox", "--disable-gpu",
+               "--hide-scrollbars", "--disable-quic", "--no-first-run",
+               "--disable-background-networking", "--disable-component-update", "--disable-sync",
+               "--window-size=1500,2600", "--virtual-time-budget=10000",
+               "--user-data-dir=" + profile.string(), "--screenshot=" + file.string(), url});
+  ASSERT_TRUE(std::filesystem::exists(file)) << "no screenshot of " << url;
+  EXPECT_GT(std::filesystem::file_size(file), 50'000U) << file << " looks blank";
+}
+
+// The DOM after the page's scripts ran, as headless Chromium renders it.
+std::string rendered_dom(const std::string& url, const std::filesystem::path& profile) {
+  const auto result = run_command({"/usr/bin/chromium", "--headless", "--no-sandbox",
+                                   "--disable-gpu", "--disable-quic", "--no-first-run",
+                                   "--disable-background-networking", "--disable-component-update",
+                                   "--disable-sync", "--user-data-dir=" + profile.string(),
+                                   "--virtual-time-budget=10000", "--dump-dom", url});
+  return result.out;
+}
+
 }  // namespace envcontract::testing

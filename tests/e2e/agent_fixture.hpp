@@ -56,4 +56,13 @@ bool has_check(const Json& env, const std::string& id);
 // The causes of an env's failing checks in a report.
 std::vector<std::string> failing_causes(const Json& report, const std::string& env);
 
+// A screenshot of the page at `url` as headless Chromium draws it, kept as
+// test-artifacts/NAME.png in the build dir for people to look at; fails the
+// test when the page drew nothing.
+void keep_screenshot(const std::string& url, const std::filesystem::path& profile,
+                     const std::string& name);
+
+// The DOM after the page's scripts ran, as headless Chromium renders it.
+std::string rendered_dom(const std::string& url, const std::filesystem::path& profile);
+
 }  // namespace envcontract::testing

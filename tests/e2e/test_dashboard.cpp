@@ -1,5 +1,6 @@
 // The dashboard in headless Chromium and the metrics through Prometheus'
 // own checker, both against a real agent on the demo host.
+#include "common/json_text.hpp"
 #include "tests/e2e/agent_fixture.hpp"
 #include "tests/support/demo_host.hpp"
 #include "tests/support/run_command.hpp"
@@ -21,32 +22,14 @@ std::vector<std::string> arguments_for(const TempDir& dir, const std::vector<std
   return arguments;
 }
 
-// A screenshot of the page as headless Chromium draws it, kept in the build
-// dir's test-artifacts/ for people to look at; the page must have drawn
-// something (a blank page is a few KB).
-void keep_screenshot(const std::string& url, const std::filesystem::path& profile,
-                     const std::string& name) {
-  const std::filesystem::path dir = ENVCONTRACT_ARTIFACTS_DIR;
-  std::filesystem::create_directories(dir);
-  const auto file = dir / (name + ".png");
-  std::filesystem::remove(file);
-  run_command({"/usr/bin/chromium", "--headless", "--no-sandbox", "--disable-gpu",
-               "--hide-scrollbars", "--disable-quic", "--no-first-run",
-               "--disable-background-networking", "--disable-component-update", "--disable-sync",
-               "--window-size=1500,2600", "--virtual-time-budget=10000",
-               "--user-data-dir=" + profile.string(), "--screenshot=" + file.string(), url});
-  ASSERT_TRUE(std::filesystem::exists(file)) << "no screenshot of " << url;
-  EXPECT_GT(std::filesystem::file_size(file), 50'000U) << file << " looks blank";
-}
-
-// The DOM after the page's scripts ran, as headless Chromium renders it.
-std::string rendered_dom(const std::string& url, const std::filesystem::path& profile) {
-  const auto result = run_command({"/usr/bin/chromium", "--headless", "--no-sandbox",
-                                   "--disable-gpu", "--disable-quic", "--no-first-run",
-                                   "--disable-background-networking", "--disable-component-update",
-                                   "--disable-sync", "--user-data-dir=" + profile.string(),
-                                   "--virtual-time-budget=10000", "--dump-dom", url});
-  return result.out;
+// An agent on one env of a copy of the demo host the test may change.
+std::unique_ptr<AgentProcess> agent_on_copy(const TempDir& dir, const std::filesystem::path& env) {
+  const auto host = dir.path() / "host";
+  return std::make_unique<AgentProcess>(
+      dir.path(), std::vector<std::string>{"--contract", quick_demo_contract(dir.path()).string(),
+                                           "--prefix", env.string(), "--image-tag-file",
+                                           (host / "etc/flagos-image").string(), "--database",
+                                           (dir.path() / "agent.db").string()});
 }
 
 TEST(Dashboard, RendersTheVerdictEveryEnvAndAnOpenEnvsDiagnoses) {
@@ -195,10 +178,8 @@ TEST(Dashboard, TheTimelineShowsAFixBetweenTwoScans) {
   const auto host = dir.path() / "host";
   build_demo_host(host);
   const auto env = host / "miniconda3/envs/torch-fl-activate";
-  AgentProcess agent(
-      dir.path(), {"--contract", quick_demo_contract(dir.path()).string(), "--prefix", env.string(),
-                   "--image-tag-file", (host / "etc/flagos-image").string(), "--database",
-                   (dir.path() / "agent.db").string()});
+  const auto agent_process = agent_on_copy(dir, env);
+  const auto& agent = *agent_process;
   wait_for_report(agent);
   // FlagTree's xpu backend, as the fix.
   const auto backends = env / "lib/python3.10/site-packages/triton/backends";
@@ -219,6 +200,92 @@ TEST(Dashboard, TheTimelineShowsAFixBetweenTwoScans) {
   EXPECT_NE(dom.find("<title>pass since "), std::string::npos);
   EXPECT_NE(dom.find("triton_backend_missing"), std::string::npos);
   keep_screenshot(url, dir.path() / "shot", "dashboard-timeline");
+}
+
+// What activation changes, drawn as a diff under an env's diagnoses: the
+// vendor's LD_LIBRARY_PATH entry by entry, and a token an activate.d script
+// sets named but never shown.
+TEST(Dashboard, ActivationIsDrawnAsADiffWithoutTheValuesOfSecrets) {
+  if (!std::filesystem::exists("/usr/bin/chromium")) {
+    GTEST_SKIP() << "chromium is not installed (scripts/test installs it): dashboard not tested";
+  }
+  TempDir dir;
+  const auto host = dir.path() / "host";
+  build_demo_host(host);
+  const auto env = host / "miniconda3/envs/torch-fl-activate";
+  write_text(env / "etc/conda/activate.d/zz_token.sh",
+             "export HF_TOKEN=hf_not_for_the_dashboard\n"
+             "export PYTHONPATH=/opt/extra\n");
+  const auto agent_process = agent_on_copy(dir, env);
+  const auto& agent = *agent_process;
+  const auto report = wait_for_report(agent);
+  const auto& activation = report["envs"][0]["activation"];
+  EXPECT_EQ(activation["scripts"].size(), 2U) << activation;
+  EXPECT_EQ(activation["problem"], "");
+  EXPECT_EQ(common::json_text(report).find("hf_not_for_the_dashboard"), std::string::npos)
+      << "a token's value is in the report";
+
+  const std::string url = agent.url() + "/#env=torch-fl-activate";
+  const auto dom = rendered_dom(url, dir.path() / "profile");
+  EXPECT_NE(dom.find(R"(<details class="activation" data-activation="torch-fl-activate")"),
+            std::string::npos)
+      << dom;
+  EXPECT_NE(dom.find(R"(data-variable="LD_LIBRARY_PATH">LD_LIBRARY_PATH (set by activation))"),
+            std::string::npos)
+      << dom;
+  // Entry by entry, the vendor's directories first.
+  const auto xpu = dom.find("<span class=\"added\">+ " + (host / "usr/local/xpu/lib").string());
+  const auto xcudart =
+      dom.find("<span class=\"added\">+ " + (host / "usr/local/xcudart/lib").string());
+  EXPECT_NE(xpu, std::string::npos) << dom;
+  EXPECT_LT(xpu, xcudart);
+  // PATH keeps the system's entries after the env's bin.
+  EXPECT_NE(dom.find("<span class=\"added\">+ " + (env / "bin").string()), std::string::npos);
+  EXPECT_NE(dom.find("<span class=\"kept\">  /usr/bin"), std::string::npos) << dom;
+  EXPECT_NE(dom.find("<span class=\"added\">+ /opt/extra"), std::string::npos);
+  EXPECT_NE(dom.find("HF_TOKEN (set by activation)"), std::string::npos);
+  EXPECT_NE(dom.find("(set, 24 bytes; value not shown)"), std::string::npos) << dom;
+  EXPECT_EQ(dom.find("hf_not_for_the_dashboard"), std::string::npos);
+  keep_screenshot(url, dir.path() / "shot", "dashboard-activation");
+}
+
+// An env named as markup by whoever made it: the page shows the name as
+// text, everywhere it appears, and runs none of it.
+TEST(Dashboard, AnEnvNamedAsMarkupIsShownAsText) {
+  if (!std::filesystem::exists("/usr/bin/chromium")) {
+    GTEST_SKIP() << "chromium is not installed (scripts/test installs it): dashboard not tested";
+  }
+  TempDir dir;
+  const auto host = dir.path() / "host";
+  build_demo_host(host);
+  const std::string hostile = R"(<img src=x onerror="document.title='pwned'">)";
+  std::filesystem::rename(host / "venvs/xpu210v", host / "venvs" / hostile);
+  const auto agent_process = agent_on_copy(dir, host / "venvs" / hostile);
+  const auto& agent = *agent_process;
+  const auto report = wait_for_report(agent);
+  ASSERT_EQ(report["envs"][0]["name"], hostile);
+  const auto script = dir.write("look.js", R"js(
+const wait = (ms) => new Promise((done) => setTimeout(done, ms));
+for (let i = 0; i < 100 && !document.querySelector("#matrix tbody tr"); i++) await wait(100);
+document.querySelector("#env-table tr.env").click();
+await wait(300);
+return { images: document.querySelectorAll("img").length, title: document.title,
+  row: document.querySelector("#matrix tbody th").textContent,
+  envRow: document.querySelector("#env-table tr.env td").textContent,
+  opened: !!document.querySelector("tr.details") };
+)js");
+  const auto driven =
+      run_command({"/usr/bin/python3", ENVCONTRACT_SOURCE_DIR "/tests/support/browser.py",
+                   (dir.path() / "profile").string(), agent.url() + "/", script.string(), "60"});
+  ASSERT_EQ(driven.exit_code, 0) << driven.err;
+  const auto seen = Json::parse(driven.out, nullptr, false);
+  EXPECT_EQ(seen["images"], 0) << driven.out;
+  EXPECT_EQ(seen["title"], report["host"].get<std::string>() + ": drift · envcontract")
+      << driven.out;
+  EXPECT_NE(seen["row"].get<std::string>().find(hostile), std::string::npos) << driven.out;
+  EXPECT_EQ(seen["envRow"], hostile);
+  EXPECT_EQ(seen["opened"], true) << "its diagnoses open on a click";
+  keep_screenshot(agent.url() + "/", dir.path() / "shot", "dashboard-hostile-name");
 }
 
 TEST(Metrics, PassPromtoolAndCountWhatFails) {

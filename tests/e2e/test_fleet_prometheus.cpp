@@ -26,6 +26,7 @@ checks:
 
 const char* const k_drifting = R"(schema_version: 1
 name: fleet-drift
+platform: kunlunxin
 targets:
   - name: ci
     image: harbor.example/flagos-runtime/flagos-runtime-kunlunxin-xre5.37.1:2.2.0
@@ -149,6 +150,75 @@ TEST(FleetPrometheus, ThreeAgentsAsPrometheusScrapesThem) {
   EXPECT_EQ(both.exit_code, 2);
   EXPECT_NE(both.err.find("--prometheus lists the hosts itself"), std::string::npos) << both.err;
 
+  // The fleet view on the same Prometheus: its JSON and its page.
+  const int view_port = free_loopback_port();
+  const std::string view_url = "http://127.0.0.1:" + std::to_string(view_port);
+  BackgroundProcess view(
+      {ENVCONTRACTD_PATH, "fleet", "--prometheus", url, "--job", "envcontract", "--listen",
+       "127.0.0.1:" + std::to_string(view_port), "--history", "1h", "--timeout", "5s"},
+      dir.path() / "fleet-view.log");
+  Json seen;
+  const auto view_shows = [&](const std::function<bool(const Json&)>& wanted) {
+    return wait_until(
+        [&] {
+          const auto answer = http_get(view_url, "/api/v1/fleet");
+          seen = Json::parse(answer.body, nullptr, false);
+          return answer.status == 200 && seen.is_object() && wanted(seen);
+        },
+        std::chrono::seconds(30));
+  };
+  ASSERT_TRUE(view_shows([](const Json& answer) {
+    const auto& points = answer["history"]["points"];
+    return answer["counts"]["drift"] == 1 && answer["counts"]["compliant"] == 2 &&
+           !points.empty() && points.back()["compliant"] == 2 && points.back()["drift"] == 1;
+  })) << common::json_text(seen, 1)
+      << view.log();
+  EXPECT_EQ(seen["source"], "prometheus " + url + " job envcontract");
+  EXPECT_EQ(seen["history"]["step_seconds"], 60);
+  const Json& first = seen["hosts"][0];  // the drifting host comes first
+  EXPECT_EQ(first["host"], target(*drift));
+  EXPECT_EQ(first["state"], "drift");
+  EXPECT_EQ(first["up"], true);
+  EXPECT_EQ(first["agent_url"], "http://" + target(*drift) + "/");
+  EXPECT_EQ(first["contract"], "fleet-drift");
+  EXPECT_EQ(first["platform"], "kunlunxin");  // through the agent's envcontract_info
+  EXPECT_EQ(seen["platforms"], Json::array({"kunlunxin"}));
+  EXPECT_EQ(first["drifting_envs"], 1);
+  std::vector<std::string> causes;
+  for (const auto& cause : first["top_causes"]) {
+    causes.push_back(cause["cause"]);
+  }
+  std::sort(causes.begin(), causes.end());
+  std::vector<std::string> expected = {failing[0]["diagnosis"]["cause"].get<std::string>(),
+                                       "image_mismatch"};
+  std::sort(expected.begin(), expected.end());
+  EXPECT_EQ(causes, expected);
+  EXPECT_NE(std::find(seen["checks"].begin(), seen["checks"].end(),
+                      Json{{"check", "torch-pin"}, {"hosts", 1}, {"envs", 1}}),
+            seen["checks"].end())
+      << seen["checks"];
+  const auto filtered = Json::parse(http_get(view_url, "/api/v1/fleet?check=torch-pin").body);
+  ASSERT_EQ(filtered["hosts"].size(), 1U) << filtered;
+  EXPECT_EQ(filtered["hosts"][0]["host"], target(*drift));
+  // A host's full report, fetched from its agent on demand.
+  const auto fetched = http_get(view_url, "/api/v1/fleet/hosts/" + target(*drift) + "/report");
+  EXPECT_EQ(fetched.status, 200) << fetched.body;
+  EXPECT_EQ(Json::parse(fetched.body, nullptr, false).value("verdict", ""), "drift");
+  // The page in headless Chromium: every host with its verdict in words.
+  if (fs::exists("/usr/bin/chromium")) {
+    const auto dom = rendered_dom(view_url + "/", dir.path() / "profile");
+    for (const auto* each : {ok.get(), drift.get(), leaving.get()}) {
+      EXPECT_NE(dom.find("data-host=\"" + target(*each) + "\""), std::string::npos) << dom;
+    }
+    EXPECT_NE(dom.find(R"(<span class="badge drift">✗ drift</span>)"), std::string::npos) << dom;
+    EXPECT_NE(dom.find(R"(data-count="compliant">✓ 2 compliant)"), std::string::npos) << dom;
+    EXPECT_NE(dom.find(">image_mismatch</a>"), std::string::npos) << dom;
+    EXPECT_NE(dom.find(R"(<rect class="bar drift" data-state="drift")"), std::string::npos);
+    keep_screenshot(view_url + "/", dir.path() / "shot", "fleet-prometheus");
+  } else {
+    std::cerr << "chromium is not installed (scripts/test installs it): fleet page not drawn\n";
+  }
+
   // A stopped agent is down, with the verdict it last had.
   const std::string gone = target(*leaving);
   EXPECT_EQ(leaving->stop(), 0);
@@ -162,6 +232,21 @@ TEST(FleetPrometheus, ThreeAgentsAsPrometheusScrapesThem) {
   EXPECT_EQ(fleet.exit_code, 2) << "a host is down";
   EXPECT_EQ(fleet.hosts[gone]["error"],
             "down: Prometheus' last scrape of it failed (its last verdict: compliant)");
+  // ...and so in the fleet view, with when it last scanned.
+  ASSERT_TRUE(view_shows([&](const Json& answer) {
+    return answer["counts"]["unavailable"] == 1 && answer["hosts"][0]["host"] == gone;
+  })) << common::json_text(seen, 1);
+  const Json& down = seen["hosts"][0];
+  EXPECT_EQ(down["up"], false);
+  EXPECT_EQ(down["last_verdict"], "compliant");
+  EXPECT_NE(down["last_scan"], "");
+  if (fs::exists("/usr/bin/chromium")) {
+    const auto dom = rendered_dom(view_url + "/?verdict=unavailable", dir.path() / "profile2");
+    EXPECT_NE(dom.find("data-host=\"" + gone + "\" data-state=\"unavailable\""), std::string::npos)
+        << dom;
+    EXPECT_EQ(dom.find("data-host=\"" + target(*ok) + "\""), std::string::npos)
+        << "the filter shows only the host that is down";
+  }
 }
 
 }  // namespace

@@ -6,9 +6,9 @@
 #include <string>
 #include <vector>
 
-#include "cli/fleet.hpp"
 #include "cli/fleet_render.hpp"
 #include "common/json_text.hpp"
+#include "fleet/host_reports.hpp"
 #include "report/evidence_text.hpp"
 #include "report/report_table.hpp"
 
@@ -19,9 +19,9 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
   if (json.is_discarded()) {
     return 0;
   }
-  cli::HostReport host;
+  fleet::HostReport host;
   host.report = json;
-  const std::vector<cli::HostReport> hosts = {host};
+  const std::vector<fleet::HostReport> hosts = {host};
   report::TableStyle style;
   (void)report::render_table(json, style);
   (void)report::render_table(json, {true, false});  // -v: evidence as lines
@@ -30,7 +30,7 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
   (void)cli::fleet_summary(hosts);
   (void)common::json_text(cli::fleet_json(hosts));
   (void)cli::fleet_junit(hosts);
-  (void)cli::fleet_exit_status(hosts);
+  (void)fleet::fleet_exit_status(hosts);
   const auto diff = cli::diff_reports(json, cli::Json::object());
   (void)cli::diff_table(diff, "a", "b");
   (void)cli::diff_is_empty(diff);

@@ -17,6 +17,7 @@ echo "built $(basename "$deb")"
 
 dpkg-deb -c "$deb" >"$work/contents"
 for path in ./usr/bin/envcontractd ./usr/bin/fleetctl ./lib/systemd/system/envcontractd.service \
+  ./lib/systemd/system/envcontract-fleet.service ./etc/envcontract/fleet.env \
   ./etc/envcontract/agent.yaml ./usr/share/envcontract/contracts/kunlunxin.yaml \
   ./usr/share/doc/envcontract/copyright ./usr/share/doc/envcontract/changelog.gz \
   ./usr/share/doc/envcontract/agent.md ./usr/share/man/man1/envcontractd.1.gz \
@@ -39,10 +40,12 @@ for library in libsqlite3 libyaml-cpp libelf libsystemd; do
 done
 
 dpkg-deb -e "$deb" "$work/control"
-grep -qx /etc/envcontract/agent.yaml "$work/control/conffiles" || {
-  echo "agent.yaml is not a conffile"
-  exit 1
-}
+for conffile in /etc/envcontract/agent.yaml /etc/envcontract/fleet.env; do
+  grep -qx "$conffile" "$work/control/conffiles" || {
+    echo "$conffile is not a conffile"
+    exit 1
+  }
+done
 
 dpkg-deb -x "$deb" "$work/root"
 "$work/root/usr/bin/envcontractd" --version
@@ -69,9 +72,12 @@ echo "man pages: ok"
 
 if command -v systemd-analyze >/dev/null; then
   # Verified in place of the installed binary, which this machine need not have.
-  sed "s|/usr/bin/envcontractd|$work/root/usr/bin/envcontractd|" \
-    "$work/root/lib/systemd/system/envcontractd.service" >"$work/envcontractd.service"
-  systemd-analyze verify "$work/envcontractd.service"
+  for unit in envcontractd.service envcontract-fleet.service; do
+    sed -e "s|/usr/bin/envcontractd|$work/root/usr/bin/envcontractd|" \
+      -e "s|/etc/envcontract/fleet.env|$work/root/etc/envcontract/fleet.env|" \
+      "$work/root/lib/systemd/system/$unit" >"$work/$unit"
+    systemd-analyze verify "$work/$unit"
+  done
   echo "systemd-analyze verify: ok"
 else
   echo "systemd-analyze missing: unit not verified"

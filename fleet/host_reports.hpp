@@ -4,11 +4,11 @@
 #include <string>
 #include <vector>
 
-#include "cli/agent_client.hpp"
 #include "common/result.hpp"
+#include "fleet/agent_client.hpp"
 #include "report/report.hpp"
 
-namespace envcontract::cli {
+namespace envcontract::fleet {
 
 using Json = report::Json;
 
@@ -17,6 +17,9 @@ struct HostReport {
   HostAddress address;
   std::optional<Json> report;
   std::string error;
+  bool up = false;           // it answered (asked directly), or Prometheus' last scrape of it did
+  std::string last_seen;     // RFC 3339: when it last answered with a report, "" never or unknown
+  std::string last_verdict;  // its verdict then, kept for a host that has no report now
 
   // "compliant", "drift", "error" (the agent's verdict) or "unavailable" (no report: unreachable,
   // no scan yet, not an agent).
@@ -45,4 +48,4 @@ std::vector<HostAddress> distinct_hosts(const std::vector<HostAddress>& hosts,
 // else 1 (drift somewhere).
 int fleet_exit_status(const std::vector<HostReport>& hosts);
 
-}  // namespace envcontract::cli
+}  // namespace envcontract::fleet

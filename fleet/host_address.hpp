@@ -3,7 +3,7 @@
 #include <optional>
 #include <string>
 
-namespace envcontract::cli {
+namespace envcontract::fleet {
 
 inline constexpr int default_agent_port = 9714;
 
@@ -20,4 +20,4 @@ struct HostAddress {
 // served by the agent; put a proxy in front and give its http address).
 std::optional<HostAddress> parse_host_address(const std::string& text);
 
-}  // namespace envcontract::cli
+}  // namespace envcontract::fleet

@@ -1,13 +1,14 @@
-#include "cli/prometheus_fleet.hpp"
+#include "fleet/prometheus_fleet.hpp"
 
 #include <algorithm>
 #include <chrono>
+#include <cmath>
 #include <cstdio>
 #include <ctime>
 
 #include "common/json_fields.hpp"
 
-namespace envcontract::cli {
+namespace envcontract::fleet {
 namespace {
 
 using common::object_field;
@@ -89,7 +90,8 @@ std::vector<std::pair<std::string, std::string>> fleet_queries(const std::string
       {"info", "envcontract_info" + selector},
       {"env", "envcontract_env_compliant" + selector},
       {"failing", "envcontract_check_failing" + selector},
-      {"last_scan", "envcontract_last_scan_timestamp_seconds" + selector},
+      // Of agents that are down too: when they last scanned.
+      {"last_scan", "last_over_time(envcontract_last_scan_timestamp_seconds" + selector + "[1d])"},
   };
 }
 
@@ -108,7 +110,9 @@ std::vector<HostReport> reports_from_samples(const std::map<std::string, Json>& 
   std::map<std::string, Host> hosts;
   for (const auto& sample : result_of(results, "up")) {
     auto& host = hosts[label(sample, "instance")];
-    host.up = sample_value(sample) == 1;
+    // Several series of one agent (a pair of Prometheus servers for high
+    // availability, federated): it is up when any of them scraped it.
+    host.up = host.up || sample_value(sample) == 1;
     host.scraped = true;
   }
   // A server that federates the agents' series has no `up` of them: what it
@@ -134,6 +138,9 @@ std::vector<HostReport> reports_from_samples(const std::map<std::string, Json>& 
   each("info", [](Host& host, const Json& sample) {
     host.report["contract"] = {{"name", label(sample, "contract")},
                                {"sha256", label(sample, "contract_sha256")}};
+    if (const std::string platform = label(sample, "platform"); !platform.empty()) {
+      host.report["contract"]["platform"] = platform;
+    }
     host.report["agent_version"] = label(sample, "version");
     host.report["image"] = {{"value", label(sample, "image")}};
   });
@@ -157,21 +164,30 @@ std::vector<HostReport> reports_from_samples(const std::map<std::string, Json>& 
         {"status", status},
         {"severity", agent_label(sample, "severity")},
         {"diagnosis", {{"cause", cause}, {"summary", cause + " (as Prometheus last scraped)"}}}};
+    // The same check of the same env from several servers is listed once.
+    const auto add = [](Json& owner, Json added) {
+      if (!owner.contains("checks")) {
+        owner["checks"] = Json::array();
+      }
+      for (const auto& listed : owner["checks"]) {
+        if (listed["id"] == added["id"]) {
+          return;
+        }
+      }
+      owner["checks"].push_back(std::move(added));
+    };
     const std::string env_name = agent_label(sample, "env");
     if (env_name.empty()) {
       // A target's check (the image): the host's, under its target.
       const std::string target = agent_label(sample, "target");
       auto& targets = host.targets[target];
       targets["name"] = target;
-      targets["checks"].push_back(std::move(check));
+      add(targets, std::move(check));
       return;
     }
     auto& env = host.envs[env_name];
     env["name"] = env_name;
-    if (!env.contains("checks")) {
-      env["checks"] = Json::array();
-    }
-    env["checks"].push_back(std::move(check));
+    add(env, std::move(check));
   });
 
   std::vector<HostReport> reports;
@@ -179,6 +195,9 @@ std::vector<HostReport> reports_from_samples(const std::map<std::string, Json>& 
     HostReport entry;
     entry.address = parse_host_address(instance).value_or(HostAddress{instance, instance, 0});
     entry.address.text = instance;
+    entry.up = host.up;
+    entry.last_verdict = host.verdict.empty() ? host.last_verdict : host.verdict;
+    entry.last_seen = string_field(host.report, "scanned_at");
     if (!host.up || host.verdict.empty()) {
       entry.error = !host.up     ? "down: Prometheus' last scrape of it failed"
                     : host.agent ? "Prometheus holds no verdict of it yet (its first scan is "
@@ -222,6 +241,33 @@ std::vector<HostReport> reports_from_samples(const std::map<std::string, Json>& 
   return reports;
 }
 
+namespace {
+
+// One query's `data.result`, or an error naming the query; `path` is the
+// API's ("/api/v1/query?...") without the query itself.
+common::Result<Json> ask(const HostAddress& prometheus, const std::string& path,
+                         const std::string& query, const ClientOptions& options) {
+  auto answer = get_json(prometheus, path + "&query=" + url_encoded(query), options);
+  if (!answer) {
+    return common::Error{prometheus.text + ": query " + query + ": " + answer.error()};
+  }
+  const Json& data = object_field(*answer, "data");
+  if (string_field(*answer, "status") != "success" || !data.contains("result") ||
+      !data["result"].is_array()) {
+    return common::Error{prometheus.text + ": query " + query +
+                         ": not an answer of Prometheus' query API"};
+  }
+  return data["result"];
+}
+
+long unix_now() {
+  return static_cast<long>(std::chrono::duration_cast<std::chrono::seconds>(
+                               std::chrono::system_clock::now().time_since_epoch())
+                               .count());
+}
+
+}  // namespace
+
 common::Result<std::vector<HostReport>> reports_from_prometheus(const HostAddress& prometheus,
                                                                 const std::string& job,
                                                                 const ClientOptions& options) {
@@ -232,21 +278,90 @@ common::Result<std::vector<HostReport>> reports_from_prometheus(const HostAddres
       at, sizeof at, "%.3f",
       std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count());
   for (const auto& [name, query] : fleet_queries(job)) {
-    auto answer =
-        get_json(prometheus,
-                 "/api/v1/query?time=" + std::string(at) + "&query=" + url_encoded(query), options);
-    if (!answer) {
-      return common::Error{prometheus.text + ": query " + query + ": " + answer.error()};
+    auto result = ask(prometheus, "/api/v1/query?time=" + std::string(at), query, options);
+    if (!result) {
+      return common::Error{result.error()};
     }
-    const Json& data = object_field(*answer, "data");
-    if (string_field(*answer, "status") != "success" || !data.contains("result") ||
-        !data["result"].is_array()) {
-      return common::Error{prometheus.text + ": query " + query +
-                           ": not an answer of Prometheus' query API"};
-    }
-    results[name] = data["result"];
+    results[name] = std::move(result.value());
   }
   return reports_from_samples(results, prometheus.base_url());
 }
 
-}  // namespace envcontract::cli
+std::vector<std::pair<std::string, std::string>> compliance_queries(const std::string& job) {
+  const std::string selector = "{job=" + promql_string(job) + "}";
+  return {
+      // Each agent exports 1 for its verdict and 0 for the others.
+      {"verdicts", "sum by (verdict) (envcontract_host_verdict" + selector + ")"},
+      {"down", "count(up" + selector + " == 0)"},
+  };
+}
+
+ComplianceHistory history_from_samples(const std::map<std::string, Json>& results, long start,
+                                       long end, int step_seconds) {
+  ComplianceHistory history;
+  history.step_seconds = step_seconds;
+  if (step_seconds <= 0 || end < start) {
+    return history;
+  }
+  std::map<long, CompliancePoint> points;
+  for (long t = start; t <= end; t += step_seconds) {
+    points[t].time = rfc3339(static_cast<double>(t));
+  }
+  const auto each_value = [&](const Json& series, const auto& use) {
+    if (!series.is_object() || !series.contains("values") || !series["values"].is_array()) {
+      return;
+    }
+    for (const auto& pair : series["values"]) {
+      if (!pair.is_array() || pair.size() != 2 || !pair[0].is_number()) {
+        continue;
+      }
+      const auto found = points.find(std::lround(pair[0].get<double>()));
+      if (found != points.end()) {
+        use(found->second, static_cast<int>(std::lround(sample_value({{"value", pair}}))));
+      }
+    }
+  };
+  for (const auto& series : result_of(results, "verdicts")) {
+    const std::string verdict = label(series, "verdict");
+    each_value(series, [&](CompliancePoint& point, int count) {
+      if (verdict == "compliant") {
+        point.compliant = count;
+      } else if (verdict == "drift") {
+        point.drift = count;
+      } else if (verdict == "error") {
+        point.error = count;
+      }
+    });
+  }
+  for (const auto& series : result_of(results, "down")) {
+    each_value(series, [](CompliancePoint& point, int count) { point.down = count; });
+  }
+  for (auto& [time, point] : points) {
+    history.points.push_back(std::move(point));
+  }
+  return history;
+}
+
+common::Result<ComplianceHistory> history_from_prometheus(const HostAddress& prometheus,
+                                                          const std::string& job,
+                                                          std::chrono::seconds range, int points,
+                                                          const ClientOptions& options) {
+  const int step = static_cast<int>(std::max<long>(60, range.count() / std::max(1, points)));
+  // Ending now: the latest point is the fleet as the view shows it.
+  const long end = unix_now();
+  const long start = end - range.count() / step * step;
+  std::map<std::string, Json> results;
+  for (const auto& [name, query] : compliance_queries(job)) {
+    auto result = ask(prometheus,
+                      "/api/v1/query_range?start=" + std::to_string(start) +
+                          "&end=" + std::to_string(end) + "&step=" + std::to_string(step),
+                      query, options);
+    if (!result) {
+      return common::Error{result.error()};
+    }
+    results[name] = std::move(result.value());
+  }
+  return history_from_samples(results, start, end, step);
+}
+
+}  // namespace envcontract::fleet

@@ -1,17 +1,19 @@
 #pragma once
 
+#include <chrono>
 #include <map>
 #include <string>
 #include <utility>
 #include <vector>
 
-#include "cli/fleet.hpp"
+#include "fleet/fleet_view.hpp"
+#include "fleet/host_reports.hpp"
 
 // The fleet as Prometheus last scraped it: the agents' /metrics series,
 // read back through Prometheus' HTTP query API, turned into one summary
 // report per agent, so that the fleet table, JSON and JUnit are those of
 // `fleetctl check --inventory`. Prometheus holds the state; nothing here keeps any.
-namespace envcontract::cli {
+namespace envcontract::fleet {
 
 // The PromQL instant queries asked, (name, query) in the order asked, for the
 // agents of scrape job `job`.
@@ -32,4 +34,21 @@ common::Result<std::vector<HostReport>> reports_from_prometheus(const HostAddres
                                                                 const std::string& job,
                                                                 const ClientOptions& options);
 
-}  // namespace envcontract::cli
+// The range queries of the fleet's compliance over time, (name, query):
+// hosts per verdict, and hosts down.
+std::vector<std::pair<std::string, std::string>> compliance_queries(const std::string& job);
+
+// Compliance over time from the range queries' answers (their `data.result`
+// matrices, by the names of compliance_queries), one point per step from
+// `start` to `end` (Unix seconds).
+ComplianceHistory history_from_samples(const std::map<std::string, Json>& results, long start,
+                                       long end, int step_seconds);
+
+// Asks Prometheus for the fleet's compliance over the last `range`, in
+// `points` steps.
+common::Result<ComplianceHistory> history_from_prometheus(const HostAddress& prometheus,
+                                                          const std::string& job,
+                                                          std::chrono::seconds range, int points,
+                                                          const ClientOptions& options);
+
+}  // namespace envcontract::fleet

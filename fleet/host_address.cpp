@@ -1,8 +1,8 @@
-#include "cli/host_address.hpp"
+#include "fleet/host_address.hpp"
 
 #include <regex>
 
-namespace envcontract::cli {
+namespace envcontract::fleet {
 
 std::string HostAddress::base_url() const {
   const bool ipv6 = host.find(':') != std::string::npos;
@@ -31,4 +31,4 @@ std::optional<HostAddress> parse_host_address(const std::string& text) {
   return address;
 }
 
-}  // namespace envcontract::cli
+}  // namespace envcontract::fleet

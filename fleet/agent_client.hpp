@@ -4,9 +4,9 @@
 #include <cstddef>
 #include <string>
 
-#include "cli/host_address.hpp"
+#include "fleet/host_address.hpp"
 
-namespace envcontract::cli {
+namespace envcontract::fleet {
 
 struct ClientOptions {
   std::chrono::milliseconds timeout{10'000};  // the whole request, connect to last byte
@@ -26,4 +26,4 @@ struct Response {
 Response request(const HostAddress& host, const std::string& method, const std::string& path,
                  const ClientOptions& options);
 
-}  // namespace envcontract::cli
+}  // namespace envcontract::fleet

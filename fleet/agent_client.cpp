@@ -1,4 +1,4 @@
-#include "cli/agent_client.hpp"
+#include "fleet/agent_client.hpp"
 
 #include <httplib.h>
 #include <netdb.h>
@@ -6,7 +6,7 @@
 #include <future>
 #include <thread>
 
-namespace envcontract::cli {
+namespace envcontract::fleet {
 namespace {
 
 std::string seconds(std::chrono::milliseconds duration) {
@@ -149,4 +149,4 @@ Response request(const HostAddress& host, const std::string& method, const std::
   return response;
 }
 
-}  // namespace envcontract::cli
+}  // namespace envcontract::fleet

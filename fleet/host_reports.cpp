@@ -1,4 +1,4 @@
-#include "cli/fleet.hpp"
+#include "fleet/host_reports.hpp"
 
 #include <algorithm>
 #include <atomic>
@@ -8,9 +8,10 @@
 
 #include "common/json_fields.hpp"
 #include "common/shown_path.hpp"
+#include "common/time_text.hpp"
 #include "report/printable.hpp"
 
-namespace envcontract::cli {
+namespace envcontract::fleet {
 namespace {
 
 using common::string_field;
@@ -78,9 +79,13 @@ std::vector<HostReport> fetch_reports(const std::vector<HostAddress>& hosts,
     for (std::size_t i; (i = next.fetch_add(1)) < hosts.size();) {
       auto& result = results[i];
       result.address = hosts[i];
-      auto report = get_json(hosts[i], "/api/v1/report", options);
+      int status = 0;
+      auto report = get_json(hosts[i], "/api/v1/report", options, &status);
       const std::string error = report ? report_shape_problem(*report) : report.error();
+      result.up = status != 0;
       if (error.empty()) {
+        result.last_seen = common::now_rfc3339();
+        result.last_verdict = string_field(*report, "verdict");
         result.report = std::move(report.value());
       } else {
         result.error = error;
@@ -161,4 +166,4 @@ int fleet_exit_status(const std::vector<HostReport>& hosts) {
   return drift ? 1 : 0;
 }
 
-}  // namespace envcontract::cli
+}  // namespace envcontract::fleet

@@ -1,0 +1,215 @@
+#include "daemon/fleet_command.hpp"
+
+#include <pthread.h>
+#include <signal.h>
+#include <spdlog/spdlog.h>
+#include <systemd/sd-daemon.h>
+
+#include <CLI/CLI.hpp>
+#include <cctype>
+#include <csignal>
+#include <iostream>
+#include <thread>
+
+#include "contracts/values.hpp"
+#include "daemon/agent_config.hpp"
+#include "daemon/fleet_service.hpp"
+#include "daemon/logging.hpp"
+#include "daemon/ready_file.hpp"
+
+namespace envcontract::daemon {
+
+struct FleetCli::Arguments {
+  CLI::App* verb = nullptr;
+  std::string prometheus;
+  std::string job = "envcontract";
+  std::string inventory;
+  std::string listen = "127.0.0.1:9715";
+  std::string interval = "1m";
+  std::string timeout = "10s";
+  std::string history = "7d";
+  unsigned concurrency = 16;
+  std::vector<std::string> allowed_hosts;
+  std::string log_level = "info";
+  std::string ready_file;
+};
+
+namespace {
+
+std::optional<std::chrono::milliseconds> duration_flag(const std::string& flag,
+                                                       const std::string& text) {
+  const auto parsed = contracts::parse_duration(text);
+  if (!parsed || parsed.value().count() <= 0) {
+    std::cerr << "envcontractd fleet: " << flag << ": "
+              << (parsed ? "must be longer than 0" : parsed.error()) << "\n";
+    return std::nullopt;
+  }
+  return parsed.value();
+}
+
+// "7d" or "48h": the history's range, longer than parse_duration allows.
+std::optional<std::chrono::seconds> history_range(const std::string& text) {
+  std::size_t digits = 0;
+  while (digits < text.size() && digits < 4 &&
+         std::isdigit(static_cast<unsigned char>(text[digits]))) {
+    ++digits;
+  }
+  const std::string unit = text.substr(digits);
+  const long count = digits > 0 ? std::stol(text.substr(0, digits)) : 0;
+  const long hours = unit == "d" ? count * 24 : unit == "h" ? count : 0;
+  if (hours <= 0 || hours > 400 * 24) {
+    std::cerr << "envcontractd fleet: --history: expected hours or days such as '48h' or '7d' "
+                 "(at most 400d), got '"
+              << text << "'\n";
+    return std::nullopt;
+  }
+  return std::chrono::hours(hours);
+}
+
+}  // namespace
+
+FleetCli::FleetCli(CLI::App& app) : m_arguments(std::make_unique<Arguments>()) {
+  auto& arguments = *m_arguments;
+  auto* verb = app.add_subcommand(
+      "fleet",
+      "Serve the fleet view: every agent's verdict, causes and compliance over time, as a web "
+      "page and /api/v1/fleet, read from Prometheus or by asking the agents of an inventory");
+  arguments.verb = verb;
+  auto* prometheus = verb->add_option(
+      "--prometheus", arguments.prometheus,
+      "http:// address of the Prometheus that scrapes the agents (it holds the fleet's state)");
+  verb->add_option("--job", arguments.job,
+                   "the agents' scrape job in Prometheus (default envcontract)");
+  auto* inventory = verb->add_option(
+      "--inventory", arguments.inventory,
+      "file listing the agents, one host[:port] per line, for fleets without Prometheus");
+  prometheus->excludes(inventory);
+  verb->add_option("--listen", arguments.listen,
+                   "HOST:PORT to serve on (default 127.0.0.1:9715; port 0: any free port)");
+  verb->add_option("--interval", arguments.interval,
+                   "with --inventory: time between polls of the agents (default 1m)");
+  verb->add_option("--timeout", arguments.timeout,
+                   "each request to Prometheus or an agent, whole (default 10s)");
+  verb->add_option("--history", arguments.history,
+                   "with --prometheus: how far back compliance over time goes: hours (48h) or days "
+                   "(7d, at most 400d; default 7d)");
+  verb->add_option("--concurrency", arguments.concurrency,
+                   "with --inventory: agents asked at once (default 16)");
+  verb->add_option("--allowed-host", arguments.allowed_hosts,
+                   "a Host name the page is served under besides IPs, loopback and this "
+                   "machine's name (repeatable)");
+  verb->add_option("--log-level", arguments.log_level,
+                   "trace, debug, info (default), warn, error, critical or off")
+      ->check(CLI::IsMember({"trace", "debug", "info", "warn", "error", "critical", "off"}));
+  verb->add_option("--ready-file", arguments.ready_file,
+                   "write the page's URL to this file once listening (for scripts)");
+  verb->footer(
+      "Give --prometheus or --inventory. The view keeps no state of its own: with Prometheus "
+      "every figure is a query; with an inventory, the latest answers and the compliance of "
+      "each poll since it started are kept in memory.\n"
+      "Exit status: 0 stopped cleanly (SIGTERM, SIGINT), 2 cannot start.");
+}
+
+FleetCli::~FleetCli() = default;
+
+std::optional<int> FleetCli::run() {
+  const auto& arguments = *m_arguments;
+  if (!arguments.verb->parsed()) {
+    return std::nullopt;
+  }
+  if (arguments.prometheus.empty() == arguments.inventory.empty()) {
+    std::cerr << "envcontractd fleet: give --prometheus URL or --inventory FILE\n";
+    return 2;
+  }
+  const auto listen = parse_listen_address(arguments.listen);
+  if (!listen) {
+    std::cerr << "envcontractd fleet: --listen must be HOST:PORT such as 127.0.0.1:9715, got '"
+              << arguments.listen << "'\n";
+    return 2;
+  }
+  const auto interval = duration_flag("--interval", arguments.interval);
+  const auto timeout = duration_flag("--timeout", arguments.timeout);
+  const auto history = history_range(arguments.history);
+  if (!interval || !timeout || !history) {
+    return 2;
+  }
+  fleet::ClientOptions client;
+  client.timeout = *timeout;
+  configure_logging(arguments.log_level);
+
+  const sigset_t signals = [] {
+    sigset_t set;
+    sigemptyset(&set);
+    sigaddset(&set, SIGTERM);
+    sigaddset(&set, SIGINT);
+    return set;
+  }();
+  pthread_sigmask(SIG_BLOCK, &signals, nullptr);
+  std::signal(SIGPIPE, SIG_IGN);
+
+  std::unique_ptr<fleet::FleetSource> source;
+  if (!arguments.prometheus.empty()) {
+    const auto address = fleet::parse_host_address(arguments.prometheus);
+    if (!address) {
+      std::cerr << "envcontractd fleet: --prometheus must be an http:// address or HOST:PORT, "
+                   "got '"
+                << arguments.prometheus << "'\n";
+      return 2;
+    }
+    fleet::PrometheusSource::Options options;
+    options.prometheus = *address;
+    options.job = arguments.job;
+    options.client = client;
+    options.history_range = *history;
+    source = std::make_unique<fleet::PrometheusSource>(std::move(options));
+  } else {
+    auto hosts = fleet::read_inventory(arguments.inventory);
+    if (!hosts) {
+      std::cerr << hosts.error() << "\n";
+      return 2;
+    }
+    std::vector<std::string> repeated;
+    fleet::InventoryPoller::Options options;
+    options.hosts = fleet::distinct_hosts(*hosts, repeated);
+    for (const auto& each : repeated) {
+      spdlog::warn("inventory: {} is listed once", each);
+    }
+    options.client = client;
+    options.concurrency = std::max(1U, arguments.concurrency);
+    options.interval = *interval;
+    source = std::make_unique<fleet::InventorySource>(
+        std::filesystem::absolute(arguments.inventory).string(), std::move(options));
+  }
+
+  FleetService service(std::move(source), client, ENVCONTRACT_VERSION);
+  HttpSettings settings;
+  settings.listen = arguments.listen;
+  settings.allowed_hosts = arguments.allowed_hosts;
+  settings.timeout = *timeout;
+  settings.threads = 8;
+  HttpServer http(settings,
+                  [&service](const PlainRequest& request) { return service.answer(request); });
+  const auto bound = http.bind(*listen);
+  if (!bound) {
+    spdlog::critical("{}", bound.error());
+    return 2;
+  }
+  const std::string url = served_url(*listen, bound.value());
+  std::thread server([&http] { http.serve(); });
+  spdlog::info("envcontractd {} serving the fleet view at {}", ENVCONTRACT_VERSION, url);
+  write_ready_file(arguments.ready_file, url);
+  sd_notify(0, "READY=1");
+  for (;;) {
+    int received = 0;
+    if (sigwait(&signals, &received) == 0) {
+      spdlog::info("{}: stopping", received == SIGTERM ? "SIGTERM" : "SIGINT");
+      break;
+    }
+  }
+  sd_notify(0, "STOPPING=1");
+  http.stop();
+  server.join();
+  return 0;
+}
+
+}  // namespace envcontract::daemon

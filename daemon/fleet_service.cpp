@@ -1,0 +1,123 @@
+#include "daemon/fleet_service.hpp"
+
+#include "common/json_text.hpp"
+#include "web/web_assets.hpp"
+
+namespace envcontract::daemon {
+namespace {
+
+using report::Json;
+
+constexpr std::string_view k_hosts_prefix = "/api/v1/fleet/hosts/";
+constexpr std::string_view k_report_suffix = "/report";
+
+PlainResponse json_answer(int status, const Json& body) {
+  PlainResponse response;
+  response.status = status;
+  response.body = common::json_text(body, 2) + "\n";
+  return response;
+}
+
+PlainResponse error_answer(int status, const std::string& message) {
+  return json_answer(status, {{"error", message}});
+}
+
+const std::vector<std::string>& fleet_endpoints() {
+  static const std::vector<std::string> endpoints = {"GET /", "GET /healthz", "GET /api/v1/fleet",
+                                                     "GET /api/v1/fleet/hosts/HOST/report"};
+  return endpoints;
+}
+
+}  // namespace
+
+FleetService::FleetService(std::unique_ptr<fleet::FleetSource> source,
+                           fleet::ClientOptions agent_client, std::string version)
+    : m_source(std::move(source)),
+      m_agent_client(std::move(agent_client)),
+      m_version(std::move(version)) {}
+
+PlainResponse FleetService::answer(const PlainRequest& request) {
+  const std::string& path = request.path;
+  const bool host_report_path = path.size() > k_hosts_prefix.size() + k_report_suffix.size() &&
+                                path.starts_with(k_hosts_prefix) && path.ends_with(k_report_suffix);
+  const bool page = path == "/" || path == "/fleet.html" || path == "/fleet.js" ||
+                    path == "/dom.js" || path == "/style.css";
+  const bool known = path == "/healthz" || path == "/api/v1/fleet" || host_report_path || page;
+  if (!known) {
+    return json_answer(404, {{"error", "no such endpoint: " + request.method + " " + path},
+                             {"endpoints", fleet_endpoints()}});
+  }
+  if (request.method != "GET") {
+    auto response = error_answer(405, request.method + " is not allowed on " + path + "; use GET");
+    response.headers.emplace_back("Allow", "GET");
+    return response;
+  }
+  if (path == "/healthz") {
+    return json_answer(200, {{"status", "ok"}, {"version", m_version}, {"mode", "fleet"}});
+  }
+  if (path == "/api/v1/fleet") {
+    return fleet(request);
+  }
+  if (host_report_path) {
+    return host_report(path.substr(k_hosts_prefix.size(),
+                                   path.size() - k_hosts_prefix.size() - k_report_suffix.size()));
+  }
+  return asset(path);
+}
+
+PlainResponse FleetService::fleet(const PlainRequest& request) {
+  const auto filter = fleet::parse_fleet_filter(request.params);
+  if (!filter) {
+    return error_answer(400, filter.error());
+  }
+  const auto snapshot = m_source->snapshot();
+  if (!snapshot.hosts) {
+    return json_answer(502, {{"error", snapshot.problem.empty() ? "the fleet has not been read yet"
+                                                                : snapshot.problem},
+                             {"source", snapshot.source}});
+  }
+  auto view = fleet::fleet_view(*snapshot.hosts, *filter, snapshot.source, snapshot.history);
+  view["as_of"] = snapshot.as_of;
+  if (!snapshot.problem.empty()) {
+    view["problem"] = "showing the fleet as of " + snapshot.as_of + ": " + snapshot.problem;
+  }
+  return json_answer(200, view);
+}
+
+PlainResponse FleetService::host_report(const std::string& host) {
+  const auto snapshot = m_source->snapshot();
+  const fleet::HostReport* found = nullptr;
+  if (snapshot.hosts) {
+    for (const auto& each : *snapshot.hosts) {
+      if (each.address.text == host) {
+        found = &each;
+      }
+    }
+  }
+  if (found == nullptr) {
+    return error_answer(404, "no host '" + host + "' in the fleet (" + snapshot.source + ")");
+  }
+  if (found->address.port <= 0) {
+    return error_answer(502, "'" + host + "' is not an address of an agent");
+  }
+  int status = 0;
+  auto report = fleet::get_json(found->address, "/api/v1/report", m_agent_client, &status);
+  if (!report) {
+    return error_answer(502, host + ": " + report.error());
+  }
+  return json_answer(200, *report);
+}
+
+PlainResponse FleetService::asset(const std::string& path) {
+  const auto* asset = web::find_asset(path == "/" ? "/fleet.html" : path);
+  PlainResponse response;
+  response.content_type = std::string(asset->content_type);
+  response.body = std::string(asset->body);
+  response.headers = {{"Cache-Control", "no-cache"},
+                      // The page loads nothing but itself, and talks only to this server.
+                      {"Content-Security-Policy", "default-src 'self'; frame-ancestors 'none'"},
+                      {"X-Content-Type-Options", "nosniff"}};
+  return response;
+}
+
+}  // namespace envcontract::daemon

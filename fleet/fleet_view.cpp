@@ -1,0 +1,302 @@
+#include "fleet/fleet_view.hpp"
+
+#include <algorithm>
+#include <set>
+
+#include "common/json_fields.hpp"
+
+namespace envcontract::fleet {
+namespace {
+
+using common::array_field;
+using common::object_field;
+using common::string_field;
+
+constexpr std::size_t k_top_causes = 5;
+
+const std::vector<std::string>& known_states() {
+  static const std::vector<std::string> states = {"compliant", "drift", "error", "pending",
+                                                  "unavailable"};
+  return states;
+}
+
+// A check that makes its env (or target) fail: failing or unjudged, and
+// not merely advisory, as fleetctl counts them.
+bool failing(const Json& check) {
+  const std::string status = string_field(check, "status");
+  return (status == "fail" || status == "error") && string_field(check, "severity") != "advisory";
+}
+
+std::string cause_of(const Json& check) {
+  return string_field(object_field(check, "diagnosis"), "cause");
+}
+
+struct FailingCheck {
+  std::string owner;  // "env NAME" or "target NAME"
+  std::string check;
+  std::string cause;
+};
+
+// Every failing check of a report's targets and envs.
+std::vector<FailingCheck> failing_checks(const Json& report) {
+  std::vector<FailingCheck> found;
+  const auto collect = [&](const Json& owner, const std::string& name) {
+    for (const auto& check : array_field(owner, "checks")) {
+      if (failing(check)) {
+        found.push_back({name, string_field(check, "id"), cause_of(check)});
+      }
+    }
+  };
+  for (const auto& target : array_field(report, "targets")) {
+    collect(target, "target " + string_field(target, "name"));
+  }
+  for (const auto& env : array_field(report, "envs")) {
+    collect(env, "env " + string_field(env, "name"));
+  }
+  return found;
+}
+
+// How many envs (or targets) fail each check and each cause.
+void count_owners(const Json& report, std::map<std::string, int>& checks,
+                  std::map<std::string, int>& causes) {
+  std::set<std::pair<std::string, std::string>> seen_checks;
+  std::set<std::pair<std::string, std::string>> seen_causes;
+  for (const auto& each : failing_checks(report)) {
+    if (seen_checks.insert({each.check, each.owner}).second) {
+      ++checks[each.check];
+    }
+    if (!each.cause.empty() && seen_causes.insert({each.cause, each.owner}).second) {
+      ++causes[each.cause];
+    }
+  }
+}
+
+// "name" -> count, as [{key: name, "count": count}] with the most first.
+Json ranked(const std::map<std::string, int>& counts, const char* key, std::size_t most) {
+  std::vector<std::pair<std::string, int>> order(counts.begin(), counts.end());
+  std::stable_sort(order.begin(), order.end(),
+                   [](const auto& a, const auto& b) { return a.second > b.second; });
+  auto out = Json::array();
+  for (std::size_t i = 0; i < order.size() && i < most; ++i) {
+    out.push_back({{key, order[i].first}, {"count", order[i].second}});
+  }
+  return out;
+}
+
+int state_rank(const std::string& state) {
+  static const std::vector<std::string> order = {"error", "unavailable", "drift", "pending",
+                                                 "compliant"};
+  const auto it = std::find(order.begin(), order.end(), state);
+  return static_cast<int>(it - order.begin());
+}
+
+bool matches(const HostReport& host, const Json& row, const FleetFilter& filter) {
+  if (!filter.verdict.empty() && host.state() != filter.verdict) {
+    return false;
+  }
+  if (!filter.platform.empty() && string_field(row, "platform") != filter.platform) {
+    return false;
+  }
+  if (filter.cause.empty() && filter.check.empty()) {
+    return true;
+  }
+  if (!host.report) {
+    return false;
+  }
+  const auto checks = failing_checks(*host.report);
+  return std::any_of(checks.begin(), checks.end(), [&](const FailingCheck& each) {
+    return (filter.check.empty() || each.check == filter.check) &&
+           (filter.cause.empty() || each.cause == filter.cause);
+  });
+}
+
+Json history_json(const ComplianceHistory& history) {
+  auto points = Json::array();
+  for (const auto& point : history.points) {
+    points.push_back({{"time", point.time},
+                      {"compliant", point.compliant},
+                      {"drift", point.drift},
+                      {"error", point.error},
+                      {"down", point.down}});
+  }
+  Json out = {{"step_seconds", history.step_seconds}, {"points", std::move(points)}};
+  if (!history.problem.empty()) {
+    out["problem"] = history.problem;
+  }
+  return out;
+}
+
+}  // namespace
+
+Json FleetFilter::to_json() const {
+  Json out = Json::object();
+  for (const auto& [name, value] : {std::pair{"verdict", verdict},
+                                    {"cause", cause},
+                                    {"check", check},
+                                    {"platform", platform}}) {
+    if (!value.empty()) {
+      out[name] = value;
+    }
+  }
+  return out;
+}
+
+common::Result<FleetFilter> parse_fleet_filter(
+    const std::multimap<std::string, std::string>& params) {
+  FleetFilter filter;
+  for (const auto& [name, value] : params) {
+    if (params.count(name) > 1) {
+      return common::Error{"give '" + name + "' once"};
+    }
+    if (name == "verdict") {
+      if (std::find(known_states().begin(), known_states().end(), value) == known_states().end()) {
+        return common::Error{
+            "verdict must be one of compliant, drift, error, pending, "
+            "unavailable; got '" +
+            value + "'"};
+      }
+      filter.verdict = value;
+    } else if (name == "cause") {
+      filter.cause = value;
+    } else if (name == "check") {
+      filter.check = value;
+    } else if (name == "platform") {
+      filter.platform = value;
+    } else {
+      return common::Error{"unknown parameter '" + name +
+                           "'; the fleet is filtered by verdict, cause, check and platform"};
+    }
+  }
+  return filter;
+}
+
+CompliancePoint count_verdicts(const std::vector<HostReport>& hosts, const std::string& time) {
+  CompliancePoint point;
+  point.time = time;
+  for (const auto& host : hosts) {
+    const std::string state = host.state();
+    if (state == "compliant") {
+      ++point.compliant;
+    } else if (state == "drift") {
+      ++point.drift;
+    } else if (state == "error") {
+      ++point.error;
+    } else {
+      ++point.down;  // unavailable, or a first scan still running
+    }
+  }
+  return point;
+}
+
+Json host_row(const HostReport& host) {
+  const Json& report = host.report ? *host.report : Json::object();
+  const Json& contract = object_field(report, "contract");
+  Json row = {{"host", host.address.text},
+              {"agent_url", host.address.port > 0 ? host.address.base_url() + "/" : ""},
+              {"state", host.state()},
+              {"up", host.up},
+              {"contract", string_field(contract, "name")},
+              {"platform", string_field(contract, "platform")},
+              {"image", string_field(object_field(report, "image"), "value")}};
+  int drifting = 0;
+  const auto& envs = array_field(report, "envs");
+  for (const auto& env : envs) {
+    drifting += string_field(env, "verdict") == "compliant" ? 0 : 1;
+  }
+  row["envs"] = envs.size();
+  row["drifting_envs"] = drifting;
+  std::map<std::string, int> causes;
+  std::map<std::string, int> checks;
+  count_owners(report, checks, causes);
+  row["top_causes"] = ranked(causes, "cause", k_top_causes);
+  row["failing_checks"] = ranked(checks, "check", checks.size());
+  row["last_scan"] = host.report ? string_field(report, "scanned_at") : host.last_seen;
+  row["last_seen"] = host.last_seen;
+  row["last_verdict"] = host.last_verdict;
+  row["error"] = host.error;
+  return row;
+}
+
+Json fleet_view(const std::vector<HostReport>& hosts, const FleetFilter& filter,
+                const std::string& source, const ComplianceHistory& history) {
+  std::set<std::string> platforms;
+  std::set<std::string> checks_known;
+  std::set<std::string> causes_known;
+  std::vector<std::pair<const HostReport*, Json>> shown;
+  for (const auto& host : hosts) {
+    Json row = host_row(host);
+    if (const std::string platform = string_field(row, "platform"); !platform.empty()) {
+      platforms.insert(platform);
+    }
+    if (host.report) {
+      for (const auto& each : failing_checks(*host.report)) {
+        checks_known.insert(each.check);
+        if (!each.cause.empty()) {
+          causes_known.insert(each.cause);
+        }
+      }
+    }
+    if (matches(host, row, filter)) {
+      shown.emplace_back(&host, std::move(row));
+    }
+  }
+  std::stable_sort(shown.begin(), shown.end(), [](const auto& a, const auto& b) {
+    const int left = state_rank(a.first->state());
+    const int right = state_rank(b.first->state());
+    return left != right ? left < right : a.first->address.text < b.first->address.text;
+  });
+
+  Json counts = {{"hosts", shown.size()}};
+  for (const auto& state : known_states()) {
+    counts[state] = 0;
+  }
+  // Per check and per cause: how many hosts fail it, and in how many envs.
+  std::map<std::string, std::pair<int, int>> by_check;
+  std::map<std::string, std::pair<int, int>> by_cause;
+  auto rows = Json::array();
+  for (auto& [host, row] : shown) {
+    counts[host->state()] = counts[host->state()].get<int>() + 1;
+    if (host->report) {
+      std::map<std::string, int> checks;
+      std::map<std::string, int> causes;
+      count_owners(*host->report, checks, causes);
+      for (const auto& [check, envs] : checks) {
+        auto& count = by_check[check];
+        ++count.first;
+        count.second += envs;
+      }
+      for (const auto& [cause, envs] : causes) {
+        auto& count = by_cause[cause];
+        ++count.first;
+        count.second += envs;
+      }
+    }
+    rows.push_back(std::move(row));
+  }
+  const auto listed = [](const std::map<std::string, std::pair<int, int>>& counted,
+                         const char* key) {
+    std::vector<std::pair<std::string, std::pair<int, int>>> order(counted.begin(), counted.end());
+    std::stable_sort(order.begin(), order.end(), [](const auto& a, const auto& b) {
+      return a.second.first != b.second.first ? a.second.first > b.second.first
+                                              : a.second.second > b.second.second;
+    });
+    auto out = Json::array();
+    for (const auto& [name, count] : order) {
+      out.push_back({{key, name}, {"hosts", count.first}, {"envs", count.second}});
+    }
+    return out;
+  };
+  return {{"source", source},
+          {"filter", filter.to_json()},
+          {"total_hosts", hosts.size()},
+          {"counts", std::move(counts)},
+          {"checks", listed(by_check, "check")},
+          {"causes", listed(by_cause, "cause")},
+          {"platforms", platforms},
+          {"checks_known", checks_known},
+          {"causes_known", causes_known},
+          {"hosts", std::move(rows)},
+          {"history", history_json(history)}};
+}
+
+}  // namespace envcontract::fleet

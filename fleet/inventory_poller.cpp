@@ -1,0 +1,88 @@
+#include "fleet/inventory_poller.hpp"
+
+#include "common/time_text.hpp"
+
+namespace envcontract::fleet {
+
+InventoryPoller::InventoryPoller(Options options) : m_options(std::move(options)) {
+  auto hosts = std::make_shared<std::vector<HostReport>>();
+  for (const auto& address : m_options.hosts) {
+    HostReport host;
+    host.address = address;
+    host.error = "not asked yet: the fleet view's first poll is running";
+    hosts->push_back(std::move(host));
+  }
+  m_hosts = std::move(hosts);
+}
+
+InventoryPoller::~InventoryPoller() {
+  {
+    std::lock_guard lock(m_mutex);
+    m_stopping = true;
+  }
+  m_wake.notify_all();
+  if (m_thread.joinable()) {
+    m_thread.join();
+  }
+}
+
+void InventoryPoller::start() {
+  m_thread = std::thread([this] {
+    for (;;) {
+      poll_once();
+      std::unique_lock lock(m_mutex);
+      if (m_wake.wait_for(lock, m_options.interval, [this] { return m_stopping; })) {
+        return;
+      }
+    }
+  });
+}
+
+void InventoryPoller::poll_once() {
+  auto answers = fetch_reports(m_options.hosts, m_options.client, m_options.concurrency);
+  const std::string now = common::now_rfc3339();
+  const auto before = hosts();
+  for (std::size_t i = 0; i < answers.size() && i < before->size(); ++i) {
+    auto& answer = answers[i];
+    if (!answer.report) {
+      // Unreachable now: what it was when last seen stays.
+      answer.last_seen = (*before)[i].last_seen;
+      answer.last_verdict = (*before)[i].last_verdict;
+    }
+  }
+  auto after = std::make_shared<const std::vector<HostReport>>(std::move(answers));
+  std::lock_guard lock(m_mutex);
+  m_history.push_back(count_verdicts(*after, now));
+  m_hosts = std::move(after);
+  while (m_history.size() > m_options.history_points) {
+    m_history.pop_front();
+  }
+  ++m_polls;
+  m_polled_at = now;
+}
+
+std::string InventoryPoller::polled_at() const {
+  std::lock_guard lock(m_mutex);
+  return m_polled_at;
+}
+
+std::shared_ptr<const std::vector<HostReport>> InventoryPoller::hosts() const {
+  std::lock_guard lock(m_mutex);
+  return m_hosts;
+}
+
+ComplianceHistory InventoryPoller::history() const {
+  std::lock_guard lock(m_mutex);
+  ComplianceHistory history;
+  history.step_seconds = static_cast<int>(
+      std::chrono::duration_cast<std::chrono::seconds>(m_options.interval).count());
+  history.points.assign(m_history.begin(), m_history.end());
+  return history;
+}
+
+std::size_t InventoryPoller::polls() const {
+  std::lock_guard lock(m_mutex);
+  return m_polls;
+}
+
+}  // namespace envcontract::fleet

@@ -1,0 +1,207 @@
+// The fleet page: reads /api/v1/fleet and renders it. All data goes in
+// through textContent, never as HTML: host names, images and causes come
+// from agents and Prometheus.
+"use strict";
+
+const STATE_SYMBOL = { compliant: "✓", drift: "✗", error: "!", pending: "…", unavailable: "?" };
+const FILTERS = ["verdict", "platform", "check", "cause"];
+const REFRESH_MS = 30000;
+const fleetState = { view: null, expanded: new Set() };
+
+
+// A verdict by symbol and word, never by colour alone.
+function stateBadge(state) {
+  return el("span", { class: "badge " + state }, (STATE_SYMBOL[state] || "") + " " + state);
+}
+
+function showProblem(text) {
+  const box = document.getElementById("problem");
+  box.hidden = !text;
+  box.textContent = text || "";
+}
+
+function currentFilters() {
+  const params = new URLSearchParams(window.location.search);
+  const filters = {};
+  for (const name of FILTERS) if (params.get(name)) filters[name] = params.get(name);
+  return filters;
+}
+
+function setFilters(filters) {
+  const params = new URLSearchParams();
+  for (const name of FILTERS) if (filters[name]) params.set(name, filters[name]);
+  const query = params.toString();
+  window.history.replaceState(null, "", query ? "?" + query : window.location.pathname);
+  load();
+}
+
+// Fills a filter's choices with the fleet's values, keeping the chosen one.
+function fillSelect(id, values, chosen) {
+  const select = document.getElementById(id);
+  const keep = select.querySelector("option[value='']");
+  select.replaceChildren(keep);
+  const all = new Set(values || []);
+  if (chosen) all.add(chosen);
+  for (const value of [...all].sort()) select.append(el("option", { value }, value));
+  select.value = chosen || "";
+}
+
+// Hosts per verdict over time, stacked bars with a tooltip per step.
+function trend(history) {
+  const points = (history && history.points) || [];
+  if (!points.length) {
+    return el("p", { class: "legend" }, (history && history.problem) || "no history yet");
+  }
+  const width = 900;
+  const height = 120;
+  const most = Math.max(1, ...points.map((p) => p.compliant + p.drift + p.error + p.down));
+  const step = width / points.length;
+  const bars = [];
+  points.forEach((point, i) => {
+    let y = height;
+    for (const [state, count] of [["compliant", point.compliant], ["drift", point.drift],
+      ["error", point.error], ["unavailable", point.down]]) {
+      if (!count) continue;
+      const h = (count / most) * height;
+      y -= h;
+      bars.push(svg("rect", { class: "bar " + state, "data-state": state, x: i * step, y,
+        width: Math.max(1, step - 1), height: h },
+      svg("title", {}, point.time + ": " + count + " " + state)));
+    }
+  });
+  return svg("svg", { class: "trend", viewBox: "0 0 " + width + " " + (height + 16), width,
+    height: height + 16, role: "img", "aria-label": "hosts per verdict over time" },
+  ...bars,
+  svg("text", { x: 0, y: height + 13 }, points[0].time),
+  svg("text", { x: width, y: height + 13, "text-anchor": "end" }, points[points.length - 1].time));
+}
+
+function filterLink(name, value) {
+  return el("a", { href: "#", class: "cause", onclick: (event) => {
+    event.preventDefault();
+    setFilters({ ...currentFilters(), [name]: value });
+  } }, value);
+}
+
+async function hostDetails(row) {
+  const cell = el("td", { colSpan: 9 }, "asking the agent…");
+  const path = "/api/v1/fleet/hosts/" + encodeURIComponent(row.host) + "/report";
+  try {
+    const response = await fetch(path, { headers: { Accept: "application/json" } });
+    const body = await response.json().catch(() => ({}));
+    if (response.status !== 200) {
+      cell.textContent = body.error || ("HTTP " + response.status);
+      return cell;
+    }
+    const list = el("ul", {});
+    for (const env of body.envs || []) {
+      list.append(el("li", { class: "env-line" }, stateBadge(env.verdict), " ",
+        el("strong", {}, env.name), env.summary ? " — " + env.summary : ""));
+    }
+    cell.replaceChildren(el("p", {}, "scanned " + (body.scanned_at || "?") + ", " +
+      (body.envs || []).length + " envs"), list);
+  } catch (error) {
+    cell.textContent = "cannot reach the fleet view: " + error;
+  }
+  return cell;
+}
+
+function hostRow(row) {
+  const agent = row.agent_url
+    ? el("a", { href: row.agent_url, onclick: (event) => event.stopPropagation() },
+      row.up ? "up" : "down")
+    : (row.up ? "up" : "down");
+  const causes = el("span", {});
+  for (const cause of row.top_causes || []) {
+    if (causes.childNodes.length) causes.append(", ");
+    causes.append(filterLink("cause", cause.cause), " " + cause.count);
+  }
+  const verdict = el("td", {}, stateBadge(row.state));
+  if (row.error) {
+    verdict.append(el("div", { class: "host-error" }, row.error));
+  }
+  if (!row.up && row.last_seen) {
+    verdict.append(el("div", { class: "host-error" }, "last seen " + row.last_seen +
+      (row.last_verdict ? " (" + row.last_verdict + ")" : "")));
+  }
+  const tr = el("tr", { class: "host", "data-host": row.host, "data-state": row.state },
+    el("th", { scope: "row" }, row.host), verdict, el("td", {}, agent),
+    el("td", {}, row.contract), el("td", {}, row.platform), el("td", { class: "cause" }, row.image),
+    el("td", {}, row.envs ? row.drifting_envs + " of " + row.envs : ""), el("td", {}, causes),
+    el("td", {}, row.last_scan || ""));
+  tr.addEventListener("click", async () => {
+    const next = tr.nextSibling;
+    if (next && next.classList && next.classList.contains("details")) {
+      next.remove();
+      fleetState.expanded.delete(row.host);
+      return;
+    }
+    fleetState.expanded.add(row.host);
+    const details = el("tr", { class: "details", "data-host": row.host });
+    tr.after(details);
+    details.append(await hostDetails(row));
+  });
+  return tr;
+}
+
+function countRows(tableId, entries, key) {
+  const body = document.querySelector("#" + tableId + " tbody");
+  body.replaceChildren();
+  for (const entry of entries || []) {
+    body.append(el("tr", {}, el("td", {}, filterLink(key, entry[key])), el("td", {}, entry.hosts),
+      el("td", {}, entry.envs)));
+  }
+  if (!body.childNodes.length) body.append(el("tr", {}, el("td", { colSpan: 3 }, "none")));
+}
+
+function render(view) {
+  const counts = document.getElementById("counts");
+  counts.replaceChildren();
+  for (const state of ["compliant", "drift", "error", "pending", "unavailable"]) {
+    if (view.counts[state]) {
+      counts.append(el("span", { class: "badge " + state, "data-count": state },
+        STATE_SYMBOL[state] + " " + view.counts[state] + " " + state), " ");
+    }
+  }
+  document.getElementById("meta").textContent = view.counts.hosts + " of " + view.total_hosts +
+    " hosts shown · " + view.source + " · as of " + view.as_of;
+  showProblem(view.problem || "");
+  const filters = currentFilters();
+  document.getElementById("verdict").value = filters.verdict || "";
+  fillSelect("platform", view.platforms, filters.platform);
+  fillSelect("check", view.checks_known, filters.check);
+  fillSelect("cause", view.causes_known, filters.cause);
+  document.getElementById("trend").replaceChildren(trend(view.history));
+  const body = document.querySelector("#host-table tbody");
+  body.replaceChildren();
+  for (const row of view.hosts) body.append(hostRow(row));
+  if (!view.hosts.length) body.append(el("tr", {}, el("td", { colSpan: 9 }, "no host matches")));
+  countRows("check-table", view.checks, "check");
+  countRows("cause-table", view.causes, "cause");
+}
+
+async function load() {
+  const query = new URLSearchParams(currentFilters()).toString();
+  try {
+    const response = await fetch("/api/v1/fleet" + (query ? "?" + query : ""),
+      { headers: { Accept: "application/json" } });
+    const body = await response.json().catch(() => ({}));
+    if (response.status !== 200) {
+      showProblem(body.error || ("HTTP " + response.status));
+      return;
+    }
+    fleetState.view = body;
+    render(body);
+  } catch (error) {
+    showProblem("cannot reach the fleet view: " + error);
+  }
+}
+
+for (const name of FILTERS) {
+  document.getElementById(name).addEventListener("change", (event) => {
+    setFilters({ ...currentFilters(), [name]: event.target.value });
+  });
+}
+document.getElementById("clear").addEventListener("click", () => setFilters({}));
+load();
+setInterval(load, REFRESH_MS);
