@@ -1,5 +1,6 @@
 #include "daemon/agent.hpp"
 
+#include <malloc.h>
 #include <spdlog/spdlog.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -508,6 +509,10 @@ void Agent::run_scan(std::unique_lock<std::mutex>& lock) {
       snapshot.partial_text.reset();
     });
   }
+  // What the scan held (every env's facts, the JSON built from them) was
+  // freed into malloc's arenas, one per thread that worked: give it back,
+  // so that the idle agent's resident memory is what it keeps.
+  ::malloc_trim(0);
 
   lock.lock();
   for (const auto id : batch) {

@@ -36,6 +36,10 @@ struct FleetCli::Arguments {
 
 namespace {
 
+// Agents asked at once: each request is a thread or two, all within the
+// unit's TasksMax.
+constexpr unsigned k_most_concurrency = 64;
+
 std::optional<std::chrono::milliseconds> duration_flag(const std::string& flag,
                                                        const std::string& text) {
   const auto parsed = contracts::parse_duration(text);
@@ -94,7 +98,7 @@ FleetCli::FleetCli(CLI::App& app) : m_arguments(std::make_unique<Arguments>()) {
                    "with --prometheus: how far back compliance over time goes: hours (48h) or days "
                    "(7d, at most 400d; default 7d)");
   verb->add_option("--concurrency", arguments.concurrency,
-                   "with --inventory: agents asked at once (default 16)");
+                   "with --inventory: agents asked at once (default 16, at most 64)");
   verb->add_option("--allowed-host", arguments.allowed_hosts,
                    "a Host name the page is served under besides IPs, loopback and this "
                    "machine's name (repeatable)");
@@ -133,8 +137,16 @@ std::optional<int> FleetCli::run() {
   if (!interval || !timeout || !history) {
     return 2;
   }
+  if (arguments.concurrency > k_most_concurrency) {
+    std::cerr << "envcontractd fleet: --concurrency: at most " << k_most_concurrency << ", got "
+              << arguments.concurrency << "\n";
+    return 2;
+  }
   fleet::ClientOptions client;
   client.timeout = *timeout;
+  // A report of hundreds of envs is a few MB: room for it, not for a
+  // misbehaving server's gigabytes times the polls at once.
+  client.max_response_bytes = 16 << 20;
   configure_logging(arguments.log_level);
 
   const sigset_t signals = [] {
@@ -161,6 +173,7 @@ std::optional<int> FleetCli::run() {
     options.job = arguments.job;
     options.client = client;
     options.history_range = *history;
+    options.first_wait = *timeout;
     source = std::make_unique<fleet::PrometheusSource>(std::move(options));
   } else {
     auto hosts = fleet::read_inventory(arguments.inventory);
@@ -185,7 +198,11 @@ std::optional<int> FleetCli::run() {
   HttpSettings settings;
   settings.listen = arguments.listen;
   settings.allowed_hosts = arguments.allowed_hosts;
-  settings.timeout = *timeout;
+  // A request may wait for Prometheus' first answer or an agent's report
+  // (each bounded by --timeout) before it is answered.
+  settings.timeout = *timeout + std::chrono::seconds(5);
+  settings.allowed_hosts_setting = "the fleet view's --allowed-host";
+  settings.timeout_setting = "the fleet view's --timeout and 5 s";
   settings.threads = 8;
   HttpServer http(settings,
                   [&service](const PlainRequest& request) { return service.answer(request); });

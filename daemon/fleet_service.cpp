@@ -48,8 +48,9 @@ PlainResponse FleetService::answer(const PlainRequest& request) {
                              {"endpoints", fleet_endpoints()}});
   }
   if (request.method != "GET") {
-    auto response = error_answer(405, request.method + " is not allowed on " + path + "; use GET");
-    response.headers.emplace_back("Allow", "GET");
+    auto response =
+        error_answer(405, request.method + " is not allowed on " + path + "; use GET or HEAD");
+    response.headers.emplace_back("Allow", "GET, HEAD");
     return response;
   }
   if (path == "/healthz") {

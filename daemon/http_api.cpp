@@ -472,6 +472,11 @@ struct HttpServer::Impl {
       : agent(agent_), version(std::move(version_)), handler(std::move(handler_)) {}
 
   Agent* agent;  // null when `handler` answers instead (the fleet view)
+  // /metrics: the report's series as last rendered, and what from.
+  std::mutex metrics_mutex;
+  std::shared_ptr<const std::string> metrics_text;
+  std::shared_ptr<const report::Json> metrics_report;
+  ContractHandle metrics_contract;
   std::string version;
   RequestHandler handler;
   HttpSettings settings;
@@ -725,7 +730,7 @@ bool HttpServer::Impl::token_presented(const httplib::Request& request, httplib:
     send_error(response, 403,
                what +
                    " over HTTP needs the agent's token, and this agent has none: set "
-                   "token_file in its config (docs/agent->md)");
+                   "token_file in its config (docs/agent.md)");
     return false;
   }
   const std::string token = bearer_token(request);
@@ -844,9 +849,22 @@ void HttpServer::Impl::scan_ticket(const std::string& text, httplib::Response& r
 
 void HttpServer::Impl::metrics(httplib::Response& response) {
   const auto snapshot = agent->snapshot();
-  response.set_content(
-      render_metrics(*snapshot, agent->counters(), version, agent->webhook_counters()),
-      "text/plain; version=0.0.4; charset=utf-8");
+  // The report's series are the same text until the next report or
+  // contract: rendered once for every scrape of it.
+  std::shared_ptr<const std::string> report_series;
+  {
+    std::lock_guard lock(metrics_mutex);
+    if (!metrics_text || metrics_report != snapshot->report ||
+        metrics_contract != snapshot->contract) {
+      metrics_text = std::make_shared<const std::string>(render_report_metrics(*snapshot, version));
+      metrics_report = snapshot->report;
+      metrics_contract = snapshot->contract;
+    }
+    report_series = metrics_text;
+  }
+  response.set_content(*report_series + render_agent_metrics(*snapshot, agent->counters(),
+                                                             agent->webhook_counters()),
+                       "text/plain; version=0.0.4; charset=utf-8");
 }
 
 void HttpServer::Impl::asset(const std::string& path, httplib::Response& response) {
@@ -883,10 +901,10 @@ httplib::Server::HandlerResponse HttpServer::Impl::dispatch(const httplib::Reque
   }
   if (!host_allowed(request.get_header_value("Host"), hosts)) {
     send_error(response, 421,
-               "this agent does not answer for host '" +
+               "this server does not answer for host '" +
                    printable(request.get_header_value("Host"), 200) +
-                   "'; ask it by IP address or localhost, or add the name to "
-                   "http_allowed_hosts in its config");
+                   "'; ask it by IP address or localhost, or add the name to " +
+                   settings.allowed_hosts_setting);
     return handled;
   }
   if (t_outcome.header_count > k_max_headers) {
@@ -980,7 +998,7 @@ void HttpServer::Impl::routes() {
         return dispatch(request, response);
       });
   // What httplib answers itself: malformed requests, oversized ones.
-  server.set_error_handler([](const httplib::Request&, httplib::Response& response) {
+  server.set_error_handler([this](const httplib::Request&, httplib::Response& response) {
     if (!response.body.empty()) {
       return;  // our own error answer
     }
@@ -989,7 +1007,7 @@ void HttpServer::Impl::routes() {
                  "request too large: the request line, headers and body may be at most " +
                      std::to_string(ConnectionLimits{}.request_bytes / 1024) + " KiB");
     } else if (t_stream != nullptr && t_stream->past_deadline()) {
-      send_error(response, 408, "the request took longer than the agent's http_timeout");
+      send_error(response, 408, "the request took longer than " + settings.timeout_setting);
     } else if (response.status == 413) {
       send_error(
           response, 413,

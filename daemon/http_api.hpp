@@ -39,6 +39,9 @@ struct HttpSettings {
   std::chrono::milliseconds timeout{10'000};
   std::string listen;  // HOST:PORT, whose host is always answered
   std::vector<std::string> allowed_hosts;
+  // How errors name the settings above to whoever must change them.
+  std::string allowed_hosts_setting = "http_allowed_hosts in the agent's config";
+  std::string timeout_setting = "the agent's http_timeout";
 
   static HttpSettings of(const AgentConfig& config);
 };

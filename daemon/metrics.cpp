@@ -8,6 +8,7 @@
 #include <fstream>
 #include <iterator>
 #include <map>
+#include <mutex>
 #include <sstream>
 #include <vector>
 
@@ -107,6 +108,21 @@ ProcessStats read_process_stats() {
   return stats;
 }
 
+// The footprint at most a second old: reading /proc/self for every scrape
+// of a busy endpoint would cost more than answering it.
+ProcessStats process_stats() {
+  static std::mutex mutex;
+  static ProcessStats cached;
+  static std::chrono::steady_clock::time_point read_at;
+  std::lock_guard lock(mutex);
+  const auto now = std::chrono::steady_clock::now();
+  if (!cached.read || now - read_at >= std::chrono::seconds(1)) {
+    cached = read_process_stats();
+    read_at = now;
+  }
+  return cached;
+}
+
 class Exposition {
  public:
   void family(const std::string& name, const std::string& type, const std::string& help) {
@@ -134,8 +150,7 @@ class Exposition {
 
 }  // namespace
 
-std::string render_metrics(const AgentSnapshot& snapshot, const AgentCounters& counters,
-                           const std::string& version, const WebhookCounters* webhooks) {
+std::string render_report_metrics(const AgentSnapshot& snapshot, const std::string& version) {
   Exposition out;
   const report::Json empty = report::Json::object();
   const report::Json& report = snapshot.report ? *snapshot.report : empty;
@@ -195,7 +210,12 @@ std::string render_metrics(const AgentSnapshot& snapshot, const AgentCounters& c
   for (const auto& env : array_field(report, "envs")) {
     failing("env", string_field(env, "name"), array_field(env, "checks"));
   }
+  return out.text();
+}
 
+std::string render_agent_metrics(const AgentSnapshot& snapshot, const AgentCounters& counters,
+                                 const WebhookCounters* webhooks) {
+  Exposition out;
   out.family("envcontract_scans_total", "counter", "Scans finished since the agent started.");
   out.sample("envcontract_scans_total", {}, static_cast<double>(counters.scans.load()));
   out.family("envcontract_scan_failures_total", "counter", "Scans that failed to finish.");
@@ -241,7 +261,7 @@ std::string render_metrics(const AgentSnapshot& snapshot, const AgentCounters& c
                static_cast<double>(webhooks->dropped.load()));
   }
 
-  if (const auto process = read_process_stats(); process.read) {
+  if (const auto process = process_stats(); process.read) {
     out.family("process_cpu_seconds_total", "counter",
                "The agent's user and system CPU time in seconds (its probes not included).");
     out.sample("process_cpu_seconds_total", {}, process.cpu_seconds);
@@ -258,6 +278,12 @@ std::string render_metrics(const AgentSnapshot& snapshot, const AgentCounters& c
     out.sample("process_start_time_seconds", {}, process.start_time);
   }
   return out.text();
+}
+
+std::string render_metrics(const AgentSnapshot& snapshot, const AgentCounters& counters,
+                           const std::string& version, const WebhookCounters* webhooks) {
+  return render_report_metrics(snapshot, version) +
+         render_agent_metrics(snapshot, counters, webhooks);
 }
 
 }  // namespace envcontract::daemon

@@ -14,4 +14,12 @@ namespace envcontract::daemon {
 std::string render_metrics(const AgentSnapshot& snapshot, const AgentCounters& counters,
                            const std::string& version, const WebhookCounters* webhooks = nullptr);
 
+// The two halves of render_metrics: what depends only on the snapshot's
+// report and contract (the same text until the next snapshot: the HTTP side
+// keeps it), and the agent's counters and footprint (the footprint read at
+// most once a second).
+std::string render_report_metrics(const AgentSnapshot& snapshot, const std::string& version);
+std::string render_agent_metrics(const AgentSnapshot& snapshot, const AgentCounters& counters,
+                                 const WebhookCounters* webhooks);
+
 }  // namespace envcontract::daemon

@@ -69,6 +69,7 @@ int run_probe(const ProbeOptions& options, std::ostream& out, std::ostream& err)
     const auto facts = probes::probe_env(env, activation, plan);
     probes::Json line = {{"name", env.name}, {"prefix", env.prefix.string()}};
     line["activation_problem"] = activation.problem;
+    line["activation_output"] = activation.problem_output;
     line["dynamic"] = probes::to_json(facts);
     std::lock_guard lock(output_mutex);
     out << common::json_text(line) << "\n" << std::flush;

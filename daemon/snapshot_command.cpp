@@ -131,7 +131,9 @@ int run_snapshot(const SnapshotOptions& options, std::ostream& out, std::ostream
     err << "envcontractd snapshot: the facts of " << env.env.name << " are incomplete ("
         << (!env.errors.empty() ? env.errors[0].stage + ": " + env.errors[0].message
             : !env.activation.problem.empty()
-                ? "activation: " + env.activation.problem
+                ? "activation: " + env.activation.problem +
+                      (env.activation.problem_output.empty() ? std::string()
+                                                             : ": " + env.activation.problem_output)
                 : "a file was refused: " + env.refused_files[0].path.string())
         << "); a snapshot would state less than the env is\n";
     return 2;

@@ -38,6 +38,7 @@ Json to_json(const ActivatedEnvironment& activation) {
   }
   return {{"scripts", scripts},
           {"problem", activation.problem},
+          {"problem_output", activation.problem_output},
           {"refused_variables", activation.refused_variables},
           {"changes", changes},
           {"bare", activation.bare},

@@ -29,7 +29,11 @@ struct ActivatedEnvironment {
   std::vector<std::filesystem::path> scripts;  // what ran, in order
   std::string fingerprint;                     // changes whenever an activation input changes
   std::string problem;                         // why activation failed; `activated` is then `bare`
-  std::string script_output;                   // what the scripts printed (stdout and stderr)
+  // What the scripts wrote to stderr when activation failed: for the local
+  // verbs (facts, probe, snapshot), never for reports served over HTTP (a
+  // `set -x` trace shows every value it sets).
+  std::string problem_output;
+  std::string script_output;  // what the scripts printed (stdout and stderr)
   // conda env_vars that were not applied, each with why (not a shell name,
   // or a name that changes how bash itself starts, such as BASH_ENV).
   std::vector<std::string> refused_variables;

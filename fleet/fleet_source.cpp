@@ -9,31 +9,60 @@ PrometheusSource::PrometheusSource(Options options) : m_options(std::move(option
   m_last.source = "prometheus " + m_options.prometheus.base_url() + " job " + m_options.job;
 }
 
+PrometheusSource::~PrometheusSource() {
+  m_stopping = true;
+  std::thread reader;
+  {
+    std::lock_guard lock(m_mutex);  // no read starts after this
+    reader = std::move(m_reader);
+  }
+  if (reader.joinable()) {
+    reader.join();  // outside the lock: the read takes it to finish
+  }
+}
+
 FleetSnapshot PrometheusSource::snapshot() {
-  std::lock_guard lock(m_mutex);
+  std::unique_lock lock(m_mutex);
   const auto now = std::chrono::steady_clock::now();
-  if (m_last.hosts && m_last.problem.empty() && now - m_read_at < m_options.fresh_for) {
-    return m_last;
+  const bool fresh = m_read_once && now - m_read_at < m_options.fresh_for;
+  if (!fresh && !m_reading && !m_stopping) {
+    if (m_reader.joinable()) {
+      m_reader.join();  // the last read: finished, since m_reading is false
+    }
+    m_reading = true;
+    m_reader = std::thread([this] { read(); });
   }
-  auto hosts = reports_from_prometheus(m_options.prometheus, m_options.job, m_options.client);
-  m_read_at = now;
-  if (!hosts) {
-    m_last.problem = hosts.error();
-    return m_last;
-  }
-  m_last.hosts = std::make_shared<const std::vector<HostReport>>(std::move(hosts.value()));
-  m_last.as_of = common::now_rfc3339();
-  m_last.problem.clear();
-  auto history =
-      history_from_prometheus(m_options.prometheus, m_options.job, m_options.history_range,
-                              m_options.history_points, m_options.client);
-  if (history) {
-    m_last.history = std::move(history.value());
-  } else {
-    m_last.history = {};
-    m_last.history.problem = history.error();
+  if (!m_read_once) {
+    m_read_done.wait_for(lock, m_options.first_wait, [this] { return m_read_once; });
   }
   return m_last;
+}
+
+void PrometheusSource::read() {
+  auto hosts = reports_from_prometheus(m_options.prometheus, m_options.job, m_options.client);
+  common::Result<ComplianceHistory> history = common::Error{"not asked: the agents were not read"};
+  if (hosts && !m_stopping) {
+    history = history_from_prometheus(m_options.prometheus, m_options.job, m_options.history_range,
+                                      m_options.history_points, m_options.client);
+  }
+  std::lock_guard lock(m_mutex);
+  if (hosts) {
+    m_last.hosts = std::make_shared<const std::vector<HostReport>>(std::move(hosts.value()));
+    m_last.as_of = common::now_rfc3339();
+    m_last.problem.clear();
+    if (history) {
+      m_last.history = std::move(history.value());
+    } else {
+      m_last.history = {};
+      m_last.history.problem = history.error();
+    }
+  } else {
+    m_last.problem = hosts.error();
+  }
+  m_read_at = std::chrono::steady_clock::now();
+  m_read_once = true;
+  m_reading = false;
+  m_read_done.notify_all();
 }
 
 InventorySource::InventorySource(std::string inventory_path, InventoryPoller::Options options)
@@ -42,11 +71,12 @@ InventorySource::InventorySource(std::string inventory_path, InventoryPoller::Op
 }
 
 FleetSnapshot InventorySource::snapshot() {
+  auto polled = m_poller.latest();
   FleetSnapshot snapshot;
-  snapshot.hosts = m_poller.hosts();
-  snapshot.history = m_poller.history();
+  snapshot.hosts = std::move(polled.hosts);
+  snapshot.history = std::move(polled.history);
+  snapshot.as_of = std::move(polled.at);
   snapshot.source = m_source;
-  snapshot.as_of = m_poller.polled_at();
   return snapshot;
 }
 

@@ -83,6 +83,14 @@ Json ranked(const std::map<std::string, int>& counts, const char* key, std::size
   return out;
 }
 
+// A host's state as the view counts it: a verdict it does not know (a
+// Prometheus series of a newer agent) is an error, never a new column.
+std::string state_of(const HostReport& host) {
+  const std::string state = host.state();
+  const auto& states = known_states();
+  return std::find(states.begin(), states.end(), state) != states.end() ? state : "error";
+}
+
 int state_rank(const std::string& state) {
   static const std::vector<std::string> order = {"error", "unavailable", "drift", "pending",
                                                  "compliant"};
@@ -91,7 +99,7 @@ int state_rank(const std::string& state) {
 }
 
 bool matches(const HostReport& host, const Json& row, const FleetFilter& filter) {
-  if (!filter.verdict.empty() && host.state() != filter.verdict) {
+  if (!filter.verdict.empty() && state_of(host) != filter.verdict) {
     return false;
   }
   if (!filter.platform.empty() && string_field(row, "platform") != filter.platform) {
@@ -174,7 +182,7 @@ CompliancePoint count_verdicts(const std::vector<HostReport>& hosts, const std::
   CompliancePoint point;
   point.time = time;
   for (const auto& host : hosts) {
-    const std::string state = host.state();
+    const std::string state = state_of(host);
     if (state == "compliant") {
       ++point.compliant;
     } else if (state == "drift") {
@@ -189,11 +197,12 @@ CompliancePoint count_verdicts(const std::vector<HostReport>& hosts, const std::
 }
 
 Json host_row(const HostReport& host) {
-  const Json& report = host.report ? *host.report : Json::object();
+  static const Json no_report = Json::object();
+  const Json& report = host.report ? *host.report : no_report;  // never a copy of the report
   const Json& contract = object_field(report, "contract");
   Json row = {{"host", host.address.text},
               {"agent_url", host.address.port > 0 ? host.address.base_url() + "/" : ""},
-              {"state", host.state()},
+              {"state", state_of(host)},
               {"up", host.up},
               {"contract", string_field(contract, "name")},
               {"platform", string_field(contract, "platform")},
@@ -214,6 +223,9 @@ Json host_row(const HostReport& host) {
   row["last_seen"] = host.last_seen;
   row["last_verdict"] = host.last_verdict;
   row["error"] = host.error;
+  if (host.report && state_of(host) != host.state()) {
+    row["error"] = "its verdict '" + host.state() + "' is none the fleet view knows";
+  }
   return row;
 }
 
@@ -241,8 +253,8 @@ Json fleet_view(const std::vector<HostReport>& hosts, const FleetFilter& filter,
     }
   }
   std::stable_sort(shown.begin(), shown.end(), [](const auto& a, const auto& b) {
-    const int left = state_rank(a.first->state());
-    const int right = state_rank(b.first->state());
+    const int left = state_rank(state_of(*a.first));
+    const int right = state_rank(state_of(*b.first));
     return left != right ? left < right : a.first->address.text < b.first->address.text;
   });
 
@@ -255,7 +267,8 @@ Json fleet_view(const std::vector<HostReport>& hosts, const FleetFilter& filter,
   std::map<std::string, std::pair<int, int>> by_cause;
   auto rows = Json::array();
   for (auto& [host, row] : shown) {
-    counts[host->state()] = counts[host->state()].get<int>() + 1;
+    const std::string state = state_of(*host);
+    counts[state] = counts.value(state, 0) + 1;
     if (host->report) {
       std::map<std::string, int> checks;
       std::map<std::string, int> causes;

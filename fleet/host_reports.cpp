@@ -36,6 +36,11 @@ std::string report_shape_problem(const Json& report) {
   if (!report.contains("verdict") || !report["verdict"].is_string()) {
     return "the report has no verdict";
   }
+  if (const auto& verdict = report["verdict"].get_ref<const std::string&>();
+      verdict != "compliant" && verdict != "drift" && verdict != "error" && verdict != "pending") {
+    return "the report's verdict '" + report::printable(verdict) +
+           "' is none of compliant, drift, error and pending: a newer agent?";
+  }
   if (!report.contains("envs") || !report["envs"].is_array()) {
     return "the report has no envs list";
   }
@@ -72,13 +77,18 @@ common::Result<Json> get_json(const HostAddress& host, const std::string& path,
 }
 
 std::vector<HostReport> fetch_reports(const std::vector<HostAddress>& hosts,
-                                      const ClientOptions& options, unsigned concurrency) {
+                                      const ClientOptions& options, unsigned concurrency,
+                                      const std::atomic<bool>* stop, bool summaries) {
   std::vector<HostReport> results(hosts.size());
   std::atomic<std::size_t> next{0};
   const auto work = [&] {
     for (std::size_t i; (i = next.fetch_add(1)) < hosts.size();) {
       auto& result = results[i];
       result.address = hosts[i];
+      if (stop != nullptr && stop->load()) {
+        result.error = "not asked: stopping";
+        continue;
+      }
       int status = 0;
       auto report = get_json(hosts[i], "/api/v1/report", options, &status);
       const std::string error = report ? report_shape_problem(*report) : report.error();
@@ -86,7 +96,7 @@ std::vector<HostReport> fetch_reports(const std::vector<HostAddress>& hosts,
       if (error.empty()) {
         result.last_seen = common::now_rfc3339();
         result.last_verdict = string_field(*report, "verdict");
-        result.report = std::move(report.value());
+        result.report = summaries ? report_summary(*report) : std::move(report.value());
       } else {
         result.error = error;
       }
@@ -151,6 +161,51 @@ std::vector<HostAddress> distinct_hosts(const std::vector<HostAddress>& hosts,
     }
   }
   return distinct;
+}
+
+Json report_summary(const Json& report) {
+  using common::array_field;
+  using common::object_field;
+  const auto failing_checks = [](const Json& owner) {
+    auto checks = Json::array();
+    for (const auto& check : array_field(owner, "checks")) {
+      const std::string status = string_field(check, "status");
+      if (status == "fail" || status == "error") {
+        checks.push_back(
+            {{"id", string_field(check, "id")},
+             {"status", status},
+             {"severity", string_field(check, "severity")},
+             {"diagnosis", {{"cause", string_field(object_field(check, "diagnosis"), "cause")}}}});
+      }
+    }
+    return checks;
+  };
+  const Json& contract = object_field(report, "contract");
+  Json summary = {
+      {"schema_version",
+       report.contains("schema_version") ? report["schema_version"] : Json(nullptr)},
+      {"verdict", string_field(report, "verdict")},
+      {"scanned_at", string_field(report, "scanned_at")},
+      {"contract",
+       {{"name", string_field(contract, "name")}, {"sha256", string_field(contract, "sha256")}}},
+      {"image", {{"value", string_field(object_field(report, "image"), "value")}}}};
+  if (const std::string platform = string_field(contract, "platform"); !platform.empty()) {
+    summary["contract"]["platform"] = platform;
+  }
+  auto targets = Json::array();
+  for (const auto& target : array_field(report, "targets")) {
+    targets.push_back({{"name", string_field(target, "name")}, {"checks", failing_checks(target)}});
+  }
+  auto envs = Json::array();
+  for (const auto& env : array_field(report, "envs")) {
+    envs.push_back({{"name", string_field(env, "name")},
+                    {"verdict", string_field(env, "verdict")},
+                    {"summary", string_field(env, "summary")},
+                    {"checks", failing_checks(env)}});
+  }
+  summary["targets"] = std::move(targets);
+  summary["envs"] = std::move(envs);
+  return summary;
 }
 
 int fleet_exit_status(const std::vector<HostReport>& hosts) {

@@ -1,5 +1,6 @@
 #pragma once
 
+#include <atomic>
 #include <optional>
 #include <string>
 #include <vector>
@@ -32,8 +33,20 @@ common::Result<Json> get_json(const HostAddress& host, const std::string& path,
                               const ClientOptions& options, int* status = nullptr);
 
 // Fetches every host's report, `concurrency` at a time, in input order.
+// When `stop` becomes true, hosts not yet asked are not asked (their error
+// says so): a shutdown waits for one request at most. `summaries`: keep
+// each report's report_summary only, made as it arrives, so that a poll
+// of many hosts never holds all their whole reports.
 std::vector<HostReport> fetch_reports(const std::vector<HostAddress>& hosts,
-                                      const ClientOptions& options, unsigned concurrency);
+                                      const ClientOptions& options, unsigned concurrency,
+                                      const std::atomic<bool>* stop = nullptr,
+                                      bool summaries = false);
+
+// What the fleet view keeps of a host's report: verdict, scan time,
+// contract, image, and each target and env with its verdict, summary and
+// failing checks (id, status, severity, cause); the evidence is left to the
+// agent, asked for it on demand.
+Json report_summary(const Json& report);
 
 // Reads an inventory: one host per line; blank lines and # comments are skipped.
 // Returns the hosts, or every bad line, one per line as "/abs/FILE:LINE: ...".

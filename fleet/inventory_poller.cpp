@@ -20,7 +20,7 @@ InventoryPoller::~InventoryPoller() {
     std::lock_guard lock(m_mutex);
     m_stopping = true;
   }
-  m_wake.notify_all();
+  m_wake.notify_all();  // a poll running stops asking hosts: the join waits for one request
   if (m_thread.joinable()) {
     m_thread.join();
   }
@@ -31,7 +31,7 @@ void InventoryPoller::start() {
     for (;;) {
       poll_once();
       std::unique_lock lock(m_mutex);
-      if (m_wake.wait_for(lock, m_options.interval, [this] { return m_stopping; })) {
+      if (m_wake.wait_for(lock, m_options.interval, [this] { return m_stopping.load(); })) {
         return;
       }
     }
@@ -39,9 +39,10 @@ void InventoryPoller::start() {
 }
 
 void InventoryPoller::poll_once() {
-  auto answers = fetch_reports(m_options.hosts, m_options.client, m_options.concurrency);
+  auto answers =
+      fetch_reports(m_options.hosts, m_options.client, m_options.concurrency, &m_stopping, true);
   const std::string now = common::now_rfc3339();
-  const auto before = hosts();
+  const auto before = latest().hosts;
   for (std::size_t i = 0; i < answers.size() && i < before->size(); ++i) {
     auto& answer = answers[i];
     if (!answer.report) {
@@ -61,28 +62,16 @@ void InventoryPoller::poll_once() {
   m_polled_at = now;
 }
 
-std::string InventoryPoller::polled_at() const {
+InventoryPoller::Polled InventoryPoller::latest() const {
   std::lock_guard lock(m_mutex);
-  return m_polled_at;
-}
-
-std::shared_ptr<const std::vector<HostReport>> InventoryPoller::hosts() const {
-  std::lock_guard lock(m_mutex);
-  return m_hosts;
-}
-
-ComplianceHistory InventoryPoller::history() const {
-  std::lock_guard lock(m_mutex);
-  ComplianceHistory history;
-  history.step_seconds = static_cast<int>(
+  Polled polled;
+  polled.hosts = m_hosts;
+  polled.history.step_seconds = static_cast<int>(
       std::chrono::duration_cast<std::chrono::seconds>(m_options.interval).count());
-  history.points.assign(m_history.begin(), m_history.end());
-  return history;
-}
-
-std::size_t InventoryPoller::polls() const {
-  std::lock_guard lock(m_mutex);
-  return m_polls;
+  polled.history.points.assign(m_history.begin(), m_history.end());
+  polled.at = m_polled_at;
+  polled.polls = m_polls;
+  return polled;
 }
 
 }  // namespace envcontract::fleet

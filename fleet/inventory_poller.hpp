@@ -1,5 +1,6 @@
 #pragma once
 
+#include <atomic>
 #include <chrono>
 #include <condition_variable>
 #include <deque>
@@ -19,7 +20,8 @@ namespace envcontract::fleet {
 // stops answering is shown unavailable with when it was last seen and its
 // verdict then. The compliance points of the polls are kept in memory
 // (`history_points` of them): the history of an inventory-fed view begins
-// when the view starts.
+// when the view starts. Only a summary of each report is kept
+// (report_summary): the view asks an agent for its whole report on demand.
 class InventoryPoller {
  public:
   struct Options {
@@ -42,19 +44,21 @@ class InventoryPoller {
 
   // The latest answer of each host, in inventory order; hosts not asked yet
   // are unavailable with an error saying so.
-  // Shared, not copied: a fleet's reports can be large, and every request
-  // of the view reads them.
-  std::shared_ptr<const std::vector<HostReport>> hosts() const;
-  ComplianceHistory history() const;
-  // Polls finished so far, and when the latest finished (RFC 3339, "" none yet).
-  std::size_t polls() const;
-  std::string polled_at() const;
+  // What the polls found, all of one moment.
+  struct Polled {
+    // Shared, not copied: every request of the view reads them.
+    std::shared_ptr<const std::vector<HostReport>> hosts;
+    ComplianceHistory history;
+    std::string at;  // RFC 3339: when the latest poll finished, "" none yet
+    std::size_t polls = 0;
+  };
+  Polled latest() const;
 
  private:
   Options m_options;
   mutable std::mutex m_mutex;
   std::condition_variable m_wake;
-  bool m_stopping = false;
+  std::atomic<bool> m_stopping{false};
   std::shared_ptr<const std::vector<HostReport>> m_hosts;
   std::deque<CompliancePoint> m_history;
   std::size_t m_polls = 0;

@@ -290,9 +290,11 @@ common::Result<std::vector<HostReport>> reports_from_prometheus(const HostAddres
 std::vector<std::pair<std::string, std::string>> compliance_queries(const std::string& job) {
   const std::string selector = "{job=" + promql_string(job) + "}";
   return {
-      // Each agent exports 1 for its verdict and 0 for the others.
-      {"verdicts", "sum by (verdict) (envcontract_host_verdict" + selector + ")"},
-      {"down", "count(up" + selector + " == 0)"},
+      // Each agent exports 1 for its verdict and 0 for the others; an
+      // agent scraped by a pair of servers (each series twice) counts once.
+      {"verdicts", "count by (verdict) (max by (instance, verdict) (envcontract_host_verdict" +
+                       selector + ") == 1)"},
+      {"down", "count(max by (instance) (up" + selector + ") == 0)"},
   };
 }
 

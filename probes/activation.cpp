@@ -279,8 +279,8 @@ ActivatedEnvironment activate(const PythonEnv& env, std::chrono::milliseconds ti
   const auto text = directory.read("environment", 4 * 1024 * 1024);
 
   if (!run.succeeded() || !text) {
-    result.problem =
-        "activation " + run.describe() + (run.err.empty() ? std::string() : ": " + trim(run.err));
+    result.problem = "activation " + run.describe();
+    result.problem_output = trim(run.err);
     return result;
   }
   result.activated = parse_environment_dump(*text);

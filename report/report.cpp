@@ -68,10 +68,30 @@ namespace {
 // shown: an env's activation may set tokens and keys (HF_TOKEN), and the
 // report is served to whoever reaches the agent.
 bool value_shown(const std::string& name) {
+  for (const char* secret : {"TOKEN", "SECRET", "PASSW", "CREDENTIAL", "AUTH", "API_KEY"}) {
+    if (name.find(secret) != std::string::npos) {
+      return false;
+    }
+  }
   const auto ends_with = [&](std::string_view tail) { return name.ends_with(tail); };
   return ends_with("PATH") || ends_with("HOME") || ends_with("PREFIX") || ends_with("ROOT") ||
-         ends_with("_DIR") || name == "LD_PRELOAD" || name.starts_with("CONDA_") ||
-         name == "VIRTUAL_ENV" || name == "PYTHONNOUSERSITE" || name == "PYTHONSAFEPATH";
+         ends_with("_DIR") || name == "LD_PRELOAD" || name == "VIRTUAL_ENV" ||
+         name == "CONDA_PREFIX" || name == "CONDA_DEFAULT_ENV" || name == "CONDA_SHLVL" ||
+         name == "CONDA_EXE" || name == "CONDA_PYTHON_EXE" || name == "PYTHONNOUSERSITE" ||
+         name == "PYTHONSAFEPATH";
+}
+
+// `text` with the user and password of every URL in it replaced by "***"
+// ("https://user:pass@mirror/..." -> "https://***@mirror/...").
+std::string without_userinfo(std::string text) {
+  for (std::size_t at = text.find("://"); at != std::string::npos; at = text.find("://", at + 3)) {
+    const std::size_t start = at + 3;
+    const std::size_t end = text.find_first_of("/@ \t", start);
+    if (end != std::string::npos && text[end] == '@' && end > start) {
+      text.replace(start, end - start, "***");
+    }
+  }
+  return text;
 }
 
 // What activation changes, bounded: the scripts are the env's, and a value
@@ -88,9 +108,10 @@ Json activation_json(const facts::ActivatedEnvironment& activation) {
     if (!value_shown(name)) {
       return Json("(set, " + std::to_string(text.size()) + " bytes; value not shown)");
     }
-    return Json(text.size() <= k_most_value_bytes ? text
-                                                  : text.substr(0, k_most_value_bytes) + "... (" +
-                                                        std::to_string(text.size()) + " bytes)");
+    const std::string shown = without_userinfo(text);
+    return Json(shown.size() <= k_most_value_bytes ? shown
+                                                   : shown.substr(0, k_most_value_bytes) + "... (" +
+                                                         std::to_string(shown.size()) + " bytes)");
   };
   auto scripts = Json::array();
   for (const auto& script : activation.scripts) {

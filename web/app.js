@@ -182,9 +182,13 @@ function activationBlock(env) {
     const activated = change.activated;
     pre.append(el("span", { class: "variable", "data-variable": change.name }, change.name +
       (bare === null ? " (set by activation)" : activated === null ? " (unset by activation)" : "") + "\n"));
-    const listed = change.name.endsWith("PATH") && ((bare || "").includes(":") || (activated || "").includes(":"));
+    const split = (value) => (value === null || value === "" ? [] : value.split(":"));
+    // Entry by entry for a search path of reasonable length (the diff's
+    // table grows with the product of the lengths); whole values otherwise.
+    const listed = change.name.endsWith("PATH") &&
+      ((bare || "").includes(":") || (activated || "").includes(":")) &&
+      split(bare).length <= 256 && split(activated).length <= 256;
     if (listed) {
-      const split = (value) => (value === null || value === "" ? [] : value.split(":"));
       for (const [sign, entry] of listDiff(split(bare), split(activated))) line(sign, entry || "(empty: the current directory)");
     } else {
       if (bare !== null) line("-", bare);

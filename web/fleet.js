@@ -6,7 +6,8 @@
 const STATE_SYMBOL = { compliant: "✓", drift: "✗", error: "!", pending: "…", unavailable: "?" };
 const FILTERS = ["verdict", "platform", "check", "cause"];
 const REFRESH_MS = 30000;
-const fleetState = { view: null, expanded: new Set() };
+const RETRY_MS = 3000;
+const fleetState = { view: null, expanded: new Set(), asked: 0, timer: null };
 
 
 // A verdict by symbol and word, never by colour alone.
@@ -106,6 +107,12 @@ async function hostDetails(row) {
   return cell;
 }
 
+async function openDetails(tr, row) {
+  const details = el("tr", { class: "details", "data-host": row.host });
+  tr.after(details);
+  details.append(await hostDetails(row));
+}
+
 function hostRow(row) {
   const agent = row.agent_url
     ? el("a", { href: row.agent_url, onclick: (event) => event.stopPropagation() },
@@ -129,7 +136,7 @@ function hostRow(row) {
     el("td", {}, row.contract), el("td", {}, row.platform), el("td", { class: "cause" }, row.image),
     el("td", {}, row.envs ? row.drifting_envs + " of " + row.envs : ""), el("td", {}, causes),
     el("td", {}, row.last_scan || ""));
-  tr.addEventListener("click", async () => {
+  tr.addEventListener("click", () => {
     const next = tr.nextSibling;
     if (next && next.classList && next.classList.contains("details")) {
       next.remove();
@@ -137,9 +144,7 @@ function hostRow(row) {
       return;
     }
     fleetState.expanded.add(row.host);
-    const details = el("tr", { class: "details", "data-host": row.host });
-    tr.after(details);
-    details.append(await hostDetails(row));
+    openDetails(tr, row);
   });
   return tr;
 }
@@ -174,27 +179,41 @@ function render(view) {
   document.getElementById("trend").replaceChildren(trend(view.history));
   const body = document.querySelector("#host-table tbody");
   body.replaceChildren();
-  for (const row of view.hosts) body.append(hostRow(row));
+  for (const row of view.hosts) {
+    const tr = hostRow(row);
+    body.append(tr);
+    // A refresh keeps the hosts people opened open.
+    if (fleetState.expanded.has(row.host)) openDetails(tr, row);
+  }
   if (!view.hosts.length) body.append(el("tr", {}, el("td", { colSpan: 9 }, "no host matches")));
   countRows("check-table", view.checks, "check");
   countRows("cause-table", view.causes, "cause");
 }
 
+// Asks for the fleet now and again after REFRESH_MS (RETRY_MS after a
+// failure); an answer that arrives after a newer request's is dropped.
 async function load() {
+  clearTimeout(fleetState.timer);
+  const asked = ++fleetState.asked;
   const query = new URLSearchParams(currentFilters()).toString();
+  let ok = false;
   try {
     const response = await fetch("/api/v1/fleet" + (query ? "?" + query : ""),
       { headers: { Accept: "application/json" } });
     const body = await response.json().catch(() => ({}));
+    if (asked !== fleetState.asked) return;
     if (response.status !== 200) {
       showProblem(body.error || ("HTTP " + response.status));
-      return;
+    } else {
+      fleetState.view = body;
+      render(body);
+      ok = true;
     }
-    fleetState.view = body;
-    render(body);
   } catch (error) {
+    if (asked !== fleetState.asked) return;
     showProblem("cannot reach the fleet view: " + error);
   }
+  fleetState.timer = setTimeout(load, ok ? REFRESH_MS : RETRY_MS);
 }
 
 for (const name of FILTERS) {
@@ -204,4 +223,3 @@ for (const name of FILTERS) {
 }
 document.getElementById("clear").addEventListener("click", () => setFilters({}));
 load();
-setInterval(load, REFRESH_MS);

@@ -181,6 +181,12 @@ TEST(Dashboard, TheTimelineShowsAFixBetweenTwoScans) {
   const auto agent_process = agent_on_copy(dir, env);
   const auto& agent = *agent_process;
   wait_for_report(agent);
+  const auto failing_flagtree = [&] {
+    return http_get(agent.url(), "/metrics").body.find(R"(check="flagtree-xpu")") !=
+           std::string::npos;
+  };
+  EXPECT_TRUE(failing_flagtree());
+  EXPECT_TRUE(failing_flagtree()) << "the second scrape, from the kept series";
   // FlagTree's xpu backend, as the fix.
   const auto backends = env / "lib/python3.10/site-packages/triton/backends";
   std::filesystem::create_directories(backends / "xpu");
@@ -189,6 +195,7 @@ TEST(Dashboard, TheTimelineShowsAFixBetweenTwoScans) {
       http_post(agent.url(), "/api/v1/scan", "", {{"X-Requested-By", "envcontract-tests"}});
   ASSERT_EQ(posted.status, 202) << posted.body;
   wait_for_scan_after(agent, 1);
+  EXPECT_FALSE(failing_flagtree()) << "/metrics still shows the series of the first report";
 
   const std::string url = agent.url() + "/#env=torch-fl-activate&check=flagtree-xpu";
   const auto dom = rendered_dom(url, dir.path() / "profile");
@@ -215,15 +222,20 @@ TEST(Dashboard, ActivationIsDrawnAsADiffWithoutTheValuesOfSecrets) {
   const auto env = host / "miniconda3/envs/torch-fl-activate";
   write_text(env / "etc/conda/activate.d/zz_token.sh",
              "export HF_TOKEN=hf_not_for_the_dashboard\n"
-             "export PYTHONPATH=/opt/extra\n");
+             "export PYTHONPATH=/opt/extra\n"
+             "export CONDA_CHANNEL_ALIAS=https://repo.example/t/tk-not-shown/\n"
+             "export MIRROR_HOME=https://who:pw-not-shown@mirror.example/simple\n");
   const auto agent_process = agent_on_copy(dir, env);
   const auto& agent = *agent_process;
   const auto report = wait_for_report(agent);
   const auto& activation = report["envs"][0]["activation"];
   EXPECT_EQ(activation["scripts"].size(), 2U) << activation;
   EXPECT_EQ(activation["problem"], "");
-  EXPECT_EQ(common::json_text(report).find("hf_not_for_the_dashboard"), std::string::npos)
-      << "a token's value is in the report";
+  const std::string text = common::json_text(report);
+  for (const char* secret : {"hf_not_for_the_dashboard", "tk-not-shown", "pw-not-shown"}) {
+    EXPECT_EQ(text.find(secret), std::string::npos) << secret << " is in the report";
+  }
+  EXPECT_NE(text.find("https://***@mirror.example/simple"), std::string::npos);
 
   const std::string url = agent.url() + "/#env=torch-fl-activate";
   const auto dom = rendered_dom(url, dir.path() / "profile");

@@ -205,7 +205,8 @@ TEST(FleetPrometheus, ThreeAgentsAsPrometheusScrapesThem) {
   EXPECT_EQ(fetched.status, 200) << fetched.body;
   EXPECT_EQ(Json::parse(fetched.body, nullptr, false).value("verdict", ""), "drift");
   // The page in headless Chromium: every host with its verdict in words.
-  if (fs::exists("/usr/bin/chromium")) {
+  const bool chromium = fs::exists("/usr/bin/chromium");
+  if (chromium) {
     const auto dom = rendered_dom(view_url + "/", dir.path() / "profile");
     for (const auto* each : {ok.get(), drift.get(), leaving.get()}) {
       EXPECT_NE(dom.find("data-host=\"" + target(*each) + "\""), std::string::npos) << dom;
@@ -215,8 +216,6 @@ TEST(FleetPrometheus, ThreeAgentsAsPrometheusScrapesThem) {
     EXPECT_NE(dom.find(">image_mismatch</a>"), std::string::npos) << dom;
     EXPECT_NE(dom.find(R"(<rect class="bar drift" data-state="drift")"), std::string::npos);
     keep_screenshot(view_url + "/", dir.path() / "shot", "fleet-prometheus");
-  } else {
-    std::cerr << "chromium is not installed (scripts/test installs it): fleet page not drawn\n";
   }
 
   // A stopped agent is down, with the verdict it last had.
@@ -240,12 +239,16 @@ TEST(FleetPrometheus, ThreeAgentsAsPrometheusScrapesThem) {
   EXPECT_EQ(down["up"], false);
   EXPECT_EQ(down["last_verdict"], "compliant");
   EXPECT_NE(down["last_scan"], "");
-  if (fs::exists("/usr/bin/chromium")) {
+  if (chromium) {
     const auto dom = rendered_dom(view_url + "/?verdict=unavailable", dir.path() / "profile2");
     EXPECT_NE(dom.find("data-host=\"" + gone + "\" data-state=\"unavailable\""), std::string::npos)
         << dom;
     EXPECT_EQ(dom.find("data-host=\"" + target(*ok) + "\""), std::string::npos)
         << "the filter shows only the host that is down";
+  }
+  if (!chromium) {
+    GTEST_SKIP() << "chromium is not installed (scripts/test installs it): the API was checked, "
+                    "the page was not drawn";
   }
 }
 

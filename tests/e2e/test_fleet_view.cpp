@@ -3,10 +3,14 @@
 // by `envcontractd fleet --inventory`; an agent that stops is shown
 // unavailable with when it was last seen and its verdict then. The page is
 // driven in headless Chromium: a click on a host opens its report.
+#include <signal.h>
+#include <sys/wait.h>
+
 #include "common/json_text.hpp"
 #include "tests/e2e/agent_fixture.hpp"
 #include "tests/support/background_process.hpp"
 #include "tests/support/demo_host.hpp"
+#include "tests/support/rogue_server.hpp"
 #include "tests/support/run_command.hpp"
 
 namespace envcontract {
@@ -134,7 +138,8 @@ TEST_F(FleetViewInventory, AnInventorysAgentsTheirCausesAndOneThatStops) {
   EXPECT_NE(of_nobody.body.find("cannot connect"), std::string::npos) << of_nobody.body;
 
   // The page: a click on the drifting host asks its agent for the report.
-  if (fs::exists("/usr/bin/chromium")) {
+  const bool chromium = fs::exists("/usr/bin/chromium");
+  if (chromium) {
     const auto script = m_dir.write("click.js", R"js(
 const wait = (ms) => new Promise((done) => setTimeout(done, ms));
 for (let i = 0; i < 100 && !document.querySelector("tr.host[data-state=drift]"); i++) await wait(100);
@@ -161,8 +166,6 @@ return { host: host.getAttribute("data-host"), details: details ? details.textCo
     EXPECT_NE(clicked["counts"].get<std::string>().find("? 1 unavailable"), std::string::npos)
         << clicked;
     keep_screenshot(url + "/", m_dir.path() / "shot", "fleet-inventory");
-  } else {
-    std::cerr << "chromium is not installed (scripts/test installs it): fleet page not driven\n";
   }
 
   // An agent that stops: unavailable, with when it was last seen and its verdict then.
@@ -177,6 +180,41 @@ return { host: host.getAttribute("data-host"), details: details ? details.textCo
   EXPECT_NE(stopped["last_seen"], "");
   EXPECT_EQ(stopped["last_scan"], stopped["last_seen"]);
   EXPECT_EQ(m_seen["counts"]["unavailable"], 2);
+  if (!chromium) {
+    GTEST_SKIP() << "chromium is not installed (scripts/test installs it): the API was checked, "
+                    "the page was not driven";
+  }
+}
+
+// Agents that accept and never answer: a stop waits for one request, not
+// for the poll of every host.
+TEST_F(FleetViewInventory, StopsWithinOneRequestWhileAgentsHang) {
+  std::vector<std::unique_ptr<RogueServer>> servers;
+  std::string listed;
+  for (int i = 0; i < 20; ++i) {
+    servers.push_back(std::make_unique<RogueServer>(RogueServer::Behaviour::silent));
+    listed += "127.0.0.1:" + std::to_string(servers.back()->port()) + "\n";
+  }
+  const auto inventory = m_dir.write("silent.txt", listed);
+  const int port = free_loopback_port();
+  const pid_t view =
+      spawn_logged({ENVCONTRACTD_PATH, "fleet", "--inventory", inventory.string(), "--listen",
+                    "127.0.0.1:" + std::to_string(port), "--concurrency", "1", "--timeout", "2s"},
+                   m_dir.path() / "silent-view.log");
+  const std::string url = "http://127.0.0.1:" + std::to_string(port);
+  ASSERT_TRUE(wait_until([&] { return http_get(url, "/healthz").status == 200; },
+                         std::chrono::seconds(10)));
+  // The first poll (20 hosts, 2 s each, one at a time) is under way.
+  const auto answer = Json::parse(http_get(url, "/api/v1/fleet").body, nullptr, false);
+  EXPECT_EQ(answer["counts"]["unavailable"], 20) << answer;
+  const auto stopped_at = std::chrono::steady_clock::now();
+  ASSERT_EQ(::kill(view, SIGTERM), 0);
+  int status = 0;
+  ASSERT_TRUE(wait_until([&] { return ::waitpid(view, &status, WNOHANG) == view; },
+                         std::chrono::seconds(20)));
+  const auto took = std::chrono::steady_clock::now() - stopped_at;
+  EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0) << status;
+  EXPECT_LT(took, std::chrono::seconds(5)) << "a stop waited for the whole poll";
 }
 
 TEST(FleetViewCli, RefusesWhatItCannotServe) {

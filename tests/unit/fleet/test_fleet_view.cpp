@@ -224,6 +224,50 @@ TEST(FleetView, SeriesOfAPrometheusPairCountOnce) {
   EXPECT_EQ(view["checks"][0], (Json{{"check", "torch-cpu-build"}, {"hosts", 1}, {"envs", 1}}));
 }
 
+// A verdict the view does not know (a newer agent's, through Prometheus'
+// labels) is an error of that host, not a failure of the whole view.
+TEST(FleetView, AnUnknownVerdictIsThatHostsError) {
+  auto hosts = three_hosts();
+  (*hosts[1].report)["verdict"] = "quarantined";
+  const auto view = fleet_view(hosts, {}, "prometheus", {});
+  EXPECT_EQ(view["counts"]["error"], 1) << common::json_text(view["counts"]);
+  EXPECT_FALSE(view["counts"].contains("quarantined"));
+  const Json& odd = row_of(view, "node-2");
+  EXPECT_EQ(odd["state"], "error");
+  EXPECT_EQ(odd["error"], "its verdict 'quarantined' is none the fleet view knows");
+  const auto filter = parse_fleet_filter({{"verdict", "error"}});
+  EXPECT_EQ(fleet_view(hosts, *filter, "prometheus", {})["hosts"].size(), 1U);
+}
+
+// The history's queries count an agent once however many servers scrape it.
+TEST(FleetView, HistoryQueriesCountEachInstanceOnce) {
+  const auto queries = compliance_queries("envcontract");
+  ASSERT_EQ(queries.size(), 2U);
+  EXPECT_EQ(queries[0].second,
+            "count by (verdict) (max by (instance, verdict) "
+            "(envcontract_host_verdict{job=\"envcontract\"}) == 1)");
+  EXPECT_EQ(queries[1].second, "count(max by (instance) (up{job=\"envcontract\"}) == 0)");
+}
+
+// What an inventory-fed view keeps of a report: enough for every row,
+// count and filter, without the evidence.
+TEST(FleetView, ReportSummariesKeepWhatTheViewShows) {
+  const auto hosts = three_hosts();
+  Json full = *hosts[0].report;
+  full["envs"][0]["checks"][0]["diagnosis"]["evidence"] = {{"threads", Json::array({1, 2, 3})}};
+  full["envs"][0]["activation"] = {{"scripts", Json::array()}};
+  const Json summary = report_summary(full);
+  EXPECT_EQ(summary["verdict"], "drift");
+  EXPECT_EQ(summary["contract"]["platform"], "kunlunxin");
+  EXPECT_FALSE(summary["envs"][0].contains("activation"));
+  EXPECT_FALSE(summary["envs"][0]["checks"][0]["diagnosis"].contains("evidence"));
+  // Only failing checks stay; the passing smoke check of torch-b goes.
+  EXPECT_EQ(summary["envs"][1]["checks"].size(), 1U);
+  HostReport summarised = hosts[0];
+  summarised.report = summary;
+  EXPECT_EQ(host_row(summarised), host_row(hosts[0]));
+}
+
 TEST(FleetView, CountVerdictsCountsEveryHostWithoutAVerdictAsDown) {
   const auto point = count_verdicts(three_hosts(), "2026-12-01T10:00:00Z");
   EXPECT_EQ(point.compliant, 1);
