@@ -281,10 +281,17 @@ const wait = (ms) => new Promise((done) => setTimeout(done, ms));
 for (let i = 0; i < 100 && !document.querySelector("#matrix tbody tr"); i++) await wait(100);
 document.querySelector("#env-table tr.env").click();
 await wait(300);
+const opened = !!document.querySelector("tr.details");
+// A click on a failing cell of the matrix opens that check's diagnosis.
+const cell = document.querySelector("#matrix td.cell.fail a");
+const clickedCheck = cell.closest("td").getAttribute("data-check");
+cell.click();
+for (let i = 0; i < 50 && !document.querySelector("tr.focused"); i++) await wait(100);
+const focused = document.querySelector("tr.focused");
 return { images: document.querySelectorAll("img").length, title: document.title,
   row: document.querySelector("#matrix tbody th").textContent,
-  envRow: document.querySelector("#env-table tr.env td").textContent,
-  opened: !!document.querySelector("tr.details") };
+  envRow: document.querySelector("#env-table tr.env td").textContent, opened, clickedCheck,
+  focusedCheck: focused ? focused.getAttribute("data-check") : "" };
 )js");
   const auto driven =
       run_command({"/usr/bin/python3", ENVCONTRACT_SOURCE_DIR "/tests/support/browser.py",
@@ -297,6 +304,8 @@ return { images: document.querySelectorAll("img").length, title: document.title,
   EXPECT_NE(seen["row"].get<std::string>().find(hostile), std::string::npos) << driven.out;
   EXPECT_EQ(seen["envRow"], hostile);
   EXPECT_EQ(seen["opened"], true) << "its diagnoses open on a click";
+  EXPECT_NE(seen["clickedCheck"], "") << driven.out;
+  EXPECT_EQ(seen["focusedCheck"], seen["clickedCheck"]) << "a cell's click opens its diagnosis";
   keep_screenshot(agent.url() + "/", dir.path() / "shot", "dashboard-hostile-name");
 }
 
