@@ -3,6 +3,7 @@
 #include <sstream>
 
 #include "common/json_text.hpp"
+#include "common/shown_values.hpp"
 #include "contracts/judges.hpp"
 
 namespace envcontract::contracts::judges {
@@ -19,14 +20,21 @@ void environment(const Check&, const EnvironmentParams& params, const EnvFactsVi
   const std::string activation = to_string(params.activation);
   const auto& variables = facts.environment(activation_of(params.activation));
   Json actual = Json::object();
-  auto value_of = [&](const std::string& name) -> Json {
+  // Compared as they are; shown as reports may show them (a check of
+  // HF_TOKEN must not put the token in every report).
+  auto raw_value_of = [&](const std::string& name) -> Json {
     const auto found = variables.find(name);
     return found == variables.end() ? Json(nullptr) : Json(found->second);
+  };
+  auto value_of = [&](const std::string& name) -> Json {
+    const auto found = variables.find(name);
+    return found == variables.end() ? Json(nullptr)
+                                    : Json(common::shown_variable_value(name, found->second));
   };
   auto remedy = "set it in the env's etc/conda/activate.d (or unset it there)";
   for (const auto& [name, wanted] : params.equals) {
     actual[name] = value_of(name);
-    if (actual[name] != Json(wanted)) {
+    if (raw_value_of(name) != Json(wanted)) {
       result.actual = actual;
       fail(result, "environment_mismatch",
            name + " is " +

@@ -172,6 +172,8 @@ std::optional<int> FleetCli::run() {
     options.prometheus = *address;
     options.job = arguments.job;
     options.client = client;
+    // Prometheus' answers list every agent's failing checks: more room.
+    options.client.max_response_bytes = 256 << 20;
     options.history_range = *history;
     options.first_wait = *timeout;
     source = std::make_unique<fleet::PrometheusSource>(std::move(options));
@@ -200,9 +202,9 @@ std::optional<int> FleetCli::run() {
   settings.allowed_hosts = arguments.allowed_hosts;
   // A request may wait for Prometheus' first answer or an agent's report
   // (each bounded by --timeout) before it is answered.
-  settings.timeout = *timeout + std::chrono::seconds(5);
+  settings.timeout = 2 * *timeout + std::chrono::seconds(5);
   settings.allowed_hosts_setting = "the fleet view's --allowed-host";
-  settings.timeout_setting = "the fleet view's --timeout and 5 s";
+  settings.timeout_setting = "twice the fleet view's --timeout and 5 s";
   settings.threads = 8;
   HttpServer http(settings,
                   [&service](const PlainRequest& request) { return service.answer(request); });

@@ -1,5 +1,7 @@
 #include "fleet/fleet_source.hpp"
 
+#include <system_error>
+
 #include "common/time_text.hpp"
 #include "fleet/prometheus_fleet.hpp"
 
@@ -29,8 +31,13 @@ FleetSnapshot PrometheusSource::snapshot() {
     if (m_reader.joinable()) {
       m_reader.join();  // the last read: finished, since m_reading is false
     }
-    m_reading = true;
-    m_reader = std::thread([this] { read(); });
+    try {
+      // The read waits for the lock this holds: the flag is set before it runs.
+      m_reader = std::thread([this] { read(); });
+      m_reading = true;
+    } catch (const std::system_error& error) {
+      m_last.problem = std::string("cannot start a read of Prometheus: ") + error.what();
+    }
   }
   if (!m_read_once) {
     m_read_done.wait_for(lock, m_options.first_wait, [this] { return m_read_once; });
@@ -39,11 +46,18 @@ FleetSnapshot PrometheusSource::snapshot() {
 }
 
 void PrometheusSource::read() {
-  auto hosts = reports_from_prometheus(m_options.prometheus, m_options.job, m_options.client);
+  common::Result<std::vector<HostReport>> hosts = common::Error{"not read"};
   common::Result<ComplianceHistory> history = common::Error{"not asked: the agents were not read"};
-  if (hosts && !m_stopping) {
-    history = history_from_prometheus(m_options.prometheus, m_options.job, m_options.history_range,
-                                      m_options.history_points, m_options.client);
+  try {
+    hosts = reports_from_prometheus(m_options.prometheus, m_options.job, m_options.client);
+    if (hosts && !m_stopping) {
+      history =
+          history_from_prometheus(m_options.prometheus, m_options.job, m_options.history_range,
+                                  m_options.history_points, m_options.client);
+    }
+  } catch (const std::exception& error) {
+    // On a thread of its own: nothing may escape (std::terminate).
+    hosts = common::Error{std::string("reading Prometheus failed: ") + error.what()};
   }
   std::lock_guard lock(m_mutex);
   if (hosts) {

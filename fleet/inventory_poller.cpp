@@ -41,6 +41,9 @@ void InventoryPoller::start() {
 void InventoryPoller::poll_once() {
   auto answers =
       fetch_reports(m_options.hosts, m_options.client, m_options.concurrency, &m_stopping, true);
+  if (m_stopping) {
+    return;  // cut short: its answers are not the fleet's
+  }
   const std::string now = common::now_rfc3339();
   const auto before = latest().hosts;
   for (std::size_t i = 0; i < answers.size() && i < before->size(); ++i) {

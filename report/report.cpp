@@ -1,6 +1,7 @@
 #include "report/report.hpp"
 
 #include "common/json_fields.hpp"
+#include "common/shown_values.hpp"
 
 namespace envcontract::report {
 namespace {
@@ -63,37 +64,6 @@ std::string env_summary(const Json& env) {
 
 namespace {
 
-// Variables whose values say where things are found (search paths, homes,
-// prefixes): what activation problems are about. Other values are not
-// shown: an env's activation may set tokens and keys (HF_TOKEN), and the
-// report is served to whoever reaches the agent.
-bool value_shown(const std::string& name) {
-  for (const char* secret : {"TOKEN", "SECRET", "PASSW", "CREDENTIAL", "AUTH", "API_KEY"}) {
-    if (name.find(secret) != std::string::npos) {
-      return false;
-    }
-  }
-  const auto ends_with = [&](std::string_view tail) { return name.ends_with(tail); };
-  return ends_with("PATH") || ends_with("HOME") || ends_with("PREFIX") || ends_with("ROOT") ||
-         ends_with("_DIR") || name == "LD_PRELOAD" || name == "VIRTUAL_ENV" ||
-         name == "CONDA_PREFIX" || name == "CONDA_DEFAULT_ENV" || name == "CONDA_SHLVL" ||
-         name == "CONDA_EXE" || name == "CONDA_PYTHON_EXE" || name == "PYTHONNOUSERSITE" ||
-         name == "PYTHONSAFEPATH";
-}
-
-// `text` with the user and password of every URL in it replaced by "***"
-// ("https://user:pass@mirror/..." -> "https://***@mirror/...").
-std::string without_userinfo(std::string text) {
-  for (std::size_t at = text.find("://"); at != std::string::npos; at = text.find("://", at + 3)) {
-    const std::size_t start = at + 3;
-    const std::size_t end = text.find_first_of("/@ \t", start);
-    if (end != std::string::npos && text[end] == '@' && end > start) {
-      text.replace(start, end - start, "***");
-    }
-  }
-  return text;
-}
-
 // What activation changes, bounded: the scripts are the env's, and a value
 // can be as long as they make it.
 Json activation_json(const facts::ActivatedEnvironment& activation) {
@@ -104,11 +74,8 @@ Json activation_json(const facts::ActivatedEnvironment& activation) {
     if (found == environment.end()) {
       return Json(nullptr);
     }
-    const std::string& text = found->second;
-    if (!value_shown(name)) {
-      return Json("(set, " + std::to_string(text.size()) + " bytes; value not shown)");
-    }
-    const std::string shown = without_userinfo(text);
+    // Only where things are found is shown (common/shown_values.hpp).
+    const std::string shown = common::shown_variable_value(name, found->second);
     return Json(shown.size() <= k_most_value_bytes ? shown
                                                    : shown.substr(0, k_most_value_bytes) + "... (" +
                                                          std::to_string(shown.size()) + " bytes)");

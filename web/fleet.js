@@ -7,7 +7,9 @@ const STATE_SYMBOL = { compliant: "✓", drift: "✗", error: "!", pending: "…
 const FILTERS = ["verdict", "platform", "check", "cause"];
 const REFRESH_MS = 30000;
 const RETRY_MS = 3000;
-const fleetState = { view: null, expanded: new Set(), asked: 0, timer: null };
+// expanded: the hosts people opened; details: their rows, fetched once per
+// opening and kept across refreshes.
+const fleetState = { view: null, expanded: new Set(), details: new Map(), asked: 0, timer: null };
 
 
 // A verdict by symbol and word, never by colour alone.
@@ -108,7 +110,13 @@ async function hostDetails(row) {
 }
 
 async function openDetails(tr, row) {
+  const kept = fleetState.details.get(row.host);
+  if (kept) {
+    tr.after(kept);
+    return;
+  }
   const details = el("tr", { class: "details", "data-host": row.host });
+  fleetState.details.set(row.host, details);
   tr.after(details);
   details.append(await hostDetails(row));
 }
@@ -141,6 +149,7 @@ function hostRow(row) {
     if (next && next.classList && next.classList.contains("details")) {
       next.remove();
       fleetState.expanded.delete(row.host);
+      fleetState.details.delete(row.host);
       return;
     }
     fleetState.expanded.add(row.host);
@@ -206,8 +215,12 @@ async function load() {
       showProblem(body.error || ("HTTP " + response.status));
     } else {
       fleetState.view = body;
-      render(body);
-      ok = true;
+      try {
+        render(body);
+        ok = true;
+      } catch (error) {
+        showProblem("cannot draw the fleet: " + error);
+      }
     }
   } catch (error) {
     if (asked !== fleetState.asked) return;
