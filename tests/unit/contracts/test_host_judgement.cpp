@@ -1,6 +1,7 @@
 // The host-level judgement: targets (the image) and the contract's env rule.
 #include <gtest/gtest.h>
 
+#include "common/json_text.hpp"
 #include "common/time_text.hpp"
 #include "contracts/host_judgement.hpp"
 #include "tests/support/contract_text.hpp"
@@ -176,6 +177,26 @@ facts::EnvFacts marker_env(const std::string& name, const std::filesystem::path&
   }
   env.path_matches.push_back(matches);
   return env;
+}
+
+// An environment check compares values as they are but reports only those
+// a report may show: a token it checks is set stays out of the report.
+TEST(PureJudges, EnvironmentChecksNeverReportTheValueOfASecret) {
+  const auto contract = load(
+      "schema_version: 1\nchecks:\n"
+      "  - {id: token, kind: environment, set: [HF_TOKEN], equals: {XPU_ROOT: /opt/xpu}}\n"
+      "  - {id: no-token, kind: environment, unset: [HF_TOKEN]}\n");
+  auto env = named_env("e", "/nonexistent/env");
+  env.activation.activated = {{"HF_TOKEN", "hf_secret_value"}, {"XPU_ROOT", "/opt/xpu"}};
+  const auto judged = contracts::judge_env(contract, env);
+  ASSERT_EQ(judged.checks.size(), 2U);
+  EXPECT_EQ(judged.checks[0].status, CheckStatus::pass);
+  EXPECT_EQ(judged.checks[0].actual["XPU_ROOT"], "/opt/xpu");
+  EXPECT_EQ(judged.checks[0].actual["HF_TOKEN"], "(set, 15 bytes; value not shown)");
+  EXPECT_EQ(judged.checks[1].status, CheckStatus::fail);
+  const std::string shown = common::json_text(contracts::to_json(judged.checks[1]));
+  EXPECT_EQ(shown.find("hf_secret_value"), std::string::npos) << shown;
+  EXPECT_NE(shown.find("value not shown"), std::string::npos) << shown;
 }
 
 // Judges read facts, never the host they run on: device nodes this machine
