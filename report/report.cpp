@@ -88,9 +88,14 @@ Json activation_json(const facts::ActivatedEnvironment& activation) {
   auto listed = Json::array();
   for (std::size_t i = 0; i < changes.size() && i < k_most_changes; ++i) {
     const auto& name = changes[i].name;
-    listed.push_back({{"name", name},
-                      {"bare", value(activation.bare, name)},
-                      {"activated", value(activation.activated, name)}});
+    // A name is the env's too, and bash takes one of any length.
+    constexpr std::size_t k_most_name_bytes = 256;
+    listed.push_back(
+        {{"name", name.size() <= k_most_name_bytes ? name
+                                                   : name.substr(0, k_most_name_bytes) + "... (" +
+                                                         std::to_string(name.size()) + " bytes)"},
+         {"bare", value(activation.bare, name)},
+         {"activated", value(activation.activated, name)}});
   }
   const std::size_t more = changes.size() - listed.size();
   return {{"scripts", std::move(scripts)},

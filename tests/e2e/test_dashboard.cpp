@@ -224,7 +224,9 @@ TEST(Dashboard, ActivationIsDrawnAsADiffWithoutTheValuesOfSecrets) {
              "export HF_TOKEN=hf_not_for_the_dashboard\n"
              "export PYTHONPATH=/opt/extra\n"
              "export CONDA_CHANNEL_ALIAS=https://repo.example/t/tk-not-shown/\n"
-             "export MIRROR_HOME=https://who:pw-not-shown@mirror.example/simple\n");
+             "export MIRROR_HOME=https://who:pw-not-shown@mirror.example/simple\n"
+             "export XPU_" +
+                 std::string(1000, 'A') + "_PATH=/opt/long\n");
   const auto agent_process = agent_on_copy(dir, env);
   const auto& agent = *agent_process;
   const auto report = wait_for_report(agent);
@@ -236,6 +238,9 @@ TEST(Dashboard, ActivationIsDrawnAsADiffWithoutTheValuesOfSecrets) {
     EXPECT_EQ(text.find(secret), std::string::npos) << secret << " is in the report";
   }
   EXPECT_NE(text.find("https://***@mirror.example/simple"), std::string::npos);
+  // A name of any length is cut: the env's scripts choose it.
+  EXPECT_EQ(text.find(std::string(300, 'A')), std::string::npos);
+  EXPECT_NE(text.find("... (1009 bytes)"), std::string::npos) << text;
 
   const std::string url = agent.url() + "/#env=torch-fl-activate";
   const auto dom = rendered_dom(url, dir.path() / "profile");
