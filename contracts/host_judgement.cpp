@@ -11,21 +11,22 @@
 namespace envcontract::contracts {
 namespace {
 
-std::string mismatch_summary(const std::string& host_image, const ImageReference& host,
-                             const Target& target, const ImageReference& wanted) {
+std::string mismatch_summary(const std::string& who, const std::string& host_image,
+                             const ImageReference& host, const Target& target,
+                             const ImageReference& wanted) {
   const auto host_normal = normalize_image(host);
   const auto wanted_normal = normalize_image(wanted);
   if (host_normal.registry == wanted_normal.registry && host_normal.path == wanted_normal.path &&
       !wanted.tag.empty() && host_normal.tag != wanted.tag) {
-    return "the host runs " + host.repository + " tag " + (host.tag.empty() ? "(none)" : host.tag) +
+    return who + " runs " + host.repository + " tag " + (host.tag.empty() ? "(none)" : host.tag) +
            ", target '" + target.name + "' wants tag " + wanted.tag;
   }
   if (host.tag == wanted.tag && host.digest == wanted.digest) {
     // Identical tags: the difference is the name; show both whole.
-    return "the host runs " + host_normal.text() + ", target '" + target.name + "' wants " +
+    return who + " runs " + host_normal.text() + ", target '" + target.name + "' wants " +
            wanted_normal.text() + " (the same tag, another image)";
   }
-  return "the host runs " + host_image + ", target '" + target.name + "' wants " + target.image;
+  return who + " runs " + host_image + ", target '" + target.name + "' wants " + target.image;
 }
 
 CheckResult image_check(const Target& target) {
@@ -39,7 +40,8 @@ CheckResult image_check(const Target& target) {
 }  // namespace
 
 std::vector<TargetJudgement> judge_targets(const Contract& contract,
-                                           const facts::ImageTag& image_facts) {
+                                           const facts::ImageTag& image_facts,
+                                           const std::string& who) {
   std::vector<TargetJudgement> judged;
   const std::string& host_image = image_facts.value;
   const std::string& source = image_facts.source;
@@ -56,17 +58,19 @@ std::vector<TargetJudgement> judge_targets(const Contract& contract,
       result.check.status = CheckStatus::error;
       result.check.diagnosis = Diagnosis{
           "image_unknown",
-          problem.empty() ? "the host's image reference is not configured, so target '" +
+          problem.empty() ? who + "'s image reference is not configured, so target '" +
                                 target.name + "' cannot be judged"
-                          : "the host's image reference could not be read: " + problem,
+                          : who + "'s image reference could not be read: " + problem,
           {{"source", source}, {"problem", problem}},
-          "tell the agent where the image reference is: --image-tag-file FILE (or image_tag "
-          "in agent.yaml)"};
+          who == "the host" ? "tell the agent where the image reference is: --image-tag-file FILE "
+                              "(or image_tag in agent.yaml)"
+                            : "give the container's 'image' or 'image_command', or its "
+                              "'container' so that its runtime is asked (docs/containers.md)"};
     } else if (host_reference == nullptr) {
       result.check.status = CheckStatus::error;
       result.check.diagnosis = Diagnosis{
           "image_unknown",
-          "the host's image reference is not an image reference: " + parsed.error(),
+          who + "'s image reference is not an image reference: " + parsed.error(),
           {{"source", source}, {"value", host_image}},
           "fix the file or command the agent reads the image reference from (" + source + ")"};
     } else if (const auto comparison =
@@ -93,12 +97,13 @@ std::vector<TargetJudgement> judge_targets(const Contract& contract,
     } else {
       judges::fail(result.check, "image_mismatch",
                    wanted != nullptr
-                       ? mismatch_summary(host_image, *host_reference, target, *wanted)
-                       : "the host runs " + host_image + ", target '" + target.name + "' wants " +
+                       ? mismatch_summary(who, host_image, *host_reference, target, *wanted)
+                       : who + " runs " + host_image + ", target '" + target.name + "' wants " +
                              target.image,
                    {{"host_image", host_image}, {"source", source}, {"target_image", target.image}},
-                   "re-create the host's container from " + target.image +
-                       ", or update the contract if the target has moved");
+                   (who == "the host" ? "re-create the host's container from "
+                                      : "re-create " + who + " from ") +
+                       target.image + ", or update the contract if the target has moved");
     }
     judged.push_back(std::move(result));
   }
@@ -108,8 +113,7 @@ std::vector<TargetJudgement> judge_targets(const Contract& contract,
       if (result.check.status == CheckStatus::fail) {
         result.check.status = CheckStatus::skip;
         result.check.diagnosis->cause = "other_target";
-        result.check.diagnosis->summary =
-            "the host runs another target's image (" + host_image + ")";
+        result.check.diagnosis->summary = who + " runs another target's image (" + host_image + ")";
         result.check.diagnosis->remedy = "";
       }
     }
@@ -207,14 +211,41 @@ HostJudgement judge_host(const Contract& contract, const facts::HostFacts& host_
     host.envs.push_back(std::move(judged));
   }
 
-  bool target_failed = false;
-  for (const auto& target : host.targets) {
-    if (target.check.status == CheckStatus::fail) {
-      target_failed = true;
-      host.reasons.push_back(target.check.diagnosis->summary);
-    } else if (target.check.status == CheckStatus::error) {
-      host.reasons.push_back(target.check.diagnosis->summary);
+  // A host whose images are its containers' (container targets, and no
+  // image reference of its own configured) is not held to one.
+  if (!host_facts.containers.empty() && host_facts.image.source.empty()) {
+    for (auto& target : host.targets) {
+      if (target.check.status == CheckStatus::error && target.check.diagnosis) {
+        target.check.status = CheckStatus::skip;
+        target.check.diagnosis->cause = "image_of_containers";
+        target.check.diagnosis->summary =
+            "the host's own image is not configured: the targets are judged on its containers";
+        target.check.diagnosis->remedy = "";
+      }
     }
+  }
+  // Each container runs an image of its own, held to the same targets.
+  for (const auto& container : host_facts.containers) {
+    ContainerJudgement judged{container.name, {}};
+    if (container.problem.empty()) {
+      judged.targets = judge_targets(contract, container.image, "container " + container.name);
+    }
+    host.containers.push_back(std::move(judged));
+  }
+  bool target_failed = false;
+  const auto note_targets = [&](const std::vector<TargetJudgement>& targets) {
+    for (const auto& target : targets) {
+      if (target.check.status == CheckStatus::fail) {
+        target_failed = true;
+        host.reasons.push_back(target.check.diagnosis->summary);
+      } else if (target.check.status == CheckStatus::error) {
+        host.reasons.push_back(target.check.diagnosis->summary);
+      }
+    }
+  };
+  note_targets(host.targets);
+  for (const auto& container : host.containers) {
+    note_targets(container.targets);
   }
   // Facts that miss part of the host (discovery blocked on a filesystem that
   // does not answer): never compliant on what was not seen, and an env rule

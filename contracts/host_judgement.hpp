@@ -15,6 +15,13 @@ struct TargetJudgement {
   CheckResult check;  // id "image"
 };
 
+// A container target's image, judged as the host's is (its envs are judged
+// with the host's, each naming its container).
+struct ContainerJudgement {
+  std::string name;
+  std::vector<TargetJudgement> targets;  // empty when it could not be scanned
+};
+
 struct NamedEnvJudgement {
   std::string name;
   EnvJudgement judgement;
@@ -27,6 +34,7 @@ struct HostJudgement {
   std::vector<std::string> compliant_envs;
   std::vector<std::string> reasons;  // why the host is not compliant, one line each
   std::vector<TargetJudgement> targets;
+  std::vector<ContainerJudgement> containers;
   std::vector<NamedEnvJudgement> envs;
 };
 
@@ -36,8 +44,10 @@ struct HostJudgement {
 // at least one compliant env (any), every env (all), or the named ones.
 HostJudgement judge_host(const Contract& contract, const facts::HostFacts& host_facts);
 
-// Judges the image reference the host runs against each target.
+// Judges the image reference the host runs against each target. `who`
+// names what runs it in messages: "the host", "container trainer".
 std::vector<TargetJudgement> judge_targets(const Contract& contract,
-                                           const facts::ImageTag& image_facts);
+                                           const facts::ImageTag& image_facts,
+                                           const std::string& who = "the host");
 
 }  // namespace envcontract::contracts

@@ -54,6 +54,8 @@ ScanSettings settings_from(const AgentConfig& config) {
   ScanSettings settings;
   settings.facts.discovery.roots = config.roots;
   settings.facts.discovery.prefixes = config.prefixes;
+  settings.facts.containers = config.containers;
+  settings.facts.container_discovery = config.container_discovery;
   settings.facts.discovery.run_as.root_envs_user = config.run_root_envs_as;
   settings.probe_limits = config.probe_limits;
   settings.facts.image = config.image;

@@ -5,6 +5,7 @@
 
 #include "contracts/mapping_reader.hpp"
 #include "contracts/values.hpp"
+#include "daemon/container_config.hpp"
 
 namespace envcontract::daemon {
 namespace {
@@ -205,6 +206,10 @@ std::string read_agent_config(const std::filesystem::path& path, AgentConfig& co
         config.roots = paths(*v);
       if (auto v = top.string_list("prefixes"))
         config.prefixes = paths(*v);
+      ContainerSettings containers{config.containers, config.container_discovery};
+      read_containers(top, containers);
+      config.containers = std::move(containers.containers);
+      config.container_discovery = std::move(containers.discovery);
       if (auto v = top.string("listen")) {
         if (!parse_listen_address(*v)) {
           ctx.error(*top.get("listen"),

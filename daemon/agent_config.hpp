@@ -9,6 +9,7 @@
 
 #include "daemon/store.hpp"
 #include "daemon/webhooks.hpp"
+#include "probes/container_runtime.hpp"
 #include "probes/containment.hpp"
 #include "probes/image_tag.hpp"
 
@@ -34,6 +35,10 @@ struct AgentConfig {
   std::filesystem::path detect_root = "/";  // where /dev and tools are looked for by auto
   std::vector<std::filesystem::path> roots = {"/"};
   std::vector<std::filesystem::path> prefixes;
+  // Containers whose envs run inside them (docs/containers.md): named, and
+  // found in the runtime's list at each scan.
+  std::vector<probes::ContainerConfig> containers;
+  std::optional<probes::ContainerDiscovery> container_discovery;
   std::string listen = "127.0.0.1:9714";
   std::filesystem::path database = "/var/lib/envcontract/agent.db";
   probes::ImageTagSource image;

@@ -9,6 +9,7 @@
 #include "contracts/spelling.hpp"
 #include "contracts/validate_files.hpp"
 #include "contracts/values.hpp"
+#include "daemon/container_config.hpp"
 #include "daemon/facts_command.hpp"
 #include "daemon/fleet_command.hpp"
 #include "daemon/logging.hpp"
@@ -61,6 +62,7 @@ struct HostArguments {
   std::string image_tag_file;
   std::string image_tag_env;
   std::string image_tag_command;
+  std::string containers_file;
 };
 
 void add_discovery_options(CLI::App* verb, std::vector<std::string>& roots,
@@ -98,6 +100,23 @@ void add_host_options(CLI::App* verb, HostArguments& arguments) {
                                    "shell command printing the image reference (10 s timeout)");
   file->excludes(variable)->excludes(command);
   variable->excludes(command);
+  verb->add_option("--containers", arguments.containers_file,
+                   "YAML file with a 'containers:' list (and 'container_discovery:'): "
+                   "containers whose envs run inside them (docs/containers.md)");
+}
+
+// The containers of --containers FILE into `options`; false (after saying
+// why) when the file is not valid.
+bool read_container_targets(const HostArguments& arguments, probes::HostFactsOptions& options) {
+  if (arguments.containers_file.empty()) {
+    return true;
+  }
+  ContainerSettings settings;
+  const auto problems = read_containers_file(arguments.containers_file, settings);
+  std::cerr << problems;
+  options.containers = std::move(settings.containers);
+  options.container_discovery = std::move(settings.discovery);
+  return problems.empty();
 }
 
 probes::HostFactsOptions host_options(const HostArguments& arguments) {
@@ -125,7 +144,11 @@ CLI::App* add_facts(CLI::App& app, HostArguments& arguments) {
 }
 
 int run_facts_verb(const HostArguments& arguments) {
-  return run_facts(host_options(arguments), std::cout, std::cerr);
+  auto options = host_options(arguments);
+  if (!read_container_targets(arguments, options)) {
+    return 2;
+  }
+  return run_facts(options, std::cout, std::cerr);
 }
 
 struct ScanArguments {
@@ -197,6 +220,9 @@ int run(const ScanArguments& arguments) {
     options.checkout = std::filesystem::absolute(arguments.checkout);
   }
   options.settings.facts = host_options(arguments.host);
+  if (!read_container_targets(arguments.host, options.settings.facts)) {
+    return 2;
+  }
   options.settings.concurrency = arguments.concurrency;
   options.format = arguments.format == "json"    ? ReportFormat::json
                    : arguments.format == "junit" ? ReportFormat::junit

@@ -174,11 +174,35 @@ std::string render_report_metrics(const AgentSnapshot& snapshot, const std::stri
 
   std::map<std::string, int> by_verdict = {{"compliant", 0}, {"drift", 0}, {"error", 0}};
   out.family("envcontract_env_compliant", "gauge", "1 when the env complies, per env.");
+  // An env of a container target also carries its container's name.
+  const auto env_labels = [](const report::Json& env) {
+    std::map<std::string, std::string> labels = {{"env", string_field(env, "name")}};
+    if (const std::string container = string_field(env, "container"); !container.empty()) {
+      labels["container"] = container;
+    }
+    return labels;
+  };
   for (const auto& env : array_field(report, "envs")) {
     const std::string env_verdict = string_field(env, "verdict");
     ++by_verdict[env_verdict];
-    out.sample("envcontract_env_compliant", {{"env", string_field(env, "name")}},
-               env_verdict == "compliant" ? 1 : 0);
+    out.sample("envcontract_env_compliant", env_labels(env), env_verdict == "compliant" ? 1 : 0);
+  }
+  const auto& containers = array_field(report, "containers");
+  if (!containers.empty()) {
+    out.family("envcontract_container_info", "gauge",
+               "Each container target (docs/containers.md) with the image reference it runs.");
+    for (const auto& container : containers) {
+      out.sample("envcontract_container_info",
+                 {{"container", string_field(container, "name")},
+                  {"image", string_field(object_field(container, "image"), "value")}},
+                 1);
+    }
+    out.family("envcontract_container_up", "gauge",
+               "1 when the container target could be scanned (running, its runtime answered).");
+    for (const auto& container : containers) {
+      out.sample("envcontract_container_up", {{"container", string_field(container, "name")}},
+                 container.contains("problem") && container.at("problem").is_string() ? 0 : 1);
+    }
   }
   out.family("envcontract_envs", "gauge", "Envs found by the latest scan, by verdict.");
   for (const auto& [each, count] : by_verdict) {
@@ -187,28 +211,33 @@ std::string render_report_metrics(const AgentSnapshot& snapshot, const std::stri
 
   out.family("envcontract_check_failing", "gauge",
              "1 per required or advisory check that fails or cannot be judged, with its cause.");
-  const auto failing = [&](const std::string& scope, const std::string& name,
-                           const report::Json& checks) {
+  const auto failing = [&](std::map<std::string, std::string> scope, const report::Json& checks) {
     for (const auto& check : checks) {
       const std::string status = string_field(check, "status");
       if (status != "fail" && status != "error") {
         continue;
       }
       const auto& diagnosis = check.contains("diagnosis") ? check.at("diagnosis") : empty;
-      out.sample("envcontract_check_failing",
-                 {{scope, name},
-                  {"check", string_field(check, "id")},
-                  {"status", status},
-                  {"cause", string_field(diagnosis, "cause")},
-                  {"severity", string_field(check, "severity")}},
-                 1);
+      auto labels = scope;
+      labels.insert({{"check", string_field(check, "id")},
+                     {"status", status},
+                     {"cause", string_field(diagnosis, "cause")},
+                     {"severity", string_field(check, "severity")}});
+      out.sample("envcontract_check_failing", labels, 1);
     }
   };
   for (const auto& target : array_field(report, "targets")) {
-    failing("target", string_field(target, "name"), array_field(target, "checks"));
+    failing({{"target", string_field(target, "name")}}, array_field(target, "checks"));
+  }
+  for (const auto& container : containers) {
+    for (const auto& target : array_field(container, "targets")) {
+      failing({{"container", string_field(container, "name")},
+               {"target", string_field(target, "name")}},
+              array_field(target, "checks"));
+    }
   }
   for (const auto& env : array_field(report, "envs")) {
-    failing("env", string_field(env, "name"), array_field(env, "checks"));
+    failing(env_labels(env), array_field(env, "checks"));
   }
   return out.text();
 }

@@ -39,6 +39,8 @@ Json scan_prefix(const ProvisioningCommandOptions& options, const LoadedContract
                  const fs::path& prefix) {
   ScanSettings settings = options.scan;
   settings.facts.discovery.roots.clear();
+  settings.facts.containers.clear();
+  settings.facts.container_discovery.reset();
   settings.facts.discovery.prefixes = {prefix};
   settings.cancelled_by = options.cancellation;
   Scanner scanner;

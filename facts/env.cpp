@@ -28,6 +28,7 @@ Json to_json(const PythonEnv& env) {
           {"python_version", env.python_version},
           {"owner", env.owner},
           {"system_root", env.system_root.string()},
+          {"container", env.exec.empty() ? Json(nullptr) : Json(env.exec.target)},
           {"found_by", env.found_by},
           {"problems", env.problems},
           {"run_as", to_json(env.run_as)},

@@ -56,6 +56,21 @@ struct FileProblem {
   std::string problem;
 };
 
+// How the code of an env inside a container target reaches it: the argv
+// that runs a command inside the container (probes/exec_prefix.hpp).
+struct ExecPrefix {
+  std::string target;             // the container target's name
+  std::vector<std::string> argv;  // "docker exec ...", "nsenter ...", "bwrap ..."
+  // The argv holds {uid} and {gid}: it runs as the agent and switches to the
+  // env's user inside (docker --user, nsenter --setuid). Otherwise it runs
+  // as the env's user itself (bwrap).
+  bool switches_user = false;
+  // A runtime's own exec (docker, podman): the command runs under the
+  // runtime, confined as the container is.
+  bool runtime_client = false;
+  bool empty() const { return argv.empty(); }
+};
+
 // One Python environment a user of the host could run, as found on disk.
 struct PythonEnv {
   std::string name;              // conda env name, venv dir name, "base" for a conda root
@@ -84,6 +99,9 @@ struct PythonEnv {
   // or the container rootfs scanned with --root that it lies in; a
   // contract's absolute paths, PATH and device nodes are read there.
   std::filesystem::path system_root = "/";
+  // Set for an env of a container target: its activation and probes run
+  // inside the container through this prefix (empty: on the agent's host).
+  ExecPrefix exec;
 };
 
 // Something discovery could not use, e.g. a stale environments.txt entry.

@@ -99,6 +99,14 @@ Json to_json(const EnvFacts& env) {
   return json;
 }
 
+Json to_json(const ContainerFacts& container) {
+  return {{"name", container.name},
+          {"root", container.root},
+          {"exec", container.exec},
+          {"image", to_json(container.image)},
+          {"problem", container.problem.empty() ? Json(nullptr) : Json(container.problem)}};
+}
+
 Json to_json(const HostFacts& facts) {
   auto envs = Json::array();
   for (const auto& env : facts.envs) {
@@ -108,6 +116,10 @@ Json to_json(const HostFacts& facts) {
   for (const auto& problem : facts.problems) {
     problems.push_back({{"path", problem.path.string()}, {"problem", problem.problem}});
   }
+  auto containers = Json::array();
+  for (const auto& container : facts.containers) {
+    containers.push_back(to_json(container));
+  }
   return {{"schema_version", 1},
           {"host", facts.host},
           {"gathered_at", facts.gathered_at},
@@ -116,6 +128,7 @@ Json to_json(const HostFacts& facts) {
             {"activation", static_cast<double>(facts.activation_elapsed.count()) / 1000.0},
             {"linkage", static_cast<double>(facts.linkage_elapsed.count()) / 1000.0}}},
           {"image", to_json(facts.image)},
+          {"containers", containers},
           {"problems", problems},
           {"incomplete", facts.incomplete},
           {"envs", envs}};

@@ -78,10 +78,21 @@ struct EnvFacts {
 };
 
 // What one pass over a host learns without running env code.
+// A container scanned as a target of its own (probes/container_target.hpp):
+// its envs run inside it, and its image is judged like the host's.
+struct ContainerFacts {
+  std::string name;
+  std::string root;               // where the agent reads its files
+  std::vector<std::string> exec;  // the prefix its envs' code runs through, as configured
+  ImageTag image;
+  std::string problem;  // why it could not be scanned; its envs are then unknown
+};
+
 struct HostFacts {
   std::string host;         // this machine's hostname
   std::string gathered_at;  // RFC 3339, UTC
   ImageTag image;
+  std::vector<ContainerFacts> containers;
   std::vector<EnvFacts> envs;
   std::vector<DiscoveryProblem> problems;
   // Why the facts miss part of the host (discovery did not finish): the
@@ -94,6 +105,7 @@ struct HostFacts {
 
 Json to_json(const ImageTag& tag);
 Json to_json(const FactError& error);
+Json to_json(const ContainerFacts& container);
 // The env as `envcontractd facts` prints it ("dynamic" and "probed_at" last,
 // when dynamic probes ran).
 Json to_json(const EnvFacts& env);

@@ -8,6 +8,7 @@
 #include <cstdlib>
 #include <set>
 
+#include "probes/exec_prefix.hpp"
 #include "probes/import_safety.hpp"
 #include "probes/scratch_directory.hpp"
 #include "probes/small_files.hpp"
@@ -238,7 +239,10 @@ ActivatedEnvironment activate(const PythonEnv& env, std::chrono::milliseconds ti
     }
   }
   const auto credentials = credentials_of(env);
-  ScratchDirectory directory("envcontract-activate", credentials);
+  // Inside a container target, everything it is handed is named as the
+  // container sees it, and its results come back named so.
+  ScratchDirectory directory("envcontract-activate", credentials,
+                             env.exec.empty() ? "/" : env.system_root);
   if (!directory.ok() || !directory.hand_over()) {
     result.problem = "cannot create a private directory for activation";
     return result;
@@ -252,7 +256,7 @@ ActivatedEnvironment activate(const PythonEnv& env, std::chrono::milliseconds ti
                k_activate_script,
                "envcontract-activate",
                to_string(env.kind),
-               env.prefix.string(),
+               seen_by_env(env, env.prefix),
                env.name,
                directory.file("environment").string()};
   spec.environment = result.bare;
@@ -269,12 +273,12 @@ ActivatedEnvironment activate(const PythonEnv& env, std::chrono::milliseconds ti
       spec.environment[name] = value;
     }
   }
-  spec.working_dir = env.prefix;
+  spec.working_dir = seen_by_env(env, env.prefix);
   ProcessLimits limits;
   limits.timeout = timeout;
   limits.max_output_bytes = 64 * 1024;
   limits.cancellation = cancellation;
-  const auto run = run_process(spec, limits);
+  const auto run = run_process(env_process(env, spec), limits);
   result.script_output = run.out + run.err;
   const auto text = directory.read("environment", 4 * 1024 * 1024);
 

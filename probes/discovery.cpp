@@ -109,6 +109,19 @@ std::string env_name(const fs::path& prefix, bool conda_installation) {
   return name;
 }
 
+// Whether `path` leads to something where the env's code runs: inside a
+// container target, an absolute link (bin/python -> /usr/local/bin/python3,
+// as the official images make it) is the container's; a --root env's code
+// runs on the host, where the kernel follows it as the host's.
+bool exists_in_tree(const PythonEnv& env, const fs::path& path) {
+  if (env.exec.empty() || env.system_root.empty() || env.system_root == "/") {
+    return path_exists(path);
+  }
+  struct stat info {};
+  const SystemRoot tree(env.system_root);
+  return tree.stat(tree.inside(path.string()), info, true);
+}
+
 void check_interpreter(PythonEnv& env) {
   env.python = env.prefix / "bin" / "python";
   std::error_code error;
@@ -121,7 +134,7 @@ void check_interpreter(PythonEnv& env) {
     }
     env.python = env.prefix / "bin" / "python3";
   }
-  if (fs::is_symlink(fs::symlink_status(env.python, error)) && !path_exists(env.python)) {
+  if (fs::is_symlink(fs::symlink_status(env.python, error)) && !exists_in_tree(env, env.python)) {
     const auto target = fs::read_symlink(env.python, error);
     env.problems.push_back(env.python.string() + " is a dangling symlink to " + target.string() +
                            ": its interpreter was removed or moved");
@@ -151,7 +164,7 @@ common::Result<std::vector<std::string>> parse_condarc_envs_dirs(const std::stri
 }
 
 std::optional<PythonEnv> describe_prefix(const fs::path& prefix, const RunAsPolicy& run_as,
-                                         const fs::path& scan_root) {
+                                         const fs::path& scan_root, const facts::ExecPrefix& exec) {
   PythonEnv env;
   std::error_code error;
   env.prefix = fs::canonical(prefix, error);
@@ -181,9 +194,15 @@ std::optional<PythonEnv> describe_prefix(const fs::path& prefix, const RunAsPoli
   // host's.
   const std::string root_text = scan_root.string();
   const std::string prefix_text = env.prefix.string();
-  if (!scan_root.empty() && scan_root != "/" &&
-      (prefix_text == root_text || prefix_text.starts_with(root_text + "/")) &&
-      is_system_root(scan_root)) {
+  const bool inside = !scan_root.empty() && scan_root != "/" &&
+                      (prefix_text == root_text || prefix_text.starts_with(root_text + "/"));
+  if (inside && !exec.empty()) {
+    // A container target's env: its tree is the container's, whatever it
+    // holds, and its name says whose it is (every conda image has a base).
+    env.system_root = scan_root;
+    env.exec = exec;
+    env.name = exec.target + ":" + env.name;
+  } else if (inside && is_system_root(scan_root)) {
     env.system_root = scan_root;
   }
   env.run_as = run_as_for_prefix(env.prefix, run_as);
@@ -201,6 +220,12 @@ std::optional<PythonEnv> describe_prefix(const fs::path& prefix, const RunAsPoli
 }
 
 namespace {
+
+bool lies_within(const fs::path& path, const fs::path& root) {
+  const std::string text = path.string();
+  const std::string top = root.string();
+  return text == top || text.starts_with(top == "/" ? top : top + "/");
+}
 
 class Discoverer {
  public:
@@ -236,6 +261,9 @@ class Discoverer {
     enter_root(root);
     search_home(root, home);
   }
+
+  // Envs found from now on belong to `target` (its root canonical).
+  void enter_target(const ContainerTarget& target) { m_target = &target; }
 
   void search_prefixes() {
     m_scan_root = "/";
@@ -359,6 +387,13 @@ class Discoverer {
     if (!resolved) {
       return kept;  // kept out (and reported), or no such directory
     }
+    if (m_target != nullptr && !lies_within(*resolved, m_target->root)) {
+      // A link in the container that leads out of it: not the container's
+      // env, and not one the configuration asked to look for on the host.
+      problem(prefix, "leads out of container " + m_target->name + " (to " + resolved->string() +
+                          "): not scanned");
+      return true;
+    }
     const auto mount = m_mounts->within(*resolved);
     // Only markers outside a user's mount are looked at, and an env needs
     // one: a directory holding a mount is no env for that alone.
@@ -373,9 +408,14 @@ class Discoverer {
     }
     const bool conda_installation = kind == EnvKind::conda && real_dir(*resolved / "envs");
     auto [it, inserted] = m_candidates.emplace(
-        *resolved,
-        EnvCandidate{
-            *resolved, {}, m_scan_root, kind, mount, conda_installation, owner_of(*resolved)});
+        *resolved, EnvCandidate{*resolved,
+                                {},
+                                m_target ? m_target->root : m_scan_root,
+                                kind,
+                                mount,
+                                conda_installation,
+                                owner_of(*resolved),
+                                m_target ? m_target->exec : facts::ExecPrefix{}});
     auto& found_by = it->second.found_by;
     if (std::find(found_by.begin(), found_by.end(), how) == found_by.end()) {
       found_by.push_back(how);
@@ -636,7 +676,8 @@ class Discoverer {
   const DiscoveryOptions& m_options;
   std::shared_ptr<const MountTable> m_mounts;
   std::set<fs::path> m_reported_mounts;
-  fs::path m_scan_root = "/";  // the root being walked: safety checks stop there
+  fs::path m_scan_root = "/";                 // the root being walked: safety checks stop there
+  const ContainerTarget* m_target = nullptr;  // the container being searched, if any
   std::map<fs::path, EnvCandidate> m_candidates;
   std::vector<DiscoveryProblem> m_problems;
 };
@@ -672,6 +713,46 @@ std::vector<DiscoveryUnit> discovery_units(const DiscoveryOptions& options) {
            return found;
          }});
   }
+  for (const auto& given : options.containers) {
+    if (!given.problem.empty()) {
+      continue;
+    }
+    std::error_code error;
+    auto target = std::make_shared<ContainerTarget>(given);
+    target->root = fs::weakly_canonical(fs::absolute(given.root), error);
+    for (const auto& env_root : given.env_roots) {
+      const fs::path root = (target->root / env_root.relative_path()).lexically_normal();
+      units.push_back({"discovery of container " + target->name + " at " + env_root.string(),
+                       root.string(), [root, target](const DiscoveryOptions& o) {
+                         Discoverer discoverer(o);
+                         discoverer.enter_target(*target);
+                         discoverer.search_root(root);
+                         return discoverer.result();
+                       }});
+    }
+    units.push_back({"home directories of container " + target->name, target->root.string(),
+                     [target](const DiscoveryOptions& o) {
+                       Discoverer discoverer(o);
+                       CandidateSearch found;
+                       for (const auto& home : discoverer.homes_of(target->root)) {
+                         std::error_code ignored;
+                         if (!lies_within(fs::weakly_canonical(home, ignored), target->root)) {
+                           continue;  // a home linking out of the container is not its own
+                         }
+                         found.more_units.push_back({"discovery of home " + home.string(),
+                                                     home.string(),
+                                                     [target, home](const DiscoveryOptions& inner) {
+                                                       Discoverer each(inner);
+                                                       each.enter_target(*target);
+                                                       each.search_home_of(target->root, home);
+                                                       return each.result();
+                                                     }});
+                       }
+                       auto problems = discoverer.result();
+                       found.problems = std::move(problems.problems);
+                       return found;
+                     }});
+  }
   if (!options.prefixes.empty()) {
     units.push_back({"configured prefixes", "", [](const DiscoveryOptions& o) {
                        Discoverer discoverer(o);
@@ -699,6 +780,12 @@ void merge_candidates(CandidateSearch& into, CandidateSearch&& from) {
     if (same == into.candidates.end()) {
       into.candidates.push_back(std::move(candidate));
       continue;
+    }
+    if (same->exec.empty() && !candidate.exec.empty()) {
+      // Also reached from the host (a walk of / into a rootfs): it is the
+      // container's, and runs there.
+      same->exec = candidate.exec;
+      same->scan_root = candidate.scan_root;
     }
     for (auto& how : candidate.found_by) {
       if (std::find(same->found_by.begin(), same->found_by.end(), how) == same->found_by.end()) {
@@ -750,7 +837,7 @@ std::optional<PythonEnv> describe_candidate(const EnvCandidate& candidate,
     env->user_mount = candidate.holds_mount->mount_point;
     env->problems.push_back(why);
   } else {
-    env = describe_prefix(candidate.prefix, run_as, candidate.scan_root);
+    env = describe_prefix(candidate.prefix, run_as, candidate.scan_root, candidate.exec);
   }
   if (env) {
     env->found_by = candidate.found_by;

@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "common/result.hpp"
+#include "probes/container_target.hpp"
 #include "probes/mount_table.hpp"
 #include "probes/python_env.hpp"
 
@@ -21,6 +22,9 @@ struct DiscoveryOptions {
   std::vector<std::filesystem::path> roots;
   // Envs named explicitly in the configuration.
   std::vector<std::filesystem::path> prefixes;
+  // Containers scanned as targets of their own: their env roots are walked
+  // under each one's root, and the envs found there run inside it.
+  std::vector<ContainerTarget> containers;
   // How deep below a root the walk looks for env prefixes.
   int max_depth = 4;
   // How many directories one root's walk may open: discovery stays cheap on
@@ -43,6 +47,7 @@ struct EnvCandidate {
   std::optional<UserMount> holds_mount;        // a user's mount at or below the prefix
   bool conda_installation = false;             // conda-meta/ and envs/: named "base"
   std::string owner;                           // of the prefix, as describe_prefix says it
+  facts::ExecPrefix exec;                      // found in a container target: how it runs there
 };
 
 struct DiscoveryUnit;
@@ -98,9 +103,12 @@ Discovery discover_envs(const DiscoveryOptions& options);
 // would; nullopt when the directory is not a Python environment.
 // `scan_root`: the root it was found under; the safety check looks at the
 // prefix's parents up to it.
+// `exec`: found in a container target (whose root is `scan_root`): the env
+// belongs to it when it lies inside, and runs there.
 std::optional<PythonEnv> describe_prefix(const std::filesystem::path& prefix,
                                          const RunAsPolicy& run_as = {},
-                                         const std::filesystem::path& scan_root = "/");
+                                         const std::filesystem::path& scan_root = "/",
+                                         const facts::ExecPrefix& exec = {});
 
 // The envs_dirs list of a .condarc's text, or why it cannot be read.
 common::Result<std::vector<std::string>> parse_condarc_envs_dirs(const std::string& text);

@@ -11,6 +11,7 @@
 #include "common/json_text.hpp"
 #include "facts/stage_names.hpp"
 #include "probes/ci_runner.hpp"
+#include "probes/exec_prefix.hpp"
 #include "probes/import_safety.hpp"
 #include "probes/probe_program.hpp"
 #include "probes/probe_report.hpp"
@@ -162,13 +163,34 @@ Environment stage_environment(const Environment& base) {
   return environment;
 }
 
+// What the interpreter of a container target's env reports names paths as
+// the container sees them; the env's static facts name them as the agent
+// does (under the container's root), and so must these, or every import
+// would seem to come from elsewhere.
+void name_paths_as_the_agent(const PythonEnv& env, std::vector<ProbeRecord>& records) {
+  if (env.exec.empty()) {
+    return;
+  }
+  for (auto& record : records) {
+    for (auto* path : {&record.file, &record.realpath}) {
+      if (*path) {
+        **path = seen_by_agent(env, **path);
+      }
+    }
+    for (auto& entry : record.entries) {
+      entry = seen_by_agent(env, entry);
+    }
+  }
+}
+
 StageResult run_stage(const PythonEnv& env, const Environment& environment, Activation activation,
                       const StageSpec& spec, const StageBudget& budget) {
   StageResult stage;
   stage.stage = spec.name;
   stage.activation = activation;
   const auto credentials = credentials_of(env);
-  ScratchDirectory directory("envcontract-probe", credentials);
+  ScratchDirectory directory("envcontract-probe", credentials,
+                             env.exec.empty() ? "/" : env.system_root);
   Json request = spec.request;
   if (!directory.ok() || !directory.write("probe.py", probe_program_source()) ||
       !directory.write("request.json", common::json_text(request)) || !directory.hand_over()) {
@@ -177,22 +199,24 @@ StageResult run_stage(const PythonEnv& env, const Environment& environment, Acti
     return stage;
   }
   ProcessSpec process;
-  process.argv = {env.python.string(), directory.file("probe.py").string(),
+  process.argv = {seen_by_env(env, env.python), directory.file("probe.py").string(),
                   directory.file("request.json").string(), directory.file("result.jsonl").string(),
                   directory.file("stacks.txt").string()};
   process.environment = stage_environment(environment);
-  process.working_dir = env.prefix;
+  process.working_dir = seen_by_env(env, env.prefix);
   process.credentials = credentials;
   const ProcessLimits limits = budget.limits(spec.timeout);
   const auto read_stacks = [&] { return directory.read("stacks.txt", 256 * 1024); };
-  const auto result = run_process(process, limits,
-                                  [&](pid_t pid) { stage.hang = diagnose_hang(pid, read_stacks); });
+  const auto result = run_process(env_process(env, process), limits, [&](pid_t pid) {
+    stage.hang = diagnose_hang(command_below_prefix(pid, env.exec), read_stacks);
+  });
   stage.duration = result.duration;
   stage.process = result.describe();
   stage.stdout_tail = tail(result.out);
   stage.stderr_tail = tail(result.err);
   auto report = parse_probe_report(directory.read("result.jsonl", 8 * 1024 * 1024).value_or(""));
   stage.records = std::move(report.records);
+  name_paths_as_the_agent(env, stage.records);
 
   using Outcome = ProcessResult::Outcome;
   if (result.outcome == Outcome::failed_to_start) {
@@ -215,8 +239,11 @@ StageResult run_stage(const PythonEnv& env, const Environment& environment, Acti
                     (stage.stderr_tail.empty() ? "" : ": " + first_line(stage.stderr_tail));
   } else if (!report.started) {
     stage.status = StageStatus::probe_error;
-    stage.summary =
-        "the probe reported nothing (" + result.describe() + "): the interpreter could not run it";
+    stage.summary = "the probe reported nothing (" + result.describe() +
+                    "): the interpreter could not run it" +
+                    // What stopped it, in its own words (a missing library, a container
+                    // that cannot be entered).
+                    (stage.stderr_tail.empty() ? "" : ": " + first_line(stage.stderr_tail));
   } else if (!report.ended) {
     stage.status = result.exit_code == 0 ? StageStatus::probe_error : StageStatus::crashed;
     stage.summary = interrupted_step(stage, request) + " ended the process (" + result.describe() +
@@ -245,14 +272,17 @@ StageResult run_command_stage(const PythonEnv& env, const Environment& environme
   for (const auto& [name, value] : command.extra) {
     process.environment[name] = value;
   }
-  process.working_dir =
-      command.workdir.empty() ? env.prefix : std::filesystem::path(command.workdir);
+  // A workdir the contract names is the env's own path (inside its container).
+  process.working_dir = command.workdir.empty()
+                            ? std::filesystem::path(seen_by_env(env, env.prefix))
+                            : std::filesystem::path(command.workdir);
   process.credentials = credentials_of(env);
   const auto bounded = budget.bounded({stage.stage, Json(), command.timeout});
   const ProcessLimits limits = budget.limits(bounded.timeout);
   // A shell dumps no Python stacks.
-  const auto result =
-      run_process(process, limits, [&](pid_t pid) { stage.hang = diagnose_hang(pid, {}); });
+  const auto result = run_process(env_process(env, process), limits, [&](pid_t pid) {
+    stage.hang = diagnose_hang(command_below_prefix(pid, env.exec), {});
+  });
   stage.duration = result.duration;
   stage.process = result.describe();
   stage.stdout_tail = tail(result.out);

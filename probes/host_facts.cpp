@@ -207,6 +207,16 @@ void read_env(EnvReading& reading, const Cancellation& cancellation) {
   reading.linkage_elapsed = since(start);
 }
 
+facts::ContainerFacts container_facts(const ContainerTarget& target) {
+  facts::ContainerFacts container;
+  container.name = target.name;
+  container.root = target.root.string();
+  container.exec = target.exec.argv;
+  container.image = {target.image, target.image_source, target.image_problem};
+  container.problem = target.problem;
+  return container;
+}
+
 }  // namespace
 
 HostFacts gather_host_facts(const HostFactsOptions& options,
@@ -217,6 +227,25 @@ HostFacts gather_host_facts(const HostFactsOptions& options,
   facts.image = read_image_tag(options.image);
 
   auto discovery_options = std::make_shared<DiscoveryOptions>(options.discovery);
+  auto containers = options.containers;
+  if (options.container_discovery) {
+    const auto listing = list_containers(*options.container_discovery);
+    if (!listing.problem.empty()) {
+      // Containers it should have scanned may be missing.
+      facts.incomplete.push_back("container discovery: " + listing.problem);
+    }
+    auto found = discovered_configs(*options.container_discovery, listing, containers);
+    containers.insert(containers.end(), found.begin(), found.end());
+  }
+  for (const auto& config : containers) {
+    auto target = resolve_container(config);
+    facts.containers.push_back(container_facts(target));
+    if (!target.problem.empty()) {
+      // Its envs are unknown: the host cannot be judged whole.
+      facts.incomplete.push_back("container " + target.name + ": " + target.problem);
+    }
+    discovery_options->containers.push_back(std::move(target));
+  }
   if (!discovery_options->mounts) {
     discovery_options->mounts = std::make_shared<const MountTable>(MountTable::load());
   }

@@ -13,6 +13,7 @@
 
 #include "facts/host.hpp"
 #include "probes/activation.hpp"
+#include "probes/container_runtime.hpp"
 #include "probes/discovery.hpp"
 #include "probes/image_tag.hpp"
 #include "probes/library_lookup.hpp"
@@ -33,6 +34,11 @@ using facts::HostFacts;
 
 struct HostFactsOptions {
   DiscoveryOptions discovery;
+  // Containers scanned as targets of their own: resolved (their runtime
+  // asked) at the start of each scan, then searched by discovery.
+  std::vector<ContainerConfig> containers;
+  // And those its runtime lists (with a label), found again at each scan.
+  std::optional<ContainerDiscovery> container_discovery;
   ImageTagSource image;
   // What the contract's checks asked for beyond every scan's facts: libraries
   // by name, path patterns, device globs, tools (the dynamic stages' part is

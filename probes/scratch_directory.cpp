@@ -2,12 +2,15 @@
 
 #include <dirent.h>
 #include <fcntl.h>
+#include <sys/random.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
 #include <cerrno>
 #include <cstdlib>
 #include <vector>
+
+#include "probes/system_root.hpp"
 
 namespace envcontract::probes {
 namespace fs = std::filesystem;
@@ -19,8 +22,13 @@ constexpr std::size_t k_max_entries = 10'000;
 
 }  // namespace
 
-ScratchDirectory::ScratchDirectory(const char* prefix, const std::optional<Credentials>& owner)
+ScratchDirectory::ScratchDirectory(const char* prefix, const std::optional<Credentials>& owner,
+                                   const fs::path& root)
     : m_owner(owner) {
+  if (!root.empty() && root != "/") {
+    make_inside(prefix, root);
+    return;
+  }
   std::error_code error;
   std::string pattern = (fs::temp_directory_path(error) / (std::string(prefix) + "-XXXXXX"));
   if (error || ::mkdtemp(pattern.data()) == nullptr) {
@@ -28,6 +36,35 @@ ScratchDirectory::ScratchDirectory(const char* prefix, const std::optional<Crede
   }
   m_path = pattern;
   m_fd = ::open(m_path.c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+}
+
+void ScratchDirectory::make_inside(const char* prefix, const fs::path& root) {
+  const SystemRoot tree(root);
+  m_parent_fd = tree.open_inside("/tmp", O_RDONLY | O_DIRECTORY | O_CLOEXEC, true);
+  if (m_parent_fd < 0) {
+    return;
+  }
+  for (int attempt = 0; attempt < 64; ++attempt) {
+    unsigned char random[6];
+    if (::getrandom(random, sizeof random, 0) != static_cast<ssize_t>(sizeof random)) {
+      return;
+    }
+    std::string name = std::string(prefix) + "-";
+    for (const unsigned char byte : random) {
+      constexpr const char* k_letters = "abcdefghijklmnopqrstuvwxyz0123456789";
+      name.push_back(k_letters[byte % 36]);
+    }
+    if (::mkdirat(m_parent_fd, name.c_str(), 0700) != 0) {
+      if (errno == EEXIST) {
+        continue;
+      }
+      return;
+    }
+    m_name = name;
+    m_path = fs::path("/tmp") / name;
+    m_fd = ::openat(m_parent_fd, name.c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+    return;
+  }
 }
 
 bool ScratchDirectory::write(const char* name, std::string_view text) {
@@ -129,14 +166,21 @@ bool remove_contents_at(int dir_fd, int depth) {
 }
 
 ScratchDirectory::~ScratchDirectory() {
-  if (m_fd < 0) {
-    return;
+  const bool made = m_fd >= 0;
+  if (made) {
+    remove_contents_at(m_fd);
+    ::close(m_fd);
   }
-  remove_contents_at(m_fd);
-  ::close(m_fd);
   // By name, last: AT_REMOVEDIR removes only an empty directory, so if the
   // name now stands for something else, nothing of value goes.
-  ::rmdir(m_path.c_str());
+  if (m_parent_fd >= 0) {
+    if (made) {
+      ::unlinkat(m_parent_fd, m_name.c_str(), AT_REMOVEDIR);
+    }
+    ::close(m_parent_fd);
+  } else if (made) {
+    ::rmdir(m_path.c_str());
+  }
 }
 
 }  // namespace envcontract::probes

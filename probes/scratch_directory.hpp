@@ -21,7 +21,13 @@ class ScratchDirectory {
  public:
   // `owner`: the credentials the child will run with; unset for our own.
   // `prefix`: the name's start, e.g. "envcontract-probe".
-  ScratchDirectory(const char* prefix, const std::optional<Credentials>& owner);
+  // `root`: the tree whose /tmp holds it, as the agent names the tree (a
+  // container target's root; "/" the agent's own temporary directory).
+  // Inside another tree, /tmp is opened below the root (openat2's
+  // RESOLVE_IN_ROOT), so a symlink there cannot lead the agent out, and
+  // file() names the directory as the container's processes see it.
+  ScratchDirectory(const char* prefix, const std::optional<Credentials>& owner,
+                   const std::filesystem::path& root = "/");
   ~ScratchDirectory();
   ScratchDirectory(const ScratchDirectory&) = delete;
   ScratchDirectory& operator=(const ScratchDirectory&) = delete;
@@ -39,8 +45,11 @@ class ScratchDirectory {
   std::optional<std::string> read(const char* name, std::size_t max_bytes) const;
 
  private:
-  std::filesystem::path m_path;
+  void make_inside(const char* prefix, const std::filesystem::path& root);
+  std::filesystem::path m_path;  // as the child names it
   int m_fd = -1;
+  int m_parent_fd = -1;  // inside another tree: its /tmp, which holds m_name
+  std::string m_name;
   std::optional<Credentials> m_owner;
 };
 

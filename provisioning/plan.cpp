@@ -536,25 +536,39 @@ HostPlan build_plan(const Json& report, const contracts::Contract& contract,
   plan.host = text_of(report, "host");
   plan.contract = contract.name;
   plan.recipe = contract.provision.has_value();
-  for (const auto& target : member(report, "targets")) {
-    for (const auto& check : member(target, "checks")) {
-      if (text_of(check, "status") == "pass") {
-        continue;
+  // The host's image, and each container target's (`container` names it).
+  const auto image_steps = [&](const Json& targets, const std::string& container) {
+    for (const auto& target : targets) {
+      for (const auto& check : member(target, "checks")) {
+        // A skip (another target matched, or the images are the containers')
+        // asks nothing of anyone.
+        const std::string status = text_of(check, "status");
+        if (status != "fail" && status != "error") {
+          continue;
+        }
+        const auto& diagnosis = member(check, "diagnosis");
+        const bool unknown = text_of(diagnosis, "cause") == "image_unknown";
+        const std::string whose =
+            container.empty() ? "the host's" : "container " + container + "'s";
+        plan.host_steps.push_back(
+            {StepAction::manual,
+             text_of(target, "name"),
+             text_of(check, "expected"),
+             text_of(diagnosis, "summary"),
+             "",
+             unknown ? "the agent's configuration: where " + whose +
+                           " image reference is read (docs/agent.md, docs/containers.md)"
+                     : "the host's administrator: run the image " + text_of(check, "expected") +
+                           (container.empty() ? "" : " in container " + container) +
+                           " (docker pull, then recreate the container from it)",
+             {(container.empty() ? "target:" : "container:" + container + ":target:") +
+              text_of(target, "name")}});
       }
-      const auto& diagnosis = member(check, "diagnosis");
-      const bool unknown = text_of(diagnosis, "cause") == "image_unknown";
-      plan.host_steps.push_back(
-          {StepAction::manual,
-           text_of(target, "name"),
-           text_of(check, "expected"),
-           text_of(diagnosis, "summary"),
-           "",
-           unknown ? "the agent's configuration: where the host's image reference is read "
-                     "(image_tag in the agent's config, --image-tag-file)"
-                   : "the host's administrator: run the image " + text_of(check, "expected") +
-                         " (docker pull, then recreate the container from it)",
-           {"target:" + text_of(target, "name")}});
     }
+  };
+  image_steps(member(report, "targets"), "");
+  for (const auto& container : member(report, "containers")) {
+    image_steps(member(container, "targets"), text_of(container, "name"));
   }
   for (const auto& entry : member(report, "envs")) {
     // An entry the report could not have made: no plan (its prefix would
@@ -566,6 +580,21 @@ HostPlan build_plan(const Json& report, const contracts::Contract& contract,
       continue;
     }
     if (text_of(entry, "verdict") == "compliant") {
+      continue;
+    }
+    if (const std::string container = text_of(entry, "container"); !container.empty()) {
+      // Its commands would run on the host, on the container's files seen
+      // from outside: a container's env is mended in the container (or its
+      // image), which the plan does not reach.
+      EnvPlan inside;
+      inside.env = text_of(entry, "name");
+      inside.prefix = text_of(entry, "prefix");
+      inside.verdict = text_of(entry, "verdict");
+      inside.unplanned.push_back(
+          {"", "in_container",
+           "the env lives in container " + container +
+               ": mend it there or in the container's image (plans run on the host)"});
+      plan.envs.push_back(std::move(inside));
       continue;
     }
     plan.envs.push_back(EnvPlanner(entry, contract).build());
@@ -700,6 +729,7 @@ const std::vector<CausePlanning>& cause_planning() {
       {"image_mismatch", "manual", "a host step: the image the target names"},
       {"image_partial", "not planned", "a note"},
       {"image_unknown", "manual", "a host step: configure where the image reference is read"},
+      {"image_of_containers", "not planned", "the targets are judged on the host's containers"},
       {"waived", "not planned", "accepted for a while by the contract"},
       {"waiver_expired", "not planned", "a note; the check's own cause is planned"},
       {"forbidden_library", "manual", "the vendor runtime as the contract wants it"},

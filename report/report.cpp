@@ -1,5 +1,7 @@
 #include "report/report.hpp"
 
+#include <algorithm>
+
 #include "common/json_fields.hpp"
 #include "common/shown_values.hpp"
 
@@ -20,14 +22,51 @@ Json checks_json(const std::vector<contracts::CheckResult>& checks) {
   return json;
 }
 
-// The target envs run under: the one whose image the host runs, else the first.
-Json env_target(const contracts::HostJudgement& judgement) {
-  for (const auto& target : judgement.targets) {
+// The target envs run under: the one whose image their machine (the host,
+// or their container) runs, else the first.
+Json env_target(const std::vector<contracts::TargetJudgement>& targets) {
+  for (const auto& target : targets) {
     if (target.check.status == contracts::CheckStatus::pass) {
       return target.name;
     }
   }
-  return judgement.targets.empty() ? Json(nullptr) : Json(judgement.targets.front().name);
+  return targets.empty() ? Json(nullptr) : Json(targets.front().name);
+}
+
+Json targets_json(const std::vector<contracts::TargetJudgement>& judged) {
+  auto targets = Json::array();
+  for (const auto& target : judged) {
+    targets.push_back(
+        {{"name", target.name}, {"image", target.image}, {"checks", checks_json({target.check})}});
+  }
+  return targets;
+}
+
+// Each container target: where it is read, how its envs run, its image and
+// how that image is judged, and its envs.
+Json containers_json(const contracts::HostJudgement& judgement,
+                     const facts::HostFacts& host_facts) {
+  auto containers = Json::array();
+  for (const auto& container : host_facts.containers) {
+    const auto judged = std::find_if(judgement.containers.begin(), judgement.containers.end(),
+                                     [&](const auto& each) { return each.name == container.name; });
+    auto envs = Json::array();
+    for (const auto& env : host_facts.envs) {
+      if (!env.env.exec.empty() && env.env.exec.target == container.name) {
+        envs.push_back(env.env.name);
+      }
+    }
+    containers.push_back(
+        {{"name", container.name},
+         {"root", container.root},
+         {"exec", container.exec},
+         {"image", to_json(container.image)},
+         {"problem", container.problem.empty() ? Json(nullptr) : Json(container.problem)},
+         {"targets",
+          judged == judgement.containers.end() ? Json::array() : targets_json(judged->targets)},
+         {"envs", std::move(envs)}});
+  }
+  return containers;
 }
 
 const facts::EnvFacts* find_env_facts(const facts::HostFacts& host_facts, const std::string& name) {
@@ -123,23 +162,29 @@ Json build_report(const ContractIdentity& contract, const contracts::HostJudgeme
   report["compliant_envs"] = judgement.compliant_envs;
   report["image"] = to_json(host_facts.image);
 
-  auto targets = Json::array();
-  for (const auto& target : judgement.targets) {
-    targets.push_back(
-        {{"name", target.name}, {"image", target.image}, {"checks", checks_json({target.check})}});
-  }
-  report["targets"] = std::move(targets);
+  report["targets"] = targets_json(judgement.targets);
+  report["containers"] = containers_json(judgement, host_facts);
 
-  const Json target = env_target(judgement);
+  const Json host_target = env_target(judgement.targets);
   auto envs = Json::array();
   for (const auto& env : judgement.envs) {
     const facts::EnvFacts* facts = find_env_facts(host_facts, env.name);
+    const bool contained = facts != nullptr && !facts->env.exec.empty();
+    Json target = host_target;
+    if (contained) {
+      for (const auto& container : judgement.containers) {
+        if (container.name == facts->env.exec.target) {
+          target = env_target(container.targets);
+        }
+      }
+    }
     Json entry = {
         {"name", env.name},
         {"prefix", facts != nullptr ? facts->env.prefix.string() : ""},
         {"kind", facts != nullptr ? to_string(facts->env.kind) : ""},
         {"python_version", facts != nullptr ? facts->env.python_version : ""},
         {"target", target},
+        {"container", contained ? Json(facts->env.exec.target) : Json(nullptr)},
         {"probed_at", facts != nullptr && facts->dynamic ? Json(facts->probed_at) : Json(nullptr)},
         {"verdict", contracts::to_string(env.judgement.verdict)},
         {"checks", checks_json(env.judgement.checks)}};

@@ -109,11 +109,35 @@ std::string render_table(const Json& unsafe_report, const TableStyle& style) {
     out << "  " << (reason.is_string() ? reason.get<std::string>() : "") << "\n";
   }
 
+  for (const auto& container : array_field(report, "containers")) {
+    const Json& image = container.contains("image") ? container.at("image") : Json::object();
+    const std::string problem = string_field(container, "problem");
+    std::string envs;
+    for (const auto& name : array_field(container, "envs")) {
+      envs += (envs.empty() ? "" : ", ") + (name.is_string() ? name.get<std::string>() : "");
+    }
+    out << "  container " << string_field(container, "name") << ": "
+        << (problem.empty() ? "image " +
+                                  (string_field(image, "value").empty()
+                                       ? "unknown (" + string_field(image, "problem") + ")"
+                                       : string_field(image, "value")) +
+                                  "; envs: " + (envs.empty() ? "none" : envs)
+                            : "not scanned: " + problem)
+        << "\n";
+  }
+
   std::vector<Row> rows;
   for (const auto& target : array_field(report, "targets")) {
     add_check_rows("[target " + string_field(target, "name") + "]", "",
                    array_field(target, "checks"), rows);
   }
+  for (const auto& container : array_field(report, "containers")) {
+    for (const auto& target : array_field(container, "targets")) {
+      add_check_rows("[container " + string_field(container, "name") + "]", "",
+                     array_field(target, "checks"), rows);
+    }
+  }
+  // An env of a container target is named with its container already.
   for (const auto& env : array_field(report, "envs")) {
     add_check_rows(string_field(env, "name"), string_field(env, "verdict"),
                    array_field(env, "checks"), rows);

@@ -233,7 +233,7 @@ function renderMatrix(report) {
   const rows = envs.map((env) => {
     const byId = new Map((env.checks || []).map((check) => [check.id, check]));
     return el("tr", { "data-env": env.name },
-      el("th", { scope: "row" }, el("a", { href: envLink(env.name) }, env.name), " ",
+      el("th", { scope: "row" }, el("a", { href: envLink(env.name) }, ...envName(env)), " ",
         el("span", { class: "badge " + env.verdict }, env.verdict)),
       ...columns.map((id) => {
         const check = byId.get(id);
@@ -255,7 +255,7 @@ function renderEnvs(report) {
   for (const env of report.envs || []) {
     if (!matchesFilter(env)) continue;
     const row = el("tr", { class: "env", "data-env": env.name, title: env.prefix },
-      el("td", {}, env.name), el("td", {}, env.kind), el("td", {}, env.python_version),
+      el("td", {}, ...envName(env)), el("td", {}, env.kind), el("td", {}, env.python_version),
       el("td", {}, el("span", { class: "badge " + env.verdict }, env.verdict)),
       el("td", {}, env.summary));
     row.addEventListener("click", () => {
@@ -332,9 +332,34 @@ function render(report) {
     targets.append(el("tr", { "data-target": target.name }, el("td", {}, target.name), el("td", {}, target.image),
       el("td", {}, statusBadge(check.status || "")), el("td", {}, (check.diagnosis || {}).summary || "")));
   }
+  renderContainers(report);
   renderMatrix(report);
   renderEnvs(report);
   showFocus();
+}
+
+// Container targets: the image each runs, judged against the targets (the
+// one that matches, else the first), its envs, or why it was not scanned.
+function renderContainers(report) {
+  const containers = report.containers || [];
+  document.getElementById("container-section").hidden = !containers.length;
+  const body = document.querySelector("#container-table tbody");
+  body.replaceChildren(...containers.map((container) => {
+    const checks = (container.targets || []).map((target) => (target.checks || [])[0] || {});
+    const check = checks.find((c) => c.status === "pass") || checks[0] || {};
+    const image = container.image || {};
+    return el("tr", { "data-container": container.name }, el("td", {}, container.name),
+      el("td", {}, image.value || "unknown"),
+      el("td", {}, statusBadge(container.problem ? "error" : check.status || "")),
+      el("td", {}, (container.envs || []).join(", ")),
+      el("td", {}, container.problem || (check.diagnosis || {}).summary || image.problem || ""));
+  }));
+}
+
+// An env's name, and the container it belongs to.
+function envName(env) {
+  return env.container ? [env.name, " ", el("span", { class: "container-of" }, "in " + env.container)]
+    : [env.name];
 }
 
 // Brings the focused check (a matrix cell's link) into view.

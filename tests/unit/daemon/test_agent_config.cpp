@@ -238,3 +238,92 @@ TEST(AgentConfig, ThePackagedDefaultIsValidAndMatchesTheBuiltInDefaults) {
 
 }  // namespace
 }  // namespace envcontract
+
+namespace envcontract {
+namespace {
+
+// Container targets as docs/containers.md writes them: each preset, and a
+// command line of one's own.
+TEST(AgentConfig, ReadsContainerTargets) {
+  testing::TempDir dir;
+  const auto file = dir.write("agent.yaml",
+                              "containers:\n"
+                              "  - name: trainer\n"
+                              "    exec: docker\n"
+                              "    container: trainer-0\n"
+                              "    env_roots: [/opt/conda, /workspace]\n"
+                              "  - name: serving\n"
+                              "    exec: nsenter\n"
+                              "    container: serving\n"
+                              "    runtime: podman\n"
+                              "    image_command: cat /etc/serving-image\n"
+                              "  - name: sandbox\n"
+                              "    exec: [/usr/bin/bwrap, --ro-bind, /srv/box, /]\n"
+                              "    rootfs: /srv/box\n"
+                              "    image: registry.example/box:1.0\n"
+                              "container_discovery:\n"
+                              "  runtime: docker\n"
+                              "  label: envcontract.scan=true\n"
+                              "  exec: nsenter\n"
+                              "  env_roots: [/opt/conda]\n");
+  AgentConfig config;
+  ASSERT_EQ(daemon::read_agent_config(file, config), "");
+  ASSERT_TRUE(config.container_discovery.has_value());
+  EXPECT_EQ(config.container_discovery->label, "envcontract.scan=true");
+  EXPECT_EQ(config.container_discovery->exec, probes::ContainerConfig::Exec::nsenter);
+  ASSERT_EQ(config.containers.size(), 3U);
+  using Exec = probes::ContainerConfig::Exec;
+  EXPECT_EQ(config.containers[0].exec, Exec::docker);
+  EXPECT_EQ(config.containers[0].container, "trainer-0");
+  EXPECT_EQ(config.containers[0].env_roots,
+            (std::vector<std::filesystem::path>{"/opt/conda", "/workspace"}));
+  EXPECT_EQ(config.containers[1].exec, Exec::nsenter);
+  EXPECT_EQ(config.containers[1].runtime, "podman");
+  EXPECT_EQ(config.containers[1].image_command, "cat /etc/serving-image");
+  EXPECT_EQ(config.containers[2].exec, Exec::argv);
+  EXPECT_EQ(config.containers[2].argv.front(), "/usr/bin/bwrap");
+  EXPECT_EQ(config.containers[2].rootfs, "/srv/box");
+  EXPECT_EQ(config.containers[2].env_roots, std::vector<std::filesystem::path>{"/"});
+}
+
+TEST(AgentConfig, ContainerMistakesAreReportedWithTheirPositions) {
+  testing::TempDir dir;
+  const auto file = dir.write("agent.yaml",
+                              "containers:\n"
+                              "  - name: a\n"
+                              "    exec: lxc\n"
+                              "  - name: a\n"
+                              "    exec: docker\n"
+                              "  - name: c\n"
+                              "    exec: [bwrap, --bind]\n"
+                              "  - name: d\n"
+                              "    exec: [/usr/bin/bwrap]\n"
+                              "    rootfs: srv/box\n"
+                              "    env_roots: [opt]\n"
+                              "    pid: 12\n"
+                              "  - name: e f\n"
+                              "    exec: nsenter\n"
+                              "    image: x\n"
+                              "    image_command: y\n"
+                              "    contaner: z\n"
+                              "container_discovery: {runtime: lxd, exec: podman}\n");
+  AgentConfig config;
+  const auto errors = daemon::read_agent_config(file, config);
+  for (const char* expected :
+       {"3:11: error: 'exec' is docker, podman, nsenter or a command line",
+        "4:11: error: two containers are named 'a'",
+        "4:5: error: container 'a': exec docker and podman need 'container'",
+        "7:11: error: 'exec' as a list is a command line whose first word is an absolute path",
+        "10:13: error: 'rootfs' must be an absolute directory",
+        "11:16: error: 'env_roots' are absolute paths", "12:10: error: 'pid' is for exec: nsenter",
+        "13:11: error: a container's 'name' is 1-64 letters",
+        "16:20: error: give 'image' or 'image_command', not both", "contaner",
+        "exec nsenter needs 'container' (found through 'runtime') or 'pid'",
+        "18:32: error: 'runtime' is docker or podman, got 'lxd'",
+        "18:43: error: 'exec' of found containers is nsenter or their runtime (lxd)"}) {
+    EXPECT_NE(errors.find(expected), std::string::npos) << expected << "\n" << errors;
+  }
+}
+
+}  // namespace
+}  // namespace envcontract

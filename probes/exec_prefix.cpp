@@ -1,0 +1,182 @@
+#include "probes/exec_prefix.hpp"
+
+#include <unistd.h>
+
+#include <algorithm>
+#include <cstdlib>
+#include <sstream>
+
+#include "probes/small_files.hpp"
+#include "probes/system_root.hpp"
+
+namespace envcontract::probes {
+namespace {
+
+constexpr const char* k_uid = "{uid}";
+constexpr const char* k_gid = "{gid}";
+constexpr const char* k_prefix_path =
+    "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin";
+
+// Runs inside the container, as the env's user, with the environment the
+// prefix left it (but the process runner's kill marker, ENVCONTRACT_PROBE,
+// which finds the command's descendants where there is no cgroup). Fixed text: the working
+// directory arrives as $1 and the command as the rest, the variables on stdin (NAME=value,
+// NUL-terminated, an empty entry last); bash reads a pipe byte by byte, so what follows is left to
+// the command.
+constexpr const char* k_bootstrap = R"sh(
+dir=$1
+shift
+for name in $(compgen -e); do
+  [ "$name" = ENVCONTRACT_PROBE ] || unset -v "$name" 2>/dev/null
+done
+while IFS= read -r -d '' entry && [ -n "$entry" ]; do
+  export "$entry" 2>/dev/null ||
+    printf 'envcontract: %s cannot be set inside the container\n' "${entry%%=*}" >&2
+done
+cd -- "$dir" || exit 126
+exec "$@"
+)sh";
+
+bool names_user(const std::vector<std::string>& argv) {
+  return std::any_of(argv.begin(), argv.end(), [](const std::string& word) {
+    return word.find(k_uid) != std::string::npos || word.find(k_gid) != std::string::npos;
+  });
+}
+
+std::string replaced(std::string word, const std::string& from, const std::string& to) {
+  for (auto at = word.find(from); at != std::string::npos; at = word.find(from, at + to.size())) {
+    word.replace(at, from.size(), to);
+  }
+  return word;
+}
+
+ExecPrefix runtime_exec_prefix(const std::string& target, const std::string& client,
+                               const std::string& container) {
+  // -i: stdin carries the environment; no -t, so stdout and stderr stay
+  // apart. The runtime starts bash with the image's own environment: the
+  // variables that would make bash run a file or trace its commands (and so
+  // print the exports that follow) are emptied before it starts.
+  return {target,
+          {client, "exec", "-i", "--user", "{uid}:{gid}", "-e", "BASH_ENV=", "-e", "ENV=", "-e",
+           "SHELLOPTS=", "-e", "BASHOPTS=", "-e", "PS4=", "--", container},
+          true,
+          true};
+}
+
+std::string exe_of(pid_t pid) {
+  std::error_code error;
+  return std::filesystem::read_symlink("/proc/" + std::to_string(pid) + "/exe", error).string();
+}
+
+}  // namespace
+
+ExecPrefix docker_exec_prefix(const std::string& target, const std::string& client,
+                              const std::string& container) {
+  return runtime_exec_prefix(target, client, container);
+}
+
+ExecPrefix podman_exec_prefix(const std::string& target, const std::string& client,
+                              const std::string& container) {
+  return runtime_exec_prefix(target, client, container);
+}
+
+ExecPrefix nsenter_exec_prefix(const std::string& target, const std::string& nsenter, pid_t pid) {
+  // No --cgroup: the command stays in the probe's cgroup, where a time-out
+  // kills all of it. Entering the mount namespace sets the root to the
+  // container's.
+  return {target,
+          {nsenter, "--target", std::to_string(pid), "--mount", "--pid", "--uts", "--ipc", "--net",
+           "--setgid", k_gid, "--setuid", k_uid, "--"},
+          true};
+}
+
+ExecPrefix generic_exec_prefix(const std::string& target, std::vector<std::string> argv,
+                               bool switches_user) {
+  const bool switches = switches_user && names_user(argv);
+  return {target, std::move(argv), switches};
+}
+
+ProcessSpec through_prefix(const ExecPrefix& prefix, const ProcessSpec& inside) {
+  ProcessSpec outer;
+  const uid_t uid = inside.credentials ? inside.credentials->uid : ::geteuid();
+  const gid_t gid = inside.credentials ? inside.credentials->gid : ::getegid();
+  for (const auto& word : prefix.argv) {
+    outer.argv.push_back(
+        replaced(replaced(word, k_uid, std::to_string(uid)), k_gid, std::to_string(gid)));
+  }
+  outer.argv.insert(outer.argv.end(), {"/bin/bash", "--noprofile", "--norc", "-c", k_bootstrap,
+                                       "envcontract-exec", inside.working_dir.string()});
+  outer.argv.insert(outer.argv.end(), inside.argv.begin(), inside.argv.end());
+  outer.environment["PATH"] = k_prefix_path;
+  outer.environment["LANG"] = "C.UTF-8";
+  for (const char* name : {"DOCKER_HOST", "CONTAINER_HOST"}) {
+    // The runtime's client needs them; nothing else gets the agent's own.
+    if (const char* value = std::getenv(name); value != nullptr && prefix.runtime_client) {
+      outer.environment[name] = value;
+    }
+  }
+  for (const auto& [name, value] : inside.environment) {
+    // A NUL would end the entry early: such a value cannot be passed whole.
+    if (name.find('\0') == std::string::npos && value.find('\0') == std::string::npos) {
+      outer.stdin_data += name + "=" + value;
+      outer.stdin_data.push_back('\0');
+    }
+  }
+  outer.stdin_data.push_back('\0');
+  outer.stdin_data += inside.stdin_data;
+  outer.working_dir = "/";
+  if (!prefix.switches_user) {
+    outer.credentials = inside.credentials;
+  }
+  return outer;
+}
+
+std::string seen_by_env(const facts::PythonEnv& env, const std::filesystem::path& path) {
+  const std::string text = path.string();
+  const std::string root = env.system_root.string();
+  if (env.exec.empty() || root.empty() || root == "/") {
+    return text;
+  }
+  if (text == root) {
+    return "/";
+  }
+  return text.starts_with(root + "/") ? text.substr(root.size()) : text;
+}
+
+std::string seen_by_agent(const facts::PythonEnv& env, const std::string& path) {
+  if (env.exec.empty() || path.empty() || path.front() != '/') {
+    return path;
+  }
+  return under_root(env.system_root, path).string();
+}
+
+ProcessSpec env_process(const facts::PythonEnv& env, const ProcessSpec& spec) {
+  return env.exec.empty() ? spec : through_prefix(env.exec, spec);
+}
+
+pid_t command_below_prefix(pid_t pid, const ExecPrefix& prefix) {
+  if (prefix.empty()) {
+    return pid;
+  }
+  std::error_code error;
+  const auto program = std::filesystem::canonical(prefix.argv.front(), error);
+  pid_t current = pid;
+  for (int depth = 0; depth < 8; ++depth) {
+    if (exe_of(current) != program.string()) {
+      return current;
+    }
+    constexpr FileLimits k_children{"list of child processes", 64 * 1024, false, 0};
+    const auto children = read_file_bounded(
+        "/proc/" + std::to_string(current) + "/task/" + std::to_string(current) + "/children",
+        k_children);
+    std::istringstream words(children.text.value_or(""));
+    pid_t child = 0;
+    if (!(words >> child) || child <= 0) {
+      break;
+    }
+    current = child;
+  }
+  return pid;
+}
+
+}  // namespace envcontract::probes

@@ -1,0 +1,67 @@
+#pragma once
+
+#include <sys/types.h>
+
+#include <filesystem>
+#include <string>
+#include <vector>
+
+#include "facts/env.hpp"
+#include "probes/process_runner.hpp"
+
+// Running an env's code inside the container it belongs to: the same
+// process, started through an exec prefix ("docker exec -i --user U:G NAME",
+// "nsenter --target PID ...", a bwrap command line). What crosses into the
+// container never passes through the prefix's own argv or environment:
+//
+// - the prefix runs with a fixed environment (PATH, LANG, and for a runtime
+//   client the agent's DOCKER_HOST/CONTAINER_HOST), so an env's activation
+//   cannot point a root docker or podman client at another daemon or
+//   configuration;
+// - the command's environment is written to the process's stdin,
+//   NUL-separated, and a fixed bash script inside the container clears its
+//   own environment, exports those variables, changes to the working
+//   directory and execs the command (values never show in `ps`);
+// - a prefix that switches users itself (docker's --user, nsenter's
+//   --setuid) runs as the agent, with the env's uid and gid in its argv;
+//   any other runs as the env's user, as the command would. Root is never
+//   one of them outside a runtime's own exec (python_env.cpp's
+//   code_refusal): nsenter and command lines leave the container's
+//   seccomp, device cgroup and capability bounds behind.
+namespace envcontract::probes {
+
+using facts::ExecPrefix;
+
+// Presets. `client` is the runtime's command ("/usr/bin/docker").
+ExecPrefix docker_exec_prefix(const std::string& target, const std::string& client,
+                              const std::string& container);
+ExecPrefix podman_exec_prefix(const std::string& target, const std::string& client,
+                              const std::string& container);
+// Enters the namespaces of `pid` (mount, pid, uts, ipc, net), as that user.
+ExecPrefix nsenter_exec_prefix(const std::string& target, const std::string& nsenter, pid_t pid);
+// Any argv. It runs as the env's user unless `switches_user` says that it
+// switches to {uid} and {gid} itself (which it must then name).
+ExecPrefix generic_exec_prefix(const std::string& target, std::vector<std::string> argv,
+                               bool switches_user = false);
+
+// The process that runs `inside` (argv, environment, working directory and
+// stdin as the container names them, credentials of the env's user) through
+// `prefix`.
+ProcessSpec through_prefix(const ExecPrefix& prefix, const ProcessSpec& inside);
+
+// A path of `env` as its own processes name it: inside its container (the
+// container root's part taken off) when it has an exec prefix, else as is.
+std::string seen_by_env(const facts::PythonEnv& env, const std::filesystem::path& path);
+// A path that the env's processes named, as the agent names it.
+std::string seen_by_agent(const facts::PythonEnv& env, const std::string& path);
+// `spec` (paths as seen_by_env gives them) as it runs for `env`: through its
+// exec prefix when it has one, as it is otherwise.
+ProcessSpec env_process(const facts::PythonEnv& env, const ProcessSpec& spec);
+
+// The process below `pid` (a prefix's) that runs the command: the first
+// descendant whose executable is not the prefix's own (bwrap forks twice,
+// nsenter once). `pid` itself when there is none, as for a docker client,
+// whose command runs under the container runtime.
+pid_t command_below_prefix(pid_t pid, const ExecPrefix& prefix);
+
+}  // namespace envcontract::probes

@@ -1,0 +1,155 @@
+#include "tests/support/container_rootfs.hpp"
+
+#include <unistd.h>
+
+#include <fstream>
+#include <set>
+#include <sstream>
+
+#include "tests/support/run_command.hpp"
+#include "tests/support/system_venv.hpp"
+
+namespace envcontract::testing {
+namespace fs = std::filesystem;
+
+namespace {
+
+// `source` at the same path under `rootfs`: a hard link, or a copy when the
+// two are on different filesystems.
+void link_into(const fs::path& rootfs, const fs::path& source) {
+  const fs::path target = rootfs / source.relative_path();
+  std::error_code error;
+  fs::create_directories(target.parent_path());
+  if (fs::exists(fs::symlink_status(target))) {
+    return;
+  }
+  fs::create_hard_link(source, target, error);
+  if (error) {
+    fs::copy_file(source, target, error);
+  }
+}
+
+// A path as it is on this machine, or as a link to its real file (merged
+// /usr: /lib64/ld-linux-x86-64.so.2 is /usr/lib/x86_64-linux-gnu/...).
+void place(const fs::path& rootfs, const fs::path& path) {
+  const fs::path real = fs::canonical(path);
+  link_into(rootfs, real);
+  const fs::path shown = rootfs / path.relative_path();
+  if (fs::weakly_canonical(shown) != rootfs / real.relative_path() &&
+      !fs::exists(fs::symlink_status(shown))) {
+    fs::create_directories(shown.parent_path());
+    fs::create_symlink(real, shown);
+  }
+}
+
+// The libraries `files` load, as ldd names them.
+std::set<fs::path> libraries_of(const std::vector<std::string>& files) {
+  std::vector<std::string> argv = {"/usr/bin/ldd"};
+  argv.insert(argv.end(), files.begin(), files.end());
+  const auto run = run_command(argv);
+  std::set<fs::path> libraries;
+  std::istringstream lines(run.out);
+  for (std::string line; std::getline(lines, line);) {
+    std::istringstream words(line);
+    std::string word;
+    while (words >> word) {
+      if (word.starts_with("/") && word.find(".so") != std::string::npos && !word.ends_with(":")) {
+        libraries.insert(word);
+      }
+    }
+  }
+  return libraries;
+}
+
+void link_tree(const fs::path& rootfs, const fs::path& dir) {
+  for (auto it = fs::recursive_directory_iterator(dir); it != fs::recursive_directory_iterator();
+       ++it) {
+    const auto name = it->path().filename().string();
+    if (it->is_directory() && (name == "test" || name == "__pycache__" || name == "idlelib")) {
+      it.disable_recursion_pending();
+      continue;
+    }
+    if (it->is_regular_file() && !it->is_symlink()) {
+      link_into(rootfs, it->path());
+    }
+  }
+}
+
+}  // namespace
+
+std::string make_container_rootfs(const fs::path& rootfs,
+                                  const std::vector<std::string>& library_dirs) {
+  if (::geteuid() != 0) {
+    return "building a root filesystem with its own ld.so.cache needs root (ldconfig -r)";
+  }
+  const std::string version = system_python_version();
+  const fs::path python = "/usr/bin/python" + version;
+  const fs::path stdlib = "/usr/lib/python" + version;
+  for (const auto& dir : {"usr/bin", "usr/lib", "usr/lib64", "etc", "proc", "dev", "root"}) {
+    fs::create_directories(rootfs / dir);
+  }
+  fs::create_directories(rootfs / "tmp");
+  fs::permissions(rootfs / "tmp", fs::perms::all | fs::perms::sticky_bit);
+  for (const auto& [link, to] : {std::pair{"bin", "usr/bin"}, std::pair{"lib", "usr/lib"},
+                                 std::pair{"lib64", "usr/lib64"}, std::pair{"sbin", "usr/bin"}}) {
+    fs::create_symlink(to, rootfs / link);
+  }
+
+  std::vector<std::string> binaries = {python.string(), "/usr/bin/bash"};
+  for (const auto& entry : fs::directory_iterator(stdlib / "lib-dynload")) {
+    binaries.push_back(entry.path().string());
+  }
+  for (const auto& library : libraries_of(binaries)) {
+    place(rootfs, library);
+  }
+  link_into(rootfs, python);
+  link_into(rootfs, "/usr/bin/bash");
+  fs::create_symlink("python" + version, rootfs / "usr/bin/python3");
+  link_tree(rootfs, stdlib);
+
+  std::ofstream(rootfs / "etc/os-release") << "ID=debian\nVERSION_ID=\"12\"\n"
+                                              "PRETTY_NAME=\"a test's own container\"\n";
+  std::ofstream(rootfs / "etc/passwd") << "root:x:0:0:root:/root:/bin/bash\n"
+                                          "nobody:x:65534:65534:nobody:/nonexistent:/bin/false\n";
+  std::ofstream(rootfs / "etc/group") << "root:x:0:\nnogroup:x:65534:\n";
+  std::ofstream conf(rootfs / "etc/ld.so.conf");
+  conf << "/usr/lib/x86_64-linux-gnu\n";
+  for (const auto& dir : library_dirs) {
+    conf << dir << "\n";
+  }
+  conf.close();
+  const auto ldconfig = run_command({"/sbin/ldconfig", "-r", rootfs.string()});
+  if (ldconfig.exit_code != 0) {
+    return "ldconfig -r " + rootfs.string() + " failed: " + ldconfig.err;
+  }
+  return "";
+}
+
+std::string bubblewrap_path() {
+  for (const char* path : {"/usr/bin/bwrap", "/usr/local/bin/bwrap"}) {
+    if (::access(path, X_OK) == 0) {
+      return path;
+    }
+  }
+  return "";
+}
+
+std::vector<std::string> bubblewrap_prefix(const fs::path& rootfs) {
+  return {bubblewrap_path(),
+          "--ro-bind",
+          rootfs.string(),
+          "/",
+          "--bind",
+          (rootfs / "tmp").string(),
+          "/tmp",
+          "--proc",
+          "/proc",
+          "--dev",
+          "/dev",
+          "--unshare-pid",
+          "--unshare-ipc",
+          "--unshare-uts",
+          "--die-with-parent"};
+}
+
+}  // namespace envcontract::testing

@@ -1,0 +1,329 @@
+// Container targets for real, without a container engine: a root filesystem
+// the test builds (Debian's python3 and bash, its own ld.so.cache, a vendor
+// library only it has) entered with bubblewrap as the exec prefix. The
+// agent reads the container's files under its root and runs activation and
+// every probe inside it.
+#include <gtest/gtest.h>
+#include <nlohmann/json.hpp>
+
+#include <fstream>
+#include <set>
+
+#include "common/json_text.hpp"
+#include "tests/e2e/agent_fixture.hpp"
+#include "tests/support/compile.hpp"
+#include "tests/support/container_rootfs.hpp"
+#include "tests/support/http_client.hpp"
+#include "tests/support/report_schema.hpp"
+#include "tests/support/run_command.hpp"
+#include "tests/support/system_venv.hpp"
+#include "tests/support/temp_dir.hpp"
+
+namespace envcontract {
+namespace {
+
+using Json = nlohmann::ordered_json;
+using testing::run_command;
+namespace fs = std::filesystem;
+
+const std::string k_binary = ENVCONTRACTD_PATH;
+
+// A container whose app venv imports `vendorlib`, which loads
+// libvendorplugin.so, which needs libinside.so: present only in the
+// container's /opt/vendor/lib, which only its ld.so.cache names.
+class ContainerTarget : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    if (testing::bubblewrap_path().empty()) {
+      GTEST_SKIP() << "bubblewrap is not installed (apt install bubblewrap): container targets "
+                      "are tested by entering a rootfs with it";
+    }
+    testing::open_to_all(m_dir.path());
+    testing::build_shared_library(rootfs() / "opt/vendor/lib/libinside.so",
+                                  "int inside_value(void) { return 42; }\n");
+    const auto app = testing::make_system_venv(rootfs() / "opt/venvs/app");
+    const auto site = testing::system_venv_site(app);
+    testing::build_shared_library(site / "vendorlib/libvendorplugin.so",
+                                  "int inside_value(void);\n"
+                                  "int vendor_value(void) { return inside_value(); }\n",
+                                  {"-L" + (rootfs() / "opt/vendor/lib").string(), "-linside"});
+    std::ofstream(site / "vendorlib/__init__.py")
+        << "import ctypes, os\n"
+           "_plugin = ctypes.CDLL(os.path.join(os.path.dirname(__file__), 'libvendorplugin.so'))\n"
+           "VALUE = _plugin.vendor_value()\n";
+    // A CPU torch as far as the probes ask: smoke snippets run once it imports.
+    fs::create_directories(site / "torch");
+    std::ofstream(site / "torch/__init__.py") << "from . import version\n"
+                                                 "__version__ = version.__version__\n";
+    std::ofstream(site / "torch/version.py") << "__version__ = '2.10.0'\ncuda = None\nhip = None\n";
+    // Last: its loader cache must know /opt/vendor/lib's library.
+    const auto why = testing::make_container_rootfs(rootfs(), {"/opt/vendor/lib"});
+    if (!why.empty()) {
+      GTEST_SKIP() << why;
+    }
+    std::ofstream(rootfs() / "etc/container-marker") << "inside the test's container\n";
+    run_command({"/bin/chmod", "-R", "a+rX", rootfs().string()});
+    std::ofstream(containers_file())
+        << "containers:\n"
+           "  - name: trainer\n"
+           "    exec: "
+        << common::json_text(Json(testing::bubblewrap_prefix(rootfs())))
+        << "\n"
+           "    rootfs: "
+        << rootfs().string()
+        << "\n"
+           "    env_roots: [/opt/venvs]\n"
+           "    image: registry.example/vendor/runtime:2.2.0\n";
+    fs::create_directories(m_dir.path() / "host");
+  }
+
+  fs::path rootfs() const { return m_dir.path() / "rootfs"; }
+  fs::path contract(const std::string& checks) const {
+    return m_dir.write("contract.yaml",
+                       "schema_version: 1\n"
+                       "targets:\n"
+                       "  - {name: ci, image: registry.example/vendor/runtime:2.2.0}\n"
+                       "checks:\n" +
+                           checks);
+  }
+  fs::path containers_file() const { return m_dir.path() / "containers.yaml"; }
+
+  // `scan --format json` of the (empty) host and the container.
+  Json scan(const std::string& checks, bool as_container = true) const {
+    const auto contract =
+        m_dir.write("contract.yaml",
+                    "schema_version: 1\n"
+                    "targets:\n"
+                    "  - {name: ci, image: registry.example/vendor/runtime:2.2.0}\n"
+                    "checks:\n" +
+                        checks);
+    std::vector<std::string> argv = {k_binary,          "scan",     "--contract",
+                                     contract.string(), "--format", "json"};
+    if (as_container) {
+      argv.insert(argv.end(), {"--root", (m_dir.path() / "host").string(), "--containers",
+                               containers_file().string()});
+    } else {
+      argv.insert(argv.end(), {"--root", rootfs().string()});
+    }
+    const auto result = run_command(argv);
+    auto report = Json::parse(result.out, nullptr, false);
+    EXPECT_FALSE(report.is_discarded()) << result.out << result.err;
+    return report;
+  }
+
+  testing::TempDir m_dir;
+};
+
+const Json* check_of(const Json& env, const std::string& id) {
+  for (const auto& check : env["checks"]) {
+    if (check["id"] == id) {
+      return &check;
+    }
+  }
+  return nullptr;
+}
+
+TEST_F(ContainerTarget, ProbesRunInsideAndItsOwnLibrariesResolveThere) {
+  const auto report = scan(
+      "  - {id: vendor-import, kind: imports, modules: [vendorlib]}\n"
+      "  - {id: inside-lib, kind: libraries, present: [libinside.so]}\n"
+      "  - {id: marker, kind: command, run: 'read -r line < /etc/container-marker; echo $line',\n"
+      "     expect_output: inside}\n");
+  const std::string text = common::json_text(report);
+  if (const auto violations = testing::report_schema_violations(report)) {
+    EXPECT_EQ(*violations, "");
+  }
+  ASSERT_EQ(report["envs"].size(), 1U) << text;
+  const auto& env = report["envs"][0];
+  EXPECT_EQ(env["container"], "trainer") << text;
+  EXPECT_EQ(env["prefix"], (rootfs() / "opt/venvs/app").string()) << text;
+  EXPECT_EQ(env["verdict"], "compliant") << text;
+  EXPECT_EQ(report["verdict"], "compliant") << text;
+  for (const char* id : {"vendor-import", "inside-lib", "marker"}) {
+    const Json* check = check_of(env, id);
+    ASSERT_NE(check, nullptr) << id << ": " << text;
+    EXPECT_EQ((*check)["status"], "pass") << id << ": " << common::json_text(*check);
+  }
+  // The import and the library both came from inside: named as the agent
+  // reads them, under the container's root, and the interpreter agrees with
+  // the files on where vendorlib lives (no env:search-path error).
+  EXPECT_NE(text.find((rootfs() / "opt/vendor/lib/libinside.so").string()), std::string::npos)
+      << text;
+  EXPECT_EQ(check_of(env, "env:search-path"), nullptr) << text;
+
+  ASSERT_EQ(report["containers"].size(), 1U) << text;
+  const auto& container = report["containers"][0];
+  EXPECT_EQ(container["name"], "trainer");
+  EXPECT_EQ(container["root"], rootfs().string());
+  EXPECT_EQ(container["image"]["value"], "registry.example/vendor/runtime:2.2.0");
+  EXPECT_EQ(container["image"]["source"], "configured");
+  EXPECT_EQ(container["envs"], Json::array({"trainer:app"}));
+  EXPECT_EQ(env["name"], "trainer:app") << "named with its container: every image has a base";
+  EXPECT_TRUE(container["problem"].is_null()) << text;
+  ASSERT_EQ(container["targets"].size(), 1U);
+  EXPECT_EQ(container["targets"][0]["checks"][0]["status"], "pass") << text;
+}
+
+// The same rootfs read as a plain --root: its files say the library is there
+// (its own loader cache names it), but the code runs on the host, where the
+// loader cannot find it. This is the wrong machine's verdict that container
+// targets exist to avoid.
+TEST_F(ContainerTarget, OnTheHostTheSameEnvCannotLoadTheContainersLibrary) {
+  const auto report = scan("  - {id: vendor-import, kind: imports, modules: [vendorlib]}\n",
+                           /*as_container=*/false);
+  const std::string text = common::json_text(report);
+  ASSERT_EQ(report["envs"].size(), 1U) << text;
+  const auto& env = report["envs"][0];
+  EXPECT_TRUE(env["container"].is_null()) << text;
+  const Json* check = check_of(env, "vendor-import");
+  ASSERT_NE(check, nullptr) << text;
+  EXPECT_EQ((*check)["status"], "fail") << text;
+  EXPECT_NE(common::json_text(*check).find("libinside.so"), std::string::npos)
+      << common::json_text(*check);
+}
+
+// A container whose image is not the contract's drifts the host, named by
+// the container, with the image it runs.
+TEST_F(ContainerTarget, AContainersImageIsJudgedAgainstTheTargets) {
+  std::string file = testing::read_text(containers_file());
+  file.replace(file.find("runtime:2.2.0"), 13, "runtime:2.1.2");
+  std::ofstream(containers_file()) << file;
+  const auto report = scan("  - {id: vendor-import, kind: imports, modules: [vendorlib]}\n");
+  const std::string text = common::json_text(report);
+  EXPECT_EQ(report["verdict"], "drift") << text;
+  EXPECT_EQ(report["envs"][0]["verdict"], "compliant") << text;
+  ASSERT_EQ(report["containers"].size(), 1U) << text;
+  const auto& check = report["containers"][0]["targets"][0]["checks"][0];
+  EXPECT_EQ(check["status"], "fail") << text;
+  EXPECT_NE(check["diagnosis"]["summary"].get<std::string>().find("container trainer runs"),
+            std::string::npos)
+      << text;
+  bool named = false;
+  for (const auto& reason : report["reasons"]) {
+    named = named || reason.get<std::string>().find("container trainer") != std::string::npos;
+  }
+  EXPECT_TRUE(named) << text;
+}
+
+// A hang inside the container is diagnosed in the interpreter that hangs,
+// not in the prefix (bwrap) that started it.
+TEST_F(ContainerTarget, AHangInsideIsDiagnosedInTheInterpreter) {
+  const auto report = scan("  - {id: spin, kind: smoke, code: 'while True: pass', timeout: 2s}\n");
+  const std::string text = common::json_text(report);
+  ASSERT_EQ(report["envs"].size(), 1U) << text;
+  const Json* check = check_of(report["envs"][0], "spin");
+  ASSERT_NE(check, nullptr) << text;
+  EXPECT_EQ((*check)["diagnosis"]["cause"], "hang") << common::json_text(*check);
+  const std::string summary = (*check)["diagnosis"]["summary"].get<std::string>();
+  // A busy thread of the interpreter itself (bwrap's would be asleep in wait).
+  EXPECT_NE(summary.find("running at ~"), std::string::npos) << summary;
+  EXPECT_NE(summary.find("(python3"), std::string::npos) << summary;
+  EXPECT_NE(common::json_text(*check).find("while True"), std::string::npos)
+      << "the Python stack of the spinning interpreter: " << common::json_text(*check);
+}
+
+// The official python images' layout: a venv's bin/python links to
+// /usr/local/bin/python3, which only the container has. It is the
+// container's interpreter, not a dangling link.
+TEST_F(ContainerTarget, AnInterpreterLinkResolvesInTheContainer) {
+  if (fs::exists("/usr/local/bin/python3")) {
+    GTEST_SKIP() << "this host has /usr/local/bin/python3: the link would resolve here too";
+  }
+  fs::create_directories(rootfs() / "usr/local/bin");
+  fs::create_symlink("/usr/bin/python3", rootfs() / "usr/local/bin/python3");
+  const auto app = rootfs() / "opt/venvs/app";
+  fs::remove(app / "bin/python");
+  fs::create_symlink("/usr/local/bin/python3", app / "bin/python");
+  const auto report = scan("  - {id: stdlib, kind: imports, modules: [json]}\n");
+  const std::string text = common::json_text(report);
+  ASSERT_EQ(report["envs"].size(), 1U) << text;
+  EXPECT_EQ(report["envs"][0]["verdict"], "compliant") << text;
+  EXPECT_EQ(check_of(report["envs"][0], "env:interpreter"), nullptr) << text;
+}
+
+// A container that cannot be entered (gone, as one that stopped mid-scan
+// is): its env is reported with why, never compliant, and the host's own
+// env beside it is judged as usual.
+TEST_F(ContainerTarget, AContainerThatCannotBeEnteredIsReportedAndTheRestJudged) {
+  std::string file = testing::read_text(containers_file());
+  const std::string bind = "\"--ro-bind\",\"" + rootfs().string() + "\"";
+  file.replace(file.find(bind), bind.size(),
+               "\"--ro-bind\",\"" + (m_dir.path() / "gone").string() + "\"");
+  // And one its runtime cannot show (no daemon here, or no such container).
+  file += "  - {name: ghost, exec: docker, container: envcontract-no-such-container}\n";
+  std::ofstream(containers_file()) << file;
+  testing::make_system_venv(m_dir.path() / "host/venvs/local");
+  run_command({"/bin/chmod", "-R", "a+rX", (m_dir.path() / "host").string()});
+  const auto report = scan(
+      "  - {id: stdlib, kind: imports, modules: [json]}\n"
+      "envs: {require: all}\n");
+  const std::string text = common::json_text(report);
+  ASSERT_EQ(report["envs"].size(), 2U) << text;
+  for (const auto& env : report["envs"]) {
+    if (env["container"] == "trainer") {
+      EXPECT_NE(env["verdict"], "compliant") << text;
+      EXPECT_NE(common::json_text(env).find("Can't find source path"), std::string::npos)
+          << "bwrap's own words say why: " << common::json_text(env);
+    } else {
+      EXPECT_EQ(env["name"], "local");
+      EXPECT_EQ(env["verdict"], "compliant") << common::json_text(env);
+    }
+  }
+  EXPECT_NE(report["verdict"], "compliant") << text;
+  ASSERT_EQ(report["containers"].size(), 2U) << text;
+  const auto& ghost = report["containers"][1];
+  EXPECT_EQ(ghost["name"], "ghost");
+  ASSERT_TRUE(ghost["problem"].is_string()) << text;
+  bool named = false;
+  for (const auto& reason : report["reasons"]) {
+    named = named || reason.get<std::string>().starts_with("container ghost: ");
+  }
+  EXPECT_TRUE(named) << "a container that could not be scanned keeps the host from complying: "
+                     << text;
+}
+
+// The agent with a container target in its config: the dashboard shows the
+// container and which envs are its own, /metrics labels them, and fleetctl's
+// table names them.
+TEST_F(ContainerTarget, TheAgentShowsItOnTheDashboardInMetricsAndInFleetctl) {
+  std::string config = testing::read_text(containers_file());
+  m_dir.write("agent.yaml", config);
+  testing::AgentProcess agent(
+      m_dir.path(),
+      {"--config", (m_dir.path() / "agent.yaml").string(), "--contract",
+       contract("  - {id: vendor-import, kind: imports, modules: [vendorlib]}\n").string(),
+       "--root", (m_dir.path() / "host").string(), "--database",
+       (m_dir.path() / "agent.db").string()});
+  const auto report = testing::wait_for_report(agent);
+  ASSERT_EQ(report["containers"].size(), 1U) << common::json_text(report);
+  EXPECT_EQ(report["envs"][0]["container"], "trainer");
+
+  const std::string metrics = testing::http_get(agent.url(), "/metrics").body;
+  for (
+      const char* series :
+      {R"(envcontract_container_up{container="trainer"} 1)",
+       R"(envcontract_container_info{container="trainer",image="registry.example/vendor/runtime:2.2.0"} 1)",
+       R"(envcontract_env_compliant{container="trainer",env="trainer:app"} 1)"}) {
+    EXPECT_NE(metrics.find(series), std::string::npos) << series << "\n" << metrics;
+  }
+
+  const auto table = run_command(
+      {FLEETCTL_PATH, "check", "127.0.0.1:" + std::to_string(agent.port()), "--format", "table"});
+  EXPECT_EQ(table.exit_code, 0) << table.out << table.err;
+  EXPECT_NE(table.out.find("container trainer: image registry.example/vendor/runtime:2.2.0; "
+                           "envs: trainer:app"),
+            std::string::npos)
+      << table.out;
+  EXPECT_NE(table.out.find("\ntrainer:app "), std::string::npos) << table.out;
+
+  if (!fs::exists("/usr/bin/chromium")) {
+    GTEST_SKIP() << "chromium is not installed (scripts/test installs it): dashboard not tested";
+  }
+  const std::string dom = testing::rendered_dom(agent.url() + "/", m_dir.path() / "profile");
+  EXPECT_NE(dom.find(R"(<tr data-container="trainer"><td>trainer</td>)"), std::string::npos) << dom;
+  EXPECT_NE(dom.find("<span class=\"container-of\">in trainer</span>"), std::string::npos) << dom;
+  testing::keep_screenshot(agent.url() + "/", m_dir.path() / "shot", "dashboard-container");
+}
+
+}  // namespace
+}  // namespace envcontract

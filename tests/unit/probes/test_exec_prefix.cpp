@@ -1,0 +1,318 @@
+// Exec prefixes: the argv each runtime's preset builds, and what crosses
+// into the container through one (a real process run through a real prefix).
+#include <gtest/gtest.h>
+#include <unistd.h>
+
+#include <fcntl.h>
+
+#include "probes/container_runtime.hpp"
+#include "probes/exec_prefix.hpp"
+#include "probes/python_env.hpp"
+#include "probes/scratch_directory.hpp"
+#include "tests/support/temp_dir.hpp"
+
+namespace envcontract::probes {
+namespace {
+
+namespace fs = std::filesystem;
+using Strings = std::vector<std::string>;
+
+// The words of `argv` before the bootstrap bash that every prefix runs.
+Strings prefix_words(const ProcessSpec& spec) {
+  Strings words;
+  for (const auto& word : spec.argv) {
+    if (word == "/bin/bash") {
+      break;
+    }
+    words.push_back(word);
+  }
+  return words;
+}
+
+ProcessSpec inside_spec() {
+  ProcessSpec inside;
+  inside.argv = {"/opt/venvs/app/bin/python", "/tmp/envcontract-probe-x/probe.py"};
+  inside.environment = {{"PATH", "/opt/venvs/app/bin:/usr/bin"},
+                        {"HF_TOKEN", "hf_secret_value"},
+                        {"LD_LIBRARY_PATH", "/opt/vendor/lib"}};
+  inside.working_dir = "/opt/venvs/app";
+  inside.credentials = Credentials{1000, 1001, {1001, 27}};
+  return inside;
+}
+
+TEST(ExecPrefix, DockerAndPodmanRunAsTheAgentAndSwitchToTheEnvsUserInside) {
+  for (const auto& prefix : {docker_exec_prefix("trainer", "/usr/bin/docker", "trainer-0"),
+                             podman_exec_prefix("trainer", "/usr/bin/podman", "trainer-0")}) {
+    const auto outer = through_prefix(prefix, inside_spec());
+    // The image's own BASH_ENV or SHELLOPTS=xtrace would run a file, or print
+    // the exports that carry the env's values, before the bootstrap runs.
+    EXPECT_EQ(
+        prefix_words(outer),
+        (Strings{prefix.argv.front(), "exec", "-i", "--user", "1000:1001", "-e", "BASH_ENV=", "-e",
+                 "ENV=", "-e", "SHELLOPTS=", "-e", "BASHOPTS=", "-e", "PS4=", "--", "trainer-0"}));
+    EXPECT_TRUE(prefix.runtime_client);
+    // The client reaches the daemon's socket as the agent; the user switch
+    // is the runtime's, inside.
+    EXPECT_FALSE(outer.credentials.has_value());
+  }
+}
+
+TEST(ExecPrefix, NsenterEntersTheContainersNamespacesAsTheEnvsUser) {
+  const auto outer =
+      through_prefix(nsenter_exec_prefix("trainer", "/usr/bin/nsenter", 4242), inside_spec());
+  EXPECT_EQ(prefix_words(outer),
+            (Strings{"/usr/bin/nsenter", "--target", "4242", "--mount", "--pid", "--uts", "--ipc",
+                     "--net", "--setgid", "1001", "--setuid", "1000", "--"}));
+  EXPECT_FALSE(outer.credentials.has_value());
+}
+
+TEST(ExecPrefix, ACommandLineWithoutUserPlaceholdersRunsAsTheEnvsUser) {
+  const auto outer = through_prefix(
+      generic_exec_prefix("box", {"/usr/bin/bwrap", "--ro-bind", "/srv/box", "/"}), inside_spec());
+  ASSERT_TRUE(outer.credentials.has_value());
+  EXPECT_EQ(outer.credentials->uid, 1000U);
+  EXPECT_EQ(outer.credentials->groups, (std::vector<gid_t>{1001, 27}));
+  // Naming {uid} is not enough to run as the agent: the configuration says so.
+  EXPECT_FALSE(generic_exec_prefix("box", {"/usr/bin/x", "--user={uid}"}).switches_user);
+  EXPECT_TRUE(generic_exec_prefix("box", {"/usr/bin/x", "--user={uid}"}, true).switches_user);
+  EXPECT_FALSE(generic_exec_prefix("box", {"/usr/bin/x"}, true).switches_user);
+}
+
+// Nothing of the env's environment is in the prefix's argv (which `ps`
+// shows every user) or in the prefix's own environment (which could point a
+// root docker client elsewhere): it travels on stdin.
+TEST(ExecPrefix, TheEnvsVariablesTravelOnStdinNeverInTheArgvOrThePrefixsEnvironment) {
+  const auto outer = through_prefix(docker_exec_prefix("t", "/usr/bin/docker", "c"), inside_spec());
+  for (const auto& word : outer.argv) {
+    EXPECT_EQ(word.find("hf_secret_value"), std::string::npos) << word;
+    EXPECT_EQ(word.find("/opt/vendor/lib"), std::string::npos) << word;
+  }
+  for (const auto& [name, value] : outer.environment) {
+    EXPECT_NE(name, "HF_TOKEN");
+    EXPECT_NE(name, "LD_LIBRARY_PATH");
+    EXPECT_EQ(value.find("/opt/venvs"), std::string::npos) << name;
+  }
+  EXPECT_NE(outer.stdin_data.find(std::string("HF_TOKEN=hf_secret_value") + '\0'),
+            std::string::npos);
+  EXPECT_EQ(outer.working_dir, "/");
+}
+
+// Through a real prefix (env(1), which changes nothing), the command gets
+// exactly its environment, whatever the values hold, its working directory,
+// and the rest of its stdin.
+TEST(ExecPrefix, TheCommandGetsExactlyItsEnvironmentDirectoryAndStdin) {
+  testing::TempDir dir;
+  ProcessSpec inside;
+  inside.argv = {"/bin/bash", "-c", "env -0; printf '\\n--cwd %s\\n--stdin ' \"$PWD\"; cat"};
+  inside.environment = {{"PATH", "/usr/bin:/bin"},
+                        {"SPACED", "two words and = signs"},
+                        {"MULTILINE", "first\nsecond"},
+                        {"UNICODE", "gr\xc3\xbc\xc3\x9f"},
+                        {"EMPTY", ""}};
+  inside.working_dir = dir.path();
+  inside.stdin_data = "payload after the environment";
+  auto outer = through_prefix(generic_exec_prefix("t", {"/usr/bin/env"}), inside);
+  outer.environment["ENVCONTRACT_PROBE"] = "marker";
+  const auto result = run_process(outer, {});
+  ASSERT_TRUE(result.succeeded()) << result.describe() << result.err;
+  const auto cut = result.out.find("\n--cwd ");
+  ASSERT_NE(cut, std::string::npos) << result.out;
+  std::map<std::string, std::string> seen;
+  std::size_t start = 0;
+  const std::string dump = result.out.substr(0, cut);
+  while (start < dump.size()) {
+    const auto end = dump.find('\0', start);
+    const std::string entry = dump.substr(start, end - start);
+    seen[entry.substr(0, entry.find('='))] = entry.substr(entry.find('=') + 1);
+    start = end == std::string::npos ? dump.size() : end + 1;
+  }
+  seen.erase("_");  // bash's own: the command it ran
+  seen.erase("PWD");
+  seen.erase("SHLVL");
+  // The process runner's kill marker (set below as the runner sets it where
+  // there is no cgroup) is kept, so that a time-out still finds the
+  // command's descendants.
+  EXPECT_EQ(seen.erase("ENVCONTRACT_PROBE"), 1U);
+  std::map<std::string, std::string> wanted(inside.environment.begin(), inside.environment.end());
+  EXPECT_EQ(seen, wanted);
+  EXPECT_NE(result.out.find("\n--cwd " + dir.path().string() + "\n"), std::string::npos)
+      << result.out;
+  EXPECT_NE(result.out.find("--stdin payload after the environment"), std::string::npos)
+      << result.out;
+}
+
+// The scratch directory a container's process is handed lies in the
+// container's own /tmp, named as the container sees it, and a /tmp that
+// leads out of the container is not followed out.
+TEST(ScratchDirectoryInsideARoot, LiesInTheRootsTmpAndNeverFollowsItOut) {
+  testing::TempDir dir;
+  const auto root = dir.path() / "rootfs";
+  fs::create_directories(root / "tmp");
+  {
+    ScratchDirectory scratch("envcontract-probe", std::nullopt, root);
+    ASSERT_TRUE(scratch.ok());
+    const auto named = scratch.file("probe.py");
+    EXPECT_TRUE(named.string().starts_with("/tmp/envcontract-probe-")) << named;
+    ASSERT_TRUE(scratch.write("probe.py", "print(1)\n"));
+    EXPECT_TRUE(fs::exists(root / named.relative_path()));
+    EXPECT_EQ(scratch.read("probe.py", 100).value_or(""), "print(1)\n");
+  }
+  EXPECT_TRUE(fs::is_empty(root / "tmp")) << "removed with the object";
+
+  // /tmp -> an absolute link to a host directory, as a hostile container
+  // could make it: resolved inside the root, it names a path the root does
+  // not have, so no directory is made at all.
+  fs::remove(root / "tmp");
+  const auto outside = dir.path() / "outside";
+  fs::create_directories(outside);
+  fs::create_symlink(outside, root / "tmp");
+  {
+    ScratchDirectory scratch("envcontract-probe", std::nullopt, root);
+    EXPECT_FALSE(scratch.ok());
+  }
+  EXPECT_TRUE(fs::is_empty(outside)) << "nothing made outside the container";
+}
+
+// Paths between the agent's names and the container's: only an env with an
+// exec prefix is translated, and only what lies under its root.
+TEST(ExecPrefix, PathsAreNamedAsTheContainerAndTheAgentSeeThem) {
+  facts::PythonEnv host_env;
+  host_env.system_root = "/srv/rootfs";  // a --root scan: its code runs on the host
+  EXPECT_EQ(seen_by_env(host_env, "/srv/rootfs/opt/x"), "/srv/rootfs/opt/x");
+  EXPECT_EQ(seen_by_agent(host_env, "/opt/x"), "/opt/x");
+
+  facts::PythonEnv env = host_env;
+  env.exec = generic_exec_prefix("box", {"/usr/bin/bwrap"});
+  EXPECT_EQ(seen_by_env(env, "/srv/rootfs/opt/x"), "/opt/x");
+  EXPECT_EQ(seen_by_env(env, "/srv/rootfs"), "/");
+  EXPECT_EQ(seen_by_env(env, "/srv/rootfsx/opt"), "/srv/rootfsx/opt") << "not under the root";
+  EXPECT_EQ(seen_by_env(env, "/etc/passwd"), "/etc/passwd");
+  EXPECT_EQ(seen_by_agent(env, "/opt/x"), "/srv/rootfs/opt/x");
+  EXPECT_EQ(seen_by_agent(env, "/opt/../../etc/shadow"), "/srv/rootfs/etc/shadow")
+      << "'..' never climbs above the root";
+  EXPECT_EQ(seen_by_agent(env, "relative/path"), "relative/path");
+  EXPECT_EQ(seen_by_agent(env, ""), "");
+}
+
+// Root through nsenter or a command line is the host's root, outside the
+// container's seccomp profile and device cgroup: never. Through the
+// runtime's own exec it is the container's root, confined as the container is.
+TEST(ExecPrefix, RootNeverRunsThroughAPrefixThatLeavesTheContainersConfinement) {
+  facts::PythonEnv env;
+  env.system_root = "/srv/rootfs";
+  env.run_as.uid = 0;
+  for (const auto& prefix : {nsenter_exec_prefix("box", "/usr/bin/nsenter", 42),
+                             generic_exec_prefix("box", {"/usr/bin/bwrap"})}) {
+    env.exec = prefix;
+    EXPECT_NE(code_refusal(env).find("would run as root through " + prefix.argv.front()),
+              std::string::npos)
+        << code_refusal(env);
+  }
+  env.exec = docker_exec_prefix("box", "/usr/bin/docker", "box");
+  EXPECT_EQ(code_refusal(env), "");
+  env.run_as.uid = 1000;
+  env.exec = nsenter_exec_prefix("box", "/usr/bin/nsenter", 42);
+  EXPECT_EQ(code_refusal(env), "");
+}
+
+TEST(ContainerRuntime, ParsesInspectAsDockerPrintsIt) {
+  // Trimmed from `docker inspect` (Docker 28): the fields the agent reads.
+  const std::string text = R"([{
+    "Id": "9f2c1b7e0a4d",
+    "Created": "2026-11-30T08:00:00Z",
+    "State": {"Status": "running", "Running": true, "Paused": false, "Pid": 31337},
+    "Image": "sha256:4b1c0ffee",
+    "Name": "/trainer-0",
+    "GraphDriver": {"Data": {"LowerDir": "/var/lib/docker/overlay2/l/A",
+                             "MergedDir": "/var/lib/docker/overlay2/abc/merged"},
+                    "Name": "overlay2"},
+    "Config": {"Image": "harbor.example/flagos-runtime/kunlunxin:2.2.0", "Env": ["PATH=/x"]}
+  }])";
+  const auto parsed = parse_inspect_output(text);
+  ASSERT_TRUE(parsed) << parsed.error();
+  EXPECT_EQ(parsed->name, "trainer-0");
+  EXPECT_TRUE(parsed->running);
+  EXPECT_EQ(parsed->pid, 31337);
+  EXPECT_EQ(parsed->image, "harbor.example/flagos-runtime/kunlunxin:2.2.0");
+  EXPECT_EQ(parsed->image_id, "sha256:4b1c0ffee");
+  EXPECT_EQ(parsed->merged_dir, "/var/lib/docker/overlay2/abc/merged");
+
+  for (const char* bad : {"", "{}", "[]", "[{\"State\": 3}]", "not json"}) {
+    EXPECT_FALSE(parse_inspect_output(bad)) << bad;
+  }
+  const auto stopped = parse_inspect_output(
+      R"([{"Id": "1", "State": {"Status": "exited", "Running": false, "Pid": 0}}])");
+  ASSERT_TRUE(stopped);
+  EXPECT_FALSE(stopped->running);
+  EXPECT_EQ(stopped->status, "exited");
+}
+
+// A container the runtime cannot show (no daemon here, or no such
+// container) is a target with a problem, never an error of the scan.
+TEST(ContainerRuntime, AContainerThatCannotBeInspectedIsATargetWithAProblem) {
+  ContainerConfig config;
+  config.name = "trainer";
+  config.exec = ContainerConfig::Exec::docker;
+  config.container = "envcontract-no-such-container";
+  const auto target = resolve_container(config);
+  EXPECT_FALSE(target.problem.empty());
+  if (find_system_command("docker").empty()) {
+    EXPECT_NE(target.problem.find("docker is not installed"), std::string::npos) << target.problem;
+  } else {
+    EXPECT_NE(target.problem.find("docker inspect envcontract-no-such-container"),
+              std::string::npos)
+        << target.problem;
+  }
+  EXPECT_TRUE(target.exec.empty());
+  EXPECT_EQ(inspect_argv("/usr/bin/docker", "x"),
+            (Strings{"/usr/bin/docker", "inspect", "--type", "container", "--", "x"}));
+}
+
+// Found containers: the list the runtime is asked for, what of its answer
+// is taken, and the configuration each found one gets (its own configured
+// entry winning).
+TEST(ContainerRuntime, ContainersFoundInTheRuntimesListBecomeTargets) {
+  ContainerDiscovery discovery;
+  discovery.runtime = "podman";
+  discovery.label = "envcontract.scan=true";
+  discovery.env_roots = {"/opt/conda"};
+  EXPECT_EQ(list_argv("/usr/bin/podman", discovery),
+            (Strings{"/usr/bin/podman", "ps", "--format", "{{.Names}}", "--filter",
+                     "label=envcontract.scan=true"}));
+  discovery.label.clear();
+  EXPECT_EQ(list_argv("/usr/bin/podman", discovery),
+            (Strings{"/usr/bin/podman", "ps", "--format", "{{.Names}}"}));
+
+  const auto listing = parse_container_list("trainer-0\nserving\n\n$(reboot)\n../x\n");
+  EXPECT_EQ(listing.names, (Strings{"trainer-0", "serving"}));
+  EXPECT_EQ(listing.problem, "2 listed name(s) are not container names");
+  std::string many;
+  for (int i = 0; i < 300; ++i) {
+    many += "c" + std::to_string(i) + "\n";
+  }
+  const auto bounded = parse_container_list(many);
+  EXPECT_EQ(bounded.names.size(), 256U);
+  EXPECT_NE(bounded.problem.find("more than 256"), std::string::npos);
+
+  ContainerConfig own;
+  own.name = "trainer";
+  own.container = "trainer-0";
+  own.exec = ContainerConfig::Exec::docker;
+  discovery.exec = ContainerConfig::Exec::docker;  // their runtime's own exec: podman's
+  const auto found = discovered_configs(discovery, listing, {own});
+  ASSERT_EQ(found.size(), 1U);
+  EXPECT_EQ(found[0].name, "serving");
+  EXPECT_EQ(found[0].container, "serving");
+  EXPECT_EQ(found[0].exec, ContainerConfig::Exec::podman);
+  EXPECT_EQ(found[0].runtime, "podman");
+  EXPECT_EQ(found[0].env_roots, std::vector<fs::path>{"/opt/conda"});
+
+  // Without a client, the listing says why, for the report.
+  discovery.runtime = "envcontract-no-such-runtime";
+  EXPECT_EQ(list_containers(discovery).problem,
+            "envcontract-no-such-runtime is not installed (looked in the system's bin "
+            "directories)");
+}
+
+}  // namespace
+}  // namespace envcontract::probes
