@@ -407,15 +407,33 @@ class Discoverer {
       return false;
     }
     const bool conda_installation = kind == EnvKind::conda && real_dir(*resolved / "envs");
-    auto [it, inserted] = m_candidates.emplace(
-        *resolved, EnvCandidate{*resolved,
-                                {},
-                                m_target ? m_target->root : m_scan_root,
-                                kind,
-                                mount,
-                                conda_installation,
-                                owner_of(*resolved),
-                                m_target ? m_target->exec : facts::ExecPrefix{}});
+    // Found from the host (a walk of /, a listed path) inside a container's
+    // root: the container's all the same, and it runs there.
+    std::optional<ContainerTarget> owner;
+    if (m_target != nullptr) {
+      owner = *m_target;
+    } else {
+      for (const auto& container : m_options.containers) {
+        if (!container.problem.empty() || container.root.empty()) {
+          continue;
+        }
+        std::error_code error;
+        const auto root = fs::weakly_canonical(container.root, error);
+        if (!error && root != "/" && lies_within(*resolved, root)) {
+          owner = container;
+          owner->root = root;
+        }
+      }
+    }
+    auto [it, inserted] =
+        m_candidates.emplace(*resolved, EnvCandidate{*resolved,
+                                                     {},
+                                                     owner ? owner->root : m_scan_root,
+                                                     kind,
+                                                     mount,
+                                                     conda_installation,
+                                                     owner_of(*resolved),
+                                                     owner ? owner->exec : facts::ExecPrefix{}});
     auto& found_by = it->second.found_by;
     if (std::find(found_by.begin(), found_by.end(), how) == found_by.end()) {
       found_by.push_back(how);
@@ -599,6 +617,10 @@ class Discoverer {
   // `kept`: it leads into a user's mount (reported).
   std::optional<fs::path> resolve_in_root(const fs::path& root, const fs::path& path,
                                           bool* kept = nullptr) {
+    if (m_target != nullptr && path.is_absolute()) {
+      // A container's files name its own paths, whatever the host has there.
+      return resolved_outside_user_mounts(m_target->root / path.relative_path(), kept);
+    }
     if (auto resolved = resolved_outside_user_mounts(path, kept)) {
       return resolved;
     }
@@ -718,8 +740,11 @@ std::vector<DiscoveryUnit> discovery_units(const DiscoveryOptions& options) {
       continue;
     }
     std::error_code error;
+    if (given.root.empty()) {
+      continue;
+    }
     auto target = std::make_shared<ContainerTarget>(given);
-    target->root = fs::weakly_canonical(fs::absolute(given.root), error);
+    target->root = fs::weakly_canonical(given.root, error);
     for (const auto& env_root : given.env_roots) {
       const fs::path root = (target->root / env_root.relative_path()).lexically_normal();
       units.push_back({"discovery of container " + target->name + " at " + env_root.string(),

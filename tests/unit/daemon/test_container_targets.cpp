@@ -241,6 +241,50 @@ TEST_F(ContainerTarget, AnInterpreterLinkResolvesInTheContainer) {
   EXPECT_EQ(check_of(report["envs"][0], "env:interpreter"), nullptr) << text;
 }
 
+// conda's list of envs in a container names the container's own paths, even
+// where the host has an env at the same path.
+TEST_F(ContainerTarget, AContainersListOfEnvsNamesItsOwnPaths) {
+  const auto same_path = m_dir.path() / "host/venvs/shared";
+  testing::make_system_venv(same_path);
+  testing::make_system_venv(rootfs() / same_path.relative_path());
+  m_dir.write("rootfs/root/.conda/environments.txt", same_path.string() + "\n");
+  run_command({"/bin/chmod", "-R", "a+rX", m_dir.path().string()});
+  const auto report = scan("  - {id: stdlib, kind: imports, modules: [json]}\n");
+  const std::string text = common::json_text(report);
+  std::set<std::string> prefixes;
+  for (const auto& env : report["envs"]) {
+    prefixes.insert(env["prefix"].get<std::string>() + " " + env["name"].get<std::string>());
+  }
+  EXPECT_TRUE(
+      prefixes.contains((rootfs() / same_path.relative_path()).string() + " trainer:shared"))
+      << text;
+  EXPECT_TRUE(prefixes.contains(same_path.string() + " shared")) << "the host's own: " << text;
+}
+
+// An env inside the container's root but outside its env_roots, found by a
+// walk of the host (a root above the rootfs): the container's, and run there.
+TEST_F(ContainerTarget, AnEnvOfTheContainerFoundFromTheHostRunsInIt) {
+  testing::make_system_venv(rootfs() / "srv/app2");
+  run_command({"/bin/chmod", "-R", "a+rX", rootfs().string()});
+  const auto result = run_command(
+      {k_binary, "scan", "--contract",
+       contract("  - {id: stdlib, kind: imports, modules: [json]}\n").string(), "--format", "json",
+       "--root", m_dir.path().string(), "--containers", containers_file().string()});
+  const auto report = Json::parse(result.out, nullptr, false);
+  ASSERT_FALSE(report.is_discarded()) << result.out << result.err;
+  const std::string text = common::json_text(report);
+  const Json* found = nullptr;
+  for (const auto& env : report["envs"]) {
+    if (env["prefix"] == (rootfs() / "srv/app2").string()) {
+      found = &env;
+    }
+  }
+  ASSERT_NE(found, nullptr) << text;
+  EXPECT_EQ((*found)["container"], "trainer") << text;
+  EXPECT_EQ((*found)["name"], "trainer:app2") << text;
+  EXPECT_EQ((*found)["verdict"], "compliant") << text;
+}
+
 // A container that cannot be entered (gone, as one that stopped mid-scan
 // is): its env is reported with why, never compliant, and the host's own
 // env beside it is judged as usual.
