@@ -267,7 +267,10 @@ ContainerTarget resolve_container(const ContainerConfig& config) {
       return target;
     }
     if (config.exec == Exec::docker || config.exec == Exec::podman) {
-      target.exec = docker_exec_prefix(config.name, client, config.container);
+      // By id: a container re-created under the same name since the inspect
+      // is another one, whose root is not the one read.
+      target.exec = docker_exec_prefix(config.name, client,
+                                       inspected.id.empty() ? config.container : inspected.id);
     }
     if (target.root.empty()) {
       target.root = inspected.merged_dir;
