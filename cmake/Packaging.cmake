@@ -15,6 +15,7 @@ install(FILES ${PROJECT_SOURCE_DIR}/packaging/agent.yaml ${PROJECT_SOURCE_DIR}/p
 install(FILES
           ${PROJECT_SOURCE_DIR}/docs/agent.md
           ${PROJECT_SOURCE_DIR}/docs/api.md
+          ${PROJECT_SOURCE_DIR}/docs/containers.md
           ${PROJECT_SOURCE_DIR}/docs/contracts.md
           ${PROJECT_SOURCE_DIR}/docs/deploy.md
           ${PROJECT_SOURCE_DIR}/docs/fleet.md
@@ -27,6 +28,8 @@ install(FILES
           ${PROJECT_SOURCE_DIR}/docs/security.md
           ${PROJECT_SOURCE_DIR}/packaging/copyright
         DESTINATION ${CMAKE_INSTALL_DOCDIR})
+install(FILES ${PROJECT_SOURCE_DIR}/packaging/examples/envcontractd-nsenter.conf
+        DESTINATION ${CMAKE_INSTALL_DOCDIR}/examples)
 # A native package: Debian wants its changelog as changelog.gz, compressed, at maximum compression and without
 # a timestamp, so the package is reproducible.
 set(PACKAGE_CHANGELOG ${CMAKE_CURRENT_BINARY_DIR}/changelog.gz)

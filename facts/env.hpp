@@ -68,6 +68,12 @@ struct ExecPrefix {
   // A runtime's own exec (docker, podman): the command runs under the
   // runtime, confined as the container is.
   bool runtime_client = false;
+  // The container's root as its processes see it: /proc/PID/root of one of
+  // them, when one is known. A probe's private directory is made there, so
+  // it is on the filesystem the probe sees (a tmpfs /tmp, a volume) and not
+  // in the runtime's storage (read-only under the shipped unit). Empty: the
+  // target's root.
+  std::filesystem::path process_root;
   bool empty() const { return argv.empty(); }
 };
 

@@ -1,9 +1,15 @@
 #include "probes/container_runtime.hpp"
 
+#include <fcntl.h>
+#include <sched.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include <algorithm>
 #include <cctype>
+#include <cerrno>
+#include <cstring>
 
 #include "probes/exec_prefix.hpp"
 #include "probes/image_tag.hpp"
@@ -34,6 +40,52 @@ const Json& object_member(const Json& object, const char* key) {
   }
   const auto it = object.find(key);
   return it != object.end() && it->is_object() ? *it : none;
+}
+
+// /proc/PID/root, the root the container's processes see, when it is
+// another than the agent's own: the process of a container that has since
+// ended may have left its PID to a process of the host.
+fs::path process_root_of(pid_t pid) {
+  const std::string root = "/proc/" + std::to_string(pid) + "/root";
+  struct stat theirs {};
+  struct stat ours {};
+  if (::stat(root.c_str(), &theirs) != 0 || ::stat("/", &ours) != 0 ||
+      (theirs.st_dev == ours.st_dev && theirs.st_ino == ours.st_ino)) {
+    return {};
+  }
+  return root;
+}
+
+// Why the agent may not enter `pid`'s mount namespace, as nsenter will
+// (setns(2) needs CAP_SYS_ADMIN and CAP_SYS_CHROOT, and a seccomp filter
+// such as systemd's RestrictNamespaces= refuses it), or "": tried for real,
+// in a child that only calls setns and exits.
+std::string cannot_enter(pid_t pid) {
+  const std::string path = "/proc/" + std::to_string(pid) + "/ns/mnt";
+  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) {
+    return path + ": " + std::strerror(errno);
+  }
+  const pid_t child = ::fork();
+  if (child == 0) {
+    ::_exit(::setns(fd, CLONE_NEWNS) == 0 ? 0 : (errno > 0 && errno < 256 ? errno : EPERM));
+  }
+  const int fork_error = errno;
+  ::close(fd);
+  if (child < 0) {
+    return std::string("fork: ") + std::strerror(fork_error);
+  }
+  int status = 0;
+  while (::waitpid(child, &status, 0) < 0 && errno == EINTR) {
+  }
+  if (WIFEXITED(status) && WEXITSTATUS(status) == 0) {
+    return "";
+  }
+  const int error = WIFEXITED(status) ? WEXITSTATUS(status) : EPERM;
+  return "the agent may not enter its namespaces (setns: " + std::string(std::strerror(error)) +
+         "): nsenter needs CAP_SYS_ADMIN and CAP_SYS_CHROOT and no seccomp filter against setns, "
+         "which the shipped unit forbids (CapabilityBoundingSet, RestrictNamespaces=yes); relax "
+         "it as docs/containers.md shows, or use exec: docker or podman";
 }
 
 std::string first_line(const std::string& text) {
@@ -271,6 +323,9 @@ ContainerTarget resolve_container(const ContainerConfig& config) {
       // is another one, whose root is not the one read.
       target.exec = docker_exec_prefix(config.name, client,
                                        inspected.id.empty() ? config.container : inspected.id);
+      if (inspected.pid > 0) {
+        target.exec.process_root = process_root_of(inspected.pid);
+      }
     }
     if (target.root.empty()) {
       target.root = inspected.merged_dir;
@@ -288,8 +343,11 @@ ContainerTarget resolve_container(const ContainerConfig& config) {
         target.problem = "no process of the container to enter: give 'pid' or 'container'";
       } else if (nsenter.empty()) {
         target.problem = "nsenter is not installed (util-linux)";
+      } else if (const std::string why = cannot_enter(pid); !why.empty()) {
+        target.problem = "cannot enter process " + std::to_string(pid) + ": " + why;
       } else {
         target.exec = nsenter_exec_prefix(config.name, nsenter, pid);
+        target.exec.process_root = process_root_of(pid);
       }
       break;
     }

@@ -189,13 +189,12 @@ StageResult run_stage(const PythonEnv& env, const Environment& environment, Acti
   stage.stage = spec.name;
   stage.activation = activation;
   const auto credentials = credentials_of(env);
-  ScratchDirectory directory("envcontract-probe", credentials,
-                             env.exec.empty() ? "/" : env.system_root);
+  ScratchDirectory directory("envcontract-probe", credentials, scratch_root(env));
   Json request = spec.request;
   if (!directory.ok() || !directory.write("probe.py", probe_program_source()) ||
       !directory.write("request.json", common::json_text(request)) || !directory.hand_over()) {
     stage.status = StageStatus::probe_error;
-    stage.summary = "cannot prepare a private directory for the probe";
+    stage.summary = "cannot prepare a private directory for the probe: " + directory.error();
     return stage;
   }
   ProcessSpec process;

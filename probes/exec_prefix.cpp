@@ -60,7 +60,8 @@ ExecPrefix runtime_exec_prefix(const std::string& target, const std::string& cli
           {client, "exec", "-i", "--user", "{uid}:{gid}", "-e", "BASH_ENV=", "-e", "ENV=", "-e",
            "SHELLOPTS=", "-e", "BASHOPTS=", "-e", "PS4=", "--", container},
           true,
-          true};
+          true,
+          {}};
 }
 
 std::string exe_of(pid_t pid) {
@@ -87,13 +88,15 @@ ExecPrefix nsenter_exec_prefix(const std::string& target, const std::string& nse
   return {target,
           {nsenter, "--target", std::to_string(pid), "--mount", "--pid", "--uts", "--ipc", "--net",
            "--setgid", k_gid, "--setuid", k_uid, "--"},
-          true};
+          true,
+          false,
+          {}};
 }
 
 ExecPrefix generic_exec_prefix(const std::string& target, std::vector<std::string> argv,
                                bool switches_user) {
   const bool switches = switches_user && names_user(argv);
-  return {target, std::move(argv), switches};
+  return {target, std::move(argv), switches, false, {}};
 }
 
 ProcessSpec through_prefix(const ExecPrefix& prefix, const ProcessSpec& inside) {
@@ -148,6 +151,13 @@ std::string seen_by_agent(const facts::PythonEnv& env, const std::string& path) 
     return path;
   }
   return under_root(env.system_root, path).string();
+}
+
+std::filesystem::path scratch_root(const facts::PythonEnv& env) {
+  if (env.exec.empty()) {
+    return "/";
+  }
+  return env.exec.process_root.empty() ? env.system_root : env.exec.process_root;
 }
 
 ProcessSpec env_process(const facts::PythonEnv& env, const ProcessSpec& spec) {

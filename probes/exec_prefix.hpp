@@ -54,6 +54,11 @@ ProcessSpec through_prefix(const ExecPrefix& prefix, const ProcessSpec& inside);
 std::string seen_by_env(const facts::PythonEnv& env, const std::filesystem::path& path);
 // A path that the env's processes named, as the agent names it.
 std::string seen_by_agent(const facts::PythonEnv& env, const std::string& path);
+// The tree whose /tmp holds a private directory for `env`'s processes, as
+// the agent names it (probes/scratch_directory.hpp): "/" on the host; in a
+// container, the root its processes see when one of them is known, else
+// its root.
+std::filesystem::path scratch_root(const facts::PythonEnv& env);
 // `spec` (paths as seen_by_env gives them) as it runs for `env`: through its
 // exec prefix when it has one, as it is otherwise.
 ProcessSpec env_process(const facts::PythonEnv& env, const ProcessSpec& spec);

@@ -8,6 +8,7 @@
 
 #include <cerrno>
 #include <cstdlib>
+#include <cstring>
 #include <vector>
 
 #include "probes/system_root.hpp"
@@ -31,22 +32,33 @@ ScratchDirectory::ScratchDirectory(const char* prefix, const std::optional<Crede
   }
   std::error_code error;
   std::string pattern = (fs::temp_directory_path(error) / (std::string(prefix) + "-XXXXXX"));
-  if (error || ::mkdtemp(pattern.data()) == nullptr) {
+  if (error) {
+    m_error = "no temporary directory: " + error.message();
+    return;
+  }
+  if (::mkdtemp(pattern.data()) == nullptr) {
+    m_error = pattern + ": " + std::strerror(errno);
     return;
   }
   m_path = pattern;
   m_fd = ::open(m_path.c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+  if (m_fd < 0) {
+    m_error = m_path.string() + ": " + std::strerror(errno);
+  }
 }
 
 void ScratchDirectory::make_inside(const char* prefix, const fs::path& root) {
   const SystemRoot tree(root);
   m_parent_fd = tree.open_inside("/tmp", O_RDONLY | O_DIRECTORY | O_CLOEXEC, true);
   if (m_parent_fd < 0) {
+    m_error =
+        tree.error().empty() ? (root / "tmp").string() + ": " + std::strerror(errno) : tree.error();
     return;
   }
   for (int attempt = 0; attempt < 64; ++attempt) {
     unsigned char random[6];
     if (::getrandom(random, sizeof random, 0) != static_cast<ssize_t>(sizeof random)) {
+      m_error = std::string("getrandom: ") + std::strerror(errno);
       return;
     }
     std::string name = std::string(prefix) + "-";
@@ -58,13 +70,18 @@ void ScratchDirectory::make_inside(const char* prefix, const fs::path& root) {
       if (errno == EEXIST) {
         continue;
       }
+      m_error = (root / "tmp").string() + ": " + std::strerror(errno);
       return;
     }
     m_name = name;
     m_path = fs::path("/tmp") / name;
     m_fd = ::openat(m_parent_fd, name.c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+    if (m_fd < 0) {
+      m_error = (root / "tmp" / name).string() + ": " + std::strerror(errno);
+    }
     return;
   }
+  m_error = (root / "tmp").string() + ": no unused name after 64 tries";
 }
 
 bool ScratchDirectory::write(const char* name, std::string_view text) {
@@ -73,6 +90,7 @@ bool ScratchDirectory::write(const char* name, std::string_view text) {
   }
   const int fd = ::openat(m_fd, name, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0644);
   if (fd < 0) {
+    m_error = (m_path / name).string() + ": " + std::strerror(errno);
     return false;
   }
   bool ok = ::fchmod(fd, 0644) == 0;  // whatever the umask
@@ -83,14 +101,23 @@ bool ScratchDirectory::write(const char* name, std::string_view text) {
       text.remove_prefix(static_cast<std::size_t>(written));
     }
   }
-  return ::close(fd) == 0 && ok;
+  ok = ::close(fd) == 0 && ok;
+  if (!ok) {
+    m_error = "writing " + (m_path / name).string() + ": " + std::strerror(errno);
+  }
+  return ok;
 }
 
 bool ScratchDirectory::hand_over() {
   if (m_fd < 0) {
     return false;
   }
-  return !m_owner || ::fchown(m_fd, m_owner->uid, m_owner->gid) == 0;
+  if (m_owner && ::fchown(m_fd, m_owner->uid, m_owner->gid) != 0) {
+    m_error = "giving " + m_path.string() + " to uid " + std::to_string(m_owner->uid) + ": " +
+              std::strerror(errno);
+    return false;
+  }
+  return true;
 }
 
 std::optional<std::string> ScratchDirectory::read(const char* name, std::size_t max_bytes) const {

@@ -33,6 +33,8 @@ class ScratchDirectory {
   ScratchDirectory& operator=(const ScratchDirectory&) = delete;
 
   bool ok() const { return m_fd >= 0; }
+  // Why it could not be made or handed over ("" while all went well).
+  const std::string& error() const { return m_error; }
   // The path to give the child.
   std::filesystem::path file(const char* name) const { return m_path / name; }
   // Writes a file for the child to read (ours, mode 0644). Call before
@@ -51,6 +53,7 @@ class ScratchDirectory {
   int m_parent_fd = -1;  // inside another tree: its /tmp, which holds m_name
   std::string m_name;
   std::optional<Credentials> m_owner;
+  std::string m_error;
 };
 
 // Removes what is below the directory `dir_fd` without following symlinks,

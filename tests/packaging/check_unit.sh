@@ -170,6 +170,28 @@ else
   echo "systemd-analyze verify: ok"
 fi
 
+# 4. The drop-in for nsenter container targets (packaging/examples): read by
+# systemd as a drop-in of the unit, every key known, and opening only what it
+# says (CAP_SYS_ADMIN, the five namespaces nsenter enters; never user ones).
+dropin=$here/../../packaging/examples/envcontractd-nsenter.conf
+if [ -z "${1:-}" ]; then
+  mkdir "$work/unit/envcontractd.service.d"
+  cp "$dropin" "$work/unit/envcontractd.service.d/nsenter.conf"
+  (cd "$work/unit" && systemd-analyze security --offline=true envcontractd.service) >"$work/dropin" 2>&1 || true
+  dropin_exposure=$(sed -n 's/.*Overall exposure level for [^:]*: \([0-9][0-9.]*\).*/\1/p' "$work/dropin" | head -1)
+  if grep -q 'nsenter.conf' "$work/dropin"; then
+    grep 'nsenter.conf' "$work/dropin"
+    fail "systemd warns about the nsenter drop-in (above)"
+  fi
+  for opened in 'RestrictNamespaces=~mnt' 'RestrictNamespaces=~pid' 'CapabilityBoundingSet=~CAP_SYS_ADMIN'; do
+    grep -q "✗ $opened " "$work/dropin" || fail "the nsenter drop-in does not open $opened"
+  done
+  for closed in 'RestrictNamespaces=~user' 'RestrictNamespaces=~cgroup'; do
+    grep -q "✓ $closed " "$work/dropin" || fail "the nsenter drop-in opens $closed"
+  done
+  echo "nsenter drop-in: exposure ${dropin_exposure:-unknown} with it"
+fi
+
 if [ "$failures" -gt 0 ]; then
   echo "$failures check(s) failed"
   exit 1

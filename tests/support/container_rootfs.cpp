@@ -1,11 +1,14 @@
 #include "tests/support/container_rootfs.hpp"
 
+#include <signal.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include <fstream>
 #include <set>
 #include <sstream>
 
+#include "tests/support/background_process.hpp"
 #include "tests/support/run_command.hpp"
 #include "tests/support/system_venv.hpp"
 
@@ -134,22 +137,68 @@ std::string bubblewrap_path() {
   return "";
 }
 
+namespace {
+
+// bwrap entering `rootfs` read-only at /, with `tmp` (bwrap's words for
+// /tmp) and namespaces of its own but the network's.
+std::vector<std::string> bubblewrap_words(const fs::path& rootfs,
+                                          const std::vector<std::string>& tmp) {
+  std::vector<std::string> words = {bubblewrap_path(), "--ro-bind", rootfs.string(), "/"};
+  words.insert(words.end(), tmp.begin(), tmp.end());
+  words.insert(words.end(), {"--proc", "/proc", "--dev", "/dev", "--unshare-pid", "--unshare-ipc",
+                             "--unshare-uts", "--die-with-parent"});
+  return words;
+}
+
+}  // namespace
+
 std::vector<std::string> bubblewrap_prefix(const fs::path& rootfs) {
-  return {bubblewrap_path(),
-          "--ro-bind",
-          rootfs.string(),
-          "/",
-          "--bind",
-          (rootfs / "tmp").string(),
-          "/tmp",
-          "--proc",
-          "/proc",
-          "--dev",
-          "/dev",
-          "--unshare-pid",
-          "--unshare-ipc",
-          "--unshare-uts",
-          "--die-with-parent"};
+  return bubblewrap_words(rootfs, {"--bind", (rootfs / "tmp").string(), "/tmp"});
+}
+
+RunningContainer::RunningContainer(const fs::path& rootfs, const fs::path& log) {
+  const std::string python = "/usr/bin/python" + system_python_version();
+  auto words = bubblewrap_words(rootfs, {"--perms", "1777", "--tmpfs", "/tmp"});
+  words.insert(words.end(), {python, "-c", "import time\nwhile True: time.sleep(60)"});
+  try {
+    m_bwrap = spawn_logged(words, log);
+  } catch (const std::exception&) {
+    return;
+  }
+  // bwrap forks its namespaces' init, which forks the command: the first
+  // descendant that runs the interpreter.
+  const fs::path real_python = fs::canonical(python);
+  for (int attempt = 0; attempt < 200 && m_inside == 0; ++attempt) {
+    std::vector<pid_t> level = {m_bwrap};
+    for (int depth = 0; depth < 4 && m_inside == 0; ++depth) {
+      std::vector<pid_t> next;
+      for (const pid_t pid : level) {
+        std::ifstream children("/proc/" + std::to_string(pid) + "/task/" + std::to_string(pid) +
+                               "/children");
+        for (pid_t child = 0; children >> child;) {
+          std::error_code error;
+          // Inside the container the interpreter is the rootfs's hard link.
+          const auto exe = fs::read_symlink("/proc/" + std::to_string(child) + "/exe", error);
+          if (!error && exe.filename() == real_python.filename()) {
+            m_inside = child;
+          }
+          next.push_back(child);
+        }
+      }
+      level = std::move(next);
+    }
+    if (m_inside == 0) {
+      ::usleep(10'000);
+    }
+  }
+}
+
+RunningContainer::~RunningContainer() {
+  if (m_bwrap > 0) {
+    ::kill(-m_bwrap, SIGKILL);
+    int status = 0;
+    ::waitpid(m_bwrap, &status, 0);
+  }
 }
 
 }  // namespace envcontract::testing

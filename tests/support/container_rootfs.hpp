@@ -1,5 +1,7 @@
 #pragma once
 
+#include <sys/types.h>
+
 #include <filesystem>
 #include <string>
 #include <vector>
@@ -24,5 +26,23 @@ std::string bubblewrap_path();
 // bubblewrap with the rootfs read-only at /, its /tmp writable, a /proc and
 // /dev of its own, and pid, ipc and uts namespaces of its own.
 std::vector<std::string> bubblewrap_prefix(const std::filesystem::path& rootfs);
+
+// A long-running container without an engine: bubblewrap with `rootfs`
+// read-only at /, a tmpfs at /tmp (so the rootfs's own /tmp is not what its
+// processes see), and pid, ipc and uts namespaces of its own, running an
+// idle interpreter until destroyed (bwrap's words in `log`). pid() is that interpreter's (the
+// process to nsenter), 0 when it did not start.
+class RunningContainer {
+ public:
+  RunningContainer(const std::filesystem::path& rootfs, const std::filesystem::path& log);
+  ~RunningContainer();
+  RunningContainer(const RunningContainer&) = delete;
+  RunningContainer& operator=(const RunningContainer&) = delete;
+  pid_t pid() const { return m_inside; }
+
+ private:
+  pid_t m_bwrap = 0;
+  pid_t m_inside = 0;
+};
 
 }  // namespace envcontract::testing

@@ -10,6 +10,7 @@
 #include <set>
 
 #include "common/json_text.hpp"
+#include "probes/container_runtime.hpp"
 #include "tests/e2e/agent_fixture.hpp"
 #include "tests/support/compile.hpp"
 #include "tests/support/container_rootfs.hpp"
@@ -87,9 +88,18 @@ class ContainerTarget : public ::testing::Test {
                            checks);
   }
   fs::path containers_file() const { return m_dir.path() / "containers.yaml"; }
+  // The container entered by nsenter, as the preset does a runtime's.
+  void write_nsenter_config(pid_t pid) const {
+    std::ofstream(containers_file()) << "containers:\n  - name: trainer\n    exec: nsenter\n"
+                                     << "    pid: " << pid << "\n    rootfs: " << rootfs().string()
+                                     << "\n    env_roots: [/opt/venvs]\n"
+                                        "    image: registry.example/vendor/runtime:2.2.0\n";
+  }
 
   // `scan --format json` of the (empty) host and the container.
-  Json scan(const std::string& checks, bool as_container = true) const {
+  // `before`: a command line the agent runs under (setpriv).
+  Json scan(const std::string& checks, bool as_container = true,
+            const std::vector<std::string>& before = {}) const {
     const auto contract =
         m_dir.write("contract.yaml",
                     "schema_version: 1\n"
@@ -97,8 +107,9 @@ class ContainerTarget : public ::testing::Test {
                     "  - {name: ci, image: registry.example/vendor/runtime:2.2.0}\n"
                     "checks:\n" +
                         checks);
-    std::vector<std::string> argv = {k_binary,          "scan",     "--contract",
-                                     contract.string(), "--format", "json"};
+    std::vector<std::string> argv = before;
+    argv.insert(argv.end(),
+                {k_binary, "scan", "--contract", contract.string(), "--format", "json"});
     if (as_container) {
       argv.insert(argv.end(), {"--root", (m_dir.path() / "host").string(), "--containers",
                                containers_file().string()});
@@ -123,6 +134,14 @@ const Json* check_of(const Json& env, const std::string& id) {
   return nullptr;
 }
 
+void expect_passed(const Json& env, std::initializer_list<const char*> ids) {
+  for (const char* id : ids) {
+    const Json* check = check_of(env, id);
+    ASSERT_NE(check, nullptr) << id << ": " << common::json_text(env);
+    EXPECT_EQ((*check)["status"], "pass") << id << ": " << common::json_text(*check);
+  }
+}
+
 TEST_F(ContainerTarget, ProbesRunInsideAndItsOwnLibrariesResolveThere) {
   const auto report = scan(
       "  - {id: vendor-import, kind: imports, modules: [vendorlib]}\n"
@@ -139,11 +158,7 @@ TEST_F(ContainerTarget, ProbesRunInsideAndItsOwnLibrariesResolveThere) {
   EXPECT_EQ(env["prefix"], (rootfs() / "opt/venvs/app").string()) << text;
   EXPECT_EQ(env["verdict"], "compliant") << text;
   EXPECT_EQ(report["verdict"], "compliant") << text;
-  for (const char* id : {"vendor-import", "inside-lib", "marker"}) {
-    const Json* check = check_of(env, id);
-    ASSERT_NE(check, nullptr) << id << ": " << text;
-    EXPECT_EQ((*check)["status"], "pass") << id << ": " << common::json_text(*check);
-  }
+  expect_passed(env, {"vendor-import", "inside-lib", "marker"});
   // The import and the library both came from inside: named as the agent
   // reads them, under the container's root, and the interpreter agrees with
   // the files on where vendorlib lives (no env:search-path error).
@@ -324,6 +339,63 @@ TEST_F(ContainerTarget, AContainerThatCannotBeEnteredIsReportedAndTheRestJudged)
   }
   EXPECT_TRUE(named) << "a container that could not be scanned keeps the host from complying: "
                      << text;
+}
+
+// A running container entered with nsenter, as the preset does for a
+// container's process. Its /tmp is a tmpfs over the rootfs's own: the
+// probes' private directories are made where its processes see /tmp
+// (/proc/PID/root/tmp), and none is left there.
+TEST_F(ContainerTarget, NsenterRunsTheProbesInARunningContainer) {
+  const std::string nsenter = probes::find_system_command("nsenter");
+  if (nsenter.empty()) {
+    GTEST_SKIP() << "nsenter is not installed (util-linux)";
+  }
+  std::ofstream(rootfs() / "tmp/rootfs-marker") << "the rootfs's own /tmp\n";
+  testing::RunningContainer container(rootfs(), m_dir.path() / "bwrap.log");
+  ASSERT_GT(container.pid(), 0) << testing::read_text(m_dir.path() / "bwrap.log");
+  write_nsenter_config(container.pid());
+  const auto report = scan(
+      "  - {id: vendor-import, kind: imports, modules: [vendorlib]}\n"
+      "  - {id: inside-lib, kind: libraries, present: [libinside.so]}\n"
+      "  - {id: own-tmp, kind: command, run: 'test -e /tmp/rootfs-marker || echo tmpfs',\n"
+      "     expect_output: tmpfs}\n");
+  const std::string text = common::json_text(report);
+  ASSERT_EQ(report["envs"].size(), 1U) << text;
+  const auto& env = report["envs"][0];
+  EXPECT_EQ(env["container"], "trainer") << text;
+  EXPECT_EQ(env["verdict"], "compliant") << text;
+  expect_passed(env, {"vendor-import", "inside-lib", "own-tmp"});
+  EXPECT_EQ(report["containers"][0]["exec"][0], nsenter) << text;
+  std::vector<std::string> left;
+  const fs::path inside_tmp = "/proc/" + std::to_string(container.pid()) + "/root/tmp";
+  for (const auto& entry : fs::directory_iterator(inside_tmp)) {
+    left.push_back(entry.path().filename().string());
+  }
+  EXPECT_TRUE(left.empty()) << "left in the container's /tmp: " << left.front();
+}
+
+// Under the shipped unit the agent has no CAP_SYS_ADMIN (nor the right to
+// call setns): a container to nsenter is reported with why and what to do,
+// before any probe tries, and the host does not comply.
+TEST_F(ContainerTarget, WithoutTheRightToEnterNamespacesNsenterIsReportedWithWhy) {
+  const std::string nsenter = probes::find_system_command("nsenter");
+  if (nsenter.empty() || !fs::exists("/usr/bin/setpriv")) {
+    GTEST_SKIP() << "nsenter or setpriv is not installed (util-linux)";
+  }
+  testing::RunningContainer container(rootfs(), m_dir.path() / "bwrap.log");
+  ASSERT_GT(container.pid(), 0) << testing::read_text(m_dir.path() / "bwrap.log");
+  write_nsenter_config(container.pid());
+  const auto report =
+      scan("  - {id: stdlib, kind: imports, modules: [json]}\n", true,
+           {"/usr/bin/setpriv", "--inh-caps=-sys_admin", "--bounding-set=-sys_admin", "--"});
+  const std::string text = common::json_text(report);
+  ASSERT_EQ(report["containers"].size(), 1U) << text;
+  const auto& problem = report["containers"][0]["problem"];
+  ASSERT_TRUE(problem.is_string()) << text;
+  EXPECT_NE(problem.get<std::string>().find("may not enter its namespaces"), std::string::npos)
+      << text;
+  EXPECT_NE(problem.get<std::string>().find("docs/containers.md"), std::string::npos) << text;
+  EXPECT_NE(report["verdict"], "compliant") << text;
 }
 
 // The agent with a container target in its config: the dashboard shows the
