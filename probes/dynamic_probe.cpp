@@ -2,8 +2,10 @@
 
 #include <stdlib.h>
 
+#include <algorithm>
 #include <atomic>
 #include <fstream>
+#include <iterator>
 #include <map>
 #include <sstream>
 #include <thread>
@@ -183,40 +185,36 @@ void name_paths_as_the_agent(const PythonEnv& env, std::vector<ProbeRecord>& rec
   }
 }
 
-StageResult run_stage(const PythonEnv& env, const Environment& environment, Activation activation,
-                      const StageSpec& spec, const StageBudget& budget) {
-  StageResult stage;
-  stage.stage = spec.name;
-  stage.activation = activation;
-  const auto credentials = credentials_of(env);
-  ScratchDirectory directory("envcontract-probe", credentials, scratch_root(env));
-  Json request = spec.request;
-  if (!directory.ok() || !directory.write("probe.py", probe_program_source()) ||
-      !directory.write("request.json", common::json_text(request)) || !directory.hand_over()) {
-    stage.status = StageStatus::probe_error;
-    stage.summary = "cannot prepare a private directory for the probe: " + directory.error();
-    return stage;
+// A stage that ran to its end: failed at its first failed step, else ok.
+void judge_by_records(StageResult& stage) {
+  if (const auto failure = first_failure(stage.records)) {
+    stage.status = StageStatus::failed;
+    stage.summary = *failure;
+  } else {
+    stage.status = StageStatus::ok;
+    stage.summary = "ok";
   }
-  ProcessSpec process;
-  process.argv = {seen_by_env(env, env.python), directory.file("probe.py").string(),
-                  directory.file("request.json").string(), directory.file("result.jsonl").string(),
-                  directory.file("stacks.txt").string()};
-  process.environment = stage_environment(environment);
-  process.working_dir = seen_by_env(env, env.prefix);
-  process.credentials = credentials;
-  const ProcessLimits limits = budget.limits(spec.timeout);
-  const auto read_stacks = [&] { return directory.read("stacks.txt", 256 * 1024); };
-  const auto result = run_process(env_process(env, process), limits, [&](pid_t pid) {
-    stage.hang = diagnose_hang(command_below_prefix(pid, env.exec), read_stacks);
-  });
-  stage.duration = result.duration;
-  stage.process = result.describe();
-  stage.stdout_tail = tail(result.out);
-  stage.stderr_tail = tail(result.err);
-  auto report = parse_probe_report(directory.read("result.jsonl", 8 * 1024 * 1024).value_or(""));
-  stage.records = std::move(report.records);
-  name_paths_as_the_agent(env, stage.records);
+}
 
+// A stage's status and summary from its part of the probe's report.
+// `process`: the stage was running when the interpreter ended, so how it
+// ended is the stage's; null when the stage finished and the same
+// interpreter went on to the next.
+void judge_stage(StageResult& stage, const ProbeReport& report, const ProcessResult* process,
+                 const Json& request, const StageSpec& spec) {
+  if (process == nullptr) {
+    if (!report.error.empty()) {
+      stage.status = StageStatus::probe_error;
+      stage.summary = report.error;
+    } else if (!report.ended || report.stage != stage.stage) {
+      stage.status = StageStatus::probe_error;
+      stage.summary = "the probe's report of this stage is out of order";
+    } else {
+      judge_by_records(stage);
+    }
+    return;
+  }
+  const ProcessResult& result = *process;
   using Outcome = ProcessResult::Outcome;
   if (result.outcome == Outcome::failed_to_start) {
     stage.status = StageStatus::probe_error;
@@ -247,14 +245,136 @@ StageResult run_stage(const PythonEnv& env, const Environment& environment, Acti
     stage.status = result.exit_code == 0 ? StageStatus::probe_error : StageStatus::crashed;
     stage.summary = interrupted_step(stage, request) + " ended the process (" + result.describe() +
                     ") before the probe finished";
-  } else if (const auto failure = first_failure(stage.records)) {
-    stage.status = StageStatus::failed;
-    stage.summary = *failure;
   } else {
-    stage.status = StageStatus::ok;
-    stage.summary = "ok";
+    judge_by_records(stage);
   }
-  return stage;
+}
+
+// Runs `specs` in order in one interpreter (a chain: the torch import and the
+// interpreter's start are paid once), each held to its own time-out from the
+// moment it starts, as the probe tells through its progress file. Returns
+// the results of the stages it reached, in order: one that hung or ended
+// the process is the last, and those after it are left for the caller to
+// run again in a new interpreter.
+std::vector<StageResult> run_chain(const PythonEnv& env, const Environment& environment,
+                                   Activation activation, const std::vector<StageSpec>& specs,
+                                   const StageBudget& budget) {
+  using Clock = std::chrono::steady_clock;
+  std::vector<StageResult> stages;
+  const auto credentials = credentials_of(env);
+  ScratchDirectory directory("envcontract-probe", credentials, scratch_root(env));
+  Json request;
+  if (specs.size() == 1) {
+    request = specs.front().request;
+  } else {
+    request = {{"chain", Json::array()}};
+    for (const auto& spec : specs) {
+      request["chain"].push_back(spec.request);
+    }
+  }
+  if (!directory.ok() || !directory.write("probe.py", probe_program_source()) ||
+      !directory.write("request.json", common::json_text(request)) || !directory.hand_over()) {
+    StageResult stage;
+    stage.stage = specs.front().name;
+    stage.activation = activation;
+    stage.status = StageStatus::probe_error;
+    stage.summary = "cannot prepare a private directory for the probe: " + directory.error();
+    return {std::move(stage)};
+  }
+  ProcessSpec process;
+  process.argv = {seen_by_env(env, env.python),
+                  directory.file("probe.py").string(),
+                  directory.file("request.json").string(),
+                  directory.file("result.jsonl").string(),
+                  directory.file("stacks.txt").string(),
+                  directory.file("progress").string()};
+  process.environment = stage_environment(environment);
+  process.working_dir = seen_by_env(env, env.prefix);
+  process.credentials = credentials;
+
+  // Each stage's time-out, cut to what is left of the env's deadline when it
+  // starts; the first one's covers the interpreter's start too.
+  std::vector<StageSpec> bounded = {budget.bounded(specs.front())};
+  std::vector<Clock::time_point> started_at = {Clock::now()};
+  std::chrono::milliseconds total{0};
+  for (const auto& spec : specs) {
+    total += spec.timeout;
+  }
+  ProcessLimits limits = budget.limits(total);
+  limits.deadline = [&] {
+    const auto text = directory.read("progress", 4096).value_or("");
+    const auto lines = static_cast<std::size_t>(std::count(text.begin(), text.end(), '\n'));
+    while (started_at.size() < std::min(lines, specs.size())) {
+      started_at.push_back(Clock::now());
+      bounded.push_back(budget.bounded(specs[started_at.size() - 1]));
+    }
+    return started_at.back() + bounded.back().timeout;
+  };
+  std::optional<HangDiagnosis> hang;
+  const auto read_stacks = [&] { return directory.read("stacks.txt", 256 * 1024); };
+  const auto result = run_process(env_process(env, process), limits, [&](pid_t pid) {
+    hang = diagnose_hang(command_below_prefix(pid, env.exec), read_stacks);
+  });
+  const auto ended_at = Clock::now();
+  auto reports = parse_probe_reports(directory.read("result.jsonl", 8 * 1024 * 1024).value_or(""));
+  if (reports.empty()) {
+    reports.emplace_back();
+  }
+  const std::size_t reached = std::min(reports.size(), specs.size());
+  for (std::size_t i = 0; i < reached; ++i) {
+    StageResult stage;
+    stage.stage = specs[i].name;
+    stage.activation = activation;
+    stage.records = std::move(reports[i].records);
+    name_paths_as_the_agent(env, stage.records);
+    const auto from = i < started_at.size() ? started_at[i] : ended_at;
+    const auto to = i + 1 < started_at.size() ? started_at[i + 1] : ended_at;
+    stage.duration = std::chrono::duration_cast<std::chrono::milliseconds>(to - from);
+    // The last stage reached owns how the process ended, unless it finished
+    // and others were to follow it (which are then run again).
+    const bool finished_before_the_end =
+        i + 1 < reached || (reports[i].ended && i + 1 < specs.size());
+    if (finished_before_the_end) {
+      stage.process = "finished; the same interpreter went on to the next stage";
+      judge_stage(stage, reports[i], nullptr, specs[i].request, specs[i]);
+    } else {
+      stage.duration = i == 0 ? result.duration : stage.duration;
+      stage.process = result.describe();
+      stage.stdout_tail = tail(result.out);
+      stage.stderr_tail = tail(result.err);
+      stage.hang = std::move(hang);
+      judge_stage(stage, reports[i], &result, specs[i].request,
+                  i < bounded.size() ? bounded[i] : specs[i]);
+    }
+    stages.push_back(std::move(stage));
+  }
+  return stages;
+}
+
+// Runs `specs` in chains until each has a result: after a stage that hung
+// or ended its interpreter, the rest start in a new one.
+std::vector<StageResult> run_stages(const PythonEnv& env, const Environment& environment,
+                                    Activation activation, const std::vector<StageSpec>& specs,
+                                    const StageBudget& budget) {
+  std::vector<StageResult> stages;
+  while (stages.size() < specs.size()) {
+    const std::vector<StageSpec> rest(specs.begin() + static_cast<std::ptrdiff_t>(stages.size()),
+                                      specs.end());
+    if (const auto why = budget.exhausted(); !why.empty()) {
+      for (const auto& spec : rest) {
+        stages.push_back(not_run(spec.name, activation, why));
+      }
+      break;
+    }
+    auto ran = run_chain(env, environment, activation, rest, budget);
+    if (ran.empty()) {
+      break;  // cannot happen: a chain reports at least its first stage
+    }
+    for (auto& stage : ran) {
+      stages.push_back(std::move(stage));
+    }
+  }
+  return stages;
 }
 
 // A shell command: its exit status and output are the facts; judging them
@@ -347,6 +467,39 @@ std::vector<StageSpec> stage_specs(const ProbePlan& plan) {
   return specs;
 }
 
+// The stages every env runs first, in one interpreter: identity and imports.
+bool is_first_stage(const StageSpec& spec) {
+  return spec.name == stage_names::identity || spec.name == stage_names::imports;
+}
+
+std::vector<StageSpec> first_stages(const std::vector<StageSpec>& specs) {
+  std::vector<StageSpec> first;
+  std::copy_if(specs.begin(), specs.end(), std::back_inserter(first), is_first_stage);
+  return first;
+}
+
+// Identity and imports. They share one interpreter, so that the torch import
+// and the interpreter's start are paid once, when that changes nothing: when
+// the imports start with torch, identity's import of it is the one the
+// imports stage would make first in a fresh interpreter (the probe reports
+// it again as the imports stage's). Any other first module must be imported
+// before torch, as the contract orders it: then each stage has its own.
+std::vector<StageResult> run_first_stages(const PythonEnv& env, const Environment& environment,
+                                          Activation activation, const ProbePlan& plan,
+                                          const std::vector<StageSpec>& first,
+                                          const StageBudget& budget) {
+  if (plan.imports.empty() || plan.imports.front() == "torch") {
+    return run_stages(env, environment, activation, first, budget);
+  }
+  std::vector<StageResult> stages;
+  for (const auto& spec : first) {
+    for (auto& stage : run_stages(env, environment, activation, {spec}, budget)) {
+      stages.push_back(std::move(stage));
+    }
+  }
+  return stages;
+}
+
 // Activation matters when it changes more than the prompt and PATH.
 bool activation_changes_loading(const ActivatedEnvironment& activation) {
   for (const auto& change : environment_changes(activation.bare, activation.activated)) {
@@ -377,11 +530,19 @@ DynamicFacts probe_env(const PythonEnv& env, const ActivatedEnvironment& activat
   }
   const auto specs = stage_specs(plan);
   const StageBudget budget(plan);
-  bool torch_imports = false;
+  const auto first = first_stages(specs);
+  for (auto& stage :
+       run_first_stages(env, activation.activated, Activation::activated, plan, first, budget)) {
+    facts.stages.push_back(std::move(stage));
+  }
+  const bool torch_imports = !facts.stages.empty() &&
+                             facts.stages.front().stage == stage_names::identity &&
+                             facts.stages.front().status == StageStatus::ok;
   for (const auto& spec : specs) {
-    const bool needs_torch =
-        spec.name != stage_names::identity && spec.name != stage_names::imports;
-    if (needs_torch && !torch_imports) {
+    if (is_first_stage(spec)) {
+      continue;
+    }
+    if (!torch_imports) {
       StageResult skipped;
       skipped.stage = spec.name;
       skipped.summary = "skipped: torch does not import in this env";
@@ -392,12 +553,10 @@ DynamicFacts probe_env(const PythonEnv& env, const ActivatedEnvironment& activat
       facts.stages.push_back(not_run(spec.name, Activation::activated, why));
       continue;
     }
-    auto stage =
-        run_stage(env, activation.activated, Activation::activated, budget.bounded(spec), budget);
-    if (spec.name == stage_names::identity) {
-      torch_imports = stage.status == StageStatus::ok;
+    for (auto& stage :
+         run_stages(env, activation.activated, Activation::activated, {spec}, budget)) {
+      facts.stages.push_back(std::move(stage));
     }
-    facts.stages.push_back(std::move(stage));
   }
   // As the CI runner: after a fail-fast entry fails, later ones of its config do not run.
   std::map<std::string, std::string> failed_fail_fast;  // group -> the failed command's id
@@ -434,24 +593,21 @@ DynamicFacts probe_env(const PythonEnv& env, const ActivatedEnvironment& activat
   }
   // The same identity and imports stages without activation, to tell
   // "broken" from "works only when activated".
-  for (const auto& spec : specs) {
-    if (spec.name != stage_names::identity && spec.name != stage_names::imports) {
-      continue;
-    }
-    if (!budget.exhausted().empty()) {
-      break;  // a comparison only: nothing is lost when it is not made
-    }
-    auto bare = run_stage(env, activation.bare, Activation::bare, budget.bounded(spec), budget);
-    if (!budget.exhausted().empty()) {
+  if (!budget.exhausted().empty()) {
+    return facts;  // a comparison only: nothing is lost when it is not made
+  }
+  auto bare_stages = run_first_stages(env, activation.bare, Activation::bare, plan, first, budget);
+  for (auto& bare : bare_stages) {
+    if (bare.status == StageStatus::stopped || !budget.exhausted().empty()) {
       break;  // cut short: comparing it would invent an activation artifact
     }
     const auto activated =
         std::find_if(facts.stages.begin(), facts.stages.end(),
-                     [&](const auto& stage) { return stage.stage == spec.name; });
+                     [&](const auto& stage) { return stage.stage == bare.stage; });
     if (activated != facts.stages.end() &&
         (bare.status == StageStatus::ok) != (activated->status == StageStatus::ok)) {
       ActivationArtifact artifact;
-      artifact.stage = spec.name;
+      artifact.stage = bare.stage;
       artifact.bare = bare.status;
       artifact.activated = activated->status;
       artifact.summary = activated->status == StageStatus::ok

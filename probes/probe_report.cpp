@@ -3,11 +3,19 @@
 #include <sstream>
 
 namespace envcontract::probes {
+namespace {
 
-ProbeReport parse_probe_report(const std::string& text) {
-  ProbeReport report;
+// Reads `text` line by line into `reports`: with `split`, each start record
+// begins a report of its own; without, all go into one.
+void parse_into(const std::string& text, bool split, std::vector<ProbeReport>& reports) {
   std::istringstream lines(text);
   int number = 0;
+  auto current = [&]() -> ProbeReport& {
+    if (reports.empty()) {
+      reports.emplace_back();
+    }
+    return reports.back();
+  };
   for (std::string line; std::getline(lines, line);) {
     ++number;
     if (line.empty()) {
@@ -19,26 +27,45 @@ ProbeReport parse_probe_report(const std::string& text) {
         line, [](int depth, Json::parse_event_t, Json&) { return depth <= 8; }, false);
     if (record.is_discarded() || !record.is_object() || !record.contains("type") ||
         !record["type"].is_string()) {
-      report.error =
+      current().error =
           "malformed probe output at line " + std::to_string(number) + ": " + line.substr(0, 120);
-      return report;
+      return;
     }
     const std::string type = record["type"].get<std::string>();
     if (type == "start") {
       const auto version = record.find("schema_version");
       if (version == record.end() || !version->is_number_integer() || *version != 1) {
-        report.error =
+        current().error =
             "probe output has an unknown schema_version at line " + std::to_string(number);
-        return report;
+        return;
       }
-      report.started = true;
+      if (split || reports.empty()) {
+        reports.emplace_back();
+      }
+      reports.back().started = true;
+      const auto stage = record.find("stage");
+      reports.back().stage =
+          stage != record.end() && stage->is_string() ? stage->get<std::string>() : std::string();
     } else if (type == "end") {
-      report.ended = true;
+      current().ended = true;
     } else {
-      report.records.push_back(facts::probe_record_from_json(record));
+      current().records.push_back(facts::probe_record_from_json(record));
     }
   }
-  return report;
+}
+
+}  // namespace
+
+ProbeReport parse_probe_report(const std::string& text) {
+  std::vector<ProbeReport> reports;
+  parse_into(text, false, reports);
+  return reports.empty() ? ProbeReport{} : std::move(reports.front());
+}
+
+std::vector<ProbeReport> parse_probe_reports(const std::string& text) {
+  std::vector<ProbeReport> reports;
+  parse_into(text, true, reports);
+  return reports;
 }
 
 }  // namespace envcontract::probes

@@ -380,7 +380,8 @@ ProcessResult run_process(const ProcessSpec& spec, const ProcessLimits& limits,
   bool cancelled = false;
   int status = 0;
   Clock::time_point drain_deadline = Clock::time_point::max();
-  const auto deadline = started + limits.timeout;
+  const auto fixed_deadline = started + limits.timeout;
+  const auto deadline_now = [&] { return limits.deadline ? limits.deadline() : fixed_deadline; };
   std::chrono::milliseconds poll = k_first_poll;
   bool finished = false;
   // A process asleep in the kernel on a request that a filesystem's server
@@ -410,7 +411,7 @@ ProcessResult run_process(const ProcessSpec& spec, const ProcessLimits& limits,
         exited = true;
         end_group();  // descendants left in its group die with it
         drain_deadline = Clock::now() + limits.drain_grace;
-      } else if (Clock::now() >= deadline && !timed_out && !cancelled) {
+      } else if (!timed_out && !cancelled && Clock::now() >= deadline_now()) {
         timed_out = true;
         stopped_at = Clock::now();
         if (on_timeout) {

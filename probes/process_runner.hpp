@@ -52,6 +52,10 @@ struct ProcessLimits {
   ResourceLimits resources;
   // When set and cancelled, the process tree is killed at the next poll.
   const Cancellation* cancellation = nullptr;
+  // When set, asked at every poll for the time by which the process must
+  // have ended, instead of its start plus `timeout`: a process that runs
+  // several steps, each with a time-out of its own, moves it as each starts.
+  std::function<std::chrono::steady_clock::time_point()> deadline;
 };
 
 struct ProcessResult {

@@ -6,7 +6,12 @@ its command line, one record per finished step, flushed as it goes, so a
 crash or a hang in a later step never loses an earlier one, and nothing the
 env's code prints (on stdout or stderr) can corrupt the report.
 
-    python envcontract_probe.py REQUEST_JSON RESULT_FILE STACK_DUMP_FILE
+    python envcontract_probe.py REQUEST_JSON RESULT_FILE STACK_DUMP_FILE [PROGRESS_FILE]
+
+A request {"chain": [REQUEST, ...]} runs several stages in this one
+interpreter, in order, each reported between its own start and end records;
+the name of each is appended to PROGRESS_FILE as it starts, so that the
+agent holds each to its own time-out.
 
 Stages (request "stage"):
   identity  import torch (backend autoload off); torch's own view of itself
@@ -19,10 +24,18 @@ Compatible with Python 3.6 and later.
 import json
 import os
 import sys
-import tempfile
 import time
-import traceback
 import warnings
+
+# The private directory the agent made for this run (the result file's):
+# scratch files live there, so the probe needs no tempfile module (a tenth
+# of its own start-up) and leaves nothing in the env user's /tmp.
+SCRATCH_DIR = "."
+
+
+def scratch_file(name):
+    """An empty file of the private directory, open for reading and writing."""
+    return open(os.path.join(SCRATCH_DIR, name), "w+b")
 
 SCHEMA_VERSION = 1
 
@@ -44,7 +57,7 @@ class CapturedStderr:
     def __enter__(self):
         sys.stderr.flush()
         self._saved = os.dup(2)
-        self._file = tempfile.TemporaryFile()
+        self._file = scratch_file("stderr.capture")
         os.dup2(self._file.fileno(), 2)
         self.text = ""
         return self
@@ -60,10 +73,16 @@ class CapturedStderr:
 
 
 def error_fields(error):
+    try:
+        import traceback  # only on errors: most runs never need it
+
+        trace = traceback.format_exc(limit=20)[-8000:]
+    except BaseException:  # noqa: B902  env code may have broken importing itself
+        trace = ""
     return {
         "error_type": type(error).__name__,
         "error": str(error),
-        "traceback": traceback.format_exc(limit=20)[-8000:],
+        "traceback": trace,
     }
 
 
@@ -75,6 +94,11 @@ def module_location(name):
     if not isinstance(location, str):
         return {"file": None}
     return {"file": location, "realpath": os.path.realpath(location)}
+
+
+# Each import's record in this interpreter, by module, for a chain's later
+# stages (see stage_imports).
+IMPORTED = {}
 
 
 def import_module(report, name):
@@ -93,6 +117,7 @@ def import_module(report, name):
     result["stderr"] = stderr.text
     result["seconds"] = round(time.monotonic() - started, 4)
     report.write("import", module=name, **result)
+    IMPORTED.setdefault(name, result)
     return result["ok"]
 
 
@@ -112,7 +137,14 @@ def stage_identity(report, request):
 
 
 def stage_imports(report, request):
-    for name in request.get("modules", []):
+    modules = request.get("modules", [])
+    for index, name in enumerate(modules):
+        if index == 0 and name in IMPORTED:
+            # A chain's earlier stage imported it first in this interpreter,
+            # as this stage would have in a fresh one (the agent chains only
+            # then): its record is this import's.
+            report.write("import", module=name, **IMPORTED[name])
+            continue
         import_module(report, name)
     torch = sys.modules.get("torch")
     if torch is not None and request.get("report_torch_after", False):
@@ -137,7 +169,7 @@ def stage_devices(report, request):
 
 def stage_smoke(report, request):
     started = time.monotonic()
-    output = tempfile.TemporaryFile()
+    output = scratch_file("stdout.capture")
     sys.stdout.flush()
     saved = os.dup(1)
     os.dup2(output.fileno(), 1)
@@ -166,7 +198,10 @@ STAGES = {
 
 
 def main():
+    global SCRATCH_DIR
     request_path, result_path, stack_path = sys.argv[1:4]
+    SCRATCH_DIR = os.path.dirname(os.path.abspath(result_path))
+    progress = open(sys.argv[4], "a", encoding="utf-8") if len(sys.argv) > 4 else None
     report = Report(result_path)
     # Python stacks of every thread on SIGUSR1, even while one spins in C.
     import faulthandler
@@ -176,13 +211,17 @@ def main():
     faulthandler.register(signal.SIGUSR1, file=stack_file, all_threads=True)
     with open(request_path, encoding="utf-8") as source:
         request = json.load(source)
-    report.write("start", schema_version=SCHEMA_VERSION, stage=request["stage"],
-                 pid=os.getpid(), python=sys.version.split()[0], executable=sys.executable,
-                 prefix=sys.prefix)
-    # The interpreter's own search path, the evidence when it and the files disagree.
-    report.write("search_path", entries=[entry for entry in sys.path[1:257]])
-    STAGES[request["stage"]](report, request)
-    report.write("end")
+    for step in request.get("chain", [request]):
+        if progress is not None:
+            progress.write(step["stage"] + "\n")
+            progress.flush()
+        report.write("start", schema_version=SCHEMA_VERSION, stage=step["stage"],
+                     pid=os.getpid(), python=sys.version.split()[0],
+                     executable=sys.executable, prefix=sys.prefix)
+        # The interpreter's own search path, the evidence when it and the files disagree.
+        report.write("search_path", entries=[entry for entry in sys.path[1:257]])
+        STAGES[step["stage"]](report, step)
+        report.write("end")
 
 
 if __name__ == "__main__":

@@ -5,12 +5,14 @@
 #include <gtest/gtest.h>
 #include <signal.h>
 
+#include <algorithm>
 #include <fstream>
 #include <random>
 #include <thread>
 
 #include "probes/discovery.hpp"
 #include "probes/dynamic_probe.hpp"
+#include "tests/e2e/agent_fixture.hpp"
 #include "tests/support/demo_host.hpp"
 #include "tests/support/processes.hpp"
 #include "tests/support/temp_dir.hpp"
@@ -105,6 +107,19 @@ class MisbehavingEnv : public ::testing::Test {
       std::this_thread::sleep_for(20ms);
     }
     EXPECT_TRUE(survivors().empty());
+  }
+
+  // A module at `file` that appends its interpreter's pid to OUT/NAME.pid,
+  // a line each time it is imported.
+  static void write_pid_module(const fs::path& file, const std::string& more = "") {
+    fs::create_directories(file.parent_path());
+    const std::string name = file.filename() == "__init__.py"
+                                 ? file.parent_path().filename().string()
+                                 : file.stem().string();
+    std::ofstream(file) << "import os\n"
+                           "with open(os.path.join(os.environ['ENVCONTRACT_TEST_OUT'], '"
+                        << name << ".pid'), 'a') as f:\n    f.write(str(os.getpid()) + '\\n')\n"
+                        << more;
   }
 
   testing::TempDir m_dir;
@@ -204,6 +219,111 @@ TEST_F(MisbehavingEnv, ACancelledProbeStopsAndSaysWhy) {
   const auto* command = find_stage(facts, "command:after");
   ASSERT_NE(command, nullptr);
   EXPECT_EQ(command->summary, "not run: the agent is stopping");
+  expect_nothing_survives();
+}
+
+// Where the imports start with torch, identity and imports run in one
+// interpreter: torch is imported once, and the imports stage reports
+// identity's import of it as its own first (the one it would have made).
+TEST_F(MisbehavingEnv, IdentityAndImportsStartingWithTorchShareOneInterpreter) {
+  write_pid_module(m_site / "torch/__init__.py", "import warnings\nwarnings.warn('from torch')\n");
+  write_pid_module(m_site / "mb_pid.py");
+  ProbePlan plan;
+  plan.imports = {"torch", "mb_pid"};
+  plan.compare_bare = false;
+  const auto facts = run_plan(plan);
+  const auto* identity = find_stage(facts, "identity");
+  const auto* imports = find_stage(facts, "imports");
+  ASSERT_TRUE(identity != nullptr && imports != nullptr);
+  EXPECT_EQ(identity->status, StageStatus::ok) << identity->summary;
+  EXPECT_EQ(imports->status, StageStatus::ok) << imports->summary;
+  EXPECT_EQ(identity->process, "finished; the same interpreter went on to the next stage");
+  EXPECT_EQ(imports->process, "exit 0");
+  // One line: torch was imported once, in the interpreter that imported mb_pid.
+  EXPECT_EQ(testing::read_text(m_out / "torch.pid"), testing::read_text(m_out / "mb_pid.pid"));
+  const auto first_import =
+      std::find_if(imports->records.begin(), imports->records.end(),
+                   [](const ProbeRecord& record) { return record.type == "import"; });
+  ASSERT_NE(first_import, imports->records.end());
+  const auto& torch_import = *first_import;
+  EXPECT_EQ(torch_import.module, "torch");
+  EXPECT_TRUE(torch_import.ok);
+  ASSERT_EQ(torch_import.warnings.size(), 1U);
+  EXPECT_EQ(torch_import.warnings.front(), "UserWarning: from torch");
+  expect_nothing_survives();
+}
+
+// Imports that start with another module import it before torch, as the
+// contract orders them: in an interpreter of their own.
+TEST_F(MisbehavingEnv, ImportsThatDoNotStartWithTorchGetAnInterpreterOfTheirOwn) {
+  write_pid_module(m_site / "torch/__init__.py");
+  write_pid_module(
+      m_site / "mb_first.py",
+      "import sys\n"
+      "with open(os.path.join(os.environ['ENVCONTRACT_TEST_OUT'], 'order'), 'w') as f:\n"
+      "    f.write(str('torch' in sys.modules))\n");
+  ProbePlan plan;
+  plan.imports = {"mb_first", "torch"};
+  plan.compare_bare = false;
+  const auto facts = run_plan(plan);
+  const auto* imports = find_stage(facts, "imports");
+  ASSERT_NE(imports, nullptr);
+  EXPECT_EQ(imports->status, StageStatus::ok) << imports->summary;
+  EXPECT_EQ(testing::read_text(m_out / "order"), "False") << "mb_first came after torch";
+  // Identity's interpreter, then the imports stage's own, which imported mb_first.
+  const std::string mb_first_pid = testing::read_text(m_out / "mb_first.pid");
+  const std::string torch_pids = testing::read_text(m_out / "torch.pid");
+  EXPECT_EQ(std::count(torch_pids.begin(), torch_pids.end(), '\n'), 2) << torch_pids;
+  EXPECT_TRUE(torch_pids.ends_with("\n" + mb_first_pid)) << torch_pids << " / " << mb_first_pid;
+  expect_nothing_survives();
+}
+
+// Each stage of the interpreter is held to its own time-out from its own
+// start: a slow torch import does not eat the imports stage's time, and a
+// hang in the imports stage is that stage's.
+TEST_F(MisbehavingEnv, AHangInTheSecondStageIsTimedFromItsOwnStart) {
+  fs::create_directories(m_site / "torch");
+  std::ofstream(m_site / "torch/__init__.py") << "import time\ntime.sleep(2)\n"
+                                                 "__version__ = '2.10.0'\n";
+  ProbePlan plan;
+  plan.identity_timeout = 20s;
+  plan.imports = {"torch", "mb_sleep"};
+  plan.imports_timeout = 1500ms;
+  plan.compare_bare = false;
+  const auto facts = run_plan(plan);
+  EXPECT_GT(m_elapsed, 3s);
+  EXPECT_LT(m_elapsed, 15s);
+  const auto* identity = find_stage(facts, "identity");
+  const auto* imports = find_stage(facts, "imports");
+  ASSERT_NE(identity, nullptr);
+  ASSERT_NE(imports, nullptr);
+  EXPECT_EQ(identity->status, StageStatus::ok) << identity->summary;
+  EXPECT_GE(identity->duration, 2s);
+  EXPECT_EQ(imports->status, StageStatus::hung) << imports->summary;
+  EXPECT_TRUE(imports->summary.starts_with("import mb_sleep did not finish within 1500 ms"))
+      << imports->summary;
+  ASSERT_TRUE(imports->hang.has_value());
+  EXPECT_NE(imports->hang->python_stacks.find("mb_sleep.py"), std::string::npos);
+  expect_nothing_survives();
+}
+
+// A torch that kills its interpreter: identity is the crash, and the imports
+// stage runs again in an interpreter of its own, with its own end.
+TEST_F(MisbehavingEnv, ACrashInIdentityLeavesImportsToANewInterpreter) {
+  fs::create_directories(m_site / "torch");
+  std::ofstream(m_site / "torch/__init__.py") << "import ctypes\nctypes.string_at(0)\n";
+  ProbePlan plan;
+  plan.imports = {"torch", "json"};
+  plan.compare_bare = false;
+  const auto facts = run_plan(plan);
+  const auto* identity = find_stage(facts, "identity");
+  const auto* imports = find_stage(facts, "imports");
+  ASSERT_TRUE(identity != nullptr && imports != nullptr);
+  EXPECT_EQ(identity->status, StageStatus::crashed) << identity->summary;
+  EXPECT_TRUE(identity->summary.starts_with("import torch killed by SIGSEGV")) << identity->summary;
+  EXPECT_EQ(imports->status, StageStatus::crashed) << imports->summary;
+  EXPECT_TRUE(imports->summary.starts_with("import torch killed by SIGSEGV")) << imports->summary;
+  EXPECT_EQ(imports->process, "killed by SIGSEGV");
   expect_nothing_survives();
 }
 
