@@ -2,6 +2,9 @@
 
 #include <sys/types.h>
 
+#include <sys/types.h>
+
+#include <cstdint>
 #include <filesystem>
 #include <string>
 #include <vector>
@@ -68,12 +71,14 @@ struct ExecPrefix {
   // A runtime's own exec (docker, podman): the command runs under the
   // runtime, confined as the container is.
   bool runtime_client = false;
-  // The container's root as its processes see it: /proc/PID/root of one of
-  // them, when one is known. A probe's private directory is made there, so
+  // A process of the container, when one is known, and its start time (in
+  // clock ticks since boot, /proc/PID/stat) when it was chosen: a probe's
+  // private directory is made in that process's root (/proc/PID/root), so
   // it is on the filesystem the probe sees (a tmpfs /tmp, a volume) and not
-  // in the runtime's storage (read-only under the shipped unit). Empty: the
-  // target's root.
-  std::filesystem::path process_root;
+  // in the runtime's storage (read-only under the shipped unit), and only
+  // while the PID is still that process. 0: the target's root.
+  pid_t root_process = 0;
+  std::uint64_t root_process_start = 0;
   bool empty() const { return argv.empty(); }
 };
 

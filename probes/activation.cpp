@@ -241,7 +241,8 @@ ActivatedEnvironment activate(const PythonEnv& env, std::chrono::milliseconds ti
   const auto credentials = credentials_of(env);
   // Inside a container target, everything it is handed is named as the
   // container sees it, and its results come back named so.
-  ScratchDirectory directory("envcontract-activate", credentials, scratch_root(env));
+  ScratchDirectory directory("envcontract-activate", credentials, scratch_root(env),
+                             scratch_root_process(env));
   if (!directory.ok() || !directory.hand_over()) {
     result.problem = "cannot create a private directory for activation: " + directory.error();
     return result;

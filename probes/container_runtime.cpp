@@ -14,6 +14,7 @@
 #include "probes/exec_prefix.hpp"
 #include "probes/image_tag.hpp"
 #include "probes/process_runner.hpp"
+#include "probes/scratch_directory.hpp"
 #include "probes/small_files.hpp"
 
 namespace envcontract::probes {
@@ -42,18 +43,23 @@ const Json& object_member(const Json& object, const char* key) {
   return it != object.end() && it->is_object() ? *it : none;
 }
 
-// /proc/PID/root, the root the container's processes see, when it is
-// another than the agent's own: the process of a container that has since
-// ended may have left its PID to a process of the host.
-fs::path process_root_of(pid_t pid) {
+// Points the exec's scratch directories at the root the container's
+// processes see (/proc/PID/root), when it is another than the agent's own:
+// the process of a container that has since ended may have left its PID to
+// a process of the host. The process's start time is kept, so that a PID
+// reused later is not entered either (ScratchDirectory checks it).
+void use_process_root(facts::ExecPrefix& exec, pid_t pid) {
+  const std::uint64_t started = process_start_time(pid);
   const std::string root = "/proc/" + std::to_string(pid) + "/root";
   struct stat theirs {};
   struct stat ours {};
-  if (::stat(root.c_str(), &theirs) != 0 || ::stat("/", &ours) != 0 ||
-      (theirs.st_dev == ours.st_dev && theirs.st_ino == ours.st_ino)) {
-    return {};
+  if (started == 0 || ::stat(root.c_str(), &theirs) != 0 || ::stat("/", &ours) != 0 ||
+      (theirs.st_dev == ours.st_dev && theirs.st_ino == ours.st_ino) ||
+      process_start_time(pid) != started) {
+    return;
   }
-  return root;
+  exec.root_process = pid;
+  exec.root_process_start = started;
 }
 
 // Why the agent may not enter `pid`'s mount namespace, as nsenter will
@@ -76,9 +82,10 @@ std::string cannot_enter(pid_t pid) {
     return std::string("fork: ") + std::strerror(fork_error);
   }
   int status = 0;
-  while (::waitpid(child, &status, 0) < 0 && errno == EINTR) {
+  pid_t waited = 0;
+  while ((waited = ::waitpid(child, &status, 0)) < 0 && errno == EINTR) {
   }
-  if (WIFEXITED(status) && WEXITSTATUS(status) == 0) {
+  if (waited == child && WIFEXITED(status) && WEXITSTATUS(status) == 0) {
     return "";
   }
   const int error = WIFEXITED(status) ? WEXITSTATUS(status) : EPERM;
@@ -324,7 +331,7 @@ ContainerTarget resolve_container(const ContainerConfig& config) {
       target.exec = docker_exec_prefix(config.name, client,
                                        inspected.id.empty() ? config.container : inspected.id);
       if (inspected.pid > 0) {
-        target.exec.process_root = process_root_of(inspected.pid);
+        use_process_root(target.exec, inspected.pid);
       }
     }
     if (target.root.empty()) {
@@ -347,7 +354,7 @@ ContainerTarget resolve_container(const ContainerConfig& config) {
         target.problem = "cannot enter process " + std::to_string(pid) + ": " + why;
       } else {
         target.exec = nsenter_exec_prefix(config.name, nsenter, pid);
-        target.exec.process_root = process_root_of(pid);
+        use_process_root(target.exec, pid);
       }
       break;
     }

@@ -185,6 +185,12 @@ void name_paths_as_the_agent(const PythonEnv& env, std::vector<ProbeRecord>& rec
   }
 }
 
+// The stage as the probe program names it ("devices", not "devices:gpus").
+std::string probe_stage_of(const StageSpec& spec) {
+  const auto stage = spec.request.find("stage");
+  return stage != spec.request.end() && stage->is_string() ? stage->get<std::string>() : "";
+}
+
 // A stage that ran to its end: failed at its first failed step, else ok.
 void judge_by_records(StageResult& stage) {
   if (const auto failure = first_failure(stage.records)) {
@@ -206,7 +212,7 @@ void judge_stage(StageResult& stage, const ProbeReport& report, const ProcessRes
     if (!report.error.empty()) {
       stage.status = StageStatus::probe_error;
       stage.summary = report.error;
-    } else if (!report.ended || report.stage != stage.stage) {
+    } else if (!report.ended || report.stage != probe_stage_of(spec)) {
       stage.status = StageStatus::probe_error;
       stage.summary = "the probe's report of this stage is out of order";
     } else {
@@ -230,6 +236,9 @@ void judge_stage(StageResult& stage, const ProbeReport& report, const ProcessRes
   } else if (!report.error.empty()) {
     stage.status = StageStatus::probe_error;
     stage.summary = report.error;
+  } else if (report.started && report.stage != probe_stage_of(spec)) {
+    stage.status = StageStatus::probe_error;
+    stage.summary = "the probe's report of this stage is out of order";
   } else if (result.outcome == Outcome::signaled) {
     stage.status = StageStatus::crashed;
     stage.summary = interrupted_step(stage, request) + " " + result.describe() +
@@ -262,7 +271,8 @@ std::vector<StageResult> run_chain(const PythonEnv& env, const Environment& envi
   using Clock = std::chrono::steady_clock;
   std::vector<StageResult> stages;
   const auto credentials = credentials_of(env);
-  ScratchDirectory directory("envcontract-probe", credentials, scratch_root(env));
+  ScratchDirectory directory("envcontract-probe", credentials, scratch_root(env),
+                             scratch_root_process(env));
   Json request;
   if (specs.size() == 1) {
     request = specs.front().request;
@@ -296,20 +306,28 @@ std::vector<StageResult> run_chain(const PythonEnv& env, const Environment& envi
   // starts; the first one's covers the interpreter's start too.
   std::vector<StageSpec> bounded = {budget.bounded(specs.front())};
   std::vector<Clock::time_point> started_at = {Clock::now()};
-  std::chrono::milliseconds total{0};
-  for (const auto& spec : specs) {
-    total += spec.timeout;
+  ProcessLimits limits = budget.limits(bounded.front().timeout);
+  // Only a chain reads its progress while it runs: one stage has one time-out.
+  if (specs.size() > 1) {
+    limits.deadline = [&] {
+      // Each line names the stage that starts, in order; a line env code wrote
+      // there that is not the next stage's name moves nothing.
+      const auto text = directory.read("progress", 4096).value_or("");
+      std::size_t lines = 0;
+      for (std::size_t at = 0, end = 0;
+           lines < specs.size() && (end = text.find('\n', at)) != std::string::npos; at = end + 1) {
+        if (text.compare(at, end - at, probe_stage_of(specs[lines])) != 0) {
+          break;
+        }
+        ++lines;
+      }
+      while (started_at.size() < lines) {
+        started_at.push_back(Clock::now());
+        bounded.push_back(budget.bounded(specs[started_at.size() - 1]));
+      }
+      return started_at.back() + bounded.back().timeout;
+    };
   }
-  ProcessLimits limits = budget.limits(total);
-  limits.deadline = [&] {
-    const auto text = directory.read("progress", 4096).value_or("");
-    const auto lines = static_cast<std::size_t>(std::count(text.begin(), text.end(), '\n'));
-    while (started_at.size() < std::min(lines, specs.size())) {
-      started_at.push_back(Clock::now());
-      bounded.push_back(budget.bounded(specs[started_at.size() - 1]));
-    }
-    return started_at.back() + bounded.back().timeout;
-  };
   std::optional<HangDiagnosis> hang;
   const auto read_stacks = [&] { return directory.read("stacks.txt", 256 * 1024); };
   const auto result = run_process(env_process(env, process), limits, [&](pid_t pid) {
@@ -327,9 +345,14 @@ std::vector<StageResult> run_chain(const PythonEnv& env, const Environment& envi
     stage.activation = activation;
     stage.records = std::move(reports[i].records);
     name_paths_as_the_agent(env, stage.records);
-    const auto from = i < started_at.size() ? started_at[i] : ended_at;
-    const auto to = i + 1 < started_at.size() ? started_at[i + 1] : ended_at;
-    stage.duration = std::chrono::duration_cast<std::chrono::milliseconds>(to - from);
+    // A stage that finished timed itself; the one the process ended in had
+    // the rest (the first one's includes the interpreter's start).
+    if (reports[i].seconds >= 0) {
+      stage.duration = std::chrono::milliseconds(static_cast<long>(reports[i].seconds * 1000));
+    } else if (i < started_at.size()) {
+      stage.duration =
+          std::chrono::duration_cast<std::chrono::milliseconds>(ended_at - started_at[i]);
+    }
     // The last stage reached owns how the process ended, unless it finished
     // and others were to follow it (which are then run again).
     const bool finished_before_the_end =
@@ -338,7 +361,9 @@ std::vector<StageResult> run_chain(const PythonEnv& env, const Environment& envi
       stage.process = "finished; the same interpreter went on to the next stage";
       judge_stage(stage, reports[i], nullptr, specs[i].request, specs[i]);
     } else {
-      stage.duration = i == 0 ? result.duration : stage.duration;
+      if (i == 0 || reached == 1) {
+        stage.duration = result.duration;
+      }
       stage.process = result.describe();
       stage.stdout_tail = tail(result.out);
       stage.stderr_tail = tail(result.err);

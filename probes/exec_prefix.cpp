@@ -61,7 +61,8 @@ ExecPrefix runtime_exec_prefix(const std::string& target, const std::string& cli
            "SHELLOPTS=", "-e", "BASHOPTS=", "-e", "PS4=", "--", container},
           true,
           true,
-          {}};
+          0,
+          0};
 }
 
 std::string exe_of(pid_t pid) {
@@ -90,13 +91,14 @@ ExecPrefix nsenter_exec_prefix(const std::string& target, const std::string& nse
            "--setgid", k_gid, "--setuid", k_uid, "--"},
           true,
           false,
-          {}};
+          0,
+          0};
 }
 
 ExecPrefix generic_exec_prefix(const std::string& target, std::vector<std::string> argv,
                                bool switches_user) {
   const bool switches = switches_user && names_user(argv);
-  return {target, std::move(argv), switches, false, {}};
+  return {target, std::move(argv), switches, false, 0, 0};
 }
 
 ProcessSpec through_prefix(const ExecPrefix& prefix, const ProcessSpec& inside) {
@@ -157,7 +159,15 @@ std::filesystem::path scratch_root(const facts::PythonEnv& env) {
   if (env.exec.empty()) {
     return "/";
   }
-  return env.exec.process_root.empty() ? env.system_root : env.exec.process_root;
+  if (env.exec.root_process > 0) {
+    return "/proc/" + std::to_string(env.exec.root_process) + "/root";
+  }
+  return env.system_root;
+}
+
+ProcessIdentity scratch_root_process(const facts::PythonEnv& env) {
+  return env.exec.empty() ? ProcessIdentity{}
+                          : ProcessIdentity{env.exec.root_process, env.exec.root_process_start};
 }
 
 ProcessSpec env_process(const facts::PythonEnv& env, const ProcessSpec& spec) {

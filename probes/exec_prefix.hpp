@@ -8,6 +8,7 @@
 
 #include "facts/env.hpp"
 #include "probes/process_runner.hpp"
+#include "probes/scratch_directory.hpp"
 
 // Running an env's code inside the container it belongs to: the same
 // process, started through an exec prefix ("docker exec -i --user U:G NAME",
@@ -59,6 +60,8 @@ std::string seen_by_agent(const facts::PythonEnv& env, const std::string& path);
 // container, the root its processes see when one of them is known, else
 // its root.
 std::filesystem::path scratch_root(const facts::PythonEnv& env);
+// The process whose root scratch_root() names, when it is one's.
+ProcessIdentity scratch_root_process(const facts::PythonEnv& env);
 // `spec` (paths as seen_by_env gives them) as it runs for `env`: through its
 // exec prefix when it has one, as it is otherwise.
 ProcessSpec env_process(const facts::PythonEnv& env, const ProcessSpec& spec);

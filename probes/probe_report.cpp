@@ -48,6 +48,10 @@ void parse_into(const std::string& text, bool split, std::vector<ProbeReport>& r
           stage != record.end() && stage->is_string() ? stage->get<std::string>() : std::string();
     } else if (type == "end") {
       current().ended = true;
+      const auto seconds = record.find("seconds");
+      if (seconds != record.end() && seconds->is_number() && seconds->get<double>() >= 0) {
+        current().seconds = seconds->get<double>();
+      }
     } else {
       current().records.push_back(facts::probe_record_from_json(record));
     }

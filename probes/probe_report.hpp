@@ -14,6 +14,7 @@ struct ProbeReport {
   bool started = false;                     // a valid start record was seen
   bool ended = false;                       // the end record was seen: the stage finished
   std::string stage;                        // as its start record names it
+  double seconds = -1;                      // the stage's own time, from its end record
   std::string error;                        // the first malformed line; nothing after it is trusted
 };
 

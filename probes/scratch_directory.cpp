@@ -9,8 +9,10 @@
 #include <cerrno>
 #include <cstdlib>
 #include <cstring>
+#include <sstream>
 #include <vector>
 
+#include "probes/small_files.hpp"
 #include "probes/system_root.hpp"
 
 namespace envcontract::probes {
@@ -23,11 +25,31 @@ constexpr std::size_t k_max_entries = 10'000;
 
 }  // namespace
 
+std::uint64_t process_start_time(pid_t pid) {
+  constexpr FileLimits k_stat{"process status", 4096, false, 0};
+  const auto stat = read_file_bounded("/proc/" + std::to_string(pid) + "/stat", k_stat);
+  const std::string text = stat.text.value_or("");
+  // The command name (field 2) may hold spaces and parentheses: count the
+  // fields after its closing one. starttime is field 22.
+  const auto close = text.rfind(')');
+  if (close == std::string::npos) {
+    return 0;
+  }
+  std::istringstream fields(text.substr(close + 1));
+  std::string field;
+  for (int number = 3; fields >> field; ++number) {
+    if (number == 22) {
+      return std::strtoull(field.c_str(), nullptr, 10);
+    }
+  }
+  return 0;
+}
+
 ScratchDirectory::ScratchDirectory(const char* prefix, const std::optional<Credentials>& owner,
-                                   const fs::path& root)
+                                   const fs::path& root, const ProcessIdentity& root_process)
     : m_owner(owner) {
   if (!root.empty() && root != "/") {
-    make_inside(prefix, root);
+    make_inside(prefix, root, root_process);
     return;
   }
   std::error_code error;
@@ -47,8 +69,18 @@ ScratchDirectory::ScratchDirectory(const char* prefix, const std::optional<Crede
   }
 }
 
-void ScratchDirectory::make_inside(const char* prefix, const fs::path& root) {
+void ScratchDirectory::make_inside(const char* prefix, const fs::path& root,
+                                   const ProcessIdentity& root_process) {
   const SystemRoot tree(root);
+  // The tree is open: if its process is still the one chosen, it is that
+  // process's root, whatever becomes of the PID from now on.
+  if (root_process.pid > 0 &&
+      (!tree.error().empty() || process_start_time(root_process.pid) != root_process.start_time)) {
+    m_error = "process " + std::to_string(root_process.pid) +
+              " of the container has ended since the scan began (the container stopped or "
+              "restarted): its root is not entered";
+    return;
+  }
   m_parent_fd = tree.open_inside("/tmp", O_RDONLY | O_DIRECTORY | O_CLOEXEC, true);
   if (m_parent_fd < 0) {
     m_error =

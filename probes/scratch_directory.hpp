@@ -2,6 +2,7 @@
 
 #include <sys/types.h>
 
+#include <cstdint>
 #include <filesystem>
 #include <optional>
 #include <string>
@@ -17,6 +18,16 @@ namespace envcontract::probes {
 // and nobody else's. Everything we do inside it afterwards goes through a
 // descriptor of the directory, so renaming it or planting symlinks in it
 // cannot make the agent (root) read or delete anything else.
+// A process as its PID and its start time since boot (/proc/PID/stat's
+// starttime): together they name one process, even after the PID is reused.
+struct ProcessIdentity {
+  pid_t pid = 0;
+  std::uint64_t start_time = 0;
+};
+
+// The start time of `pid` in clock ticks since boot, 0 when it is gone.
+std::uint64_t process_start_time(pid_t pid);
+
 class ScratchDirectory {
  public:
   // `owner`: the credentials the child will run with; unset for our own.
@@ -26,8 +37,13 @@ class ScratchDirectory {
   // Inside another tree, /tmp is opened below the root (openat2's
   // RESOLVE_IN_ROOT), so a symlink there cannot lead the agent out, and
   // file() names the directory as the container's processes see it.
+  // `root_process`: when `root` is /proc/PID/root, that process as it was
+  // when the tree was chosen; the directory is made only if the PID is still
+  // that process once the tree is open (a PID reused by another process
+  // would lead into another tree).
   ScratchDirectory(const char* prefix, const std::optional<Credentials>& owner,
-                   const std::filesystem::path& root = "/");
+                   const std::filesystem::path& root = "/",
+                   const ProcessIdentity& root_process = {});
   ~ScratchDirectory();
   ScratchDirectory(const ScratchDirectory&) = delete;
   ScratchDirectory& operator=(const ScratchDirectory&) = delete;
@@ -47,7 +63,8 @@ class ScratchDirectory {
   std::optional<std::string> read(const char* name, std::size_t max_bytes) const;
 
  private:
-  void make_inside(const char* prefix, const std::filesystem::path& root);
+  void make_inside(const char* prefix, const std::filesystem::path& root,
+                   const ProcessIdentity& root_process);
   std::filesystem::path m_path;  // as the child names it
   int m_fd = -1;
   int m_parent_fd = -1;  // inside another tree: its /tmp, which holds m_name

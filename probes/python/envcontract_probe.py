@@ -34,8 +34,19 @@ SCRATCH_DIR = "."
 
 
 def scratch_file(name):
-    """An empty file of the private directory, open for reading and writing."""
-    return open(os.path.join(SCRATCH_DIR, name), "w+b")
+    """A new, nameless file of the private directory, open for reading and
+    writing: a process an earlier import left behind writes into its own
+    file, never into a later capture."""
+    try:
+        fd = os.open(SCRATCH_DIR, os.O_TMPFILE | os.O_RDWR, 0o600)
+    except (AttributeError, OSError):  # a filesystem without O_TMPFILE
+        path = os.path.join(SCRATCH_DIR, "%s.%d.%d" % (name, os.getpid(), next(_SCRATCH_NUMBERS)))
+        fd = os.open(path, os.O_CREAT | os.O_EXCL | os.O_RDWR, 0o600)
+        os.unlink(path)
+    return os.fdopen(fd, "w+b")
+
+
+_SCRATCH_NUMBERS = iter(range(1 << 62))
 
 SCHEMA_VERSION = 1
 
@@ -220,8 +231,9 @@ def main():
                      executable=sys.executable, prefix=sys.prefix)
         # The interpreter's own search path, the evidence when it and the files disagree.
         report.write("search_path", entries=[entry for entry in sys.path[1:257]])
+        started = time.monotonic()
         STAGES[step["stage"]](report, step)
-        report.write("end")
+        report.write("end", seconds=round(time.monotonic() - started, 4))
 
 
 if __name__ == "__main__":

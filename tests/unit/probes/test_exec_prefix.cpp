@@ -4,6 +4,9 @@
 #include <unistd.h>
 
 #include <fcntl.h>
+#include <signal.h>
+#include <spawn.h>
+#include <sys/wait.h>
 
 #include "probes/container_runtime.hpp"
 #include "probes/exec_prefix.hpp"
@@ -171,6 +174,36 @@ TEST(ScratchDirectoryInsideARoot, LiesInTheRootsTmpAndNeverFollowsItOut) {
     EXPECT_FALSE(scratch.ok());
   }
   EXPECT_TRUE(fs::is_empty(outside)) << "nothing made outside the container";
+}
+
+// A container's process's root (/proc/PID/root) holds the scratch directory
+// only while that PID is still the process chosen (its start time the
+// same): a PID reused by another process leads into another tree.
+TEST(ScratchDirectoryInsideARoot, ThroughAProcessOnlyWhileItsPidIsThatProcess) {
+  pid_t child = 0;
+  char sleep_program[] = "/bin/sleep";
+  char seconds[] = "30";
+  char* argv[] = {sleep_program, seconds, nullptr};
+  ASSERT_EQ(::posix_spawn(&child, argv[0], nullptr, nullptr, argv, environ), 0);
+  const std::uint64_t started = process_start_time(child);
+  ASSERT_GT(started, 0U);
+  const fs::path root = "/proc/" + std::to_string(child) + "/root";
+  {
+    ScratchDirectory scratch("envcontract-probe", std::nullopt, root, {child, started});
+    EXPECT_TRUE(scratch.ok()) << scratch.error();
+    EXPECT_TRUE(scratch.write("probe.py", "print(1)\n")) << scratch.error();
+  }
+  {
+    ScratchDirectory scratch("envcontract-probe", std::nullopt, root, {child, started + 1});
+    EXPECT_FALSE(scratch.ok());
+    EXPECT_NE(scratch.error().find("has ended since the scan began"), std::string::npos)
+        << scratch.error();
+  }
+  ::kill(child, SIGKILL);
+  ::waitpid(child, nullptr, 0);
+  EXPECT_EQ(process_start_time(child), 0U) << "gone";
+  ScratchDirectory gone("envcontract-probe", std::nullopt, root, {child, started});
+  EXPECT_FALSE(gone.ok());
 }
 
 // Paths between the agent's names and the container's: only an env with an

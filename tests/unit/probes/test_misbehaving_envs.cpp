@@ -227,7 +227,7 @@ TEST_F(MisbehavingEnv, ACancelledProbeStopsAndSaysWhy) {
 // identity's import of it as its own first (the one it would have made).
 TEST_F(MisbehavingEnv, IdentityAndImportsStartingWithTorchShareOneInterpreter) {
   write_pid_module(m_site / "torch/__init__.py", "import warnings\nwarnings.warn('from torch')\n");
-  write_pid_module(m_site / "mb_pid.py");
+  write_pid_module(m_site / "mb_pid.py", "import time\ntime.sleep(0.3)\n");
   ProbePlan plan;
   plan.imports = {"torch", "mb_pid"};
   plan.compare_bare = false;
@@ -239,6 +239,9 @@ TEST_F(MisbehavingEnv, IdentityAndImportsStartingWithTorchShareOneInterpreter) {
   EXPECT_EQ(imports->status, StageStatus::ok) << imports->summary;
   EXPECT_EQ(identity->process, "finished; the same interpreter went on to the next stage");
   EXPECT_EQ(imports->process, "exit 0");
+  // Each stage's own time: mb_pid's sleep is the imports stage's.
+  EXPECT_GE(imports->duration, std::chrono::milliseconds(300));
+  EXPECT_LT(identity->duration, imports->duration);
   // One line: torch was imported once, in the interpreter that imported mb_pid.
   EXPECT_EQ(testing::read_text(m_out / "torch.pid"), testing::read_text(m_out / "mb_pid.pid"));
   const auto first_import =
