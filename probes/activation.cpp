@@ -18,7 +18,6 @@ namespace fs = std::filesystem;
 
 namespace {
 
-constexpr const char* k_base_path = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin";
 constexpr const char* k_bash = "/bin/bash";
 
 // Fixed text: the env's own values arrive as $1..$4, so a prefix with spaces,
@@ -184,7 +183,7 @@ Environment parse_environment_dump(const std::string& text) {
 
 Environment bare_environment(const PythonEnv& env) {
   Environment environment;
-  environment["PATH"] = k_base_path;
+  environment["PATH"] = k_system_path;
   environment["LANG"] = "C.UTF-8";
   // Who runs it, as a login would tell it; never the agent's own.
   environment["HOME"] = env.run_as.home.empty() ? "/" : env.run_as.home.string();

@@ -130,8 +130,7 @@ common::Result<std::string> ask_runtime(const std::vector<std::string>& argv,
                                         const std::string& what) {
   ProcessSpec spec;
   spec.argv = argv;
-  spec.environment = {{"PATH", "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"},
-                      {"LANG", "C.UTF-8"}};
+  spec.environment = {{"PATH", k_system_path}, {"LANG", "C.UTF-8"}};
   for (const char* name : {"DOCKER_HOST", "CONTAINER_HOST"}) {
     if (const char* value = std::getenv(name)) {
       spec.environment[name] = value;

@@ -14,8 +14,6 @@ namespace {
 
 constexpr const char* k_uid = "{uid}";
 constexpr const char* k_gid = "{gid}";
-constexpr const char* k_prefix_path =
-    "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin";
 
 // Runs inside the container, as the env's user, with the environment the
 // prefix left it (but the process runner's kill marker, ENVCONTRACT_PROBE,
@@ -112,7 +110,7 @@ ProcessSpec through_prefix(const ExecPrefix& prefix, const ProcessSpec& inside) 
   outer.argv.insert(outer.argv.end(), {"/bin/bash", "--noprofile", "--norc", "-c", k_bootstrap,
                                        "envcontract-exec", inside.working_dir.string()});
   outer.argv.insert(outer.argv.end(), inside.argv.begin(), inside.argv.end());
-  outer.environment["PATH"] = k_prefix_path;
+  outer.environment["PATH"] = k_system_path;
   outer.environment["LANG"] = "C.UTF-8";
   for (const char* name : {"DOCKER_HOST", "CONTAINER_HOST"}) {
     // The runtime's client needs them; nothing else gets the agent's own.

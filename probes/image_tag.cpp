@@ -27,8 +27,7 @@ ImageTag from_command(const std::string& command) {
   tag.source = "command " + command;
   ProcessSpec spec;
   spec.argv = {"/bin/sh", "-c", command};
-  spec.environment = {{"PATH", "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"},
-                      {"LANG", "C.UTF-8"}};
+  spec.environment = {{"PATH", k_system_path}, {"LANG", "C.UTF-8"}};
   ProcessLimits limits;
   limits.timeout = std::chrono::seconds(10);
   limits.max_output_bytes = 64 * 1024;

@@ -21,6 +21,11 @@ namespace envcontract::probes {
 
 using facts::Environment;
 
+// The PATH of the commands the agent runs for itself and of a bare
+// activation: the system's own directories, as Debian gives root.
+inline constexpr const char* k_system_path =
+    "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin";
+
 // The user a child runs as. The agent (root) switches to it between fork
 // and exec: supplementary groups, gid, uid, then no capability left in any
 // set, the bounding set emptied and no_new_privs, so nothing the child
