@@ -74,8 +74,11 @@ void ScratchDirectory::make_inside(const char* prefix, const fs::path& root,
   const SystemRoot tree(root);
   // The tree is open: if its process is still the one chosen, it is that
   // process's root, whatever becomes of the PID from now on.
-  if (root_process.pid > 0 &&
-      (!tree.error().empty() || process_start_time(root_process.pid) != root_process.start_time)) {
+  if (root_process.pid > 0 && !tree.error().empty()) {
+    m_error = "the root of the container's process: " + tree.error();
+    return;
+  }
+  if (root_process.pid > 0 && process_start_time(root_process.pid) != root_process.start_time) {
     m_error = "process " + std::to_string(root_process.pid) +
               " of the container has ended since the scan began (the container stopped or "
               "restarted): its root is not entered";
