@@ -89,7 +89,9 @@ std::string agent_status_line(const Agent& agent) {
     return "first scan running" + contract;
   }
   const auto& report = *snapshot->report;
-  const auto envs = common::array_field(report, "envs");
+  // A reference: this runs every second, and a copy of the envs' JSON cost
+  // the idle agent 0.2% of a core on a 16-env host.
+  const auto& envs = common::array_field(report, "envs");
   std::size_t compliant = 0;
   for (const auto& env : envs) {
     compliant += common::string_field(env, "verdict") == "compliant" ? 1 : 0;

@@ -75,8 +75,18 @@ std::vector<std::filesystem::path> LdCache::lookup(const std::string& soname) co
   return paths;
 }
 
-std::vector<std::filesystem::path> LdCache::all_paths() const {
-  return {m_order.begin(), m_order.end()};
+std::vector<std::filesystem::path> LdCache::paths_named_like(std::string_view prefix) const {
+  std::vector<std::filesystem::path> paths;
+  for (const std::string& path : m_order) {
+    const auto slash = path.rfind('/');
+    const std::string_view name = slash == std::string::npos
+                                      ? std::string_view(path)
+                                      : std::string_view(path).substr(slash + 1);
+    if (name.starts_with(prefix)) {
+      paths.emplace_back(path);
+    }
+  }
+  return paths;
 }
 
 }  // namespace envcontract::probes

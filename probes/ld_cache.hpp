@@ -3,6 +3,7 @@
 #include <filesystem>
 #include <map>
 #include <string>
+#include <string_view>
 #include <vector>
 
 namespace envcontract::probes {
@@ -21,8 +22,10 @@ class LdCache {
   std::vector<std::filesystem::path> lookup(const std::string& soname) const;
   std::size_t size() const { return m_entries.size(); }
   const std::string& problem() const { return m_problem; }
-  // Every path in the cache, for "a different version exists" hints.
-  std::vector<std::filesystem::path> all_paths() const;
+  // The paths in the cache whose file name starts with `prefix`, for "a
+  // different version exists" hints (compared as text: a cache holds
+  // thousands of paths, and this runs for every missing library).
+  std::vector<std::filesystem::path> paths_named_like(std::string_view prefix) const;
 
  private:
   std::multimap<std::string, std::filesystem::path> m_entries;

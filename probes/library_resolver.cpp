@@ -1,5 +1,6 @@
 #include "probes/library_resolver.hpp"
 
+#include <dirent.h>
 #include <fcntl.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -100,6 +101,27 @@ std::vector<std::string> split_search_path(const std::string& value) {
 }
 
 namespace {
+
+// A directory no real layout fills this much: past it, the listing stops.
+constexpr std::size_t k_max_listed_names = 100000;
+
+// Calls `visit` with the name of each entry of `dir` (nothing when it cannot
+// be listed).
+template <typename Visit>
+void for_each_name(const fs::path& dir, Visit visit) {
+  DIR* listing = ::opendir(dir.c_str());
+  if (listing == nullptr) {
+    return;
+  }
+  std::size_t listed = 0;
+  while (const dirent* entry = ::readdir(listing)) {
+    if (++listed > k_max_listed_names) {
+      break;
+    }
+    visit(std::string_view(entry->d_name));
+  }
+  ::closedir(listing);
+}
 
 void replace_all(std::string& text, const std::string& from, const std::string& to) {
   for (std::size_t at = text.find(from); at != std::string::npos;
@@ -325,31 +347,34 @@ class Resolver {
     return std::nullopt;
   }
 
-  // libxpurt.so.2 is missing; is a libxpurt.so.1 around?
+  // libxpurt.so.2 is missing; is a libxpurt.so.1 around? Names are compared
+  // as text before any path is made of them: the searched directories hold
+  // thousands of files, and every scan asks this for every missing library.
   void find_other_versions(MissingLibrary& miss) const {
     const auto dot_so = miss.name.find(".so");
     if (dot_so == std::string::npos) {
       return;
     }
     const std::string stem = miss.name.substr(0, dot_so + 3);
-    std::set<fs::path> found;
-    auto consider = [&](const fs::path& path) {
-      const std::string file = path.filename().string();
-      if (file != miss.name && (file == stem || file.starts_with(stem + ".")) &&
-          path_exists(path)) {
-        found.insert(path);
-      }
+    const auto looks_like = [&](std::string_view file) {
+      return file != miss.name &&
+             (file == stem ||
+              (file.starts_with(stem) && file.size() > stem.size() && file[stem.size()] == '.'));
     };
+    std::set<fs::path> found;
     for (const auto& searched : miss.searched) {
       const fs::path dir = searched.substr(0, searched.rfind(" ("));
-      std::error_code error;
-      for (fs::directory_iterator it(dir, error), end; !error && it != end; it.increment(error)) {
-        consider(it->path());
-      }
+      for_each_name(dir, [&](std::string_view file) {
+        if (looks_like(file) && path_exists(dir / file)) {
+          found.insert(dir / file);
+        }
+      });
     }
     if (m_search.cache) {
-      for (const auto& path : m_search.cache->all_paths()) {
-        consider(path);
+      for (const auto& path : m_search.cache->paths_named_like(stem)) {
+        if (looks_like(path.filename().native()) && path_exists(path)) {
+          found.insert(path);
+        }
       }
     }
     miss.other_versions.assign(found.begin(), found.end());

@@ -7,6 +7,7 @@
 
 #include "probes/activation.hpp"
 #include "probes/small_files.hpp"
+#include "probes/stall_guard.hpp"
 
 namespace envcontract::probes {
 namespace fs = std::filesystem;
@@ -17,6 +18,7 @@ namespace {
 struct Found {
   fs::path path;
   int rank = 0;  // within a directory: 0 package, 1 extension, 2 source, 3 bytecode, 4 namespace
+  bool link = false;  // the entry itself is a symbolic link
   bool regular() const { return rank < 4; }
 };
 
@@ -27,12 +29,13 @@ constexpr std::size_t k_max_children = 100000;
 // What FileFinder makes of `child` of a path entry for an interpreter whose
 // extension modules end in `.cpython-XY-*.so` (`tag` "cpython-XY"),
 // `.abi3.so` or `.so`: nullopt when it is not importable there (an
-// extension built for another Python).
+// extension built for another Python). `directory`: whether the child is
+// one (a link to one included), as its directory entry says.
 std::optional<std::pair<std::string, Found>> classify(const fs::path& entry,
                                                       const std::string& child,
-                                                      const std::string& tag) {
+                                                      const std::string& tag, bool directory) {
   const fs::path path = entry / child;
-  if (dir_exists(path)) {
+  if (directory) {
     if (!is_python_identifier(child)) {
       return std::nullopt;
     }
@@ -94,12 +97,19 @@ void index_modules(StaticFacts& facts, const std::string& python_version) {
     std::map<std::string, Found> here;
     std::error_code error;
     std::size_t children = 0;
+    note_reading(entry);
     for (fs::directory_iterator it(entry, error), end;
          !error && it != end && ++children <= k_max_children; it.increment(error)) {
-      const auto found = classify(entry, it->path().filename().string(), tag);
+      // The entry's type as readdir gave it: no stat per child, except to
+      // follow a link (or where the file system does not say).
+      std::error_code type_error;
+      const bool link = it->is_symlink(type_error);
+      const bool directory = link ? dir_exists(it->path()) : it->is_directory(type_error);
+      auto found = classify(entry, it->path().filename().string(), tag, directory);
       if (!found) {
         continue;
       }
+      found->second.link = link;
       auto [at, inserted] = here.emplace(found->first, found->second);
       if (!inserted && found->second.rank < at->second.rank) {
         at->second = found->second;
@@ -115,13 +125,29 @@ void index_modules(StaticFacts& facts, const std::string& python_version) {
     }
   }
   for (const auto& editable : facts.search_path.editable) {
-    index.emplace(editable.module, Found{editable.path, 0});
+    index.emplace(editable.module, Found{editable.path, 0, true});
   }
+  // Each path entry is resolved once, not once per module in it (realpath
+  // reads every component's link: the standard library alone holds hundreds
+  // of modules); a module that is itself a link is resolved on its own.
+  std::map<fs::path, fs::path> canonical_entries;
+  const auto canonical_of = [&](const Found& found) {
+    std::error_code error;
+    if (found.link) {
+      const auto canonical = fs::weakly_canonical(found.path, error);
+      return error ? found.path : canonical;
+    }
+    const auto entry = found.path.parent_path();
+    auto [at, inserted] = canonical_entries.try_emplace(entry);
+    if (inserted) {
+      const auto canonical = fs::weakly_canonical(entry, error);
+      at->second = error ? entry : canonical;
+    }
+    return at->second / found.path.filename();
+  };
   for (const auto& [name, found] : index) {
     facts.modules.push_back(name);
-    std::error_code error;
-    const auto canonical = fs::weakly_canonical(found.path, error);
-    facts.module_paths[name] = error ? found.path : canonical;
+    facts.module_paths[name] = canonical_of(found);
     facts.module_locations[name] = found.path;
   }
 }

@@ -378,6 +378,42 @@ TEST(SearchPath, ImportPrecedenceIsFileFinders) {
   EXPECT_EQ(facts.module_paths.count("oldext"), 0U);
 }
 
+// Where each module really is, links resolved as the interpreter's realpath
+// resolves them: a module that is a link, a package that is a link, and a
+// path entry reached through a link (each entry is resolved once, each
+// module that is a link on its own).
+TEST(SearchPath, ModulePathsResolveLinksAsTheInterpreterDoes) {
+  SKIP_WITHOUT_DEBIAN_PYTHON();
+  TempDir dir;
+  const auto venv = make_venv(dir.path() / "venv", false);
+  const auto site = site_of(venv);
+  fs::create_directories(dir.path() / "elsewhere/linkedpkg");
+  std::ofstream(dir.path() / "elsewhere/linkedmod.py") << "";
+  std::ofstream(dir.path() / "elsewhere/linkedpkg/__init__.py") << "";
+  std::ofstream(site / "plainmod.py") << "";
+  fs::create_symlink(dir.path() / "elsewhere/linkedmod.py", site / "linkedmod.py");
+  fs::create_directory_symlink(dir.path() / "elsewhere/linkedpkg", site / "linkedpkg");
+  // A PYTHONPATH entry that is a link to a directory.
+  fs::create_directories(dir.path() / "real-extra");
+  std::ofstream(dir.path() / "real-extra/extramod.py") << "";
+  fs::create_directory_symlink(dir.path() / "real-extra", dir.path() / "extra");
+  const Environment variables = {{"HOME", dir.path().string()},
+                                 {"PYTHONPATH", (dir.path() / "extra").string()}};
+  const auto facts = gather_static_facts(env_at(venv), variables);
+  for (const char* module : {"plainmod", "linkedmod", "linkedpkg", "extramod"}) {
+    const auto real = run_python(venv / "bin/python", variables,
+                                 std::string("import json, os, ") + module + "; f = " + module +
+                                     ".__file__; print(json.dumps(os.path.realpath("
+                                     "os.path.dirname(f) if f.endswith('__init__.py') else f)))");
+    ASSERT_EQ(facts.module_paths.count(module), 1U) << module;
+    EXPECT_EQ(facts.module_paths.at(module).string(), real.get<std::string>()) << module;
+  }
+  EXPECT_EQ(facts.module_paths.at("linkedmod"),
+            fs::canonical(dir.path() / "elsewhere/linkedmod.py"));
+  EXPECT_EQ(facts.module_paths.at("extramod"),
+            fs::canonical(dir.path() / "real-extra/extramod.py"));
+}
+
 TEST(SearchPath, ASiteDirAlreadyOnPythonPathStillReadsItsPthFiles) {
   SKIP_WITHOUT_DEBIAN_PYTHON();
   TempDir dir;
