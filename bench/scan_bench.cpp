@@ -139,6 +139,47 @@ double import_floor_ms(const std::vector<std::string>& pythons) {
   return since_ms(start);
 }
 
+// The baseline of target 1: what an operator's hand-written loop does for
+// the same facts, one env after another. Activate the env (a conda env's
+// activate.d scripts, a venv's bin/activate), ask the interpreter one fact
+// per `python -c` (its version, torch's version, CUDA build and location,
+// the import), then list every shared library of site-packages with
+// `ldd` and its undefined symbols with `nm -D | c++filt`.
+double hand_loop_ms(const std::vector<fs::path>& prefixes, const fs::path& work) {
+  const std::string loop = R"(
+prefix=$1
+if [ -d "$prefix/conda-meta" ]; then
+  export CONDA_PREFIX="$prefix" PATH="$prefix/bin:$PATH"
+  for script in "$prefix"/etc/conda/activate.d/*.sh; do [ -r "$script" ] && . "$script"; done
+elif [ -r "$prefix/bin/activate" ]; then
+  . "$prefix/bin/activate"
+fi
+python -c 'import sys; print(sys.version)'
+python -c 'import torch; print(torch.__version__)'
+python -c 'import torch; print(torch.version.cuda)'
+python -c 'import torch; print(torch.__file__)'
+find "$prefix"/lib/python3*/site-packages -name '*.so*' -type f -print0 2>/dev/null |
+  while IFS= read -r -d '' library; do
+    ldd "$library"
+    nm -D --undefined-only "$library" | c++filt
+  done
+)";
+  const fs::path script = work / "hand-loop.sh";
+  std::ofstream(script) << loop;
+  const auto start = Clock::now();
+  // The prefix is passed in the environment, never spliced into the
+  // command line; a hanging env stops the loop's turn after 60 s.
+  for (const auto& prefix : prefixes) {
+    ::setenv("HAND_LOOP_PREFIX", prefix.c_str(), 1);
+    const std::string command =
+        "timeout 60 bash '" + script.string() + "' \"$HAND_LOOP_PREFIX\" > /dev/null 2>&1";
+    if (std::system(command.c_str()) == -1) {
+      return -1;
+    }
+  }
+  return since_ms(start);
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -210,13 +251,16 @@ int main(int argc, char** argv) {
   const double warm_ms = warm[warm.size() / 2];
 
   std::vector<std::string> pythons;
+  std::vector<fs::path> prefixes;
   for (const auto& env : cold["envs"]) {
-    const fs::path python = fs::path(env["prefix"].get<std::string>()) / "bin/python";
-    if (fs::exists(python)) {
-      pythons.push_back(python.string());
+    const fs::path prefix = env["prefix"].get<std::string>();
+    prefixes.push_back(prefix);
+    if (fs::exists(prefix / "bin/python")) {
+      pythons.push_back((prefix / "bin/python").string());
     }
   }
   const double floor_ms = import_floor_ms(pythons);
+  const double hand_ms = hand_loop_ms(prefixes, work);
   const bool curve_ok = curve_envs == 0 || print_curve(demo, work, **contract, curve_envs);
   fs::remove_all(work);
   if (!curve_ok) {
@@ -230,6 +274,10 @@ int main(int argc, char** argv) {
   std::printf("  floor (import torch per env, %u at a time): %9.1f ms   cold/floor %.2fx\n",
               std::max(1U, std::thread::hardware_concurrency()), floor_ms,
               floor_ms > 0 ? cold_ms / floor_ms : 0.0);
+  std::printf(
+      "  an operator's loop (activate; python -c per fact; ldd, nm -D | c++filt), env by env: "
+      "%9.1f ms   loop/cold %.2fx (target: at least 5x)\n",
+      hand_ms, hand_ms > 0 ? hand_ms / cold_ms : 0.0);
   std::printf("  warm rescan, median of %d: %9.1f ms   cold/warm %.1fx\n", warm_runs, warm_ms,
               ratio);
   std::printf(

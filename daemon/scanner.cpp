@@ -234,8 +234,10 @@ report::Json Scanner::scan(const LoadedContract& contract, const ScanSettings& s
   options.request = static_cast<const facts::ProbeRequest&>(plan);
   options.cancellation = cancellation.get();
   auto facts = probes::gather_host_facts(options, m_caches);
-  // What this scan did not read has left every env: keep no memory of it.
-  m_caches->elf_files.drop_unused();
+  // Parsed libraries serve this scan's envs only: kept, they made most of
+  // an idle agent's memory (6.7 of 9.2 MB of heap on a 16-env host), and a
+  // real libtorch's symbol tables alone are tens of MB.
+  m_caches->elf_files.clear();
   plan.resources = settings.probe_limits;
   plan.env_deadline = settings.env_deadline;
   plan.cancellation = cancellation.get();

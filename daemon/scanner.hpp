@@ -47,8 +47,9 @@ struct ScanObserver {
 
 // Runs scans: gathers the host's facts, probes each env (in parallel, each
 // stage in its own subprocess), judges them and builds the report. Keeps
-// activation results, parsed ELF files and each env's dynamic facts between
-// scans, so an unchanged env costs a few file reads. One scan at a time.
+// activation results and each env's dynamic facts between scans, so an
+// unchanged env is read again but not run again; parsed ELF files are
+// shared by the envs of one scan only. One scan at a time.
 class Scanner {
  public:
   report::Json scan(const LoadedContract& contract, const ScanSettings& settings,
@@ -62,6 +63,8 @@ class Scanner {
   // How many envs the last scan probed, and how many it took from the cache.
   std::size_t last_probed() const { return m_last_probed; }
   std::size_t last_reused() const { return m_last_reused; }
+  // Parsed ELF files held between scans: none (they serve one scan).
+  std::size_t held_libraries() const { return m_caches->elf_files.size(); }
 
  private:
   struct CachedProbe {

@@ -36,27 +36,32 @@ common::Result<std::shared_ptr<const ElfFile>> ElfCache::get(const fs::path& pat
   if (::faccessat(AT_FDCWD, path.c_str(), R_OK, AT_EACCESS) != 0) {
     return common::Error{std::string("cannot read: ") + std::strerror(errno)};
   }
+  std::uint64_t generation = 0;
   {
     std::lock_guard lock(m_mutex);
+    generation = m_generation;
     const auto it = m_entries.find(path);
     if (it != m_entries.end() && it->second.size == static_cast<std::uintmax_t>(info.st_size) &&
         it->second.mtime == mtime) {
-      it->second.used = true;
       return it->second.file;
     }
   }
   auto file = ElfFile::open(path);
   std::lock_guard lock(m_mutex);
-  m_entries[path] = {static_cast<std::uintmax_t>(info.st_size), mtime, file, true};
+  if (m_generation == generation) {
+    m_entries[path] = {static_cast<std::uintmax_t>(info.st_size), mtime, file};
+  }
   return file;
 }
 
-void ElfCache::drop_unused() {
-  std::lock_guard lock(m_mutex);
-  std::erase_if(m_entries, [](const auto& entry) { return !entry.second.used; });
-  for (auto& [path, entry] : m_entries) {
-    entry.used = false;
+void ElfCache::clear() {
+  decltype(m_entries) entries;
+  {
+    std::lock_guard lock(m_mutex);
+    entries.swap(m_entries);
+    ++m_generation;
   }
+  // The files are freed here, outside the lock.
 }
 
 std::size_t ElfCache::size() const {
@@ -109,18 +114,17 @@ constexpr std::size_t k_max_listed_names = 100000;
 // be listed).
 template <typename Visit>
 void for_each_name(const fs::path& dir, Visit visit) {
-  DIR* listing = ::opendir(dir.c_str());
-  if (listing == nullptr) {
+  const std::unique_ptr<DIR, int (*)(DIR*)> listing(::opendir(dir.c_str()), ::closedir);
+  if (!listing) {
     return;
   }
   std::size_t listed = 0;
-  while (const dirent* entry = ::readdir(listing)) {
+  while (const dirent* entry = ::readdir(listing.get())) {
     if (++listed > k_max_listed_names) {
       break;
     }
     visit(std::string_view(entry->d_name));
   }
-  ::closedir(listing);
 }
 
 void replace_all(std::string& text, const std::string& from, const std::string& to) {

@@ -17,16 +17,19 @@
 
 namespace envcontract::probes {
 
-// Parsed ELF files shared across envs and scans (libc is read once), keyed by
-// path and invalidated when size or modification time change.
+// Parsed ELF files shared across the envs of one scan (libc is read once),
+// keyed by path and read again when size or modification time change. The
+// scanner clears it after each scan: a parsed library keeps its symbol
+// tables in memory (tens of MB for a real libtorch), which an idle agent on
+// a training host must not hold (docs/performance.md, "Footprint").
 class ElfCache {
  public:
   common::Result<std::shared_ptr<const ElfFile>> get(const std::filesystem::path& path);
 
-  // Drops every file not asked for since the last call: called after each
-  // scan, so a library that left every env (deleted, replaced, its env
-  // removed) does not stay in memory for the agent's lifetime.
-  void drop_unused();
+  // Forgets every file (a caller still holding one keeps it alive). A
+  // reader still parsing then (one left blocked past its deadline on a
+  // stalled mount) does not put its file back.
+  void clear();
   std::size_t size() const;
 
  private:
@@ -34,10 +37,10 @@ class ElfCache {
     std::uintmax_t size = 0;
     std::int64_t mtime = 0;
     common::Result<std::shared_ptr<const ElfFile>> file = common::Error{"not read yet"};
-    bool used = true;
   };
   mutable std::mutex m_mutex;
   std::map<std::filesystem::path, Entry> m_entries;
+  std::uint64_t m_generation = 0;  // clear() calls so far
 };
 
 // What this host's loader expands $PLATFORM to: glibc picks it from the CPU

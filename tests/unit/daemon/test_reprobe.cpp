@@ -71,5 +71,17 @@ TEST_F(Reprobe, AnUnchangedEnvIsReusedAndEachDecidingFileReprobes) {
   }
 }
 
+// Parsed libraries serve one scan: none is held between scans (they made
+// most of an idle agent's memory), and a rescan still judges the env's
+// libraries (its facts are read, and compared, anew).
+TEST_F(Reprobe, ParsedLibrariesAreNotHeldBetweenScans) {
+  const auto first = m_scanner.scan(*m_contract, m_settings);
+  EXPECT_EQ(m_scanner.held_libraries(), 0U);
+  const auto second = m_scanner.scan(*m_contract, m_settings);
+  EXPECT_EQ(m_scanner.held_libraries(), 0U);
+  EXPECT_EQ(m_scanner.last_reused(), 1U);
+  EXPECT_EQ(first["verdict"], second["verdict"]);
+}
+
 }  // namespace
 }  // namespace envcontract

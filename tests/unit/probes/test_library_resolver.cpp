@@ -234,23 +234,29 @@ TEST(LdCache, ReadsTheHostsCache) {
 namespace envcontract::probes {
 namespace {
 
-// The cache keeps what the latest scan used and nothing else: a library
-// deleted from every env leaves memory at the next scan's end.
-TEST(ElfCache, DropsWhatTheLatestScanDidNotUse) {
+// Within a scan a library is parsed once for every env that loads it, and
+// read again when it changes; the scanner's clear() forgets all of them.
+TEST(ElfCache, ParsesOnceUntilTheFileChangesOrIsCleared) {
   testing::TempDir dir;
-  testing::build_shared_library(dir.path() / "libkept.so", "int kept(void) { return 1; }");
-  testing::build_shared_library(dir.path() / "libgone.so", "int gone(void) { return 2; }");
+  const auto path = dir.path() / "libonce.so";
+  testing::build_shared_library(path, "int once(void) { return 1; }");
   ElfCache cache;
-  ASSERT_TRUE(cache.get(dir.path() / "libkept.so").ok());
-  ASSERT_TRUE(cache.get(dir.path() / "libgone.so").ok());
-  cache.drop_unused();  // end of the first scan: both were used
-  EXPECT_EQ(cache.size(), 2U);
-  std::filesystem::remove(dir.path() / "libgone.so");
-  (void)cache.get(dir.path() / "libkept.so");
-  cache.drop_unused();  // end of the second: only libkept.so was
+  const auto first = cache.get(path);
+  ASSERT_TRUE(first.ok());
+  const auto again = cache.get(path);
+  ASSERT_TRUE(again.ok());
+  EXPECT_EQ(first.value().get(), again.value().get());  // the same parsed file
+  // Rebuilt with another size: parsed anew.
+  testing::build_shared_library(path, "int once(void) { return 1; } int more(void) { return 2; }");
+  const auto rebuilt = cache.get(path);
+  ASSERT_TRUE(rebuilt.ok());
+  EXPECT_NE(first.value().get(), rebuilt.value().get());
+  EXPECT_EQ(rebuilt.value()->definitions("more").size(), 1U);
   EXPECT_EQ(cache.size(), 1U);
-  cache.drop_unused();  // a scan that used nothing
+  cache.clear();
   EXPECT_EQ(cache.size(), 0U);
+  // A holder keeps its file alive past clear().
+  EXPECT_EQ(rebuilt.value()->definitions("once").size(), 1U);
 }
 
 }  // namespace
