@@ -2,8 +2,6 @@
 
 #include <sys/types.h>
 
-#include <sys/types.h>
-
 #include <cstdint>
 #include <filesystem>
 #include <string>

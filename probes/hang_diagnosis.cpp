@@ -10,6 +10,7 @@
 #include <sstream>
 #include <thread>
 
+#include "probes/proc_stat.hpp"
 #include "probes/process_runner.hpp"
 #include "probes/small_files.hpp"
 
@@ -31,31 +32,17 @@ struct RawSample {
   unsigned long long cpu_ticks = 0;
 };
 
-// /proc/PID/task/TID/stat: "tid (comm) S ... utime stime ...": the name may
-// hold spaces and parentheses, so fields are counted after the last ')'.
+// A task's name, state and CPU time (utime + stime, fields 14 and 15).
 std::optional<RawSample> read_task_stat(const fs::path& task) {
-  const auto text = read_file_bounded(task / "stat", k_proc_file).text;
-  if (!text) {
-    return std::nullopt;
-  }
-  const auto open = text->find('(');
-  const auto close = text->rfind(')');
-  if (open == std::string::npos || close == std::string::npos || close + 2 >= text->size()) {
+  const auto stat = read_proc_stat(task / "stat");
+  if (!stat || stat->fields.size() < 13) {
     return std::nullopt;
   }
   RawSample sample;
-  sample.name = text->substr(open + 1, close - open - 1);
-  std::istringstream fields(text->substr(close + 2));
-  std::vector<std::string> values;
-  for (std::string value; fields >> value;) {
-    values.push_back(value);
-  }
-  if (values.size() < 13) {
-    return std::nullopt;
-  }
-  sample.state = values[0].empty() ? '?' : values[0][0];
-  // Fields 14 and 15 of stat (utime, stime) are 11 and 12 after the state.
-  sample.cpu_ticks = std::stoull(values[11]) + std::stoull(values[12]);
+  sample.name = stat->name;
+  sample.state = stat->field(3).empty() ? '?' : stat->field(3)[0];
+  sample.cpu_ticks = std::strtoull(stat->field(14).c_str(), nullptr, 10) +
+                     std::strtoull(stat->field(15).c_str(), nullptr, 10);
   return sample;
 }
 

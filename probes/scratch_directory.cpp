@@ -9,10 +9,9 @@
 #include <cerrno>
 #include <cstdlib>
 #include <cstring>
-#include <sstream>
 #include <vector>
 
-#include "probes/small_files.hpp"
+#include "probes/proc_stat.hpp"
 #include "probes/system_root.hpp"
 
 namespace envcontract::probes {
@@ -24,26 +23,6 @@ constexpr int k_max_depth = 16;
 constexpr std::size_t k_max_entries = 10'000;
 
 }  // namespace
-
-std::uint64_t process_start_time(pid_t pid) {
-  constexpr FileLimits k_stat{"process status", 4096, false, 0};
-  const auto stat = read_file_bounded("/proc/" + std::to_string(pid) + "/stat", k_stat);
-  const std::string text = stat.text.value_or("");
-  // The command name (field 2) may hold spaces and parentheses: count the
-  // fields after its closing one. starttime is field 22.
-  const auto close = text.rfind(')');
-  if (close == std::string::npos) {
-    return 0;
-  }
-  std::istringstream fields(text.substr(close + 1));
-  std::string field;
-  for (int number = 3; fields >> field; ++number) {
-    if (number == 22) {
-      return std::strtoull(field.c_str(), nullptr, 10);
-    }
-  }
-  return 0;
-}
 
 ScratchDirectory::ScratchDirectory(const char* prefix, const std::optional<Credentials>& owner,
                                    const fs::path& root, const ProcessIdentity& root_process)

@@ -8,9 +8,18 @@
 #include <string>
 #include <string_view>
 
+#include "probes/proc_stat.hpp"
 #include "probes/process_runner.hpp"
 
 namespace envcontract::probes {
+
+// A process as its PID and its start time since boot (/proc/PID/stat's
+// starttime, process_start_time()): together they name one process, even
+// after the PID is reused.
+struct ProcessIdentity {
+  pid_t pid = 0;
+  std::uint64_t start_time = 0;
+};
 
 // A private directory for one child process: the files we hand it and the
 // files it writes back. When the child runs as another user, the directory
@@ -18,16 +27,6 @@ namespace envcontract::probes {
 // and nobody else's. Everything we do inside it afterwards goes through a
 // descriptor of the directory, so renaming it or planting symlinks in it
 // cannot make the agent (root) read or delete anything else.
-// A process as its PID and its start time since boot (/proc/PID/stat's
-// starttime): together they name one process, even after the PID is reused.
-struct ProcessIdentity {
-  pid_t pid = 0;
-  std::uint64_t start_time = 0;
-};
-
-// The start time of `pid` in clock ticks since boot, 0 when it is gone.
-std::uint64_t process_start_time(pid_t pid);
-
 class ScratchDirectory {
  public:
   // `owner`: the credentials the child will run with; unset for our own.
