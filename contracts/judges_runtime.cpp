@@ -231,7 +231,9 @@ std::optional<Diagnosis> unfinished_stage(const facts::StageResult& stage) {
                      "the probe could not report; see the agent's log"};
   }
   if (status == StageStatus::stopped) {
-    return Diagnosis{"stopped", summary, Json::object(),
+    // What it was doing when stopped, if it was sampled: the time-out it
+    // ran out of was the env's, so the stacks may show why it was slow.
+    return Diagnosis{"stopped", summary, stage.hang ? to_json(*stage.hang) : Json::object(),
                      "the env's probes ran out of the time the agent gives them: raise "
                      "env_deadline or scan_deadline in the agent's config, or find what makes "
                      "this env slow (docs/reliability.md)"};

@@ -433,7 +433,7 @@ void Agent::run_scan(std::unique_lock<std::mutex>& lock) {
 
   const auto started = Clock::now();
   const auto contract = snapshot()->contract;
-  const auto previous = snapshot()->report;
+  auto previous = snapshot()->report;
   publish([&](AgentSnapshot& snapshot) {
     snapshot.scanning = true;
     snapshot.scan_started_at = common::now_rfc3339();
@@ -513,7 +513,9 @@ void Agent::run_scan(std::unique_lock<std::mutex>& lock) {
   }
   // What the scan held (every env's facts, the JSON built from them) was
   // freed into malloc's arenas, one per thread that worked: give it back,
-  // so that the idle agent's resident memory is what it keeps.
+  // so that the idle agent's resident memory is what it keeps. The report
+  // it replaced goes first (unless a request still reads it).
+  previous.reset();
   ::malloc_trim(0);
 
   lock.lock();

@@ -261,6 +261,8 @@ std::string read_agent_config(const std::filesystem::path& path, AgentConfig& co
         config.run_integration_tests = *v;
       if (auto v = read_duration(top, "http_timeout"))
         config.http_timeout = *v;
+      if (auto v = read_duration(top, "http_idle_thread_life"))
+        config.http_idle_thread_life = *v;
       if (auto v = top.string("run_root_envs_as")) {
         if (v->empty()) {
           ctx.error(*top.get("run_root_envs_as"),

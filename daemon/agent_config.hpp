@@ -55,6 +55,8 @@ struct AgentConfig {
   unsigned http_threads = 32;
   std::size_t http_max_connections = 256;
   std::chrono::milliseconds http_timeout{10'000};  // a whole request, first byte to last
+  // A serving thread with nothing to serve this long ends (one always stays).
+  std::chrono::milliseconds http_idle_thread_life{30'000};
   // A CI platform config's entries to run although they have no phase:
   // preflight (by id, name or check id; docs/contracts.md).
   std::vector<std::string> run_integration_tests;

@@ -15,7 +15,11 @@
 #include <condition_variable>
 #include <cstring>
 #include <deque>
+#include <list>
+#include <mutex>
+#include <system_error>
 #include <thread>
+#include <vector>
 
 #include "common/json_fields.hpp"
 #include "common/json_text.hpp"
@@ -250,19 +254,25 @@ thread_local const ConnectionStream* t_stream = nullptr;
 // past the bound, a connection is answered 503 at once by a thread of its
 // own instead of waiting behind the others, and the connection loop closes
 // keep-alive connections early while others wait, so that a few clients
-// cannot hold every thread.
+// cannot hold every thread. Serving threads start when connections outnumber
+// idle ones, up to `threads`, and end after a spell with nothing to serve:
+// an idle agent keeps one, not 32 stacks and malloc caches (1.3 MB of its
+// RSS, bench/footprint.sh).
 class ConnectionQueue final : public httplib::TaskQueue {
  public:
-  ConnectionQueue(std::size_t threads, std::size_t max_connections)
-      : m_max_connections(max_connections) {
-    for (std::size_t i = 0; i < threads; ++i) {
-      m_threads.emplace_back([this] { work(m_jobs, false); });
-    }
+  ConnectionQueue(std::size_t threads, std::size_t max_connections,
+                  std::chrono::milliseconds idle_thread_life)
+      : m_max_threads(std::max<std::size_t>(1, threads)),
+        m_max_connections(max_connections),
+        m_idle_thread_life(idle_thread_life) {
+    std::lock_guard lock(m_mutex);
     m_threads.emplace_back([this] { work(m_turned_away, true); });
+    start_serving_thread();
   }
 
   void enqueue(std::function<void()> job) override {
     bool turning_away = false;
+    std::vector<std::thread> ended;
     {
       std::lock_guard lock(m_mutex);
       if (m_in_flight >= m_max_connections) {
@@ -272,7 +282,14 @@ class ConnectionQueue final : public httplib::TaskQueue {
         ++m_in_flight;
         m_jobs.push_back(std::move(job));
         m_enqueued.push_back(std::chrono::steady_clock::now());
+        if (m_jobs.size() > m_idle + m_starting && m_serving < m_max_threads) {
+          ended = take_ended();
+          start_serving_thread();
+        }
       }
+    }
+    for (auto& thread : ended) {
+      thread.join();  // it has left its loop: this only reaps it
     }
     // One thread for one job: waking all of them for each connection cost
     // a burst of context switches per request under load.
@@ -289,15 +306,22 @@ class ConnectionQueue final : public httplib::TaskQueue {
     }
     m_jobs_ready.notify_all();
     m_turned_away_ready.notify_all();
-    for (auto& thread : m_threads) {
+    std::list<std::thread> threads;
+    {
+      std::lock_guard lock(m_mutex);
+      threads.swap(m_threads);  // no thread starts once m_shutdown is set
+    }
+    for (auto& thread : threads) {
       thread.join();
     }
   }
 
-  // Connections accepted and waiting for a thread.
+  // Connections accepted and waiting for a thread: more than the idle
+  // threads and those starting will take.
   std::size_t waiting() const {
     std::lock_guard lock(m_mutex);
-    return m_jobs.size();
+    const std::size_t taken = m_idle + m_starting;
+    return m_jobs.size() > taken ? m_jobs.size() - taken : 0;
   }
 
   // How long the oldest connection waiting for a thread has waited (zero
@@ -312,16 +336,76 @@ class ConnectionQueue final : public httplib::TaskQueue {
   void on_shutdown(std::function<void()> hook) { m_on_shutdown = std::move(hook); }
 
  private:
+  // Call with m_mutex held. A thread that cannot start (the unit's TasksMax
+  // reached, say by probes that fork) leaves the job to a running one.
+  void start_serving_thread() {
+    if (m_shutdown) {
+      return;
+    }
+    try {
+      m_threads.emplace_back([this] { work(m_jobs, false); });
+    } catch (const std::system_error& e) {
+      if (m_serving == 0) {
+        throw;  // the first, at start-up: the server cannot serve at all
+      }
+      spdlog::warn("cannot start another HTTP thread ({}): {} serve the connections", e.what(),
+                   m_serving);
+      return;
+    }
+    ++m_serving;
+    ++m_starting;
+  }
+
+  // Threads that left their loop, to be joined without m_mutex. Call with it held.
+  std::vector<std::thread> take_ended() {
+    std::vector<std::thread> ended;
+    for (auto it = m_threads.begin(); it != m_threads.end();) {
+      if (std::find(m_ended.begin(), m_ended.end(), it->get_id()) != m_ended.end()) {
+        ended.push_back(std::move(*it));
+        it = m_threads.erase(it);
+      } else {
+        ++it;
+      }
+    }
+    m_ended.clear();
+    return ended;
+  }
+
   void work(std::deque<std::function<void()>>& queue, bool turning_away) {
     t_turning_away = turning_away;
     auto& ready = turning_away ? m_turned_away_ready : m_jobs_ready;
+    bool started = false;
     for (;;) {
       std::function<void()> job;
       {
         std::unique_lock lock(m_mutex);
-        ready.wait(lock, [&] { return m_shutdown || !queue.empty(); });
+        const auto has_work = [&] { return m_shutdown || !queue.empty(); };
+        if (!turning_away && m_starting > 0 && !started) {
+          --m_starting;
+          started = true;
+        }
+        if (turning_away) {
+          ready.wait(lock, has_work);
+        } else {
+          ++m_idle;
+          bool woken = true;
+          if (m_serving == 1) {
+            ready.wait(lock, has_work);  // the last serving thread stays
+          } else {
+            woken = ready.wait_for(lock, m_idle_thread_life, has_work);
+          }
+          --m_idle;
+          if (!woken && m_serving > 1) {
+            --m_serving;
+            m_ended.push_back(std::this_thread::get_id());
+            return;
+          }
+        }
         if (queue.empty()) {
-          return;  // shut down, and nothing left to close
+          if (m_shutdown) {
+            return;  // nothing left to close
+          }
+          continue;
         }
         job = std::move(queue.front());
         queue.pop_front();
@@ -337,17 +421,23 @@ class ConnectionQueue final : public httplib::TaskQueue {
     }
   }
 
+  const std::size_t m_max_threads;
   const std::size_t m_max_connections;
+  const std::chrono::milliseconds m_idle_thread_life;  // then a serving thread beyond one ends
   mutable std::mutex m_mutex;
   std::condition_variable m_jobs_ready;
   std::condition_variable m_turned_away_ready;
   std::deque<std::function<void()>> m_jobs;
   std::deque<std::function<void()>> m_turned_away;
   std::size_t m_in_flight = 0;
+  std::size_t m_serving = 0;   // serving threads started and not ended
+  std::size_t m_idle = 0;      // of them, those waiting for a connection
+  std::size_t m_starting = 0;  // of them, those not yet running
   bool m_shutdown = false;
   std::deque<std::chrono::steady_clock::time_point> m_enqueued;  // of each job in m_jobs
   std::function<void()> m_on_shutdown;
-  std::vector<std::thread> m_threads;
+  std::list<std::thread> m_threads;
+  std::vector<std::thread::id> m_ended;  // left their loop, not yet joined
 };
 
 struct ConnectionLimits {
@@ -1044,6 +1134,7 @@ HttpSettings HttpSettings::of(const AgentConfig& config) {
   settings.threads = config.http_threads;
   settings.max_connections = config.http_max_connections;
   settings.timeout = config.http_timeout;
+  settings.idle_thread_life = config.http_idle_thread_life;
   settings.listen = config.listen;
   settings.allowed_hosts = config.http_allowed_hosts;
   return settings;
@@ -1064,7 +1155,8 @@ HttpServer::HttpServer(const HttpSettings& settings, Agent* agent, std::string v
   const auto threads = std::max(1U, settings.threads);
   impl.max_connections = std::max<std::size_t>(threads, settings.max_connections);
   server.new_task_queue = [&impl, threads] {
-    auto* queue = new ConnectionQueue(threads, impl.max_connections);
+    auto* queue =
+        new ConnectionQueue(threads, impl.max_connections, impl.settings.idle_thread_life);
     queue->on_shutdown([&impl] {
       std::lock_guard lock(impl.queue_mutex);
       impl.server.queue = nullptr;

@@ -37,6 +37,8 @@ struct HttpSettings {
   unsigned threads = 4;
   std::size_t max_connections = 256;
   std::chrono::milliseconds timeout{10'000};
+  // A serving thread with nothing to serve this long ends (one always stays).
+  std::chrono::milliseconds idle_thread_life{30'000};
   std::string listen;  // HOST:PORT, whose host is always answered
   std::vector<std::string> allowed_hosts;
   // How errors name the settings above to whoever must change them.

@@ -14,6 +14,7 @@
 #include "common/time_text.hpp"
 #include "contracts/host_judgement.hpp"
 #include "daemon/probe_plan.hpp"
+#include "probes/exec_prefix.hpp"
 #include "probes/stall_guard.hpp"
 
 namespace envcontract::daemon {
@@ -214,6 +215,52 @@ std::string partial_report(const report::Json& top, const std::vector<std::strin
   return text;
 }
 
+// Probes one env on a thread of its own, waited for at most its deadline
+// and then the time to read what its probes wrote: the agent's own reads of
+// a probe's scratch files are bounded no other way, and a container's /tmp
+// on a filesystem that stops answering (the fuse-overlayfs of a rootless
+// container, stopped by the user who runs it) would block them for good and
+// hold the whole host's report. Such a probe is left behind and reported as
+// stalled; the next scan does not start another behind it.
+facts::DynamicFacts probe_bounded(const facts::EnvFacts& env, const probes::ProbePlan& plan,
+                                  const ScanSettings& settings,
+                                  const probes::Cancellation* cancellation,
+                                  std::optional<probes::Stall>& stall) {
+  using std::chrono::milliseconds;
+  // Once timed out or cancelled, the probe samples the stacks of what hung
+  // (eu-stack is given 15 s), then kills it (a process that cannot be killed
+  // is given 5 s, its output 0.5 s more).
+  const milliseconds winding_down = std::chrono::seconds(30);
+  // Beyond the probe's own limits: that, and reading its results.
+  const milliseconds margin = settings.facts.reading_deadline + winding_down;
+  const milliseconds probe_limit =
+      settings.env_deadline.count() > 0 ? settings.env_deadline : settings.scan_deadline;
+  const milliseconds wait = probe_limit.count() > 0 ? probe_limit + margin : milliseconds(0);
+  // What the work touches is its own: left behind, it may wake and run on
+  // long after this scan.
+  auto job_env = std::make_shared<const facts::PythonEnv>(env.env);
+  auto job_activation = std::make_shared<const probes::ActivatedEnvironment>(env.activation);
+  auto job_plan = std::make_shared<const probes::ProbePlan>(plan);
+  auto dynamic = std::make_shared<facts::DynamicFacts>();
+  const std::string prefix = env.env.prefix.string();
+  // A container's envs share its /tmp: once one's probe is left blocked
+  // there, the others are not started behind it (each would hold a blocked
+  // thread, and their number is bounded host-wide). The host's envs each
+  // have a key of their own: one left behind says nothing of the others.
+  const std::string key = env.env.exec.empty()
+                              ? "probe " + prefix
+                              : "probe in " + probes::scratch_root(env.env).string();
+  stall = probes::run_bounded(
+      key, "the probe of " + prefix, wait, cancellation,
+      [job_env, job_activation, job_plan, dynamic](const probes::Cancellation& stop) {
+        probes::ProbePlan own = *job_plan;
+        own.cancellation = &stop;
+        *dynamic = probes::probe_env(*job_env, *job_activation, own);
+      },
+      winding_down);
+  return stall ? facts::DynamicFacts{} : std::move(*dynamic);
+}
+
 }  // namespace
 
 report::Json Scanner::scan(const LoadedContract& contract, const ScanSettings& settings,
@@ -313,8 +360,14 @@ report::Json Scanner::scan(const LoadedContract& contract, const ScanSettings& s
       // One env's failure is that env's error: the others are probed and
       // the scan finishes.
       try {
-        const auto dynamic = probes::probe_env(env.env, env.activation, plan);
-        result = {fingerprint, dynamic, common::now_rfc3339(), env_started};
+        std::optional<probes::Stall> probe_stall;
+        auto dynamic = probe_bounded(env, plan, settings, cancellation.get(), probe_stall);
+        if (probe_stall) {
+          stalled = std::move(probe_stall);
+          failure = stalled->message();
+        } else {
+          result = {fingerprint, std::move(dynamic), common::now_rfc3339(), env_started};
+        }
       } catch (const std::exception& e) {
         failure = e.what();
       } catch (...) {
@@ -326,7 +379,7 @@ report::Json Scanner::scan(const LoadedContract& contract, const ScanSettings& s
       env.dynamic = result.dynamic;
       env.probed_at = result.probed_at;
     } else {
-      env.errors.push_back(facts::FactError{"dynamic probe", failure, std::nullopt});
+      env.errors.push_back(facts::FactError{"dynamic probe", failure, stalled});
     }
     probed += reusable ? 0 : 1;
     // A probe cut short says nothing about the env: the next scan probes it anew.

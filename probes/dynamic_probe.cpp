@@ -18,8 +18,10 @@
 #include "probes/probe_program.hpp"
 #include "probes/probe_report.hpp"
 #include "probes/process_runner.hpp"
+#include "probes/progress_watch.hpp"
 #include "probes/scratch_directory.hpp"
 #include "probes/small_files.hpp"
+#include "probes/stall_guard.hpp"
 
 namespace envcontract::probes {
 namespace fs = std::filesystem;
@@ -225,6 +227,13 @@ void judge_stage(StageResult& stage, const ProbeReport& report, const ProcessRes
   if (result.outcome == Outcome::failed_to_start) {
     stage.status = StageStatus::probe_error;
     stage.summary = "cannot run the env's interpreter: " + result.describe();
+  } else if (result.outcome == Outcome::timed_out && !spec.timeout_origin.empty()) {
+    // Its time-out was cut to what was left of the env's deadline: it was
+    // stopped before its own time-out, which is what would show a hang.
+    stage.status = StageStatus::stopped;
+    stage.summary = interrupted_step(stage, request) + " was stopped after " +
+                    std::to_string(spec.timeout.count()) + " ms" + spec.timeout_origin +
+                    ", before its own time-out" + (stage.hang ? ": " + stage.hang->summary : "");
   } else if (result.outcome == Outcome::timed_out) {
     stage.status = StageStatus::hung;
     stage.summary = interrupted_step(stage, request) + " did not finish within " +
@@ -308,11 +317,14 @@ std::vector<StageResult> run_chain(const PythonEnv& env, const Environment& envi
   std::vector<Clock::time_point> started_at = {Clock::now()};
   ProcessLimits limits = budget.limits(bounded.front().timeout);
   // Only a chain reads its progress while it runs: one stage has one time-out.
+  // The file is read on a thread of its own (probes/progress_watch.hpp).
+  std::optional<ProgressWatch> progress;
   if (specs.size() > 1) {
+    progress.emplace(directory.reader(), "progress", 4096);
     limits.deadline = [&] {
       // Each line names the stage that starts, in order; a line env code wrote
       // there that is not the next stage's name moves nothing.
-      const auto text = directory.read("progress", 4096).value_or("");
+      const auto text = progress->text();
       std::size_t lines = 0;
       for (std::size_t at = 0, end = 0;
            lines < specs.size() && (end = text.find('\n', at)) != std::string::npos; at = end + 1) {
@@ -329,7 +341,21 @@ std::vector<StageResult> run_chain(const PythonEnv& env, const Environment& envi
     };
   }
   std::optional<HangDiagnosis> hang;
-  const auto read_stacks = [&] { return directory.read("stacks.txt", 256 * 1024); };
+  // The stack dump is read while the process runner waits: bounded, as the
+  // progress is, and a dump whose earlier read is still blocked is not read.
+  // Keyed by the tree whose /tmp holds it: once one dump there blocks, no
+  // other is read from it (each would hold a blocked thread).
+  const auto read_stacks = [reader = directory.reader(),
+                            key = "stacks " + scratch_root(env).string()] {
+    auto text = std::make_shared<std::optional<std::string>>();
+    const auto stalled = run_bounded(key, "reading the probe's stack dump", std::chrono::seconds(2),
+                                     nullptr, [reader, text](const Cancellation&) {
+                                       if (reader) {
+                                         *text = reader->read("stacks.txt", 256 * 1024);
+                                       }
+                                     });
+    return stalled ? std::nullopt : *text;
+  };
   const auto result = run_process(env_process(env, process), limits, [&](pid_t pid) {
     hang = diagnose_hang(command_below_prefix(pid, env.exec), read_stacks);
   });
@@ -370,6 +396,18 @@ std::vector<StageResult> run_chain(const PythonEnv& env, const Environment& envi
       stage.hang = std::move(hang);
       judge_stage(stage, reports[i], &result, specs[i].request,
                   i < bounded.size() ? bounded[i] : specs[i]);
+      // A stage whose start the progress file did not show (yet: it is
+      // read every 20 ms; or never: env code wrote something else there)
+      // was held to the time-out of the last one it did show: not its own,
+      // so not a hang of its own either.
+      if (i >= bounded.size() && result.outcome == ProcessResult::Outcome::timed_out) {
+        stage.status = StageStatus::stopped;
+        stage.summary = interrupted_step(stage, specs[i].request) +
+                        " was stopped at the time-out of the stage before it (" +
+                        std::to_string(bounded.back().timeout.count()) +
+                        " ms): the agent did not see it start in the probe's progress file" +
+                        (stage.hang ? ": " + stage.hang->summary : "");
+      }
     }
     stages.push_back(std::move(stage));
   }
@@ -447,10 +485,15 @@ StageResult run_command_stage(const PythonEnv& env, const Environment& environme
       stage.summary = "cannot run bash: " + result.describe();
       break;
     case Outcome::timed_out:
-      stage.status = StageStatus::hung;
-      stage.summary = "`" + first_line(command.run) + "` did not finish within " +
-                      std::to_string(bounded.timeout.count()) + " ms" + bounded.timeout_origin +
-                      (stage.hang ? ": " + stage.hang->summary : "");
+      // Cut to what was left of the env's deadline, it was stopped before
+      // its own time-out: not a hang.
+      stage.status = bounded.timeout_origin.empty() ? StageStatus::hung : StageStatus::stopped;
+      stage.summary =
+          "`" + first_line(command.run) + "` " +
+          (bounded.timeout_origin.empty() ? "did not finish within " : "was stopped after ") +
+          std::to_string(bounded.timeout.count()) + " ms" + bounded.timeout_origin +
+          (bounded.timeout_origin.empty() ? "" : ", before its own time-out") +
+          (stage.hang ? ": " + stage.hang->summary : "");
       break;
     case Outcome::cancelled:
       stage.status = StageStatus::stopped;
@@ -623,8 +666,10 @@ DynamicFacts probe_env(const PythonEnv& env, const ActivatedEnvironment& activat
   }
   auto bare_stages = run_first_stages(env, activation.bare, Activation::bare, plan, first, budget);
   for (auto& bare : bare_stages) {
-    if (bare.status == StageStatus::stopped || !budget.exhausted().empty()) {
-      break;  // cut short: comparing it would invent an activation artifact
+    // A stage the env's deadline or the scan's end cut short is stopped, and
+    // so is every one after it; those before it finished and compare.
+    if (bare.status == StageStatus::stopped) {
+      break;  // comparing it would invent an activation artifact
     }
     const auto activated =
         std::find_if(facts.stages.begin(), facts.stages.end(),

@@ -2,8 +2,10 @@
 
 #include <dirent.h>
 #include <fcntl.h>
+#include <linux/openat2.h>
 #include <sys/random.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
 #include <unistd.h>
 
 #include <cerrno>
@@ -12,6 +14,7 @@
 #include <vector>
 
 #include "probes/proc_stat.hpp"
+#include "probes/stall_guard.hpp"
 #include "probes/system_root.hpp"
 
 namespace envcontract::probes {
@@ -22,7 +25,70 @@ namespace {
 constexpr int k_max_depth = 16;
 constexpr std::size_t k_max_entries = 10'000;
 
+// openat() of a name directly below `dir_fd` that neither follows a symlink
+// nor crosses into a mount: a user who owns the directory can mount a FUSE
+// filesystem on a name in it, and a lookup that crossed into one whose
+// server never answers would block the agent for good. EXDEV then. Kernels
+// before 5.6 have no openat2: plain openat, as before.
+int open_below(int dir_fd, const char* name, int flags) {
+  open_how how{};
+  how.flags = static_cast<std::uint64_t>(flags) | O_NOFOLLOW | O_CLOEXEC;
+  how.resolve = RESOLVE_BENEATH | RESOLVE_NO_XDEV | RESOLVE_NO_SYMLINKS | RESOLVE_NO_MAGICLINKS;
+  for (int attempt = 0; attempt < 8; ++attempt) {
+    const int fd = static_cast<int>(::syscall(SYS_openat2, dir_fd, name, &how, sizeof how));
+    if (fd >= 0 || errno != EAGAIN) {
+      if (fd < 0 && errno == ENOSYS) {
+        return ::openat(dir_fd, name, flags | O_NOFOLLOW | O_CLOEXEC);
+      }
+      return fd;
+    }
+  }
+  return -1;
+}
+
+std::optional<std::string> read_owned(int dir_fd, const char* name, uid_t owner,
+                                      std::size_t max_bytes) {
+  if (dir_fd < 0) {
+    return std::nullopt;
+  }
+  // O_NONBLOCK: a FIFO planted here must not stall the agent.
+  const int fd = open_below(dir_fd, name, O_RDONLY | O_NONBLOCK);
+  if (fd < 0) {
+    return std::nullopt;
+  }
+  struct stat info {};
+  std::optional<std::string> text;
+  // A hard link to a file of someone else's would pass O_NOFOLLOW: only the
+  // child's user's own files are read.
+  if (::fstat(fd, &info) == 0 && S_ISREG(info.st_mode) && info.st_uid == owner) {
+    text.emplace();
+    char chunk[65536];
+    while (text->size() < max_bytes) {
+      const ssize_t got = ::read(fd, chunk, std::min(sizeof chunk, max_bytes - text->size()));
+      if (got <= 0) {
+        break;
+      }
+      text->append(chunk, static_cast<std::size_t>(got));
+    }
+  }
+  ::close(fd);
+  return text;
+}
+
 }  // namespace
+
+ScratchReader::ScratchReader(int dir_fd, uid_t owner)
+    : m_fd(dir_fd < 0 ? -1 : ::fcntl(dir_fd, F_DUPFD_CLOEXEC, 0)), m_owner(owner) {}
+
+ScratchReader::~ScratchReader() {
+  if (m_fd >= 0) {
+    ::close(m_fd);
+  }
+}
+
+std::optional<std::string> ScratchReader::read(const char* name, std::size_t max_bytes) const {
+  return read_owned(m_fd, name, m_owner, max_bytes);
+}
 
 ScratchDirectory::ScratchDirectory(const char* prefix, const std::optional<Credentials>& owner,
                                    const fs::path& root, const ProcessIdentity& root_process)
@@ -63,6 +129,7 @@ void ScratchDirectory::make_inside(const char* prefix, const fs::path& root,
               "restarted): its root is not entered";
     return;
   }
+  note_reading(root / "tmp");  // the evidence, should the tree's /tmp not answer
   m_parent_fd = tree.open_inside("/tmp", O_RDONLY | O_DIRECTORY | O_CLOEXEC, true);
   if (m_parent_fd < 0) {
     m_error =
@@ -135,32 +202,14 @@ bool ScratchDirectory::hand_over() {
 }
 
 std::optional<std::string> ScratchDirectory::read(const char* name, std::size_t max_bytes) const {
+  return read_owned(m_fd, name, m_owner ? m_owner->uid : ::geteuid(), max_bytes);
+}
+
+std::shared_ptr<const ScratchReader> ScratchDirectory::reader() const {
   if (m_fd < 0) {
-    return std::nullopt;
+    return nullptr;
   }
-  // O_NONBLOCK: a FIFO planted here must not stall the agent.
-  const int fd = ::openat(m_fd, name, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
-  if (fd < 0) {
-    return std::nullopt;
-  }
-  struct stat info {};
-  std::optional<std::string> text;
-  const uid_t expected = m_owner ? m_owner->uid : ::geteuid();
-  // A hard link to a file of someone else's would pass O_NOFOLLOW: only the
-  // child's user's own files are read.
-  if (::fstat(fd, &info) == 0 && S_ISREG(info.st_mode) && info.st_uid == expected) {
-    text.emplace();
-    char chunk[65536];
-    while (text->size() < max_bytes) {
-      const ssize_t got = ::read(fd, chunk, std::min(sizeof chunk, max_bytes - text->size()));
-      if (got <= 0) {
-        break;
-      }
-      text->append(chunk, static_cast<std::size_t>(got));
-    }
-  }
-  ::close(fd);
-  return text;
+  return std::make_shared<const ScratchReader>(m_fd, m_owner ? m_owner->uid : ::geteuid());
 }
 
 bool remove_contents_at(int dir_fd, int depth) {
@@ -193,8 +242,8 @@ bool remove_contents_at(int dir_fd, int depth) {
       empty = false;
       continue;
     }
-    const int child =
-        ::openat(dir_fd, name.c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+    // A mount on the name (a user's FUSE) is not entered: EXDEV, and it stays.
+    const int child = open_below(dir_fd, name.c_str(), O_RDONLY | O_DIRECTORY);
     if (child < 0) {
       empty = false;
       continue;

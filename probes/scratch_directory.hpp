@@ -4,6 +4,7 @@
 
 #include <cstdint>
 #include <filesystem>
+#include <memory>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -19,6 +20,29 @@ namespace envcontract::probes {
 struct ProcessIdentity {
   pid_t pid = 0;
   std::uint64_t start_time = 0;
+};
+
+// Reads the files a child wrote in its ScratchDirectory, through a
+// descriptor of its own, so that it may outlive the directory: a reader left
+// blocked on a stalled filesystem (a container's /tmp on a FUSE server that
+// stopped answering) wakes, maybe long after, to a descriptor that is still
+// its own. Every open stays below the directory and on its filesystem: a
+// name there that a user turned into a mount point (fusermount needs no
+// privilege on a directory one owns) fails instead of asking that mount.
+class ScratchReader {
+ public:
+  ScratchReader(int dir_fd, uid_t owner);  // duplicates dir_fd
+  ~ScratchReader();
+  ScratchReader(const ScratchReader&) = delete;
+  ScratchReader& operator=(const ScratchReader&) = delete;
+
+  // A regular file (no symlink followed, no mount crossed) that belongs to
+  // `owner`, at most `max_bytes`; nullopt otherwise.
+  std::optional<std::string> read(const char* name, std::size_t max_bytes) const;
+
+ private:
+  int m_fd = -1;
+  uid_t m_owner;
 };
 
 // A private directory for one child process: the files we hand it and the
@@ -60,6 +84,9 @@ class ScratchDirectory {
   // A file the child wrote: a regular file (no symlink is followed) that
   // belongs to the child's user, at most `max_bytes`. nullopt otherwise.
   std::optional<std::string> read(const char* name, std::size_t max_bytes) const;
+  // A reader of the same files that may outlive this object; null when the
+  // directory was not made.
+  std::shared_ptr<const ScratchReader> reader() const;
 
  private:
   void make_inside(const char* prefix, const std::filesystem::path& root,
@@ -72,8 +99,9 @@ class ScratchDirectory {
   std::string m_error;
 };
 
-// Removes what is below the directory `dir_fd` without following symlinks,
-// bounded in depth and entries; true when it is empty afterwards.
+// Removes what is below the directory `dir_fd` without following symlinks
+// or entering mounts, bounded in depth and entries; true when it is empty
+// afterwards.
 bool remove_contents_at(int dir_fd, int depth = 0);
 
 }  // namespace envcontract::probes

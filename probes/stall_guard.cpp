@@ -77,6 +77,11 @@ std::string system_call_name(long number) {
     ENVCONTRACT_CALL(access)
 #endif
     ENVCONTRACT_CALL(openat)
+#ifdef SYS_openat2
+    ENVCONTRACT_CALL(openat2)
+#endif
+    ENVCONTRACT_CALL(mkdirat)
+    ENVCONTRACT_CALL(unlinkat)
     ENVCONTRACT_CALL(newfstatat)
     ENVCONTRACT_CALL(statx)
     ENVCONTRACT_CALL(fstat)
@@ -120,7 +125,8 @@ void describe_blocked_thread(pid_t thread_id, Stall& stall) {
 
 std::optional<Stall> run_bounded(const std::string& key, const std::string& what,
                                  std::chrono::milliseconds deadline, const Cancellation* outside,
-                                 std::function<void(const Cancellation&)> work) {
+                                 std::function<void(const Cancellation&)> work,
+                                 std::chrono::milliseconds cancel_grace) {
   if (deadline.count() <= 0) {
     static const Cancellation never;
     work(outside != nullptr ? *outside : never);
@@ -200,7 +206,7 @@ std::optional<Stall> run_bounded(const std::string& key, const std::string& what
       // waited for past a short grace (the agent is stopping).
       job->cancellation.cancel(outside->reason());
       cut = true;
-      end = std::min(end, std::chrono::steady_clock::now() + std::chrono::milliseconds(500));
+      end = std::min(end, std::chrono::steady_clock::now() + cancel_grace);
     }
     job->finished.wait_for(lock, std::chrono::milliseconds(50));
   }

@@ -28,10 +28,12 @@ using facts::Stall;
 // blocked at once. `outside` is forwarded to the work while it is waited for.
 // Whatever `work` touches must be owned by it (captured shared_ptrs): once
 // abandoned it may wake, and run on, long after this call has returned.
-// A zero deadline runs `work` on the calling thread.
-std::optional<Stall> run_bounded(const std::string& key, const std::string& what,
-                                 std::chrono::milliseconds deadline, const Cancellation* outside,
-                                 std::function<void(const Cancellation&)> work);
+// A zero deadline runs `work` on the calling thread. Once `outside` is
+// cancelled, the work is waited for at most `cancel_grace` more.
+std::optional<Stall> run_bounded(
+    const std::string& key, const std::string& what, std::chrono::milliseconds deadline,
+    const Cancellation* outside, std::function<void(const Cancellation&)> work,
+    std::chrono::milliseconds cancel_grace = std::chrono::milliseconds(500));
 
 // Records that the calling thread starts reading `path`: the evidence a
 // stall names. Costs a string copy; a no-op outside run_bounded's work.

@@ -7,6 +7,7 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include <filesystem>
 #include <fstream>
 #include <thread>
 
@@ -191,6 +192,47 @@ TEST_F(HttpLimits, ConnectionsPastTheBoundGetA503AtOnce) {
   // Idle connections time out (http_timeout); then the agent answers again.
   idle.clear();
   EXPECT_TRUE(wait_until([&] { return status_of(exchange(get("/healthz"), 2s)) == 200; }, 10s));
+}
+
+// Threads of a process (/proc/PID/task).
+std::size_t thread_count(pid_t pid) {
+  std::size_t count = 0;
+  for ([[maybe_unused]] const auto& task :
+       std::filesystem::directory_iterator("/proc/" + std::to_string(pid) + "/task")) {
+    ++count;
+  }
+  return count;
+}
+
+// Serving threads start as connections come, up to http_threads, and end
+// once idle: an idle agent does not keep 32 stacks and their malloc caches.
+TEST_F(HttpLimits, ServingThreadsStartWithConnectionsAndEndWhenIdle) {
+  start("http_timeout: 5s\nhttp_threads: 8\nhttp_idle_thread_life: 500ms\n");
+  wait_for_report(*m_agent);
+  // The scan's threads gone, and the serving threads that answered the wait.
+  std::this_thread::sleep_for(1500ms);
+  const std::size_t idle = thread_count(m_agent->pid());
+  // Ten connections that send half a request hold a thread each: eight serve, two wait.
+  std::vector<std::unique_ptr<RawClient>> holding;
+  for (int i = 0; i < 10; ++i) {
+    holding.push_back(std::make_unique<RawClient>(m_agent->port()));
+    ASSERT_TRUE(holding.back()->send("GET /healthz HTTP/1.1\r\n"));
+  }
+  EXPECT_TRUE(wait_until([&] { return thread_count(m_agent->pid()) >= idle + 7; }, 5s))
+      << idle << " threads idle, " << thread_count(m_agent->pid()) << " now";
+  EXPECT_LE(thread_count(m_agent->pid()), idle + 7) << "more threads than http_threads";
+  // Each finishes its request; the two waiting are served too.
+  for (auto& client : holding) {
+    client->send("Host: 127.0.0.1\r\nConnection: close\r\n\r\n");
+  }
+  for (auto& client : holding) {
+    EXPECT_EQ(status_of(client->read_all(5s)), 200);
+  }
+  holding.clear();
+  // Idle past http_idle_thread_life: back to one serving thread.
+  EXPECT_TRUE(wait_until([&] { return thread_count(m_agent->pid()) <= idle; }, 5s))
+      << idle << " threads idle before, " << thread_count(m_agent->pid()) << " now";
+  EXPECT_EQ(status_of(exchange(get("/healthz"))), 200);
 }
 
 TEST_F(HttpLimits, ForeignHostNamesAndCrossSiteScansAreRefused) {

@@ -7,14 +7,18 @@
 #include <nlohmann/json.hpp>
 
 #include <fstream>
+#include <future>
 #include <set>
 
 #include "common/json_text.hpp"
+#include "daemon/scanner.hpp"
 #include "probes/container_runtime.hpp"
+#include "probes/stall_guard.hpp"
 #include "tests/e2e/agent_fixture.hpp"
 #include "tests/support/compile.hpp"
 #include "tests/support/container_rootfs.hpp"
 #include "tests/support/http_client.hpp"
+#include "tests/support/hung_mount.hpp"
 #include "tests/support/report_schema.hpp"
 #include "tests/support/run_command.hpp"
 #include "tests/support/system_venv.hpp"
@@ -235,6 +239,75 @@ TEST_F(ContainerTarget, AHangInsideIsDiagnosedInTheInterpreter) {
   EXPECT_NE(summary.find("(python3"), std::string::npos) << summary;
   EXPECT_NE(common::json_text(*check).find("while True"), std::string::npos)
       << "the Python stack of the spinning interpreter: " << common::json_text(*check);
+}
+
+// A container's /tmp that stops answering after its envs were read (the
+// fuse-overlayfs of a rootless container, stopped by the user who runs it):
+// the probe of its env blocks in the agent's own reads of its scratch
+// directory. It is left behind at the env's deadline and named, and the scan
+// ends; the next one does not start a second probe behind it.
+TEST_F(ContainerTarget, AProbeWhoseTmpStopsAnsweringIsLeftBehindAndTheScanEnds) {
+  if (const auto why = testing::HungMount::unavailable(); !why.empty()) {
+    GTEST_SKIP() << "skipped: " << why;
+  }
+  auto loaded = daemon::load_contract(
+      contract("  - {id: vendor-import, kind: imports, modules: [vendorlib]}\n"));
+  ASSERT_TRUE(loaded.ok()) << loaded.error();
+  probes::ContainerConfig container;
+  container.name = "trainer";
+  container.exec = probes::ContainerConfig::Exec::argv;
+  container.argv = testing::bubblewrap_prefix(rootfs());
+  container.rootfs = rootfs();
+  container.env_roots = {"/opt/venvs"};
+  container.image = "registry.example/vendor/runtime:2.2.0";
+  daemon::ScanSettings settings;
+  settings.facts.discovery.roots = {m_dir.path() / "host"};
+  settings.facts.containers = {container};
+  settings.facts.reading_deadline = std::chrono::seconds(5);  // activation through bwrap
+  settings.env_deadline = std::chrono::seconds(2);
+  // Mounted once the envs are read and activated, before any is probed.
+  std::unique_ptr<testing::HungMount> mount;
+  daemon::ScanObserver observer;
+  observer.started = [&](std::size_t) {
+    mount = std::make_unique<testing::HungMount>(rootfs() / "tmp", 0);
+  };
+  daemon::Scanner scanner;
+  auto start = std::chrono::steady_clock::now();
+  // On a thread: were the probe not bounded, the scan would block for good.
+  auto scanning = std::async(std::launch::async,
+                             [&] { return scanner.scan(*loaded.value(), settings, observer); });
+  if (scanning.wait_for(std::chrono::seconds(90)) != std::future_status::ready) {
+    mount->release();  // unblocks it, so that the test can end
+    FAIL() << "the scan did not end while a container's /tmp did not answer";
+  }
+  const auto report = scanning.get();
+  const auto waited = std::chrono::steady_clock::now() - start;
+  ASSERT_NE(mount, nullptr);
+  // The env's 2 s, then 5 s to read results and 30 s to sample and kill what it ran.
+  EXPECT_LT(waited, std::chrono::seconds(55));
+  const std::string text = common::json_text(report);
+  ASSERT_EQ(report["envs"].size(), 1U) << text;
+  const auto& env = report["envs"][0];
+  EXPECT_EQ(env["verdict"], "error") << text;
+  EXPECT_NE(
+      text.find("the probe of " + (rootfs() / "opt/venvs/app").string() + " did not finish within"),
+      std::string::npos)
+      << text;
+  EXPECT_NE(text.find("its reader is blocked"), std::string::npos) << text;
+  // Where it blocked: the container's /tmp, as the agent names it.
+  EXPECT_NE(text.find("in the kernel (openat2, asleep in "), std::string::npos) << text;
+  EXPECT_NE(text.find("reading " + (rootfs() / "tmp").string()), std::string::npos) << text;
+  EXPECT_EQ(probes::blocked_readers(), 1U);
+
+  // The next scan names the same stall at once instead of starting again.
+  observer.started = nullptr;
+  start = std::chrono::steady_clock::now();
+  const auto again = scanner.scan(*loaded.value(), settings);
+  EXPECT_EQ(probes::blocked_readers(), 1U);
+  EXPECT_NE(common::json_text(again).find("is still blocked"), std::string::npos)
+      << common::json_text(again);
+  mount->release();
+  EXPECT_TRUE(probes::wait_for_blocked_readers(std::chrono::seconds(20)));
 }
 
 // The official python images' layout: a venv's bin/python links to

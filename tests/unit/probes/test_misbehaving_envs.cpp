@@ -7,6 +7,7 @@
 
 #include <algorithm>
 #include <fstream>
+#include <map>
 #include <random>
 #include <thread>
 
@@ -97,6 +98,20 @@ class MisbehavingEnv : public ::testing::Test {
     return facts;
   }
 
+  // A torch whose import takes `seconds`, and a plan that imports it, then
+  // mb_sleep (which never ends), in one interpreter.
+  ProbePlan slow_torch_then_a_hang(int seconds, std::chrono::milliseconds imports_timeout) {
+    fs::create_directories(m_site / "torch");
+    std::ofstream(m_site / "torch/__init__.py")
+        << "import time\ntime.sleep(" << seconds << ")\n__version__ = '2.10.0'\n";
+    ProbePlan plan;
+    plan.identity_timeout = 20s;
+    plan.imports = {"torch", "mb_sleep"};
+    plan.imports_timeout = imports_timeout;
+    plan.compare_bare = false;
+    return plan;
+  }
+
   std::vector<pid_t> survivors() const {
     return testing::processes_with_environment("ENVCONTRACT_TEST_MARKER=" + m_marker);
   }
@@ -154,17 +169,107 @@ TEST_F(MisbehavingEnv, TheEnvDeadlineBoundsAllItsStages) {
   EXPECT_LT(m_elapsed, 10s);
   const auto* imports = find_stage(facts, "imports");
   ASSERT_NE(imports, nullptr);
-  EXPECT_EQ(imports->status, StageStatus::hung);
+  // Stopped, not hung: it ran out of the env's time before its own 60 s.
+  EXPECT_EQ(imports->status, StageStatus::stopped) << imports->summary;
   EXPECT_NE(imports->summary.find("(what was left of the env's 2 s deadline, env_deadline in the "
-                                  "agent's config)"),
+                                  "agent's config), before its own time-out"),
             std::string::npos)
       << imports->summary;
+  // What it was doing is kept: the stacks show why it was slow.
+  ASSERT_TRUE(imports->hang.has_value());
+  EXPECT_NE(imports->hang->python_stacks.find("mb_sleep.py"), std::string::npos);
   const auto* command = find_stage(facts, "command:after");
   ASSERT_NE(command, nullptr);
   EXPECT_EQ(command->status, StageStatus::stopped);
   EXPECT_EQ(command->summary,
             "not run: the env's deadline of 2 s passed before this stage (env_deadline in the "
             "agent's config)");
+  expect_nothing_survives();
+}
+
+// The env's deadline runs out in the middle of a chain: the stage it ran
+// out in is stopped (its own time-out never came), not hung, and says so.
+TEST_F(MisbehavingEnv, TheEnvDeadlineRunningOutMidChainStopsTheStageItRanOutIn) {
+  auto plan = slow_torch_then_a_hang(1, 60s);
+  plan.env_deadline = 3s;
+  const auto facts = run_plan(plan);
+  EXPECT_LT(m_elapsed, 10s);
+  const auto* identity = find_stage(facts, "identity");
+  const auto* imports = find_stage(facts, "imports");
+  ASSERT_TRUE(identity != nullptr && imports != nullptr);
+  EXPECT_EQ(identity->status, StageStatus::ok) << identity->summary;
+  EXPECT_EQ(identity->process, "finished; the same interpreter went on to the next stage");
+  EXPECT_EQ(imports->status, StageStatus::stopped) << imports->summary;
+  EXPECT_TRUE(imports->summary.starts_with("import mb_sleep was stopped after "))
+      << imports->summary;
+  EXPECT_NE(imports->summary.find("before its own time-out"), std::string::npos)
+      << imports->summary;
+  expect_nothing_survives();
+}
+
+// Env code that writes into the probe's progress file (it runs in the same
+// interpreter, as the same user): a line that is not the next stage's name
+// moves nothing, so the stage in force keeps its deadline, and the stage
+// after it, whose start the agent never saw, is stopped at that deadline
+// rather than called a hang of its own. (Env code that wrote the next
+// stage's name early could move the clock, as it could forge the records:
+// time-outs stop hangs; they do not guard against env code that lies.)
+TEST_F(MisbehavingEnv, AProgressLineThatIsNotTheNextStagesNameBuysNoTime) {
+  fs::create_directories(m_site / "torch");
+  std::ofstream(m_site / "torch/__init__.py")
+      << "import sys\nwith open(sys.argv[4], 'a') as f:\n    f.write('imports-later\\n')\n"
+         "__version__ = '2.10.0'\n";
+  ProbePlan plan;
+  plan.identity_timeout = 2s;
+  plan.imports = {"torch", "mb_sleep"};
+  plan.imports_timeout = 60s;
+  plan.compare_bare = false;
+  const auto facts = run_plan(plan);
+  EXPECT_LT(m_elapsed, 10s);  // identity's 2 s, not the imports stage's 60
+  const auto* imports = find_stage(facts, "imports");
+  ASSERT_NE(imports, nullptr);
+  EXPECT_EQ(imports->status, StageStatus::stopped) << imports->summary;
+  EXPECT_TRUE(imports->summary.starts_with(
+      "import mb_sleep was stopped at the time-out of the stage before it (2000 ms): the agent "
+      "did not see it start in the probe's progress file"))
+      << imports->summary;
+  expect_nothing_survives();
+}
+
+// The bare comparison runs identity and imports in one interpreter too; when
+// the env's deadline runs out in its second stage, the first still compares.
+TEST_F(MisbehavingEnv, ABareComparisonCutShortKeepsItsFinishedStages) {
+  write_pid_module(m_site / "torch/__init__.py", "__version__ = '2.10.0'\n");
+  // Hangs only without activation.
+  std::ofstream(m_site / "mb_bare_sleep.py")
+      << "import os, time\nif 'MB_ACTIVATED' not in os.environ:\n    time.sleep(3600)\n";
+  ProbePlan plan;
+  plan.imports = {"torch", "mb_bare_sleep"};
+  plan.imports_timeout = 60s;
+  plan.env_deadline = 4s;
+  ActivatedEnvironment activation;
+  activation.bare = bare_environment(m_env);
+  activation.bare["ENVCONTRACT_TEST_MARKER"] = m_marker;
+  activation.bare["ENVCONTRACT_TEST_OUT"] = m_out.string();
+  activation.activated = activation.bare;
+  activation.activated["MB_ACTIVATED"] = "1";  // more than PATH: the comparison is made
+  const auto facts = probe_env(m_env, activation, plan);
+  std::map<std::string, const StageResult*> bare;
+  std::map<std::string, const StageResult*> activated;
+  for (const auto& stage : facts.stages) {
+    (stage.activation == Activation::bare ? bare : activated)[stage.stage] = &stage;
+  }
+  ASSERT_TRUE(activated.contains("identity") && activated.contains("imports"));
+  EXPECT_EQ(activated["imports"]->status, StageStatus::ok) << activated["imports"]->summary;
+  ASSERT_TRUE(bare.contains("identity")) << "the bare identity finished and is kept";
+  EXPECT_EQ(bare["identity"]->status, StageStatus::ok) << bare["identity"]->summary;
+  EXPECT_EQ(bare["identity"]->process, "finished; the same interpreter went on to the next stage");
+  // Cut short by the env's deadline: not compared, so no artifact is invented.
+  EXPECT_FALSE(bare.contains("imports"));
+  EXPECT_TRUE(facts.artifacts.empty());
+  // One interpreter for each chain: torch imported twice, once activated, once bare.
+  const std::string torch_pids = testing::read_text(m_out / "torch.pid");
+  EXPECT_EQ(std::count(torch_pids.begin(), torch_pids.end(), '\n'), 2) << torch_pids;
   expect_nothing_survives();
 }
 
@@ -285,14 +390,7 @@ TEST_F(MisbehavingEnv, ImportsThatDoNotStartWithTorchGetAnInterpreterOfTheirOwn)
 // start: a slow torch import does not eat the imports stage's time, and a
 // hang in the imports stage is that stage's.
 TEST_F(MisbehavingEnv, AHangInTheSecondStageIsTimedFromItsOwnStart) {
-  fs::create_directories(m_site / "torch");
-  std::ofstream(m_site / "torch/__init__.py") << "import time\ntime.sleep(2)\n"
-                                                 "__version__ = '2.10.0'\n";
-  ProbePlan plan;
-  plan.identity_timeout = 20s;
-  plan.imports = {"torch", "mb_sleep"};
-  plan.imports_timeout = 1500ms;
-  plan.compare_bare = false;
+  const auto plan = slow_torch_then_a_hang(2, 1500ms);
   const auto facts = run_plan(plan);
   EXPECT_GT(m_elapsed, 3s);
   EXPECT_LT(m_elapsed, 15s);

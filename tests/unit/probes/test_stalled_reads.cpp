@@ -7,6 +7,10 @@
 
 #include <chrono>
 #include <fstream>
+#include <functional>
+#include <future>
+#include <memory>
+#include <thread>
 
 #include "common/json_text.hpp"
 #include "contracts/host_judgement.hpp"
@@ -15,6 +19,8 @@
 #include "probes/host_facts.hpp"
 #include "probes/mount_table.hpp"
 #include "probes/process_runner.hpp"
+#include "probes/progress_watch.hpp"
+#include "probes/scratch_directory.hpp"
 #include "probes/stall_guard.hpp"
 #include "tests/support/contract_text.hpp"
 #include "tests/support/hung_mount.hpp"
@@ -32,6 +38,17 @@ constexpr uid_t k_nobody = 65534;
 
 double seconds_since(Clock::time_point start) {
   return std::chrono::duration<double>(Clock::now() - start).count();
+}
+
+// Polls `condition` every 5 ms for up to 2 s.
+bool wait_until_true(const std::function<bool()>& condition) {
+  for (const auto end = Clock::now() + std::chrono::seconds(2); Clock::now() < end;) {
+    if (condition()) {
+      return true;
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  }
+  return condition();
 }
 
 class StalledReads : public ::testing::Test {
@@ -340,6 +357,40 @@ TEST_F(StalledReads, ADiscoveryUnitThatBlocksCostsItsOwnEnvsOnly) {
   EXPECT_TRUE(wait_for_blocked_readers(std::chrono::seconds(10)));
 }
 
+// The user a probe runs as owns its scratch directory, and fusermount lets a
+// user mount on a directory they own: a file the agent reads there (the
+// progress, the results, the stacks) made into a mount whose server never
+// answers must not block the agent, nor must removing the directory.
+TEST_F(StalledReads, AMountInAProbesScratchDirectoryIsNotEntered) {
+  auto directory = std::make_unique<ScratchDirectory>("envcontract-test", std::nullopt);
+  ASSERT_TRUE(directory->ok()) << directory->error();
+  const fs::path path = directory->file("progress").parent_path();
+  fs::create_directories(path / "progress");
+  fs::create_directories(path / "deeper" / "mounted");
+  HungMount progress_mount(path / "progress", k_nobody);
+  HungMount deeper_mount(path / "deeper" / "mounted", k_nobody);
+  const auto reader = directory->reader();
+  ASSERT_NE(reader, nullptr);
+  // On a thread: a read that blocked would otherwise hang the test itself.
+  auto reads = std::async(std::launch::async, [&] {
+    const bool nothing_read = !directory->read("progress", 4096) &&
+                              !reader->read("progress", 4096) &&
+                              !directory->read("deeper/mounted", 4096);
+    directory.reset();  // removes what it can, and does not enter the mounts
+    return nothing_read;
+  });
+  const bool finished = reads.wait_for(std::chrono::seconds(10)) == std::future_status::ready;
+  if (!finished) {
+    progress_mount.release();  // unblocks the reader, so that the test can end
+    deeper_mount.release();
+  }
+  ASSERT_TRUE(finished) << "a read inside the scratch directory entered the hung mount";
+  EXPECT_TRUE(reads.get());
+  progress_mount.release();
+  deeper_mount.release();
+  fs::remove_all(path);
+}
+
 // A server that takes a request and never answers leaves its caller asleep
 // where even SIGKILL does not reach: the process runner stops waiting for
 // it rather than holding up the scan's thread for good.
@@ -372,6 +423,27 @@ TEST_F(StalledReads, AProcessThatCannotBeKilledIsLeftBehindNotWaitedFor) {
     EXPECT_TRUE(nested.left_behind) << nested.describe();
   }
   mount.release();
+}
+
+// The progress of a chain is followed from a thread of its own: it sees
+// what the child appends, and ends at once when the chain does.
+TEST(ProgressWatch, FollowsTheFileAndEndsWithTheChain) {
+  ScratchDirectory directory("envcontract-test", std::nullopt);
+  ASSERT_TRUE(directory.ok()) << directory.error();
+  const fs::path file = directory.file("progress");
+  std::ofstream(file) << "identity\n";
+  const auto started = Clock::now();
+  {
+    ProgressWatch watch(directory.reader(), "progress", 4096, std::chrono::milliseconds(5));
+    EXPECT_TRUE(wait_until_true([&] { return watch.text() == "identity\n"; }));
+    std::ofstream(file, std::ios::app) << "imports\n";
+    EXPECT_TRUE(wait_until_true([&] { return watch.text() == "identity\nimports\n"; }));
+  }
+  EXPECT_LT(seconds_since(started), 1.0);
+  // Bounded, as every read there is.
+  std::ofstream(file, std::ios::app) << std::string(8192, 'x');
+  ProgressWatch bounded(directory.reader(), "progress", 4096, std::chrono::milliseconds(5));
+  EXPECT_TRUE(wait_until_true([&] { return bounded.text().size() == 4096; }));
 }
 
 }  // namespace
