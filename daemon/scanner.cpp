@@ -240,7 +240,7 @@ facts::DynamicFacts probe_bounded(const facts::EnvFacts& env, const probes::Prob
   // long after this scan.
   auto job_env = std::make_shared<const facts::PythonEnv>(env.env);
   auto job_activation = std::make_shared<const probes::ActivatedEnvironment>(env.activation);
-  auto job_plan = std::make_shared<const probes::ProbePlan>(plan);
+  auto job_plan = std::make_shared<probes::ProbePlan>(plan);
   auto dynamic = std::make_shared<facts::DynamicFacts>();
   const std::string prefix = env.env.prefix.string();
   // A container's envs share its /tmp: once one's probe is left blocked
@@ -253,9 +253,8 @@ facts::DynamicFacts probe_bounded(const facts::EnvFacts& env, const probes::Prob
   stall = probes::run_bounded(
       key, "the probe of " + prefix, wait, cancellation,
       [job_env, job_activation, job_plan, dynamic](const probes::Cancellation& stop) {
-        probes::ProbePlan own = *job_plan;
-        own.cancellation = &stop;
-        *dynamic = probes::probe_env(*job_env, *job_activation, own);
+        job_plan->cancellation = &stop;  // the job's: cancelled when it is left behind
+        *dynamic = probes::probe_env(*job_env, *job_activation, *job_plan);
       },
       winding_down);
   return stall ? facts::DynamicFacts{} : std::move(*dynamic);

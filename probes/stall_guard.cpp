@@ -13,6 +13,7 @@
 #include <thread>
 
 #include "common/time_text.hpp"
+#include "probes/proc_stat.hpp"
 
 namespace envcontract::probes {
 namespace {
@@ -102,11 +103,8 @@ std::string system_call_name(long number) {
 // Where the thread sleeps: /proc/self/task/TID/{stat,syscall,wchan}.
 void describe_blocked_thread(pid_t thread_id, Stall& stall) {
   const std::string task = "/proc/self/task/" + std::to_string(thread_id);
-  // "TID (name) S ...": the state follows the last ')'.
-  const std::string stat = first_line_of(task + "/stat");
-  const auto close = stat.rfind(')');
-  if (close != std::string::npos && close + 2 < stat.size()) {
-    stall.running = stat[close + 2] == 'R';
+  if (const auto stat = read_proc_stat(task + "/stat")) {
+    stall.running = stat->field(3) == "R";
   }
   const std::string call = first_line_of(task + "/syscall");
   if (!call.empty() && call != "running" && call.front() != '-') {
