@@ -1,5 +1,6 @@
 #pragma once
 
+#include <cstdio>
 #include <cstdlib>
 #include <string_view>
 
@@ -9,4 +10,12 @@
 inline bool bench_report_only() {
   const char* value = std::getenv("BENCH_REPORT_ONLY");
   return value != nullptr && std::string_view(value) == "1";
+}
+
+// Prints "MISSED: <what>" and returns the benchmark's exit code: 1, or 0
+// when CI only reports.
+inline int bench_missed(const char* what) {
+  std::printf("MISSED: %s%s\n", what,
+              bench_report_only() ? " (reported only: BENCH_REPORT_ONLY=1)" : "");
+  return bench_report_only() ? 0 : 1;
 }

@@ -14,7 +14,9 @@
 #include <cstdlib>
 #include <filesystem>
 #include <string>
+#include <utility>
 
+#include "bench/host_report.hpp"
 #include "daemon/sqlite.hpp"
 #include "daemon/store.hpp"
 
@@ -62,19 +64,8 @@ Json host_report(const std::string& at, const Json& changing_actual = nullptr) {
                     {"summary", ""},
                     {"checks", checks}});
   }
-  return {
-      {"schema_version", 1},
-      {"host", "node-1"},
-      {"scanned_at", at},
-      {"duration_ms", 1234.5},
-      {"contract", {{"name", "kunlunxin"}, {"path", "/c.yaml"}, {"sha256", std::string(64, 'a')}}},
-      {"verdict", "drift"},
-      {"reasons", {"no env satisfies the contract (8 envs: 8 drift, 0 error)"}},
-      {"compliant_envs", Json::array()},
-      {"image", {{"value", "x:2.1.2"}, {"source", "file"}, {"problem", ""}}},
-      {"targets", Json::array()},
-      {"envs", envs},
-      {"problems", Json::array()}};
+  return bench_host_report(at, std::move(envs), "drift", Json::array(),
+                           {"no env satisfies the contract (8 envs: 8 drift, 0 error)"});
 }
 
 std::string at(int scan) {

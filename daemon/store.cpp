@@ -85,7 +85,7 @@ std::string prepare(sqlite::Database& db, const std::filesystem::path& path) {
       "PRAGMA journal_size_limit=1048576; "
       // SQLite's own page cache, per connection (2 MiB by default), fills as
       // the history grows and stays in the idle agent's memory; the kernel
-      // caches the file anyway (store_bench times the history queries).
+      // caches the file anyway (history_bench times the history queries).
       "PRAGMA cache_size=-512");
   // Migrations rebuild tables that others reference: foreign keys are
   // checked once they are done (SQLite's documented procedure).
@@ -391,15 +391,29 @@ Json Store::history(const HistoryQuery& query) {
   } else if (!query.target.empty()) {
     subject = "target:" + query.target;
   }
-  sqlite::Statement select(m_db,
-                           "SELECT scan_id, at, subject, check_id, status, previous_status, cause, "
-                           "summary, actual FROM transitions "
-                           "WHERE (?1 = '' OR subject = ?1) AND (?2 = '' OR check_id = ?2) AND "
-                           "(?3 = '' OR at >= ?3) ORDER BY id LIMIT ?4");
-  select.bind(1, subject)
-      .bind(2, query.check)
-      .bind(3, query.since)
-      .bind(4, static_cast<std::int64_t>(query.limit));
+  // Only the filters given are in the statement, so that SQLite can use an
+  // index for them (`?1 = '' OR subject = ?1` reads every transition).
+  std::string sql =
+      "SELECT scan_id, at, subject, check_id, status, previous_status, cause, summary, actual "
+      "FROM transitions";
+  std::vector<const std::string*> values;
+  const auto filter = [&](const std::string& value, const char* condition) {
+    if (!value.empty()) {
+      sql += values.empty() ? " WHERE " : " AND ";
+      sql += condition;
+      values.push_back(&value);
+    }
+  };
+  filter(subject, "subject = ?");
+  filter(query.check, "check_id = ?");
+  filter(query.since, "at >= ?");
+  sql += " ORDER BY id LIMIT ?";
+  sqlite::Statement select(m_db, sql);
+  int index = 0;
+  for (const auto* value : values) {
+    select.bind(++index, *value);
+  }
+  select.bind(++index, static_cast<std::int64_t>(query.limit));
   auto rows = Json::array();
   while (select.step()) {
     const std::string row_subject = select.text(2);
@@ -408,16 +422,22 @@ Json Store::history(const HistoryQuery& query) {
         colon == std::string::npos ? row_subject : row_subject.substr(0, colon);
     const std::string name = colon == std::string::npos ? "" : row_subject.substr(colon + 1);
     auto actual = Json::parse(select.text(8), nullptr, false);
-    rows.push_back({{"scan_id", select.integer(0)},
-                    {"at", select.text(1)},
-                    {"scope", scope},
-                    {"name", name},
-                    {"check", select.text(3)},
-                    {"status", select.text(4)},
-                    {"previous_status", select.is_null(5) ? Json(nullptr) : Json(select.text(5))},
-                    {"cause", select.text(6)},
-                    {"summary", select.text(7)},
-                    {"actual", actual.is_discarded() ? Json(nullptr) : actual}});
+    // Built key by key: an initializer list copies every value and checks
+    // each pair, which was most of a 1,000-row answer's time (history_bench).
+    Json row(Json::value_t::object);
+    auto& fields = row.get_ref<Json::object_t&>();
+    fields.reserve(10);
+    fields.emplace("scan_id", select.integer(0));
+    fields.emplace("at", select.text(1));
+    fields.emplace("scope", scope);
+    fields.emplace("name", name);
+    fields.emplace("check", select.text(3));
+    fields.emplace("status", select.text(4));
+    fields.emplace("previous_status", select.is_null(5) ? Json(nullptr) : Json(select.text(5)));
+    fields.emplace("cause", select.text(6));
+    fields.emplace("summary", select.text(7));
+    fields.emplace("actual", actual.is_discarded() ? Json(nullptr) : std::move(actual));
+    rows.push_back(std::move(row));
   }
   return rows;
 }

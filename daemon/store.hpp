@@ -48,7 +48,7 @@ struct HistoryQuery {
 class Store {
  public:
   // The schema version this build writes. Older files are migrated on open.
-  static constexpr int schema_version = 4;
+  static constexpr int schema_version = 5;
 
   // Opens or creates the database. A corrupt file, another application's
   // database or one written by a newer envcontract is an error saying what

@@ -94,6 +94,12 @@ CREATE TABLE provisions (
   detail TEXT NOT NULL
 );
 )sql",
+      // 5: a check's transitions by time, so that each scan's flapping count
+      // reads the window's transitions, not the check's whole history (a
+      // check whose value changes at every scan has thousands in a year).
+      R"sql(
+CREATE INDEX transitions_by_check_time ON transitions(subject, check_id, at);
+)sql",
   };
   return migrations;
 }

@@ -352,6 +352,53 @@ TEST(Store, HistoryTellsSinceWhenItFailedAndWhenItWasFixed) {
   EXPECT_EQ(verdicts.size(), 4U);  // host drift, env drift; host compliant, env compliant
 }
 
+TEST(Store, HistoryFiltersEachAloneAndTogether) {
+  testing::TempDir dir;
+  auto store = open_store(dir.path() / "agent.db");
+  ASSERT_NE(store, nullptr);
+  for (int day = 24; day <= 26; ++day) {
+    const std::string status = day == 25 ? "fail" : "pass";
+    auto report = report_at("2026-11-" + std::to_string(day) + "T09:00:00Z",
+                            {{"env-a", Json::array({check("devices", status, "too_few_devices"),
+                                                    check("torch", "pass")})},
+                             {"env-b", Json::array({check("devices", "pass")})}});
+    report["targets"] =
+        Json::array({{{"name", "image"},
+                      {"checks", Json::array({check("devices", status, "too_few_devices")})}}});
+    store->record_scan(report);
+  }
+  const auto subjects = [](const Json& rows) {
+    std::vector<std::string> out;
+    for (const auto& row : rows) {
+      out.push_back(row["scope"].get<std::string>() + ":" + row["name"].get<std::string>() + ":" +
+                    row["check"].get<std::string>() + "@" +
+                    row["at"].get<std::string>().substr(8, 2));
+    }
+    return out;
+  };
+  using Names = std::vector<std::string>;
+  // One env: its verdict and both checks, oldest first.
+  EXPECT_EQ(subjects(store->history({"env-a", "", "", "", 100})),
+            (Names{"env:env-a:@verdict@24", "env:env-a:devices@24", "env:env-a:torch@24",
+                   "env:env-a:@verdict@25", "env:env-a:devices@25", "env:env-a:@verdict@26",
+                   "env:env-a:devices@26"}));
+  EXPECT_EQ(
+      subjects(store->history({"", "image", "", "", 100})),
+      (Names{"target:image:devices@24", "target:image:devices@25", "target:image:devices@26"}));
+  // One check across envs and targets.
+  EXPECT_EQ(subjects(store->history({"", "", "devices", "2026-11-25T00:00:00Z", 100})),
+            (Names{"target:image:devices@25", "env:env-a:devices@25", "target:image:devices@26",
+                   "env:env-a:devices@26"}));
+  EXPECT_EQ(subjects(store->history({"env-a", "", "devices", "2026-11-26T00:00:00Z", 100})),
+            (Names{"env:env-a:devices@26"}));
+  EXPECT_EQ(subjects(store->history({"env-b", "", "devices", "", 100})),
+            (Names{"env:env-b:devices@24"}));
+  // The limit keeps the oldest.
+  EXPECT_EQ(subjects(store->history({"", "", "", "", 2})),
+            (Names{"host::@verdict@24", "target:image:devices@24"}));
+  EXPECT_TRUE(store->history({"env-c", "", "", "", 100}).empty());
+}
+
 TEST(Store, ChecksThatKeepChangingAreFlagged) {
   testing::TempDir dir;
   auto store = open_store(dir.path() / "agent.db", {3, std::chrono::hours(24)});
