@@ -30,6 +30,7 @@
 #include <thread>
 #include <vector>
 
+#include "bench/report_only.hpp"
 #include "daemon/agent.hpp"
 #include "daemon/http_api.hpp"
 
@@ -290,6 +291,15 @@ int main(int argc, char** argv) {
   std::printf("  /healthz beside 16 slowloris clients: worst %.1f ms (target 1000 ms)\n",
               slowloris_worst);
   const bool ok = errors == 0 && slowloris_worst < 1000.0;
+  bench_row(std::to_string(clients) + " keep-alive clients on the report and /metrics, " +
+                std::to_string(seconds) + " s",
+            bench_figure(static_cast<double>(samples.size()) / seconds, 0, " requests/s") +
+                ", p99 " + bench_figure(p99, 1, " ms") + ", " + std::to_string(errors.load()) +
+                " errors",
+            "/healthz idle: p50 " + bench_figure(baseline_p50, 2, " ms"),
+            bench_figure(p50 / baseline_p50, 1, "x at p50"), "no errors", errors == 0);
+  bench_row("/healthz beside 16 slowloris clients", bench_figure(slowloris_worst, 1, " ms worst"),
+            "-", "-", "under 1 s", slowloris_worst < 1000.0);
   std::printf("%s\n", ok ? "ok" : "FAILED");
   return ok ? 0 : 1;
 }

@@ -116,6 +116,7 @@ printf "HTTP: the agent against nginx serving the same bytes, wrk -t2, %s s each
   "$seconds" "$(nproc)"
 printf "  %-28s %10s %8s %8s %7s %10s %8s %8s %7s\n" what agent/s p50 p99 errors nginx/s p50 p99 ratio
 failed=0
+rows=()  # the table rows scripts/bench collects
 for run in "/api/v1/report 64" "/api/v1/report 200" "/metrics 64"; do
   read -r path connections <<< "$run"
   read -r a_rps a_p50 a_p99 a_errors <<< "$(measure "$agent$path" "$connections")"
@@ -133,7 +134,11 @@ for run in "/api/v1/report 64" "/api/v1/report 200" "/metrics 64"; do
   printf "  %-28s %10s %7sms %7sms %7s %10s %7sms %7sms %6sx  %s\n" \
     "GET $path, $connections conns" "$a_rps" "$a_p50" "$a_p99" "$a_errors" \
     "$n_rps" "$n_p50" "$n_p99" "$ratio" "$verdict"
+  rows+=("$(printf 'table: GET %s, %s connections | %s requests/s, p99 %s ms, %s errors | nginx: %s requests/s, p99 %s ms | %sx | 0.5x, p99 under 5 ms, no errors | %s' \
+    "$path" "$connections" "$a_rps" "$a_p99" "$a_errors" "$n_rps" "$n_p99" "$ratio" \
+    "$([ "$verdict" = ok ] && echo met || echo MISSED)")")
 done
+printf '%s\n' "${rows[@]}"
 printf "  target: at least 0.5x nginx's requests/s, agent p99 under 5 ms, no errors\n"
 read -r rss threads <<< "$(ps -o rss=,nlwp= -p "$agent_pid")"
 printf "  agent after the runs: RSS %s KiB, %s threads\n" "$rss" "$threads"

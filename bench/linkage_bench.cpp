@@ -215,6 +215,11 @@ int main(int argc, char** argv) {
                 hand.unresolved.size());
     std::printf("    resolve_closure + resolve_symbols %9.1f ms, %zu unresolved (%.1fx faster)\n",
                 agent_ms, agent.unresolved.size(), ratio);
+    if (library.parent_path() != work) {
+      bench_row("linkage of " + library.filename().string(), bench_figure(agent_ms, 1, " ms"),
+                "nm -D and c++filt: " + bench_figure(hand_ms, 1, " ms"),
+                bench_figure(ratio, 1, "x faster"), "at least 10x faster", ratio >= k_target_ratio);
+    }
     unresolved_found += agent.unresolved.size();
     for (const auto& name : agent.unresolved) {
       std::printf("      unresolved: %s\n", name.c_str());

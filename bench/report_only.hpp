@@ -2,6 +2,7 @@
 
 #include <cstdio>
 #include <cstdlib>
+#include <string>
 #include <string_view>
 
 // CI runs the benchmarks' short forms with BENCH_REPORT_ONLY=1: a missed
@@ -18,4 +19,21 @@ inline int bench_missed(const char* what) {
   std::printf("MISSED: %s%s\n", what,
               bench_report_only() ? " (reported only: BENCH_REPORT_ONLY=1)" : "");
   return bench_report_only() ? 0 : 1;
+}
+
+// One row of the table scripts/bench ends with: what was measured, the
+// figure, the baseline measured in the same run, how they compare, the
+// target and its verdict. Printed as "table: a | b | c | d | e | f".
+inline void bench_row(const std::string& what, const std::string& figure,
+                      const std::string& baseline, const std::string& ratio,
+                      const std::string& target, bool met) {
+  std::printf("table: %s | %s | %s | %s | %s | %s\n", what.c_str(), figure.c_str(),
+              baseline.c_str(), ratio.c_str(), target.c_str(), met ? "met" : "MISSED");
+}
+
+// A number as the table shows it: `digits` after the point, then `unit`.
+inline std::string bench_figure(double value, int digits, const char* unit) {
+  char text[64];
+  std::snprintf(text, sizeof text, "%.*f%s", digits, value, unit);
+  return text;
 }

@@ -91,6 +91,10 @@ int main(int argc, char** argv) {
   std::printf("  discovery + static facts        %8.2f ms  (%.2fx the baseline)\n", scan_ms,
               scan_ms / walk_ms);
   std::printf("  target                          %8.2f ms\n", k_target_ms);
+  bench_row("discovery and static facts of the demo host (" + std::to_string(envs) + " envs)",
+            bench_figure(scan_ms, 1, " ms"),
+            "stat of every entry: " + bench_figure(walk_ms, 1, " ms"),
+            bench_figure(scan_ms / walk_ms, 2, "x"), "under 250 ms", scan_ms <= k_target_ms);
   if (!temp.empty()) {
     std::error_code ignored;
     fs::remove_all(temp, ignored);
