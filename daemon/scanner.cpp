@@ -78,13 +78,17 @@ std::string env_fingerprint(const report::Json& env_facts, const std::string& co
     material += '\0';
     material += env_facts.contains(key) ? common::json_text(env_facts.at(key)) : "";
   }
-  // stat only (never opened): size, modification time and inode of each.
+  // stat only (never opened): size, modification and change times and inode
+  // of each. The change time is the one a file's owner cannot set: a file
+  // rewritten in place with its old size and modification time put back (a
+  // tar or rsync -t over the env) still changes it.
   for (const auto& file : deciding_files(env_facts)) {
     struct stat info {};
     material += '\0' + file + '\t';
     if (!file.empty() && ::stat(file.c_str(), &info) == 0) {
       material += std::to_string(info.st_size) + ' ' + std::to_string(info.st_mtim.tv_sec) + '.' +
-                  std::to_string(info.st_mtim.tv_nsec) + ' ' + std::to_string(info.st_ino);
+                  std::to_string(info.st_mtim.tv_nsec) + ' ' + std::to_string(info.st_ctim.tv_sec) +
+                  '.' + std::to_string(info.st_ctim.tv_nsec) + ' ' + std::to_string(info.st_ino);
     } else {
       material += "absent";
     }

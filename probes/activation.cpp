@@ -197,12 +197,16 @@ Environment bare_environment(const PythonEnv& env) {
 
 std::string activation_fingerprint(const PythonEnv& env) {
   std::string fingerprint = to_string(env.kind) + ";";
+  // The change time and inode too: a script rewritten in place with its old
+  // size and modification time put back (tar, rsync -t) changes only those.
   for (const auto& input : activation_inputs(env)) {
     struct stat info {};
     if (::stat(input.c_str(), &info) == 0) {
       fingerprint += input.filename().string() + ":" + std::to_string(info.st_size) + ":" +
                      std::to_string(info.st_mtim.tv_sec) + "." +
-                     std::to_string(info.st_mtim.tv_nsec) + ";";
+                     std::to_string(info.st_mtim.tv_nsec) + ":" +
+                     std::to_string(info.st_ctim.tv_sec) + "." +
+                     std::to_string(info.st_ctim.tv_nsec) + ":" + std::to_string(info.st_ino) + ";";
     }
   }
   return fingerprint;

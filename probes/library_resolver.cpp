@@ -31,6 +31,7 @@ common::Result<std::shared_ptr<const ElfFile>> ElfCache::get(const fs::path& pat
     return common::Error{"cannot read: not a regular file"};
   }
   const std::int64_t mtime = info.st_mtim.tv_sec * 1'000'000'000LL + info.st_mtim.tv_nsec;
+  const std::int64_t ctime = info.st_ctim.tv_sec * 1'000'000'000LL + info.st_ctim.tv_nsec;
   // The cache serves every env; whether this env's user may read the file is
   // asked anew each time (the calling thread reads as that user, ReadingAs).
   if (::faccessat(AT_FDCWD, path.c_str(), R_OK, AT_EACCESS) != 0) {
@@ -42,14 +43,16 @@ common::Result<std::shared_ptr<const ElfFile>> ElfCache::get(const fs::path& pat
     generation = m_generation;
     const auto it = m_entries.find(path);
     if (it != m_entries.end() && it->second.size == static_cast<std::uintmax_t>(info.st_size) &&
-        it->second.mtime == mtime) {
+        it->second.mtime == mtime && it->second.ctime == ctime &&
+        it->second.device == info.st_dev && it->second.inode == info.st_ino) {
       return it->second.file;
     }
   }
   auto file = ElfFile::open(path);
   std::lock_guard lock(m_mutex);
   if (m_generation == generation) {
-    m_entries[path] = {static_cast<std::uintmax_t>(info.st_size), mtime, file};
+    m_entries[path] = {
+        static_cast<std::uintmax_t>(info.st_size), mtime, ctime, info.st_dev, info.st_ino, file};
   }
   return file;
 }

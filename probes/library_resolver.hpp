@@ -33,9 +33,14 @@ class ElfCache {
   std::size_t size() const;
 
  private:
+  // Which file was parsed: a file rewritten in place keeps its inode, and
+  // can be given its old size and modification time, not its change time.
   struct Entry {
     std::uintmax_t size = 0;
     std::int64_t mtime = 0;
+    std::int64_t ctime = 0;
+    std::uint64_t device = 0;
+    std::uint64_t inode = 0;
     common::Result<std::shared_ptr<const ElfFile>> file = common::Error{"not read yet"};
   };
   mutable std::mutex m_mutex;

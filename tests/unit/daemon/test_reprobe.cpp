@@ -2,7 +2,9 @@
 // that decides its facts probes it again, even when the facts read from files
 // stay the same (docs/agent.md). A real venv copied from the demo host, real
 // scans, real files touched.
+#include <fcntl.h>
 #include <gtest/gtest.h>
+#include <sys/stat.h>
 
 #include <filesystem>
 #include <fstream>
@@ -69,6 +71,30 @@ TEST_F(Reprobe, AnUnchangedEnvIsReusedAndEachDecidingFileReprobes) {
     EXPECT_FALSE(reused()) << file << " changed, and the env was not probed again";
     EXPECT_TRUE(reused()) << "nothing changed since " << file;
   }
+}
+
+// A library rewritten in place, with its size and modification time put back
+// as `tar x` or `rsync -t` leave them: only its change time tells, and it
+// must.
+TEST_F(Reprobe, ALibraryRewrittenWithItsOldTimesPutBackReprobes) {
+  const fs::path library = m_prefix / "lib/python3.10/site-packages/torch/lib/libc10.so";
+  EXPECT_FALSE(reused()) << "the first scan probes";
+  EXPECT_TRUE(reused()) << "nothing changed";
+  struct stat before {};
+  ASSERT_EQ(::stat(library.c_str(), &before), 0);
+  {
+    std::fstream file(library, std::ios::in | std::ios::out | std::ios::binary);
+    file.seekp(before.st_size - 1);
+    file.put('\x7f');  // the last byte: the ELF headers stay readable
+  }
+  const struct timespec times[2] = {before.st_atim, before.st_mtim};
+  ASSERT_EQ(::utimensat(AT_FDCWD, library.c_str(), times, 0), 0);
+  struct stat after {};
+  ASSERT_EQ(::stat(library.c_str(), &after), 0);
+  ASSERT_EQ(after.st_size, before.st_size);
+  ASSERT_EQ(after.st_mtim.tv_nsec, before.st_mtim.tv_nsec);
+  ASSERT_EQ(after.st_ino, before.st_ino);
+  EXPECT_FALSE(reused()) << "libc10.so was rewritten in place, and the env was not probed again";
 }
 
 // Parsed libraries serve one scan: none is held between scans (they made

@@ -2,8 +2,10 @@
 // environments.
 #include "probes/activation.hpp"
 
+#include <fcntl.h>
 #include <gtest/gtest.h>
 #include <pwd.h>
+#include <sys/stat.h>
 
 #include <fstream>
 
@@ -137,6 +139,16 @@ TEST(Activation, CacheReusesUntilAScriptChanges) {
   dir.write("cached/etc/conda/activate.d/zz-more.sh", "export MORE=yes\n");
   EXPECT_EQ(cache.get(env).activated.at("MORE"), "yes");
   EXPECT_EQ(cache.activations_run(), 3U);
+  // Rewritten in place to the same size, its modification time put back
+  // (as tar or rsync -t leave it): still run again.
+  const auto script = dir.path() / "cached/etc/conda/activate.d/vendor.sh";
+  struct stat before {};
+  ASSERT_EQ(::stat(script.c_str(), &before), 0);
+  std::ofstream(script, std::ios::in | std::ios::out | std::ios::binary) << "export VERSION=33\n";
+  const struct timespec times[2] = {before.st_atim, before.st_mtim};
+  ASSERT_EQ(::utimensat(AT_FDCWD, script.c_str(), times, 0), 0);
+  EXPECT_EQ(cache.get(env).activated.at("VERSION"), "33");
+  EXPECT_EQ(cache.activations_run(), 4U);
 }
 
 TEST(Activation, ChangesListWhatActivationDid) {
