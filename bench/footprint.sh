@@ -198,8 +198,8 @@ printf 'table: idle RSS after the first scan of %s envs | %s MB (%s MB anonymous
 printf 'table: idle RSS after %s scans | %s MB (%s MB anonymous) | no env: %s MB | %+.1f MB | under 20 MB | %s\n' \
   "$scans" "$(mb "$last_rss")" "$(mb "$last_anon")" "$(mb "$base_rss")" \
   "$(mb $((last_rss - base_rss)))" "$last_rss_verdict"
-printf 'table: idle CPU | %s%% of a core | no env: %s%% | - | under 0.1%% | %s\n' \
-  "$last_cpu" "$base_cpu" "$idle_cpu_verdict"
+printf 'table: idle CPU after the first scan and after the last | %s%% and %s%% of a core | no env: %s%% | - | under 0.1%% | %s\n' \
+  "$idle_cpu" "$last_cpu" "$base_cpu" "$idle_cpu_verdict"
 printf 'table: peak RSS of the agent over %s scans | %s MB | - | - | under 60 MB | %s\n' \
   "$scans" "$(mb "$peak_rss")" "$peak_verdict"
 printf 'table: RSS growth from scan %s to scan %s | %s KiB | - | - | under 1 MiB | %s\n' \

@@ -96,9 +96,12 @@ CREATE TABLE provisions (
 )sql",
       // 5: a check's transitions by time, so that each scan's flapping count
       // reads the window's transitions, not the check's whole history (a
-      // check whose value changes at every scan has thousands in a year).
+      // check whose value changes at every scan has thousands in a year);
+      // an env's (or target's) in order, so that its history read up to the
+      // limit stops there rather than reading and sorting all of it.
       R"sql(
 CREATE INDEX transitions_by_check_time ON transitions(subject, check_id, at);
+CREATE INDEX transitions_by_subject ON transitions(subject, id);
 )sql",
   };
   return migrations;

@@ -49,8 +49,17 @@ common::Result<std::shared_ptr<const ElfFile>> ElfCache::get(const fs::path& pat
     }
   }
   auto file = ElfFile::open(path);
+  // A file replaced between the stat above and the open is not kept under
+  // the old file's signature: the next asker reads it again.
+  struct stat after {};
+  const bool unchanged = ::stat(path.c_str(), &after) == 0 && after.st_size == info.st_size &&
+                         after.st_ino == info.st_ino && after.st_dev == info.st_dev &&
+                         after.st_mtim.tv_sec == info.st_mtim.tv_sec &&
+                         after.st_mtim.tv_nsec == info.st_mtim.tv_nsec &&
+                         after.st_ctim.tv_sec == info.st_ctim.tv_sec &&
+                         after.st_ctim.tv_nsec == info.st_ctim.tv_nsec;
   std::lock_guard lock(m_mutex);
-  if (m_generation == generation) {
+  if (m_generation == generation && unchanged) {
     m_entries[path] = {
         static_cast<std::uintmax_t>(info.st_size), mtime, ctime, info.st_dev, info.st_ino, file};
   }
