@@ -279,24 +279,23 @@ int main(int argc, char** argv) {
   }
 
   const double ratio = cold_ms / warm_ms;
+  const double over_floor = cold_ms / floor_ms;
+  const double over_loop = hand_ms / cold_ms;
   std::printf("scan of %zu envs (%zu probed), contract: python, torch, import torch\n", envs,
               probed);
   std::printf("  cold scan:                 %9.1f ms\n", cold_ms);
   std::printf("  floor (import torch per env, %u at a time): %9.1f ms   cold/floor %.2fx\n",
-              std::max(1U, std::thread::hardware_concurrency()), floor_ms,
-              floor_ms > 0 ? cold_ms / floor_ms : 0.0);
+              std::max(1U, std::thread::hardware_concurrency()), floor_ms, over_floor);
   std::printf(
       "  an operator's loop (activate; python -c per fact; ldd, nm -D | c++filt), env by env: "
       "%9.1f ms   loop/cold %.2fx (target: at least 5x)\n",
-      hand_ms, hand_ms > 0 ? hand_ms / cold_ms : 0.0);
+      hand_ms, over_loop);
   std::printf("  warm rescan, median of %d: %9.1f ms   cold/warm %.1fx\n", warm_runs, warm_ms,
               ratio);
   std::printf(
       "  peak RSS of the scanning process after the cold scan (probes excluded): %.1f MB "
       "(target under 60 MB: %s)\n",
       cold_peak_mb, cold_peak_mb < 60 ? "met" : "MISSED");
-  const double over_floor = cold_ms / floor_ms;
-  const double over_loop = hand_ms / cold_ms;
   const bool warm_met = warm_ms < k_warm_target_ms && ratio >= k_ratio_target;
   const std::string host_size = std::to_string(envs) + " envs";
   bench_row("cold scan of " + host_size + " against the floor", bench_figure(cold_ms, 0, " ms"),
