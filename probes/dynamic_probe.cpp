@@ -1,10 +1,13 @@
 #include "probes/dynamic_probe.hpp"
 
 #include <stdlib.h>
+#include <sys/syscall.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <atomic>
 #include <fstream>
+#include <future>
 #include <iterator>
 #include <map>
 #include <sstream>
@@ -14,9 +17,11 @@
 #include "facts/stage_names.hpp"
 #include "probes/ci_runner.hpp"
 #include "probes/exec_prefix.hpp"
+#include "probes/first_import.hpp"
 #include "probes/import_safety.hpp"
 #include "probes/probe_program.hpp"
 #include "probes/probe_report.hpp"
+#include "probes/proc_stat.hpp"
 #include "probes/process_runner.hpp"
 #include "probes/progress_watch.hpp"
 #include "probes/scratch_directory.hpp"
@@ -91,6 +96,9 @@ struct StageSpec {
   Json request;
   std::chrono::milliseconds timeout;
   std::string timeout_origin = "";  // set when the env's deadline, not the stage's own, bounds it
+  // The module the stage imports before anything else it does ("" when that
+  // is not known): stages that share it share an interpreter that makes it.
+  std::string first_import = "";
 };
 
 // What is left of an env's time, shared by its stages in order.
@@ -268,15 +276,56 @@ void judge_stage(StageResult& stage, const ProbeReport& report, const ProcessRes
   }
 }
 
-// Runs `specs` in order in one interpreter (a chain: the torch import and the
-// interpreter's start are paid once), each held to its own time-out from the
-// moment it starts, as the probe tells through its progress file. Returns
-// the results of the stages it reached, in order: one that hung or ended
-// the process is the last, and those after it are left for the caller to
-// run again in a new interpreter.
+// The number of lines at the start of a chain's progress `text` that name its
+// stages in order: the stages the probe started. A line env code wrote there
+// that is not the next stage's name ends the count.
+std::size_t started_stages(const std::string& text, const std::vector<StageSpec>& specs,
+                           std::size_t* end_of_lines = nullptr) {
+  std::size_t lines = 0;
+  std::size_t at = 0;
+  for (std::size_t end = 0;
+       lines < specs.size() && (end = text.find('\n', at)) != std::string::npos; at = end + 1) {
+    if (text.compare(at, end - at, probe_stage_of(specs[lines])) != 0) {
+      break;
+    }
+    ++lines;
+  }
+  if (end_of_lines != nullptr) {
+    *end_of_lines = at;
+  }
+  return lines;
+}
+
+// Why the probe stopped a chain before its next stage ("stop REASON" after
+// the names of those it started), or "": a fork of its interpreter would not
+// have been what a fresh interpreter does (docs/probes.md, "Stages").
+std::string chain_stop_reason(const std::string& text, const std::vector<StageSpec>& specs) {
+  std::size_t at = 0;
+  started_stages(text, specs, &at);
+  constexpr std::string_view k_stop = "stop ";
+  if (text.compare(at, k_stop.size(), k_stop) != 0) {
+    return "";
+  }
+  const auto end = text.find('\n', at);
+  if (end == std::string::npos) {
+    return "";
+  }
+  // Env code can write this file too: a reason is kept short and on one line.
+  return text.substr(at + k_stop.size(), std::min<std::size_t>(end - at - k_stop.size(), 200));
+}
+
+// Runs `specs` in order from one interpreter (a chain of stages that make
+// the same first import: the interpreter makes it once, and runs each stage
+// in a process forked from it, the last in itself), each held to its own
+// time-out from the moment it starts, as the probe tells through its progress
+// file. Returns the results of the stages it reached, in order: one that hung
+// or ended the process is the last, and those after it are left for the
+// caller to run again in a new interpreter. Returns none when the interpreter
+// declined the chain before its first stage. Why the interpreter stopped
+// the chain early, before its first stage or a later one, goes to `stopped`.
 std::vector<StageResult> run_chain(const PythonEnv& env, const Environment& environment,
                                    Activation activation, const std::vector<StageSpec>& specs,
-                                   const StageBudget& budget) {
+                                   const StageBudget& budget, std::string* stopped = nullptr) {
   using Clock = std::chrono::steady_clock;
   std::vector<StageResult> stages;
   const auto credentials = credentials_of(env);
@@ -286,7 +335,9 @@ std::vector<StageResult> run_chain(const PythonEnv& env, const Environment& envi
   if (specs.size() == 1) {
     request = specs.front().request;
   } else {
-    request = {{"chain", Json::array()}};
+    // The interpreter makes the stages' shared first import once, then runs
+    // each stage in a process forked from it (the last in itself).
+    request = {{"chain", Json::array()}, {"first_import", specs.front().first_import}};
     for (const auto& spec : specs) {
       request["chain"].push_back(spec.request);
     }
@@ -324,15 +375,7 @@ std::vector<StageResult> run_chain(const PythonEnv& env, const Environment& envi
     limits.deadline = [&] {
       // Each line names the stage that starts, in order; a line env code wrote
       // there that is not the next stage's name moves nothing.
-      const auto text = progress->text();
-      std::size_t lines = 0;
-      for (std::size_t at = 0, end = 0;
-           lines < specs.size() && (end = text.find('\n', at)) != std::string::npos; at = end + 1) {
-        if (text.compare(at, end - at, probe_stage_of(specs[lines])) != 0) {
-          break;
-        }
-        ++lines;
-      }
+      const std::size_t lines = started_stages(progress->text(), specs);
       while (started_at.size() < lines) {
         started_at.push_back(Clock::now());
         bounded.push_back(budget.bounded(specs[started_at.size() - 1]));
@@ -345,22 +388,63 @@ std::vector<StageResult> run_chain(const PythonEnv& env, const Environment& envi
   // progress is, and a dump whose earlier read is still blocked is not read.
   // Keyed by the tree whose /tmp holds it: once one dump there blocks, no
   // other is read from it (each would hold a blocked thread).
-  const auto read_stacks = [reader = directory.reader(),
-                            key = "stacks " + scratch_root(env).string()] {
+  const auto read_scratch = [reader = directory.reader(),
+                             key = "stacks " + scratch_root(env).string()](const char* name,
+                                                                           std::size_t limit) {
     auto text = std::make_shared<std::optional<std::string>>();
-    const auto stalled = run_bounded(key, "reading the probe's stack dump", std::chrono::seconds(2),
-                                     nullptr, [reader, text](const Cancellation&) {
-                                       if (reader) {
-                                         *text = reader->read("stacks.txt", 256 * 1024);
-                                       }
-                                     });
+    const auto stalled =
+        run_bounded(key, std::string("reading the probe's ") + name, std::chrono::seconds(2),
+                    nullptr, [reader, text, name, limit](const Cancellation&) {
+                      if (reader) {
+                        *text = reader->read(name, limit);
+                      }
+                    });
     return stalled ? std::nullopt : *text;
   };
+  const auto read_stacks = [&] { return read_scratch("stacks.txt", 256 * 1024); };
   const auto result = run_process(env_process(env, process), limits, [&](pid_t pid) {
-    hang = diagnose_hang(command_below_prefix(pid, env.exec), read_stacks);
+    const pid_t interpreter = command_below_prefix(pid, env.exec);
+    // Every stage of a chain but its last runs in a process the interpreter
+    // forked for it once it had named the stage in its progress (before
+    // that, the interpreter itself is making the chain's first import).
+    const bool forked = started_at.size() < specs.size() &&
+                        started_stages(progress->text(), specs) >= started_at.size();
+    // The interpreter names each process it forks, last line last; env code
+    // could write there too, so the name is only taken for a child of the
+    // interpreter of the same user.
+    pid_t stage_process = interpreter;
+    int pidfd = -1;
+    if (forked) {
+      const std::string named = read_scratch("forked", 64 * 1024).value_or("");
+      const auto last = named.find_last_not_of('\n');
+      const auto line =
+          last == std::string::npos ? std::string() : named.substr(named.rfind('\n', last) + 1);
+      const pid_t candidate = std::atoi(line.c_str());
+#ifdef SYS_pidfd_open
+      // Pinned first, then checked: the pid checked is then the one signalled.
+      pidfd = candidate > 0 ? static_cast<int>(::syscall(SYS_pidfd_open, candidate, 0)) : -1;
+#endif
+      if (pidfd >= 0 && forked_child_or_self(interpreter, candidate) == candidate) {
+        stage_process = candidate;
+      }
+    }
+    hang = diagnose_hang(stage_process, read_stacks, std::chrono::milliseconds(300),
+                         stage_process == interpreter ? -1 : pidfd);
+    if (pidfd >= 0) {
+      ::close(pidfd);
+    }
   });
   const auto ended_at = Clock::now();
   auto reports = parse_probe_reports(directory.read("result.jsonl", 8 * 1024 * 1024).value_or(""));
+  const std::string stop_reason =
+      progress ? chain_stop_reason(directory.read("progress", 4096).value_or(""), specs) : "";
+  if (stopped != nullptr) {
+    *stopped = stop_reason;
+  }
+  if (reports.empty() && !stop_reason.empty() && result.outcome == ProcessResult::Outcome::exited &&
+      result.exit_code == 0) {
+    return {};  // the interpreter declined the chain before its first stage: none of it ran
+  }
   if (reports.empty()) {
     reports.emplace_back();
   }
@@ -384,7 +468,12 @@ std::vector<StageResult> run_chain(const PythonEnv& env, const Environment& envi
     const bool finished_before_the_end =
         i + 1 < reached || (reports[i].ended && i + 1 < specs.size());
     if (finished_before_the_end) {
-      stage.process = "finished; the same interpreter went on to the next stage";
+      stage.process =
+          "finished in a process forked from the interpreter after import " + specs[i].first_import;
+      if (i + 1 == reached && !stop_reason.empty()) {
+        // What follows it runs in interpreters of its own, or is skipped.
+        stage.process += "; the interpreter stopped after it (" + stop_reason + ")";
+      }
       judge_stage(stage, reports[i], nullptr, specs[i].request, specs[i]);
     } else {
       if (i == 0 || reached == 1) {
@@ -410,32 +499,6 @@ std::vector<StageResult> run_chain(const PythonEnv& env, const Environment& envi
       }
     }
     stages.push_back(std::move(stage));
-  }
-  return stages;
-}
-
-// Runs `specs` in chains until each has a result: after a stage that hung
-// or ended its interpreter, the rest start in a new one.
-std::vector<StageResult> run_stages(const PythonEnv& env, const Environment& environment,
-                                    Activation activation, const std::vector<StageSpec>& specs,
-                                    const StageBudget& budget) {
-  std::vector<StageResult> stages;
-  while (stages.size() < specs.size()) {
-    const std::vector<StageSpec> rest(specs.begin() + static_cast<std::ptrdiff_t>(stages.size()),
-                                      specs.end());
-    if (const auto why = budget.exhausted(); !why.empty()) {
-      for (const auto& spec : rest) {
-        stages.push_back(not_run(spec.name, activation, why));
-      }
-      break;
-    }
-    auto ran = run_chain(env, environment, activation, rest, budget);
-    if (ran.empty()) {
-      break;  // cannot happen: a chain reports at least its first stage
-    }
-    for (auto& stage : ran) {
-      stages.push_back(std::move(stage));
-    }
   }
   return stages;
 }
@@ -513,29 +576,39 @@ StageResult run_command_stage(const PythonEnv& env, const Environment& environme
 
 std::vector<StageSpec> stage_specs(const ProbePlan& plan) {
   std::vector<StageSpec> specs;
-  specs.push_back(
-      {std::string(stage_names::identity), {{"stage", "identity"}}, plan.identity_timeout});
+  specs.push_back({std::string(stage_names::identity),
+                   {{"stage", "identity"}},
+                   plan.identity_timeout,
+                   "",
+                   "torch"});
   if (!plan.imports.empty()) {
     specs.push_back({std::string(stage_names::imports),
                      {{"stage", "imports"},
                       {"modules", plan.imports},
                       {"report_torch_after", plan.torch_after_imports}},
-                     plan.imports_timeout});
+                     plan.imports_timeout,
+                     "",
+                     plan.imports.front()});
   }
   for (const auto& devices : plan.devices) {
     specs.push_back(
         {stage_names::devices(devices.id),
          {{"stage", "devices"}, {"expression", devices.expression}, {"imports", devices.imports}},
-         devices.timeout});
+         devices.timeout,
+         "",
+         devices.imports.empty() ? "" : devices.imports.front()});
   }
   for (const auto& smoke : plan.smokes) {
-    specs.push_back(
-        {stage_names::smoke(smoke.id), {{"stage", "smoke"}, {"code", smoke.code}}, smoke.timeout});
+    specs.push_back({stage_names::smoke(smoke.id),
+                     {{"stage", "smoke"}, {"code", smoke.code}},
+                     smoke.timeout,
+                     "",
+                     first_import_of_snippet(smoke.code)});
   }
   return specs;
 }
 
-// The stages every env runs first, in one interpreter: identity and imports.
+// The stages every env runs first, and again without activation: identity and imports.
 bool is_first_stage(const StageSpec& spec) {
   return spec.name == stage_names::identity || spec.name == stage_names::imports;
 }
@@ -546,26 +619,90 @@ std::vector<StageSpec> first_stages(const std::vector<StageSpec>& specs) {
   return first;
 }
 
-// Identity and imports. They share one interpreter, so that the torch import
-// and the interpreter's start are paid once, when that changes nothing: when
-// the imports start with torch, identity's import of it is the one the
-// imports stage would make first in a fresh interpreter (the probe reports
-// it again as the imports stage's). Any other first module must be imported
-// before torch, as the contract orders it: then each stage has its own.
-std::vector<StageResult> run_first_stages(const PythonEnv& env, const Environment& environment,
-                                          Activation activation, const ProbePlan& plan,
-                                          const std::vector<StageSpec>& first,
-                                          const StageBudget& budget) {
-  if (plan.imports.empty() || plan.imports.front() == "torch") {
-    return run_stages(env, environment, activation, first, budget);
-  }
-  std::vector<StageResult> stages;
-  for (const auto& spec : first) {
-    for (auto& stage : run_stages(env, environment, activation, {spec}, budget)) {
-      stages.push_back(std::move(stage));
+bool needs_torch(const StageSpec& spec) {
+  return spec.name.starts_with(stage_names::devices("")) ||
+         spec.name.starts_with(stage_names::smoke(""));
+}
+
+// Runs the Python stages `specs` until each has a result, in as few
+// interpreters as their first imports allow: the stages that import the same
+// module first share an interpreter that imports it once and forks a process
+// for each (the probe program's chain), since a fresh interpreter's first step
+// would have been that very import; any other order of imports (torch_fl
+// before torch) is kept, in an interpreter of its own. After a stage that hung
+// or ended its interpreter, the rest of its chain starts in a new one. Devices
+// and smoke stages are skipped once identity shows that torch does not import.
+// Results are in the order of `specs`.
+std::vector<StageResult> run_python_stages(const PythonEnv& env, const Environment& environment,
+                                           Activation activation,
+                                           const std::vector<StageSpec>& specs,
+                                           const StageBudget& budget) {
+  std::map<std::string, StageResult> results;  // by stage name
+  const auto skip_reason = [&](const StageSpec& spec) -> std::string {
+    const auto identity = results.find(std::string(stage_names::identity));
+    return needs_torch(spec) && identity != results.end() &&
+                   identity->second.status != StageStatus::ok
+               ? "skipped: torch does not import in this env"
+               : "";
+  };
+  // First imports whose interpreter stopped a chain, and why: what stopped it
+  // (a thread, a device, a failed import) would stop the next one too, so
+  // their stages run alone, each saying why.
+  std::map<std::string, std::string> unchained;
+  std::vector<StageSpec> pending = specs;
+  while (!pending.empty()) {
+    const StageSpec next = pending.front();
+    if (const auto why = skip_reason(next); !why.empty()) {
+      StageResult skipped;
+      skipped.stage = next.name;
+      skipped.activation = activation;
+      skipped.summary = why;
+      results.emplace(next.name, std::move(skipped));
+      pending.erase(pending.begin());
+      continue;
+    }
+    if (const auto why = budget.exhausted(); !why.empty()) {
+      for (const auto& spec : pending) {
+        results.emplace(spec.name, not_run(spec.name, activation, why));
+      }
+      break;
+    }
+    const auto why_alone = unchained.find(next.first_import);
+    std::vector<StageSpec> chain = {next};
+    for (auto spec = pending.begin() + 1;
+         spec != pending.end() && !next.first_import.empty() && why_alone == unchained.end();
+         ++spec) {
+      if (spec->first_import == next.first_import && skip_reason(*spec).empty()) {
+        chain.push_back(*spec);
+      }
+    }
+    std::string stopped;
+    auto ran = run_chain(env, environment, activation, chain, budget, &stopped);
+    if (!stopped.empty()) {
+      unchained.emplace(next.first_import, stopped);
+    }
+    const bool declined = ran.empty();
+    if (declined) {
+      // The interpreter declined the chain before its first stage: that
+      // stage alone, then.
+      ran = run_chain(env, environment, activation, {next}, budget);
+    }
+    if (const auto why = unchained.find(next.first_import);
+        (declined || chain.size() == 1) && why != unchained.end() && !ran.empty()) {
+      ran.front().process += " (in an interpreter of its own: " + why->second + ")";
+    }
+    for (auto& stage : ran) {
+      std::erase_if(pending, [&](const StageSpec& spec) { return spec.name == stage.stage; });
+      results.emplace(stage.stage, std::move(stage));
     }
   }
-  return stages;
+  std::vector<StageResult> ordered;
+  for (const auto& spec : specs) {
+    if (auto found = results.find(spec.name); found != results.end()) {
+      ordered.push_back(std::move(found->second));
+    }
+  }
+  return ordered;
 }
 
 // Activation matters when it changes more than the prompt and PATH.
@@ -598,34 +735,23 @@ DynamicFacts probe_env(const PythonEnv& env, const ActivatedEnvironment& activat
   }
   const auto specs = stage_specs(plan);
   const StageBudget budget(plan);
-  const auto first = first_stages(specs);
-  for (auto& stage :
-       run_first_stages(env, activation.activated, Activation::activated, plan, first, budget)) {
-    facts.stages.push_back(std::move(stage));
-  }
-  const bool torch_imports = !facts.stages.empty() &&
-                             facts.stages.front().stage == stage_names::identity &&
-                             facts.stages.front().status == StageStatus::ok;
-  for (const auto& spec : specs) {
-    if (is_first_stage(spec)) {
-      continue;
-    }
-    if (!torch_imports) {
-      StageResult skipped;
-      skipped.stage = spec.name;
-      skipped.summary = "skipped: torch does not import in this env";
-      facts.stages.push_back(std::move(skipped));
-      continue;
-    }
-    if (const auto why = budget.exhausted(); !why.empty()) {
-      facts.stages.push_back(not_run(spec.name, Activation::activated, why));
-      continue;
-    }
-    for (auto& stage :
-         run_stages(env, activation.activated, Activation::activated, {spec}, budget)) {
-      facts.stages.push_back(std::move(stage));
+  // The same identity and imports stages without activation, to tell
+  // "broken" from "works only when activated": in interpreters of their own,
+  // so alongside the activated stages, on a core a lone env leaves idle.
+  const bool compare =
+      plan.compare_bare && activation_changes_loading(activation) && budget.exhausted().empty();
+  std::future<std::vector<StageResult>> bare_run;
+  const auto run_bare = [&] {
+    return run_python_stages(env, activation.bare, Activation::bare, first_stages(specs), budget);
+  };
+  if (compare) {
+    try {
+      bare_run = std::async(std::launch::async, run_bare);
+    } catch (const std::system_error&) {
+      bare_run = std::async(std::launch::deferred, run_bare);  // no thread to spare: after them
     }
   }
+  facts.stages = run_python_stages(env, activation.activated, Activation::activated, specs, budget);
   // As the CI runner: after a fail-fast entry fails, later ones of its config do not run.
   std::map<std::string, std::string> failed_fail_fast;  // group -> the failed command's id
   for (const auto& command : plan.commands) {
@@ -656,15 +782,10 @@ DynamicFacts probe_env(const PythonEnv& env, const ActivatedEnvironment& activat
     }
     facts.stages.push_back(std::move(stage));
   }
-  if (!plan.compare_bare || !activation_changes_loading(activation)) {
-    return facts;
-  }
-  // The same identity and imports stages without activation, to tell
-  // "broken" from "works only when activated".
-  if (!budget.exhausted().empty()) {
+  if (!compare) {
     return facts;  // a comparison only: nothing is lost when it is not made
   }
-  auto bare_stages = run_first_stages(env, activation.bare, Activation::bare, plan, first, budget);
+  auto bare_stages = bare_run.get();
   for (auto& bare : bare_stages) {
     // A stage the env's deadline or the scan's end cut short is stopped, and
     // so is every one after it; those before it finished and compare.

@@ -1,6 +1,8 @@
 #include "probes/hang_diagnosis.hpp"
 
+#include <poll.h>
 #include <signal.h>
+#include <sys/syscall.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -108,10 +110,27 @@ std::string thread_count_text(std::size_t count) {
   return std::to_string(count) + (count == 1 ? " thread" : " threads");
 }
 
-void sample_python_stacks(pid_t pid, const StackReader& read, HangDiagnosis& diagnosis) {
+// Signals the process `pidfd` pins when there is one (a pid the process runner
+// does not hold could be another process's by now), else `pid`.
+bool send_signal(pid_t pid, int pidfd, int signal_number) {
+#ifdef SYS_pidfd_send_signal
+  if (pidfd >= 0) {
+    return ::syscall(SYS_pidfd_send_signal, pidfd, signal_number, nullptr, 0) == 0;
+  }
+#endif
+  return pidfd < 0 && ::kill(pid, signal_number) == 0;
+}
+
+// Whether the process `pidfd` pins has ended (its pidfd reads as ready).
+bool has_ended(int pidfd) {
+  pollfd watch{pidfd, POLLIN, 0};
+  return pidfd >= 0 && ::poll(&watch, 1, 0) > 0;
+}
+
+void sample_python_stacks(pid_t pid, int pidfd, const StackReader& read, HangDiagnosis& diagnosis) {
   // The probe program creates the file when it registers its SIGUSR1
   // handler; before that, SIGUSR1 would simply kill the process.
-  if (!read || !read() || ::kill(pid, SIGUSR1) != 0) {
+  if (!read || !read() || !send_signal(pid, pidfd, SIGUSR1)) {
     return;
   }
   // faulthandler writes from its signal handler; give it a moment.
@@ -233,7 +252,7 @@ void classify_hang(HangDiagnosis& diagnosis) {
 }
 
 HangDiagnosis diagnose_hang(pid_t pid, const StackReader& read_python_stacks,
-                            std::chrono::milliseconds interval) {
+                            std::chrono::milliseconds interval, int pidfd) {
   HangDiagnosis diagnosis;
   const auto first = sample_tasks(pid);
   const auto started = std::chrono::steady_clock::now();
@@ -269,7 +288,13 @@ HangDiagnosis diagnose_hang(pid_t pid, const StackReader& read_python_stacks,
   }
   // Native first: it only pauses the process, the signal may end it.
   sample_native_stack(pid, diagnosis);
-  sample_python_stacks(pid, read_python_stacks, diagnosis);
+  if (has_ended(pidfd)) {
+    // Its pid may be another process's by now: nothing sampled is the stage's.
+    HangDiagnosis ended;
+    ended.summary = "the process running the stage ended while it was sampled";
+    return ended;
+  }
+  sample_python_stacks(pid, pidfd, read_python_stacks, diagnosis);
   classify_hang(diagnosis);
   return diagnosis;
 }

@@ -28,8 +28,12 @@ using facts::HangDiagnosis;
 // file does not exist: the probe creates it when its handler is in place);
 // the native stack of the busiest thread from eu-stack (elfutils).
 using StackReader = std::function<std::optional<std::string>()>;
+// `pidfd`, when not -1, pins the process `pid` names (one the caller did not
+// start, whose pid could be reused once it ends): the signal goes through it,
+// and a process that ended while it was sampled gives no samples.
 HangDiagnosis diagnose_hang(pid_t pid, const StackReader& read_python_stacks,
-                            std::chrono::milliseconds interval = std::chrono::milliseconds(300));
+                            std::chrono::milliseconds interval = std::chrono::milliseconds(300),
+                            int pidfd = -1);
 
 // Classification and summary from thread samples and the busiest stack.
 void classify_hang(HangDiagnosis& diagnosis);

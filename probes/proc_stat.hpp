@@ -27,4 +27,8 @@ std::optional<ProcStat> read_proc_stat(const std::filesystem::path& file);
 // is gone.
 std::uint64_t process_start_time(pid_t pid);
 
+// `child` when it is a child of `pid` (one its main thread started) that
+// runs as the same user; `pid` itself otherwise.
+pid_t forked_child_or_self(pid_t pid, pid_t child);
+
 }  // namespace envcontract::probes

@@ -8,10 +8,17 @@ env's code prints (on stdout or stderr) can corrupt the report.
 
     python envcontract_probe.py REQUEST_JSON RESULT_FILE STACK_DUMP_FILE [PROGRESS_FILE]
 
-A request {"chain": [REQUEST, ...]} runs several stages in this one
-interpreter, in order, each reported between its own start and end records;
-the name of each is appended to PROGRESS_FILE as it starts, so that the
-agent holds each to its own time-out.
+A request {"chain": [REQUEST, ...], "first_import": MODULE} runs several
+stages whose first step is the same import: this interpreter imports MODULE
+once, as each stage would first, then runs each stage in a process forked
+from it (the last one in itself), so each starts from the state a fresh
+interpreter would reach by that import, and a crash or side effect of one
+stage never reaches the next. Each is reported between its own start and end
+records; the name of each is appended to PROGRESS_FILE as it starts, so that
+the agent holds each to its own time-out. When a fork would not be such a
+copy (the import started threads or opened a device), the line "stop REASON"
+is appended instead and the interpreter ends: the agent runs the rest in
+interpreters of their own.
 
 Stages (request "stage"):
   identity  import torch (backend autoload off); torch's own view of itself
@@ -23,6 +30,8 @@ Compatible with Python 3.6 and later.
 """
 import json
 import os
+import signal
+import stat
 import sys
 import time
 import warnings
@@ -113,6 +122,13 @@ IMPORTED = {}
 
 
 def import_module(report, name):
+    result = make_import(name)
+    report.write("import", module=name, **result)
+    return result["ok"]
+
+
+def make_import(name):
+    """Imports `name`, capturing its warnings and stderr; returns its record."""
     started = time.monotonic()
     with warnings.catch_warnings(record=True) as caught, CapturedStderr() as stderr:
         warnings.simplefilter("always")
@@ -127,13 +143,58 @@ def import_module(report, name):
     result["warnings"] = ["%s: %s" % (w.category.__name__, w.message) for w in caught]
     result["stderr"] = stderr.text
     result["seconds"] = round(time.monotonic() - started, 4)
-    report.write("import", module=name, **result)
     IMPORTED.setdefault(name, result)
-    return result["ok"]
+    return result
+
+
+# The chain's first import (request "first_import"), made once for all its stages.
+FIRST_IMPORT = None
+
+# What a chain's first import printed on stdout: a smoke snippet that makes
+# that import first, in a fresh interpreter, would have captured it as its own.
+FIRST_IMPORT_STDOUT = b""
+
+
+def make_first_import(name):
+    """A chain's first import, made once for all its stages, its stdout kept
+    for their snippets and passed on as a fresh interpreter's would be."""
+    global FIRST_IMPORT_STDOUT
+    sys.stdout.flush()
+    saved = os.dup(1)
+    output = scratch_file("stdout.capture")
+    os.dup2(output.fileno(), 1)
+    try:
+        make_import(name)
+    finally:
+        sys.stdout.flush()
+        os.dup2(saved, 1)
+        os.close(saved)
+    output.seek(0)
+    FIRST_IMPORT_STDOUT = output.read(256 * 1024)
+    output.close()
+    with os.fdopen(os.dup(1), "wb") as stdout:
+        stdout.write(FIRST_IMPORT_STDOUT)
+
+
+def import_first(report, name):
+    """A stage's first import. Where this interpreter made it already, for the
+    chain (its first_import), that import's record is this stage's: it is the
+    one the stage would have made first in a fresh interpreter."""
+    global REUSED_IMPORT_SECONDS
+    if name in IMPORTED:
+        report.write("import", module=name, **IMPORTED[name])
+        REUSED_IMPORT_SECONDS = IMPORTED[name]["seconds"]
+        return IMPORTED[name]["ok"]
+    return import_module(report, name)
+
+
+# The time of the import a stage took over from its chain (import_first): it
+# counts in the stage's own time, as it would have in a fresh interpreter.
+REUSED_IMPORT_SECONDS = 0.0
 
 
 def stage_identity(report, request):
-    if not import_module(report, "torch"):
+    if not import_first(report, "torch"):
         return
     import torch
 
@@ -150,13 +211,10 @@ def stage_identity(report, request):
 def stage_imports(report, request):
     modules = request.get("modules", [])
     for index, name in enumerate(modules):
-        if index == 0 and name in IMPORTED:
-            # A chain's earlier stage imported it first in this interpreter,
-            # as this stage would have in a fresh one (the agent chains only
-            # then): its record is this import's.
-            report.write("import", module=name, **IMPORTED[name])
-            continue
-        import_module(report, name)
+        if index == 0:
+            import_first(report, name)
+        else:
+            import_module(report, name)
     torch = sys.modules.get("torch")
     if torch is not None and request.get("report_torch_after", False):
         version = getattr(torch, "version", None)
@@ -165,8 +223,8 @@ def stage_imports(report, request):
 
 
 def stage_devices(report, request):
-    for name in request.get("imports", []):
-        if not import_module(report, name):
+    for index, name in enumerate(request.get("imports", [])):
+        if not (import_first(report, name) if index == 0 else import_module(report, name)):
             return
     namespace = {name.split(".")[0]: sys.modules[name.split(".")[0]]
                  for name in request.get("imports", [])}
@@ -179,13 +237,32 @@ def stage_devices(report, request):
 
 
 def stage_smoke(report, request):
+    global REUSED_IMPORT_SECONDS
     started = time.monotonic()
+    try:
+        code = compile(request["code"], "<smoke>", "exec")
+    except BaseException as error:  # noqa: B902  a snippet that does not compile runs nothing
+        result = {"ok": False, "output": ""}
+        result.update(error_fields(error))
+        result["seconds"] = round(time.monotonic() - started, 4)
+        report.write("smoke", **result)
+        return
+    printed = b""
+    if FIRST_IMPORT is not None:
+        # Its first statement imports the chain's first import (the agent
+        # chains it only then), which this process has made: what that import
+        # printed and took is the snippet's, as in a fresh interpreter.
+        REUSED_IMPORT_SECONDS = IMPORTED[FIRST_IMPORT]["seconds"]
+        started -= REUSED_IMPORT_SECONDS
+        printed = FIRST_IMPORT_STDOUT
+        sys.stderr.write(IMPORTED[FIRST_IMPORT]["stderr"])
+        sys.stderr.flush()
     output = scratch_file("stdout.capture")
     sys.stdout.flush()
     saved = os.dup(1)
     os.dup2(output.fileno(), 1)
     try:
-        exec(compile(request["code"], "<smoke>", "exec"), {"__name__": "__smoke__"})
+        exec(code, {"__name__": "__smoke__"})
         result = {"ok": True}
     except BaseException as error:  # noqa: B902
         result = {"ok": False}
@@ -195,7 +272,8 @@ def stage_smoke(report, request):
         os.dup2(saved, 1)
         os.close(saved)
     output.seek(0)
-    result["output"] = output.read(256 * 1024).decode("utf-8", "replace")
+    printed = (printed + output.read(256 * 1024))[:256 * 1024]
+    result["output"] = printed.decode("utf-8", "replace")
     result["seconds"] = round(time.monotonic() - started, 4)
     report.write("smoke", **result)
 
@@ -208,33 +286,280 @@ STAGES = {
 }
 
 
+def run_step(report, step):
+    global REUSED_IMPORT_SECONDS
+    REUSED_IMPORT_SECONDS = 0.0
+    report.write("start", schema_version=SCHEMA_VERSION, stage=step["stage"],
+                 pid=os.getpid(), python=sys.version.split()[0],
+                 executable=sys.executable, prefix=sys.prefix)
+    # The interpreter's own search path, the evidence when it and the files disagree.
+    report.write("search_path", entries=[entry for entry in sys.path[1:257]])
+    started = time.monotonic()
+    STAGES[step["stage"]](report, step)
+    seconds = time.monotonic() - started + REUSED_IMPORT_SECONDS
+    report.write("end", seconds=round(seconds, 4))
+
+
+def first_import_of(step):
+    """The import a stage makes first, where the probe can tell (a smoke
+    snippet's is the agent's to tell)."""
+    if step["stage"] == "identity":
+        return "torch"
+    names = step.get("modules" if step["stage"] == "imports" else "imports") or [None]
+    return names[0]
+
+
+# Character devices a process may hold open without holding any device's
+# state: memory devices (null, zero, random...), terminals and pseudo-terminals.
+HARMLESS_DEVICE_MAJORS = {1, 4, 5} | set(range(136, 144))
+
+
+def fork_refusal(first_import, step, forked):
+    """Why running `step` here, after importing `first_import` (in a copy of
+    this interpreter when `forked`), would not be what a fresh interpreter
+    that imports it first would do, or None."""
+    if step["stage"] != "smoke" and first_import_of(step) != first_import:
+        return "the stage's first import is not %s" % first_import
+    if step["stage"] in ("devices", "smoke") and not IMPORTED[first_import]["ok"]:
+        # A snippet would import it again, which a fresh interpreter does not.
+        return "import %s failed" % first_import
+    if not forked:
+        return None
+    return shared_state(first_import)
+
+
+def shared_state(first_import):
+    """What a fork of this interpreter would lose (threads, timers) or share
+    with it (devices, pipes, sockets), or None."""
+    try:
+        threads = len(os.listdir("/proc/self/task"))
+        descriptors = os.listdir("/proc/self/fd")
+        with open("/proc/self/maps", encoding="utf-8", errors="replace") as maps:
+            mapped = maps.read()
+    except OSError as error:  # no /proc (a sandbox without one): nothing can be told
+        return "cannot tell what import %s left running or open: %s" % (first_import, error)
+    if threads > 1:
+        return "import %s started %d other thread%s, which a fork does not copy" % (
+            first_import, threads - 1, "" if threads == 2 else "s")
+    for timer in (signal.ITIMER_REAL, signal.ITIMER_VIRTUAL, signal.ITIMER_PROF):
+        if signal.getitimer(timer) != (0.0, 0.0):
+            return "import %s set a timer, which a fork does not copy" % first_import
+    for fd in descriptors:
+        try:
+            mode = os.fstat(int(fd))
+            target = os.readlink("/proc/self/fd/" + fd)
+        except OSError:  # the listing's own descriptor, closed since
+            continue
+        if DESCRIPTORS_BEFORE_IMPORT.get(fd) == target:
+            continue  # the agent's pipes, the probe's own files
+        if stat.S_ISCHR(mode.st_mode) and os.major(mode.st_rdev) not in HARMLESS_DEVICE_MAJORS:
+            return "import %s opened %s, whose state a fork would share" % (first_import, target)
+        if stat.S_ISSOCK(mode.st_mode) or stat.S_ISFIFO(mode.st_mode):
+            return "import %s holds %s open, which a fork would share" % (first_import, target)
+    for line in mapped.splitlines():
+        fields = line.split(None, 5)
+        path = fields[5] if len(fields) > 5 else ""
+        if path.startswith("/dev/") and path != "/dev/zero" and not path.startswith("/dev/shm/"):
+            return "import %s mapped %s, whose state a fork would share" % (first_import, path)
+    return None
+
+
+# The descriptors open before the chain's first import, "/proc/self/fd/N" -> target.
+DESCRIPTORS_BEFORE_IMPORT = {}
+
+
+def open_descriptors():
+    found = {}
+    try:
+        for fd in os.listdir("/proc/self/fd"):
+            try:
+                found[fd] = os.readlink("/proc/self/fd/" + fd)
+            except OSError:
+                continue
+    except OSError:
+        pass
+    return found
+
+
+def child_processes():
+    """The processes this interpreter started or adopted, or None when /proc
+    cannot tell."""
+    try:
+        with open("/proc/self/task/%d/children" % os.getpid()) as children:
+            return set(children.read().split())
+    except OSError:
+        return None
+
+
+def adopt_what_stages_leave():
+    """Makes this interpreter the parent of what a forked stage leaves
+    running (PR_SET_CHILD_SUBREAPER), so it can tell; False when it cannot."""
+    try:
+        import ctypes
+
+        return ctypes.CDLL(None, use_errno=True).prctl(36, 1, 0, 0, 0) == 0
+    except Exception:  # noqa: B902  no ctypes, or no prctl
+        return False
+
+
+def all_signals():
+    if hasattr(signal, "valid_signals"):
+        return signal.valid_signals()
+    return set(range(1, signal.NSIG)) - {32, 33}  # glibc's own real-time signals
+
+
+def die_as(status):
+    """Ends this interpreter as the forked stage's process ended, so the agent
+    judges the stage as if it had run here."""
+    if status is None:
+        os._exit(1)
+    if os.WIFSIGNALED(status):
+        signal_number = os.WTERMSIG(status)
+        try:
+            import resource
+
+            # The stage's process dumped its core, if it could: not a second one.
+            resource.setrlimit(resource.RLIMIT_CORE, (0, 0))
+        except (ImportError, OSError, ValueError):
+            pass
+        try:
+            signal.signal(signal_number, signal.SIG_DFL)
+        except (OSError, ValueError):  # SIGKILL's cannot be set, nor need be
+            pass
+        signal.pthread_sigmask(signal.SIG_UNBLOCK, [signal_number])
+        os.kill(os.getpid(), signal_number)
+    os._exit(os.WEXITSTATUS(status) if os.WIFEXITED(status) else 1)
+
+
+# The signal mask the chain's first import left, which each stage starts
+# with; this interpreter blocks every signal while its stages run, so that no
+# handler of env code runs in it between them.
+STAGE_SIGNAL_MASK = None
+
+
+def run_forked(report, step, adopted):
+    """Runs `step` in a child of this interpreter. Returns None when the child
+    finished it and left nothing running, or why the chain stops there (the
+    fork failed, or the stage left processes behind, `adopted` being those
+    this interpreter had before); otherwise this interpreter ends as the
+    child did."""
+    done_read, done_write = os.pipe()
+    sys.stdout.flush()
+    sys.stderr.flush()
+    # Without a status kept for it, a child's end could not be told.
+    ignored_children = signal.getsignal(signal.SIGCHLD) == signal.SIG_IGN
+    if ignored_children:
+        signal.signal(signal.SIGCHLD, signal.SIG_DFL)
+    try:
+        pid = os.fork()
+    except OSError as error:  # a process limit: nothing of the stage ran
+        os.close(done_read)
+        os.close(done_write)
+        return "cannot fork: %s" % error
+    if pid == 0:
+        if ignored_children:
+            signal.signal(signal.SIGCHLD, signal.SIG_IGN)
+        signal.pthread_sigmask(signal.SIG_SETMASK, STAGE_SIGNAL_MASK)
+        os.close(done_read)
+        try:
+            run_step(report, step)
+            os.write(done_write, b"1")
+            code = 0
+        except BaseException:  # noqa: B902  the probe's own failure: say it, end as Python would
+            import traceback
+
+            traceback.print_exc()
+            code = 1
+        sys.stdout.flush()
+        sys.stderr.flush()
+        os._exit(code)
+    os.close(done_write)
+    if ignored_children:
+        signal.signal(signal.SIGCHLD, signal.SIG_IGN)
+    # The agent's hang diagnosis samples the process that runs the stage.
+    with open(os.path.join(SCRATCH_DIR, "forked"), "a") as forked:
+        forked.write("%d\n" % pid)
+    try:
+        _, status = os.waitpid(pid, 0)
+    except ChildProcessError:  # cannot happen: SIGCHLD is not ignored while it waits
+        status = None
+    # A process the stage left behind may hold the pipe open: do not wait for it.
+    os.set_blocking(done_read, False)
+    try:
+        finished = os.read(done_read, 1) == b"1"
+    except BlockingIOError:
+        finished = False
+    os.close(done_read)
+    if not finished:
+        die_as(status)
+    left = child_processes()
+    if left is None or left - adopted:
+        # A fresh interpreter's stage would have had them killed with it.
+        return "the stage left %s running" % (
+            "processes" if left is None else "%d process%s" % (
+                len(left - adopted), "" if len(left - adopted) == 1 else "es"))
+    return None
+
+
+def stop(progress, why):
+    """Tells the agent why the chain ends here; the stages after it run in
+    interpreters of their own."""
+    if progress is not None:
+        progress.write("stop %s\n" % why)
+        progress.flush()
+
+
 def main():
     global SCRATCH_DIR
     request_path, result_path, stack_path = sys.argv[1:4]
     SCRATCH_DIR = os.path.dirname(os.path.abspath(result_path))
     progress = open(sys.argv[4], "a", encoding="utf-8") if len(sys.argv) > 4 else None
     report = Report(result_path)
-    # Python stacks of every thread on SIGUSR1, even while one spins in C.
+    # Python stacks of every thread on SIGUSR1, even while one spins in C
+    # (a forked stage's process inherits the handler and the file).
     import faulthandler
-    import signal
 
     stack_file = open(stack_path, "w")
     faulthandler.register(signal.SIGUSR1, file=stack_file, all_threads=True)
     with open(request_path, encoding="utf-8") as source:
         request = json.load(source)
-    for step in request.get("chain", [request]):
+    global FIRST_IMPORT
+    steps = request.get("chain", [request])
+    first_import = FIRST_IMPORT = request.get("first_import")
+    if first_import is not None:
+        DESCRIPTORS_BEFORE_IMPORT.update(open_descriptors())
+        make_first_import(first_import)
+    global STAGE_SIGNAL_MASK
+    adopted = set()
+    if first_import is not None and len(steps) > 1:
+        STAGE_SIGNAL_MASK = signal.pthread_sigmask(signal.SIG_BLOCK, all_signals())
+        adopted = child_processes()
+        if adopted is None or not adopt_what_stages_leave():
+            stop(progress, "cannot tell what a stage would leave running")
+            return
+    for index, step in enumerate(steps):
+        # The last stage runs in this interpreter itself: no later one needs
+        # its state untouched.
+        forked = first_import is not None and index + 1 < len(steps)
+        why = fork_refusal(first_import, step, forked) if first_import is not None else None
+        if why is not None:
+            stop(progress, why)
+            return
+        if STAGE_SIGNAL_MASK is not None and not forked:
+            # What the forked stages' ends left pending is not this stage's.
+            while signal.sigtimedwait([signal.SIGCHLD], 0) is not None:
+                pass
+            signal.pthread_sigmask(signal.SIG_SETMASK, STAGE_SIGNAL_MASK)
         if progress is not None:
             progress.write(step["stage"] + "\n")
             progress.flush()
-        report.write("start", schema_version=SCHEMA_VERSION, stage=step["stage"],
-                     pid=os.getpid(), python=sys.version.split()[0],
-                     executable=sys.executable, prefix=sys.prefix)
-        # The interpreter's own search path, the evidence when it and the files disagree.
-        report.write("search_path", entries=[entry for entry in sys.path[1:257]])
-        started = time.monotonic()
-        STAGES[step["stage"]](report, step)
-        report.write("end", seconds=round(time.monotonic() - started, 4))
-
+        if forked:
+            why = run_forked(report, step, adopted)
+            if why is not None:
+                stop(progress, why)
+                return
+        else:
+            run_step(report, step)
 
 if __name__ == "__main__":
     main()

@@ -4,8 +4,11 @@
 // process of the probe survives it.
 #include <gtest/gtest.h>
 #include <signal.h>
+#include <sys/stat.h>
+#include <sys/sysmacros.h>
 
 #include <algorithm>
+#include <cstring>
 #include <fstream>
 #include <map>
 #include <random>
@@ -112,6 +115,12 @@ class MisbehavingEnv : public ::testing::Test {
     return plan;
   }
 
+  // How many interpreters imported `module`, a pid module (write_pid_module).
+  std::size_t times_imported(const std::string& module) const {
+    const std::string pids = testing::read_text(m_out / (module + ".pid"));
+    return static_cast<std::size_t>(std::count(pids.begin(), pids.end(), '\n'));
+  }
+
   std::vector<pid_t> survivors() const {
     return testing::processes_with_environment("ENVCONTRACT_TEST_MARKER=" + m_marker);
   }
@@ -198,7 +207,8 @@ TEST_F(MisbehavingEnv, TheEnvDeadlineRunningOutMidChainStopsTheStageItRanOutIn) 
   const auto* imports = find_stage(facts, "imports");
   ASSERT_TRUE(identity != nullptr && imports != nullptr);
   EXPECT_EQ(identity->status, StageStatus::ok) << identity->summary;
-  EXPECT_EQ(identity->process, "finished; the same interpreter went on to the next stage");
+  EXPECT_EQ(identity->process,
+            "finished in a process forked from the interpreter after import torch");
   EXPECT_EQ(imports->status, StageStatus::stopped) << imports->summary;
   EXPECT_TRUE(imports->summary.starts_with("import mb_sleep was stopped after "))
       << imports->summary;
@@ -263,13 +273,13 @@ TEST_F(MisbehavingEnv, ABareComparisonCutShortKeepsItsFinishedStages) {
   EXPECT_EQ(activated["imports"]->status, StageStatus::ok) << activated["imports"]->summary;
   ASSERT_TRUE(bare.contains("identity")) << "the bare identity finished and is kept";
   EXPECT_EQ(bare["identity"]->status, StageStatus::ok) << bare["identity"]->summary;
-  EXPECT_EQ(bare["identity"]->process, "finished; the same interpreter went on to the next stage");
+  EXPECT_EQ(bare["identity"]->process,
+            "finished in a process forked from the interpreter after import torch");
   // Cut short by the env's deadline: not compared, so no artifact is invented.
   EXPECT_FALSE(bare.contains("imports"));
   EXPECT_TRUE(facts.artifacts.empty());
   // One interpreter for each chain: torch imported twice, once activated, once bare.
-  const std::string torch_pids = testing::read_text(m_out / "torch.pid");
-  EXPECT_EQ(std::count(torch_pids.begin(), torch_pids.end(), '\n'), 2) << torch_pids;
+  EXPECT_EQ(times_imported("torch"), 2U);
   expect_nothing_survives();
 }
 
@@ -342,7 +352,8 @@ TEST_F(MisbehavingEnv, IdentityAndImportsStartingWithTorchShareOneInterpreter) {
   ASSERT_TRUE(identity != nullptr && imports != nullptr);
   EXPECT_EQ(identity->status, StageStatus::ok) << identity->summary;
   EXPECT_EQ(imports->status, StageStatus::ok) << imports->summary;
-  EXPECT_EQ(identity->process, "finished; the same interpreter went on to the next stage");
+  EXPECT_EQ(identity->process,
+            "finished in a process forked from the interpreter after import torch");
   EXPECT_EQ(imports->process, "exit 0");
   // Each stage's own time: mb_pid's sleep is the imports stage's.
   EXPECT_GE(imports->duration, std::chrono::milliseconds(300));
@@ -381,8 +392,311 @@ TEST_F(MisbehavingEnv, ImportsThatDoNotStartWithTorchGetAnInterpreterOfTheirOwn)
   // Identity's interpreter, then the imports stage's own, which imported mb_first.
   const std::string mb_first_pid = testing::read_text(m_out / "mb_first.pid");
   const std::string torch_pids = testing::read_text(m_out / "torch.pid");
-  EXPECT_EQ(std::count(torch_pids.begin(), torch_pids.end(), '\n'), 2) << torch_pids;
+  EXPECT_EQ(times_imported("torch"), 2U);
   EXPECT_TRUE(torch_pids.ends_with("\n" + mb_first_pid)) << torch_pids << " / " << mb_first_pid;
+  expect_nothing_survives();
+}
+
+// Every stage whose first import is torch starts from one interpreter that
+// imported it: identity, imports, a device count and two snippets, torch
+// imported once. Each but the last runs in a process forked for it, so what
+// one snippet changes is not there for the next, as in a fresh interpreter.
+TEST_F(MisbehavingEnv, StagesThatImportTorchFirstShareOneImportOfIt) {
+  write_pid_module(m_site / "torch/__init__.py",
+                   "import time, warnings\ntime.sleep(0.3)\nwarnings.warn('from torch')\n"
+                   "print('torch says hello')\n__version__ = '2.10.0'\n"
+                   "def device_count():\n    return 3\n");
+  write_pid_module(m_site / "mb_pid.py");
+  ProbePlan plan;
+  plan.imports = {"torch", "mb_pid"};
+  plan.devices.push_back({"count", "torch.device_count()", {"torch"}, 20s});
+  plan.smokes.push_back({"changes", "import torch\ntorch.changed = True\nprint('changed')\n", 20s});
+  plan.smokes.push_back({"sees", "import torch\nprint(getattr(torch, 'changed', False))\n", 20s});
+  plan.compare_bare = false;
+  const auto facts = run_plan(plan);
+  ASSERT_EQ(facts.stages.size(), 5U);
+  for (const auto& stage : facts.stages) {
+    EXPECT_EQ(stage.status, StageStatus::ok) << stage.stage << ": " << stage.summary;
+  }
+  // One interpreter imported torch; the imports stage's process, forked from
+  // it, imported mb_pid.
+  const std::string torch_pid = testing::read_text(m_out / "torch.pid");
+  EXPECT_EQ(std::count(torch_pid.begin(), torch_pid.end(), '\n'), 1) << torch_pid;
+  EXPECT_NE(testing::read_text(m_out / "mb_pid.pid"), torch_pid);
+  const std::string forked = "finished in a process forked from the interpreter after import torch";
+  EXPECT_EQ(facts.stages[0].process, forked);  // identity
+  EXPECT_EQ(facts.stages[1].process, forked);  // imports
+  EXPECT_EQ(facts.stages[2].process, forked);  // devices:count
+  EXPECT_EQ(facts.stages[3].process, forked);  // smoke:changes
+  EXPECT_EQ(facts.stages[4].process, "exit 0");
+  // Each reports the import it started from as its own first, as it would
+  // have made it.
+  for (const auto* name : {"identity", "imports", "devices:count"}) {
+    const auto* stage = find_stage(facts, name);
+    ASSERT_NE(stage, nullptr);
+    const auto import = std::find_if(stage->records.begin(), stage->records.end(),
+                                     [](const ProbeRecord& r) { return r.type == "import"; });
+    ASSERT_NE(import, stage->records.end()) << name;
+    EXPECT_EQ(import->module, "torch") << name;
+    EXPECT_TRUE(import->ok) << name;
+    EXPECT_EQ(import->warnings, std::vector<std::string>{"UserWarning: from torch"}) << name;
+  }
+  // Each stage's time includes the import it started from, as it would alone.
+  for (const auto& stage : facts.stages) {
+    EXPECT_GE(stage.duration, 300ms) << stage.stage;
+  }
+  EXPECT_EQ(facts.stages[2].records.back().value, 3);
+  // What torch printed as it was imported is each snippet's own output, as
+  // in a fresh interpreter; the first snippet's change is not the second's.
+  EXPECT_EQ(facts.stages[3].records.back().output, "torch says hello\nchanged\n");
+  EXPECT_EQ(facts.stages[4].records.back().output, "torch says hello\nFalse\n");
+  expect_nothing_survives();
+}
+
+// A stage whose first import is another module makes it in an interpreter
+// that imported nothing before it, as the contract orders it; stages that
+// share that first import share an interpreter of their own.
+TEST_F(MisbehavingEnv, StagesThatImportAnotherModuleFirstKeepTheirOrder) {
+  write_pid_module(m_site / "torch/__init__.py", "__version__ = '2.10.0'\n");
+  write_pid_module(m_site / "mb_first.py",
+                   "import sys\n"
+                   "before = 'torch' in sys.modules\n"
+                   "def count():\n    return 2\n");
+  ProbePlan plan;
+  plan.imports = {"torch"};
+  plan.devices.push_back({"first", "mb_first.count()", {"mb_first", "torch"}, 20s});
+  plan.smokes.push_back({"first", "import mb_first\nprint(mb_first.before)\n", 20s});
+  plan.compare_bare = false;
+  const auto facts = run_plan(plan);
+  const auto* devices = find_stage(facts, "devices:first");
+  const auto* smoke = find_stage(facts, "smoke:first");
+  ASSERT_TRUE(devices != nullptr && smoke != nullptr);
+  EXPECT_EQ(devices->status, StageStatus::ok) << devices->summary;
+  EXPECT_EQ(devices->records.back().value, 2);
+  EXPECT_EQ(devices->process,
+            "finished in a process forked from the interpreter after import mb_first");
+  EXPECT_EQ(smoke->status, StageStatus::ok) << smoke->summary;
+  EXPECT_EQ(smoke->records.back().output, "False\n") << "mb_first came after torch";
+  // Two interpreters imported torch (identity's chain, and the devices
+  // stage's after mb_first); one imported mb_first.
+  EXPECT_EQ(times_imported("torch"), 2U);
+  EXPECT_EQ(times_imported("mb_first"), 1U);
+  expect_nothing_survives();
+}
+
+// A snippet that kills its process is that stage's crash, with its signal,
+// and one that exits early is that stage's early end, as either would be in
+// an interpreter of its own; the stages after it start again from a new
+// interpreter's import.
+TEST_F(MisbehavingEnv, ACrashInAForkedStageIsThatStagesAndTheNextStillRun) {
+  write_pid_module(m_site / "torch/__init__.py", "__version__ = '2.10.0'\n");
+  ProbePlan plan;
+  plan.smokes.push_back({"segv", "import torch\nimport ctypes\nctypes.string_at(0)\n", 20s});
+  plan.smokes.push_back({"exit0", "import torch\nimport os\nos._exit(0)\n", 20s});
+  plan.smokes.push_back({"after", "import torch\nprint('still here')\n", 20s});
+  plan.compare_bare = false;
+  const auto facts = run_plan(plan);
+  const auto* identity = find_stage(facts, "identity");
+  const auto* segv = find_stage(facts, "smoke:segv");
+  const auto* after = find_stage(facts, "smoke:after");
+  ASSERT_TRUE(identity != nullptr && segv != nullptr && after != nullptr);
+  EXPECT_EQ(identity->status, StageStatus::ok) << identity->summary;
+  EXPECT_EQ(segv->status, StageStatus::crashed) << segv->summary;
+  EXPECT_EQ(segv->process, "killed by SIGSEGV");
+  EXPECT_TRUE(segv->summary.starts_with("smoke:segv killed by SIGSEGV")) << segv->summary;
+  // A snippet that ends its process quietly ends the stage as it would alone.
+  const auto* exit0 = find_stage(facts, "smoke:exit0");
+  ASSERT_NE(exit0, nullptr);
+  EXPECT_EQ(exit0->status, StageStatus::probe_error) << exit0->summary;
+  EXPECT_EQ(exit0->summary, "smoke:exit0 ended the process (exit 0) before the probe finished");
+  EXPECT_EQ(after->status, StageStatus::ok) << after->summary;
+  EXPECT_EQ(after->records.back().output, "still here\n");
+  // One interpreter for identity and the crash, one for the quiet exit, one for the last.
+  EXPECT_EQ(times_imported("torch"), 3U);
+  expect_nothing_survives();
+}
+
+// A snippet that hangs in a forked process: the diagnosis samples that
+// process (its Python stack is the snippet's, not the interpreter waiting
+// for it), and the stage after it still runs.
+TEST_F(MisbehavingEnv, AHangInAForkedStageIsDiagnosedInItsOwnProcess) {
+  write_pid_module(m_site / "torch/__init__.py", "__version__ = '2.10.0'\n");
+  ProbePlan plan;
+  plan.smokes.push_back({"sleeps", "import torch\nimport time\ntime.sleep(3600)\n", 1500ms});
+  plan.smokes.push_back({"after", "import torch\nprint('still here')\n", 20s});
+  plan.compare_bare = false;
+  const auto facts = run_plan(plan);
+  EXPECT_LT(m_elapsed, 15s);
+  const auto* sleeps = find_stage(facts, "smoke:sleeps");
+  const auto* after = find_stage(facts, "smoke:after");
+  ASSERT_TRUE(sleeps != nullptr && after != nullptr);
+  EXPECT_EQ(sleeps->status, StageStatus::hung) << sleeps->summary;
+  ASSERT_TRUE(sleeps->hang.has_value());
+  EXPECT_EQ(sleeps->hang->classification, "blocked");
+  EXPECT_NE(sleeps->hang->python_stacks.find("File \"<smoke>\", line 3"), std::string::npos)
+      << sleeps->hang->python_stacks;
+  // The interpreter that forked it waits in run_forked, outside any stage.
+  EXPECT_NE(sleeps->hang->python_stacks.find("in stage_smoke"), std::string::npos)
+      << "not the stage's process: " << sleeps->hang->python_stacks;
+  EXPECT_EQ(after->status, StageStatus::ok) << after->summary;
+  expect_nothing_survives();
+}
+
+// What a snippet starts and leaves running would have been killed with its
+// interpreter: the chain ends after that stage, whose result stands, and the
+// next starts from a new interpreter.
+TEST_F(MisbehavingEnv, AStageThatLeavesAProcessRunningEndsItsChain) {
+  write_pid_module(m_site / "torch/__init__.py", "__version__ = '2.10.0'\n");
+  ProbePlan plan;
+  plan.smokes.push_back({"leaves",
+                         "import torch\nimport subprocess\n"
+                         "subprocess.Popen(['sleep', '3600'])\nprint('left one')\n",
+                         20s});
+  plan.smokes.push_back({"after", "import torch\nprint('still here')\n", 20s});
+  plan.compare_bare = false;
+  const auto facts = run_plan(plan);
+  const auto* leaves = find_stage(facts, "smoke:leaves");
+  const auto* after = find_stage(facts, "smoke:after");
+  ASSERT_TRUE(leaves != nullptr && after != nullptr);
+  EXPECT_EQ(leaves->status, StageStatus::ok) << leaves->summary;
+  EXPECT_NE(leaves->process.find("the interpreter stopped after it (the stage left 1 process "
+                                 "running)"),
+            std::string::npos)
+      << leaves->process;
+  EXPECT_EQ(after->status, StageStatus::ok) << after->summary;
+  EXPECT_EQ(times_imported("torch"), 2U);
+  expect_nothing_survives();
+}
+
+// A snippet that does not compile runs nothing, so nothing of the import it
+// would have started with is its own: no output, as in a fresh interpreter.
+TEST_F(MisbehavingEnv, ASnippetThatDoesNotCompileTakesNothingFromTheImport) {
+  write_pid_module(m_site / "torch/__init__.py",
+                   "print('torch says hello')\n__version__ = '2.10.0'\n");
+  ProbePlan plan;
+  plan.smokes.push_back({"broken", "import torch\ndef (:\n", 20s});
+  plan.compare_bare = false;
+  const auto facts = run_plan(plan);
+  const auto* broken = find_stage(facts, "smoke:broken");
+  ASSERT_NE(broken, nullptr);
+  EXPECT_EQ(broken->status, StageStatus::failed);
+  EXPECT_TRUE(broken->summary.starts_with("smoke: SyntaxError: invalid syntax")) << broken->summary;
+  ASSERT_FALSE(broken->records.empty());
+  EXPECT_EQ(broken->records.back().output, "");
+  expect_nothing_survives();
+}
+
+// Signal handlers the import installs are the stages' own, never run in the
+// interpreter between them: one that raises on SIGCHLD, or ignoring SIGCHLD
+// (children reaped unseen), changes nothing the chain reports.
+TEST_F(MisbehavingEnv, SignalHandlersOfTheImportDoNotRunBetweenStages) {
+  for (const char* handler : {"lambda *_: 1 / 0", "signal.SIG_IGN"}) {
+    SCOPED_TRACE(handler);
+    write_pid_module(m_site / "torch/__init__.py",
+                     std::string("import signal\nsignal.signal(signal.SIGCHLD, ") + handler +
+                         ")\n__version__ = '2.10.0'\n");
+    fs::remove(m_out / "torch.pid");
+    ProbePlan plan;
+    plan.imports = {"torch"};
+    plan.smokes.push_back(
+        {"handler", "import torch\nimport signal\nprint(signal.getsignal(signal.SIGCHLD))\n", 20s});
+    plan.compare_bare = false;
+    const auto facts = run_plan(plan);
+    ASSERT_EQ(facts.stages.size(), 3U);
+    for (const auto& stage : facts.stages) {
+      EXPECT_EQ(stage.status, StageStatus::ok) << stage.stage << ": " << stage.summary;
+    }
+    EXPECT_EQ(facts.stages[0].process,
+              "finished in a process forked from the interpreter after import torch");
+    EXPECT_EQ(facts.stages[2].process, "exit 0");
+    EXPECT_EQ(times_imported("torch"), 1U);
+    expect_nothing_survives();
+  }
+}
+
+// A fork copies one thread and shares open devices: after an import that
+// started a thread, or opened a device, the stages are not forked but each
+// runs in an interpreter of its own, and the report says why.
+TEST_F(MisbehavingEnv, AnImportThatStartsAThreadIsNotForked) {
+  write_pid_module(m_site / "torch/__init__.py",
+                   "import threading, time\n"
+                   "threading.Thread(target=time.sleep, args=(3600,), daemon=True).start()\n"
+                   "__version__ = '2.10.0'\n");
+  ProbePlan plan;
+  plan.imports = {"torch"};
+  plan.smokes.push_back({"op", "import torch\nprint('ok')\n", 20s});
+  plan.compare_bare = false;
+  const auto facts = run_plan(plan);
+  ASSERT_EQ(facts.stages.size(), 3U);
+  for (const auto& stage : facts.stages) {
+    EXPECT_EQ(stage.status, StageStatus::ok) << stage.stage << ": " << stage.summary;
+  }
+  EXPECT_EQ(facts.stages[0].process,
+            "exit 0 (in an interpreter of its own: import torch started 1 other thread, which a "
+            "fork does not copy)");
+  // So does each stage after it that imports torch first: the interpreter
+  // that stopped the chain is not asked again.
+  for (std::size_t i = 1; i < facts.stages.size(); ++i) {
+    EXPECT_EQ(facts.stages[i].process, facts.stages[0].process) << facts.stages[i].stage;
+  }
+  // The declined chain imported torch and stopped; each stage then imported
+  // it alone.
+  EXPECT_EQ(times_imported("torch"), 4U);
+  EXPECT_EQ(facts.stages[2].records.back().output, "ok\n");
+  expect_nothing_survives();
+}
+
+TEST_F(MisbehavingEnv, AnImportThatOpensADeviceIsNotForked) {
+  // A device node of our own (FUSE's numbers: opening it alone does nothing),
+  // which the unprivileged probe may open.
+  const fs::path device = m_out / "accelerator0";
+  if (::mknod(device.c_str(), S_IFCHR | 0666, ::makedev(10, 229)) != 0) {
+    GTEST_SKIP() << "cannot make a device node here: " << std::strerror(errno);
+  }
+  ::chmod(device.c_str(), 0666);
+  write_pid_module(m_site / "torch/__init__.py",
+                   "import os\n"
+                   "_device = os.open(os.path.join(os.environ['ENVCONTRACT_TEST_OUT'], "
+                   "'accelerator0'), os.O_RDWR)\n"
+                   "__version__ = '2.10.0'\n");
+  ProbePlan plan;
+  plan.imports = {"torch"};
+  plan.compare_bare = false;
+  const auto facts = run_plan(plan);
+  const auto* identity = find_stage(facts, "identity");
+  ASSERT_NE(identity, nullptr);
+  EXPECT_EQ(identity->status, StageStatus::ok) << identity->summary;
+  EXPECT_EQ(identity->process, "exit 0 (in an interpreter of its own: import torch opened " +
+                                   device.string() + ", whose state a fork would share)");
+  expect_nothing_survives();
+}
+
+// When torch does not import, the chain stops before the stages that need
+// it, and those are skipped, not run.
+TEST_F(MisbehavingEnv, WhenTorchDoesNotImportTheStagesThatNeedItAreSkipped) {
+  write_pid_module(m_site / "torch/__init__.py", "raise ImportError('no torch here')\n");
+  ProbePlan plan;
+  plan.imports = {"torch"};
+  plan.devices.push_back({"count", "torch.device_count()", {"torch"}, 20s});
+  plan.smokes.push_back({"op", "import torch\nprint('ok')\n", 20s});
+  plan.compare_bare = false;
+  const auto facts = run_plan(plan);
+  ASSERT_EQ(facts.stages.size(), 4U);
+  EXPECT_EQ(facts.stages[0].status, StageStatus::failed);
+  EXPECT_EQ(facts.stages[0].summary, "import torch: ImportError: no torch here");
+  EXPECT_EQ(facts.stages[1].status, StageStatus::failed);
+  EXPECT_EQ(facts.stages[1].summary, "import torch: ImportError: no torch here");
+  for (const auto* name : {"devices:count", "smoke:op"}) {
+    const auto* stage = find_stage(facts, name);
+    ASSERT_NE(stage, nullptr);
+    EXPECT_EQ(stage->status, StageStatus::skipped) << name;
+    EXPECT_EQ(stage->summary, "skipped: torch does not import in this env") << name;
+  }
+  // One interpreter tried: the chain stopped after the imports stage.
+  EXPECT_EQ(times_imported("torch"), 1U);
+  EXPECT_NE(facts.stages[1].process.find("the interpreter stopped after it (import torch failed)"),
+            std::string::npos)
+      << facts.stages[1].process;
   expect_nothing_survives();
 }
 
