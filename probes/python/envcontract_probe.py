@@ -391,13 +391,14 @@ def child_processes():
         return None
 
 
-def adopt_what_stages_leave():
+def adopt_what_stages_leave(adopt=True):
     """Makes this interpreter the parent of what a forked stage leaves
-    running (PR_SET_CHILD_SUBREAPER), so it can tell; False when it cannot."""
+    running (PR_SET_CHILD_SUBREAPER), so it can tell, or no longer; False
+    when it cannot."""
     try:
         import ctypes
 
-        return ctypes.CDLL(None, use_errno=True).prctl(36, 1, 0, 0, 0) == 0
+        return ctypes.CDLL(None, use_errno=True).prctl(36, 1 if adopt else 0, 0, 0, 0) == 0
     except Exception:  # noqa: B902  no ctypes, or no prctl
         return False
 
@@ -474,8 +475,6 @@ def run_forked(report, step, adopted):
         sys.stderr.flush()
         os._exit(code)
     os.close(done_write)
-    if ignored_children:
-        signal.signal(signal.SIGCHLD, signal.SIG_IGN)
     # The agent's hang diagnosis samples the process that runs the stage.
     with open(os.path.join(SCRATCH_DIR, "forked"), "a") as forked:
         forked.write("%d\n" % pid)
@@ -483,6 +482,8 @@ def run_forked(report, step, adopted):
         _, status = os.waitpid(pid, 0)
     except ChildProcessError:  # cannot happen: SIGCHLD is not ignored while it waits
         status = None
+    if ignored_children:
+        signal.signal(signal.SIGCHLD, signal.SIG_IGN)
     # A process the stage left behind may hold the pipe open: do not wait for it.
     os.set_blocking(done_read, False)
     try:
@@ -546,9 +547,11 @@ def main():
             stop(progress, why)
             return
         if STAGE_SIGNAL_MASK is not None and not forked:
-            # What the forked stages' ends left pending is not this stage's.
+            # This one runs here, as in a fresh interpreter: what the forked
+            # stages' ends left pending is not its own, nor is the adoption.
             while signal.sigtimedwait([signal.SIGCHLD], 0) is not None:
                 pass
+            adopt_what_stages_leave(False)
             signal.pthread_sigmask(signal.SIG_SETMASK, STAGE_SIGNAL_MASK)
         if progress is not None:
             progress.write(step["stage"] + "\n")
@@ -560,6 +563,7 @@ def main():
                 return
         else:
             run_step(report, step)
+
 
 if __name__ == "__main__":
     main()

@@ -600,16 +600,28 @@ TEST_F(MisbehavingEnv, SignalHandlersOfTheImportDoNotRunBetweenStages) {
     plan.imports = {"torch"};
     plan.smokes.push_back(
         {"handler", "import torch\nimport signal\nprint(signal.getsignal(signal.SIGCHLD))\n", 20s});
+    // A crash is still told by its signal, SIGCHLD ignored or not.
+    plan.smokes.push_back({"segv", "import torch\nimport ctypes\nctypes.string_at(0)\n", 20s});
+    plan.smokes.push_back({"after", "import torch\nprint('still here')\n", 20s});
     plan.compare_bare = false;
     const auto facts = run_plan(plan);
-    ASSERT_EQ(facts.stages.size(), 3U);
-    for (const auto& stage : facts.stages) {
-      EXPECT_EQ(stage.status, StageStatus::ok) << stage.stage << ": " << stage.summary;
+    ASSERT_EQ(facts.stages.size(), 5U);
+    for (const auto* name : {"identity", "imports", "smoke:handler", "smoke:after"}) {
+      const auto* stage = find_stage(facts, name);
+      ASSERT_NE(stage, nullptr);
+      EXPECT_EQ(stage->status, StageStatus::ok) << name << ": " << stage->summary;
     }
-    EXPECT_EQ(facts.stages[0].process,
-              "finished in a process forked from the interpreter after import torch");
-    EXPECT_EQ(facts.stages[2].process, "exit 0");
-    EXPECT_EQ(times_imported("torch"), 1U);
+    const std::string forked =
+        "finished in a process forked from the interpreter after import torch";
+    EXPECT_EQ(facts.stages[0].process, forked);
+    EXPECT_EQ(facts.stages[2].process, forked);
+    // The stage's own disposition is the one the import set.
+    EXPECT_EQ(facts.stages[2].records.back().output.find("SIG_IGN") != std::string::npos,
+              std::string(handler) == "signal.SIG_IGN")
+        << facts.stages[2].records.back().output;
+    EXPECT_EQ(facts.stages[3].status, StageStatus::crashed) << facts.stages[3].summary;
+    EXPECT_EQ(facts.stages[3].process, "killed by SIGSEGV");
+    EXPECT_EQ(times_imported("torch"), 2U);
     expect_nothing_survives();
   }
 }
