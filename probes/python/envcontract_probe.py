@@ -496,9 +496,9 @@ def run_forked(report, step, adopted):
     left = child_processes()
     if left is None or left - adopted:
         # A fresh interpreter's stage would have had them killed with it.
-        return "the stage left %s running" % (
+        return "a forked %s stage left %s running" % (step["stage"], (
             "processes" if left is None else "%d process%s" % (
-                len(left - adopted), "" if len(left - adopted) == 1 else "es"))
+                len(left - adopted), "" if len(left - adopted) == 1 else "es")))
     return None
 
 

@@ -559,8 +559,8 @@ TEST_F(MisbehavingEnv, AStageThatLeavesAProcessRunningEndsItsChain) {
   const auto* after = find_stage(facts, "smoke:after");
   ASSERT_TRUE(leaves != nullptr && after != nullptr);
   EXPECT_EQ(leaves->status, StageStatus::ok) << leaves->summary;
-  EXPECT_NE(leaves->process.find("the interpreter stopped after it (the stage left 1 process "
-                                 "running)"),
+  EXPECT_NE(leaves->process.find("the interpreter stopped after it (a forked smoke stage left 1 "
+                                 "process running)"),
             std::string::npos)
       << leaves->process;
   EXPECT_EQ(after->status, StageStatus::ok) << after->summary;
