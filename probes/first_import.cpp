@@ -15,7 +15,8 @@ bool is_blank(char c) {
   return c == ' ' || c == '\t';
 }
 
-// `line` past `keyword` and the blanks after it, or nullopt.
+// Moves `line` past `keyword` and the blanks after it; false, `line`
+// untouched, when it does not start with that keyword.
 bool skip_keyword(std::string_view& line, std::string_view keyword) {
   if (!line.starts_with(keyword) || line.size() == keyword.size() ||
       !is_blank(line[keyword.size()])) {
