@@ -51,8 +51,11 @@ struct AgentConfig {
   FlappingRule flapping;
   // httplib serves a connection on one thread for its life: threads bound
   // the connections served at once, http_max_connections those accepted
-  // (the rest are answered 503 at once).
-  unsigned http_threads = 32;
+  // (the rest are answered 503 at once). As many threads as connections by
+  // default: a connection waiting for a thread costs its client a reconnect
+  // per answer, which halved the throughput under load (docs/performance.md);
+  // threads start only as connections come, so the ceiling costs nothing idle.
+  unsigned http_threads = 256;
   std::size_t http_max_connections = 256;
   std::chrono::milliseconds http_timeout{10'000};  // a whole request, first byte to last
   // A serving thread with nothing to serve this long ends (one always stays).

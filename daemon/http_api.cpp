@@ -17,8 +17,10 @@
 #include <deque>
 #include <list>
 #include <mutex>
+#include <optional>
 #include <system_error>
 #include <thread>
+#include <utility>
 #include <vector>
 
 #include "common/json_fields.hpp"
@@ -45,6 +47,45 @@ void send_json(httplib::Response& response, int status, const Json& body) {
 
 void send_error(httplib::Response& response, int status, const std::string& message) {
   send_json(response, status, {{"error", message}});
+}
+
+using SharedText = std::shared_ptr<const std::string>;
+
+// Answers with `first` and then `second` (texts every request shares: the
+// report, the two halves of /metrics), without copying them into the
+// response: httplib writes a content provider's bytes straight to the
+// socket, where a body set with set_content is a copy per request (tens of
+// KB). A client that accepts a compressed answer still gets one, made of a
+// copy: httplib compresses only a body it holds.
+void send_shared(const httplib::Request& request, httplib::Response& response, SharedText first,
+                 SharedText second, const char* type) {
+  if (!second) {
+    static const auto nothing = std::make_shared<const std::string>();
+    second = nothing;
+  }
+  const auto encodings = request.get_header_value("Accept-Encoding");
+  if (encodings.find("gzip") != std::string::npos || encodings.find("br") != std::string::npos) {
+    response.set_content(*first + *second, type);
+    return;
+  }
+  const std::size_t total = first->size() + second->size();
+  response.set_content_provider(
+      total, type,
+      [first = std::move(first), second = std::move(second)](std::size_t offset, std::size_t length,
+                                                             httplib::DataSink& sink) {
+        const std::size_t end = offset + length;
+        if (offset < first->size()) {
+          const std::size_t stop = std::min(end, first->size());
+          if (!sink.write(first->data() + offset, stop - offset)) {
+            return false;
+          }
+          offset = stop;
+        }
+        if (offset < end) {
+          return sink.write(second->data() + (offset - first->size()), end - offset);
+        }
+        return true;
+      });
 }
 
 // The `limit` parameter, when given, into `limit`: a number from 1 to
@@ -169,22 +210,36 @@ class ConnectionStream final : public httplib::Stream {
     return static_cast<ssize_t>(n);
   }
 
+  // Sends at once when the socket has room (nearly always), and waits for
+  // room only when it has none: a poll before every send cost a system call
+  // per write, two per answer.
   ssize_t write(const char* ptr, size_t size) override {
-    if (!is_writable()) {
-      return -1;
+    for (;;) {
+      const ssize_t sent = ::send(m_fd, ptr, size, MSG_NOSIGNAL | MSG_DONTWAIT);
+      if (sent >= 0 || errno == EINTR) {
+        if (sent >= 0)
+          return sent;
+        continue;
+      }
+      if ((errno != EAGAIN && errno != EWOULDBLOCK) || !is_writable()) {
+        return -1;
+      }
     }
-    ssize_t sent;
-    do {
-      sent = ::send(m_fd, ptr, size, MSG_NOSIGNAL);
-    } while (sent < 0 && errno == EINTR);
-    return sent;
   }
 
+  // httplib asks for both addresses with every request; a connection's do
+  // not change, so each is asked of the kernel once.
   void get_remote_ip_and_port(std::string& ip, int& port) const override {
-    address_of(::getpeername, ip, port);
+    if (!m_remote)
+      m_remote = address_of(::getpeername);
+    ip = m_remote->first;
+    port = m_remote->second;
   }
   void get_local_ip_and_port(std::string& ip, int& port) const override {
-    address_of(::getsockname, ip, port);
+    if (!m_local)
+      m_local = address_of(::getsockname);
+    ip = m_local->first;
+    port = m_local->second;
   }
   socket_t socket() const override { return m_fd; }
 
@@ -214,13 +269,16 @@ class ConnectionStream final : public httplib::Stream {
     return got;
   }
 
+  using Address = std::pair<std::string, int>;
+
   template <typename Getter>
-  void address_of(Getter getter, std::string& ip, int& port) const {
+  Address address_of(Getter getter) const {
     sockaddr_storage address{};
     socklen_t length = sizeof address;
     if (getter(m_fd, reinterpret_cast<sockaddr*>(&address), &length) != 0) {
-      return;
+      return {};
     }
+    int port = 0;
     char text[INET6_ADDRSTRLEN] = {};
     if (address.ss_family == AF_INET) {
       const auto* in = reinterpret_cast<const sockaddr_in*>(&address);
@@ -231,7 +289,7 @@ class ConnectionStream final : public httplib::Stream {
       ::inet_ntop(AF_INET6, &in6->sin6_addr, text, sizeof text);
       port = ntohs(in6->sin6_port);
     }
-    ip = text;
+    return {text, port};
   }
 
   int m_fd;
@@ -245,6 +303,8 @@ class ConnectionStream final : public httplib::Stream {
   bool m_over_budget = false;
   bool m_past_deadline = false;
   bool m_peer_closed = false;
+  mutable std::optional<Address> m_remote;
+  mutable std::optional<Address> m_local;
 };
 
 thread_local const ConnectionStream* t_stream = nullptr;
@@ -562,11 +622,14 @@ struct HttpServer::Impl {
       : agent(agent_), version(std::move(version_)), handler(std::move(handler_)) {}
 
   Agent* agent;  // null when `handler` answers instead (the fleet view)
-  // /metrics: the report's series as last rendered, and what from.
+  // /metrics: the report's series as last rendered, and what from; the
+  // agent's own series likewise.
   std::mutex metrics_mutex;
   std::shared_ptr<const std::string> metrics_text;
   std::shared_ptr<const report::Json> metrics_report;
   ContractHandle metrics_contract;
+  std::shared_ptr<const std::string> metrics_agent_text;
+  AgentFigures metrics_figures;
   std::string version;
   RequestHandler handler;
   HttpSettings settings;
@@ -585,7 +648,7 @@ struct HttpServer::Impl {
   httplib::Server::HandlerResponse dispatch(const httplib::Request& request,
                                             httplib::Response& response);
   void healthz(httplib::Response& response);
-  void report(httplib::Response& response);
+  void report(const httplib::Request& request, httplib::Response& response);
   void env(const std::string& name, httplib::Response& response);
   void history(const httplib::Request& request, httplib::Response& response);
   void contract(httplib::Response& response);
@@ -600,7 +663,7 @@ struct HttpServer::Impl {
   bool token_presented(const httplib::Request& request, httplib::Response& response,
                        const std::string& what);
   void scan_ticket(const std::string& id, httplib::Response& response);
-  void metrics(httplib::Response& response);
+  void metrics(const httplib::Request& request, httplib::Response& response);
   static void asset(const std::string& path, httplib::Response& response);
 
   // The latest report, or an answer saying why there is none.
@@ -623,14 +686,14 @@ void HttpServer::Impl::healthz(httplib::Response& response) {
             {{"status", "ok"}, {"version", version}, {"uptime_seconds", uptime.count()}});
 }
 
-void HttpServer::Impl::report(httplib::Response& response) {
+void HttpServer::Impl::report(const httplib::Request& request, httplib::Response& response) {
   // During the first scan: the envs judged so far, verdict "pending".
   if (const auto snapshot = agent->snapshot(); !snapshot->report && snapshot->partial_text) {
-    response.set_content(*snapshot->partial_text, k_json);
+    send_shared(request, response, snapshot->partial_text, nullptr, k_json);
     return;
   }
   if (auto snapshot = with_report(response)) {
-    response.set_content(*snapshot->report_text, k_json);
+    send_shared(request, response, snapshot->report_text, nullptr, k_json);
   }
 }
 
@@ -937,11 +1000,14 @@ void HttpServer::Impl::scan_ticket(const std::string& text, httplib::Response& r
   send_json(response, 200, ticket_json(*ticket));
 }
 
-void HttpServer::Impl::metrics(httplib::Response& response) {
+void HttpServer::Impl::metrics(const httplib::Request& request, httplib::Response& response) {
   const auto snapshot = agent->snapshot();
   // The report's series are the same text until the next report or
-  // contract: rendered once for every scrape of it.
-  std::shared_ptr<const std::string> report_series;
+  // contract, and the agent's until one of its figures changes: each is
+  // rendered once for every scrape of it.
+  const auto figures = agent_figures(*snapshot, agent->counters(), agent->webhook_counters());
+  SharedText report_series;
+  SharedText agent_series;
   {
     std::lock_guard lock(metrics_mutex);
     if (!metrics_text || metrics_report != snapshot->report ||
@@ -950,11 +1016,15 @@ void HttpServer::Impl::metrics(httplib::Response& response) {
       metrics_report = snapshot->report;
       metrics_contract = snapshot->contract;
     }
+    if (!metrics_agent_text || !(metrics_figures == figures)) {
+      metrics_agent_text = std::make_shared<const std::string>(render_agent_metrics(figures));
+      metrics_figures = figures;
+    }
     report_series = metrics_text;
+    agent_series = metrics_agent_text;
   }
-  response.set_content(*report_series + render_agent_metrics(*snapshot, agent->counters(),
-                                                             agent->webhook_counters()),
-                       "text/plain; version=0.0.4; charset=utf-8");
+  send_shared(request, response, std::move(report_series), std::move(agent_series),
+              "text/plain; version=0.0.4; charset=utf-8");
 }
 
 void HttpServer::Impl::asset(const std::string& path, httplib::Response& response) {
@@ -1025,7 +1095,7 @@ httplib::Server::HandlerResponse HttpServer::Impl::dispatch(const httplib::Reque
       healthz(response);
       break;
     case Endpoint::report:
-      report(response);
+      report(request, response);
       break;
     case Endpoint::env:
       env(route.argument, response);
@@ -1061,7 +1131,7 @@ httplib::Server::HandlerResponse HttpServer::Impl::dispatch(const httplib::Reque
       scan_ticket(route.argument, response);
       break;
     case Endpoint::metrics:
-      metrics(response);
+      metrics(request, response);
       break;
     case Endpoint::asset:
       asset(route.argument, response);

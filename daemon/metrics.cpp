@@ -51,16 +51,6 @@ std::string number(double value) {
 
 // The agent's own footprint, from /proc/self (the names of Prometheus'
 // process collector, so dashboards made for other exporters work).
-struct ProcessStats {
-  double cpu_seconds = 0;
-  double resident_bytes = 0;
-  double virtual_bytes = 0;
-  double threads = 0;
-  double start_time = 0;  // Unix time
-  double open_fds = 0;
-  bool read = false;
-};
-
 ProcessStats read_process_stats() {
   ProcessStats stats;
   std::ifstream file("/proc/self/stat");
@@ -242,55 +232,79 @@ std::string render_report_metrics(const AgentSnapshot& snapshot, const std::stri
   return out.text();
 }
 
+AgentFigures agent_figures(const AgentSnapshot& snapshot, const AgentCounters& counters,
+                           const WebhookCounters* webhooks) {
+  AgentFigures figures;
+  figures.scans = static_cast<double>(counters.scans.load());
+  figures.scan_failures = static_cast<double>(counters.scan_failures.load());
+  figures.scanning = snapshot.scanning;
+  figures.last_scan_seconds = counters.last_scan_seconds.load();
+  figures.last_scan_finished = counters.last_scan_finished.load();
+  figures.envs_probed = static_cast<double>(counters.envs_probed.load());
+  figures.envs_reused = static_cast<double>(counters.envs_reused.load());
+  figures.reloads = static_cast<double>(counters.reloads.load());
+  figures.reload_failures = static_cast<double>(counters.reload_failures.load());
+  figures.store_failures = static_cast<double>(counters.store_failures.load());
+  figures.reload_error = !snapshot.reload_error.empty();
+  if (webhooks != nullptr) {
+    figures.webhooks = true;
+    figures.webhooks_delivered = static_cast<double>(webhooks->delivered.load());
+    figures.webhooks_failed = static_cast<double>(webhooks->failed.load());
+    figures.webhooks_dropped = static_cast<double>(webhooks->dropped.load());
+  }
+  figures.process = process_stats();
+  return figures;
+}
+
 std::string render_agent_metrics(const AgentSnapshot& snapshot, const AgentCounters& counters,
                                  const WebhookCounters* webhooks) {
+  return render_agent_metrics(agent_figures(snapshot, counters, webhooks));
+}
+
+std::string render_agent_metrics(const AgentFigures& figures) {
   Exposition out;
   out.family("envcontract_scans_total", "counter", "Scans finished since the agent started.");
-  out.sample("envcontract_scans_total", {}, static_cast<double>(counters.scans.load()));
+  out.sample("envcontract_scans_total", {}, figures.scans);
   out.family("envcontract_scan_failures_total", "counter", "Scans that failed to finish.");
-  out.sample("envcontract_scan_failures_total", {},
-             static_cast<double>(counters.scan_failures.load()));
+  out.sample("envcontract_scan_failures_total", {}, figures.scan_failures);
   out.family("envcontract_scan_in_progress", "gauge", "1 while a scan runs.");
-  out.sample("envcontract_scan_in_progress", {}, snapshot.scanning ? 1 : 0);
+  out.sample("envcontract_scan_in_progress", {}, figures.scanning ? 1 : 0);
   out.family("envcontract_last_scan_duration_seconds", "gauge", "How long the last scan took.");
-  out.sample("envcontract_last_scan_duration_seconds", {}, counters.last_scan_seconds.load());
+  out.sample("envcontract_last_scan_duration_seconds", {}, figures.last_scan_seconds);
   out.family("envcontract_last_scan_timestamp_seconds", "gauge",
              "When the last scan finished (Unix time); 0 before the first.");
-  out.sample("envcontract_last_scan_timestamp_seconds", {}, counters.last_scan_finished.load());
+  out.sample("envcontract_last_scan_timestamp_seconds", {}, figures.last_scan_finished);
   out.family("envcontract_envs_probed_total", "counter",
              "Envs whose dynamic probes ran (their files or the reprobe interval said so).");
-  out.sample("envcontract_envs_probed_total", {}, static_cast<double>(counters.envs_probed.load()));
+  out.sample("envcontract_envs_probed_total", {}, figures.envs_probed);
   out.family("envcontract_envs_reused_total", "counter",
              "Envs whose dynamic facts were reused because nothing about them changed.");
-  out.sample("envcontract_envs_reused_total", {}, static_cast<double>(counters.envs_reused.load()));
+  out.sample("envcontract_envs_reused_total", {}, figures.envs_reused);
   out.family("envcontract_contract_reloads_total", "counter", "Contract reloads that took effect.");
-  out.sample("envcontract_contract_reloads_total", {},
-             static_cast<double>(counters.reloads.load()));
+  out.sample("envcontract_contract_reloads_total", {}, figures.reloads);
   out.family("envcontract_contract_reload_failures_total", "counter",
              "Contract reloads rejected because the new contract was invalid.");
-  out.sample("envcontract_contract_reload_failures_total", {},
-             static_cast<double>(counters.reload_failures.load()));
+  out.sample("envcontract_contract_reload_failures_total", {}, figures.reload_failures);
   out.family("envcontract_store_failures_total", "counter",
              "Scans the agent could not record in its database (served, not kept).");
-  out.sample("envcontract_store_failures_total", {},
-             static_cast<double>(counters.store_failures.load()));
+  out.sample("envcontract_store_failures_total", {}, figures.store_failures);
   out.family("envcontract_contract_reload_error", "gauge",
              "1 while the latest contract file is invalid (the last good one is in force).");
-  out.sample("envcontract_contract_reload_error", {}, snapshot.reload_error.empty() ? 0 : 1);
+  out.sample("envcontract_contract_reload_error", {}, figures.reload_error ? 1 : 0);
 
-  if (webhooks != nullptr) {
+  if (figures.webhooks) {
     out.family("envcontract_webhook_deliveries_total", "counter",
                "Webhook deliveries by outcome: delivered (2xx), failed (every attempt, or a "
                "refusal), dropped (pushed out of a full queue).");
     out.sample("envcontract_webhook_deliveries_total", {{"outcome", "delivered"}},
-               static_cast<double>(webhooks->delivered.load()));
+               figures.webhooks_delivered);
     out.sample("envcontract_webhook_deliveries_total", {{"outcome", "failed"}},
-               static_cast<double>(webhooks->failed.load()));
+               figures.webhooks_failed);
     out.sample("envcontract_webhook_deliveries_total", {{"outcome", "dropped"}},
-               static_cast<double>(webhooks->dropped.load()));
+               figures.webhooks_dropped);
   }
 
-  if (const auto process = process_stats(); process.read) {
+  if (const auto& process = figures.process; process.read) {
     out.family("process_cpu_seconds_total", "counter",
                "The agent's user and system CPU time in seconds (its probes not included).");
     out.sample("process_cpu_seconds_total", {}, process.cpu_seconds);

@@ -22,4 +22,43 @@ std::string render_report_metrics(const AgentSnapshot& snapshot, const std::stri
 std::string render_agent_metrics(const AgentSnapshot& snapshot, const AgentCounters& counters,
                                  const WebhookCounters* webhooks);
 
+// The agent's own figures from /proc/self.
+struct ProcessStats {
+  double cpu_seconds = 0;
+  double resident_bytes = 0;
+  double virtual_bytes = 0;
+  double threads = 0;
+  double start_time = 0;  // Unix time
+  double open_fds = 0;
+  bool read = false;
+  bool operator==(const ProcessStats&) const = default;
+};
+
+// Every value render_agent_metrics writes, read once. Equal figures render
+// the same text, so the HTTP side renders it again only when one changed
+// (a scan, a reload, a delivery, the footprint's once-a-second reading),
+// not for every scrape.
+struct AgentFigures {
+  double scans = 0;
+  double scan_failures = 0;
+  bool scanning = false;
+  double last_scan_seconds = 0;
+  double last_scan_finished = 0;
+  double envs_probed = 0;
+  double envs_reused = 0;
+  double reloads = 0;
+  double reload_failures = 0;
+  double store_failures = 0;
+  bool reload_error = false;
+  bool webhooks = false;  // the three below are written only when true
+  double webhooks_delivered = 0;
+  double webhooks_failed = 0;
+  double webhooks_dropped = 0;
+  ProcessStats process;
+  bool operator==(const AgentFigures&) const = default;
+};
+AgentFigures agent_figures(const AgentSnapshot& snapshot, const AgentCounters& counters,
+                           const WebhookCounters* webhooks);
+std::string render_agent_metrics(const AgentFigures& figures);
+
 }  // namespace envcontract::daemon

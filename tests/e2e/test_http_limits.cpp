@@ -10,9 +10,11 @@
 #include <filesystem>
 #include <fstream>
 #include <thread>
+#include <utility>
 
 #include "tests/e2e/agent_fixture.hpp"
 #include "tests/support/demo_host.hpp"
+#include "tests/support/http_client.hpp"
 
 namespace envcontract {
 namespace {
@@ -262,6 +264,93 @@ TEST_F(HttpLimits, ForeignHostNamesAndCrossSiteScansAreRefused) {
       "Connection: close\r\n\r\n");
   EXPECT_EQ(status_of(empty), 202) << empty;
   EXPECT_LT(Clock::now() - started, 2s);
+}
+
+// One answer taken off the front of `bytes`: its head (status line and
+// headers) and its body of Content-Length bytes; {"", ""} when incomplete.
+std::pair<std::string, std::string> next_answer(std::string& bytes, bool head_only = false) {
+  const auto end = bytes.find("\r\n\r\n");
+  if (end == std::string::npos) {
+    return {};
+  }
+  std::string head = bytes.substr(0, end + 4);
+  const auto at = head.find("Content-Length: ");
+  if (at == std::string::npos) {
+    return {};
+  }
+  const std::size_t length = std::stoul(head.substr(at + 16));
+  const std::size_t body_length = head_only ? 0 : length;
+  if (bytes.size() < end + 4 + body_length) {
+    return {};
+  }
+  std::string body = bytes.substr(end + 4, body_length);
+  bytes.erase(0, end + 4 + body_length);
+  return {head, body};
+}
+
+// The report and the report's series of /metrics are shared by every
+// request and written to the socket without a copy, unless the client
+// accepts a compressed answer: both ways give the same bytes, whole, on a
+// keep-alive connection.
+TEST_F(HttpLimits, SharedAnswersAreWholeWithAndWithoutCompression) {
+  start("http_timeout: 5s\n");
+  wait_for_report(*m_agent);
+  // httplib's client asks for a compressed answer and inflates it.
+  const auto inflated = http_get(m_agent->url(), "/api/v1/report");
+  ASSERT_EQ(inflated.status, 200);
+  ASSERT_GT(inflated.body.size(), 1000U);
+
+  RawClient client(m_agent->port());
+  ASSERT_TRUE(client.connected());
+  const std::string plain = "GET /api/v1/report HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n";
+  // Two requests on one connection, then a HEAD, then /metrics, then a
+  // compressed report: pipelined, answered in order.
+  ASSERT_TRUE(client.send(plain + plain +
+                          "HEAD /api/v1/report HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n" +
+                          "GET /metrics HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n" +
+                          "GET /api/v1/report HTTP/1.1\r\nHost: 127.0.0.1\r\n"
+                          "Accept-Encoding: gzip\r\nConnection: close\r\n\r\n"));
+  std::string bytes = client.read_all(10s);
+  for (int i = 0; i < 2; ++i) {
+    const auto [head, body] = next_answer(bytes);
+    EXPECT_EQ(status_of(head), 200) << head;
+    EXPECT_EQ(head.find("Content-Encoding"), std::string::npos) << head;
+    EXPECT_EQ(body, inflated.body) << "answer " << i;
+  }
+  const auto [head_of_head, no_body] = next_answer(bytes, true);
+  EXPECT_EQ(status_of(head_of_head), 200) << head_of_head;
+  EXPECT_NE(head_of_head.find("Content-Length: " + std::to_string(inflated.body.size()) + "\r\n"),
+            std::string::npos)
+      << head_of_head;
+  const auto [metrics_head, metrics] = next_answer(bytes);
+  EXPECT_EQ(status_of(metrics_head), 200) << metrics_head;
+  // The report's series, then the agent's own, then nothing more.
+  const auto series = metrics.find("envcontract_env_compliant{");
+  const auto own = metrics.find("envcontract_scans_total ");
+  EXPECT_NE(series, std::string::npos) << metrics;
+  EXPECT_NE(own, std::string::npos) << metrics;
+  EXPECT_LT(series, own);
+  EXPECT_TRUE(metrics.ends_with("\n"))
+      << metrics.substr(metrics.size() - std::min<std::size_t>(200, metrics.size()));
+  const auto [gzip_head, gzipped] = next_answer(bytes);
+  EXPECT_EQ(status_of(gzip_head), 200) << gzip_head;
+  EXPECT_NE(gzip_head.find("Content-Encoding: gzip"), std::string::npos) << gzip_head;
+  EXPECT_GT(gzipped.size(), 0U);
+  EXPECT_LT(gzipped.size(), inflated.body.size());
+  EXPECT_TRUE(bytes.empty()) << bytes.size() << " bytes more than the answers";
+  EXPECT_TRUE(client.closed_by_server());
+
+  // The agent's own series are kept while its figures stay: a scan changes them.
+  EXPECT_NE(metrics.find("envcontract_scans_total 1\n"), std::string::npos) << metrics;
+  const auto first = wait_for_report(*m_agent);
+  const auto asked = http_post(m_agent->url(), "/api/v1/scan", "", {{"X-Requested-By", "test"}});
+  ASSERT_EQ(asked.status, 202) << asked.body;
+  wait_for_scan_after(*m_agent, first.value("scan_id", 0));
+  std::string after =
+      exchange("GET /metrics HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n\r\n");
+  const auto [after_head, after_metrics] = next_answer(after);
+  EXPECT_EQ(status_of(after_head), 200) << after_head;
+  EXPECT_NE(after_metrics.find("envcontract_scans_total 2\n"), std::string::npos) << after_metrics;
 }
 
 TEST_F(HttpLimits, ControlCharactersFromRequestsReachTheLogEscaped) {
