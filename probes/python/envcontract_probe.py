@@ -325,17 +325,7 @@ def fork_refusal(first_import, step, forked):
         return "import %s failed" % first_import
     if not forked:
         return None
-    # Read once per chain: between its forks this interpreter only waits for
-    # them, and a forked stage cannot start a thread, set a timer or open a
-    # descriptor in it (it holds no socket to be passed one). A real torch
-    # maps thousands of regions, a few ms to read for every stage.
-    if first_import not in SHARED_STATE:
-        SHARED_STATE[first_import] = shared_state(first_import)
-    return SHARED_STATE[first_import]
-
-
-# shared_state() of the chain's first import, once read.
-SHARED_STATE = {}
+    return shared_state(first_import)
 
 
 def shared_state(first_import):
