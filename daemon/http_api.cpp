@@ -64,11 +64,14 @@ void send_shared(const httplib::Request& request, httplib::Response& response, S
     second = nothing;
   }
   const auto encodings = request.get_header_value("Accept-Encoding");
-  if (encodings.find("gzip") != std::string::npos || encodings.find("br") != std::string::npos) {
-    response.set_content(*first + *second, type);
+  const std::size_t total = first->size() + second->size();
+  // httplib 0.11.4 asserts that a provider has something to write.
+  if (encodings.find("gzip") != std::string::npos || encodings.find("br") != std::string::npos ||
+      total == 0) {
+    response.set_content(*first, type);
+    response.body += *second;
     return;
   }
-  const std::size_t total = first->size() + second->size();
   response.set_content_provider(
       total, type,
       [first = std::move(first), second = std::move(second)](std::size_t offset, std::size_t length,
@@ -228,18 +231,22 @@ class ConnectionStream final : public httplib::Stream {
   }
 
   // httplib asks for both addresses with every request; a connection's do
-  // not change, so each is asked of the kernel once.
+  // not change, so each is asked of the kernel until it has answered.
   void get_remote_ip_and_port(std::string& ip, int& port) const override {
     if (!m_remote)
       m_remote = address_of(::getpeername);
-    ip = m_remote->first;
-    port = m_remote->second;
+    if (m_remote) {
+      ip = m_remote->first;
+      port = m_remote->second;
+    }
   }
   void get_local_ip_and_port(std::string& ip, int& port) const override {
     if (!m_local)
       m_local = address_of(::getsockname);
-    ip = m_local->first;
-    port = m_local->second;
+    if (m_local) {
+      ip = m_local->first;
+      port = m_local->second;
+    }
   }
   socket_t socket() const override { return m_fd; }
 
@@ -272,11 +279,11 @@ class ConnectionStream final : public httplib::Stream {
   using Address = std::pair<std::string, int>;
 
   template <typename Getter>
-  Address address_of(Getter getter) const {
+  std::optional<Address> address_of(Getter getter) const {
     sockaddr_storage address{};
     socklen_t length = sizeof address;
     if (getter(m_fd, reinterpret_cast<sockaddr*>(&address), &length) != 0) {
-      return {};
+      return std::nullopt;
     }
     int port = 0;
     char text[INET6_ADDRSTRLEN] = {};
@@ -289,7 +296,7 @@ class ConnectionStream final : public httplib::Stream {
       ::inet_ntop(AF_INET6, &in6->sin6_addr, text, sizeof text);
       port = ntohs(in6->sin6_port);
     }
-    return {text, port};
+    return Address{text, port};
   }
 
   int m_fd;
@@ -316,8 +323,8 @@ thread_local const ConnectionStream* t_stream = nullptr;
 // keep-alive connections early while others wait, so that a few clients
 // cannot hold every thread. Serving threads start when connections outnumber
 // idle ones, up to `threads`, and end after a spell with nothing to serve:
-// an idle agent keeps one, not 32 stacks and malloc caches (1.3 MB of its
-// RSS, bench/footprint.sh).
+// an idle agent keeps one, not a stack and malloc cache per thread it may
+// start (32 of them were 1.3 MB of its RSS, bench/footprint.sh).
 class ConnectionQueue final : public httplib::TaskQueue {
  public:
   ConnectionQueue(std::size_t threads, std::size_t max_connections,
@@ -408,8 +415,13 @@ class ConnectionQueue final : public httplib::TaskQueue {
       if (m_serving == 0) {
         throw;  // the first, at start-up: the server cannot serve at all
       }
-      spdlog::warn("cannot start another HTTP thread ({}): {} serve the connections", e.what(),
-                   m_serving);
+      // Once a minute at most: every connection that comes would say it again.
+      if (const auto now = Clock::now();
+          !m_thread_warning || now - *m_thread_warning >= std::chrono::minutes(1)) {
+        m_thread_warning = now;
+        spdlog::warn("cannot start another HTTP thread ({}): {} serve the connections", e.what(),
+                     m_serving);
+      }
       return;
     }
     ++m_serving;
@@ -497,7 +509,8 @@ class ConnectionQueue final : public httplib::TaskQueue {
   std::deque<std::chrono::steady_clock::time_point> m_enqueued;  // of each job in m_jobs
   std::function<void()> m_on_shutdown;
   std::list<std::thread> m_threads;
-  std::vector<std::thread::id> m_ended;  // left their loop, not yet joined
+  std::vector<std::thread::id> m_ended;               // left their loop, not yet joined
+  std::optional<Clock::time_point> m_thread_warning;  // when a thread last failed to start
 };
 
 struct ConnectionLimits {
@@ -1222,8 +1235,11 @@ HttpServer::HttpServer(const HttpSettings& settings, Agent* agent, std::string v
   auto& impl = *m_impl;
   impl.settings = settings;
   auto& server = impl.server;
-  const auto threads = std::max(1U, settings.threads);
-  impl.max_connections = std::max<std::size_t>(threads, settings.max_connections);
+  // Threads past the connections accepted would never serve: the bound on
+  // connections holds whatever http_threads says.
+  impl.max_connections = std::max<std::size_t>(1, settings.max_connections);
+  const auto threads =
+      static_cast<unsigned>(std::clamp<std::size_t>(settings.threads, 1, impl.max_connections));
   server.new_task_queue = [&impl, threads] {
     auto* queue =
         new ConnectionQueue(threads, impl.max_connections, impl.settings.idle_thread_life);

@@ -6,6 +6,7 @@
 #include <poll.h>
 #include <sys/socket.h>
 #include <unistd.h>
+#include <zlib.h>
 
 #include <filesystem>
 #include <fstream>
@@ -26,8 +27,13 @@ using Clock = std::chrono::steady_clock;
 // One TCP connection to the agent, written and read by hand.
 class RawClient {
  public:
-  explicit RawClient(int port) {
+  // `receive_buffer`: a small SO_RCVBUF, so that the server's answers fill
+  // the connection before the client reads (0: the kernel's default).
+  explicit RawClient(int port, int receive_buffer = 0) {
     m_fd = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    if (receive_buffer > 0) {
+      ::setsockopt(m_fd, SOL_SOCKET, SO_RCVBUF, &receive_buffer, sizeof receive_buffer);
+    }
     sockaddr_in address{};
     address.sin_family = AF_INET;
     address.sin_port = htons(static_cast<std::uint16_t>(port));
@@ -88,14 +94,17 @@ std::string get(const std::string& path, const std::string& host = "127.0.0.1") 
 
 class HttpLimits : public ::testing::Test {
  protected:
-  void start(const std::string& config_text) {
+  // Scans one env of the demo host, or all of it with `whole_demo_host`
+  // (a report of about 50 KB instead of 8).
+  void start(const std::string& config_text, bool whole_demo_host = false) {
     const auto config = m_dir.write("agent.yaml", config_text);
     m_agent = std::make_unique<AgentProcess>(
-        m_dir.path(), std::vector<std::string>{"--config", config.string(), "--contract",
-                                               quick_demo_contract(m_dir.path()).string(),
-                                               "--prefix", (demo_host() / "venvs/xpu210v").string(),
-                                               "--database", (m_dir.path() / "agent.db").string(),
-                                               "--interval", "1h", "--log-level", "debug"});
+        m_dir.path(),
+        std::vector<std::string>{
+            "--config", config.string(), "--contract", quick_demo_contract(m_dir.path()).string(),
+            whole_demo_host ? "--root" : "--prefix",
+            (whole_demo_host ? demo_host() : demo_host() / "venvs/xpu210v").string(), "--database",
+            (m_dir.path() / "agent.db").string(), "--interval", "1h", "--log-level", "debug"});
   }
 
   std::string exchange(const std::string& request, std::chrono::milliseconds timeout = 5s) {
@@ -180,20 +189,26 @@ TEST_F(HttpLimits, HeaderFloodsAreRefusedWithoutGrowingTheAgent) {
 }
 
 TEST_F(HttpLimits, ConnectionsPastTheBoundGetA503AtOnce) {
-  start("http_timeout: 3s\nhttp_threads: 4\nhttp_max_connections: 12\n");
-  std::vector<std::unique_ptr<RawClient>> idle;
-  for (int i = 0; i < 12; ++i) {
-    idle.push_back(std::make_unique<RawClient>(m_agent->port()));
+  // Fewer threads than connections, and the default threads: more than the
+  // bound, which holds all the same.
+  for (const std::string config : {"http_timeout: 3s\nhttp_threads: 4\nhttp_max_connections: 12\n",
+                                   "http_timeout: 3s\nhttp_max_connections: 12\n"}) {
+    SCOPED_TRACE(config);
+    start(config);
+    std::vector<std::unique_ptr<RawClient>> idle;
+    for (int i = 0; i < 12; ++i) {
+      idle.push_back(std::make_unique<RawClient>(m_agent->port()));
+    }
+    std::this_thread::sleep_for(300ms);
+    const auto started = Clock::now();
+    const auto refused = exchange(get("/healthz"), 2s);
+    EXPECT_LT(Clock::now() - started, 1500ms);
+    EXPECT_EQ(status_of(refused), 503) << refused;
+    EXPECT_NE(refused.find("http_max_connections"), std::string::npos);
+    // Idle connections time out (http_timeout); then the agent answers again.
+    idle.clear();
+    EXPECT_TRUE(wait_until([&] { return status_of(exchange(get("/healthz"), 2s)) == 200; }, 10s));
   }
-  std::this_thread::sleep_for(300ms);
-  const auto started = Clock::now();
-  const auto refused = exchange(get("/healthz"), 2s);
-  EXPECT_LT(Clock::now() - started, 1500ms);
-  EXPECT_EQ(status_of(refused), 503) << refused;
-  EXPECT_NE(refused.find("http_max_connections"), std::string::npos);
-  // Idle connections time out (http_timeout); then the agent answers again.
-  idle.clear();
-  EXPECT_TRUE(wait_until([&] { return status_of(exchange(get("/healthz"), 2s)) == 200; }, 10s));
 }
 
 // Threads of a process (/proc/PID/task).
@@ -288,38 +303,58 @@ std::pair<std::string, std::string> next_answer(std::string& bytes, bool head_on
   return {head, body};
 }
 
+// A gzip stream inflated; "" (and a test failure) when it is not one.
+std::string gunzip(const std::string& compressed) {
+  z_stream stream{};
+  EXPECT_EQ(inflateInit2(&stream, 16 + MAX_WBITS), Z_OK);
+  stream.next_in = reinterpret_cast<Bytef*>(const_cast<char*>(compressed.data()));
+  stream.avail_in = static_cast<uInt>(compressed.size());
+  std::string out;
+  int result = Z_OK;
+  while (result == Z_OK) {
+    char chunk[16384];
+    stream.next_out = reinterpret_cast<Bytef*>(chunk);
+    stream.avail_out = sizeof chunk;
+    result = inflate(&stream, Z_NO_FLUSH);
+    out.append(chunk, sizeof chunk - stream.avail_out);
+  }
+  inflateEnd(&stream);
+  EXPECT_EQ(result, Z_STREAM_END) << "not a whole gzip stream";
+  return out;
+}
+
+std::string request(const std::string& method, const std::string& path,
+                    const std::string& extra_headers = "") {
+  return method + " " + path + " HTTP/1.1\r\nHost: 127.0.0.1\r\n" + extra_headers + "\r\n";
+}
+
 // The report and the report's series of /metrics are shared by every
 // request and written to the socket without a copy, unless the client
 // accepts a compressed answer: both ways give the same bytes, whole, on a
 // keep-alive connection.
 TEST_F(HttpLimits, SharedAnswersAreWholeWithAndWithoutCompression) {
   start("http_timeout: 5s\n");
-  wait_for_report(*m_agent);
-  // httplib's client asks for a compressed answer and inflates it.
-  const auto inflated = http_get(m_agent->url(), "/api/v1/report");
-  ASSERT_EQ(inflated.status, 200);
-  ASSERT_GT(inflated.body.size(), 1000U);
+  const auto first = wait_for_report(*m_agent);
 
   RawClient client(m_agent->port());
   ASSERT_TRUE(client.connected());
-  const std::string plain = "GET /api/v1/report HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n";
-  // Two requests on one connection, then a HEAD, then /metrics, then a
-  // compressed report: pipelined, answered in order.
-  ASSERT_TRUE(client.send(plain + plain +
-                          "HEAD /api/v1/report HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n" +
-                          "GET /metrics HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n" +
-                          "GET /api/v1/report HTTP/1.1\r\nHost: 127.0.0.1\r\n"
-                          "Accept-Encoding: gzip\r\nConnection: close\r\n\r\n"));
+  // Pipelined on one connection, answered in order: the report twice, a
+  // HEAD of it, /metrics, and both again gzipped.
+  ASSERT_TRUE(client.send(
+      request("GET", "/api/v1/report") + request("GET", "/api/v1/report") +
+      request("HEAD", "/api/v1/report") + request("GET", "/metrics") +
+      request("GET", "/metrics", "Accept-Encoding: gzip\r\n") +
+      request("GET", "/api/v1/report", "Accept-Encoding: gzip\r\nConnection: close\r\n")));
   std::string bytes = client.read_all(10s);
-  for (int i = 0; i < 2; ++i) {
-    const auto [head, body] = next_answer(bytes);
-    EXPECT_EQ(status_of(head), 200) << head;
-    EXPECT_EQ(head.find("Content-Encoding"), std::string::npos) << head;
-    EXPECT_EQ(body, inflated.body) << "answer " << i;
-  }
+  const auto [report_head, report] = next_answer(bytes);
+  EXPECT_EQ(status_of(report_head), 200) << report_head;
+  EXPECT_EQ(report_head.find("Content-Encoding"), std::string::npos) << report_head;
+  EXPECT_EQ(Json::parse(report, nullptr, false).value("scan_id", 0), first.value("scan_id", 0));
+  const auto [again_head, again] = next_answer(bytes);
+  EXPECT_EQ(again, report);
   const auto [head_of_head, no_body] = next_answer(bytes, true);
   EXPECT_EQ(status_of(head_of_head), 200) << head_of_head;
-  EXPECT_NE(head_of_head.find("Content-Length: " + std::to_string(inflated.body.size()) + "\r\n"),
+  EXPECT_NE(head_of_head.find("Content-Length: " + std::to_string(report.size()) + "\r\n"),
             std::string::npos)
       << head_of_head;
   const auto [metrics_head, metrics] = next_answer(bytes);
@@ -330,27 +365,61 @@ TEST_F(HttpLimits, SharedAnswersAreWholeWithAndWithoutCompression) {
   EXPECT_NE(series, std::string::npos) << metrics;
   EXPECT_NE(own, std::string::npos) << metrics;
   EXPECT_LT(series, own);
-  EXPECT_TRUE(metrics.ends_with("\n"))
-      << metrics.substr(metrics.size() - std::min<std::size_t>(200, metrics.size()));
+  EXPECT_TRUE(metrics.ends_with("\n"));
+  const auto [gzip_metrics_head, gzip_metrics] = next_answer(bytes);
+  EXPECT_NE(gzip_metrics_head.find("Content-Encoding: gzip"), std::string::npos)
+      << gzip_metrics_head;
+  // The same series; the agent's /proc figures may have been read again.
+  const auto inflated_metrics = gunzip(gzip_metrics);
+  EXPECT_EQ(inflated_metrics.substr(0, own), metrics.substr(0, own));
+  EXPECT_TRUE(inflated_metrics.ends_with("\n"));
   const auto [gzip_head, gzipped] = next_answer(bytes);
-  EXPECT_EQ(status_of(gzip_head), 200) << gzip_head;
   EXPECT_NE(gzip_head.find("Content-Encoding: gzip"), std::string::npos) << gzip_head;
-  EXPECT_GT(gzipped.size(), 0U);
-  EXPECT_LT(gzipped.size(), inflated.body.size());
+  EXPECT_LT(gzipped.size(), report.size());
+  EXPECT_EQ(gunzip(gzipped), report);
   EXPECT_TRUE(bytes.empty()) << bytes.size() << " bytes more than the answers";
   EXPECT_TRUE(client.closed_by_server());
 
   // The agent's own series are kept while its figures stay: a scan changes them.
   EXPECT_NE(metrics.find("envcontract_scans_total 1\n"), std::string::npos) << metrics;
-  const auto first = wait_for_report(*m_agent);
   const auto asked = http_post(m_agent->url(), "/api/v1/scan", "", {{"X-Requested-By", "test"}});
   ASSERT_EQ(asked.status, 202) << asked.body;
   wait_for_scan_after(*m_agent, first.value("scan_id", 0));
-  std::string after =
-      exchange("GET /metrics HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n\r\n");
+  std::string after = exchange(request("GET", "/metrics", "Connection: close\r\n"));
   const auto [after_head, after_metrics] = next_answer(after);
   EXPECT_EQ(status_of(after_head), 200) << after_head;
   EXPECT_NE(after_metrics.find("envcontract_scans_total 2\n"), std::string::npos) << after_metrics;
+}
+
+// A client that reads slowly fills the socket: the agent waits for room and
+// goes on where it stopped, every answer whole.
+TEST_F(HttpLimits, ASlowReaderGetsEveryAnswerWhole) {
+  start("http_timeout: 10s\n", true);
+  wait_for_report(*m_agent);
+  const auto expected = http_get(m_agent->url(), "/api/v1/report");
+  ASSERT_EQ(expected.status, 200);
+  ASSERT_GT(expected.body.size(), 45'000U) << "too small a report to fill the socket";
+  // 64 KiB: no receive-buffer tuning on the client's side either.
+  RawClient client(m_agent->port(), 65536);
+  ASSERT_TRUE(client.connected());
+  std::string pipelined;
+  // As many as one connection serves (100): 4.5 MB and more, past what the
+  // kernel buffers for the agent's socket (tcp_wmem's most, 4 MiB here).
+  constexpr int k_requests = 99;
+  for (int i = 0; i + 1 < k_requests; ++i) {
+    pipelined += request("GET", "/api/v1/report");
+  }
+  pipelined += request("GET", "/api/v1/report", "Connection: close\r\n");
+  ASSERT_TRUE(client.send(pipelined));
+  // Long enough for the agent to find the socket full and wait on it.
+  std::this_thread::sleep_for(300ms);
+  std::string bytes = client.read_all(20s);
+  for (int i = 0; i < k_requests; ++i) {
+    const auto [head, body] = next_answer(bytes);
+    ASSERT_EQ(status_of(head), 200) << "answer " << i << ": " << head;
+    ASSERT_EQ(body, expected.body) << "answer " << i;
+  }
+  EXPECT_TRUE(bytes.empty());
 }
 
 TEST_F(HttpLimits, ControlCharactersFromRequestsReachTheLogEscaped) {

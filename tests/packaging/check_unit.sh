@@ -97,7 +97,7 @@ has LimitNOFILE 65536
 has WatchdogSec 60s
 has CPUWeight 20
 has IOWeight 20
-has TasksMax 4096
+has TasksMax 4608
 
 expected_caps="CAP_CHOWN CAP_DAC_OVERRIDE CAP_DAC_READ_SEARCH CAP_FOWNER CAP_KILL CAP_SETGID CAP_SETPCAP CAP_SETUID CAP_SYS_PTRACE"
 caps=$(words CapabilityBoundingSet | tr '\n' ' ' | sed 's/ $//')
