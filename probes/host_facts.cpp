@@ -7,9 +7,13 @@
 
 #include <algorithm>
 #include <deque>
+#include <map>
+#include <mutex>
+#include <optional>
 #include <set>
 
 #include "common/time_text.hpp"
+#include "probes/dynamic_probe.hpp"
 #include "probes/import_safety.hpp"
 #include "probes/stall_guard.hpp"
 #include "probes/system_root.hpp"
@@ -255,9 +259,11 @@ HostFacts gather_host_facts(const HostFactsOptions& options,
   // other units and envs on one are not started (each would cost a deadline
   // and a thread on a dead NFS server), but named.
   std::map<std::filesystem::path, std::string> blocked_mounts;
+  std::mutex blocked_mutex;  // guards blocked_mounts: envs are read side by side
   const auto& mounts = *discovery_options->mounts;
   const auto note_blocked = [&](const Stall& stall, const std::filesystem::path& path) {
     const auto on = mounts.mount_of(path);
+    std::lock_guard lock(blocked_mutex);
     if (!stall.running && !stall.too_many && stall.cut_short.empty() &&
         stall.same_filesystem.empty() && served_from_elsewhere(on.fstype) &&
         (stall.last_path.empty() || mounts.mount_of(stall.last_path).point == on.point)) {
@@ -267,6 +273,7 @@ HostFacts gather_host_facts(const HostFactsOptions& options,
   const auto blocked_stall = [&](const std::string& what,
                                  const std::filesystem::path& path) -> std::optional<Stall> {
     const auto on = mounts.mount_of(path);
+    std::lock_guard lock(blocked_mutex);
     const auto blocked = blocked_mounts.find(on.point);
     if (path.empty() || blocked == blocked_mounts.end()) {
       return std::nullopt;
@@ -345,18 +352,26 @@ HostFacts gather_host_facts(const HostFactsOptions& options,
   const auto ld_cache = std::make_shared<const LdCache>(LdCache::load());
   // Device nodes of the agent's own filesystem: globbed once, as the agent.
   const auto device_nodes = glob_device_nodes(options.request.device_globs, SystemRoot("/"));
-  std::vector<PythonEnv> described;
-  for (const auto& candidate : search->candidates) {
+  // Each candidate read, in the candidates' order: its facts, or why it is
+  // not an env.
+  struct Reading {
+    std::optional<EnvFacts> env;
+    bool not_an_env = false;
+    std::chrono::microseconds activation_elapsed{0};
+    std::chrono::microseconds static_elapsed{0};
+    std::chrono::microseconds linkage_elapsed{0};
+  };
+  const auto& candidates = search->candidates;
+  std::vector<Reading> readings(candidates.size());
+  const auto read_candidate = [&](const EnvCandidate& candidate, Reading& out) {
     if (const auto skipped =
             blocked_stall("reading the env at " + candidate.prefix.string(), candidate.prefix)) {
       const Stall& stall = *skipped;
       EnvFacts env;
       env.env = unread_env(candidate, stall.message());
       env.errors.push_back({"reading", stall.message(), stall});
-      env.device_nodes = device_nodes;
-      described.push_back(env.env);
-      facts.envs.push_back(std::move(env));
-      continue;
+      out.env = std::move(env);
+      return;
     }
     // One env, from describing it to its last fact, is one unit of reading:
     // whatever of it blocks stops only that env.
@@ -381,24 +396,60 @@ HostFacts gather_host_facts(const HostFactsOptions& options,
             read_env(*reading, cancellation);
           }
         });
-    EnvFacts env;
     if (stall) {
       // What was read so far belongs to the blocked reader: the env is
       // reported with the stall, and none of its code runs.
+      EnvFacts env;
       env.env = unread_env(candidate, stall->message());
       env.errors.push_back({"reading", stall->message(), stall});
       note_blocked(*stall, candidate.prefix);
+      out.env = std::move(env);
     } else if (!*is_env) {
+      out.not_an_env = true;
+    } else {
+      out.env = std::move(reading->env);
+      out.activation_elapsed = reading->activation_elapsed;
+      out.static_elapsed = reading->static_elapsed;
+      out.linkage_elapsed = reading->linkage_elapsed;
+    }
+  };
+  // Envs are read side by side, as many at once as envs are probed: a
+  // rescan with nothing to run is mostly this reading (docs/performance.md).
+  // Envs on one network or FUSE filesystem are read one after another in one
+  // lane, so that once one blocks the others on it are not started: each
+  // would leave a thread behind on a server that does not answer.
+  std::vector<std::vector<std::size_t>> lanes;
+  std::map<std::filesystem::path, std::size_t> lane_of_mount;
+  for (std::size_t i = 0; i < candidates.size(); ++i) {
+    const auto on = mounts.mount_of(candidates[i].prefix);
+    if (!served_from_elsewhere(on.fstype)) {
+      lanes.push_back({i});
+      continue;
+    }
+    const auto [lane, added] = lane_of_mount.try_emplace(on.point, lanes.size());
+    if (added) {
+      lanes.emplace_back();
+    }
+    lanes[lane->second].push_back(i);
+  }
+  run_concurrently(lanes.size(), options.concurrency, [&](std::size_t lane) {
+    for (const auto index : lanes[lane]) {
+      read_candidate(candidates[index], readings[index]);
+    }
+  });
+  std::vector<PythonEnv> described;
+  for (std::size_t i = 0; i < candidates.size(); ++i) {
+    auto& read = readings[i];
+    if (read.not_an_env) {
       facts.problems.push_back(
-          {candidate.prefix,
+          {candidates[i].prefix,
            "not a Python environment (no conda-meta/, pyvenv.cfg or bin/python)"});
       continue;
-    } else {
-      env = std::move(reading->env);
-      facts.activation_elapsed += reading->activation_elapsed;
-      facts.static_elapsed += reading->static_elapsed;
-      facts.linkage_elapsed += reading->linkage_elapsed;
     }
+    auto& env = read.env.value();  // every candidate read is an env or not one
+    facts.activation_elapsed += read.activation_elapsed;
+    facts.static_elapsed += read.static_elapsed;
+    facts.linkage_elapsed += read.linkage_elapsed;
     if (env.env.system_root == "/") {
       env.device_nodes = device_nodes;
     }

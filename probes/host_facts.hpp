@@ -46,6 +46,9 @@ struct HostFactsOptions {
   facts::ProbeRequest request;
   // Stops activation scripts that are running when the scan is cancelled.
   const Cancellation* cancellation = nullptr;
+  // Envs read at once (0: the number of cores); envs on one network or FUSE
+  // filesystem are read one at a time all the same.
+  unsigned concurrency = 0;
   // How long discovery, and each env's facts, may take. A reader still
   // blocked past it (a filesystem that does not answer) is left behind and
   // its env reported with what it was reading (probes/stall_guard.hpp).

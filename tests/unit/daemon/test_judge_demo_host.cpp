@@ -140,5 +140,21 @@ TEST(JudgeDemoHost, EveryEnvDriftsForItsOwnReasons) {
   EXPECT_EQ(check(base, "first-device-op").status, CheckStatus::skip);
 }
 
+// Envs are read side by side: the facts are the same, env for env and in the
+// same order, as when they are read one at a time.
+TEST(JudgeDemoHost, EnvsReadSideBySideGiveTheFactsReadOneAtATime) {
+  probes::HostFactsOptions options;
+  options.discovery.roots = {demo_host()};
+  options.concurrency = 1;
+  const auto one_at_a_time =
+      facts::to_json(probes::gather_host_facts(options, std::make_shared<probes::FactCaches>()));
+  options.concurrency = 4;
+  const auto side_by_side =
+      facts::to_json(probes::gather_host_facts(options, std::make_shared<probes::FactCaches>()));
+  ASSERT_EQ(one_at_a_time["envs"].size(), 8U);
+  EXPECT_EQ(side_by_side["envs"], one_at_a_time["envs"]);
+  EXPECT_EQ(side_by_side["problems"], one_at_a_time["problems"]);
+}
+
 }  // namespace
 }  // namespace envcontract
