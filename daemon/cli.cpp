@@ -189,7 +189,7 @@ CLI::App* add_scan(CLI::App& app, ScanArguments& arguments) {
   verb->add_flag("-v,--verbose", arguments.verbose,
                  "with -o table: evidence and remedy under each failing check");
   verb->add_option("--concurrency", arguments.concurrency,
-                   "envs probed at once (default: the number of cores)");
+                   "envs read and probed at once (default: the number of cores)");
   verb->add_option("--run-test", arguments.run_tests,
                    "with a CI platform config as the contract: also run this integration test "
                    "(id, name or check id), though it has no phase: preflight (repeatable)");
@@ -254,7 +254,7 @@ CLI::App* add_probe(CLI::App& app, ProbeArguments& arguments) {
       ->check(CLI::ExistingFile);
   verb->add_option("--env", arguments.envs, "probe only the env of this name (repeatable)");
   verb->add_option("--concurrency", arguments.concurrency,
-                   "envs probed at once (default: the number of cores)");
+                   "envs read and probed at once (default: the number of cores)");
   verb->footer("Exit status: 0 probed, 1 no env found, 2 usage error or invalid contract.");
   return verb;
 }
@@ -330,7 +330,7 @@ CLI::App* add_serve(CLI::App& app, ServeArguments& arguments) {
                    "trace, debug, info (default), warn, error, critical or off")
       ->check(CLI::IsMember({"trace", "debug", "info", "warn", "error", "critical", "off"}));
   verb->add_option("--concurrency", arguments.concurrency,
-                   "envs probed at once (default: the number of cores)");
+                   "envs read and probed at once (default: the number of cores)");
   verb->add_option("--checkout", arguments.checkout,
                    "a checkout of the repository whose platform configs integration_test "
                    "checks name as {checkout}/... (default: none; they are skipped)");

@@ -15,7 +15,7 @@ namespace envcontract::daemon {
 
 struct ScanSettings {
   probes::HostFactsOptions facts;
-  unsigned concurrency = 0;  // envs probed at once; 0: the number of cores
+  unsigned concurrency = 0;  // envs read (at most 8) and probed at once; 0: the number of cores
   // Dynamic facts of an env whose fingerprint has not changed are reused for
   // this long; then the env is probed again, because devices come and go
   // without any file changing. Zero: probe every env on every scan.

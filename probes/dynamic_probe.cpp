@@ -6,11 +6,14 @@
 
 #include <algorithm>
 #include <atomic>
+#include <exception>
 #include <fstream>
 #include <future>
 #include <iterator>
 #include <map>
+#include <mutex>
 #include <sstream>
+#include <system_error>
 #include <thread>
 
 #include "common/json_text.hpp"
@@ -817,17 +820,37 @@ void run_concurrently(std::size_t count, unsigned limit,
     limit = std::max(1U, std::thread::hardware_concurrency());
   }
   std::atomic<std::size_t> next{0};
+  std::mutex failure_mutex;
+  std::exception_ptr failure;  // the first job's exception
+  const auto work = [&] {
+    for (std::size_t index; (index = next.fetch_add(1)) < count;) {
+      try {
+        job(index);
+      } catch (...) {
+        std::lock_guard lock(failure_mutex);
+        if (!failure) {
+          failure = std::current_exception();
+        }
+      }
+    }
+  };
   std::vector<std::thread> workers;
   const std::size_t worker_count = std::min<std::size_t>(limit, count);
   for (std::size_t i = 0; i < worker_count; ++i) {
-    workers.emplace_back([&] {
-      for (std::size_t index; (index = next.fetch_add(1)) < count;) {
-        job(index);
-      }
-    });
+    try {
+      workers.emplace_back(work);
+    } catch (const std::system_error&) {
+      break;  // no thread to spare (the unit's task limit): fewer workers
+    }
+  }
+  if (workers.empty()) {
+    work();  // not one: the calling thread does every job
   }
   for (auto& worker : workers) {
     worker.join();
+  }
+  if (failure) {
+    std::rethrow_exception(failure);
   }
 }
 

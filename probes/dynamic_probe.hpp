@@ -52,7 +52,9 @@ DynamicFacts probe_env(const PythonEnv& env, const ActivatedEnvironment& activat
 
 // Runs `count` jobs on at most `limit` threads (0: the number of cores),
 // calling `job(index)`; each job reports its own result, so a slow one never
-// delays the others.
+// delays the others. Every job runs even when threads cannot be started
+// (with none, on the calling thread); the first exception a job throws is
+// rethrown once all have ended, never left to end the process.
 void run_concurrently(std::size_t count, unsigned limit,
                       const std::function<void(std::size_t)>& job);
 

@@ -11,6 +11,7 @@
 #include <mutex>
 #include <optional>
 #include <set>
+#include <thread>
 
 #include "common/time_text.hpp"
 #include "probes/dynamic_probe.hpp"
@@ -250,7 +251,8 @@ HostFacts gather_host_facts(const HostFactsOptions& options,
     }
     discovery_options->containers.push_back(std::move(target));
   }
-  if (!discovery_options->mounts) {
+  const bool mounts_given = discovery_options->mounts != nullptr;
+  if (!mounts_given) {
     discovery_options->mounts = std::make_shared<const MountTable>(MountTable::load());
   }
   auto search = std::make_shared<CandidateSearch>();
@@ -260,8 +262,13 @@ HostFacts gather_host_facts(const HostFactsOptions& options,
   // and a thread on a dead NFS server), but named.
   std::map<std::filesystem::path, std::string> blocked_mounts;
   std::mutex blocked_mutex;  // guards blocked_mounts: envs are read side by side
-  const auto& mounts = *discovery_options->mounts;
+  // The mount table the envs are told apart by: read again after discovery,
+  // which may have made autofs mount homes (an automount point is not the
+  // NFS export mounted on it once it is entered).
+  std::shared_ptr<const MountTable> mount_table = discovery_options->mounts;
+  const MountTable* mounts_now = mount_table.get();
   const auto note_blocked = [&](const Stall& stall, const std::filesystem::path& path) {
+    const auto& mounts = *mounts_now;
     const auto on = mounts.mount_of(path);
     std::lock_guard lock(blocked_mutex);
     if (!stall.running && !stall.too_many && stall.cut_short.empty() &&
@@ -272,7 +279,7 @@ HostFacts gather_host_facts(const HostFactsOptions& options,
   };
   const auto blocked_stall = [&](const std::string& what,
                                  const std::filesystem::path& path) -> std::optional<Stall> {
-    const auto on = mounts.mount_of(path);
+    const auto on = mounts_now->mount_of(path);
     std::lock_guard lock(blocked_mutex);
     const auto blocked = blocked_mounts.find(on.point);
     if (path.empty() || blocked == blocked_mounts.end()) {
@@ -349,6 +356,11 @@ HostFacts gather_host_facts(const HostFactsOptions& options,
                   [&](const auto& entry) { return !unit_keys.contains(entry.first); });
   }
 
+  if (!mounts_given) {
+    std::lock_guard lock(blocked_mutex);
+    mount_table = std::make_shared<const MountTable>(MountTable::load());
+    mounts_now = mount_table.get();
+  }
   const auto ld_cache = std::make_shared<const LdCache>(LdCache::load());
   // Device nodes of the agent's own filesystem: globbed once, as the agent.
   const auto device_nodes = glob_device_nodes(options.request.device_globs, SystemRoot("/"));
@@ -363,6 +375,14 @@ HostFacts gather_host_facts(const HostFactsOptions& options,
   };
   const auto& candidates = search->candidates;
   std::vector<Reading> readings(candidates.size());
+  const auto failed_reading = [](const EnvCandidate& candidate, const std::string& why) {
+    Reading failed;
+    EnvFacts env;
+    env.env = unread_env(candidate, "reading failed: " + why);
+    env.errors.push_back({"reading", "reading failed: " + why, std::nullopt});
+    failed.env = std::move(env);
+    return failed;
+  };
   const auto read_candidate = [&](const EnvCandidate& candidate, Reading& out) {
     if (const auto skipped =
             blocked_stall("reading the env at " + candidate.prefix.string(), candidate.prefix)) {
@@ -421,7 +441,7 @@ HostFacts gather_host_facts(const HostFactsOptions& options,
   std::vector<std::vector<std::size_t>> lanes;
   std::map<std::filesystem::path, std::size_t> lane_of_mount;
   for (std::size_t i = 0; i < candidates.size(); ++i) {
-    const auto on = mounts.mount_of(candidates[i].prefix);
+    const auto on = mounts_now->mount_of(candidates[i].prefix);
     if (!served_from_elsewhere(on.fstype)) {
       lanes.push_back({i});
       continue;
@@ -432,9 +452,24 @@ HostFacts gather_host_facts(const HostFactsOptions& options,
     }
     lanes[lane->second].push_back(i);
   }
-  run_concurrently(lanes.size(), options.concurrency, [&](std::size_t lane) {
+  // At most k_max_reading at once, whatever the cores: readers started
+  // together are only counted against the bound on blocked ones once their
+  // deadline passes, so it may be overrun by as many (docs/reliability.md).
+  constexpr unsigned k_max_reading = 8;
+  const unsigned reading_at_once = std::min(
+      k_max_reading, options.concurrency != 0 ? options.concurrency
+                                              : std::max(1U, std::thread::hardware_concurrency()));
+  run_concurrently(lanes.size(), reading_at_once, [&](std::size_t lane) {
     for (const auto index : lanes[lane]) {
-      read_candidate(candidates[index], readings[index]);
+      // On a thread of its own: what escapes would end the process, so it
+      // is that env's error instead (as the scan's failure it was before).
+      try {
+        read_candidate(candidates[index], readings[index]);
+      } catch (const std::exception& e) {
+        readings[index] = failed_reading(candidates[index], e.what());
+      } catch (...) {
+        readings[index] = failed_reading(candidates[index], "an unknown exception");
+      }
     }
   });
   std::vector<PythonEnv> described;

@@ -46,13 +46,15 @@ struct HostFactsOptions {
   facts::ProbeRequest request;
   // Stops activation scripts that are running when the scan is cancelled.
   const Cancellation* cancellation = nullptr;
-  // Envs read at once (0: the number of cores); envs on one network or FUSE
-  // filesystem are read one at a time all the same.
+  // Envs read at once (0: the number of cores; at most 8 whatever it says);
+  // envs on one network or FUSE filesystem are read one at a time all the
+  // same. The summed timings of the facts (timing_ms) then exceed the time
+  // the reading took.
   unsigned concurrency = 0;
   // How long discovery, and each env's facts, may take. A reader still
   // blocked past it (a filesystem that does not answer) is left behind and
   // its env reported with what it was reading (probes/stall_guard.hpp).
-  // Zero: no deadline, everything read on the calling thread.
+  // Zero: no deadline, each env read on the thread that reads it.
   std::chrono::milliseconds reading_deadline{std::chrono::minutes(2)};
 };
 

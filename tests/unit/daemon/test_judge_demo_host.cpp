@@ -1,6 +1,7 @@
 // The judge over the demo host's real facts (static, activation, linkage and
 // dynamic): every env's verdict and distinct reasons, as the demo host's
-// README lists them. One test, so the host is probed once.
+// README lists them. One test, so the host is probed once; another reads
+// its facts (without probing) two ways.
 #include <gtest/gtest.h>
 
 #include <map>
@@ -143,8 +144,13 @@ TEST(JudgeDemoHost, EveryEnvDriftsForItsOwnReasons) {
 // Envs are read side by side: the facts are the same, env for env and in the
 // same order, as when they are read one at a time.
 TEST(JudgeDemoHost, EnvsReadSideBySideGiveTheFactsReadOneAtATime) {
+  auto loaded = contracts::load_contract_file(ENVCONTRACT_SOURCE_DIR
+                                              "/tests/fixtures/demo_host/kunlunxin-demo.yaml");
+  ASSERT_TRUE(loaded.contract) << testing::joined(loaded);
+  const auto plan = daemon::plan_from_contract(&*loaded.contract);
   probes::HostFactsOptions options;
   options.discovery.roots = {demo_host()};
+  options.request = plan;  // the contract's files, tools, libraries and devices too
   options.concurrency = 1;
   const auto one_at_a_time =
       facts::to_json(probes::gather_host_facts(options, std::make_shared<probes::FactCaches>()));

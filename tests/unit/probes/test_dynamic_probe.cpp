@@ -4,7 +4,13 @@
 
 #include <gtest/gtest.h>
 
+#include <sys/resource.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <atomic>
 #include <mutex>
+#include <stdexcept>
 #include <thread>
 
 #include "common/json_text.hpp"
@@ -207,6 +213,56 @@ TEST(RunConcurrently, ASlowJobDoesNotHoldBackTheOthers) {
   });
   ASSERT_EQ(finished.size(), 3U);
   EXPECT_EQ(finished.back(), 0U);
+}
+
+// A job that throws on a worker thread would end the process: the others
+// run, and the exception reaches the caller once they have.
+TEST(RunConcurrently, AJobThatThrowsLeavesTheOthersRunAndReachesTheCaller) {
+  std::atomic<int> ran{0};
+  EXPECT_THROW(run_concurrently(6, 3,
+                                [&](std::size_t index) {
+                                  if (index == 1) {
+                                    throw std::runtime_error("job 1 failed");
+                                  }
+                                  std::this_thread::sleep_for(20ms);
+                                  ++ran;
+                                }),
+               std::runtime_error);
+  EXPECT_EQ(ran.load(), 5);
+}
+
+// With no thread to spare (a unit's task limit reached), the caller does
+// every job itself. RLIMIT_NPROC binds a user that is not root: tried in a
+// child process that becomes nobody.
+TEST(RunConcurrently, WithNoThreadToSpareTheCallerDoesEveryJob) {
+  if (::geteuid() != 0) {
+    GTEST_SKIP() << "skipped: needs root to become another user";
+  }
+  const pid_t child = ::fork();
+  ASSERT_GE(child, 0);
+  if (child == 0) {
+    const rlimit one{1, 1};
+    if (::setgid(65534) != 0 || ::setuid(65534) != 0 || ::setrlimit(RLIMIT_NPROC, &one) != 0) {
+      ::_exit(3);
+    }
+    int ran = 0;
+    bool other_thread = false;
+    const auto caller = std::this_thread::get_id();
+    try {
+      run_concurrently(4, 4, [&](std::size_t) {
+        ++ran;
+        other_thread = other_thread || std::this_thread::get_id() != caller;
+      });
+    } catch (...) {
+      ::_exit(4);
+    }
+    ::_exit(ran == 4 && !other_thread ? 0 : 5);
+  }
+  int status = 0;
+  ASSERT_EQ(::waitpid(child, &status, 0), child);
+  ASSERT_TRUE(WIFEXITED(status));
+  EXPECT_EQ(WEXITSTATUS(status), 0) << "3: cannot become nobody; 4: it threw; 5: a job was lost "
+                                       "or ran elsewhere";
 }
 
 }  // namespace

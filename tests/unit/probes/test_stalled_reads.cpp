@@ -279,7 +279,9 @@ TEST_F(StalledReads, OtherEnvsOnANetworkFilesystemThatBlockedAreNotWaitedFor) {
   fs::create_directories(dead);
   const fs::path first = make_venv(share / "a-blocks");
   fs::create_symlink(dead / "evil.pth", site_packages(first) / "evil.pth");
-  make_venv(share / "b-same-share");
+  // Would block too, if it were started: a second reader left behind.
+  const fs::path second = make_venv(share / "b-same-share");
+  fs::create_symlink(dead / "worse.pth", site_packages(second) / "worse.pth");
   const fs::path local = make_venv(m_dir.path() / "local");
   HungMount mount(dead, 0);
 
