@@ -251,10 +251,12 @@ std::optional<CheckResult> incomplete_facts_check(const facts::EnvFacts& env_fac
             " (findmnt -T PATH) and mend or unmount it (umount -l; fusermount -u for a user's "
             "FUSE mount); the env is read again once its blocked reader returns"};
   } else {
+    const auto& first = env_facts.errors.front();
     result.diagnosis = Diagnosis{
         "facts_error",
-        "gathering " + env_facts.errors.front().stage +
-            " failed: " + env_facts.errors.front().message + more(errors),
+        (first.stage == "reading" ? std::string("reading the env failed: ")
+                                  : "gathering " + first.stage + " failed: ") +
+            first.message + more(errors),
         {{"fact_errors", errors}},
         "rescan; if it persists, report it with the agent's log (this is the agent's fault, "
         "not the env's)"};
@@ -407,9 +409,13 @@ EnvJudgement judge_env(const Contract& contract, const facts::EnvFacts& env_fact
   bool failed = false;
   bool errored = false;
   const auto incomplete = incomplete_facts_check(env_facts);
-  // An env whose reading blocked has no facts to judge: every check points
-  // at the stall (its code is refused too, but the stall is the cause).
-  const bool unread = incomplete && incomplete->diagnosis->cause == "stalled_read";
+  // An env whose reading blocked, or failed, has no facts to judge: every
+  // check points at why (its code is refused too, but that is the cause).
+  const bool unread =
+      incomplete &&
+      (incomplete->diagnosis->cause == "stalled_read" ||
+       std::any_of(env_facts.errors.begin(), env_facts.errors.end(),
+                   [](const facts::FactError& error) { return error.stage == "reading"; }));
   const auto refusal = unread ? std::nullopt : code_refusal_check(env_facts);
   if (refusal) {
     judgement.checks.push_back(*refusal);

@@ -254,7 +254,7 @@ CLI::App* add_probe(CLI::App& app, ProbeArguments& arguments) {
       ->check(CLI::ExistingFile);
   verb->add_option("--env", arguments.envs, "probe only the env of this name (repeatable)");
   verb->add_option("--concurrency", arguments.concurrency,
-                   "envs read and probed at once (default: the number of cores)");
+                   "envs probed at once (default: the number of cores)");
   verb->footer("Exit status: 0 probed, 1 no env found, 2 usage error or invalid contract.");
   return verb;
 }

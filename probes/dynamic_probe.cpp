@@ -836,11 +836,12 @@ void run_concurrently(std::size_t count, unsigned limit,
   };
   std::vector<std::thread> workers;
   const std::size_t worker_count = std::min<std::size_t>(limit, count);
+  workers.reserve(worker_count);
   for (std::size_t i = 0; i < worker_count; ++i) {
     try {
       workers.emplace_back(work);
-    } catch (const std::system_error&) {
-      break;  // no thread to spare (the unit's task limit): fewer workers
+    } catch (...) {
+      break;  // no thread to spare (the unit's task limit, memory): fewer workers
     }
   }
   if (workers.empty()) {

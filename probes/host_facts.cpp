@@ -378,8 +378,8 @@ HostFacts gather_host_facts(const HostFactsOptions& options,
   const auto failed_reading = [](const EnvCandidate& candidate, const std::string& why) {
     Reading failed;
     EnvFacts env;
-    env.env = unread_env(candidate, "reading failed: " + why);
-    env.errors.push_back({"reading", "reading failed: " + why, std::nullopt});
+    env.env = unread_env(candidate, "the env could not be read: " + why);
+    env.errors.push_back({"reading", why, std::nullopt});
     failed.env = std::move(env);
     return failed;
   };
@@ -461,8 +461,8 @@ HostFacts gather_host_facts(const HostFactsOptions& options,
                                               : std::max(1U, std::thread::hardware_concurrency()));
   run_concurrently(lanes.size(), reading_at_once, [&](std::size_t lane) {
     for (const auto index : lanes[lane]) {
-      // On a thread of its own: what escapes would end the process, so it
-      // is that env's error instead (as the scan's failure it was before).
+      // That env's error, judged as not read (every check skipped, verdict
+      // error), rather than the whole scan's failure: the others are read.
       try {
         read_candidate(candidates[index], readings[index]);
       } catch (const std::exception& e) {

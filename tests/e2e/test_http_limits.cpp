@@ -97,6 +97,7 @@ class HttpLimits : public ::testing::Test {
   // Scans one env of the demo host, or all of it with `whole_demo_host`
   // (a report of about 50 KB instead of 8).
   void start(const std::string& config_text, bool whole_demo_host = false) {
+    m_agent.reset();  // one agent at a time on this directory
     const auto config = m_dir.write("agent.yaml", config_text);
     m_agent = std::make_unique<AgentProcess>(
         m_dir.path(),

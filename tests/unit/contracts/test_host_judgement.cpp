@@ -278,6 +278,35 @@ TEST_F(EnvRule, ImageMismatchMakesACompliantEnvSetDrift) {
   EXPECT_EQ(judge("any", target).verdict, EnvVerdict::error);  // image not configured
 }
 
+// An env whose reading failed (no thread to read it, say) has no facts: it
+// is an error pointing at why, never a drift made of its empty facts.
+TEST(HostRule, AnEnvThatCouldNotBeReadIsAnErrorNotADrift) {
+  facts::HostFacts host;
+  auto env = named_env("unread", "/srv/envs/unread");
+  env.env.imports_checked = true;
+  env.env.imports_unchecked = "the env could not be read: Resource temporarily unavailable";
+  env.errors.push_back({"reading", "Resource temporarily unavailable", std::nullopt});
+  host.envs.push_back(env);
+  const auto judged = contracts::judge_host(
+      load("schema_version: 1\nchecks:\n  - {id: torch, kind: torch, base: '2.10.0'}\n"
+           "  - {id: marker, kind: files, exist: ['{prefix}/marker']}\n"),
+      host);
+  ASSERT_EQ(judged.envs.size(), 1U);
+  const auto& judgement = judged.envs[0].judgement;
+  EXPECT_EQ(judgement.verdict, EnvVerdict::error);
+  for (const auto& check : judgement.checks) {
+    if (check.id == "env:facts") {
+      EXPECT_EQ(check.status, CheckStatus::error);
+      ASSERT_TRUE(check.diagnosis);
+      EXPECT_EQ(check.diagnosis->summary,
+                "reading the env failed: Resource temporarily unavailable");
+    } else {
+      // Neither the refused code nor the missing facts are the cause.
+      EXPECT_EQ(check.status, CheckStatus::skip) << check.id;
+    }
+  }
+}
+
 TEST(HostRule, NoEnvAtAllIsDrift) {
   facts::HostFacts no_envs;
   no_envs.image = image("r.example/x:1");

@@ -241,6 +241,9 @@ TEST(RunConcurrently, WithNoThreadToSpareTheCallerDoesEveryJob) {
   const pid_t child = ::fork();
   ASSERT_GE(child, 0);
   if (child == 0) {
+    // A lock another thread of this test process held at the fork would
+    // hang the child: bounded, never the whole test run.
+    ::alarm(10);
     const rlimit one{1, 1};
     if (::setgid(65534) != 0 || ::setuid(65534) != 0 || ::setrlimit(RLIMIT_NPROC, &one) != 0) {
       ::_exit(3);
@@ -260,9 +263,11 @@ TEST(RunConcurrently, WithNoThreadToSpareTheCallerDoesEveryJob) {
   }
   int status = 0;
   ASSERT_EQ(::waitpid(child, &status, 0), child);
-  ASSERT_TRUE(WIFEXITED(status));
-  EXPECT_EQ(WEXITSTATUS(status), 0) << "3: cannot become nobody; 4: it threw; 5: a job was lost "
-                                       "or ran elsewhere";
+  ASSERT_TRUE(WIFEXITED(status)) << "the child was killed (SIGALRM: it hung)";
+  if (WEXITSTATUS(status) == 3) {
+    GTEST_SKIP() << "skipped: cannot become nobody (uid 65534) here";
+  }
+  EXPECT_EQ(WEXITSTATUS(status), 0) << "4: it threw; 5: a job was lost or ran elsewhere";
 }
 
 }  // namespace
