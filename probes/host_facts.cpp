@@ -433,8 +433,9 @@ HostFacts gather_host_facts(const HostFactsOptions& options,
       out.linkage_elapsed = reading->linkage_elapsed;
     }
   };
-  // Envs are read side by side, as many at once as envs are probed: a
-  // rescan with nothing to run is mostly this reading (docs/performance.md).
+  // Envs are read side by side (as many at once as envs are probed, at most
+  // k_max_reading): a rescan with nothing to run is mostly this reading
+  // (docs/performance.md).
   // Envs on one network or FUSE filesystem are read one after another in one
   // lane, so that once one blocks the others on it are not started: each
   // would leave a thread behind on a server that does not answer.
