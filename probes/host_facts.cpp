@@ -357,7 +357,8 @@ HostFacts gather_host_facts(const HostFactsOptions& options,
   }
 
   if (!mounts_given) {
-    std::lock_guard lock(blocked_mutex);
+    // Unlocked: no lane reads yet (they start below), and a discovery reader
+    // left blocked holds the options' own table, not this one.
     mount_table = std::make_shared<const MountTable>(MountTable::load());
     mounts_now = mount_table.get();
   }
