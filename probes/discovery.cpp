@@ -1,17 +1,21 @@
 #include "probes/discovery.hpp"
 
+#include <fcntl.h>
 #include <pwd.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <deque>
 #include <map>
+#include <optional>
 #include <set>
 #include <sstream>
 
 #include <yaml-cpp/yaml.h>
 
 #include "probes/activation.hpp"
+#include "probes/run_as.hpp"
 #include "probes/small_files.hpp"
 #include "probes/stall_guard.hpp"
 #include "probes/static_facts.hpp"
@@ -590,7 +594,42 @@ class Discoverer {
     return homes;
   }
 
+  // Whom a home of this host is read as (see search_home).
+  RunAs home_reader(const fs::path& home) const {
+    struct stat info {};
+    if (::stat(home.c_str(), &info) != 0) {
+      return resolve_run_as(run_as_user("nobody").uid, m_options.run_as);
+    }
+    if (info.st_uid != 0) {
+      return resolve_run_as(info.st_uid, m_options.run_as);
+    }
+    // Root's: only root can have put anything in it, unless others may write
+    // to it (a shared home, mode 2775), which is then read as the user that
+    // root-owned envs run as.
+    const bool others_write = (info.st_mode & (S_IWGRP | S_IWOTH)) != 0;
+    return resolve_run_as(0, others_write ? m_options.run_as : RunAsPolicy{"root"});
+  }
+
+  // On this host, a home's files are its owner's to write, so they are read
+  // as that owner: a link from ~/.conda/environments.txt to /etc/shadow, or
+  // an envs_dirs naming a directory only root may list, then fails as it
+  // would for them. A home owned by root is read as root unless others may
+  // write to it (home_reader). An operating system tree other than the host's
+  // (a container's rootfs) keeps being read as root: its owners' uids may
+  // not pass the directories above it.
   void search_home(const fs::path& root, const fs::path& home) {
+    std::optional<ReadingAs> as_owner;
+    if (m_target == nullptr && (root == "/" || !is_system_root(root))) {
+      const RunAs owner = home_reader(home);
+      as_owner.emplace(owner);
+      const int fd = as_owner->ok() ? ::open(home.c_str(), O_PATH | O_DIRECTORY | O_CLOEXEC) : -1;
+      if (fd < 0) {
+        problem(home, "not searched for envs: " + owner.user + ", whom it is read as, " +
+                          (owner.problem.empty() ? "cannot reach it" : owner.problem));
+        return;
+      }
+      ::close(fd);
+    }
     read_environments_txt(root, home / ".conda" / "environments.txt");
     for (const char* condarc : {".condarc", ".config/conda/.condarc", ".conda/.condarc"}) {
       read_condarc(root, home / condarc, home);
@@ -673,9 +712,16 @@ class Discoverer {
       return;
     }
     std::istringstream lines(*text);
+    std::size_t not_paths = 0;
     for (std::string line; std::getline(lines, line);) {
       const fs::path listed = trim(line);
       if (listed.empty()) {
+        continue;
+      }
+      if (!listed.is_absolute()) {
+        // conda writes one prefix per line: anything else is not echoed
+        // (the report is read by every user of the host).
+        ++not_paths;
         continue;
       }
       bool kept = false;
@@ -692,6 +738,10 @@ class Discoverer {
       if (!add(*prefix, "listed in " + file.string())) {
         problem(*prefix, "listed in " + file.string() + " but is not a Python environment");
       }
+    }
+    if (not_paths > 0) {
+      problem(file, std::to_string(not_paths) + (not_paths == 1 ? " line is" : " lines are") +
+                        " not an absolute path, as conda writes an env's prefix: not shown");
     }
   }
 

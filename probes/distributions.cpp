@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <sstream>
+#include <unordered_set>
 
 #include "common/python_names.hpp"
 #include "probes/small_files.hpp"
@@ -45,6 +46,9 @@ std::vector<std::string> record_paths(const std::optional<std::string>& text) {
 // wheels built by modern backends).
 std::vector<std::string> top_level_from_record(const std::vector<std::string>& files) {
   std::vector<std::string> names;
+  // A RECORD holds up to a million lines: each name looked up in a set,
+  // not in the list (which a hostile one made quadratic).
+  std::unordered_set<std::string> seen;
   for (const auto& file : files) {
     const auto slash = file.find('/');
     std::string first = file.substr(0, slash);
@@ -58,8 +62,8 @@ std::vector<std::string> top_level_from_record(const std::vector<std::string>& f
       }
       first = first.substr(0, first.find('.'));
     }
-    if (std::find(names.begin(), names.end(), first) == names.end()) {
-      names.push_back(first);
+    if (seen.insert(first).second) {
+      names.push_back(std::move(first));
     }
   }
   return names;
@@ -84,7 +88,11 @@ std::vector<Distribution> scan_site_packages_distributions(const fs::path& site_
       distribution.files = record_paths(read_env_file(path / "RECORD", file_limits::record));
     } else if (name.ends_with(".egg-info")) {
       distribution.source = "egg-info";
-      metadata = is_directory(it->status())
+      // A link that loops or leads where its reader may not go is read as
+      // a file, and that read fails: never an exception that costs the
+      // env every other distribution.
+      std::error_code status_error;
+      metadata = is_directory(it->status(status_error))
                      ? read_env_file(path / "PKG-INFO", file_limits::metadata)
                      : read_env_file(path, file_limits::metadata);
     } else {

@@ -164,6 +164,9 @@ ReadingAs::ReadingAs(const RunAs& run_as) {
     return;
   }
   m_switched = true;
+  // What to go back to: root's identity, or an outer ReadingAs's.
+  m_saved_fsuid = static_cast<uid_t>(::syscall(SYS_setfsuid, -1));
+  m_saved_fsgid = static_cast<gid_t>(::syscall(SYS_setfsgid, -1));
   ::syscall(SYS_setfsgid, run_as.gid);
   ::syscall(SYS_setfsuid, run_as.uid);
   m_ok = current_fsuid() == run_as.uid &&
@@ -174,10 +177,11 @@ ReadingAs::~ReadingAs() {
   if (!m_switched) {
     return;
   }
-  // Back to root's filesystem identity: the kernel restores the file
-  // capabilities that the change to a non-zero fsuid had cleared.
-  ::syscall(SYS_setfsuid, 0);
-  ::syscall(SYS_setfsgid, 0);
+  // Back to the identity before (root's: the kernel then restores the file
+  // capabilities that the change to a non-zero fsuid had cleared; or an
+  // outer ReadingAs's, which stays in force).
+  ::syscall(SYS_setfsuid, m_saved_fsuid);
+  ::syscall(SYS_setfsgid, m_saved_fsgid);
   ::syscall(SYS_setgroups, m_saved_groups.size(), m_saved_groups.data());
 }
 

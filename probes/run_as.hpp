@@ -64,6 +64,8 @@ class ReadingAs {
  private:
   bool m_switched = false;
   bool m_ok = true;
+  uid_t m_saved_fsuid = 0;
+  gid_t m_saved_fsgid = 0;
   std::vector<gid_t> m_saved_groups;
 };
 

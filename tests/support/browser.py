@@ -35,6 +35,32 @@ def devtools_port(profile, chromium, deadline):
     sys.exit("browser.py: chromium did not open its DevTools port")
 
 
+def evaluate(socket, request_id, expression, timeout):
+    """Runtime.evaluate of EXPRESSION (awaited); DevTools' whole answer."""
+    socket.send(json.dumps({"id": request_id, "method": "Runtime.evaluate", "params": {
+        "expression": expression, "awaitPromise": True, "returnByValue": True,
+        "timeout": int(timeout * 1000)}}))
+    while True:
+        message = json.loads(socket.recv())
+        if message.get("id") == request_id:
+            return message
+
+
+def wait_until_loaded(socket, url, deadline):
+    """Until the tab shows URL's document, loaded: on a busy machine the
+    navigation can take longer than any fixed pause, and a script run in
+    the blank page before it is lost when the navigation commits."""
+    check = ("location.href !== 'about:blank' && document.readyState === 'complete'")
+    request_id = 1000
+    while time.time() < deadline:
+        request_id += 1
+        message = evaluate(socket, request_id, check, 10)
+        if message.get("result", {}).get("result", {}).get("value") is True:
+            return
+        time.sleep(0.1)
+    sys.exit("browser.py: %s did not load in time" % url)
+
+
 def main():
     profile, url, script_file = sys.argv[1:4]
     timeout = float(sys.argv[4]) if len(sys.argv) > 4 else 120.0
@@ -57,16 +83,15 @@ def main():
         with urllib.request.urlopen(request, timeout=10) as answer:
             target = json.load(answer)
         socket = websocket.create_connection(target["webSocketDebuggerUrl"], timeout=timeout)
-        # Let the page load its script before ours runs.
+        wait_until_loaded(socket, url, deadline)
+        # Let the page's own script start before ours runs.
         time.sleep(1.0)
         expression = "(async () => {\n" + body + "\n})()"
-        socket.send(json.dumps({"id": 1, "method": "Runtime.evaluate", "params": {
-            "expression": expression, "awaitPromise": True, "returnByValue": True,
-            "timeout": int(timeout * 1000)}}))
-        while True:
-            message = json.loads(socket.recv())
-            if message.get("id") == 1:
-                break
+        message = evaluate(socket, 1, expression, timeout)
+        if "error" in message:
+            # The page went away under the script (a navigation that had
+            # not committed yet): said, not printed as a null result.
+            sys.exit("browser.py: the script could not run: %s" % json.dumps(message["error"]))
         result = message.get("result", {})
         if "exceptionDetails" in result:
             details = result["exceptionDetails"]

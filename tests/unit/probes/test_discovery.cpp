@@ -2,6 +2,7 @@
 #include "probes/discovery.hpp"
 
 #include <gtest/gtest.h>
+#include <pwd.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -188,6 +189,65 @@ TEST(Discovery, SymlinkedPrefixesAreListedOnce) {
   const auto discovery = discover_envs(under(dir.path()));
   ASSERT_EQ(discovery.envs.size(), 1U);
   EXPECT_EQ(discovery.envs[0].prefix, fs::canonical(dir.path() / "real-env"));
+}
+
+// conda writes one env prefix per line: a line that is not a path is
+// counted, never shown (every user of the host may read the report).
+TEST(Discovery, LinesOfEnvironmentsTxtThatAreNotPathsAreCountedNotShown) {
+  testing::TempDir dir;
+  make_conda_env(dir.path() / "real-env", "3.10.13");
+  dir.write("home/alice/.conda/environments.txt",
+            "password=hunter2\n" + (dir.path() / "real-env").string() + "\ntoken abc123\n");
+  const auto discovery = discover_envs(under(dir.path()));
+  const std::string problems = all_problems(discovery);
+  ASSERT_EQ(discovery.envs.size(), 1U) << problems;
+  EXPECT_EQ(problems.find("hunter2"), std::string::npos) << problems;
+  EXPECT_EQ(problems.find("abc123"), std::string::npos) << problems;
+  EXPECT_NE(problems.find("2 lines are not an absolute path"), std::string::npos) << problems;
+}
+
+// A user's conda files are read as that user: a link from
+// ~/.conda/environments.txt to a file only root may read fails as it would
+// for them, and not a line of that file reaches the report; nor does a
+// listing of a directory only root may list, named by their .condarc.
+TEST(Discovery, AHomesCondaFilesAreReadAsItsOwner) {
+  if (::geteuid() != 0) {
+    GTEST_SKIP() << "skipped: needs root, to give a home to nobody";
+  }
+  const passwd* nobody = ::getpwnam("nobody");
+  if (nobody == nullptr) {
+    GTEST_SKIP() << "skipped: there is no user nobody here";
+  }
+  const uid_t uid = nobody->pw_uid;
+  const gid_t gid = nobody->pw_gid;
+  const auto open_to_all = fs::perms::owner_all | fs::perms::group_read | fs::perms::group_exec |
+                           fs::perms::others_read | fs::perms::others_exec;
+  // Outside the scanned root, so that only the user's files lead there.
+  testing::TempDir root_only;
+  const fs::path secret = root_only.write("shadow", "/secret-line-only-root-may-read\n");
+  make_conda_env(root_only.path() / "hidden-env-name", "3.10.13");
+  testing::TempDir dir;
+  fs::permissions(dir.path(), open_to_all);
+  const fs::path home = dir.path() / "home" / "alice";
+  fs::create_directories(home / ".conda");
+  fs::create_symlink(secret, home / ".conda" / "environments.txt");
+  std::ofstream(home / ".condarc") << "envs_dirs:\n  - " << root_only.path().string() << "\n";
+  for (const auto& path :
+       {home, home / ".conda", home / ".conda" / "environments.txt", home / ".condarc"}) {
+    ASSERT_EQ(::lchown(path.c_str(), uid, gid), 0) << path;
+  }
+  // Root may read both, as the agent did before it read as the home's owner.
+  fs::permissions(root_only.path(), fs::perms::owner_all);
+
+  const auto discovery = discover_envs(under(dir.path()));
+  const std::string problems = all_problems(discovery);
+  EXPECT_EQ(problems.find("secret-line"), std::string::npos) << problems;
+  EXPECT_EQ(find_env(discovery, "hidden-env-name"), nullptr) << problems;
+  EXPECT_EQ(problems.find("hidden-env-name"), std::string::npos) << problems;
+  // What nobody cannot list is named as such: the user named it.
+  EXPECT_NE(problems.find(root_only.path().string() + ": cannot read directory: Permission denied"),
+            std::string::npos)
+      << problems;
 }
 
 TEST(Discovery, SearchesHomeDirectoriesInTheUsualPlaces) {

@@ -5,6 +5,7 @@
 #include <gtest/gtest.h>
 #include <pwd.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
 #include <unistd.h>
 
 #include <fstream>
@@ -21,6 +22,7 @@
 #include "probes/dynamic_probe.hpp"
 #include "probes/host_facts.hpp"
 #include "probes/import_safety.hpp"
+#include "probes/run_as.hpp"
 #include "tests/support/contract_text.hpp"
 #include "tests/support/demo_host.hpp"
 #include "tests/support/processes.hpp"
@@ -105,6 +107,36 @@ std::string refusal_summary(const facts::EnvFacts& env_facts, const std::string&
 }
 
 constexpr const char* k_no_capabilities = "0000000000000000";
+
+// A reader inside another (a check that reads as someone while its caller
+// already does) gives back the outer reader's identity when it ends, not
+// root's: whatever the outer one reads next is still checked as its user.
+TEST(ReadingAsNested, AnInnerReaderGivesBackTheOuterOnesIdentity) {
+  if (::geteuid() != 0) {
+    GTEST_SKIP() << "skipped: needs root, to read as other users";
+  }
+  const RunAs outer_user = resolve_run_as(54321, RunAsPolicy{});
+  const RunAs inner_user = resolve_run_as(54322, RunAsPolicy{});
+  if (!outer_user.problem.empty() || !inner_user.problem.empty()) {
+    GTEST_SKIP() << "skipped: " << outer_user.problem << inner_user.problem;
+  }
+  const auto fsuid = [] { return static_cast<uid_t>(::syscall(SYS_setfsuid, -1)); };
+  const auto fsgid = [] { return static_cast<gid_t>(::syscall(SYS_setfsgid, -1)); };
+  {
+    const ReadingAs outer(outer_user);
+    ASSERT_TRUE(outer.ok());
+    ASSERT_EQ(fsuid(), 54321U);
+    {
+      const ReadingAs inner(inner_user);
+      ASSERT_TRUE(inner.ok());
+      EXPECT_EQ(fsuid(), 54322U);
+    }
+    EXPECT_EQ(fsuid(), 54321U);
+    EXPECT_EQ(fsgid(), outer_user.gid);
+  }
+  EXPECT_EQ(fsuid(), 0U);
+  EXPECT_EQ(fsgid(), 0U);
+}
 
 class LeastPrivilege : public ::testing::Test {
  protected:
