@@ -6,6 +6,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <cstring>
 #include <deque>
 #include <map>
 #include <optional>
@@ -594,41 +595,50 @@ class Discoverer {
     return homes;
   }
 
-  // Whom a home of this host is read as (see search_home).
-  RunAs home_reader(const fs::path& home) const {
+  // Whom a home of this host is read as (see search_home): its owner; a
+  // home owned by root as root, since only root put anything in it, unless
+  // its group or others may write to it (a shared home, mode 2775): then as
+  // nobody, whatever run_root_envs_as says.
+  std::optional<RunAs> home_reader(const fs::path& home) const {
     struct stat info {};
     if (::stat(home.c_str(), &info) != 0) {
-      return resolve_run_as(run_as_user("nobody").uid, m_options.run_as);
+      return std::nullopt;
     }
     if (info.st_uid != 0) {
       return resolve_run_as(info.st_uid, m_options.run_as);
     }
-    // Root's: only root can have put anything in it, unless others may write
-    // to it (a shared home, mode 2775), which is then read as the user that
-    // root-owned envs run as.
-    const bool others_write = (info.st_mode & (S_IWGRP | S_IWOTH)) != 0;
-    return resolve_run_as(0, others_write ? m_options.run_as : RunAsPolicy{"root"});
+    if ((info.st_mode & (S_IWGRP | S_IWOTH)) == 0) {
+      return resolve_run_as(0, RunAsPolicy{"root"});
+    }
+    return resolve_run_as(0, RunAsPolicy{"nobody"});
   }
 
   // On this host, a home's files are its owner's to write, so they are read
-  // as that owner: a link from ~/.conda/environments.txt to /etc/shadow, or
-  // an envs_dirs naming a directory only root may list, then fails as it
-  // would for them. A home owned by root is read as root unless others may
-  // write to it (home_reader). An operating system tree other than the host's
-  // (a container's rootfs) keeps being read as root: its owners' uids may
-  // not pass the directories above it.
+  // as home_reader says: a link from ~/.conda/environments.txt to
+  // /etc/shadow, or an envs_dirs naming a directory only root may list, then
+  // fails as it would for that user. An operating system tree other than
+  // the host's (a container's rootfs) keeps being read as root: its owners'
+  // uids may not pass the directories above it.
   void search_home(const fs::path& root, const fs::path& home) {
     std::optional<ReadingAs> as_owner;
     if (m_target == nullptr && (root == "/" || !is_system_root(root))) {
-      const RunAs owner = home_reader(home);
-      as_owner.emplace(owner);
-      const int fd = as_owner->ok() ? ::open(home.c_str(), O_PATH | O_DIRECTORY | O_CLOEXEC) : -1;
-      if (fd < 0) {
-        problem(home, "not searched for envs: " + owner.user + ", whom it is read as, " +
-                          (owner.problem.empty() ? "cannot reach it" : owner.problem));
+      const auto reader = home_reader(home);
+      if (!reader) {
         return;
       }
-      ::close(fd);
+      as_owner.emplace(*reader);
+      if (!as_owner->ok()) {
+        problem(home, "not searched for envs: cannot read it as " + reader->user +
+                          (reader->problem.empty() ? std::string() : " (" + reader->problem + ")"));
+        return;
+      }
+      // Entering it is what every read below needs: a home its reader
+      // cannot enter is said, not passed over in silence.
+      if (::faccessat(AT_FDCWD, home.c_str(), X_OK, AT_EACCESS) != 0) {
+        problem(home, "not searched for envs: " + reader->user + ", whom it is read as, cannot " +
+                          "enter it (" + std::strerror(errno) + ")");
+        return;
+      }
     }
     read_environments_txt(root, home / ".conda" / "environments.txt");
     for (const char* condarc : {".condarc", ".config/conda/.condarc", ".conda/.condarc"}) {

@@ -36,25 +36,33 @@ def devtools_port(profile, chromium, deadline):
 
 
 def evaluate(socket, request_id, expression, timeout):
-    """Runtime.evaluate of EXPRESSION (awaited); DevTools' whole answer."""
-    socket.send(json.dumps({"id": request_id, "method": "Runtime.evaluate", "params": {
-        "expression": expression, "awaitPromise": True, "returnByValue": True,
-        "timeout": int(timeout * 1000)}}))
-    while True:
-        message = json.loads(socket.recv())
-        if message.get("id") == request_id:
-            return message
+    """Runtime.evaluate of EXPRESSION (awaited); DevTools' whole answer,
+    waited for TIMEOUT seconds at most."""
+    socket.settimeout(max(timeout, 1))
+    try:
+        socket.send(json.dumps({"id": request_id, "method": "Runtime.evaluate", "params": {
+            "expression": expression, "awaitPromise": True, "returnByValue": True,
+            "timeout": int(timeout * 1000)}}))
+        while True:
+            message = json.loads(socket.recv())
+            if message.get("id") == request_id:
+                return message
+    except (websocket.WebSocketException, OSError) as error:
+        sys.exit("browser.py: DevTools did not answer: %s" % error)
 
 
 def wait_until_loaded(socket, url, deadline):
     """Until the tab shows URL's document, loaded: on a busy machine the
     navigation can take longer than any fixed pause, and a script run in
     the blank page before it is lost when the navigation commits."""
-    check = ("location.href !== 'about:blank' && document.readyState === 'complete'")
+    # Chromium shows its own error page (chrome-error://) when the server
+    # does not answer: that is not the page.
+    check = ("location.href !== 'about:blank' && !location.href.startsWith('chrome-error:')"
+             " && document.readyState === 'complete'")
     request_id = 1000
     while time.time() < deadline:
         request_id += 1
-        message = evaluate(socket, request_id, check, 10)
+        message = evaluate(socket, request_id, check, min(10, max(deadline - time.time(), 1)))
         if message.get("result", {}).get("result", {}).get("value") is True:
             return
         time.sleep(0.1)
@@ -87,7 +95,7 @@ def main():
         # Let the page's own script start before ours runs.
         time.sleep(1.0)
         expression = "(async () => {\n" + body + "\n})()"
-        message = evaluate(socket, 1, expression, timeout)
+        message = evaluate(socket, 1, expression, max(deadline - time.time(), 1))
         if "error" in message:
             # The page went away under the script (a navigation that had
             # not committed yet): said, not printed as a null result.

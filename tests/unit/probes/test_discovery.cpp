@@ -206,46 +206,76 @@ TEST(Discovery, LinesOfEnvironmentsTxtThatAreNotPathsAreCountedNotShown) {
   EXPECT_NE(problems.find("2 lines are not an absolute path"), std::string::npos) << problems;
 }
 
-// A user's conda files are read as that user: a link from
-// ~/.conda/environments.txt to a file only root may read fails as it would
-// for them, and not a line of that file reaches the report; nor does a
-// listing of a directory only root may list, named by their .condarc.
+// A user's conda files are read as that user: a file only its owner may
+// read is read, a link from ~/.conda/environments.txt to a file only root
+// may read fails as it would for them, and not a line of that file reaches
+// the report; nor does a listing of a directory only root may list, named
+// by their .condarc. A shared home others may write to is read as nobody,
+// and one nobody cannot enter is said.
 TEST(Discovery, AHomesCondaFilesAreReadAsItsOwner) {
   if (::geteuid() != 0) {
-    GTEST_SKIP() << "skipped: needs root, to give a home to nobody";
+    GTEST_SKIP() << "skipped: needs root, to give homes to other users";
   }
+  // uids of their own (no passwd entry: run with the nobody group), so that
+  // reading as nobody, or as root, would not pass for reading as the owner.
+  const uid_t alice = 54321;
+  const uid_t bob = 54322;
   const passwd* nobody = ::getpwnam("nobody");
   if (nobody == nullptr) {
     GTEST_SKIP() << "skipped: there is no user nobody here";
   }
-  const uid_t uid = nobody->pw_uid;
-  const gid_t gid = nobody->pw_gid;
+  const gid_t group = nobody->pw_gid;
   const auto open_to_all = fs::perms::owner_all | fs::perms::group_read | fs::perms::group_exec |
                            fs::perms::others_read | fs::perms::others_exec;
-  // Outside the scanned root, so that only the user's files lead there.
-  testing::TempDir root_only;
-  const fs::path secret = root_only.write("shadow", "/secret-line-only-root-may-read\n");
-  make_conda_env(root_only.path() / "hidden-env-name", "3.10.13");
+  // Outside the scanned root, so that only the users' files lead there.
+  testing::TempDir outside;
+  fs::permissions(outside.path(), open_to_all);
+  const fs::path secret = outside.write("root-only/shadow", "/secret-line-only-root-may-read\n");
+  make_conda_env(outside.path() / "root-only" / "hidden-env-name", "3.10.13");
+  make_conda_env(outside.path() / "alices-env", "3.10.13");
+  fs::permissions(outside.path() / "root-only", fs::perms::owner_all);
   testing::TempDir dir;
   fs::permissions(dir.path(), open_to_all);
-  const fs::path home = dir.path() / "home" / "alice";
-  fs::create_directories(home / ".conda");
-  fs::create_symlink(secret, home / ".conda" / "environments.txt");
-  std::ofstream(home / ".condarc") << "envs_dirs:\n  - " << root_only.path().string() << "\n";
-  for (const auto& path :
-       {home, home / ".conda", home / ".conda" / "environments.txt", home / ".condarc"}) {
-    ASSERT_EQ(::lchown(path.c_str(), uid, gid), 0) << path;
+
+  // alice's list may be read by her alone: the env it names is found.
+  const fs::path alice_home = dir.path() / "home" / "alice";
+  const fs::path alices_list =
+      dir.write("home/alice/.conda/environments.txt", (outside.path() / "alices-env").string());
+  fs::permissions(alices_list, fs::perms::owner_read | fs::perms::owner_write);
+  fs::permissions(alice_home / ".conda", fs::perms::owner_all);
+  fs::permissions(alice_home, fs::perms::owner_all);
+  for (const auto& path : {alice_home, alice_home / ".conda", alices_list}) {
+    ASSERT_EQ(::lchown(path.c_str(), alice, group), 0) << path;
   }
-  // Root may read both, as the agent did before it read as the home's owner.
-  fs::permissions(root_only.path(), fs::perms::owner_all);
+  // bob's list is a link to a file only root may read, and his .condarc
+  // names a directory only root may list.
+  const fs::path bob_home = dir.path() / "home" / "bob";
+  fs::create_directories(bob_home / ".conda");
+  fs::create_symlink(secret, bob_home / ".conda" / "environments.txt");
+  std::ofstream(bob_home / ".condarc")
+      << "envs_dirs:\n  - " << (outside.path() / "root-only").string() << "\n";
+  for (const auto& path : {bob_home, bob_home / ".conda", bob_home / ".conda" / "environments.txt",
+                           bob_home / ".condarc"}) {
+    ASSERT_EQ(::lchown(path.c_str(), bob, group), 0) << path;
+  }
+  // A shared home of root's that its group may write to, closed to others.
+  const fs::path lab = dir.path() / "home" / "lab";
+  fs::create_directories(lab);
+  fs::permissions(lab, fs::perms::owner_all | fs::perms::group_all | fs::perms::set_gid);
 
   const auto discovery = discover_envs(under(dir.path()));
   const std::string problems = all_problems(discovery);
+  EXPECT_NE(find_env(discovery, "alices-env"), nullptr) << problems;
   EXPECT_EQ(problems.find("secret-line"), std::string::npos) << problems;
   EXPECT_EQ(find_env(discovery, "hidden-env-name"), nullptr) << problems;
   EXPECT_EQ(problems.find("hidden-env-name"), std::string::npos) << problems;
-  // What nobody cannot list is named as such: the user named it.
-  EXPECT_NE(problems.find(root_only.path().string() + ": cannot read directory: Permission denied"),
+  // What bob cannot list is named as such: he named it.
+  EXPECT_NE(problems.find((outside.path() / "root-only").string() +
+                          ": cannot read directory: Permission denied"),
+            std::string::npos)
+      << problems;
+  EXPECT_NE(problems.find(lab.string() + ": not searched for envs: nobody, whom it is read as, "
+                                         "cannot enter it (Permission denied)"),
             std::string::npos)
       << problems;
 }
