@@ -2,6 +2,7 @@
 #include <fnmatch.h>
 
 #include <algorithm>
+#include <optional>
 
 #include "contracts/judges.hpp"
 
@@ -96,6 +97,7 @@ void linkage(const Check&, const LinkageParams& params, const EnvFactsView& fact
   const auto patterns = facts.expand_all(params.library);
   const bool transitive = params.transitive;
   Json matched = Json::array();
+  std::optional<Diagnosis> unanalysed;
   for (const auto& library : facts.libraries()) {
     const std::string path = library.path.string();
     if (std::none_of(patterns.begin(), patterns.end(), [&](const std::string& pattern) {
@@ -105,6 +107,20 @@ void linkage(const Check&, const LinkageParams& params, const EnvFactsView& fact
     }
     matched.push_back(path);
     const std::string file = std::filesystem::path(path).filename();
+    // What it needs is unknown, or known only in part (a bound of the
+    // agent's stopped its resolution): no verdict on it, though a definite
+    // fault of another matched library still fails the check.
+    if (!library.error.empty()) {
+      if (!unanalysed) {
+        unanalysed = Diagnosis{
+            "unreadable_file",
+            file + " could not be analysed: " + library.error,
+            {{"library", path}},
+            "the agent reads only files within its bounds (docs/security.md): replace the file "
+            "with what its package installed (reinstall the package) or remove it, then rescan"};
+      }
+      continue;
+    }
     auto reach = [&](const std::string& name) {
       if (transitive) {
         return chain_to(library, name);
@@ -135,8 +151,13 @@ void linkage(const Check&, const LinkageParams& params, const EnvFactsView& fact
       }
     }
   }
-  // No matching library is not a linkage fault; a files check says whether it must exist.
   result.actual = {{"matched", matched}};
+  if (unanalysed) {
+    result.status = CheckStatus::error;
+    result.diagnosis = std::move(unanalysed);
+    return;
+  }
+  // No matching library is not a linkage fault; a files check says whether it must exist.
   pass(result);
 }
 

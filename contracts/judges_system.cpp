@@ -29,6 +29,11 @@ void libraries(const Check&, const LibrariesParams& params, const EnvFactsView& 
     if (lookup == nullptr) {
       result.actual = actual;
       not_gathered(result, "where the loader finds " + name + " was not looked up");
+    } else if (!lookup->incomplete.empty()) {
+      // Neither found nor missing: no verdict either way.
+      result.actual = actual;
+      not_gathered(result, "where the loader finds " + name + " is unknown: " + lookup->incomplete);
+      return nullptr;
     }
     return lookup;
   };

@@ -65,7 +65,7 @@ int run_probe(const ProbeOptions& options, std::ostream& out, std::ostream& err)
   std::size_t done = 0;
   probes::run_concurrently(envs.size(), options.concurrency, [&](std::size_t index) {
     const auto& env = envs[index];
-    const auto activation = activations.get(env);
+    const auto activation = activations.get(env, nullptr, plan.resources);
     const auto facts = probes::probe_env(env, activation, plan);
     probes::Json line = {{"name", env.name}, {"prefix", env.prefix.string()}};
     line["activation_problem"] = activation.problem;

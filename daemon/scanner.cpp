@@ -284,6 +284,7 @@ report::Json Scanner::scan(const LoadedContract& contract, const ScanSettings& s
   options.request = static_cast<const facts::ProbeRequest&>(plan);
   options.cancellation = cancellation.get();
   options.concurrency = settings.concurrency;
+  options.probe_limits = settings.probe_limits;
   auto facts = probes::gather_host_facts(options, m_caches);
   // Parsed libraries serve this scan's envs only: kept, they made most of
   // an idle agent's memory (6.7 of 9.2 MB of heap on a 16-env host), and a

@@ -53,7 +53,8 @@ ProbeRecord probe_record_from_json(const Json& json) {
   record.realpath = optional_text(json, "realpath");
   record.warnings = texts_of(json, "warnings");
   record.stderr_text = text_of(json, "stderr");
-  if (const auto seconds = json.find("seconds"); seconds != json.end() && seconds->is_number()) {
+  if (const auto seconds = json.find("seconds");
+      seconds != json.end() && seconds->is_number() && std::isfinite(seconds->get<double>())) {
     record.seconds = seconds->get<double>();
   }
   record.version = optional_text(json, "version");

@@ -25,6 +25,9 @@ struct MissingLibrary {
   std::vector<std::filesystem::path> other_versions;
   // Candidates skipped as the loader skips them: wrong class or machine.
   std::vector<std::string> rejected;
+  // Set when a bound of the resolver cut the search short: then the library
+  // was not found, which is no evidence that the loader would not find it.
+  std::string incomplete;
 };
 
 // A defined symbol that is almost the missing one: the same name under
@@ -83,7 +86,9 @@ struct LibraryLinkage {
   std::vector<Link> closure;
   std::vector<MissingLibrary> missing;
   SymbolReport symbols;
-  std::string error;  // the file itself could not be read as ELF
+  // The file itself could not be read as ELF, or a bound stopped the
+  // resolution of its closure (then `closure` and `missing` are partial).
+  std::string error;
 
   bool loads() const {
     return error.empty() && missing.empty() && symbols.unresolved.empty() &&
@@ -104,6 +109,7 @@ struct LibraryLookup {
   std::string found_via;       // LD_LIBRARY_PATH, RPATH, ld.so.cache, system, ...
   std::vector<std::string> searched;
   std::vector<std::filesystem::path> other_versions;  // libxpurt.so.1 for libxpurt.so.2
+  std::string incomplete;  // why the search was cut short: neither found nor missing
 };
 
 // The C library the env's processes get: its path and the newest GLIBC_x.y

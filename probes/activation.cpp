@@ -213,7 +213,7 @@ std::string activation_fingerprint(const PythonEnv& env) {
 }
 
 ActivatedEnvironment activate(const PythonEnv& env, std::chrono::milliseconds timeout,
-                              const Cancellation* cancellation) {
+                              const Cancellation* cancellation, const ResourceLimits& resources) {
   ActivatedEnvironment result;
   result.bare = bare_environment(env);
   result.activated = result.bare;
@@ -281,6 +281,7 @@ ActivatedEnvironment activate(const PythonEnv& env, std::chrono::milliseconds ti
   limits.timeout = timeout;
   limits.max_output_bytes = 64 * 1024;
   limits.cancellation = cancellation;
+  limits.resources = resources;
   const auto run = run_process(env_process(env, spec), limits);
   result.script_output = run.out + run.err;
   const auto text = directory.read("environment", 4 * 1024 * 1024);
@@ -294,7 +295,8 @@ ActivatedEnvironment activate(const PythonEnv& env, std::chrono::milliseconds ti
   return result;
 }
 
-ActivatedEnvironment ActivationCache::get(const PythonEnv& env, const Cancellation* cancellation) {
+ActivatedEnvironment ActivationCache::get(const PythonEnv& env, const Cancellation* cancellation,
+                                          const ResourceLimits& resources) {
   const std::string fingerprint = activation_fingerprint(env);
   {
     std::lock_guard lock(m_mutex);
@@ -304,7 +306,7 @@ ActivatedEnvironment ActivationCache::get(const PythonEnv& env, const Cancellati
     }
   }
   // Activation runs outside the lock: a slow script must not stall other envs.
-  auto activated = activate(env, std::chrono::seconds(30), cancellation);
+  auto activated = activate(env, std::chrono::seconds(30), cancellation, resources);
   std::lock_guard lock(m_mutex);
   ++m_runs;
   if (cancellation == nullptr || !cancellation->cancelled()) {

@@ -34,9 +34,12 @@ std::vector<std::filesystem::path> activation_inputs(const PythonEnv& env);
 // etc/conda/activate.d/*.sh in name order; venv: bin/activate. The prefix
 // and name reach bash as arguments, never inside the script text. It runs
 // as env.run_as, and not at all when code_refusal(env) says so.
+// Its process tree gets the same limits as the env's probes (`resources`):
+// an activate.d script is the env's code like any other.
 ActivatedEnvironment activate(const PythonEnv& env,
                               std::chrono::milliseconds timeout = std::chrono::seconds(30),
-                              const Cancellation* cancellation = nullptr);
+                              const Cancellation* cancellation = nullptr,
+                              const ResourceLimits& resources = {});
 
 // The variables of conda's env_vars JSON (conda-meta/state or an
 // etc/conda/env_vars.d file named `source`): names that are not shell names,
@@ -56,7 +59,8 @@ std::string activation_fingerprint(const PythonEnv& env);
 class ActivationCache {
  public:
   // A cancelled activation is returned but not kept: the next scan runs it again.
-  ActivatedEnvironment get(const PythonEnv& env, const Cancellation* cancellation = nullptr);
+  ActivatedEnvironment get(const PythonEnv& env, const Cancellation* cancellation = nullptr,
+                           const ResourceLimits& resources = {});
   std::size_t activations_run() const;
 
  private:

@@ -444,6 +444,23 @@ class Discoverer {
       found_by.push_back(how);
     }
     if (inserted && conda_installation) {
+      // Listed as the installation's owner, as a home is read (home_reader):
+      // a user's envs/ linked to a directory only root may list must not
+      // have that directory's entries named in the report. A container's
+      // tree keeps being read as root, as its homes are: its owners' uids
+      // may not pass the directories above it.
+      std::optional<ReadingAs> as_owner;
+      if (!owner && m_target == nullptr && (m_scan_root == "/" || !is_system_root(m_scan_root))) {
+        const auto reader = home_reader(*resolved);
+        if (reader) {
+          as_owner.emplace(*reader);
+        }
+        if (!reader || !as_owner->ok()) {
+          problem(*resolved / "envs", "not searched for envs: cannot read it as its owner" +
+                                          (reader ? " (" + reader->user + ")" : std::string()));
+          return true;
+        }
+      }
       if (const auto envs = resolved_outside_user_mounts(*resolved / "envs")) {
         add_children(*envs, "conda envs of " + resolved->string());
       }

@@ -9,6 +9,7 @@
 #include <algorithm>
 #include <cstring>
 #include <map>
+#include <set>
 
 #include "probes/small_files.hpp"
 
@@ -23,27 +24,96 @@ std::string libelf_error() {
 }
 
 // Sections are read into memory (ELF_C_READ): a hostile "library" may
-// claim any size. Real ones stay far below this (libtorch_cuda's .dynstr is
-// tens of MB).
-constexpr std::uint64_t k_max_section_bytes = 256ULL * 1024 * 1024;
+// claim any size, and a sparse file costs its owner no disk for it. Real
+// ones stay far below these (libtorch_cpu's .dynstr and .dynsym together are
+// tens of MB), and the bound holds for all the sections of one file, so
+// that a file cannot take it once per section.
+constexpr std::uint64_t k_max_section_bytes_per_file = 256ULL * 1024 * 1024;
+// Each kept symbol costs a DynamicSymbol; libtorch_cpu has a few hundred
+// thousand.
+constexpr std::size_t k_max_dynamic_symbols = 4U * 1024 * 1024;
+// A linker writes each name once into a string table, sharing tails at
+// most, so the names taken from a table add up to about its size. A crafted
+// table with no NUL before its end makes every name run to the end, and a
+// million symbols naming its start would cost a strlen of the whole table
+// each: names are read against a budget of a few times their table.
+constexpr std::uint64_t k_name_bytes_per_table_byte = 4;
+constexpr std::uint64_t k_name_bytes_slack = 64 * 1024;
 
-// Null when the section is larger than we read or cannot be read.
-Elf_Data* bounded_data(Elf_Scn* section) {
-  GElf_Shdr header;
-  if (section == nullptr || gelf_getshdr(section, &header) == nullptr ||
-      header.sh_size > k_max_section_bytes) {
-    return nullptr;
+// Reads the sections of one file within the bounds above.
+class SectionReader {
+ public:
+  explicit SectionReader(Elf* elf) : m_elf(elf) {}
+
+  // Null when the section would take the file past its bound, or cannot
+  // be read.
+  Elf_Data* data(Elf_Scn* section) {
+    GElf_Shdr header;
+    if (section == nullptr || gelf_getshdr(section, &header) == nullptr) {
+      return nullptr;
+    }
+    if (!m_charged.contains(section)) {
+      if (header.sh_size > m_section_bytes_left) {
+        m_oversized = true;
+        return nullptr;
+      }
+      m_section_bytes_left -= header.sh_size;
+      m_charged.insert(section);
+    }
+    return elf_getdata(section, nullptr);
   }
-  return elf_getdata(section, nullptr);
-}
 
-// A string table is usable when it is within bounds and ends in NUL:
-// libelf then finds each string's end at once (it searches backwards from
-// the table's end), and no string runs past it.
-bool usable_string_table(Elf* elf, std::size_t index) {
-  Elf_Data* data = bounded_data(elf_getscn(elf, index));
-  return data != nullptr && data->d_buf != nullptr && data->d_size > 0 &&
-         static_cast<const char*>(data->d_buf)[data->d_size - 1] == '\0';
+  // A string table is usable when it is within bounds and ends in NUL:
+  // libelf then finds each string's end at once (it searches backwards
+  // from the table's end), and no string runs past it.
+  bool usable_string_table(std::size_t index) {
+    Elf_Data* table = data(elf_getscn(m_elf, index));
+    return table != nullptr && table->d_buf != nullptr && table->d_size > 0 &&
+           static_cast<const char*>(table->d_buf)[table->d_size - 1] == '\0';
+  }
+
+  // A string from a usable string table; "" when the offset is bogus or
+  // the table's name budget is spent (then overspent() says so).
+  std::string_view string_at(std::size_t section, std::size_t offset) {
+    const char* text = elf_strptr(m_elf, section, offset);
+    if (text == nullptr) {
+      return {};
+    }
+    auto [budget, first] = m_name_bytes_left.try_emplace(section, 0);
+    if (first) {
+      GElf_Shdr header;
+      const bool known = gelf_getshdr(elf_getscn(m_elf, section), &header) != nullptr;
+      budget->second =
+          (known ? header.sh_size : 0) * k_name_bytes_per_table_byte + k_name_bytes_slack;
+    }
+    const std::size_t length = ::strnlen(text, budget->second);
+    if (length >= budget->second) {
+      m_overspent = true;
+      budget->second = 0;
+      return {};
+    }
+    budget->second -= length;
+    return {text, length};
+  }
+
+  bool oversized() const { return m_oversized; }
+  bool overspent() const { return m_overspent; }
+  std::uint64_t bytes_read() const { return k_max_section_bytes_per_file - m_section_bytes_left; }
+
+ private:
+  Elf* m_elf;
+  std::uint64_t m_section_bytes_left = k_max_section_bytes_per_file;
+  std::set<Elf_Scn*> m_charged;
+  std::map<std::size_t, std::uint64_t> m_name_bytes_left;
+  bool m_oversized = false;
+  bool m_overspent = false;
+};
+
+std::string oversized_message() {
+  return std::string(k_refused_elf) + "its dynamic sections add up to more than " +
+         std::to_string(k_max_section_bytes_per_file >> 20) +
+         " MiB, the bound read of one file (real libraries take tens of MB at most): its "
+         "symbols are not read";
 }
 
 bool looks_like_linker_script(const char* data, std::size_t size) {
@@ -51,13 +121,6 @@ bool looks_like_linker_script(const char* data, std::size_t size) {
   return head.find("GROUP") != std::string_view::npos ||
          head.find("INPUT") != std::string_view::npos ||
          head.find("GNU ld script") != std::string_view::npos;
-}
-
-// A string from a string-table section, bounds-checked by libelf; "" when
-// the offset is bogus.
-std::string_view string_at(Elf* elf, std::size_t section, std::size_t offset) {
-  const char* text = elf_strptr(elf, section, offset);
-  return text ? std::string_view(text) : std::string_view();
 }
 
 // Version entries are chained by relative offsets: each must move forward,
@@ -71,9 +134,10 @@ struct VersionTables {
   std::vector<ElfFile::NeededVersion> needed;
 };
 
-void read_verneed(Elf* elf, Elf_Scn* section, std::size_t strings, VersionTables& tables) {
-  Elf_Data* data = bounded_data(section);
-  if (data == nullptr || !usable_string_table(elf, strings)) {
+void read_verneed(SectionReader& reader, Elf_Scn* section, std::size_t strings,
+                  VersionTables& tables) {
+  Elf_Data* data = reader.data(section);
+  if (data == nullptr || !reader.usable_string_table(strings)) {
     return;
   }
   int offset = 0;
@@ -84,14 +148,14 @@ void read_verneed(Elf* elf, Elf_Scn* section, std::size_t strings, VersionTables
     if (gelf_getverneed(data, offset, &need) == nullptr) {
       return;
     }
-    const std::string_view library = string_at(elf, strings, need.vn_file);
+    const std::string_view library = reader.string_at(strings, need.vn_file);
     int aux_offset = offset + static_cast<int>(need.vn_aux);
     for (unsigned i = 0; i < need.vn_cnt; ++i) {
       GElf_Vernaux aux;
       if (++entries > k_max_version_entries || gelf_getvernaux(data, aux_offset, &aux) == nullptr) {
         return;
       }
-      const std::string_view version = string_at(elf, strings, aux.vna_name);
+      const std::string_view version = reader.string_at(strings, aux.vna_name);
       tables.by_index[aux.vna_other & 0x7fff] = {version, library};
       tables.needed.push_back({library, version});
       if (aux.vna_next == 0 || aux.vna_next > data->d_size) {
@@ -106,9 +170,10 @@ void read_verneed(Elf* elf, Elf_Scn* section, std::size_t strings, VersionTables
   }
 }
 
-void read_verdef(Elf* elf, Elf_Scn* section, std::size_t strings, VersionTables& tables) {
-  Elf_Data* data = bounded_data(section);
-  if (data == nullptr || !usable_string_table(elf, strings)) {
+void read_verdef(SectionReader& reader, Elf_Scn* section, std::size_t strings,
+                 VersionTables& tables) {
+  Elf_Data* data = reader.data(section);
+  if (data == nullptr || !reader.usable_string_table(strings)) {
     return;
   }
   int offset = 0;
@@ -119,7 +184,7 @@ void read_verdef(Elf* elf, Elf_Scn* section, std::size_t strings, VersionTables&
     }
     GElf_Verdaux aux;
     if (gelf_getverdaux(data, offset + static_cast<int>(def.vd_aux), &aux) != nullptr) {
-      const std::string_view name = string_at(elf, strings, aux.vda_name);
+      const std::string_view name = reader.string_at(strings, aux.vda_name);
       tables.by_index[def.vd_ndx & 0x7fff] = {name, {}};
       // Index 1 is the file's own name (VER_FLG_BASE), not a version.
       if ((def.vd_flags & VER_FLG_BASE) == 0) {
@@ -233,13 +298,15 @@ std::string ElfFile::load(const fs::path& path) {
     }
   }
 
+  SectionReader reader(elf);
   if (dynamic != nullptr) {
     GElf_Shdr section_header;
     gelf_getshdr(dynamic, &section_header);
     const std::size_t strings = section_header.sh_link;
-    Elf_Data* data = bounded_data(dynamic);
-    if (data == nullptr || !usable_string_table(elf, strings)) {
-      return "corrupt dynamic section: " + libelf_error();
+    Elf_Data* data = reader.data(dynamic);
+    if (data == nullptr || !reader.usable_string_table(strings)) {
+      return reader.oversized() ? oversized_message()
+                                : "corrupt dynamic section: " + libelf_error();
     }
     const std::size_t entry_size = gelf_fsize(elf, ELF_T_DYN, 1, EV_CURRENT);
     const std::size_t count = entry_size != 0 ? data->d_size / entry_size : 0;
@@ -250,16 +317,16 @@ std::string ElfFile::load(const fs::path& path) {
       }
       switch (entry.d_tag) {
         case DT_NEEDED:
-          m_needed.push_back(string_at(elf, strings, entry.d_un.d_val));
+          m_needed.push_back(reader.string_at(strings, entry.d_un.d_val));
           break;
         case DT_SONAME:
-          m_soname = string_at(elf, strings, entry.d_un.d_val);
+          m_soname = reader.string_at(strings, entry.d_un.d_val);
           break;
         case DT_RPATH:
-          m_rpath = string_at(elf, strings, entry.d_un.d_val);
+          m_rpath = reader.string_at(strings, entry.d_un.d_val);
           break;
         case DT_RUNPATH:
-          m_runpath = string_at(elf, strings, entry.d_un.d_val);
+          m_runpath = reader.string_at(strings, entry.d_un.d_val);
           break;
         default:
           break;
@@ -271,12 +338,12 @@ std::string ElfFile::load(const fs::path& path) {
   if (verneed != nullptr) {
     GElf_Shdr section_header;
     gelf_getshdr(verneed, &section_header);
-    read_verneed(elf, verneed, section_header.sh_link, versions);
+    read_verneed(reader, verneed, section_header.sh_link, versions);
   }
   if (verdef != nullptr) {
     GElf_Shdr section_header;
     gelf_getshdr(verdef, &section_header);
-    read_verdef(elf, verdef, section_header.sh_link, versions);
+    read_verdef(reader, verdef, section_header.sh_link, versions);
   }
   m_defined_versions = versions.defined;
   m_needed_versions = versions.needed;
@@ -284,13 +351,22 @@ std::string ElfFile::load(const fs::path& path) {
   if (dynsym != nullptr) {
     GElf_Shdr section_header;
     gelf_getshdr(dynsym, &section_header);
-    Elf_Data* data = bounded_data(dynsym);
-    Elf_Data* version_data = versym ? bounded_data(versym) : nullptr;
-    if (data == nullptr || !usable_string_table(elf, section_header.sh_link)) {
-      return "corrupt or oversized dynamic symbol table: " + libelf_error();
-    }
     const std::size_t entry_size = gelf_fsize(elf, ELF_T_SYM, 1, EV_CURRENT);
-    const std::size_t count = entry_size != 0 ? data->d_size / entry_size : 0;
+    // Counted from the header, before the table is read.
+    if (entry_size != 0 && section_header.sh_size / entry_size > k_max_dynamic_symbols) {
+      return std::string(k_refused_elf) + std::to_string(section_header.sh_size / entry_size) +
+             " dynamic symbols, more than the " + std::to_string(k_max_dynamic_symbols) +
+             " read of one file (real libraries have up to a few hundred thousand): its symbols "
+             "are not read, so nothing it provides or needs can be checked";
+    }
+    Elf_Data* data = reader.data(dynsym);
+    if (data == nullptr || !reader.usable_string_table(section_header.sh_link)) {
+      return reader.oversized() ? oversized_message()
+                                : "corrupt dynamic symbol table: " + libelf_error();
+    }
+    Elf_Data* version_data = versym ? reader.data(versym) : nullptr;
+    const std::size_t count =
+        entry_size != 0 ? std::min(data->d_size / entry_size, k_max_dynamic_symbols) : 0;
     m_symbols.reserve(count);
     // Entry 0 is the null symbol.
     for (std::size_t i = 1; i < count; ++i) {
@@ -299,7 +375,7 @@ std::string ElfFile::load(const fs::path& path) {
         break;
       }
       DynamicSymbol symbol;
-      symbol.name = string_at(elf, section_header.sh_link, raw.st_name);
+      symbol.name = reader.string_at(section_header.sh_link, raw.st_name);
       if (symbol.name.empty()) {
         continue;
       }
@@ -323,6 +399,17 @@ std::string ElfFile::load(const fs::path& path) {
       m_symbols.push_back(symbol);
     }
   }
+  // A version table or string table left unread would leave facts wrong,
+  // not just missing: the file is reported as not read instead.
+  if (reader.oversized()) {
+    return oversized_message();
+  }
+  if (reader.overspent()) {
+    return std::string(k_refused_elf) + "its symbol and library names add up to more than " +
+           std::to_string(k_name_bytes_per_table_byte) +
+           " times the string tables that hold them: a crafted file (a table with no end to its "
+           "names), not one a linker wrote; its symbols are not read";
+  }
   for (std::uint32_t i = 0; i < m_symbols.size(); ++i) {
     if (m_symbols[i].defined) {
       m_defined_by_name.push_back(i);
@@ -331,6 +418,8 @@ std::string ElfFile::load(const fs::path& path) {
   std::sort(
       m_defined_by_name.begin(), m_defined_by_name.end(),
       [this](std::uint32_t a, std::uint32_t b) { return m_symbols[a].name < m_symbols[b].name; });
+  m_bytes_held = reader.bytes_read() + m_symbols.capacity() * sizeof(DynamicSymbol) +
+                 m_defined_by_name.capacity() * sizeof(std::uint32_t);
   // Everything kept points into sections already read: the file itself is
   // no longer needed, and an agent must not hold thousands of descriptors.
   elf_cntl(elf, ELF_C_FDDONE);

@@ -25,6 +25,11 @@ struct DynamicSymbol {
   std::string_view version_library;
 };
 
+// The start of ElfFile::open's error for a file beyond the bounds of what a
+// linker writes (a crafted file, elf_file.cpp): it is also reported as a
+// hostile file of the env that holds it.
+inline constexpr std::string_view k_refused_elf = "refused: ";
+
 // An ELF shared object or executable, read without running anything:
 // mapped once, parsed with libelf, every error a message rather than a crash.
 class ElfFile {
@@ -59,6 +64,10 @@ class ElfFile {
   // an index built once at load: no per-lookup allocation.
   std::vector<const DynamicSymbol*> definitions(std::string_view name) const;
 
+  // About what this parsed file holds in memory: the sections read and the
+  // symbols kept. Bounds what the resolver and the cache hold at once.
+  std::uint64_t bytes_held() const { return m_bytes_held; }
+
  private:
   ElfFile() = default;
   std::string load(const std::filesystem::path& path);
@@ -77,6 +86,7 @@ class ElfFile {
   std::vector<std::string_view> m_defined_versions;
   std::vector<NeededVersion> m_needed_versions;
   std::vector<std::uint32_t> m_defined_by_name;  // indexes into m_symbols, sorted by name
+  std::uint64_t m_bytes_held = 0;
 };
 
 }  // namespace envcontract::probes

@@ -99,6 +99,7 @@ struct EnvReading {
   facts::ProbeRequest request;
   std::shared_ptr<FactCaches> caches;
   std::shared_ptr<const LdCache> ld_cache;
+  ResourceLimits resources;
   std::chrono::microseconds activation_elapsed{0};
   std::chrono::microseconds static_elapsed{0};
   std::chrono::microseconds linkage_elapsed{0};
@@ -115,8 +116,9 @@ void read_env(EnvReading& reading, const Cancellation& cancellation) {
   using Clock = std::chrono::steady_clock;
   auto& env = reading.env;
   auto start = Clock::now();
-  contained(env, "activation", &cancellation,
-            [&] { env.activation = reading.caches->activations.get(env.env, &cancellation); });
+  contained(env, "activation", &cancellation, [&] {
+    env.activation = reading.caches->activations.get(env.env, &cancellation, reading.resources);
+  });
   reading.activation_elapsed = since(start);
   start = Clock::now();
   contained(env, "static facts", &cancellation, [&] {
@@ -400,6 +402,7 @@ HostFacts gather_host_facts(const HostFactsOptions& options,
     reading->request = options.request;
     reading->caches = caches;
     reading->ld_cache = ld_cache;
+    reading->resources = options.probe_limits;
     auto is_env = std::make_shared<bool>(true);
     const auto run_as = options.discovery.run_as;
     const auto stall = run_bounded(

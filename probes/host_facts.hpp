@@ -46,6 +46,9 @@ struct HostFactsOptions {
   facts::ProbeRequest request;
   // Stops activation scripts that are running when the scan is cancelled.
   const Cancellation* cancellation = nullptr;
+  // What each activation's process tree may use: the probes' limits, since
+  // activate.d scripts are the env's code as much as its imports are.
+  ResourceLimits probe_limits;
   // Envs read at once (0: the number of cores; at most 8 whatever it says);
   // envs on one network or FUSE filesystem are read one at a time all the
   // same. The summed timings of the facts (timing_ms) then exceed the time

@@ -61,9 +61,10 @@ std::vector<LibraryLookup> lookup_libraries(const PythonEnv& env, const Environm
   for (const auto& name : names) {
     LibraryLookup lookup;
     lookup.name = name;
-    auto found = executable.empty() ? std::variant<LoadedObject, MissingLibrary>(MissingLibrary{
-                                          name, {}, {"(the env's interpreter is missing)"}, {}, {}})
-                                    : locate_library(name, executable, search, elf_cache);
+    auto found = executable.empty()
+                     ? std::variant<LoadedObject, MissingLibrary>(MissingLibrary{
+                           name, {}, {"(the env's interpreter is missing)"}, {}, {}, {}})
+                     : locate_library(name, executable, search, elf_cache);
     if (const auto* object = std::get_if<LoadedObject>(&found)) {
       lookup.path = object->path;
       lookup.found_via = object->found_via;
@@ -71,6 +72,10 @@ std::vector<LibraryLookup> lookup_libraries(const PythonEnv& env, const Environm
       const auto& miss = std::get<MissingLibrary>(found);
       lookup.searched = miss.searched;
       lookup.other_versions = miss.other_versions;
+      lookup.incomplete = miss.incomplete;
+      if (!miss.incomplete.empty()) {
+        FileProblemLog::record(name, "was not looked up to the end: " + miss.incomplete);
+      }
     }
     lookups.push_back(std::move(lookup));
   }

@@ -10,6 +10,7 @@
 #include <cstring>
 #include <deque>
 #include <set>
+#include <unordered_set>
 
 #include "probes/process_runner.hpp"
 #include "probes/small_files.hpp"
@@ -17,6 +18,21 @@
 
 namespace envcontract::probes {
 namespace fs = std::filesystem;
+
+namespace {
+
+// A file refused as no linker's is a hostile file of the env being read,
+// each time an env meets it (the cache serves every env).
+const common::Result<std::shared_ptr<const ElfFile>>& noted(
+    const fs::path& path, const common::Result<std::shared_ptr<const ElfFile>>& file) {
+  if (!file && file.error().starts_with(k_refused_elf)) {
+    FileProblemLog::record(
+        path, "is refused as a shared library: " + file.error().substr(k_refused_elf.size()));
+  }
+  return file;
+}
+
+}  // namespace
 
 common::Result<std::shared_ptr<const ElfFile>> ElfCache::get(const fs::path& path) {
   note_reading(path);
@@ -45,7 +61,7 @@ common::Result<std::shared_ptr<const ElfFile>> ElfCache::get(const fs::path& pat
     if (it != m_entries.end() && it->second.size == static_cast<std::uintmax_t>(info.st_size) &&
         it->second.mtime == mtime && it->second.ctime == ctime &&
         it->second.device == info.st_dev && it->second.inode == info.st_ino) {
-      return it->second.file;
+      return noted(path, it->second.file);
     }
   }
   auto file = ElfFile::open(path);
@@ -59,11 +75,23 @@ common::Result<std::shared_ptr<const ElfFile>> ElfCache::get(const fs::path& pat
                          after.st_ctim.tv_sec == info.st_ctim.tv_sec &&
                          after.st_ctim.tv_nsec == info.st_ctim.tv_nsec;
   std::lock_guard lock(m_mutex);
+  const std::uint64_t bytes = file ? file.value()->bytes_held() : 0;
+  // Past its bound the cache keeps no more: a file is then parsed again by
+  // the next env that needs it, rather than crafted files of one env
+  // filling the agent's memory until the scan ends.
   if (m_generation == generation && unchanged) {
-    m_entries[path] = {
-        static_cast<std::uintmax_t>(info.st_size), mtime, ctime, info.st_dev, info.st_ino, file};
+    auto& entry = m_entries[path];
+    const std::uint64_t replaced = entry.file ? entry.file.value()->bytes_held() : 0;
+    if (m_bytes - replaced + bytes <= m_max_bytes) {
+      m_bytes = m_bytes - replaced + bytes;
+      entry = {
+          static_cast<std::uintmax_t>(info.st_size), mtime, ctime, info.st_dev, info.st_ino, file};
+    } else {
+      m_bytes -= replaced;
+      m_entries.erase(path);
+    }
   }
-  return file;
+  return noted(path, file);
 }
 
 void ElfCache::clear() {
@@ -71,6 +99,7 @@ void ElfCache::clear() {
   {
     std::lock_guard lock(m_mutex);
     entries.swap(m_entries);
+    m_bytes = 0;
     ++m_generation;
   }
   // The files are freed here, outside the lock.
@@ -79,6 +108,11 @@ void ElfCache::clear() {
 std::size_t ElfCache::size() const {
   std::lock_guard lock(m_mutex);
   return m_entries.size();
+}
+
+std::uint64_t ElfCache::bytes_held() const {
+  std::lock_guard lock(m_mutex);
+  return m_bytes;
 }
 
 std::string host_loader_platform() {
@@ -108,6 +142,9 @@ std::vector<std::string> split_search_path(const std::string& value) {
     if (c == ':' || c == ';') {
       if (!current.empty()) {
         dirs.push_back(current);
+        if (dirs.size() > k_max_search_list_dirs) {
+          return dirs;
+        }
       }
       current.clear();
     } else {
@@ -121,6 +158,24 @@ namespace {
 
 // A directory no real layout fills this much: past it, the listing stops.
 constexpr std::size_t k_max_listed_names = 100000;
+
+// Bounds of one closure, far above any real one (libtorch_cuda's closure has
+// a few dozen objects, each needing a few dozen libraries) and far below
+// what a crafted library can ask: a DT_NEEDED entry followed or a candidate
+// file tried is one step.
+constexpr std::size_t k_max_closure_objects = 1024;
+constexpr std::size_t k_max_resolver_steps = 100000;
+constexpr std::size_t k_max_search_order = 4 * k_max_search_list_dirs;
+constexpr std::size_t k_max_search_list_bytes = 64 * 1024;
+// Other versions of a missing library are looked for (each searched
+// directory listed) for the first few misses only: they are a hint for
+// people, and a crafted library can miss thousands.
+constexpr std::size_t k_max_hinted_misses = 16;
+// What a closure keeps of its misses: each holds its search order, and a
+// crafted library can miss thousands of names through thousands of
+// directories.
+constexpr std::size_t k_max_kept_misses = 64;
+constexpr std::size_t k_max_searched_per_miss = 256;
 
 // Calls `visit` with the name of each entry of `dir` (nothing when it cannot
 // be listed).
@@ -167,8 +222,7 @@ class Resolver {
     object.needed_as = path.string();
     object.found_via = preloaded ? "executable" : "path";
     const std::size_t index = m_closure.objects.size();
-    m_closure.objects.push_back(std::move(object));
-    m_loader_of.push_back(-1);
+    add_object(std::move(object), -1);
     if (preloaded) {
       m_executable = index;
     }
@@ -194,6 +248,12 @@ class Resolver {
     if (const auto found = locate(name, requester)) {
       return m_closure.objects[*found];
     }
+    if (!m_closure.incomplete.empty()) {
+      MissingLibrary miss;
+      miss.name = name;
+      miss.incomplete = m_closure.incomplete;
+      return miss;
+    }
     return m_closure.missing.back();
   }
 
@@ -211,6 +271,9 @@ class Resolver {
       queue.pop_front();
       const auto elf = m_closure.objects[index].elf;
       for (const auto needed : elf->needed()) {
+        if (!take_step()) {
+          return;
+        }
         const std::string name(needed);
         if (already_loaded(name)) {
           continue;
@@ -222,18 +285,67 @@ class Resolver {
     }
   }
 
-  bool already_loaded(const std::string& name) const {
-    for (const auto& object : m_closure.objects) {
-      if (object.needed_as == name || object.elf->soname() == name) {
-        return true;
-      }
+  bool already_loaded(const std::string& name) const { return m_loaded_names.contains(name); }
+
+  // One more step of the resolution, or false (the closure then marked
+  // incomplete) once a bound is reached.
+  bool take_step() {
+    if (!m_closure.incomplete.empty()) {
+      return false;
     }
-    return false;
+    if (++m_steps > k_max_resolver_steps) {
+      cut_short("resolving it took more than " + std::to_string(k_max_resolver_steps) +
+                " steps (libraries needed and files tried)");
+      return false;
+    }
+    return true;
   }
 
-  std::vector<fs::path> expand(std::string_view list, const LoadedObject& owner) const {
+  // A search list cut at its bound leaves the closure incomplete, since the
+  // loader would search on.
+  void cut_short(const std::string& why) {
+    if (m_closure.incomplete.empty()) {
+      m_closure.incomplete = why + ", so what it loads is unknown";
+    }
+  }
+
+  void check_list_length(std::size_t dirs, const std::string& what) {
+    if (dirs > k_max_search_list_dirs) {
+      cut_short(what + " names more than " + std::to_string(k_max_search_list_dirs) +
+                " directories: only the first are searched");
+    }
+  }
+
+  void add_object(LoadedObject object, int loader) {
+    m_closure_bytes += object.elf->bytes_held();
+    if (m_closure_bytes > m_search.max_closure_bytes) {
+      const std::uint64_t bound = m_search.max_closure_bytes;
+      cut_short("the libraries it loads hold more than " +
+                (bound >= (1U << 20) ? std::to_string(bound >> 20) + " MiB"
+                                     : std::to_string(bound >> 10) + " KiB") +
+                " of symbol tables");
+    }
+    m_loaded_names.insert(object.needed_as);
+    m_loaded_names.insert(std::string(object.elf->soname()));
+    m_closure.objects.push_back(std::move(object));
+    m_loader_of.push_back(loader);
+  }
+
+  std::vector<fs::path> expand(std::string_view list, const LoadedObject& owner,
+                               const std::string& what) {
     std::vector<fs::path> dirs;
-    for (auto dir : split_search_path(std::string(list))) {
+    // Only the start of a list longer than any real one is split: the list
+    // is expanded again for every library its object needs.
+    if (list.size() > k_max_search_list_bytes) {
+      cut_short(what + " of " + owner.path.filename().string() + " is longer than " +
+                std::to_string(k_max_search_list_bytes / 1024) +
+                " KiB: only its start is searched");
+      list = list.substr(0, k_max_search_list_bytes);
+    }
+    auto listed = split_search_path(std::string(list));
+    check_list_length(listed.size(), what + " of " + owner.path.filename().string());
+    listed.resize(std::min(listed.size(), k_max_search_list_dirs));
+    for (auto dir : listed) {
       // $ORIGIN is the directory of the object as it was found, symlinks kept.
       const std::string origin = owner.path.parent_path().string();
       replace_all(dir, "${ORIGIN}", origin);
@@ -247,36 +359,51 @@ class Resolver {
     return dirs;
   }
 
-  std::vector<Candidate> search_order(std::size_t requester) const {
+  std::vector<Candidate> search_order(std::size_t requester) {
     std::vector<Candidate> order;
+    // False once the order is as long as it may be (the closure is then
+    // incomplete): a chain of loaders each with a long RPATH multiplies.
+    auto room = [&] {
+      if (order.size() < k_max_search_order) {
+        return true;
+      }
+      cut_short("a search order is longer than " + std::to_string(k_max_search_order) +
+                " directories (loaders' RPATHs, LD_LIBRARY_PATH, RUNPATH): only the first are "
+                "searched");
+      return false;
+    };
     const auto& object = m_closure.objects[requester];
     // DT_RPATH of the requester and of every object up its loader chain, each
     // only when that object has no DT_RUNPATH; none at all when the requester
     // has DT_RUNPATH.
     if (object.elf->runpath().empty()) {
-      for (int at = static_cast<int>(requester); at >= 0; at = m_loader_of[at]) {
+      for (int at = static_cast<int>(requester); at >= 0 && room(); at = m_loader_of[at]) {
         const auto& loader = m_closure.objects[at];
         if (loader.elf->runpath().empty() && !loader.elf->rpath().empty()) {
-          for (const auto& dir : expand(loader.elf->rpath(), loader)) {
+          for (const auto& dir : expand(loader.elf->rpath(), loader, "the RPATH")) {
             order.push_back({dir, "RPATH of " + loader.path.filename().string()});
           }
         }
       }
       // Then the executable's own DT_RPATH, for objects it dlopens.
-      if (m_executable && *m_executable != requester) {
+      if (m_executable && *m_executable != requester && room()) {
         const auto& executable = m_closure.objects[*m_executable];
         if (executable.elf->runpath().empty() && !executable.elf->rpath().empty()) {
-          for (const auto& dir : expand(executable.elf->rpath(), executable)) {
+          for (const auto& dir : expand(executable.elf->rpath(), executable, "the RPATH")) {
             order.push_back({dir, "RPATH of " + executable.path.filename().string()});
           }
         }
       }
     }
-    for (const auto& dir : m_search.ld_library_path) {
-      order.push_back({dir, "LD_LIBRARY_PATH"});
+    check_list_length(m_search.ld_library_path.size(), "LD_LIBRARY_PATH");
+    for (std::size_t i = 0; i < std::min(m_search.ld_library_path.size(), k_max_search_list_dirs);
+         ++i) {
+      order.push_back({m_search.ld_library_path[i], "LD_LIBRARY_PATH"});
     }
-    for (const auto& dir : expand(object.elf->runpath(), object)) {
-      order.push_back({dir, "RUNPATH of " + object.path.filename().string()});
+    if (room()) {
+      for (const auto& dir : expand(object.elf->runpath(), object, "the RUNPATH")) {
+        order.push_back({dir, "RUNPATH of " + object.path.filename().string()});
+      }
     }
     return order;
   }
@@ -300,6 +427,9 @@ class Resolver {
   // Tries one candidate file; true when it was loaded.
   bool try_candidate(const fs::path& raw_path, const std::string& name, std::size_t requester,
                      const std::string& how, MissingLibrary& miss) {
+    if (!take_step()) {
+      return false;
+    }
     const fs::path path = raw_path.lexically_normal();
     if (!path_exists(path)) {
       return false;
@@ -314,6 +444,10 @@ class Resolver {
       miss.rejected.push_back(path.string() + ": " + why);
       return false;
     }
+    if (m_closure.objects.size() >= k_max_closure_objects) {
+      cut_short("it loads more than " + std::to_string(k_max_closure_objects) + " libraries");
+      return false;
+    }
     LoadedObject object;
     object.path = path;
     object.elf = elf;
@@ -321,9 +455,17 @@ class Resolver {
     object.needed_by = m_closure.objects[requester].path;
     object.found_via = how;
     object.system = how == "ld.so.cache" || how == "system";
-    m_closure.objects.push_back(std::move(object));
-    m_loader_of.push_back(static_cast<int>(requester));
+    add_object(std::move(object), static_cast<int>(requester));
     return true;
+  }
+
+  // Notes one more place searched for `miss`, up to a bound.
+  static void searched(MissingLibrary& miss, std::string place) {
+    if (miss.searched.size() < k_max_searched_per_miss) {
+      miss.searched.push_back(std::move(place));
+    } else if (miss.searched.size() == k_max_searched_per_miss) {
+      miss.searched.push_back("(and more places, not listed)");
+    }
   }
 
   std::optional<std::size_t> locate(const std::string& name, std::size_t requester) {
@@ -335,16 +477,16 @@ class Resolver {
       if (try_candidate(name, name, requester, "path", miss)) {
         return next;
       }
-      miss.searched.push_back(name + " (a path)");
+      searched(miss, name + " (a path)");
     } else {
       for (const auto& candidate : search_order(requester)) {
-        miss.searched.push_back(candidate.dir.string() + " (" + candidate.how + ")");
+        searched(miss, candidate.dir.string() + " (" + candidate.how + ")");
         if (try_candidate(candidate.dir / name, name, requester, candidate.how, miss)) {
           return next;
         }
       }
       if (m_search.cache) {
-        miss.searched.push_back(under_root(m_search.root, "/etc/ld.so.cache").string());
+        searched(miss, under_root(m_search.root, "/etc/ld.so.cache").string());
         for (const auto& path : m_search.cache->lookup(name)) {
           if (try_candidate(path, name, requester, "ld.so.cache", miss)) {
             return next;
@@ -352,13 +494,24 @@ class Resolver {
         }
       }
       for (const auto& dir : m_search.system_dirs) {
-        miss.searched.push_back(dir.string() + " (system)");
+        searched(miss, dir.string() + " (system)");
         if (try_candidate(dir / name, name, requester, "system", miss)) {
           return next;
         }
       }
     }
-    find_other_versions(miss);
+    // A search cut short by a bound found no answer, not a missing library.
+    if (!m_closure.incomplete.empty()) {
+      return std::nullopt;
+    }
+    if (m_closure.missing.size() >= k_max_kept_misses) {
+      cut_short("more than " + std::to_string(k_max_kept_misses) +
+                " of the libraries it needs are missing");
+      return std::nullopt;
+    }
+    if (m_closure.missing.size() < k_max_hinted_misses) {
+      find_other_versions(miss);
+    }
     m_closure.missing.push_back(std::move(miss));
     return std::nullopt;
   }
@@ -402,6 +555,9 @@ class Resolver {
   std::vector<int> m_loader_of;                // index of the object whose DT_NEEDED loaded it
   std::shared_ptr<const ElfFile> m_reference;  // the first object: its class is the process's
   std::optional<std::size_t> m_executable;
+  std::unordered_set<std::string> m_loaded_names;  // needed_as and soname of every object
+  std::size_t m_steps = 0;
+  std::uint64_t m_closure_bytes = 0;
 };
 
 }  // namespace

@@ -31,6 +31,10 @@ class ElfCache {
   // stalled mount) does not put its file back.
   void clear();
   std::size_t size() const;
+  std::uint64_t bytes_held() const;  // what the kept files hold (ElfFile::bytes_held)
+
+  // Past `max_bytes` the cache keeps no more files (each is still returned).
+  explicit ElfCache(std::uint64_t max_bytes = 512ULL * 1024 * 1024) : m_max_bytes(max_bytes) {}
 
  private:
   // Which file was parsed: a file rewritten in place keeps its inode, and
@@ -45,6 +49,8 @@ class ElfCache {
   };
   mutable std::mutex m_mutex;
   std::map<std::filesystem::path, Entry> m_entries;
+  std::uint64_t m_max_bytes;
+  std::uint64_t m_bytes = 0;       // bytes_held of the kept files
   std::uint64_t m_generation = 0;  // clear() calls so far
 };
 
@@ -65,10 +71,19 @@ struct SearchEnvironment {
   // absolute directories (RPATH, RUNPATH, LD_LIBRARY_PATH, the system's)
   // are that tree's. `cache` and `system_dirs` are already under it.
   std::filesystem::path root = "/";
+  // What the parsed objects of one closure may hold at once: past it the
+  // closure is cut short (LinkClosure::incomplete). libtorch_cuda's whole
+  // closure holds under 100 MB.
+  std::uint64_t max_closure_bytes = 512ULL * 1024 * 1024;
 };
 
+// The most directories one search list (LD_LIBRARY_PATH, an RPATH or a
+// RUNPATH) gives the resolver; real ones name a few dozen at most.
+inline constexpr std::size_t k_max_search_list_dirs = 1024;
+
 // LD_LIBRARY_PATH of `environment` split as the loader splits it (":" or ";";
-// empty entries dropped).
+// empty entries dropped), at most k_max_search_list_dirs + 1 of them (the one
+// more tells a list that was cut).
 std::vector<std::string> split_search_path(const std::string& value);
 
 struct LoadedObject {
@@ -86,6 +101,10 @@ struct LinkClosure {
   std::vector<LoadedObject> objects;  // load order: preloaded, root, then breadth-first
   std::vector<MissingLibrary> missing;
   std::vector<std::string> errors;  // unreadable or non-ELF files met on the way
+  // Set when a bound stopped the resolution (a crafted library's thousands
+  // of DT_NEEDED entries or search directories): what it says, the rest
+  // of the closure unknown.
+  std::string incomplete;
 };
 
 // Resolves the dependency closure of `root` the way ld.so would when a

@@ -3,6 +3,7 @@
 #include <set>
 
 #include "probes/library_lookup.hpp"
+#include "probes/small_files.hpp"
 
 #include <algorithm>
 
@@ -50,6 +51,14 @@ LibraryLinkage analyse(const fs::path& path, const fs::path& executable,
     library.closure.push_back({name_of(object), needed_by, object.path});
   }
   library.missing = closure.missing;
+  // A closure cut short by a bound is no evidence either way: its symbols
+  // are not judged (those of libraries never looked for would seem
+  // unresolved), and the env's facts are reported incomplete.
+  if (!closure.incomplete.empty()) {
+    library.error = closure.incomplete;
+    FileProblemLog::record(path, "is not fully resolved: " + closure.incomplete);
+    return library;
+  }
   library.symbols = resolve_symbols(closure);
   return library;
 }

@@ -49,8 +49,13 @@ void parse_into(const std::string& text, bool split, std::vector<ProbeReport>& r
     } else if (type == "end") {
       current().ended = true;
       const auto seconds = record.find("seconds");
-      if (seconds != record.end() && seconds->is_number() && seconds->get<double>() >= 0) {
-        current().seconds = seconds->get<double>();
+      // A time no stage can take (1e300, from env code that wrote the
+      // record itself) would overflow the milliseconds it becomes.
+      constexpr double k_longest_stage_seconds = 366.0 * 24 * 3600;
+      const double value =
+          seconds != record.end() && seconds->is_number() ? seconds->get<double>() : -1;
+      if (value >= 0 && value <= k_longest_stage_seconds) {
+        current().seconds = value;
       }
     } else {
       current().records.push_back(facts::probe_record_from_json(record));

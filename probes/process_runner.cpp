@@ -27,6 +27,7 @@
 #include <boost/process/io.hpp>
 #include <cerrno>
 #include <cstring>
+#include <map>
 #include <mutex>
 #include <thread>
 
@@ -45,9 +46,51 @@ constexpr std::chrono::milliseconds k_first_poll{1};
 constexpr std::chrono::milliseconds k_max_poll{20};
 
 // Processes left behind unkillable (see run_process), at most: each holds a
-// task and a waiting thread of the agent.
-constexpr int k_max_left_behind = 32;
-std::atomic<int> g_left_behind{0};
+// task and a waiting thread of the agent. Counted per user the processes
+// ran as too, so that one user's envs on filesystems that never answer stop
+// that user's probes, not everyone's.
+constexpr int k_max_left_behind = 64;
+constexpr int k_max_left_behind_per_user = 8;
+
+class LeftBehind {
+ public:
+  // "" when a process of `uid` may start, else why not.
+  std::string refusal(uid_t uid) const {
+    std::lock_guard lock(m_mutex);
+    if (m_total >= k_max_left_behind) {
+      return std::to_string(m_total) +
+             " processes of this agent are left behind, unkillable (asleep on filesystems that "
+             "do not answer): no more are started until they end";
+    }
+    const auto found = m_per_user.find(uid);
+    if (found != m_per_user.end() && found->second >= k_max_left_behind_per_user) {
+      return std::to_string(found->second) + " processes run as uid " + std::to_string(uid) +
+             " are left behind, unkillable (asleep on filesystems that do not answer): no more "
+             "are started as that user until they end";
+    }
+    return {};
+  }
+  void add(uid_t uid) {
+    std::lock_guard lock(m_mutex);
+    ++m_total;
+    ++m_per_user[uid];
+  }
+  void remove(uid_t uid) {
+    std::lock_guard lock(m_mutex);
+    --m_total;
+    if (--m_per_user[uid] == 0) {
+      m_per_user.erase(uid);
+    }
+  }
+
+ private:
+  mutable std::mutex m_mutex;
+  int m_total = 0;
+  std::map<uid_t, int> m_per_user;
+};
+
+// Never destroyed: a detached waiting thread may end after main returns.
+LeftBehind& g_left_behind = *new LeftBehind;
 // Where no cgroup holds a probe's processes, this variable in their
 // environment tells them apart.
 constexpr const char* k_marker_variable = "ENVCONTRACT_PROBE";
@@ -313,10 +356,9 @@ ProcessResult run_process(const ProcessSpec& spec, const ProcessLimits& limits,
     result.cancel_reason = limits.cancellation->reason();
     return result;
   }
-  if (g_left_behind.load() >= k_max_left_behind) {
-    result.error = std::to_string(k_max_left_behind) +
-                   " processes of this agent are left behind, unkillable (asleep on filesystems "
-                   "that do not answer): no more are started until they end";
+  const uid_t runs_as = spec.credentials ? spec.credentials->uid : ::geteuid();
+  if (auto refusal = g_left_behind.refusal(runs_as); !refusal.empty()) {
+    result.error = std::move(refusal);
     return result;
   }
   // Boost.Process reports a failed exec only through a pipe that is easy to
@@ -424,9 +466,19 @@ ProcessResult run_process(const ProcessSpec& spec, const ProcessLimits& limits,
   };
   std::function<void()> on_tick = [&] {
     if (!exited) {
-      const pid_t reaped = ::waitpid(pid, &status, WNOHANG);
-      if (reaped == pid) {
+      // Seen exited but not reaped (WNOWAIT): while the leader is a zombie
+      // its pid, the group's id, cannot be given to another process, so
+      // killpg below and after the drain reaches the probe's group and no
+      // one else's. It is reaped once its group is ended.
+      siginfo_t info{};
+      if (::waitid(P_PID, static_cast<id_t>(pid), &info, WEXITED | WNOHANG | WNOWAIT) == 0 &&
+          info.si_pid == pid) {
         exited = true;
+        // How it ended, as waitpid would say it: taken here, so that the
+        // reaping below cannot lose it.
+        status = info.si_code == CLD_EXITED   ? (info.si_status & 0xff) << 8
+                 : info.si_code == CLD_DUMPED ? (info.si_status & 0x7f) | 0x80
+                                              : info.si_status & 0x7f;
         end_group();  // descendants left in its group die with it
         drain_deadline = Clock::now() + limits.drain_grace;
       } else if (!timed_out && !cancelled && Clock::now() >= deadline_now()) {
@@ -483,7 +535,13 @@ ProcessResult run_process(const ProcessSpec& spec, const ProcessLimits& limits,
     stuck.push_back(pid);
   } else {
     end_group();
+    if (exited) {
+      while (::waitpid(pid, nullptr, 0) < 0 && errno == EINTR) {
+      }
+    }
     reap_group(pid);
+    // The leader is reaped: its pid may already be another process's.
+    std::erase(escaped, pid);
     // They were re-parented to us (the agent is their subreaper): no zombie is left.
     reap_adopted(std::move(escaped));
     // A descendant asleep where SIGKILL does not reach (bash's child on a
@@ -497,8 +555,8 @@ ProcessResult run_process(const ProcessSpec& spec, const ProcessLimits& limits,
     // end (their filesystem answers or goes), the cgroup removed then.
     result.left_behind = true;
     std::vector<std::string> dirs = cgroup ? cgroup->release() : std::vector<std::string>();
-    g_left_behind.fetch_add(1);
-    std::thread([stuck, dirs = std::move(dirs)] {
+    g_left_behind.add(runs_as);
+    std::thread([stuck, dirs = std::move(dirs), runs_as] {
       for (const pid_t each : stuck) {
         while (::waitpid(each, nullptr, 0) < 0 && errno == EINTR) {
         }
@@ -513,7 +571,7 @@ ProcessResult run_process(const ProcessSpec& spec, const ProcessLimits& limits,
           std::this_thread::sleep_for(std::chrono::milliseconds(5));
         }
       }
-      g_left_behind.fetch_sub(1);
+      g_left_behind.remove(runs_as);
     }).detach();
   }
 

@@ -19,6 +19,11 @@ namespace {
 constexpr std::size_t k_max_pth_files = 256;
 constexpr std::size_t k_max_entries = 1024;
 constexpr std::size_t k_max_notes = 32;
+// Editable installs' import hooks: Python imports each finder module once
+// however many .pth lines import it, so each is read once here; and the
+// modules they map are bounded like the path (a real finder maps a few).
+constexpr std::size_t k_max_editable_finders = 256;
+constexpr std::size_t k_max_editable_modules = 4096;
 
 // "3.10" from "3.10.13"; "" when the version is unknown.
 std::string major_minor(const std::string& version) {
@@ -371,8 +376,18 @@ class SearchPathBuilder {
            std::to_string(number) + "); what it does to sys.path is not read from files");
       return;
     }
+    // A module imported again is not run again: sys.modules has it.
+    if (m_finders_read.contains(finder)) {
+      return;
+    }
+    if (m_finders_read.size() >= k_max_editable_finders) {
+      incomplete("more than " + std::to_string(k_max_editable_finders) +
+                 " editable installs' import hooks: the rest are not read");
+      return;
+    }
+    m_finders_read.insert(finder);
     const fs::path file = site / (finder + ".py");
-    const std::string source = read_env_file(file, file_limits::python_source).value_or("");
+    const std::string source = read_env_file(file, file_limits::editable_finder).value_or("");
     const auto mapping = parse_string_dict(source, "MAPPING");
     // Namespace packages it serves from directories of their own: code loads
     // from there too.
@@ -387,6 +402,11 @@ class SearchPathBuilder {
       note(file.string() + " (an editable install's import hook) maps no modules that can be read");
     }
     for (const auto& [module, path] : mapping) {
+      if (m_path.editable.size() >= k_max_editable_modules) {
+        incomplete("more than " + std::to_string(k_max_editable_modules) +
+                   " modules of editable installs: the rest are not read");
+        return;
+      }
       if (is_python_identifier(module) && fs::path(path).is_absolute() &&
           path_exists(in_tree(path))) {
         m_path.editable.push_back({module, in_tree(path), file});
@@ -405,6 +425,7 @@ class SearchPathBuilder {
   bool m_platlib64 = false;  // the base keeps its standard library in lib64 (platlibdir)
   SearchPath m_path;
   std::set<std::string> m_known;
+  std::set<std::string> m_finders_read;  // editable finder modules, by module name
 };
 
 // A Python string literal starting at `at` ('...' or "..."); advances `at`

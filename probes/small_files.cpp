@@ -160,16 +160,45 @@ FileProblemLog::~FileProblemLog() {
 }
 
 void FileProblemLog::record(const std::filesystem::path& path, std::string problem) {
-  if (t_innermost_log != nullptr) {
-    t_innermost_log->m_problems.push_back({path, std::move(problem)});
+  // Once per path, and a bounded number in all: a crafted library met at
+  // every step of a resolution must not fill the log.
+  constexpr std::size_t k_max_problems = 4096;
+  FileProblemLog* log = t_innermost_log;
+  if (log != nullptr && log->m_problems.size() < k_max_problems &&
+      log->m_paths.insert(path).second) {
+    log->m_problems.push_back({path, std::move(problem)});
   }
+}
+
+FileProblemLog* FileProblemLog::innermost() {
+  return t_innermost_log;
 }
 
 std::optional<std::string> read_env_file(const std::filesystem::path& path,
                                          const FileLimits& limits) {
+  FileProblemLog* log = FileProblemLog::innermost();
+  std::size_t* read_so_far =
+      limits.max_bytes_per_env != 0 && log != nullptr ? &log->read_so_far(limits) : nullptr;
+  const auto over_budget = [&] {
+    FileProblemLog::record(path, std::string("is not read: the env's ") + limits.kind +
+                                     "s add up to more than " +
+                                     std::to_string(limits.max_bytes_per_env >> 20) +
+                                     " MiB (links to one large file?)");
+    *read_so_far = limits.max_bytes_per_env;
+    return std::nullopt;
+  };
+  if (read_so_far != nullptr && *read_so_far >= limits.max_bytes_per_env) {
+    return over_budget();
+  }
   auto read = read_file_bounded(path, limits);
   if (!read.refusal.empty()) {
     FileProblemLog::record(path, std::move(read.refusal));
+  }
+  if (read_so_far != nullptr && read.text) {
+    if (read.text->size() > limits.max_bytes_per_env - *read_so_far) {
+      return over_budget();
+    }
+    *read_so_far += read.text->size();
   }
   return std::move(read.text);
 }

@@ -3,6 +3,7 @@
 #include <filesystem>
 #include <map>
 #include <optional>
+#include <set>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -26,14 +27,27 @@ struct FileLimits {
   std::size_t max_bytes;          // larger files are refused ...
   bool prefix_is_enough = false;  // ... unless their top is all we need (METADATA headers)
   std::size_t max_line = 0;       // a longer line refuses the file; 0: lines are not bounded
+  // What files of this kind may add up to in one env (read_env_file, under
+  // a FileProblemLog); 0: no bound. A thousand RECORDs linked to one large
+  // file must not cost a thousand times that file.
+  std::size_t max_bytes_per_env = 0;
 };
 
 namespace file_limits {
 inline constexpr FileLimits metadata{"package metadata", 64 * 1024, true, 0};
 inline constexpr FileLimits small_text{"small text file", 64 * 1024, false, 4096};
 inline constexpr FileLimits python_source{"Python source", 256 * 1024, false, 4096};
-inline constexpr FileLimits record{"RECORD file list", 16 * 1024 * 1024, false, 64 * 1024};
-inline constexpr FileLimits conda_record{"conda-meta record", 32 * 1024 * 1024, false, 0};
+// setuptools writes an editable install's MAPPING on one line, as long as
+// the modules it maps make it.
+inline constexpr FileLimits editable_finder{"editable install's import hook", 1024 * 1024, false,
+                                            0};
+// A real env's RECORDs add up to a few MB, tens with the largest SDKs
+// (torch's is about 2 MB), and are kept as file lists; its conda-meta records to tens of MB
+// (parsed, then dropped).
+inline constexpr FileLimits record{"RECORD file list", 16 * 1024 * 1024, false, 64 * 1024,
+                                   128 * 1024 * 1024};
+inline constexpr FileLimits conda_record{"conda-meta record", 32 * 1024 * 1024, false, 0,
+                                         512 * 1024 * 1024};
 inline constexpr FileLimits conda_config{"conda configuration", 1024 * 1024, false, 64 * 1024};
 inline constexpr FileLimits env_list{"list of envs", 1024 * 1024, false, 4096};
 }  // namespace file_limits
@@ -68,10 +82,15 @@ class FileProblemLog {
 
   static void record(const std::filesystem::path& path, std::string problem);
   std::vector<FileProblem> take() { return std::move(m_problems); }
+  // Bytes of files of `limits`' kind read under this log so far.
+  std::size_t& read_so_far(const FileLimits& limits) { return m_read_per_kind[limits.kind]; }
+  static FileProblemLog* innermost();
 
  private:
   FileProblemLog* m_outer;
   std::vector<FileProblem> m_problems;
+  std::set<std::filesystem::path> m_paths;  // of m_problems
+  std::map<std::string, std::size_t> m_read_per_kind;
 };
 
 // read_file_bounded for files taken from envs: a refusal goes to the

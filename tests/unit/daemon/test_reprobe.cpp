@@ -29,6 +29,19 @@ class Reprobe : public ::testing::Test {
     const auto copied = testing::run_command(
         {"/bin/cp", "-a", (demo_host() / "venvs/xpu210v").string(), m_prefix.string()});
     ASSERT_EQ(copied.exit_code, 0) << copied.err;
+    // And a base interpreter of its own: the demo host's shares its files'
+    // inodes (hard links, as conda's package cache does) with the machine's
+    // Python and other tests' trees, and a link made to one of them while
+    // this test runs changes its change time, which the fingerprint reads.
+    const fs::path base = m_dir.path() / "python3.10";
+    const auto base_copied = testing::run_command(
+        {"/bin/cp", "-a", (demo_host() / "opt/python3.10").string(), base.string()});
+    ASSERT_EQ(base_copied.exit_code, 0) << base_copied.err;
+    std::ofstream(m_prefix / "pyvenv.cfg")
+        << "home = " << (base / "bin").string()
+        << "\ninclude-system-site-packages = false\nversion = 3.10.13\n";
+    fs::remove(m_prefix / "bin/python3.10");
+    fs::create_symlink(base / "bin/python3.10", m_prefix / "bin/python3.10");
     const auto contract = m_dir.write("contract.yaml",
                                       "schema_version: 1\nname: reprobe\nchecks:\n"
                                       "  - {id: py, kind: python, version: \"3.10\"}\n");

@@ -10,6 +10,7 @@
 #include <fstream>
 
 #include "probes/discovery.hpp"
+#include "probes/host_facts.hpp"
 #include "tests/support/demo_host.hpp"
 #include "tests/support/temp_dir.hpp"
 
@@ -113,6 +114,32 @@ TEST(Activation, FailingAndHangingScriptsAreProblems) {
   const auto hanging = conda_env_with_script(dir, "hanging", "sleep 60\n");
   const auto hung = activate(hanging, std::chrono::milliseconds(300));
   EXPECT_TRUE(hung.problem.starts_with("activation timed out")) << hung.problem;
+}
+
+// An activate.d script is the env's code: it runs under the limits the
+// agent's configuration gives probes (probe_limits), not the defaults.
+TEST(Activation, ScriptsRunUnderTheConfiguredProbeLimits) {
+  testing::TempDir dir;
+  const auto env = conda_env_with_script(
+      dir, "limited", "export SEEN_NOFILE=\"$(ulimit -n)\" SEEN_DATA=\"$(ulimit -d)\"\n");
+  ResourceLimits limits;
+  limits.open_files = 123;
+  limits.memory_bytes = 300ULL << 20;
+  const auto direct = activate(env, std::chrono::seconds(30), nullptr, limits);
+  ASSERT_EQ(direct.problem, "");
+  EXPECT_EQ(direct.activated.at("SEEN_NOFILE"), "123");
+  EXPECT_EQ(direct.activated.at("SEEN_DATA"), std::to_string(300 * 1024));  // in KiB
+
+  ActivationCache cache;
+  EXPECT_EQ(cache.get(env, nullptr, limits).activated.at("SEEN_NOFILE"), "123");
+
+  // And through a host's facts, as a scan reads them.
+  HostFactsOptions options;
+  options.discovery.prefixes = {env.prefix};
+  options.probe_limits = limits;
+  const auto host = gather_host_facts(options, std::make_shared<FactCaches>());
+  ASSERT_EQ(host.envs.size(), 1U);
+  EXPECT_EQ(host.envs[0].activation.activated.at("SEEN_NOFILE"), "123");
 }
 
 TEST(Activation, CondaEnvVarsAreAppliedBeforeActivateD) {

@@ -6,6 +6,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <fstream>
 #include <set>
 
@@ -276,6 +277,50 @@ TEST(Discovery, AHomesCondaFilesAreReadAsItsOwner) {
       << problems;
   EXPECT_NE(problems.find(lab.string() + ": not searched for envs: nobody, whom it is read as, "
                                          "cannot enter it (Permission denied)"),
+            std::string::npos)
+      << problems;
+}
+
+// A user's conda installation whose envs/ links to a directory only root
+// may list: listed as its owner, that directory's entries are not named in
+// the report (as root, each was reported "not a Python environment").
+TEST(Discovery, AnInstallationsEnvsAreListedAsItsOwner) {
+  if (::geteuid() != 0) {
+    GTEST_SKIP() << "skipped: needs root, to give an installation to another user";
+  }
+  const uid_t carol = 54323;
+  const passwd* nobody = ::getpwnam("nobody");
+  if (nobody == nullptr) {
+    GTEST_SKIP() << "skipped: there is no user nobody here";
+  }
+  const auto open_to_all = fs::perms::owner_all | fs::perms::group_read | fs::perms::group_exec |
+                           fs::perms::others_read | fs::perms::others_exec;
+  testing::TempDir outside;
+  fs::permissions(outside.path(), open_to_all);
+  fs::create_directories(outside.path() / "root-only" / "leaked-dir-name");
+  fs::permissions(outside.path() / "root-only", fs::perms::owner_all);
+  testing::TempDir dir;
+  fs::permissions(dir.path(), open_to_all);
+  const fs::path installation = dir.path() / "opt" / "carols-conda";
+  make_conda_env(installation, "3.10.13");
+  make_conda_env(dir.path() / "opt" / "theirs" / "envs" / "shared-env", "3.10.13");
+  fs::create_symlink(outside.path() / "root-only", installation / "envs");
+  for (const auto& path : {installation, installation / "conda-meta", installation / "envs"}) {
+    ASSERT_EQ(::lchown(path.c_str(), carol, nobody->pw_gid), 0) << path;
+  }
+  // A root-owned installation next to it is listed as before.
+  make_conda_env(dir.path() / "opt" / "theirs", "3.10.13");
+
+  const auto discovery = discover_envs(under(dir.path()));
+  const std::string problems = all_problems(discovery);
+  // The installation itself is still found (as its base env).
+  EXPECT_TRUE(std::any_of(discovery.envs.begin(), discovery.envs.end(), [&](const PythonEnv& env) {
+    return env.prefix == installation;
+  })) << problems;
+  EXPECT_NE(find_env(discovery, "shared-env"), nullptr) << problems;
+  EXPECT_EQ(problems.find("leaked-dir-name"), std::string::npos) << problems;
+  EXPECT_NE(problems.find((outside.path() / "root-only").string() +
+                          ": cannot read directory: Permission denied"),
             std::string::npos)
       << problems;
 }

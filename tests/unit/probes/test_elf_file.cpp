@@ -207,5 +207,139 @@ TEST(ElfFile, AFifoIsNeverOpenedForReading) {
   EXPECT_EQ(open_error(fifo), "not a regular file");
 }
 
+// The section headers of a 64-bit ELF file held in `bytes`.
+Elf64_Shdr* section_headers(std::string& bytes) {
+  const auto* header = reinterpret_cast<const Elf64_Ehdr*>(bytes.data());
+  return reinterpret_cast<Elf64_Shdr*>(bytes.data() + header->e_shoff);
+}
+
+Elf64_Shdr* section_of_type(std::string& bytes, std::uint32_t type) {
+  const auto* header = reinterpret_cast<const Elf64_Ehdr*>(bytes.data());
+  for (unsigned i = 0; i < header->e_shnum; ++i) {
+    if (section_headers(bytes)[i].sh_type == type) {
+      return &section_headers(bytes)[i];
+    }
+  }
+  ADD_FAILURE() << "no section of type " << type;
+  return nullptr;
+}
+
+std::string read_bytes(const fs::path& path) {
+  std::ifstream file(path, std::ios::binary);
+  return {std::istreambuf_iterator<char>(file), {}};
+}
+
+// A library whose dynamic symbol table and the string table it names claim
+// these sizes (0: as built), placed past its end in a sparse
+// file: a hostile owner pays no disk for them, the agent would pay memory.
+fs::path with_sparse_sections(const testing::TempDir& dir, const std::string& name,
+                              std::uint64_t symbols, std::uint64_t strings = 0) {
+  std::string bytes = read_bytes(dir.path() / "libgood.so");
+  Elf64_Shdr* symbol_table = section_of_type(bytes, SHT_DYNSYM);
+  if (symbol_table == nullptr) {
+    return {};
+  }
+  std::uint64_t end = (bytes.size() + 4095) / 4096 * 4096;
+  auto place = [&end](Elf64_Shdr& section, std::uint64_t size) {
+    section.sh_offset = end;
+    section.sh_size = size;
+    end += (size + 4095) / 4096 * 4096;
+  };
+  if (strings != 0) {
+    place(section_headers(bytes)[symbol_table->sh_link], strings);
+  }
+  if (symbols != 0) {
+    place(*symbol_table, symbols);
+  }
+  dir.write(name, bytes);
+  fs::resize_file(dir.path() / name, end);
+  return dir.path() / name;
+}
+
+TEST(ElfFile, SectionsLargerInAllThanAnyLibrarysAreNotRead) {
+  testing::TempDir dir;
+  testing::build_shared_library(dir.path() / "libgood.so", "int f(void) { return 0; }");
+  // One string table of 257 MiB: refused before it is read.
+  const auto huge = with_sparse_sections(dir, "libhuge.so", 0, 257ULL << 20);
+  EXPECT_TRUE(
+      open_error(huge).starts_with("refused: its dynamic sections add up to more than 256 MiB"))
+      << open_error(huge);
+  // A string table of 170 MiB and a symbol table of 90 MiB: each below the
+  // bound, together above it.
+  const auto two = with_sparse_sections(dir, "libtwo.so", 90ULL << 20, 170ULL << 20);
+  EXPECT_TRUE(
+      open_error(two).starts_with("refused: its dynamic sections add up to more than 256 MiB"))
+      << open_error(two);
+  // A symbol table within the bound but with more symbols than any library:
+  // refused on its header's word, before it is read.
+  const auto many = with_sparse_sections(dir, "libmany.so", 100ULL << 20);
+  EXPECT_EQ(
+      open_error(many),
+      "refused: 4369066 dynamic symbols, more than the 4194304 read of one file (real libraries "
+      "have up to a few hundred thousand): its symbols are not read, so nothing it "
+      "provides or needs can be checked");
+}
+
+// A string table with no NUL before its end makes every name run to the
+// end of it: n symbols cost n times the table, quadratic in a crafted file.
+TEST(ElfFile, NamesThatRunToTheEndOfTheirTableAreACraftedFile) {
+  testing::TempDir dir;
+  std::string source;
+  for (int i = 0; i < 300; ++i) {
+    source += "int function_number_" + std::to_string(i) + "(void) { return " + std::to_string(i) +
+              "; }\n";
+  }
+  testing::build_shared_library(dir.path() / "libmany.so", source);
+  ASSERT_NE(open_ok(dir.path() / "libmany.so"), nullptr);
+  std::string bytes = read_bytes(dir.path() / "libmany.so");
+  const Elf64_Shdr* symbols = section_of_type(bytes, SHT_DYNSYM);
+  ASSERT_NE(symbols, nullptr);
+  const Elf64_Shdr& names = section_headers(bytes)[symbols->sh_link];
+  ASSERT_GT(names.sh_size, 2U);
+  // Every NUL but the table's last (which libelf requires) becomes a letter.
+  std::replace(bytes.begin() + static_cast<std::ptrdiff_t>(names.sh_offset),
+               bytes.begin() + static_cast<std::ptrdiff_t>(names.sh_offset + names.sh_size - 1),
+               '\0', 'x');
+  dir.write("libendless.so", bytes);
+  EXPECT_EQ(
+      open_error(dir.path() / "libendless.so"),
+      "refused: its symbol and library names add up to more than 4 times the string tables that "
+      "hold them: a crafted file (a table with no end to its names), not one a linker "
+      "wrote; its symbols are not read");
+}
+
+// The bounds above leave every real library readable: the largest of this
+// machine's, and the libpython, libstdc++ and libcrypto of the toolchains.
+TEST(ElfFile, TheLargestLibrariesOfThisMachineAreWithinTheBounds) {
+  std::vector<std::pair<std::uintmax_t, fs::path>> libraries;
+  std::error_code error;
+  for (const char* root : {"/usr/lib/x86_64-linux-gnu", "/usr/lib"}) {
+    for (fs::recursive_directory_iterator
+             it(root, fs::directory_options::skip_permission_denied, error),
+         end;
+         it != end; it.increment(error)) {
+      if (error) {
+        break;
+      }
+      const auto name = it->path().filename().string();
+      if (it->is_regular_file(error) && !it->is_symlink(error) &&
+          name.find(".so") != std::string::npos) {
+        libraries.emplace_back(it->file_size(error), it->path());
+      }
+    }
+  }
+  ASSERT_GT(libraries.size(), 20U);
+  std::sort(libraries.rbegin(), libraries.rend());
+  libraries.resize(20);
+  for (const auto& [size, path] : libraries) {
+    const auto opened = ElfFile::open(path);
+    if (!opened) {
+      // Not every large file named *.so is a library; none may hit a bound.
+      EXPECT_EQ(opened.error().find("more than"), std::string::npos)
+          << path << ": " << opened.error();
+    }
+  }
+}
+
 }  // namespace
 }  // namespace envcontract::probes

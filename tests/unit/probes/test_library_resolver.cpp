@@ -4,11 +4,14 @@
 // dlopen(RTLD_NOW) (and ldd's "not found") must match ours.
 #include "probes/library_resolver.hpp"
 
+#include <elf.h>
 #include <gtest/gtest.h>
 
 #include <algorithm>
 #include <fstream>
 
+#include "probes/elf_file.hpp"
+#include "probes/small_files.hpp"
 #include "probes/symbol_resolution.hpp"
 #include "tests/support/compile.hpp"
 #include "tests/support/run_command.hpp"
@@ -30,7 +33,7 @@ struct Verdicts {
 };
 
 class ResolverVersusLoader : public ::testing::Test {
- protected:
+ public:
   fs::path dir(const std::string& name) const { return m_dir.path() / name; }
 
   void library(const std::string& path, const std::string& source,
@@ -78,6 +81,12 @@ class ResolverVersusLoader : public ::testing::Test {
       names.push_back(miss.name);
     }
     return names;
+  }
+
+  // Our closure of `path` alone (no executable), with the host's cache.
+  LinkClosure closure_of(const std::string& path, SearchEnvironment search = {}) {
+    search.cache = m_cache;
+    return resolve_closure(dir(path), {}, search, m_elf_files);
   }
 
   testing::TempDir m_dir;
@@ -257,6 +266,155 @@ TEST(ElfCache, ParsesOnceUntilTheFileChangesOrIsCleared) {
   EXPECT_EQ(cache.size(), 0U);
   // A holder keeps its file alive past clear().
   EXPECT_EQ(rebuilt.value()->definitions("once").size(), 1U);
+}
+
+// "/nowhere/d0:/nowhere/d1:..." of `count` directories.
+std::string search_list(std::size_t count) {
+  std::string list;
+  for (std::size_t i = 0; i < count; ++i) {
+    list += (list.empty() ? "/nowhere/d" : ":/nowhere/d") + std::to_string(i);
+  }
+  return list;
+}
+
+// A RUNPATH of more directories than any real one: the first are searched
+// and the closure is said to be incomplete, never complete on a cut list.
+TEST_F(ResolverVersusLoader, ASearchListLongerThanAnyRealOneLeavesTheClosureIncomplete) {
+  library("scratch/libnothere.so", "int gone(void) { return 0; }");
+  library("c/libC.so", "int gone(void); int c(void) { return gone(); }",
+          {"-L" + dir("scratch").string(), "-lnothere", "-Wl,--enable-new-dtags",
+           "-Wl,-rpath," + search_list(1500)});
+  fs::remove_all(dir("scratch"));
+  const auto closure = closure_of("c/libC.so");
+  EXPECT_EQ(closure.incomplete,
+            "the RUNPATH of libC.so names more than 1024 directories: only the first are "
+            "searched, so what it loads is unknown");
+  EXPECT_TRUE(closure.missing.empty()) << "a search cut short finds no missing library";
+
+  // LD_LIBRARY_PATH likewise.
+  SearchEnvironment search;
+  search.ld_library_path = split_search_path(search_list(3000));
+  EXPECT_EQ(search.ld_library_path.size(), k_max_search_list_dirs + 1);
+  library("e/libE.so", "int e(void) { return 5; }");
+  EXPECT_EQ(closure_of("e/libE.so", search).incomplete,
+            "LD_LIBRARY_PATH names more than 1024 directories: only the first are searched, so "
+            "what it loads is unknown");
+  search.ld_library_path = split_search_path(search_list(1024));
+  EXPECT_EQ(closure_of("e/libE.so", search).incomplete, "");
+}
+
+// `count` missing libraries as DT_NEEDED entries of `library` (one stub
+// without a soname, linked under `count` names, then removed).
+void needing_missing(ResolverVersusLoader& test, const std::string& library, int count,
+                     const std::string& runpath) {
+  const std::string scratch = "scratch-" + std::to_string(count);
+  testing::build_shared_library(test.dir(scratch + "/libstub.so"), "int stub(void) { return 0; }");
+  std::vector<std::string> arguments = {"-L" + test.dir(scratch).string(), "-Wl,--no-as-needed",
+                                        "-Wl,--enable-new-dtags", "-Wl,-rpath," + runpath};
+  for (int i = 0; i < count; ++i) {
+    fs::create_symlink("libstub.so", test.dir(scratch + "/libn" + std::to_string(i) + ".so"));
+    arguments.push_back("-ln" + std::to_string(i));
+  }
+  test.library(library, "int d(void) { return 4; }", arguments);
+  fs::remove_all(test.dir(scratch));
+}
+
+// Sixty missing libraries, each looked for in 2,048 directories
+// (LD_LIBRARY_PATH and RUNPATH): the resolution stops at its bound of steps.
+// Seventy missing through a short search: at the bound of misses kept.
+TEST_F(ResolverVersusLoader, ResolutionStopsAtItsBoundsOfStepsAndMisses) {
+  // Another version of two of them in the first directory searched: the
+  // first miss is given the hint, the 41st (past the first 16) is not.
+  fs::create_directories(dir("hints"));
+  for (const char* name : {"libn0.so.1", "libn40.so.1"}) {
+    std::ofstream(dir("hints") / name) << "";
+  }
+  needing_missing(*this, "d/libD.so", 60, search_list(1024));
+  SearchEnvironment search;
+  search.ld_library_path = split_search_path(dir("hints").string() + ":" + search_list(1023));
+  const auto closure = closure_of("d/libD.so", search);
+  EXPECT_EQ(closure.incomplete,
+            "resolving it took more than 100000 steps (libraries needed and files tried), so "
+            "what it loads is unknown");
+  ASSERT_GT(closure.missing.size(), 41U);
+  EXPECT_LT(closure.missing.size(), 60U);
+  EXPECT_EQ(closure.missing[0].other_versions, std::vector<fs::path>{dir("hints/libn0.so.1")});
+  EXPECT_EQ(closure.missing[40].name, "libn40.so");
+  EXPECT_TRUE(closure.missing[40].other_versions.empty());
+  // What each miss keeps of where it was looked for is bounded too.
+  EXPECT_EQ(closure.missing[0].searched.size(), 257U);
+  EXPECT_EQ(closure.missing[0].searched.back(), "(and more places, not listed)");
+
+  needing_missing(*this, "e/libE.so", 70, "$ORIGIN");
+  const auto many = closure_of("e/libE.so");
+  EXPECT_EQ(many.incomplete,
+            "more than 64 of the libraries it needs are missing, so what it loads is unknown");
+  EXPECT_EQ(many.missing.size(), 64U);
+}
+
+// What one closure's parsed objects hold is bounded (sparse files of 200 MiB
+// sections each cost their owner no disk); and so is what the cache keeps,
+// past which a file is returned but not kept.
+TEST_F(ResolverVersusLoader, WhatAClosureAndTheCacheHoldIsBounded) {
+  library("a/libA.so", "int a(void) { return 1; }");
+  EXPECT_EQ(closure_of("a/libA.so").incomplete, "");
+  SearchEnvironment search;
+  search.max_closure_bytes = 64 * 1024;  // libA fits, libc does not
+  const auto closure = closure_of("a/libA.so", search);
+  EXPECT_EQ(closure.incomplete,
+            "the libraries it loads hold more than 64 KiB of symbol tables, so what it loads is "
+            "unknown");
+
+  library("b/libB.so", "int b(void) { return 2; }");
+  const auto a = ElfFile::open(dir("a/libA.so"));
+  ASSERT_TRUE(a.ok());
+  ElfCache small(a.value()->bytes_held() + 16);
+  ASSERT_TRUE(small.get(dir("a/libA.so")).ok());
+  EXPECT_EQ(small.bytes_held(), a.value()->bytes_held());
+  const auto b = small.get(dir("b/libB.so"));
+  ASSERT_TRUE(b.ok()) << "a file past the bound is still read";
+  EXPECT_EQ(small.size(), 1U) << "but not kept";
+  EXPECT_EQ(small.bytes_held(), a.value()->bytes_held());
+  small.clear();
+  EXPECT_EQ(small.bytes_held(), 0U);
+}
+
+// A crafted file met while resolving is a hostile file of the env being
+// read, each time an env meets it, not only when it is first parsed.
+TEST(ElfCache, ACraftedFileIsReportedToEachReaderThatMeetsIt) {
+  testing::TempDir dir;
+  const auto path = dir.path() / "libcrafted.so";
+  std::string source;
+  for (int i = 0; i < 300; ++i) {
+    source += "int crafted_" + std::to_string(i) + "(void) { return " + std::to_string(i) + "; }\n";
+  }
+  testing::build_shared_library(path, source);
+  std::ifstream in(path, std::ios::binary);
+  std::string bytes((std::istreambuf_iterator<char>(in)), {});
+  in.close();
+  // Every NUL of every string table but each table's last: names run on.
+  const auto* header = reinterpret_cast<const Elf64_Ehdr*>(bytes.data());
+  for (unsigned i = 0; i < header->e_shnum; ++i) {
+    const auto& section = reinterpret_cast<const Elf64_Shdr*>(bytes.data() + header->e_shoff)[i];
+    if (section.sh_type == SHT_STRTAB && section.sh_size > 1) {
+      std::replace(
+          bytes.begin() + static_cast<std::ptrdiff_t>(section.sh_offset),
+          bytes.begin() + static_cast<std::ptrdiff_t>(section.sh_offset + section.sh_size - 1),
+          '\0', 'x');
+    }
+  }
+  dir.write("libcrafted.so", bytes);
+  ElfCache cache;
+  for (int reader = 0; reader < 2; ++reader) {
+    FileProblemLog log;
+    EXPECT_FALSE(cache.get(path).ok());
+    const auto problems = log.take();
+    ASSERT_EQ(problems.size(), 1U) << "reader " << reader;
+    EXPECT_EQ(problems[0].path, path);
+    EXPECT_TRUE(problems[0].problem.starts_with(
+        "is refused as a shared library: its symbol and library names add up"))
+        << problems[0].problem;
+  }
 }
 
 }  // namespace

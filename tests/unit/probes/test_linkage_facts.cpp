@@ -6,11 +6,14 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <fstream>
 
+#include "contracts/host_judgement.hpp"
 #include "probes/discovery.hpp"
 #include "probes/host_facts.hpp"
 #include "probes/static_facts.hpp"
 #include "tests/support/compile.hpp"
+#include "tests/support/contract_text.hpp"
 #include "tests/support/demo_host.hpp"
 #include "tests/support/run_command.hpp"
 #include "tests/support/system_venv.hpp"
@@ -222,6 +225,104 @@ TEST(LinkageFacts, InsideARootfsLibrariesResolveInItsOwnTree) {
   EXPECT_TRUE(std::any_of(on_host.missing.begin(), on_host.missing.end(), [](const auto& missing) {
     return missing.name == "libvendor.so.1";
   })) << "a directory of envs is read with the host's loader";
+}
+
+// A library whose RUNPATH names more directories than any real one: its
+// closure is cut at the bound, and neither the env nor a linkage check on
+// that library is compliant on what was left unresolved.
+TEST(LinkageFacts, AClosureCutShortByABoundIsNoEvidence) {
+  testing::TempDir dir;
+  const auto prefix = testing::make_system_venv(dir.path() / "venv");
+  const auto site = testing::system_venv_site(prefix);
+  std::string runpath;
+  for (int i = 0; i < 1500; ++i) {
+    runpath += (runpath.empty() ? "/nowhere/d" : ":/nowhere/d") + std::to_string(i);
+  }
+  testing::build_shared_library(dir.path() / "scratch/libforbidden.so",
+                                "int forbidden(void) { return 0; }");
+  testing::build_shared_library(site / "ext.so",
+                                "int forbidden(void); int ext(void) { return forbidden(); }",
+                                {"-L" + (dir.path() / "scratch").string(), "-lforbidden",
+                                 "-Wl,--enable-new-dtags", "-Wl,-rpath," + runpath});
+  fs::remove_all(dir.path() / "scratch");
+
+  HostFactsOptions options;
+  options.discovery.prefixes = {prefix};
+  const auto host = gather_host_facts(options, std::make_shared<FactCaches>());
+  ASSERT_EQ(host.envs.size(), 1U);
+  const auto& env = host.envs[0];
+  const auto& ext = library(env.linkage, "/ext.so");
+  const std::string cut =
+      "the RUNPATH of ext.so names more than 1024 directories: only the first are searched, so "
+      "what it loads is unknown";
+  EXPECT_EQ(ext.error, cut);
+  EXPECT_FALSE(ext.loads());
+  EXPECT_TRUE(
+      std::any_of(env.refused_files.begin(), env.refused_files.end(), [&](const auto& problem) {
+        return problem.path == site / "ext.so" &&
+               problem.problem == "is not fully resolved: " + cut;
+      }));
+
+  const auto loaded = testing::load_checks(
+      "  - {id: no-forbidden, kind: linkage, library: \"{site}/ext.so\", "
+      "must_not_need: [libforbidden.so]}\n");
+  ASSERT_TRUE(loaded.contract) << testing::joined(loaded);
+  const auto judged = contracts::judge_host(*loaded.contract, host);
+  ASSERT_EQ(judged.envs.size(), 1U);
+  EXPECT_EQ(judged.envs[0].judgement.verdict, contracts::EnvVerdict::error);
+  bool linkage_checked = false;
+  for (const auto& check : judged.envs[0].judgement.checks) {
+    if (check.id == "no-forbidden") {
+      linkage_checked = true;
+      EXPECT_EQ(check.status, contracts::CheckStatus::error);
+      ASSERT_TRUE(check.diagnosis.has_value());
+      EXPECT_EQ(check.diagnosis->summary, "ext.so could not be analysed: " + cut);
+    }
+  }
+  EXPECT_TRUE(linkage_checked);
+}
+
+// An env whose activation sets an LD_LIBRARY_PATH of more directories than
+// the resolver searches: a library a `libraries` check forbids is then
+// neither found nor missing, and the check has no verdict (it passed,
+// "absent", on a search cut short).
+TEST(LinkageFacts, ALookupCutShortIsNeitherPresentNorAbsent) {
+  testing::TempDir dir;
+  const auto prefix = testing::make_system_venv(dir.path() / "venv");
+  std::string dirs;
+  for (int i = 0; i < 1100; ++i) {
+    dirs += (dirs.empty() ? "/nowhere/d" : ":/nowhere/d") + std::to_string(i);
+  }
+  std::ofstream(prefix / "bin/activate", std::ios::app)
+      << "export LD_LIBRARY_PATH=" << dirs << "\n";
+  const auto loaded =
+      testing::load_checks("  - {id: no-foo, kind: libraries, absent: [libfoo-forbidden.so.1]}\n");
+  ASSERT_TRUE(loaded.contract) << testing::joined(loaded);
+
+  HostFactsOptions options;
+  options.discovery.prefixes = {prefix};
+  options.request.library_names = {"libfoo-forbidden.so.1"};
+  const auto host = gather_host_facts(options, std::make_shared<FactCaches>());
+  ASSERT_EQ(host.envs.size(), 1U);
+  ASSERT_EQ(host.envs[0].library_lookups.size(), 1U);
+  const std::string cut =
+      "LD_LIBRARY_PATH names more than 1024 directories: only the first are searched, so what it "
+      "loads is unknown";
+  EXPECT_EQ(host.envs[0].library_lookups[0].incomplete, cut);
+  const auto judged = contracts::judge_host(*loaded.contract, host);
+  ASSERT_EQ(judged.envs.size(), 1U);
+  EXPECT_NE(judged.envs[0].judgement.verdict, contracts::EnvVerdict::compliant);
+  bool checked = false;
+  for (const auto& check : judged.envs[0].judgement.checks) {
+    if (check.id == "no-foo") {
+      checked = true;
+      EXPECT_EQ(check.status, contracts::CheckStatus::error);
+      ASSERT_TRUE(check.diagnosis.has_value());
+      EXPECT_EQ(check.diagnosis->summary,
+                "where the loader finds libfoo-forbidden.so.1 is unknown: " + cut);
+    }
+  }
+  EXPECT_TRUE(checked);
 }
 
 }  // namespace

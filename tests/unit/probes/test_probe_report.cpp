@@ -80,6 +80,23 @@ TEST(ProbeReport, RecordsAreTypedWithWrongTypesAbsent) {
   EXPECT_FALSE(report.records[5].exit_code.has_value());
 }
 
+// A stage's time comes from its end record, which env code can write too:
+// a time no stage takes is no time, not an overflow when made milliseconds.
+TEST(ProbeReport, AStageTimeNoStageCanTakeIsUnknown) {
+  auto seconds_of = [](const std::string& value) {
+    return parse_probe_report(
+               "{\"type\":\"start\",\"schema_version\":1}\n"
+               "{\"type\":\"end\",\"seconds\":" +
+               value + "}\n")
+        .seconds;
+  };
+  EXPECT_EQ(seconds_of("2.5"), 2.5);
+  EXPECT_EQ(seconds_of("1e300"), -1);
+  EXPECT_EQ(seconds_of("-3"), -1);
+  EXPECT_EQ(seconds_of("\"7\""), -1);
+  EXPECT_EQ(seconds_of("1e400"), -1);
+}
+
 // The JSON form keeps what each type of record carries, the fail-fast
 // stop's blocker too.
 TEST(ProbeReport, RecordsKeepTheirFieldsInJson) {

@@ -338,6 +338,42 @@ TEST(SearchPath, EditableInstallsMadeByRealPip) {
   }
 }
 
+// Python imports an editable install's finder once, however many .pth lines
+// import it; here it is read once too, and what finders map is bounded: a
+// .pth of 800 such lines, each reading a finder of 4,500 modules, made
+// 3.6 million entries.
+TEST(SearchPath, EditableFindersAreReadOnceAndBounded) {
+  SKIP_WITHOUT_DEBIAN_PYTHON();
+  TempDir dir;
+  const auto venv = make_venv(dir.path() / "venv", false);
+  const auto site = site_of(venv);
+  fs::create_directories(dir.path() / "p");
+  const std::string target = (dir.path() / "p").string();
+  auto finder = [&](const std::string& name, int modules) {
+    std::ofstream source(site / ("__editable___" + name + "_finder.py"));
+    source << "MAPPING = {";
+    for (int i = 0; i < modules; ++i) {
+      source << "'m" << i << "': '" << target << "', ";
+    }
+    source << "}\n";
+    std::ofstream pth(site / ("__editable__." + name + ".pth"));
+    for (int line = 0; line < 800; ++line) {
+      pth << "import __editable___" << name << "_finder; __editable___" << name
+          << "_finder.install()\n";
+    }
+  };
+  finder("two", 2);
+  const Environment variables = {{"HOME", dir.path().string()}};
+  auto path = compute_search_path(env_at(venv), variables);
+  EXPECT_EQ(path.editable.size(), 2U);
+  EXPECT_EQ(path.incomplete, "");
+
+  finder("many", 4500);
+  path = compute_search_path(env_at(venv), variables);
+  EXPECT_EQ(path.editable.size(), 4096U);
+  EXPECT_EQ(path.incomplete, "more than 4096 modules of editable installs: the rest are not read");
+}
+
 TEST(SearchPath, AnEarlierCopyShadowsALaterOne) {
   SKIP_WITHOUT_DEBIAN_PYTHON();
   TempDir dir;

@@ -429,6 +429,56 @@ TEST_F(StalledReads, AProcessThatCannotBeKilledIsLeftBehindNotWaitedFor) {
   mount.release();
 }
 
+// Processes left behind are counted per user they ran as: one user whose
+// envs sit on filesystems that never answer stops that user's probes, not
+// every user's, until they end.
+TEST_F(StalledReads, ProcessesLeftBehindStopOnlyTheirOwnUsersProbes) {
+  const fs::path dead = m_dir.path() / "taking";
+  fs::create_directories(dead);
+  HungMount mount(dead, k_nobody, true);
+  auto as = [](uid_t uid) {
+    ProcessSpec spec;
+    spec.environment = {{"PATH", "/usr/bin:/bin"}};
+    spec.credentials = Credentials{uid, uid, {}};
+    return spec;
+  };
+  ProcessLimits limits;
+  limits.timeout = std::chrono::milliseconds(500);
+  // Eight at once, as a scan's workers would run them.
+  std::vector<std::future<ProcessResult>> stuck;
+  for (int i = 0; i < 8; ++i) {
+    stuck.push_back(std::async(std::launch::async, [&, i] {
+      auto spec = as(k_nobody);
+      spec.argv = {"/bin/cat", (dead / ("file" + std::to_string(i))).string()};
+      return run_process(spec, limits);
+    }));
+  }
+  for (auto& each : stuck) {
+    const auto result = each.get();
+    ASSERT_TRUE(result.left_behind) << result.describe();
+  }
+  auto spec = as(k_nobody);
+  spec.argv = {"/bin/true"};
+  const auto refused = run_process(spec, limits);
+  EXPECT_EQ(refused.error,
+            "8 processes run as uid 65534 are left behind, unkillable (asleep on filesystems "
+            "that do not answer): no more are started as that user until they end");
+  auto other = as(54321);
+  other.argv = {"/bin/true"};
+  const auto ran = run_process(other, limits);
+  EXPECT_TRUE(ran.succeeded()) << ran.describe();
+
+  // Once their filesystem goes, they end, and the user's probes run again.
+  mount.release();
+  const auto end = Clock::now() + std::chrono::seconds(20);
+  ProcessResult again;
+  do {
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+    again = run_process(spec, limits);
+  } while (!again.succeeded() && Clock::now() < end);
+  EXPECT_TRUE(again.succeeded()) << again.describe();
+}
+
 // The progress of a chain is followed from a thread of its own: it sees
 // what the child appends, and ends at once when the chain does.
 TEST(ProgressWatch, FollowsTheFileAndEndsWithTheChain) {

@@ -7,6 +7,7 @@
 
 #include "probes/discovery.hpp"
 #include "probes/distributions.hpp"
+#include "probes/small_files.hpp"
 #include "tests/support/demo_host.hpp"
 #include "tests/support/temp_dir.hpp"
 
@@ -107,6 +108,38 @@ TEST(StaticFacts, AnEggInfoLinkThatLoopsCostsNoOtherDistribution) {
                                  [](const Distribution& item) { return item.name == "good"; });
   ASSERT_NE(good, found.end());
   EXPECT_EQ(good->version, "1.0");
+}
+
+// RECORDs are bounded per file and, together, per env: twenty dist-info
+// directories whose RECORDs link to one 8 MiB file read 128 MiB of it, and
+// the rest are refused by name (the env's facts then say they are
+// incomplete), never read twenty times over.
+TEST(StaticFacts, RecordsLinkedToOneLargeFileAreBoundedPerEnv) {
+  testing::TempDir dir;
+  std::string record;
+  for (int i = 0; record.size() < (8U << 20); ++i) {
+    record += "pkg/module_" + std::to_string(i) + ".py,sha256=abcdefabcdefabcdef,1234\n";
+  }
+  dir.write("large-RECORD", record);
+  for (int i = 0; i < 20; ++i) {
+    const std::string info = "site-packages/p" + std::to_string(100 + i) + "-1.0.dist-info";
+    dir.write(info + "/METADATA", "Name: p" + std::to_string(100 + i) + "\nVersion: 1.0\n");
+    fs::create_symlink(dir.path() / "large-RECORD", dir.path() / info / "RECORD");
+  }
+  FileProblemLog log;
+  const auto found = scan_site_packages_distributions(dir.path() / "site-packages");
+  ASSERT_EQ(found.size(), 20U) << "every distribution is still listed";
+  std::size_t with_files = 0;
+  for (const auto& distribution : found) {
+    with_files += distribution.files.empty() ? 0 : 1;
+  }
+  EXPECT_EQ(with_files, 15U) << "128 MiB holds fifteen of these RECORDs";
+  const auto problems = log.take();
+  ASSERT_EQ(problems.size(), 5U);
+  EXPECT_EQ(problems[0].problem,
+            "is not read: the env's RECORD file lists add up to more than 128 MiB (links to one "
+            "large file?)");
+  EXPECT_EQ(problems[0].path.filename(), "RECORD");
 }
 
 // Without top_level.txt the importable names come from RECORD, which may
