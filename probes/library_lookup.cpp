@@ -72,10 +72,9 @@ std::vector<LibraryLookup> lookup_libraries(const PythonEnv& env, const Environm
       const auto& miss = std::get<MissingLibrary>(found);
       lookup.searched = miss.searched;
       lookup.other_versions = miss.other_versions;
+      // A search cut short is judged by the check that asked for it (no
+      // verdict); it names no file for the env's problems.
       lookup.incomplete = miss.incomplete;
-      if (!miss.incomplete.empty()) {
-        FileProblemLog::record(name, "was not looked up to the end: " + miss.incomplete);
-      }
     }
     lookups.push_back(std::move(lookup));
   }
