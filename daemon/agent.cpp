@@ -62,6 +62,7 @@ ScanSettings settings_from(const AgentConfig& config) {
   settings.concurrency = config.concurrency;
   settings.reprobe_interval =
       std::chrono::duration_cast<std::chrono::seconds>(config.reprobe_interval);
+  settings.watch_changes = config.watch_file_changes;
   settings.env_deadline = config.env_deadline;
   settings.scan_deadline = config.scan_deadline;
   settings.facts.reading_deadline = config.reading_deadline;

@@ -224,6 +224,8 @@ std::string read_agent_config(const std::filesystem::path& path, AgentConfig& co
         config.interval = *v;
       if (auto v = read_duration(top, "reprobe_interval"))
         config.reprobe_interval = *v;
+      config.watch_file_changes =
+          top.boolean("watch_file_changes").value_or(config.watch_file_changes);
       if (auto v = read_duration(top, "contract_poll"))
         config.contract_poll = *v;
       if (auto v = top.integer("concurrency", Need::optional, 0, 256)) {

@@ -44,6 +44,9 @@ struct AgentConfig {
   probes::ImageTagSource image;
   std::chrono::milliseconds interval{5 * 60 * 1000};
   std::chrono::milliseconds reprobe_interval{30 * 60 * 1000};  // devices and smoke, unchanged env
+  // An env none of whose files changed (the kernel's fanotify says) is not
+  // read again either, until reprobe_interval: the warm rescan reads nothing.
+  bool watch_file_changes = true;
   std::chrono::milliseconds contract_poll{2000};  // how often the contract file is looked at
   unsigned concurrency = 0;
   std::filesystem::path token_file;  // bearer token for POST /api/v1/scan; empty: no token

@@ -151,6 +151,11 @@ class Watchdog {
 
 }  // namespace
 
+std::string Scanner::watch_problem() const {
+  std::lock_guard lock(m_cancel_mutex);
+  return m_watch_problem;
+}
+
 void Scanner::cancel(const std::string& reason) {
   std::lock_guard lock(m_cancel_mutex);
   m_cancelled_for = reason;
@@ -280,6 +285,21 @@ report::Json Scanner::scan(const LoadedContract& contract, const ScanSettings& s
   }
   const Watchdog watchdog(settings.scan_deadline, *cancellation, settings.cancelled_by);
   auto options = settings.facts;
+  if (settings.watch_changes && !m_watch_tried) {
+    m_watch_tried = true;
+    std::string why_not;
+    m_caches->watch = probes::ChangeWatch::start(why_not);
+    if (!m_caches->watch) {
+      spdlog::warn("file changes are not watched ({}): every scan reads every env's files",
+                   why_not);
+      std::lock_guard lock(m_cancel_mutex);
+      m_watch_problem = why_not;
+    }
+  }
+  if (settings.watch_changes && settings.reprobe_interval.count() > 0) {
+    options.keep_unchanged_for = settings.reprobe_interval;
+    options.keep_key = contract.identity.sha256;
+  }
   auto plan = plan_from_contract(&contract.contract);
   options.request = static_cast<const facts::ProbeRequest&>(plan);
   options.cancellation = cancellation.get();
@@ -318,7 +338,15 @@ report::Json Scanner::scan(const LoadedContract& contract, const ScanSettings& s
         !env.env.user_mount.empty() ||
         std::any_of(env.errors.begin(), env.errors.end(),
                     [](const probes::FactError& error) { return error.stage == "reading"; });
-    if (!unread) {
+    if (env.kept) {
+      // Nothing its facts were read from changed: neither did its fingerprint.
+      std::lock_guard lock(progress_mutex);
+      const auto cached = m_probes.find(env.env.prefix.string());
+      if (cached != m_probes.end()) {
+        *fingerprint_of = cached->second.fingerprint;
+      }
+    }
+    if (!unread && fingerprint_of->empty()) {
       auto env_json = std::make_shared<const report::Json>(facts::to_json(env));
       const std::string contract_sha = contract.identity.sha256;
       stalled = probes::run_bounded(
@@ -421,6 +449,8 @@ report::Json Scanner::scan(const LoadedContract& contract, const ScanSettings& s
   std::erase_if(m_probes, [&](const auto& entry) { return !seen.contains(entry.first); });
   m_last_probed = probed;
   m_last_reused = facts.envs.size() - probed;
+  m_last_read = static_cast<std::size_t>(std::count_if(facts.envs.begin(), facts.envs.end(),
+                                                       [](const auto& env) { return !env.kept; }));
 
   const auto judgement = contracts::judge_host(contract.contract, facts);
   const auto elapsed =

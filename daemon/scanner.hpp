@@ -20,6 +20,10 @@ struct ScanSettings {
   // this long; then the env is probed again, because devices come and go
   // without any file changing. Zero: probe every env on every scan.
   std::chrono::seconds reprobe_interval{0};
+  // Watch the host's files for changes (probes/change_watch.hpp), so that
+  // an env none of whose files changed is not read again either, for as
+  // long as its dynamic facts are reused (reprobe_interval).
+  bool watch_changes = false;
   probes::ResourceLimits probe_limits;  // per probe process tree
   // All of one env's probe stages together (zero: each stage's own timeout only).
   std::chrono::milliseconds env_deadline{15 * 60 * 1000};
@@ -63,6 +67,10 @@ class Scanner {
   // How many envs the last scan probed, and how many it took from the cache.
   std::size_t last_probed() const { return m_last_probed; }
   std::size_t last_reused() const { return m_last_reused; }
+  // How many envs' files the last scan read (the others' facts were kept).
+  std::size_t last_read() const { return m_last_read; }
+  // Why file changes are not watched although asked ("" when they are, or were not asked).
+  std::string watch_problem() const;
   // Parsed ELF files held between scans: none (they serve one scan).
   std::size_t held_libraries() const { return m_caches->elf_files.size(); }
 
@@ -75,7 +83,7 @@ class Scanner {
   };
 
   std::mutex m_scan_mutex;
-  std::mutex m_cancel_mutex;  // guards the two below
+  mutable std::mutex m_cancel_mutex;  // guards the two below and m_watch_problem
   std::shared_ptr<probes::Cancellation> m_running;
   std::string m_cancelled_for;  // once set, every scan is cancelled from its start
   // Shared with readers left blocked past their deadline (stall_guard.hpp).
@@ -83,6 +91,9 @@ class Scanner {
   std::map<std::string, CachedProbe> m_probes;  // by env prefix
   std::size_t m_last_probed = 0;
   std::size_t m_last_reused = 0;
+  std::size_t m_last_read = 0;
+  bool m_watch_tried = false;
+  std::string m_watch_problem;  // guarded by m_cancel_mutex
 };
 
 // What decides whether an env must be probed again: its files' facts

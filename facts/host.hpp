@@ -75,6 +75,9 @@ struct EnvFacts {
   // What running its code showed (dynamic probes), when they ran.
   std::optional<DynamicFacts> dynamic;
   std::string probed_at;  // RFC 3339: when the dynamic facts were gathered
+  // Not read in this scan: nothing its facts were read from changed since
+  // an earlier one (probes/change_watch.hpp). Not part of its JSON.
+  bool kept = false;
 };
 
 // What one pass over a host learns without running env code.

@@ -103,7 +103,86 @@ struct EnvReading {
   std::chrono::microseconds activation_elapsed{0};
   std::chrono::microseconds static_elapsed{0};
   std::chrono::microseconds linkage_elapsed{0};
+  // When its facts may be kept: what changes from the start of the read,
+  // and the mounts its paths are resolved through.
+  std::shared_ptr<ChangeWatch::Interest> interest;
+  std::shared_ptr<const MountTable> mounts;
+  ReadDependencies dependencies;  // the paths its readers noted
+  bool settled = false;           // the watch knows what the read depended on
 };
+
+// What describing a candidate depends on besides its files: facts kept
+// under another key are read again. "" for envs never kept: those a
+// container runs, and those on a user's mount.
+std::string kept_key(const HostFactsOptions& options, const EnvCandidate& candidate) {
+  if (!candidate.exec.argv.empty() || candidate.holds_mount) {
+    return {};
+  }
+  return options.keep_key + '\0' + options.discovery.run_as.root_envs_user + '\0' +
+         candidate.scan_root.string() + '\0' + to_string(candidate.likely_kind) + '\0' +
+         (candidate.conda_installation ? "installation" : "") + '\0' + candidate.owner;
+}
+
+// Facts that say nothing went wrong while they were read: those that did
+// (a failed activation, an error of a step, a bound reached) are read again.
+bool keepable_facts(const EnvFacts& env) {
+  return env.errors.empty() && env.activation.problem.empty() && env.env.system_root == "/" &&
+         env.env.exec.empty() && env.env.user_mount.empty() &&
+         env.static_facts.search_path.incomplete.empty() && env.env.imports_unchecked.empty();
+}
+
+// Names what the read depended on to the watch (on the reading thread: it
+// resolves paths, which may wait on a slow disk).
+void settle_reading(EnvReading& reading, ChangeWatch& watch) {
+  ReadDependencies dependencies = std::move(reading.dependencies);
+  // What its readers read, followed by identity too (before the trees cover them).
+  dependencies.files = dependencies.paths;
+  add_env_dependencies(reading.env, activation_inputs(reading.env.env), dependencies);
+  dependencies.compact();
+  reading.settled = watch.settle(*reading.interest, dependencies, *reading.mounts).empty();
+}
+
+// An env's facts from an earlier scan, when nothing they were read from has
+// changed since and they are not older than `keep_for`.
+std::optional<EnvFacts> kept_facts(FactCaches& caches, const EnvCandidate& candidate,
+                                   const std::string& key, std::chrono::milliseconds keep_for) {
+  std::lock_guard lock(caches.mutex);
+  const auto it = caches.kept_envs.find(candidate.prefix);
+  if (it == caches.kept_envs.end()) {
+    return std::nullopt;
+  }
+  const auto& kept = it->second;
+  if (kept.key != key || std::chrono::steady_clock::now() - kept.read_at >= keep_for ||
+      caches.watch->changed(*kept.interest)) {
+    caches.kept_envs.erase(it);
+    return std::nullopt;
+  }
+  EnvFacts facts = kept.facts;
+  facts.kept = true;
+  facts.env.found_by = candidate.found_by;
+  return facts;
+}
+
+void keep(FactCaches& caches, const EnvFacts& env, const std::string& key,
+          std::shared_ptr<ChangeWatch::Interest> interest) {
+  FactCaches::KeptEnv kept{env, key, std::move(interest), std::chrono::steady_clock::now()};
+  // The host's, given to every env after reading; and what its code showed, the scanner's.
+  kept.facts.device_nodes.clear();
+  kept.facts.dynamic.reset();
+  kept.facts.probed_at.clear();
+  std::lock_guard lock(caches.mutex);
+  caches.kept_envs.insert_or_assign(env.env.prefix, std::move(kept));
+}
+
+// Every mount: where, what (device and root) and of which type.
+std::string mount_signature(const MountTable& mounts) {
+  std::string signature;
+  for (const auto& mount : mounts.mounts()) {
+    signature += mount.point.string() + '\0' + mount.device + '\0' + mount.root.string() + '\0' +
+                 mount.fstype + '\n';
+  }
+  return signature;
+}
 
 std::chrono::microseconds since(std::chrono::steady_clock::time_point start) {
   return std::chrono::duration_cast<std::chrono::microseconds>(std::chrono::steady_clock::now() -
@@ -386,6 +465,17 @@ HostFacts gather_host_facts(const HostFactsOptions& options,
     failed.env = std::move(env);
     return failed;
   };
+  const bool keeping = caches->watch != nullptr && options.keep_unchanged_for.count() > 0;
+  if (keeping) {
+    // A mount made or removed shows other files at the same paths, and no
+    // change event says so: nothing read under the old mounts is kept.
+    std::string mounts_seen = mount_signature(*mount_table);
+    std::lock_guard lock(caches->mutex);
+    if (caches->kept_mounts != mounts_seen) {
+      caches->kept_envs.clear();
+      caches->kept_mounts = std::move(mounts_seen);
+    }
+  }
   const auto read_candidate = [&](const EnvCandidate& candidate, Reading& out) {
     if (const auto skipped =
             blocked_stall("reading the env at " + candidate.prefix.string(), candidate.prefix)) {
@@ -396,9 +486,22 @@ HostFacts gather_host_facts(const HostFactsOptions& options,
       out.env = std::move(env);
       return;
     }
+    const std::string keep_key = kept_key(options, candidate);
+    const bool keepable = keeping && keep_key.size() > 0;
+    if (keepable) {
+      if (auto kept = kept_facts(*caches, candidate, keep_key, options.keep_unchanged_for)) {
+        out.env = std::move(*kept);
+        return;
+      }
+    }
     // One env, from describing it to its last fact, is one unit of reading:
     // whatever of it blocks stops only that env.
     auto reading = std::make_shared<EnvReading>();
+    if (keepable) {
+      // Opened before the first read of the env: what changes from here on counts.
+      reading->interest = caches->watch->open();
+      reading->mounts = mount_table;
+    }
     reading->request = options.request;
     reading->caches = caches;
     reading->ld_cache = ld_cache;
@@ -409,6 +512,10 @@ HostFacts gather_host_facts(const HostFactsOptions& options,
         "env " + candidate.prefix.string(), "reading the env at " + candidate.prefix.string(),
         options.reading_deadline, options.cancellation,
         [reading, is_env, candidate, run_as](const Cancellation& cancellation) {
+          std::optional<RecordingReads> recording;
+          if (reading->interest) {
+            recording.emplace(reading->dependencies);
+          }
           auto env = describe_candidate(candidate, run_as);
           if (!env) {
             *is_env = false;
@@ -419,10 +526,18 @@ HostFacts gather_host_facts(const HostFactsOptions& options,
           if (reading->env.env.user_mount.empty()) {
             read_env(*reading, cancellation);
           }
+          if (reading->interest) {
+            recording.reset();
+            settle_reading(*reading, *reading->caches->watch);
+          }
         });
     if (stall) {
       // What was read so far belongs to the blocked reader: the env is
-      // reported with the stall, and none of its code runs.
+      // reported with the stall, and none of its code runs. Its interest
+      // in changes ends now: the read may never settle.
+      if (reading->interest) {
+        caches->watch->abandon(*reading->interest);
+      }
       EnvFacts env;
       env.env = unread_env(candidate, stall->message());
       env.errors.push_back({"reading", stall->message(), stall});
@@ -431,6 +546,9 @@ HostFacts gather_host_facts(const HostFactsOptions& options,
     } else if (!*is_env) {
       out.not_an_env = true;
     } else {
+      if (keepable && reading->settled && keepable_facts(reading->env)) {
+        keep(*caches, reading->env, keep_key, reading->interest);
+      }
       out.env = std::move(reading->env);
       out.activation_elapsed = reading->activation_elapsed;
       out.static_elapsed = reading->static_elapsed;
@@ -477,6 +595,19 @@ HostFacts gather_host_facts(const HostFactsOptions& options,
       }
     }
   });
+  if (keeping) {
+    // Envs gone (or no longer found) are not kept.
+    std::set<std::filesystem::path> found;
+    for (const auto& candidate : candidates) {
+      found.insert(candidate.prefix);
+    }
+    std::lock_guard lock(caches->mutex);
+    std::erase_if(caches->kept_envs,
+                  [&](const auto& entry) { return !found.contains(entry.first); });
+  } else {
+    std::lock_guard lock(caches->mutex);
+    caches->kept_envs.clear();
+  }
   std::vector<PythonEnv> described;
   for (std::size_t i = 0; i < candidates.size(); ++i) {
     auto& read = readings[i];

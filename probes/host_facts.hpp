@@ -13,6 +13,7 @@
 
 #include "facts/host.hpp"
 #include "probes/activation.hpp"
+#include "probes/change_watch.hpp"
 #include "probes/container_runtime.hpp"
 #include "probes/discovery.hpp"
 #include "probes/image_tag.hpp"
@@ -59,6 +60,13 @@ struct HostFactsOptions {
   // its env reported with what it was reading (probes/stall_guard.hpp).
   // Zero: no deadline, each env read on the thread that reads it.
   std::chrono::milliseconds reading_deadline{std::chrono::minutes(2)};
+  // How long an env's facts may be kept without reading its files again,
+  // while the change watch (FactCaches::watch) sees nothing they were read
+  // from change. Zero, or no watch: every env is read at every scan.
+  std::chrono::milliseconds keep_unchanged_for{0};
+  // What else the kept facts were gathered for (the contract that asked):
+  // facts kept under another key are read again.
+  std::string keep_key;
 };
 
 // What the facts of a host keep between scans: activations of unchanged envs
@@ -69,6 +77,17 @@ struct FactCaches {
   std::mutex mutex;  // guards what follows
   // Each discovery unit's last complete result: stands in while it blocks.
   std::map<std::string, CandidateSearch> last_discovery;
+  // Set when the host's file changes are watched: each env's facts are then
+  // kept, by prefix, with what they were read from.
+  std::shared_ptr<ChangeWatch> watch;
+  struct KeptEnv {
+    EnvFacts facts;
+    std::string key;  // the options' keep_key and what describing the candidate took
+    std::shared_ptr<ChangeWatch::Interest> interest;
+    std::chrono::steady_clock::time_point read_at;
+  };
+  std::map<std::filesystem::path, KeptEnv> kept_envs;
+  std::string kept_mounts;  // the mounts they were read under
 };
 
 // Discovers envs and reads their static facts, activates each env (through

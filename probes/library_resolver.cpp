@@ -13,6 +13,7 @@
 #include <unordered_set>
 
 #include "probes/process_runner.hpp"
+#include "probes/read_dependencies.hpp"
 #include "probes/small_files.hpp"
 #include "probes/stall_guard.hpp"
 
@@ -181,6 +182,7 @@ constexpr std::size_t k_max_searched_per_miss = 256;
 // be listed).
 template <typename Visit>
 void for_each_name(const fs::path& dir, Visit visit) {
+  record_listing(dir);
   const std::unique_ptr<DIR, int (*)(DIR*)> listing(::opendir(dir.c_str()), ::closedir);
   if (!listing) {
     return;

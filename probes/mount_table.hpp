@@ -47,10 +47,13 @@ class MountTable {
   struct Mount {
     std::filesystem::path point;
     std::string fstype;
+    std::filesystem::path root = "/";  // what of its filesystem is mounted there
+    std::string device;                // "major:minor" of its filesystem
   };
   // The mount `path` is on, by its text (the last, longest mount point
   // holding it; "/" of no type when none does).
   Mount mount_of(const std::filesystem::path& path) const;
+  const std::vector<Mount>& mounts() const { return m_mounts; }
 
  private:
   std::vector<UserMount> m_user_mounts;

@@ -14,6 +14,7 @@
 
 #include "common/time_text.hpp"
 #include "probes/proc_stat.hpp"
+#include "probes/read_dependencies.hpp"
 
 namespace envcontract::probes {
 namespace {
@@ -231,6 +232,8 @@ std::optional<Stall> run_bounded(const std::string& key, const std::string& what
 }
 
 void note_reading(const std::filesystem::path& path) {
+  // What an env's facts were read from is also what they depend on.
+  record_read(path);
   if (t_job != nullptr) {
     std::lock_guard lock(t_job->mutex);
     t_job->last_path = path.string();

@@ -1,16 +1,22 @@
 // The dynamic probes of an unchanged env are reused; any change to a file
 // that decides its facts probes it again, even when the facts read from files
 // stay the same (docs/agent.md). A real venv copied from the demo host, real
-// scans, real files touched.
+// scans, real files touched. Each test runs twice: with the env's files read
+// at every scan, and with the change watch, where an unchanged env's facts
+// are kept unread, so that the same changes must be seen by the kernel's
+// events instead (probes/change_watch.hpp).
 #include <fcntl.h>
 #include <gtest/gtest.h>
+#include <sys/mount.h>
 #include <sys/stat.h>
 
 #include <filesystem>
 #include <fstream>
 
+#include "common/json_text.hpp"
 #include "daemon/contract_source.hpp"
 #include "daemon/scanner.hpp"
+#include "probes/change_watch.hpp"
 #include "tests/support/demo_host.hpp"
 #include "tests/support/run_command.hpp"
 #include "tests/support/temp_dir.hpp"
@@ -21,9 +27,16 @@ namespace {
 namespace fs = std::filesystem;
 using testing::demo_host;
 
-class Reprobe : public ::testing::Test {
+class Reprobe : public ::testing::TestWithParam<bool> {
  protected:
   void SetUp() override {
+    if (GetParam()) {
+      std::string why_not;
+      if (!probes::ChangeWatch::start(why_not)) {
+        GTEST_SKIP() << "skipped: the kernel will not watch filesystems here: " << why_not;
+      }
+      m_settings.watch_changes = true;
+    }
     m_prefix = m_dir.path() / "xpu210v";
     // A real copy: the test writes into it, and must not write the demo host.
     const auto copied = testing::run_command(
@@ -44,7 +57,9 @@ class Reprobe : public ::testing::Test {
     fs::create_symlink(base / "bin/python3.10", m_prefix / "bin/python3.10");
     const auto contract = m_dir.write("contract.yaml",
                                       "schema_version: 1\nname: reprobe\nchecks:\n"
-                                      "  - {id: py, kind: python, version: \"3.10\"}\n");
+                                      "  - {id: py, kind: python, version: \"3.10\"}\n"
+                                      "  - {id: torch, kind: distributions,"
+                                      " pins: {torch: \"==2.10.0+cu129\"}}\n");
     auto loaded = daemon::load_contract(contract);
     ASSERT_TRUE(loaded.ok()) << loaded.error();
     m_contract = loaded.value();
@@ -70,7 +85,7 @@ class Reprobe : public ::testing::Test {
   daemon::Scanner m_scanner;
 };
 
-TEST_F(Reprobe, AnUnchangedEnvIsReusedAndEachDecidingFileReprobes) {
+TEST_P(Reprobe, AnUnchangedEnvIsReusedAndEachDecidingFileReprobes) {
   const fs::path site = m_prefix / "lib/python3.10/site-packages";
   EXPECT_FALSE(reused()) << "the first scan probes";
   EXPECT_TRUE(reused()) << "nothing changed";
@@ -89,7 +104,7 @@ TEST_F(Reprobe, AnUnchangedEnvIsReusedAndEachDecidingFileReprobes) {
 // A library rewritten in place, with its size and modification time put back
 // as `tar x` or `rsync -t` leave them: only its change time tells, and it
 // must.
-TEST_F(Reprobe, ALibraryRewrittenWithItsOldTimesPutBackReprobes) {
+TEST_P(Reprobe, ALibraryRewrittenWithItsOldTimesPutBackReprobes) {
   const fs::path library = m_prefix / "lib/python3.10/site-packages/torch/lib/libc10.so";
   EXPECT_FALSE(reused()) << "the first scan probes";
   EXPECT_TRUE(reused()) << "nothing changed";
@@ -113,7 +128,7 @@ TEST_F(Reprobe, ALibraryRewrittenWithItsOldTimesPutBackReprobes) {
 // Parsed libraries serve one scan: none is held between scans (they made
 // most of an idle agent's memory), and a rescan still judges the env's
 // libraries (its facts are read, and compared, anew).
-TEST_F(Reprobe, ParsedLibrariesAreNotHeldBetweenScans) {
+TEST_P(Reprobe, ParsedLibrariesAreNotHeldBetweenScans) {
   const auto first = m_scanner.scan(*m_contract, m_settings);
   EXPECT_EQ(m_scanner.held_libraries(), 0U);
   const auto second = m_scanner.scan(*m_contract, m_settings);
@@ -121,6 +136,110 @@ TEST_F(Reprobe, ParsedLibrariesAreNotHeldBetweenScans) {
   EXPECT_EQ(m_scanner.last_reused(), 1U);
   EXPECT_EQ(first["verdict"], second["verdict"]);
 }
+
+// With the watch, a rescan of an unchanged env reads none of its files;
+// a file changed inside the env, or outside it where its facts come from
+// (the base interpreter's standard library, which a venv imports from),
+// has it read again.
+TEST_P(Reprobe, AnUnchangedEnvIsNotReadAgainWhileTheWatchSeesNoChange) {
+  if (!GetParam()) {
+    // Without the watch, every scan reads the env's files.
+    for (int scan = 0; scan < 3; ++scan) {
+      m_scanner.scan(*m_contract, m_settings);
+      EXPECT_EQ(m_scanner.last_read(), 1U);
+    }
+    return;
+  }
+  m_scanner.scan(*m_contract, m_settings);
+  EXPECT_EQ(m_scanner.last_read(), 1U);
+  // The first read of a filesystem newly watched, and the first probe's
+  // bytecode written into the env, count as changes once.
+  m_scanner.scan(*m_contract, m_settings);
+  const auto kept = m_scanner.scan(*m_contract, m_settings);
+  EXPECT_EQ(m_scanner.last_read(), 0U) << "nothing changed";
+  EXPECT_EQ(m_scanner.last_reused(), 1U);
+  EXPECT_EQ(kept["verdict"], "compliant");
+
+  append(m_dir.path() / "python3.10/lib/python3.10/os.py", "\n");
+  m_scanner.scan(*m_contract, m_settings);
+  EXPECT_EQ(m_scanner.last_read(), 1U) << "the base interpreter's os.py changed";
+  m_scanner.scan(*m_contract, m_settings);
+  EXPECT_EQ(m_scanner.last_read(), 0U);
+
+  // A dist-info removed: the facts kept must not outlive it.
+  const fs::path site = m_prefix / "lib/python3.10/site-packages";
+  fs::remove_all(site / "torch-2.10.0+cu129.dist-info");
+  const auto changed = m_scanner.scan(*m_contract, m_settings);
+  EXPECT_EQ(m_scanner.last_read(), 1U);
+  EXPECT_EQ(changed["verdict"], "drift") << "torch is gone";
+}
+
+// Scans until the watch keeps the env's facts (the first read of a newly
+// watched filesystem, and the first probe's bytecode, count as changes).
+void scan_until_kept(daemon::Scanner& scanner, const daemon::LoadedContract& contract,
+                     const daemon::ScanSettings& settings) {
+  for (int scan = 0; scan < 3; ++scan) {
+    scanner.scan(contract, settings);
+  }
+  if (settings.watch_changes) {
+    EXPECT_EQ(scanner.last_read(), 0U) << "an unchanged env is kept";
+  }
+}
+
+// conda links its package cache's files into envs: a file of the env
+// rewritten in place through its other name changes the env, though no
+// path of the env is named by the change.
+TEST_P(Reprobe, AFileRewrittenThroughAnotherOfItsNamesIsSeen) {
+  const fs::path metadata =
+      m_prefix / "lib/python3.10/site-packages/torch-2.10.0+cu129.dist-info/METADATA";
+  const fs::path cache = m_dir.path() / "pkgs/torch-2.10.0/METADATA";
+  fs::create_directories(cache.parent_path());
+  fs::create_hard_link(metadata, cache);
+  scan_until_kept(m_scanner, *m_contract, m_settings);
+
+  std::string text;
+  {
+    std::ifstream in(cache, std::ios::binary);
+    text.assign(std::istreambuf_iterator<char>(in), {});
+  }
+  const auto at = text.find("Version: 2.10.0+cu129");
+  ASSERT_NE(at, std::string::npos);
+  text.replace(at, std::string("Version: 2.10.0+cu129").size(), "Version: 2.10.0+cpu");
+  std::ofstream(cache, std::ios::binary | std::ios::trunc) << text;  // same inode, both names
+  ASSERT_EQ(fs::hard_link_count(metadata), 2U);
+
+  const auto report = m_scanner.scan(*m_contract, m_settings);
+  EXPECT_EQ(m_scanner.last_read(), 1U);
+  EXPECT_EQ(report["verdict"], "drift");
+  const std::string env = common::json_text(report["envs"].at(0));
+  EXPECT_NE(env.find("2.10.0+cpu"), std::string::npos) << "the version now in its METADATA";
+}
+
+// A mount over part of an env shows other files at the same paths, and the
+// kernel reports no change of any file for it.
+TEST_P(Reprobe, AMountOverPartOfTheEnvIsSeen) {
+  const fs::path dist_info = m_prefix / "lib/python3.10/site-packages/torch-2.10.0+cu129.dist-info";
+  const fs::path other =
+      m_dir.write("other/METADATA", "Metadata-Version: 2.1\nName: torch\nVersion: 2.10.0+cpu\n")
+          .parent_path();
+  scan_until_kept(m_scanner, *m_contract, m_settings);
+  if (::mount(other.c_str(), dist_info.c_str(), nullptr, MS_BIND, nullptr) != 0) {
+    GTEST_SKIP() << "skipped: cannot bind-mount here: " << std::strerror(errno);
+  }
+  struct Unmount {
+    fs::path point;
+    ~Unmount() { ::umount2(point.c_str(), MNT_DETACH); }
+  } unmount{dist_info};
+
+  const auto report = m_scanner.scan(*m_contract, m_settings);
+  EXPECT_EQ(m_scanner.last_read(), 1U);
+  EXPECT_EQ(report["verdict"], "drift") << "another METADATA is mounted over its own";
+}
+
+INSTANTIATE_TEST_SUITE_P(ReadEveryScanOrWatched, Reprobe, ::testing::Bool(),
+                         [](const auto& param_info) {
+                           return param_info.param ? "Watched" : "ReadEveryScan";
+                         });
 
 }  // namespace
 }  // namespace envcontract

@@ -1,0 +1,168 @@
+#include "probes/read_dependencies.hpp"
+
+#include <string_view>
+
+namespace envcontract::probes {
+namespace fs = std::filesystem;
+
+namespace {
+
+thread_local ReadDependencies* t_recording = nullptr;
+
+bool is_absolute_path(const fs::path& path) {
+  return !path.empty() && path.native().front() == '/';
+}
+
+void add_bounded(std::set<fs::path>& into, const fs::path& path) {
+  if (t_recording == nullptr || !is_absolute_path(path) || !t_recording->incomplete.empty()) {
+    return;
+  }
+  const auto& record = *t_recording;
+  if (record.paths.size() + record.entries.size() >= k_max_recorded_paths) {
+    t_recording->incomplete =
+        "the read looked at more than " + std::to_string(k_max_recorded_paths) + " paths";
+    return;
+  }
+  into.insert(path.lexically_normal());
+}
+
+// Each absolute directory of a colon-separated list (PATH, LD_LIBRARY_PATH).
+void add_list(const facts::Environment& environment, const char* name, std::set<fs::path>& into) {
+  const auto it = environment.find(name);
+  if (it == environment.end()) {
+    return;
+  }
+  std::string_view rest = it->second;
+  while (!rest.empty()) {
+    const auto colon = rest.find(':');
+    const auto part = rest.substr(0, colon);
+    if (!part.empty() && part.front() == '/') {
+      into.insert(fs::path(part).lexically_normal());
+    }
+    if (colon == std::string_view::npos) {
+      break;
+    }
+    rest.remove_prefix(colon + 1);
+  }
+}
+
+// Where a glob looks: its entries when only the last part has wildcards,
+// the tree of its literal part when a directory of it has some.
+void add_pattern(const std::string& pattern, ReadDependencies& into) {
+  const auto wild = pattern.find_first_of("*?[{$");
+  const std::string literal = pattern.substr(0, wild);
+  const auto slash = literal.rfind('/');
+  if (slash == std::string::npos || !is_absolute_path(literal)) {
+    return;  // a relative pattern is not looked for
+  }
+  const fs::path dir = slash == 0 ? fs::path("/") : fs::path(literal.substr(0, slash));
+  if (wild == std::string::npos) {
+    into.paths.insert(fs::path(pattern).lexically_normal());
+  } else if (pattern.find('/', wild) == std::string::npos) {
+    into.entries.insert(dir.lexically_normal());
+  } else {
+    into.trees.insert(dir.lexically_normal());
+  }
+}
+
+bool under_tree(const std::set<fs::path>& trees, const fs::path& path) {
+  for (fs::path at = path; !at.empty(); at = at.parent_path()) {
+    if (trees.contains(at)) {
+      return true;
+    }
+    if (at == at.parent_path()) {
+      break;
+    }
+  }
+  return false;
+}
+
+}  // namespace
+
+void ReadDependencies::compact() {
+  // A tree under another tree adds nothing.
+  for (auto it = trees.begin(); it != trees.end();) {
+    const auto parent = it->parent_path();
+    it = *it != parent && under_tree(trees, parent) ? trees.erase(it) : std::next(it);
+  }
+  std::erase_if(entries, [&](const fs::path& dir) { return under_tree(trees, dir); });
+  std::erase_if(paths, [&](const fs::path& path) { return under_tree(trees, path); });
+}
+
+RecordingReads::RecordingReads(ReadDependencies& into) : m_outer(t_recording) {
+  t_recording = &into;
+}
+
+RecordingReads::~RecordingReads() {
+  t_recording = m_outer;
+}
+
+void record_read(const fs::path& path) {
+  if (t_recording != nullptr) {
+    add_bounded(t_recording->paths, path);
+  }
+}
+
+void record_listing(const fs::path& dir) {
+  if (t_recording != nullptr) {
+    add_bounded(t_recording->entries, dir);
+  }
+}
+
+void add_env_dependencies(const facts::EnvFacts& env,
+                          const std::vector<fs::path>& activation_inputs, ReadDependencies& into) {
+  const auto tree = [&](const fs::path& path) {
+    if (is_absolute_path(path)) {
+      into.trees.insert(path.lexically_normal());
+    }
+  };
+  const auto one = [&](const fs::path& path) {
+    if (is_absolute_path(path)) {
+      into.paths.insert(path.lexically_normal());
+    }
+  };
+  tree(env.env.prefix);
+  one(env.env.python);
+  const auto& search = env.static_facts.search_path;
+  for (const auto& entry : search.entries) {
+    tree(entry.path);
+  }
+  for (const auto& editable : search.editable) {
+    tree(editable.path);
+    one(editable.finder);
+  }
+  for (const auto& unlisted : search.unlisted) {
+    tree(unlisted);
+  }
+  tree(search.stdlib);
+  for (const auto& site : env.static_facts.site_packages) {
+    tree(site);
+  }
+  for (const auto& [module, path] : env.static_facts.module_paths) {
+    tree(path.parent_path());
+  }
+  for (const auto& input : activation_inputs) {
+    one(input);
+  }
+  for (const auto& script : env.activation.scripts) {
+    one(script);
+  }
+  for (const auto* environment : {&env.activation.activated, &env.activation.bare}) {
+    add_list(*environment, "LD_LIBRARY_PATH", into.entries);
+    add_list(*environment, "PATH", into.entries);
+  }
+  for (const auto& matches : env.path_matches) {
+    for (const auto& expanded : matches.expansions) {
+      add_pattern(expanded, into);
+    }
+  }
+  // Read for every env: the loader's cache (which libraries the system
+  // dirs hold), and the users and groups its files are read as.
+  for (const char* host_file :
+       {"/etc/ld.so.cache", "/etc/ld.so.conf", "/etc/passwd", "/etc/group"}) {
+    one(host_file);
+  }
+  into.entries.insert("/etc/ld.so.conf.d");
+}
+
+}  // namespace envcontract::probes

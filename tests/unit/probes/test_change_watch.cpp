@@ -1,0 +1,271 @@
+// The change watch on real filesystems: real files created, written, renamed
+// and chmodded under a temporary directory, and the kernel's own fanotify
+// events telling which reads they concern.
+#include <gtest/gtest.h>
+#include <sys/mount.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <filesystem>
+#include <fstream>
+
+#include "probes/change_watch.hpp"
+#include "probes/read_dependencies.hpp"
+#include "tests/support/temp_dir.hpp"
+
+namespace envcontract::probes {
+namespace {
+
+namespace fs = std::filesystem;
+
+class ChangeWatchTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    std::string why_not;
+    m_watch = ChangeWatch::start(why_not);
+    if (!m_watch) {
+      GTEST_SKIP() << "skipped: the kernel will not watch filesystems here: " << why_not;
+    }
+    m_mounts = MountTable::load();
+    // The first read of a filesystem not yet watched counts as changed
+    // (what happened during it was not seen); these tests start after it.
+    ReadDependencies first;
+    first.trees.insert(m_dir.path());
+    auto interest = m_watch->open();
+    ASSERT_EQ(m_watch->settle(*interest, first, m_mounts), "");
+    const auto change = m_watch->changed(*interest);
+    ASSERT_TRUE(change.has_value());
+    EXPECT_NE(change->find("not yet watched"), std::string::npos) << *change;
+  }
+
+  // A read that depended on `dependencies`, settled at once.
+  std::shared_ptr<ChangeWatch::Interest> read(const ReadDependencies& dependencies) {
+    auto interest = m_watch->open();
+    EXPECT_EQ(m_watch->settle(*interest, dependencies, m_mounts), "");
+    EXPECT_EQ(m_watch->changed(*interest), std::nullopt) << "nothing changed yet";
+    return interest;
+  }
+
+  std::string change(ChangeWatch::Interest& interest) {
+    return m_watch->changed(interest).value_or("");
+  }
+
+  testing::TempDir m_dir;
+  std::shared_ptr<ChangeWatch> m_watch;
+  MountTable m_mounts;
+};
+
+TEST_F(ChangeWatchTest, AChangeUnderATreeCountsAndOneBesideItDoesNot) {
+  const fs::path env = m_dir.path() / "env";
+  fs::create_directories(env / "lib/site-packages/torch");
+  ReadDependencies dependencies;
+  dependencies.trees.insert(env);
+  auto interest = read(dependencies);
+
+  m_dir.write("env-notes.txt", "beside the env, not in it\n");
+  fs::create_directories(m_dir.path() / "other/lib");
+  EXPECT_EQ(change(*interest), "") << "nothing under the tree changed";
+
+  m_dir.write("env/lib/site-packages/torch/version.py", "__version__ = '2.10.0'\n");
+  const std::string seen = change(*interest);
+  EXPECT_NE(seen.find("torch/version.py"), std::string::npos) << seen;
+}
+
+// A library the loader looked for and did not find: the same name created
+// there later changes the resolution; another name does not.
+TEST_F(ChangeWatchTest, AnAbsentPathCountsOnceItIsCreated) {
+  fs::create_directories(m_dir.path() / "lib");
+  ReadDependencies dependencies;
+  dependencies.paths.insert(m_dir.path() / "lib/libbkcl.so");
+  auto interest = read(dependencies);
+
+  m_dir.write("lib/libother.so", "");
+  EXPECT_EQ(change(*interest), "");
+  m_dir.write("lib/libbkcl.so", "");
+  EXPECT_NE(change(*interest).find("libbkcl.so"), std::string::npos);
+}
+
+// A directory on the way to a path renamed, or its mode changed: the path
+// now names something else, or reads differently for the env's user.
+TEST_F(ChangeWatchTest, ARenameOrAChmodOnTheWayToAPathCounts) {
+  m_dir.write("a/b/libc10.so", "");
+  ReadDependencies dependencies;
+  dependencies.paths.insert(m_dir.path() / "a/b/libc10.so");
+  auto renamed = read(dependencies);
+  fs::rename(m_dir.path() / "a", m_dir.path() / "c");
+  EXPECT_NE(change(*renamed), "") << "a/ was renamed";
+
+  fs::rename(m_dir.path() / "c", m_dir.path() / "a");
+  auto chmodded = read(dependencies);
+  ASSERT_EQ(::chmod((m_dir.path() / "a/b").c_str(), 0700), 0);
+  EXPECT_NE(change(*chmodded).find("a/b"), std::string::npos);
+}
+
+// A PATH or LD_LIBRARY_PATH directory: an entry added, removed or changed
+// in it counts, what happens in its subdirectories does not.
+TEST_F(ChangeWatchTest, ADirectorysEntriesCountAndItsSubdirectoriesDoNot) {
+  fs::create_directories(m_dir.path() / "bin/sub");
+  m_dir.write("bin/xpu-smi", "#!/bin/sh\n");
+  ReadDependencies dependencies;
+  dependencies.entries.insert(m_dir.path() / "bin");
+  auto interest = read(dependencies);
+  m_dir.write("bin/sub/helper", "");
+  EXPECT_EQ(change(*interest), "");
+  ASSERT_EQ(::chmod((m_dir.path() / "bin/xpu-smi").c_str(), 0755), 0);
+  EXPECT_NE(change(*interest).find("bin/xpu-smi"), std::string::npos);
+}
+
+// What changes between the read's start and the moment it names what it
+// read counts: the read may have seen the old contents.
+TEST_F(ChangeWatchTest, AChangeWhileTheReadRunsCounts) {
+  fs::create_directories(m_dir.path() / "env/bin");
+  auto interest = m_watch->open();
+  m_dir.write("env/bin/activate", "export XPU_VISIBLE_DEVICES=0\n");
+  ReadDependencies dependencies;
+  dependencies.trees.insert(m_dir.path() / "env");
+  ASSERT_EQ(m_watch->settle(*interest, dependencies, m_mounts), "");
+  const std::string seen = change(*interest);
+  EXPECT_NE(seen.find("while it was read"), std::string::npos) << seen;
+}
+
+// Paths reached through a bind mount are the filesystem's own paths: a
+// change made through the other name counts.
+TEST_F(ChangeWatchTest, AChangeMadeThroughAnotherMountOfTheSameFilesCounts) {
+  const fs::path real = m_dir.path() / "srv/home/alice";
+  const fs::path alias = m_dir.path() / "home";
+  fs::create_directories(real / "env/lib");
+  fs::create_directories(alias);
+  if (::mount(real.parent_path().c_str(), alias.c_str(), nullptr, MS_BIND, nullptr) != 0) {
+    GTEST_SKIP() << "skipped: cannot bind-mount here: " << std::strerror(errno);
+  }
+  struct Unmount {
+    fs::path point;
+    ~Unmount() { ::umount2(point.c_str(), MNT_DETACH); }
+  } unmount{alias};
+  m_mounts = MountTable::load();
+  ReadDependencies dependencies;
+  dependencies.trees.insert(alias / "alice/env");
+  auto interest = read(dependencies);
+  m_dir.write("srv/home/alice/env/lib/libxpytorch.so", "");
+  EXPECT_NE(change(*interest).find("libxpytorch.so"), std::string::npos)
+      << "changed through " << real << ", read through " << alias;
+}
+
+// What the kernel does not see change is never taken as unchanged.
+TEST_F(ChangeWatchTest, AFilesystemItCannotWatchIsSaidAndCountsAsChanged) {
+  ReadDependencies dependencies;
+  dependencies.trees.insert(m_dir.path());
+  dependencies.paths.insert("/proc/sys/kernel/hostname");
+  auto interest = m_watch->open();
+  const std::string why = m_watch->settle(*interest, dependencies, m_mounts);
+  EXPECT_NE(why.find("proc"), std::string::npos) << why;
+  EXPECT_NE(change(*interest).find("not watched"), std::string::npos);
+}
+
+// A file read is followed by identity as well: rewritten in place through
+// a name outside every path the read depended on (conda's package cache,
+// hard-linked into the env), it counts.
+TEST_F(ChangeWatchTest, AFileRewrittenThroughAnotherNameCounts) {
+  const fs::path library = m_dir.write("env/lib/libxpytorch.so", "v1\n");
+  fs::create_directories(m_dir.path() / "pkgs");
+  fs::create_hard_link(library, m_dir.path() / "pkgs/libxpytorch.so");
+  ReadDependencies dependencies;
+  dependencies.trees.insert(m_dir.path() / "env");
+  dependencies.files.insert(library);
+  auto interest = read(dependencies);
+  m_dir.write("pkgs/other.so", "");
+  EXPECT_EQ(change(*interest), "") << "another file of the cache";
+  std::ofstream(m_dir.path() / "pkgs/libxpytorch.so", std::ios::app) << "v2\n";
+  EXPECT_NE(change(*interest).find("another of its names"), std::string::npos);
+}
+
+// A file read through a link to somewhere no tree covers: replaced there
+// (a new file renamed over it), it counts.
+TEST_F(ChangeWatchTest, AFileReadThroughALinkCountsWhenItsTargetIsReplaced) {
+  m_dir.write("opt/vendor/lib/libbkcl.so", "v1\n");
+  fs::create_directories(m_dir.path() / "env/lib");
+  fs::create_symlink(m_dir.path() / "opt/vendor/lib/libbkcl.so",
+                     m_dir.path() / "env/lib/libbkcl.so");
+  ReadDependencies dependencies;
+  dependencies.trees.insert(m_dir.path() / "env");
+  dependencies.files.insert(m_dir.path() / "env/lib/libbkcl.so");
+  auto interest = read(dependencies);
+  m_dir.write("opt/vendor/lib/libbkcl.so.new", "v2\n");
+  EXPECT_EQ(change(*interest), "") << "a file beside it";
+  fs::rename(m_dir.path() / "opt/vendor/lib/libbkcl.so.new",
+             m_dir.path() / "opt/vendor/lib/libbkcl.so");
+  EXPECT_NE(change(*interest).find("libbkcl.so"), std::string::npos);
+}
+
+// A read left blocked never settles: it counts as changed, and the changes
+// logged for it are let go.
+TEST_F(ChangeWatchTest, AnAbandonedReadCountsAsChanged) {
+  auto interest = m_watch->open();
+  m_watch->abandon(*interest);
+  EXPECT_NE(change(*interest).find("did not finish"), std::string::npos);
+  ReadDependencies dependencies;
+  dependencies.trees.insert(m_dir.path());
+  EXPECT_EQ(m_watch->settle(*interest, dependencies, m_mounts), "settled twice");
+}
+
+// More changes while a read runs than are kept for matching: the read counts
+// as changed, though another read held the log open before it began.
+TEST(ChangeWatchLog, MoreChangesWhileAReadRunsThanAreKeptCount) {
+  std::string why_not;
+  auto watch = ChangeWatch::start(why_not, 8);
+  if (!watch) {
+    GTEST_SKIP() << "skipped: the kernel will not watch filesystems here: " << why_not;
+  }
+  testing::TempDir dir;
+  const auto mounts = MountTable::load();
+  ReadDependencies first;
+  first.trees.insert(dir.path());
+  auto marking = watch->open();
+  ASSERT_EQ(watch->settle(*marking, first, mounts), "");
+
+  auto held = watch->open();  // a read that runs on (a slow env)
+  for (int i = 0; i < 16; ++i) {
+    dir.write("busy/file" + std::to_string(i), "");
+  }
+  auto interest = watch->open();
+  dir.write("env/lib/libc10.so", "");
+  ReadDependencies dependencies;
+  dependencies.trees.insert(dir.path() / "unrelated");
+  ASSERT_EQ(watch->settle(*interest, dependencies, mounts), "");
+  const auto seen = watch->changed(*interest);
+  ASSERT_TRUE(seen.has_value());
+  EXPECT_NE(seen->find("more changed while it was read"), std::string::npos) << *seen;
+}
+
+// The paths a reader notes are recorded, and a tree covers what is under it.
+TEST(ReadDependencies, ReadsAreRecordedAndATreeCoversWhatIsUnderIt) {
+  ReadDependencies dependencies;
+  {
+    RecordingReads recording(dependencies);
+    record_read("/opt/env/lib/python3.11/site-packages/torch/__init__.py");
+    record_read("/usr/lib/x86_64-linux-gnu/libstdc++.so.6");
+    record_read("relative/paths/are/not/kept");
+    record_listing("/usr/lib/x86_64-linux-gnu");
+  }
+  record_read("/not/recorded/once/it/ends");
+  dependencies.trees.insert("/opt/env");
+  dependencies.trees.insert("/opt/env/lib");
+  dependencies.compact();
+  EXPECT_EQ(dependencies.trees, std::set<fs::path>{"/opt/env"});
+  EXPECT_EQ(dependencies.paths, std::set<fs::path>{"/usr/lib/x86_64-linux-gnu/libstdc++.so.6"});
+  EXPECT_EQ(dependencies.entries, std::set<fs::path>{"/usr/lib/x86_64-linux-gnu"});
+  EXPECT_EQ(dependencies.incomplete, "");
+}
+
+TEST(ReadDependencies, MoreReadsThanAreKeptAreSaid) {
+  ReadDependencies dependencies;
+  RecordingReads recording(dependencies);
+  for (std::size_t i = 0; i <= k_max_recorded_paths; ++i) {
+    record_read("/usr/lib/lib" + std::to_string(i) + ".so");
+  }
+  EXPECT_EQ(dependencies.paths.size(), k_max_recorded_paths);
+  EXPECT_NE(dependencies.incomplete.find("more than"), std::string::npos);
+}
+
+}  // namespace
+}  // namespace envcontract::probes
