@@ -151,11 +151,6 @@ class Watchdog {
 
 }  // namespace
 
-std::string Scanner::watch_problem() const {
-  std::lock_guard lock(m_cancel_mutex);
-  return m_watch_problem;
-}
-
 void Scanner::cancel(const std::string& reason) {
   std::lock_guard lock(m_cancel_mutex);
   m_cancelled_for = reason;
@@ -285,6 +280,13 @@ report::Json Scanner::scan(const LoadedContract& contract, const ScanSettings& s
   }
   const Watchdog watchdog(settings.scan_deadline, *cancellation, settings.cancelled_by);
   auto options = settings.facts;
+  if (!settings.watch_changes && m_caches->watch) {
+    // Turned off (a configuration reloaded): its reader thread stops with it.
+    std::lock_guard lock(m_caches->mutex);
+    m_caches->watch.reset();
+    m_caches->kept_envs.clear();
+    m_watch_tried = false;
+  }
   if (settings.watch_changes && !m_watch_tried) {
     m_watch_tried = true;
     std::string why_not;
@@ -292,8 +294,6 @@ report::Json Scanner::scan(const LoadedContract& contract, const ScanSettings& s
     if (!m_caches->watch) {
       spdlog::warn("file changes are not watched ({}): every scan reads every env's files",
                    why_not);
-      std::lock_guard lock(m_cancel_mutex);
-      m_watch_problem = why_not;
     }
   }
   if (settings.watch_changes && settings.reprobe_interval.count() > 0) {

@@ -69,8 +69,6 @@ class Scanner {
   std::size_t last_reused() const { return m_last_reused; }
   // How many envs' files the last scan read (the others' facts were kept).
   std::size_t last_read() const { return m_last_read; }
-  // Why file changes are not watched although asked ("" when they are, or were not asked).
-  std::string watch_problem() const;
   // Parsed ELF files held between scans: none (they serve one scan).
   std::size_t held_libraries() const { return m_caches->elf_files.size(); }
 
@@ -83,7 +81,7 @@ class Scanner {
   };
 
   std::mutex m_scan_mutex;
-  mutable std::mutex m_cancel_mutex;  // guards the two below and m_watch_problem
+  std::mutex m_cancel_mutex;  // guards the two below
   std::shared_ptr<probes::Cancellation> m_running;
   std::string m_cancelled_for;  // once set, every scan is cancelled from its start
   // Shared with readers left blocked past their deadline (stall_guard.hpp).
@@ -93,7 +91,6 @@ class Scanner {
   std::size_t m_last_reused = 0;
   std::size_t m_last_read = 0;
   bool m_watch_tried = false;
-  std::string m_watch_problem;  // guarded by m_cancel_mutex
 };
 
 // What decides whether an env must be probed again: its files' facts

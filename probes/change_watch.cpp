@@ -1,16 +1,19 @@
 #include "probes/change_watch.hpp"
 
+#include "probes/change_keys.hpp"
+
 #include <fcntl.h>
 #include <poll.h>
 #include <sys/eventfd.h>
 #include <sys/fanotify.h>
 #include <sys/stat.h>
 #include <sys/statfs.h>
-#include <sys/sysmacros.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <array>
 #include <cerrno>
+#include <chrono>
 #include <climits>
 #include <cstdlib>
 #include <cstring>
@@ -45,115 +48,19 @@ bool local_filesystem(const std::string& fstype) {
 
 // Past these, whatever is not followed counts as a change of everything.
 constexpr std::size_t k_max_reads_per_drain = 256;  // of 64 KiB each
+constexpr std::size_t k_max_log_bytes = 4 << 20;    // of paths logged while reads run
 constexpr std::size_t k_max_known_dirs = 8192;      // directory handles resolved
-
-std::uint64_t fsid_of(const void* fsid) {
-  std::uint64_t value = 0;
-  std::memcpy(&value, fsid, sizeof value);
-  return value;
-}
-
-// "dev:/path": a path within one filesystem (as its root sees it), whatever
-// mount it was reached by.
-std::string key_of(const std::string& device, const std::string& path) {
-  return device + ":" + path;
-}
-
-// A file's identity (its filesystem and handle), whatever names it has.
-// Starts with NUL: a path's key starts with its device's major number.
-std::string object_key(std::uint64_t fsid, const file_handle& handle) {
-  std::string key(1, '\0');
-  key.append(reinterpret_cast<const char*>(&fsid), sizeof fsid);
-  key.append(reinterpret_cast<const char*>(&handle.handle_type), sizeof handle.handle_type);
-  key.append(reinterpret_cast<const char*>(handle.f_handle), handle.handle_bytes);
-  return key;
-}
-
-bool is_object_key(const std::string& key) {
-  return !key.empty() && key.front() == '\0';
-}
-
-// The path of a key, for people.
-std::string path_of_key(const std::string& key) {
-  return key.substr(key.find(":/") + 1);
-}
-
-// The key of the directory holding `key`'s path; "" for a filesystem's root.
-std::string parent_key(const std::string& key) {
-  const auto colon = key.find(":/");  // the device's own colon comes before
-  const auto slash = key.rfind('/');
-  if (colon == std::string::npos || slash == std::string::npos || slash <= colon ||
-      key.size() == colon + 2) {
-    return {};
-  }
-  return slash == colon + 1 ? key.substr(0, colon + 2) : key.substr(0, slash);
-}
-
-// The longest existing ancestor of `path` resolved, with the rest appended:
-// where the path is, or would be once created.
-fs::path resolved(const fs::path& path) {
-  fs::path existing = path;
-  fs::path rest;
-  while (true) {
-    char buffer[PATH_MAX];
-    if (::realpath(existing.c_str(), buffer) != nullptr) {
-      return rest.empty() ? fs::path(buffer) : (fs::path(buffer) / rest).lexically_normal();
-    }
-    if (!existing.has_relative_path()) {
-      return path;
-    }
-    rest = rest.empty() ? existing.filename() : existing.filename() / rest;
-    existing = existing.parent_path();
-  }
-}
-
-// What a file read is: its filesystem's device, its identity (object_key)
-// and where its links lead; no key when it is absent. A file with several
-// names that cannot be identified cannot be watched: a change through
-// another of its names would not be seen.
-struct Identity {
-  std::string device;
-  std::string key;
-  fs::path real;
-  std::string problem;
-};
-
-Identity identify(const fs::path& file) {
-  Identity identity;
-  const int fd = ::open(file.c_str(), O_PATH | O_CLOEXEC);
-  if (fd < 0) {
-    return identity;
-  }
-  struct stat status {};
-  struct statfs filesystem {};
-  alignas(file_handle) std::array<char, sizeof(file_handle) + MAX_HANDLE_SZ> storage{};
-  auto& handle = *reinterpret_cast<file_handle*>(storage.data());
-  handle.handle_bytes = MAX_HANDLE_SZ;
-  int mount_id = 0;
-  char buffer[PATH_MAX];
-  const std::string link = "/proc/self/fd/" + std::to_string(fd);
-  ssize_t length = -1;
-  if (::fstat(fd, &status) == 0 && ::fstatfs(fd, &filesystem) == 0) {
-    length = ::readlink(link.c_str(), buffer, sizeof buffer - 1);
-    if (::name_to_handle_at(fd, "", &handle, &mount_id, AT_EMPTY_PATH) == 0 && length > 0) {
-      identity.device =
-          std::to_string(major(status.st_dev)) + ":" + std::to_string(minor(status.st_dev));
-      identity.key = object_key(fsid_of(&filesystem.f_fsid), handle);
-      identity.real = std::string(buffer, static_cast<std::size_t>(length));
-    } else if (status.st_nlink > 1) {
-      identity.problem =
-          file.string() + " has several names and the kernel gives no identity for it";
-    }
-  }
-  ::close(fd);
-  return identity;
-}
+// Each costs two opens and a readlink: a user who renames directories in a
+// loop (which forgets the names known) costs the agent at most this many a
+// second; past them every interest counts as changed.
+constexpr std::size_t k_max_resolved_per_second = 20000;
 
 }  // namespace
 
 struct ChangeWatch::Core {
+  // Opened again for each directory named (never held: a descriptor on
+  // it would keep its filesystem from being unmounted).
   struct Filesystem {
-    int mount_fd = -1;
     std::string point;   // where its root is mounted here
     std::string device;  // "major:minor"
   };
@@ -187,14 +94,22 @@ struct ChangeWatch::Core {
   // happened during counts as changed.
   std::vector<std::pair<std::uint64_t, std::string>> log;
   std::size_t max_logged = 0;
+  std::size_t log_bytes = 0;
   std::uint64_t last_lost = 0;  // 0: none
   std::size_t open_interests = 0;
+  // Interests no change has ended yet: while there are none, and no read
+  // runs, events are counted and not resolved.
+  std::size_t waiting = 0;
   std::uint64_t events = 0;
+  // Directories named again from their handles in the current second.
+  std::chrono::steady_clock::time_point window_start;
+  std::size_t resolved_in_window = 0;
+  // The lengths of the trees' keys (and how many trees have each).
+  std::map<std::size_t, std::size_t> tree_lengths;
+  // Set once the kernel's queue cannot be read: every interest is changed.
+  std::optional<std::string> broken;
 
   ~Core() {
-    for (auto& [fsid, filesystem] : filesystems) {
-      ::close(filesystem.mount_fd);
-    }
     if (fan_fd >= 0) {
       ::close(fan_fd);
     }
@@ -234,6 +149,7 @@ struct ChangeWatch::Core {
   void note_change(State& state, const std::string& why) {
     if (!state.change) {
       state.change = why;
+      --waiting;
     }
   }
 
@@ -268,8 +184,17 @@ struct ChangeWatch::Core {
         visit(id);
       }
     }
-    for (std::string at = parent; !at.empty(); at = parent_key(at)) {
-      if (const auto it = trees.find(at); it != trees.end()) {
+    // The trees it lies in: looked up by the lengths of the trees' own
+    // keys, not by every ancestor (a path thousands of directories deep
+    // would cost as many copies of itself).
+    for (const auto& [length, count] : tree_lengths) {
+      if (length >= key.size()) {
+        break;
+      }
+      if (key[length] != '/' && !(key[length - 1] == '/' && length == key.find(":/") + 2)) {
+        continue;
+      }
+      if (const auto it = trees.find(key.substr(0, length)); it != trees.end()) {
         for (const auto id : it->second) {
           visit(id);
         }
@@ -285,7 +210,8 @@ struct ChangeWatch::Core {
   void changed_at(const std::string& key) {
     match(key, [&](std::uint64_t id) { note_change(interests.at(id), describe(key)); });
     if (open_interests > 0) {
-      if (log.size() < max_logged) {
+      if (log.size() < max_logged && log_bytes + key.size() <= k_max_log_bytes) {
+        log_bytes += key.size();
         log.emplace_back(events, key);
       } else {
         last_lost = events;
@@ -304,25 +230,54 @@ struct ChangeWatch::Core {
     }
     const auto filesystem = filesystems.find(fsid);
     if (filesystem == filesystems.end()) {
+      return std::nullopt;  // not one an interest depends on
+    }
+    const auto now = std::chrono::steady_clock::now();
+    if (now - window_start >= std::chrono::seconds(1)) {
+      window_start = now;
+      resolved_in_window = 0;
+    }
+    if (++resolved_in_window > k_max_resolved_per_second) {
+      everything_changed("more directories changed in a second than the agent follows");
       return std::nullopt;
     }
-    // Gone already (ESTALE): its removal is an event of its parent's.
-    const int fd = ::open_by_handle_at(filesystem->second.mount_fd,
-                                       const_cast<file_handle*>(&handle), O_PATH | O_CLOEXEC);
+    const std::string unnamed =
+        "a changed directory of " + filesystem->second.point + " could not be named again";
+    const int root = ::open(filesystem->second.point.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    struct statfs mounted {};
+    if (root < 0 || ::fstatfs(root, &mounted) != 0 || fsid_of(&mounted.f_fsid) != fsid) {
+      if (root >= 0) {
+        ::close(root);
+      }
+      // Unmounted, or another filesystem mounted there: its mounts changed,
+      // which the next scan sees too.
+      everything_changed(filesystem->second.point + " is no longer the filesystem watched there");
+      return std::nullopt;
+    }
+    const int fd = ::open_by_handle_at(root, const_cast<file_handle*>(&handle), O_PATH | O_CLOEXEC);
+    const int open_error = errno;
+    ::close(root);
     if (fd < 0) {
+      // Gone already (ESTALE): its removal is an event of its parent's.
+      if (open_error != ESTALE && open_error != ENOENT) {
+        everything_changed(unnamed + ": " + std::strerror(open_error));
+      }
       return std::nullopt;
     }
+    struct stat status {};
     char buffer[PATH_MAX];
     const std::string link = "/proc/self/fd/" + std::to_string(fd);
-    const ssize_t length = ::readlink(link.c_str(), buffer, sizeof buffer - 1);
+    const bool removed = ::fstat(fd, &status) == 0 && status.st_nlink == 0;
+    const ssize_t length = removed ? 0 : ::readlink(link.c_str(), buffer, sizeof buffer - 1);
     ::close(fd);
+    if (removed) {
+      return std::nullopt;  // removed since: that is an event of its parent's
+    }
     if (length <= 0 || buffer[0] != '/') {
+      everything_changed(unnamed);
       return std::nullopt;
     }
     std::string path(buffer, static_cast<std::size_t>(length));
-    if (path.ends_with(" (deleted)")) {
-      return std::nullopt;
-    }
     const std::string& point = filesystem->second.point;
     if (point != "/") {
       if (path == point) {
@@ -330,6 +285,7 @@ struct ChangeWatch::Core {
       } else if (path.starts_with(point + "/")) {
         path = path.substr(point.size());
       } else {
+        everything_changed(unnamed + ": it is outside " + point);
         return std::nullopt;
       }
     }
@@ -392,8 +348,13 @@ struct ChangeWatch::Core {
   // Reads what the kernel has queued (the caller holds the mutex).
   void drain() {
     alignas(fanotify_event_metadata) static thread_local std::array<char, 64 * 1024> buffer;
-    for (std::size_t reads = 0;; ++reads) {
+    for (std::size_t reads = 0; !broken; ++reads) {
       const ssize_t length = ::read(fan_fd, buffer.data(), buffer.size());
+      if (length < 0 && errno != EAGAIN && errno != EINTR) {
+        broken = std::string("the kernel's changes cannot be read: ") + std::strerror(errno);
+        everything_changed(*broken);
+        return;
+      }
       if (length <= 0) {
         return;  // EAGAIN: nothing more queued
       }
@@ -420,13 +381,36 @@ struct ChangeWatch::Core {
             (event->mask & (FAN_MOVED_FROM | FAN_MOVED_TO | FAN_DELETE | FAN_MOVE_SELF)) != 0) {
           known_dirs.clear();
         }
-        if (interests.empty()) {
+        if (waiting == 0) {
           ++events;
-          continue;  // nothing to match them against
+          continue;  // every interest has changed already: nothing to match
         }
         take_event(*event, reinterpret_cast<const char*>(event) + event->event_len);
       }
     }
+  }
+
+  // Marks the filesystem mounted whole at `whole`; "" or why not. Events
+  // name their filesystem by its id: two filesystems with one id (a cloned
+  // disk, a snapshot, an image made to match) cannot be told apart, and
+  // the second is not watched.
+  std::string mark_whole(const MountTable::Mount& whole, const std::string& device) {
+    struct statfs info {};
+    if (::statfs(whole.point.c_str(), &info) != 0) {
+      return whole.point.string() + ": " + std::strerror(errno);
+    }
+    const std::uint64_t fsid = fsid_of(&info.f_fsid);
+    if (const auto same = filesystems.find(fsid);
+        same != filesystems.end() && same->second.device != device) {
+      return "a filesystem whose id its changes are told by is also that of " + same->second.point;
+    }
+    if (::fanotify_mark(fan_fd, FAN_MARK_ADD | FAN_MARK_FILESYSTEM, k_change_mask, AT_FDCWD,
+                        whole.point.c_str()) != 0) {
+      return "the kernel would not watch " + whole.point.string() + " (" + whole.fstype +
+             "): " + std::strerror(errno);
+    }
+    filesystems[fsid] = {whole.point.string(), device};
+    return "";
   }
 
   // The filesystem holding `device` marked, or why it cannot be.
@@ -450,23 +434,9 @@ struct ChangeWatch::Core {
             " filesystem, whose changes this kernel does not all see";
     } else if (whole == nullptr) {
       why = "its filesystem's root is not mounted where the agent can see it";
-    } else if (::fanotify_mark(fan_fd, FAN_MARK_ADD | FAN_MARK_FILESYSTEM, k_change_mask, AT_FDCWD,
-                               whole->point.c_str()) != 0) {
-      why = "the kernel would not watch " + whole->point.string() + " (" + whole->fstype +
-            "): " + std::strerror(errno);
     } else {
-      struct statfs info {};
-      // Opened for reading: open_by_handle_at refuses an O_PATH descriptor (EBADF).
-      const int fd = ::open(whole->point.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-      if (fd < 0 || ::fstatfs(fd, &info) != 0) {
-        why = whole->point.string() + ": " + std::strerror(errno);
-        if (fd >= 0) {
-          ::close(fd);
-        }
-      } else {
-        filesystems[fsid_of(&info.f_fsid)] = {fd, whole->point.string(), device};
-        newly = true;
-      }
+      why = mark_whole(*whole, device);
+      newly = newly || why.empty();
     }
     marks[device] = why.empty() ? std::optional<std::string>() : why;
     return why;
@@ -480,6 +450,14 @@ struct ChangeWatch::Core {
     }
     if (!it->second.settled && open_interests > 0) {
       --open_interests;
+    }
+    if (!it->second.change) {
+      --waiting;
+    }
+    for (const auto& key : it->second.trees) {
+      if (--tree_lengths[key.size()] == 0) {
+        tree_lengths.erase(key.size());
+      }
     }
     for (const auto which : {Index::touching, Index::trees, Index::entries, Index::objects}) {
       auto& map = index(which);
@@ -497,26 +475,44 @@ struct ChangeWatch::Core {
     trim_log();
   }
 
+  // Lets go of what happened before every read still running began.
   void trim_log() {
     if (open_interests == 0) {
       log.clear();
       log.shrink_to_fit();
+      log_bytes = 0;
       last_lost = 0;
+      return;
     }
+    std::uint64_t oldest = events;
+    for (const auto& [id, state] : interests) {
+      if (!state.settled) {
+        oldest = std::min(oldest, state.opened_at);
+      }
+    }
+    const auto first_kept = std::find_if(log.begin(), log.end(),
+                                         [&](const auto& entry) { return entry.first > oldest; });
+    for (auto it = log.begin(); it != first_kept; ++it) {
+      log_bytes -= it->second.size();
+    }
+    log.erase(log.begin(), first_kept);
   }
 
   void read_until_stopped() {
-    std::array<pollfd, 2> waiting{{{fan_fd, POLLIN, 0}, {stop_fd, POLLIN, 0}}};
+    std::array<pollfd, 2> polled{{{fan_fd, POLLIN, 0}, {stop_fd, POLLIN, 0}}};
     while (true) {
-      if (::poll(waiting.data(), waiting.size(), -1) < 0 && errno != EINTR) {
+      if (::poll(polled.data(), polled.size(), -1) < 0 && errno != EINTR) {
         return;
       }
-      if ((waiting[1].revents & POLLIN) != 0) {
+      if ((polled[1].revents & POLLIN) != 0) {
         return;
       }
-      if ((waiting[0].revents & (POLLIN | POLLERR | POLLHUP)) != 0) {
+      if ((polled[0].revents & (POLLIN | POLLERR | POLLHUP)) != 0) {
         std::lock_guard lock(mutex);
         drain();
+        if (broken) {
+          return;  // what could not be read cannot be polled for either
+        }
       }
     }
   }
@@ -580,32 +576,37 @@ std::shared_ptr<ChangeWatch::Interest> ChangeWatch::open() {
   auto& state = m_core->interests[id];
   state.opened_at = m_core->events;
   ++m_core->open_interests;
+  ++m_core->waiting;
+  if (m_core->broken) {
+    m_core->note_change(state, *m_core->broken);
+  }
   return std::make_shared<Interest>(m_core, id);
 }
 
 std::string ChangeWatch::settle(Interest& interest, const ReadDependencies& dependencies,
                                 const MountTable& mounts) {
-  // Resolved before the lock: realpath may wait on a slow disk.
+  // Resolved before the lock: following links may wait on a slow disk.
+  // (Trees and entries directories come with their links' targets:
+  // add_link_targets.)
   struct Named {
     fs::path path;
     Core::Index kind;
   };
   std::vector<Named> named;
-  const auto add = [&](const fs::path& path, Core::Index kind) {
-    named.push_back({path, kind});
-    const fs::path real = resolved(path);
-    if (real != path) {
-      named.push_back({real, kind});
+  const auto add_with_links = [&](const fs::path& path) {
+    named.push_back({path, Core::Index::touching});
+    for (auto& step : link_chain(path)) {
+      named.push_back({std::move(step), Core::Index::touching});
     }
   };
   for (const auto& tree : dependencies.trees) {
-    add(tree, Core::Index::trees);
+    named.push_back({tree, Core::Index::trees});
   }
   for (const auto& dir : dependencies.entries) {
-    add(dir, Core::Index::entries);
+    named.push_back({dir, Core::Index::entries});
   }
   for (const auto& path : dependencies.paths) {
-    add(path, Core::Index::touching);
+    add_with_links(path);
   }
   // Each file read, by identity, and by the path its links lead to.
   struct Identified {
@@ -626,9 +627,11 @@ std::string ChangeWatch::settle(Interest& interest, const ReadDependencies& depe
       continue;  // absent: its name is watched
     }
     if (identity.real != file.lexically_normal()) {
-      named.push_back({identity.real, Core::Index::touching});
+      add_with_links(file);  // each link on the way, wherever it is
     }
-    identified.push_back({std::move(identity.device), std::move(identity.key)});
+    // The device as the mount table names it (on btrfs a file's st_dev is
+    // its subvolume's, which no mount names).
+    identified.push_back({mounts.mount_of(identity.real).device, std::move(identity.key)});
   }
 
   std::lock_guard lock(m_core->mutex);
@@ -690,6 +693,9 @@ std::string ChangeWatch::settle(Interest& interest, const ReadDependencies& depe
     if (kind != Core::Index::touching) {
       m_core->index(kind)[key].push_back(interest.id());
       (kind == Core::Index::trees ? state.trees : state.entries).push_back(key);
+      if (kind == Core::Index::trees) {
+        ++m_core->tree_lengths[key.size()];
+      }
     }
   }
   // What changed while the read ran, now that its paths are known.

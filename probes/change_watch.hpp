@@ -13,7 +13,7 @@
 // on whole filesystems), so that a rescan of an unchanged env reads nothing.
 //
 // Only what the kernel reports is trusted: local disk filesystems (ext4,
-// xfs, btrfs, tmpfs...) that take a filesystem mark. A network filesystem
+// xfs, tmpfs...; btrfs when its root is mounted) that take a filesystem mark. A network filesystem
 // changed by another machine, FUSE, overlayfs and container trees report
 // nothing of what happens elsewhere, so a read that depended on one is never
 // kept. When the kernel's queue of changes overflows, or more change at

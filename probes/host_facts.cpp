@@ -16,6 +16,7 @@
 #include "common/time_text.hpp"
 #include "probes/dynamic_probe.hpp"
 #include "probes/import_safety.hpp"
+#include "probes/kept_facts.hpp"
 #include "probes/stall_guard.hpp"
 #include "probes/system_root.hpp"
 
@@ -106,30 +107,13 @@ struct EnvReading {
   // When its facts may be kept: what changes from the start of the read,
   // and the mounts its paths are resolved through.
   std::shared_ptr<ChangeWatch::Interest> interest;
+  // Its own hold on the watch: a reader left blocked settles after its scan,
+  // when the caches may no longer have one.
+  std::shared_ptr<ChangeWatch> watch;
   std::shared_ptr<const MountTable> mounts;
   ReadDependencies dependencies;  // the paths its readers noted
   bool settled = false;           // the watch knows what the read depended on
 };
-
-// What describing a candidate depends on besides its files: facts kept
-// under another key are read again. "" for envs never kept: those a
-// container runs, and those on a user's mount.
-std::string kept_key(const HostFactsOptions& options, const EnvCandidate& candidate) {
-  if (!candidate.exec.argv.empty() || candidate.holds_mount) {
-    return {};
-  }
-  return options.keep_key + '\0' + options.discovery.run_as.root_envs_user + '\0' +
-         candidate.scan_root.string() + '\0' + to_string(candidate.likely_kind) + '\0' +
-         (candidate.conda_installation ? "installation" : "") + '\0' + candidate.owner;
-}
-
-// Facts that say nothing went wrong while they were read: those that did
-// (a failed activation, an error of a step, a bound reached) are read again.
-bool keepable_facts(const EnvFacts& env) {
-  return env.errors.empty() && env.activation.problem.empty() && env.env.system_root == "/" &&
-         env.env.exec.empty() && env.env.user_mount.empty() &&
-         env.static_facts.search_path.incomplete.empty() && env.env.imports_unchecked.empty();
-}
 
 // Names what the read depended on to the watch (on the reading thread: it
 // resolves paths, which may wait on a slow disk).
@@ -138,50 +122,9 @@ void settle_reading(EnvReading& reading, ChangeWatch& watch) {
   // What its readers read, followed by identity too (before the trees cover them).
   dependencies.files = dependencies.paths;
   add_env_dependencies(reading.env, activation_inputs(reading.env.env), dependencies);
+  add_link_targets(dependencies);
   dependencies.compact();
   reading.settled = watch.settle(*reading.interest, dependencies, *reading.mounts).empty();
-}
-
-// An env's facts from an earlier scan, when nothing they were read from has
-// changed since and they are not older than `keep_for`.
-std::optional<EnvFacts> kept_facts(FactCaches& caches, const EnvCandidate& candidate,
-                                   const std::string& key, std::chrono::milliseconds keep_for) {
-  std::lock_guard lock(caches.mutex);
-  const auto it = caches.kept_envs.find(candidate.prefix);
-  if (it == caches.kept_envs.end()) {
-    return std::nullopt;
-  }
-  const auto& kept = it->second;
-  if (kept.key != key || std::chrono::steady_clock::now() - kept.read_at >= keep_for ||
-      caches.watch->changed(*kept.interest)) {
-    caches.kept_envs.erase(it);
-    return std::nullopt;
-  }
-  EnvFacts facts = kept.facts;
-  facts.kept = true;
-  facts.env.found_by = candidate.found_by;
-  return facts;
-}
-
-void keep(FactCaches& caches, const EnvFacts& env, const std::string& key,
-          std::shared_ptr<ChangeWatch::Interest> interest) {
-  FactCaches::KeptEnv kept{env, key, std::move(interest), std::chrono::steady_clock::now()};
-  // The host's, given to every env after reading; and what its code showed, the scanner's.
-  kept.facts.device_nodes.clear();
-  kept.facts.dynamic.reset();
-  kept.facts.probed_at.clear();
-  std::lock_guard lock(caches.mutex);
-  caches.kept_envs.insert_or_assign(env.env.prefix, std::move(kept));
-}
-
-// Every mount: where, what (device and root) and of which type.
-std::string mount_signature(const MountTable& mounts) {
-  std::string signature;
-  for (const auto& mount : mounts.mounts()) {
-    signature += mount.point.string() + '\0' + mount.device + '\0' + mount.root.string() + '\0' +
-                 mount.fstype + '\n';
-  }
-  return signature;
 }
 
 std::chrono::microseconds since(std::chrono::steady_clock::time_point start) {
@@ -499,7 +442,8 @@ HostFacts gather_host_facts(const HostFactsOptions& options,
     auto reading = std::make_shared<EnvReading>();
     if (keepable) {
       // Opened before the first read of the env: what changes from here on counts.
-      reading->interest = caches->watch->open();
+      reading->watch = caches->watch;
+      reading->interest = reading->watch->open();
       reading->mounts = mount_table;
     }
     reading->request = options.request;
@@ -528,7 +472,7 @@ HostFacts gather_host_facts(const HostFactsOptions& options,
           }
           if (reading->interest) {
             recording.reset();
-            settle_reading(*reading, *reading->caches->watch);
+            settle_reading(*reading, *reading->watch);
           }
         });
     if (stall) {

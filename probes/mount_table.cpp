@@ -102,7 +102,8 @@ MountTable MountTable::parse(std::string_view mountinfo) {
     }
     const auto fstype = fields[dash + 1];
     table.m_mounts.push_back({fs::path(unescape(fields[4])), std::string(fstype),
-                              fs::path(unescape(fields[3])), std::string(fields[2])});
+                              fs::path(unescape(fields[3])), std::string(fields[2]),
+                              std::string(fields[5])});
     if (!is_fuse(fstype)) {
       continue;
     }
@@ -133,7 +134,7 @@ std::optional<UserMount> MountTable::holding(const fs::path& path) const {
 }
 
 MountTable::Mount MountTable::mount_of(const fs::path& path) const {
-  Mount best{"/", "", "/", ""};
+  Mount best{"/", "", "/", "", ""};
   for (const auto& mount : m_mounts) {
     if (at_or_below(path, mount.point) &&
         mount.point.native().size() >= best.point.native().size()) {

@@ -49,6 +49,7 @@ class MountTable {
     std::string fstype;
     std::filesystem::path root = "/";  // what of its filesystem is mounted there
     std::string device;                // "major:minor" of its filesystem
+    std::string options;               // this mount's own: "rw,nosuid,noexec,relatime"
   };
   // The mount `path` is on, by its text (the last, longest mount point
   // holding it; "/" of no type when none does).

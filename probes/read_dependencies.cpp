@@ -1,5 +1,9 @@
 #include "probes/read_dependencies.hpp"
 
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <climits>
 #include <string_view>
 
 namespace envcontract::probes {
@@ -14,7 +18,12 @@ bool is_absolute_path(const fs::path& path) {
 }
 
 void add_bounded(std::set<fs::path>& into, const fs::path& path) {
-  if (t_recording == nullptr || !is_absolute_path(path) || !t_recording->incomplete.empty()) {
+  if (t_recording == nullptr || !t_recording->incomplete.empty()) {
+    return;
+  }
+  if (!is_absolute_path(path)) {
+    // Relative to wherever the agent runs: not a path a change can be matched to.
+    t_recording->incomplete = "the read looked at a relative path (" + path.string() + ")";
     return;
   }
   const auto& record = *t_recording;
@@ -109,6 +118,58 @@ void record_listing(const fs::path& dir) {
   }
 }
 
+std::vector<fs::path> link_chain(const fs::path& path) {
+  constexpr int k_max_links = 40;
+  std::vector<fs::path> chain;
+  fs::path current = path;
+  for (int links = 0; links < k_max_links && is_absolute_path(current); ++links) {
+    fs::path walked = "/";
+    bool followed = false;
+    for (auto part = std::next(current.begin()); part != current.end(); ++part) {
+      if (part->empty()) {
+        continue;  // a trailing slash
+      }
+      walked /= *part;
+      struct stat status {};
+      if (::lstat(walked.c_str(), &status) != 0) {
+        return chain;  // absent from here on: its creation is watched
+      }
+      if (!S_ISLNK(status.st_mode)) {
+        continue;
+      }
+      char target[PATH_MAX];
+      const ssize_t length = ::readlink(walked.c_str(), target, sizeof target - 1);
+      if (length <= 0) {
+        return chain;
+      }
+      fs::path next(std::string(target, static_cast<std::size_t>(length)));
+      next = is_absolute_path(next) ? next : walked.parent_path() / next;
+      for (auto rest = std::next(part); rest != current.end(); ++rest) {
+        next /= *rest;
+      }
+      current = next.lexically_normal();
+      chain.push_back(current);
+      followed = true;
+      break;  // `current` changed: walk it from its start
+    }
+    if (!followed) {
+      break;
+    }
+  }
+  return chain;
+}
+
+void add_link_targets(ReadDependencies& dependencies) {
+  for (auto* set : {&dependencies.trees, &dependencies.entries}) {
+    std::vector<fs::path> targets;
+    for (const auto& path : *set) {
+      const auto chain = link_chain(path);
+      targets.insert(targets.end(), chain.begin(), chain.end());
+    }
+    set->insert(targets.begin(), targets.end());
+  }
+}
+
 void add_env_dependencies(const facts::EnvFacts& env,
                           const std::vector<fs::path>& activation_inputs, ReadDependencies& into) {
   const auto tree = [&](const fs::path& path) {
@@ -159,7 +220,7 @@ void add_env_dependencies(const facts::EnvFacts& env,
   // Read for every env: the loader's cache (which libraries the system
   // dirs hold), and the users and groups its files are read as.
   for (const char* host_file :
-       {"/etc/ld.so.cache", "/etc/ld.so.conf", "/etc/passwd", "/etc/group"}) {
+       {"/etc/ld.so.cache", "/etc/ld.so.conf", "/etc/passwd", "/etc/group", "/etc/nsswitch.conf"}) {
     one(host_file);
   }
   into.entries.insert("/etc/ld.so.conf.d");

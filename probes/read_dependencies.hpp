@@ -49,6 +49,21 @@ class RecordingReads {
 
 inline constexpr std::size_t k_max_recorded_paths = 65536;
 
+// Where `path` leads through each symbolic link on the way, in order: the
+// path with its first link replaced by the link's target, then with the
+// next, to the last (not `path` itself; empty when no link is on the way).
+// Watching each (and so every directory on the way to each) sees any link
+// of the chain changed: a venv's python -> /usr/bin/python3 ->
+// /etc/alternatives/python3 -> python3.9 changes with the alternative.
+// At most 40 links (the kernel's own bound); stops at what is absent.
+std::vector<std::filesystem::path> link_chain(const std::filesystem::path& path);
+
+// Adds where each tree and entries directory leads through links: a
+// site-packages (or a package) inside the prefix that is a link to
+// elsewhere must be watched there, and compact() would otherwise drop it as
+// covered by the prefix.
+void add_link_targets(ReadDependencies& dependencies);
+
 // Called for every path noted by a reader (stall_guard.cpp's note_reading).
 void record_read(const std::filesystem::path& path);
 // A directory whose listing the facts depend on.

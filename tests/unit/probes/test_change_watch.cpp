@@ -197,6 +197,85 @@ TEST_F(ChangeWatchTest, AFileReadThroughALinkCountsWhenItsTargetIsReplaced) {
   EXPECT_NE(change(*interest).find("libbkcl.so"), std::string::npos);
 }
 
+// A venv's python -> /usr/bin/python3 -> /etc/alternatives/python3 ->
+// python3.9: the alternative switched changes the env's interpreter, though
+// neither the first name nor the last changed.
+TEST_F(ChangeWatchTest, ALinkInTheMiddleOfAChainCounts) {
+  const fs::path root = m_dir.path();
+  m_dir.write("usr/bin/python3.9", "");
+  m_dir.write("usr/bin/python3.11", "");
+  fs::create_directories(root / "etc/alternatives");
+  fs::create_directories(root / "env/bin");
+  fs::create_symlink(root / "usr/bin/python3.9", root / "etc/alternatives/python3");
+  fs::create_symlink(root / "etc/alternatives/python3", root / "usr/bin/python3");
+  fs::create_symlink(root / "usr/bin/python3", root / "env/bin/python");
+  EXPECT_EQ(link_chain(root / "env/bin/python"),
+            (std::vector<fs::path>{root / "usr/bin/python3", root / "etc/alternatives/python3",
+                                   root / "usr/bin/python3.9"}));
+  ReadDependencies dependencies;
+  dependencies.paths.insert(root / "env/bin/python");
+  dependencies.files.insert(root / "env/bin/python");
+  auto interest = read(dependencies);
+  fs::remove(root / "etc/alternatives/python3");
+  fs::create_symlink(root / "usr/bin/python3.11", root / "etc/alternatives/python3");
+  EXPECT_NE(change(*interest).find("alternatives/python3"), std::string::npos);
+}
+
+// A site-packages inside the prefix that is a link to a directory elsewhere:
+// a module added there is a change of the env, though the prefix's tree
+// does not hold it.
+TEST_F(ChangeWatchTest, ATreeThatIsALinkIsWatchedWhereItLeads) {
+  const fs::path root = m_dir.path();
+  fs::create_directories(root / "shared/site-packages");
+  fs::create_directories(root / "env/lib/python3.10");
+  fs::create_directory_symlink(root / "shared/site-packages",
+                               root / "env/lib/python3.10/site-packages");
+  ReadDependencies dependencies;
+  dependencies.trees.insert(root / "env");
+  dependencies.trees.insert(root / "env/lib/python3.10/site-packages");
+  add_link_targets(dependencies);
+  dependencies.compact();
+  auto interest = read(dependencies);
+  m_dir.write("shared/site-packages/triton.py", "backend = 'cuda'\n");
+  EXPECT_NE(change(*interest).find("triton.py"), std::string::npos);
+}
+
+// Directories are named from their handles, not from text a user chooses:
+// one named as the kernel names a removed directory is still followed.
+TEST_F(ChangeWatchTest, ADirectoryNamedLikeARemovedOneIsFollowed) {
+  fs::create_directories(m_dir.path() / "x (deleted)");
+  ReadDependencies dependencies;
+  dependencies.trees.insert(m_dir.path() / "x (deleted)");
+  auto interest = read(dependencies);
+  m_dir.write("x (deleted)/sitecustomize.py", "import os\n");
+  EXPECT_NE(change(*interest).find("sitecustomize.py"), std::string::npos);
+}
+
+// The watch holds nothing open on a filesystem: a disk (here a tmpfs) whose
+// files were read can still be unmounted.
+TEST_F(ChangeWatchTest, AWatchedFilesystemCanStillBeUnmounted) {
+  const fs::path point = m_dir.path() / "data";
+  fs::create_directories(point);
+  if (::mount("envcontract-test", point.c_str(), "tmpfs", 0, "size=1m") != 0) {
+    GTEST_SKIP() << "skipped: cannot mount a tmpfs here: " << std::strerror(errno);
+  }
+  m_dir.write("data/env/lib/libbkcl.so", "");
+  m_mounts = MountTable::load();
+  ReadDependencies dependencies;
+  dependencies.trees.insert(point / "env");
+  dependencies.files.insert(point / "env/lib/libbkcl.so");
+  auto interest = m_watch->open();
+  EXPECT_EQ(m_watch->settle(*interest, dependencies, m_mounts), "");
+  m_dir.write("data/env/lib/libbkcl.so", "changed\n");
+  EXPECT_NE(change(*interest), "");
+  const int unmounted = ::umount2(point.c_str(), 0);
+  const int error = errno;
+  if (unmounted != 0) {
+    ::umount2(point.c_str(), MNT_DETACH);
+  }
+  EXPECT_EQ(unmounted, 0) << std::strerror(error);
+}
+
 // A read left blocked never settles: it counts as changed, and the changes
 // logged for it are let go.
 TEST_F(ChangeWatchTest, AnAbandonedReadCountsAsChanged) {
@@ -244,7 +323,6 @@ TEST(ReadDependencies, ReadsAreRecordedAndATreeCoversWhatIsUnderIt) {
     RecordingReads recording(dependencies);
     record_read("/opt/env/lib/python3.11/site-packages/torch/__init__.py");
     record_read("/usr/lib/x86_64-linux-gnu/libstdc++.so.6");
-    record_read("relative/paths/are/not/kept");
     record_listing("/usr/lib/x86_64-linux-gnu");
   }
   record_read("/not/recorded/once/it/ends");
@@ -255,6 +333,15 @@ TEST(ReadDependencies, ReadsAreRecordedAndATreeCoversWhatIsUnderIt) {
   EXPECT_EQ(dependencies.paths, std::set<fs::path>{"/usr/lib/x86_64-linux-gnu/libstdc++.so.6"});
   EXPECT_EQ(dependencies.entries, std::set<fs::path>{"/usr/lib/x86_64-linux-gnu"});
   EXPECT_EQ(dependencies.incomplete, "");
+}
+
+// A relative path names no place a change can be matched to: the read's
+// facts are then not kept.
+TEST(ReadDependencies, ARelativePathReadIsSaid) {
+  ReadDependencies dependencies;
+  RecordingReads recording(dependencies);
+  record_read("lib/python3.10/site-packages/torch/__init__.py");
+  EXPECT_NE(dependencies.incomplete.find("relative path"), std::string::npos);
 }
 
 TEST(ReadDependencies, MoreReadsThanAreKeptAreSaid) {

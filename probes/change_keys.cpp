@@ -1,0 +1,79 @@
+#include "probes/change_keys.hpp"
+
+#include <sys/stat.h>
+#include <sys/statfs.h>
+#include <unistd.h>
+
+#include <array>
+#include <climits>
+#include <cstring>
+
+namespace envcontract::probes {
+namespace fs = std::filesystem;
+
+std::uint64_t fsid_of(const void* fsid) {
+  std::uint64_t value = 0;
+  std::memcpy(&value, fsid, sizeof value);
+  return value;
+}
+
+std::string key_of(const std::string& device, const std::string& path) {
+  return device + ":" + path;
+}
+
+std::string object_key(std::uint64_t fsid, const file_handle& handle) {
+  std::string key(1, '\0');
+  key.append(reinterpret_cast<const char*>(&fsid), sizeof fsid);
+  key.append(reinterpret_cast<const char*>(&handle.handle_type), sizeof handle.handle_type);
+  key.append(reinterpret_cast<const char*>(handle.f_handle), handle.handle_bytes);
+  return key;
+}
+
+bool is_object_key(const std::string& key) {
+  return !key.empty() && key.front() == '\0';
+}
+
+std::string path_of_key(const std::string& key) {
+  return key.substr(key.find(":/") + 1);
+}
+
+std::string parent_key(const std::string& key) {
+  const auto colon = key.find(":/");  // the device's own colon comes before
+  const auto slash = key.rfind('/');
+  if (colon == std::string::npos || slash == std::string::npos || slash <= colon ||
+      key.size() == colon + 2) {
+    return {};
+  }
+  return slash == colon + 1 ? key.substr(0, colon + 2) : key.substr(0, slash);
+}
+
+Identity identify(const fs::path& file) {
+  Identity identity;
+  const int fd = ::open(file.c_str(), O_PATH | O_CLOEXEC);
+  if (fd < 0) {
+    return identity;
+  }
+  struct stat status {};
+  struct statfs filesystem {};
+  alignas(file_handle) std::array<char, sizeof(file_handle) + MAX_HANDLE_SZ> storage{};
+  auto& handle = *reinterpret_cast<file_handle*>(storage.data());
+  handle.handle_bytes = MAX_HANDLE_SZ;
+  int mount_id = 0;
+  char buffer[PATH_MAX];
+  const std::string link = "/proc/self/fd/" + std::to_string(fd);
+  ssize_t length = -1;
+  if (::fstat(fd, &status) == 0 && ::fstatfs(fd, &filesystem) == 0) {
+    length = ::readlink(link.c_str(), buffer, sizeof buffer - 1);
+    if (::name_to_handle_at(fd, "", &handle, &mount_id, AT_EMPTY_PATH) == 0 && length > 0) {
+      identity.key = object_key(fsid_of(&filesystem.f_fsid), handle);
+      identity.real = std::string(buffer, static_cast<std::size_t>(length));
+    } else if (status.st_nlink > 1) {
+      identity.problem =
+          file.string() + " has several names and the kernel gives no identity for it";
+    }
+  }
+  ::close(fd);
+  return identity;
+}
+
+}  // namespace envcontract::probes

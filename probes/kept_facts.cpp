@@ -1,0 +1,72 @@
+#include "probes/kept_facts.hpp"
+
+#include <mutex>
+
+namespace envcontract::probes {
+
+std::string kept_key(const HostFactsOptions& options, const EnvCandidate& candidate) {
+  if (!candidate.exec.argv.empty() || candidate.holds_mount) {
+    return {};
+  }
+  return options.keep_key + '\0' + options.discovery.run_as.root_envs_user + '\0' +
+         candidate.scan_root.string() + '\0' + to_string(candidate.likely_kind) + '\0' +
+         (candidate.conda_installation ? "installation" : "") + '\0' + candidate.owner;
+}
+
+bool keepable_facts(const EnvFacts& env) {
+  return env.errors.empty() && env.activation.problem.empty() && env.env.system_root == "/" &&
+         env.env.exec.empty() && env.env.user_mount.empty() &&
+         env.static_facts.search_path.incomplete.empty() && env.env.imports_unchecked.empty();
+}
+
+std::optional<EnvFacts> kept_facts(FactCaches& caches, const EnvCandidate& candidate,
+                                   const std::string& key, std::chrono::milliseconds keep_for) {
+  std::shared_ptr<ChangeWatch::Interest> interest;
+  {
+    std::lock_guard lock(caches.mutex);
+    const auto it = caches.kept_envs.find(candidate.prefix);
+    if (it == caches.kept_envs.end()) {
+      return std::nullopt;
+    }
+    interest = it->second.interest;
+  }
+  // Asked without the caches' lock: it reads what the kernel queued, which
+  // the other envs' lanes need not wait for.
+  const bool changed = caches.watch->changed(*interest).has_value();
+  std::lock_guard lock(caches.mutex);
+  const auto it = caches.kept_envs.find(candidate.prefix);
+  if (it == caches.kept_envs.end() || it->second.interest != interest) {
+    return std::nullopt;  // forgotten or replaced meanwhile
+  }
+  const auto& kept = it->second;
+  if (changed || kept.key != key || std::chrono::steady_clock::now() - kept.read_at >= keep_for) {
+    caches.kept_envs.erase(it);
+    return std::nullopt;
+  }
+  EnvFacts facts = kept.facts;
+  facts.kept = true;
+  facts.env.found_by = candidate.found_by;
+  return facts;
+}
+
+void keep(FactCaches& caches, const EnvFacts& env, const std::string& key,
+          std::shared_ptr<ChangeWatch::Interest> interest) {
+  FactCaches::KeptEnv kept{env, key, std::move(interest), std::chrono::steady_clock::now()};
+  // The host's, given to every env after reading; and what its code showed, the scanner's.
+  kept.facts.device_nodes.clear();
+  kept.facts.dynamic.reset();
+  kept.facts.probed_at.clear();
+  std::lock_guard lock(caches.mutex);
+  caches.kept_envs.insert_or_assign(env.env.prefix, std::move(kept));
+}
+
+std::string mount_signature(const MountTable& mounts) {
+  std::string signature;
+  for (const auto& mount : mounts.mounts()) {
+    signature += mount.point.string() + '\0' + mount.device + '\0' + mount.root.string() + '\0' +
+                 mount.fstype + '\0' + mount.options + '\n';
+  }
+  return signature;
+}
+
+}  // namespace envcontract::probes
