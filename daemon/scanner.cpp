@@ -15,6 +15,7 @@
 #include "contracts/host_judgement.hpp"
 #include "daemon/probe_plan.hpp"
 #include "probes/exec_prefix.hpp"
+#include "probes/kept_facts.hpp"
 #include "probes/stall_guard.hpp"
 
 namespace envcontract::daemon {
@@ -459,7 +460,9 @@ report::Json Scanner::scan(const LoadedContract& contract, const ScanSettings& s
     std::lock_guard lock(m_cancel_mutex);
     m_running.reset();
   }
-  return report::build_report(contract.identity, judgement, facts, elapsed.count());
+  auto report = report::build_report(contract.identity, judgement, facts, elapsed.count());
+  probes::return_kept_facts(*m_caches, facts.envs);
+  return report;
 }
 
 }  // namespace envcontract::daemon

@@ -65,7 +65,8 @@ Identity identify(const fs::path& file) {
   if (::fstat(fd, &status) == 0 && ::fstatfs(fd, &filesystem) == 0) {
     length = ::readlink(link.c_str(), buffer, sizeof buffer - 1);
     if (::name_to_handle_at(fd, "", &handle, &mount_id, AT_EMPTY_PATH) == 0 && length > 0) {
-      identity.key = object_key(fsid_of(&filesystem.f_fsid), handle);
+      identity.fsid = fsid_of(&filesystem.f_fsid);
+      identity.key = object_key(identity.fsid, handle);
       identity.real = std::string(buffer, static_cast<std::size_t>(length));
     } else if (status.st_nlink > 1) {
       identity.problem =

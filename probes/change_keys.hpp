@@ -35,6 +35,7 @@ std::string parent_key(const std::string& key);
 // would not be seen): `problem` says so.
 struct Identity {
   std::string key;
+  std::uint64_t fsid = 0;  // its filesystem's id, as statfs gives it
   std::filesystem::path real;
   std::string problem;
 };

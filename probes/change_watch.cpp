@@ -6,6 +6,7 @@
 #include <poll.h>
 #include <sys/eventfd.h>
 #include <sys/fanotify.h>
+#include <sys/inotify.h>
 #include <sys/stat.h>
 #include <sys/statfs.h>
 #include <unistd.h>
@@ -61,8 +62,9 @@ struct ChangeWatch::Core {
   // Opened again for each directory named (never held: a descriptor on
   // it would keep its filesystem from being unmounted).
   struct Filesystem {
-    std::string point;   // where its root is mounted here
-    std::string device;  // "major:minor"
+    std::string point;    // where its root is mounted here
+    std::string device;   // "major:minor"
+    int root_watch = -1;  // the inotify watch that says when it is unmounted
   };
   struct State {
     std::uint64_t opened_at = 0;
@@ -75,6 +77,11 @@ struct ChangeWatch::Core {
 
   mutable std::mutex mutex;
   int fan_fd = -1;
+  // A filesystem mark ends with its filesystem: unmounted and mounted again
+  // (the same device, the same place), it reports nothing. An inotify
+  // watch on its root says when it goes (IN_UNMOUNT), without keeping it
+  // from going as an open descriptor would.
+  int unmount_fd = -1;
   int stop_fd = -1;
   std::thread reader;
 
@@ -112,6 +119,9 @@ struct ChangeWatch::Core {
   ~Core() {
     if (fan_fd >= 0) {
       ::close(fan_fd);
+    }
+    if (unmount_fd >= 0) {
+      ::close(unmount_fd);
     }
     if (stop_fd >= 0) {
       ::close(stop_fd);
@@ -249,9 +259,10 @@ struct ChangeWatch::Core {
       if (root >= 0) {
         ::close(root);
       }
-      // Unmounted, or another filesystem mounted there: its mounts changed,
-      // which the next scan sees too.
+      // Unmounted, or another filesystem mounted there: marked again where
+      // it is now by the next read that depends on it.
       everything_changed(filesystem->second.point + " is no longer the filesystem watched there");
+      forget_filesystem(fsid);
       return std::nullopt;
     }
     const int fd = ::open_by_handle_at(root, const_cast<file_handle*>(&handle), O_PATH | O_CLOEXEC);
@@ -347,6 +358,9 @@ struct ChangeWatch::Core {
 
   // Reads what the kernel has queued (the caller holds the mutex).
   void drain() {
+    // Unmounts first: a change queued on a filesystem since gone is still
+    // read below, and counts.
+    drain_unmounts();
     alignas(fanotify_event_metadata) static thread_local std::array<char, 64 * 1024> buffer;
     for (std::size_t reads = 0; !broken; ++reads) {
       const ssize_t length = ::read(fan_fd, buffer.data(), buffer.size());
@@ -409,8 +423,58 @@ struct ChangeWatch::Core {
       return "the kernel would not watch " + whole.point.string() + " (" + whole.fstype +
              "): " + std::strerror(errno);
     }
-    filesystems[fsid] = {whole.point.string(), device};
+    const int root_watch =
+        ::inotify_add_watch(unmount_fd, whole.point.c_str(), IN_DELETE_SELF | IN_ONLYDIR);
+    if (root_watch < 0) {
+      const int error = errno;
+      ::fanotify_mark(fan_fd, FAN_MARK_REMOVE | FAN_MARK_FILESYSTEM, k_change_mask, AT_FDCWD,
+                      whole.point.c_str());
+      return "the kernel would not say when " + whole.point.string() +
+             " is unmounted: " + std::strerror(error);
+    }
+    filesystems[fsid] = {whole.point.string(), device, root_watch};
     return "";
+  }
+
+  // A filesystem no longer watched (unmounted, or moved): every interest
+  // counts as changed, and the next read on it marks it anew.
+  void forget_filesystem(std::uint64_t fsid) {
+    const auto it = filesystems.find(fsid);
+    if (it == filesystems.end()) {
+      return;
+    }
+    ::inotify_rm_watch(unmount_fd, it->second.root_watch);
+    marks.erase(it->second.device);
+    filesystems.erase(it);
+    known_dirs.clear();
+  }
+
+  // Reads what inotify says of the watched filesystems' roots.
+  void drain_unmounts() {
+    alignas(inotify_event) std::array<char, 4096> buffer;
+    while (true) {
+      const ssize_t length = ::read(unmount_fd, buffer.data(), buffer.size());
+      if (length <= 0) {
+        return;
+      }
+      for (ssize_t at = 0; at + static_cast<ssize_t>(sizeof(inotify_event)) <= length;) {
+        inotify_event event{};
+        std::memcpy(&event, buffer.data() + at, sizeof event);
+        at += static_cast<ssize_t>(sizeof(inotify_event) + event.len);
+        std::vector<std::uint64_t> gone;
+        for (const auto& [fsid, filesystem] : filesystems) {
+          if ((event.mask & IN_Q_OVERFLOW) != 0 ||
+              ((event.mask & (IN_UNMOUNT | IN_IGNORED | IN_DELETE_SELF)) != 0 &&
+               filesystem.root_watch == event.wd)) {
+            everything_changed(filesystem.point + " was unmounted");
+            gone.push_back(fsid);
+          }
+        }
+        for (const auto fsid : gone) {
+          forget_filesystem(fsid);
+        }
+      }
+    }
   }
 
   // The filesystem holding `device` marked, or why it cannot be.
@@ -499,7 +563,8 @@ struct ChangeWatch::Core {
   }
 
   void read_until_stopped() {
-    std::array<pollfd, 2> polled{{{fan_fd, POLLIN, 0}, {stop_fd, POLLIN, 0}}};
+    std::array<pollfd, 3> polled{
+        {{fan_fd, POLLIN, 0}, {stop_fd, POLLIN, 0}, {unmount_fd, POLLIN, 0}}};
     while (true) {
       if (::poll(polled.data(), polled.size(), -1) < 0 && errno != EINTR) {
         return;
@@ -507,7 +572,8 @@ struct ChangeWatch::Core {
       if ((polled[1].revents & POLLIN) != 0) {
         return;
       }
-      if ((polled[0].revents & (POLLIN | POLLERR | POLLHUP)) != 0) {
+      if ((polled[0].revents & (POLLIN | POLLERR | POLLHUP)) != 0 ||
+          (polled[2].revents & POLLIN) != 0) {
         std::lock_guard lock(mutex);
         drain();
         if (broken) {
@@ -544,6 +610,11 @@ std::shared_ptr<ChangeWatch> ChangeWatch::start(std::string& why_not, std::size_
               (errno == EPERM    ? " (watching whole filesystems needs CAP_SYS_ADMIN)"
                : errno == EINVAL ? " (names with changes need Linux 5.9)"
                                  : "");
+    return nullptr;
+  }
+  core->unmount_fd = ::inotify_init1(IN_NONBLOCK | IN_CLOEXEC);
+  if (core->unmount_fd < 0) {
+    why_not = std::string("inotify_init1: ") + std::strerror(errno);
     return nullptr;
   }
   core->stop_fd = ::eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
@@ -611,6 +682,7 @@ std::string ChangeWatch::settle(Interest& interest, const ReadDependencies& depe
   // Each file read, by identity, and by the path its links lead to.
   struct Identified {
     std::string device;
+    std::uint64_t fsid = 0;
     std::string key;
   };
   std::vector<Identified> identified;
@@ -631,7 +703,8 @@ std::string ChangeWatch::settle(Interest& interest, const ReadDependencies& depe
     }
     // The device as the mount table names it (on btrfs a file's st_dev is
     // its subvolume's, which no mount names).
-    identified.push_back({mounts.mount_of(identity.real).device, std::move(identity.key)});
+    identified.push_back(
+        {mounts.mount_of(identity.real).device, identity.fsid, std::move(identity.key)});
   }
 
   std::lock_guard lock(m_core->mutex);
@@ -644,14 +717,24 @@ std::string ChangeWatch::settle(Interest& interest, const ReadDependencies& depe
   --m_core->open_interests;
   std::string why_not = dependencies.incomplete.empty() ? unidentified : dependencies.incomplete;
   bool newly_marked = false;
-  for (const auto& [device, key] : identified) {
-    const std::string problem = m_core->mark(device, mounts, newly_marked);
+  for (const auto& file : identified) {
+    const std::string problem = m_core->mark(file.device, mounts, newly_marked);
     if (!problem.empty()) {
       if (why_not.empty()) {
         why_not = "a file it read is on " + problem;
       }
       continue;
     }
+    if (!m_core->filesystems.contains(file.fsid) ||
+        m_core->filesystems.at(file.fsid).device != file.device) {
+      // Its changes would come with its filesystem's id, which is not this
+      // file's (a btrfs subvolume's own id): they could not be matched.
+      if (why_not.empty()) {
+        why_not = "a file it read is told apart by another id than its filesystem's";
+      }
+      continue;
+    }
+    const std::string& key = file.key;
     auto& ids = m_core->objects[key];
     if (ids.empty() || ids.back() != interest.id()) {
       ids.push_back(interest.id());
@@ -702,13 +785,13 @@ std::string ChangeWatch::settle(Interest& interest, const ReadDependencies& depe
   if (m_core->last_lost > state.opened_at) {
     m_core->note_change(state, "more changed while it was read than the agent follows");
   }
-  for (const auto& [seq, key] : m_core->log) {
-    if (seq <= state.opened_at || state.change) {
+  for (const auto& logged : m_core->log) {
+    if (logged.first <= state.opened_at || state.change) {
       continue;
     }
-    m_core->match(key, [&](std::uint64_t id) {
+    m_core->match(logged.second, [&](std::uint64_t id) {
       if (id == interest.id()) {
-        m_core->note_change(state, path_of_key(key) + " changed while it was read");
+        m_core->note_change(state, Core::describe(logged.second) + " while it was read");
       }
     });
   }

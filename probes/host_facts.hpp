@@ -81,7 +81,9 @@ struct FactCaches {
   // kept, by prefix, with what they were read from.
   std::shared_ptr<ChangeWatch> watch;
   struct KeptEnv {
-    EnvFacts facts;
+    // Empty while lent to a scan (kept_facts.hpp): moved, not copied, since
+    // an env's facts are hundreds of paths (every module's, twice).
+    std::optional<EnvFacts> facts;
     std::string key;  // the options' keep_key and what describing the candidate took
     std::shared_ptr<ChangeWatch::Interest> interest;
     std::chrono::steady_clock::time_point read_at;

@@ -38,12 +38,14 @@ std::optional<EnvFacts> kept_facts(FactCaches& caches, const EnvCandidate& candi
   if (it == caches.kept_envs.end() || it->second.interest != interest) {
     return std::nullopt;  // forgotten or replaced meanwhile
   }
-  const auto& kept = it->second;
-  if (changed || kept.key != key || std::chrono::steady_clock::now() - kept.read_at >= keep_for) {
-    caches.kept_envs.erase(it);
+  auto& kept = it->second;
+  if (changed || !kept.facts || kept.key != key ||
+      std::chrono::steady_clock::now() - kept.read_at >= keep_for) {
+    caches.kept_envs.erase(it);  // (without facts: lent to a scan that never gave them back)
     return std::nullopt;
   }
-  EnvFacts facts = kept.facts;
+  EnvFacts facts = std::move(*kept.facts);
+  kept.facts.reset();
   facts.kept = true;
   facts.env.found_by = candidate.found_by;
   return facts;
@@ -53,11 +55,32 @@ void keep(FactCaches& caches, const EnvFacts& env, const std::string& key,
           std::shared_ptr<ChangeWatch::Interest> interest) {
   FactCaches::KeptEnv kept{env, key, std::move(interest), std::chrono::steady_clock::now()};
   // The host's, given to every env after reading; and what its code showed, the scanner's.
-  kept.facts.device_nodes.clear();
-  kept.facts.dynamic.reset();
-  kept.facts.probed_at.clear();
+  kept.facts->device_nodes.clear();
+  kept.facts->dynamic.reset();
+  kept.facts->probed_at.clear();
   std::lock_guard lock(caches.mutex);
   caches.kept_envs.insert_or_assign(env.env.prefix, std::move(kept));
+}
+
+void return_kept_facts(FactCaches& caches, std::vector<EnvFacts>& envs) {
+  std::lock_guard lock(caches.mutex);
+  for (auto& env : envs) {
+    if (!env.kept) {
+      continue;
+    }
+    const auto it = caches.kept_envs.find(env.env.prefix);
+    if (it == caches.kept_envs.end() || it->second.facts) {
+      continue;
+    }
+    // As they were kept: without what the host, its code and this scan
+    // gave them (kept facts had no errors).
+    env.kept = false;
+    env.device_nodes.clear();
+    env.dynamic.reset();
+    env.probed_at.clear();
+    env.errors.clear();
+    it->second.facts = std::move(env);
+  }
 }
 
 std::string mount_signature(const MountTable& mounts) {

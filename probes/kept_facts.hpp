@@ -25,10 +25,16 @@ std::string kept_key(const HostFactsOptions& options, const EnvCandidate& candid
 // (a failed activation, an error of a step, a bound reached) are read again.
 bool keepable_facts(const EnvFacts& env);
 
-// An env's facts from an earlier scan, when nothing they were read from has
-// changed since and they are not older than `keep_for`; forgotten otherwise.
+// An env's facts from an earlier scan, lent (return_kept_facts), when
+// nothing they were read from has changed since and they are not older
+// than `keep_for`; forgotten otherwise.
 std::optional<EnvFacts> kept_facts(FactCaches& caches, const EnvCandidate& candidate,
                                    const std::string& key, std::chrono::milliseconds keep_for);
+
+// Gives back, moved, the facts kept_facts lent to a scan once it is done
+// with them (`envs` are the scan's: those it was lent are left moved from).
+// Facts lent and never given back (the scan ended early) are read again.
+void return_kept_facts(FactCaches& caches, std::vector<EnvFacts>& envs);
 
 // Keeps `env`'s facts (without what the host and its code gave it) until
 // `interest` sees a change.

@@ -4,6 +4,8 @@
 #include <unistd.h>
 
 #include <climits>
+#include <cstdlib>
+#include <map>
 #include <string_view>
 
 namespace envcontract::probes {
@@ -21,8 +23,12 @@ void add_bounded(std::set<fs::path>& into, const fs::path& path) {
   if (t_recording == nullptr || !t_recording->incomplete.empty()) {
     return;
   }
+  if (path.empty()) {
+    return;  // an empty search-path entry: nothing was read
+  }
   if (!is_absolute_path(path)) {
-    // Relative to wherever the agent runs: not a path a change can be matched to.
+    // Relative to wherever the agent runs (a relative RUNPATH is the
+    // loader's too): not a path a change can be matched to.
     t_recording->incomplete = "the read looked at a relative path (" + path.string() + ")";
     return;
   }
@@ -168,6 +174,22 @@ void add_link_targets(ReadDependencies& dependencies) {
     }
     set->insert(targets.begin(), targets.end());
   }
+  // A path (a library looked for and not found) in a directory reached
+  // through a link is also watched where the link leads: created there, it
+  // is found. Each directory resolved once (hundreds, not thousands).
+  std::map<fs::path, fs::path> real_dirs;
+  std::vector<fs::path> elsewhere;
+  for (const auto& path : dependencies.paths) {
+    const auto [at, inserted] = real_dirs.try_emplace(path.parent_path());
+    if (inserted) {
+      char buffer[PATH_MAX];
+      at->second = ::realpath(at->first.c_str(), buffer) != nullptr ? fs::path(buffer) : at->first;
+    }
+    if (at->second != at->first) {
+      elsewhere.push_back(at->second / path.filename());
+    }
+  }
+  dependencies.paths.insert(elsewhere.begin(), elsewhere.end());
 }
 
 void add_env_dependencies(const facts::EnvFacts& env,

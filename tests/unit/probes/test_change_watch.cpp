@@ -240,6 +240,60 @@ TEST_F(ChangeWatchTest, ATreeThatIsALinkIsWatchedWhereItLeads) {
   EXPECT_NE(change(*interest).find("triton.py"), std::string::npos);
 }
 
+// A library looked for and not found in the env's lib, which is a link to a
+// directory elsewhere: created there, it is found, and counts.
+TEST_F(ChangeWatchTest, AnAbsentPathBehindALinkCountsWhereTheLinkLeads) {
+  const fs::path root = m_dir.path();
+  fs::create_directories(root / "opt/vendor/lib");
+  fs::create_directories(root / "env");
+  fs::create_directory_symlink(root / "opt/vendor/lib", root / "env/lib");
+  ReadDependencies dependencies;
+  dependencies.trees.insert(root / "env");
+  dependencies.paths.insert(root / "env/lib/libbkcl.so");
+  add_link_targets(dependencies);
+  dependencies.compact();
+  auto interest = read(dependencies);
+  m_dir.write("opt/vendor/lib/libbkcl.so", "");
+  EXPECT_NE(change(*interest).find("libbkcl.so"), std::string::npos);
+}
+
+// A filesystem's mark ends with it: unmounted, every read on it counts as
+// changed; mounted again at the same place, it is watched anew.
+TEST_F(ChangeWatchTest, AFilesystemUnmountedAndMountedAgainIsWatchedAnew) {
+  const fs::path point = m_dir.path() / "data";
+  fs::create_directories(point);
+  const auto mount = [&] {
+    return ::mount("envcontract-test", point.c_str(), "tmpfs", 0, "size=1m");
+  };
+  if (mount() != 0) {
+    GTEST_SKIP() << "skipped: cannot mount a tmpfs here: " << std::strerror(errno);
+  }
+  m_dir.write("data/env/lib/libc10.so", "");
+  ReadDependencies dependencies;
+  dependencies.trees.insert(point / "env");
+  dependencies.files.insert(point / "env/lib/libc10.so");
+  m_mounts = MountTable::load();
+  auto first = m_watch->open();
+  ASSERT_EQ(m_watch->settle(*first, dependencies, m_mounts), "");
+  auto before = read(dependencies);
+  ASSERT_EQ(::umount2(point.c_str(), 0), 0) << std::strerror(errno);
+  EXPECT_NE(change(*before).find("unmounted"), std::string::npos) << change(*before);
+
+  ASSERT_EQ(mount(), 0) << std::strerror(errno);
+  struct Unmount {
+    fs::path point;
+    ~Unmount() { ::umount2(point.c_str(), MNT_DETACH); }
+  } unmount{point};
+  m_dir.write("data/env/lib/libc10.so", "");
+  m_mounts = MountTable::load();
+  auto marking = m_watch->open();
+  ASSERT_EQ(m_watch->settle(*marking, dependencies, m_mounts), "");
+  EXPECT_NE(change(*marking).find("not yet watched"), std::string::npos) << "marked anew";
+  auto after = read(dependencies);
+  m_dir.write("data/env/lib/libc10.so", "rewritten\n");
+  EXPECT_NE(change(*after).find("libc10.so"), std::string::npos);
+}
+
 // Directories are named from their handles, not from text a user chooses:
 // one named as the kernel names a removed directory is still followed.
 TEST_F(ChangeWatchTest, ADirectoryNamedLikeARemovedOneIsFollowed) {
