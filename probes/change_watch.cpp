@@ -55,6 +55,8 @@ constexpr std::size_t k_max_known_dirs = 8192;      // directory handles resolve
 // loop (which forgets the names known) costs the agent at most this many a
 // second; past them every interest counts as changed.
 constexpr std::size_t k_max_resolved_per_second = 20000;
+// How often the reader thread reads the kernel's queue between questions.
+constexpr std::chrono::milliseconds k_batch_interval{200};
 
 }  // namespace
 
@@ -562,23 +564,27 @@ struct ChangeWatch::Core {
     log.erase(log.begin(), first_kept);
   }
 
+  // Reads the queue in batches, not at each change: a host that trains
+  // writes logs and checkpoints all day, and waking for each write would
+  // cost the agent a wakeup per write(). Between batches the kernel merges
+  // repeated changes of one file; every question asked of the watch reads
+  // the queue first, so nothing is answered from a stale state. A queue
+  // that fills meanwhile (16,384 changes) overflows: every interest counts
+  // as changed.
   void read_until_stopped() {
-    std::array<pollfd, 3> polled{
-        {{fan_fd, POLLIN, 0}, {stop_fd, POLLIN, 0}, {unmount_fd, POLLIN, 0}}};
+    pollfd stop{stop_fd, POLLIN, 0};
     while (true) {
-      if (::poll(polled.data(), polled.size(), -1) < 0 && errno != EINTR) {
+      const int ready = ::poll(&stop, 1, static_cast<int>(k_batch_interval.count()));
+      if (ready < 0 && errno != EINTR) {
         return;
       }
-      if ((polled[1].revents & POLLIN) != 0) {
+      if ((stop.revents & POLLIN) != 0) {
         return;
       }
-      if ((polled[0].revents & (POLLIN | POLLERR | POLLHUP)) != 0 ||
-          (polled[2].revents & POLLIN) != 0) {
-        std::lock_guard lock(mutex);
-        drain();
-        if (broken) {
-          return;  // what could not be read cannot be polled for either
-        }
+      std::lock_guard lock(mutex);
+      drain();
+      if (broken) {
+        return;  // what could not be read cannot be waited for either
       }
     }
   }
