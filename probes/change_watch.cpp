@@ -310,9 +310,13 @@ struct ChangeWatch::Core {
     return key;
   }
 
-  void take_event(const fanotify_event_metadata& event, const char* end) {
+  // One event: its header (copied out) and its record's bytes.
+  void take_event(const fanotify_event_metadata& event, const char* record, const char* end) {
     ++events;
-    const char* at = reinterpret_cast<const char*>(&event) + event.metadata_len;
+    if (event.metadata_len < sizeof event || event.metadata_len > event.event_len) {
+      return;
+    }
+    const char* at = record + event.metadata_len;
     while (at + sizeof(fanotify_event_info_header) <= end) {
       fanotify_event_info_header header{};
       std::memcpy(&header, at, sizeof header);
@@ -380,28 +384,36 @@ struct ChangeWatch::Core {
         everything_changed("more changes at once than the agent follows");
         return;
       }
-      ssize_t left = length;
-      for (auto* event = reinterpret_cast<const fanotify_event_metadata*>(buffer.data());
-           FAN_EVENT_OK(event, left); event = FAN_EVENT_NEXT(event, left)) {
-        if (event->vers != FANOTIFY_METADATA_VERSION) {
+      // Events with file handles are aligned to 4 bytes, not to the 8 their
+      // header's 64-bit mask needs: each header is copied out, never cast.
+      const auto end = static_cast<std::size_t>(length);
+      for (std::size_t offset = 0; offset + sizeof(fanotify_event_metadata) <= end;) {
+        fanotify_event_metadata event{};
+        std::memcpy(&event, buffer.data() + offset, sizeof event);
+        if (event.event_len < sizeof event || offset + event.event_len > end) {
+          break;
+        }
+        const char* record = buffer.data() + offset;
+        offset += event.event_len;
+        if (event.vers != FANOTIFY_METADATA_VERSION) {
           everything_changed("the kernel's changes came in a form the agent does not read");
           continue;
         }
-        if ((event->mask & FAN_Q_OVERFLOW) != 0) {
+        if ((event.mask & FAN_Q_OVERFLOW) != 0) {
           everything_changed("the kernel's queue of changes overflowed");
           continue;
         }
         // A directory renamed or removed: the handles known to name its
         // subdirectories' paths may name others now, whoever is interested.
-        if ((event->mask & FAN_ONDIR) != 0 &&
-            (event->mask & (FAN_MOVED_FROM | FAN_MOVED_TO | FAN_DELETE | FAN_MOVE_SELF)) != 0) {
+        if ((event.mask & FAN_ONDIR) != 0 &&
+            (event.mask & (FAN_MOVED_FROM | FAN_MOVED_TO | FAN_DELETE | FAN_MOVE_SELF)) != 0) {
           known_dirs.clear();
         }
         if (waiting == 0) {
           ++events;
           continue;  // every interest has changed already: nothing to match
         }
-        take_event(*event, reinterpret_cast<const char*>(event) + event->event_len);
+        take_event(event, record, record + event.event_len);
       }
     }
   }
