@@ -838,9 +838,4 @@ std::optional<std::string> ChangeWatch::changed(Interest& interest) {
   return state.change;
 }
 
-std::uint64_t ChangeWatch::events_read() const {
-  std::lock_guard lock(m_core->mutex);
-  return m_core->events;
-}
-
 }  // namespace envcontract::probes

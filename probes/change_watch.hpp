@@ -57,9 +57,6 @@ class ChangeWatch {
   // behind): counts as changed, and no longer holds the changes' log open.
   void abandon(Interest& interest);
 
-  // Changes read from the kernel so far, and those that concerned an interest.
-  std::uint64_t events_read() const;
-
  private:
   struct Core;
   explicit ChangeWatch(std::shared_ptr<Core> core);
