@@ -20,7 +20,7 @@ bool in_stdlib(const std::string& path, const std::string& stdlib) {
 }  // namespace
 
 std::optional<CheckResult> search_path_agreement(const EnvFactsView& facts) {
-  const auto& module_paths = facts.files().module_paths;
+  const auto& module_files = facts.files().module_files;
   const std::string stdlib = facts.files().search_path.stdlib.string();
   Json disagreements = Json::array();
   Json interpreter_path = nullptr;
@@ -43,8 +43,8 @@ std::optional<CheckResult> search_path_agreement(const EnvFactsView& facts) {
           !compared.insert(module).second) {
         continue;
       }
-      const auto located = module_paths.find(module);
-      const std::string expected = located == module_paths.end() ? "" : located->second.string();
+      const auto located = module_files.find(module);
+      const std::string expected = located == module_files.end() ? "" : located->second.real();
       // Static facts index the standard library too; when they do not know
       // where it is (a base they could not find), a module from it is not
       // held against the env: the missing base is noted in the facts.

@@ -104,8 +104,8 @@ Json to_json(const StaticFacts& facts) {
   json["modules"] = facts.modules;
   json["search_path"] = to_json(facts.search_path);
   Json paths = Json::object();
-  for (const auto& [name, path] : facts.module_paths) {
-    paths[name] = path.string();
+  for (const auto& [name, file] : facts.module_files) {
+    paths[name] = file.real();
   }
   json["module_paths"] = paths;
   auto shadowed = Json::array();

@@ -24,7 +24,9 @@ struct Distribution {
   std::string source;                  // dist-info, egg-info or conda-meta
   std::filesystem::path metadata;      // the file or dir the facts come from
   std::vector<std::string> top_level;  // importable top-level names it provides
-  std::vector<std::string> files;      // RECORD entries (dist-info only), relative to site
+  // Packages whose __init__.py its RECORD lists (dist-info only): when two
+  // distributions install one package, the last installed owns the file.
+  std::vector<std::string> packages;
 };
 
 // One directory of sys.path beyond the standard library.
@@ -94,6 +96,16 @@ struct TritonFacts {
   std::vector<std::string> providers;  // every distribution claiming `triton`
 };
 
+// Where `import NAME` finds a top-level module. Held as text: an env has
+// hundreds of modules, its facts are kept between scans, and a
+// std::filesystem::path costs an allocation per component.
+struct ModuleFile {
+  std::string location;  // as found along the path
+  std::string resolved;  // with symlinks resolved; "" when that is `location`
+  // Where the interpreter reports it (symlinks resolved).
+  const std::string& real() const { return resolved.empty() ? location : resolved; }
+};
+
 // A copy of a module that an earlier path entry hides from `import`.
 struct ShadowedModule {
   std::string module;
@@ -107,10 +119,8 @@ struct StaticFacts {
   std::vector<std::filesystem::path> site_packages;  // the site dirs of search_path, in order
   std::vector<Distribution> distributions;           // pip's and conda's, in path order
   std::vector<std::string> modules;  // importable top-level names along the path, sorted
-  // Where `import NAME` finds each of them: as found along the path, and
-  // with symlinks resolved (to compare with what the interpreter reports).
-  std::map<std::string, std::filesystem::path> module_locations;
-  std::map<std::string, std::filesystem::path> module_paths;
+  // Where `import NAME` finds each of them.
+  std::map<std::string, ModuleFile> module_files;
   std::vector<ShadowedModule> shadowed;
   TorchFacts torch;
   TritonFacts triton;

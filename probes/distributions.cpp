@@ -27,46 +27,63 @@ std::vector<std::string> lines_of(const std::optional<std::string>& text) {
   return lines;
 }
 
-// RECORD is CSV: path,hash,size. Paths with commas are quoted; we only need
-// the first field.
-std::vector<std::string> record_paths(const std::optional<std::string>& text) {
-  std::vector<std::string> paths;
-  for (const auto& line : lines_of(text)) {
-    if (line.starts_with("\"")) {
-      const auto close = line.find('"', 1);
-      paths.push_back(line.substr(1, close == std::string::npos ? std::string::npos : close - 1));
-    } else {
-      paths.push_back(line.substr(0, line.find(',')));
-    }
+// The first field of a RECORD line (CSV: path,hash,size; a path with a
+// comma is quoted).
+std::string_view record_path(std::string_view line) {
+  if (line.starts_with('"')) {
+    const auto close = line.find('"', 1);
+    return line.substr(1, close == std::string_view::npos ? std::string_view::npos : close - 1);
   }
-  return paths;
+  return line.substr(0, line.find(','));
 }
 
-// Top-level names from RECORD when top_level.txt is missing (common for
-// wheels built by modern backends).
-std::vector<std::string> top_level_from_record(const std::vector<std::string>& files) {
-  std::vector<std::string> names;
+// What the facts take from a RECORD: the top-level names it installs (used
+// when top_level.txt is missing, common for wheels built by modern
+// backends) and the packages whose __init__.py it lists. The list itself is
+// not kept: a real env's RECORDs are tens of thousands of lines, MBs held
+// for as long as its facts are.
+struct RecordSummary {
+  std::vector<std::string> top_level;
+  std::vector<std::string> packages;
+};
+
+RecordSummary summarize_record(const std::optional<std::string>& text) {
+  RecordSummary summary;
+  if (!text) {
+    return summary;
+  }
   // A RECORD holds up to a million lines: each name looked up in a set,
   // not in the list (which a hostile one made quadratic).
   std::unordered_set<std::string> seen;
-  for (const auto& file : files) {
+  std::unordered_set<std::string> owned;
+  std::istringstream in(*text);
+  for (std::string line; std::getline(in, line);) {
+    line = trim(line);
+    const std::string_view file = record_path(line);
+    if (file.empty()) {
+      continue;
+    }
     const auto slash = file.find('/');
-    std::string first = file.substr(0, slash);
+    std::string first(file.substr(0, slash));
     if (first.ends_with(".dist-info") || first.ends_with(".data") || first.starts_with("..") ||
         first == "__pycache__") {
       continue;
     }
-    if (slash == std::string::npos) {
+    if (slash != std::string_view::npos && file.substr(slash) == "/__init__.py" &&
+        owned.insert(first).second) {
+      summary.packages.push_back(first);
+    }
+    if (slash == std::string_view::npos) {
       if (!first.ends_with(".py") && !first.ends_with(".so")) {
         continue;
       }
       first = first.substr(0, first.find('.'));
     }
     if (seen.insert(first).second) {
-      names.push_back(std::move(first));
+      summary.top_level.push_back(std::move(first));
     }
   }
-  return names;
+  return summary;
 }
 
 }  // namespace
@@ -80,12 +97,14 @@ std::vector<Distribution> scan_site_packages_distributions(const fs::path& site_
     const std::string name = path.filename().string();
     Distribution distribution;
     std::optional<std::string> metadata;
+    RecordSummary record;
     if (name.ends_with(".dist-info")) {
       distribution.source = "dist-info";
       metadata = read_env_file(path / "METADATA", file_limits::metadata);
       distribution.installer =
           trim(read_env_file(path / "INSTALLER", file_limits::small_text).value_or(""));
-      distribution.files = record_paths(read_env_file(path / "RECORD", file_limits::record));
+      record = summarize_record(read_env_file(path / "RECORD", file_limits::record));
+      distribution.packages = std::move(record.packages);
     } else if (name.ends_with(".egg-info")) {
       distribution.source = "egg-info";
       // A link that loops or leads where its reader may not go is read as
@@ -117,7 +136,7 @@ std::vector<Distribution> scan_site_packages_distributions(const fs::path& site_
     distribution.top_level =
         lines_of(read_env_file(path / "top_level.txt", file_limits::small_text));
     if (distribution.top_level.empty()) {
-      distribution.top_level = top_level_from_record(distribution.files);
+      distribution.top_level = std::move(record.top_level);
     }
     distributions.push_back(std::move(distribution));
   }

@@ -221,8 +221,8 @@ void add_env_dependencies(const facts::EnvFacts& env,
   for (const auto& site : env.static_facts.site_packages) {
     tree(site);
   }
-  for (const auto& [module, path] : env.static_facts.module_paths) {
-    tree(path.parent_path());
+  for (const auto& [module, file] : env.static_facts.module_files) {
+    tree(fs::path(file.real()).parent_path());
   }
   for (const auto& input : activation_inputs) {
     one(input);

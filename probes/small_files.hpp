@@ -42,8 +42,8 @@ inline constexpr FileLimits python_source{"Python source", 256 * 1024, false, 40
 inline constexpr FileLimits editable_finder{"editable install's import hook", 1024 * 1024, false,
                                             0};
 // A real env's RECORDs add up to a few MB, tens with the largest SDKs
-// (torch's is about 2 MB), and are kept as file lists; its conda-meta records to tens of MB
-// (parsed, then dropped).
+// (torch's is about 2 MB; each is summarised, then dropped); its conda-meta records to tens of
+// MB (parsed, then dropped).
 inline constexpr FileLimits record{"RECORD file list", 16 * 1024 * 1024, false, 64 * 1024,
                                    128 * 1024 * 1024};
 inline constexpr FileLimits conda_record{"conda-meta record", 32 * 1024 * 1024, false, 0,

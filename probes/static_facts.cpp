@@ -147,8 +147,11 @@ void index_modules(StaticFacts& facts, const std::string& python_version) {
   };
   for (const auto& [name, found] : index) {
     facts.modules.push_back(name);
-    facts.module_paths[name] = canonical_of(found);
-    facts.module_locations[name] = found.path;
+    facts::ModuleFile file{found.path.string(), canonical_of(found).string()};
+    if (file.resolved == file.location) {
+      file.resolved.clear();
+    }
+    facts.module_files.emplace(name, std::move(file));
   }
 }
 
@@ -173,11 +176,11 @@ std::vector<const Distribution*> describing(const std::vector<Distribution>& dis
 
 // The package `name` as the interpreter imports it, when it is a directory.
 std::optional<fs::path> find_package(const StaticFacts& facts, const std::string& name) {
-  const auto it = facts.module_locations.find(name);
-  if (it == facts.module_locations.end() || !dir_exists(it->second)) {
+  const auto it = facts.module_files.find(name);
+  if (it == facts.module_files.end() || !dir_exists(it->second.location)) {
     return std::nullopt;
   }
-  return it->second;
+  return fs::path(it->second.location);
 }
 
 TorchFacts torch_facts(const StaticFacts& facts) {
@@ -248,8 +251,8 @@ TritonFacts triton_facts(const StaticFacts& facts) {
   // shadowed site dir does not provide the triton imported.
   const auto candidates = describing(distributions, triton.location);
   for (const auto* distribution : candidates) {
-    if (std::find(distribution->files.begin(), distribution->files.end(), "triton/__init__.py") !=
-        distribution->files.end()) {
+    if (std::find(distribution->packages.begin(), distribution->packages.end(), "triton") !=
+        distribution->packages.end()) {
       triton.provider = distribution->normalized;
       triton.provider_version = distribution->version;
     }

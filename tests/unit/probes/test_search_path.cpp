@@ -131,7 +131,7 @@ TEST(SearchPath, DebianSystemInterpreterUsesDistPackages) {
   const auto* jwt = find_distribution(facts, "pyjwt");
   ASSERT_NE(jwt, nullptr) << "Debian's PyJWT-*.egg-info was not read";
   EXPECT_EQ(jwt->source, "egg-info");
-  EXPECT_EQ(facts.module_locations.at("jwt"), "/usr/lib/python3/dist-packages/jwt");
+  EXPECT_EQ(facts.module_files.at("jwt").location, "/usr/lib/python3/dist-packages/jwt");
 }
 
 TEST(SearchPath, VenvWithSystemSitePackagesSeesDebiansPackages) {
@@ -150,7 +150,7 @@ TEST(SearchPath, VenvWithSystemSitePackagesSeesDebiansPackages) {
   ASSERT_NE(jwt, nullptr);
   EXPECT_EQ(jwt->metadata.parent_path(), "/usr/lib/python3/dist-packages");
   ASSERT_NE(find_distribution(facts, "pyyaml"), nullptr);
-  EXPECT_EQ(facts.module_locations.at("jwt").string(),
+  EXPECT_EQ(facts.module_files.at("jwt").location,
             imported_from(venv / "bin/python", variables, "jwt"));
   // {site}: every site dir, the venv's own first.
   EXPECT_EQ(facts.site_packages.front(), fs::canonical(site_of(venv)));
@@ -216,7 +216,7 @@ TEST(SearchPath, VenvWithoutSystemSitePackagesSeesOnlyItsOwn) {
   ASSERT_EQ(path.entries.size(), 1U);
   const auto facts = gather_static_facts(env, variables);
   EXPECT_EQ(find_distribution(facts, "pyjwt"), nullptr);
-  EXPECT_EQ(facts.module_locations.count("jwt"), 0U);
+  EXPECT_EQ(facts.module_files.count("jwt"), 0U);
 }
 
 TEST(SearchPath, UserSiteAndPythonPathComeWhereSitePyPutsThem) {
@@ -241,9 +241,9 @@ TEST(SearchPath, UserSiteAndPythonPathComeWhereSitePyPutsThem) {
   EXPECT_EQ(path.entries[0].origin, "PYTHONPATH");
   EXPECT_EQ(path.entries[2].path, user_site);
   const auto facts = gather_static_facts(env, variables);
-  EXPECT_EQ(facts.module_locations.at("usermod").string(),
+  EXPECT_EQ(facts.module_files.at("usermod").location,
             imported_from(venv / "bin/python", variables, "usermod"));
-  EXPECT_EQ(facts.module_locations.at("pathmod").string(),
+  EXPECT_EQ(facts.module_files.at("pathmod").location,
             imported_from(venv / "bin/python", variables, "pathmod"));
   // PYTHONNOUSERSITE turns the user site off, as it does for the interpreter.
   auto no_user = variables;
@@ -286,7 +286,7 @@ TEST(SearchPath, PthFilesAddDirectoriesInNameOrder) {
   EXPECT_NE(path.notes[0].find("b.pth"), std::string::npos) << path.notes[0];
   const auto facts = gather_static_facts(env, variables);
   for (const char* module : {"absmod", "relmod", "relmod2"}) {
-    EXPECT_EQ(facts.module_locations.at(module).string(),
+    EXPECT_EQ(facts.module_files.at(module).location,
               imported_from(venv / "bin/python", variables, module));
   }
 }
@@ -333,7 +333,7 @@ TEST(SearchPath, EditableInstallsMadeByRealPip) {
     EXPECT_EQ(found->version, version);
   }
   for (const char* module : {"flatpkg", "srcpkg"}) {
-    EXPECT_EQ(facts.module_locations.at(module).string(),
+    EXPECT_EQ(facts.module_files.at(module).location,
               imported_from(venv / "bin/python", variables, module));
   }
 }
@@ -383,7 +383,7 @@ TEST(SearchPath, AnEarlierCopyShadowsALaterOne) {
   std::ofstream(site / "jwt/__init__.py") << "";
   const Environment variables = {{"HOME", dir.path().string()}};
   const auto facts = gather_static_facts(env_at(venv), variables);
-  EXPECT_EQ(facts.module_locations.at("jwt").string(),
+  EXPECT_EQ(facts.module_files.at("jwt").location,
             imported_from(venv / "bin/python", variables, "jwt"));
   const auto shadowed = std::find_if(facts.shadowed.begin(), facts.shadowed.end(),
                                      [](const auto& module) { return module.module == "jwt"; });
@@ -409,9 +409,9 @@ TEST(SearchPath, ImportPrecedenceIsFileFinders) {
     const auto file = run_python(
         venv / "bin/python", variables,
         std::string("import json, ") + module + "; print(json.dumps(" + module + ".__file__))");
-    EXPECT_EQ(facts.module_paths.at(module).string(), file.get<std::string>()) << module;
+    EXPECT_EQ(facts.module_files.at(module).real(), file.get<std::string>()) << module;
   }
-  EXPECT_EQ(facts.module_paths.count("oldext"), 0U);
+  EXPECT_EQ(facts.module_files.count("oldext"), 0U);
 }
 
 // Where each module really is, links resolved as the interpreter's realpath
@@ -441,13 +441,13 @@ TEST(SearchPath, ModulePathsResolveLinksAsTheInterpreterDoes) {
                                  std::string("import json, os, ") + module + "; f = " + module +
                                      ".__file__; print(json.dumps(os.path.realpath("
                                      "os.path.dirname(f) if f.endswith('__init__.py') else f)))");
-    ASSERT_EQ(facts.module_paths.count(module), 1U) << module;
-    EXPECT_EQ(facts.module_paths.at(module).string(), real.get<std::string>()) << module;
+    ASSERT_EQ(facts.module_files.count(module), 1U) << module;
+    EXPECT_EQ(facts.module_files.at(module).real(), real.get<std::string>()) << module;
   }
-  EXPECT_EQ(facts.module_paths.at("linkedmod"),
-            fs::canonical(dir.path() / "elsewhere/linkedmod.py"));
-  EXPECT_EQ(facts.module_paths.at("extramod"),
-            fs::canonical(dir.path() / "real-extra/extramod.py"));
+  EXPECT_EQ(facts.module_files.at("linkedmod").real(),
+            fs::canonical(dir.path() / "elsewhere/linkedmod.py").string());
+  EXPECT_EQ(facts.module_files.at("extramod").real(),
+            fs::canonical(dir.path() / "real-extra/extramod.py").string());
 }
 
 TEST(SearchPath, ASiteDirAlreadyOnPythonPathStillReadsItsPthFiles) {
@@ -496,8 +496,10 @@ TEST(SearchPath, Lib64BaseAndAShadowedProvider) {
   ASSERT_EQ(facts.site_packages.size(), 3U);
   EXPECT_EQ(facts.site_packages[1], base / "lib64/python3.11/site-packages");
   EXPECT_EQ(facts.site_packages[2], base / "lib/python3.11/site-packages");
-  EXPECT_EQ(facts.module_locations.at("platmod"), base / "lib64/python3.11/site-packages/platmod");
-  EXPECT_EQ(facts.module_locations.at("puremod"), base / "lib/python3.11/site-packages/puremod");
+  EXPECT_EQ(facts.module_files.at("platmod").location,
+            (base / "lib64/python3.11/site-packages/platmod").string());
+  EXPECT_EQ(facts.module_files.at("puremod").location,
+            (base / "lib/python3.11/site-packages/puremod").string());
   // The imported triton is the venv's, and FlagTree provides it.
   EXPECT_EQ(facts.triton.location, fs::canonical(venv) / "lib/python3.11/site-packages/triton");
   EXPECT_EQ(facts.triton.provider, "flagtree");
