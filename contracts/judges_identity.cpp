@@ -363,8 +363,7 @@ void modules(const Check&, const ModulesParams& params, const EnvFactsView& fact
     if (has(name)) {
       // Where the interpreter imports it from (any site dir), as the files say.
       const auto located_at = facts.files().module_files.find(name);
-      const std::string located =
-          located_at == facts.files().module_files.end() ? "" : located_at->second.real();
+      const std::string located = located_at ? located_at->real : "";
       const std::string path = located.empty() ? facts.site() + "/" + name : located;
       fail(result, "forbidden_package", "module " + name + " is installed; the contract forbids it",
            {{"path", path}}, "pip uninstall the distribution that provides " + name);

@@ -44,7 +44,7 @@ std::optional<CheckResult> search_path_agreement(const EnvFactsView& facts) {
         continue;
       }
       const auto located = module_files.find(module);
-      const std::string expected = located == module_files.end() ? "" : located->second.real();
+      const std::string expected = located ? located->real : "";
       // Static facts index the standard library too; when they do not know
       // where it is (a base they could not find), a module from it is not
       // held against the env: the missing base is noted in the facts.

@@ -104,8 +104,8 @@ Json to_json(const StaticFacts& facts) {
   json["modules"] = facts.modules;
   json["search_path"] = to_json(facts.search_path);
   Json paths = Json::object();
-  for (const auto& [name, file] : facts.module_files) {
-    paths[name] = file.real();
+  for (std::size_t i = 0; i < facts.module_files.size(); ++i) {
+    paths[facts.module_files.name(i)] = facts.module_files.file(i).real;
   }
   json["module_paths"] = paths;
   auto shadowed = Json::array();

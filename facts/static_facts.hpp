@@ -8,6 +8,8 @@
 
 #include <nlohmann/json.hpp>
 
+#include "facts/module_files.hpp"
+
 // What an env's files say without running any of its code: the search path
 // its interpreter builds, the distributions along it, torch and triton
 // (docs/probes.md, "Static facts").
@@ -96,16 +98,6 @@ struct TritonFacts {
   std::vector<std::string> providers;  // every distribution claiming `triton`
 };
 
-// Where `import NAME` finds a top-level module. Held as text: an env has
-// hundreds of modules, its facts are kept between scans, and a
-// std::filesystem::path costs an allocation per component.
-struct ModuleFile {
-  std::string location;  // as found along the path
-  std::string resolved;  // with symlinks resolved; "" when that is `location`
-  // Where the interpreter reports it (symlinks resolved).
-  const std::string& real() const { return resolved.empty() ? location : resolved; }
-};
-
 // A copy of a module that an earlier path entry hides from `import`.
 struct ShadowedModule {
   std::string module;
@@ -120,7 +112,7 @@ struct StaticFacts {
   std::vector<Distribution> distributions;           // pip's and conda's, in path order
   std::vector<std::string> modules;  // importable top-level names along the path, sorted
   // Where `import NAME` finds each of them.
-  std::map<std::string, ModuleFile> module_files;
+  ModuleFiles module_files;
   std::vector<ShadowedModule> shadowed;
   TorchFacts torch;
   TritonFacts triton;

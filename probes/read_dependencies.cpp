@@ -221,8 +221,9 @@ void add_env_dependencies(const facts::EnvFacts& env,
   for (const auto& site : env.static_facts.site_packages) {
     tree(site);
   }
-  for (const auto& [module, file] : env.static_facts.module_files) {
-    tree(fs::path(file.real()).parent_path());
+  const auto& modules = env.static_facts.module_files;
+  for (std::size_t i = 0; i < modules.size(); ++i) {
+    tree(modules.real_directory(i));
   }
   for (const auto& input : activation_inputs) {
     one(input);

@@ -147,12 +147,9 @@ void index_modules(StaticFacts& facts, const std::string& python_version) {
   };
   for (const auto& [name, found] : index) {
     facts.modules.push_back(name);
-    facts::ModuleFile file{found.path.string(), canonical_of(found).string()};
-    if (file.resolved == file.location) {
-      file.resolved.clear();
-    }
-    facts.module_files.emplace(name, std::move(file));
+    facts.module_files.add(name, found.path.string(), canonical_of(found).string());
   }
+  facts.module_files.shrink_to_fit();
 }
 
 // The distributions that describe the copy of a package at `package`: the
@@ -176,11 +173,11 @@ std::vector<const Distribution*> describing(const std::vector<Distribution>& dis
 
 // The package `name` as the interpreter imports it, when it is a directory.
 std::optional<fs::path> find_package(const StaticFacts& facts, const std::string& name) {
-  const auto it = facts.module_files.find(name);
-  if (it == facts.module_files.end() || !dir_exists(it->second.location)) {
+  const auto found = facts.module_files.find(name);
+  if (!found || !dir_exists(found->location)) {
     return std::nullopt;
   }
-  return fs::path(it->second.location);
+  return fs::path(found->location);
 }
 
 TorchFacts torch_facts(const StaticFacts& facts) {

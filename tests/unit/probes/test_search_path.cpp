@@ -409,7 +409,7 @@ TEST(SearchPath, ImportPrecedenceIsFileFinders) {
     const auto file = run_python(
         venv / "bin/python", variables,
         std::string("import json, ") + module + "; print(json.dumps(" + module + ".__file__))");
-    EXPECT_EQ(facts.module_files.at(module).real(), file.get<std::string>()) << module;
+    EXPECT_EQ(facts.module_files.at(module).real, file.get<std::string>()) << module;
   }
   EXPECT_EQ(facts.module_files.count("oldext"), 0U);
 }
@@ -442,11 +442,11 @@ TEST(SearchPath, ModulePathsResolveLinksAsTheInterpreterDoes) {
                                      ".__file__; print(json.dumps(os.path.realpath("
                                      "os.path.dirname(f) if f.endswith('__init__.py') else f)))");
     ASSERT_EQ(facts.module_files.count(module), 1U) << module;
-    EXPECT_EQ(facts.module_files.at(module).real(), real.get<std::string>()) << module;
+    EXPECT_EQ(facts.module_files.at(module).real, real.get<std::string>()) << module;
   }
-  EXPECT_EQ(facts.module_files.at("linkedmod").real(),
+  EXPECT_EQ(facts.module_files.at("linkedmod").real,
             fs::canonical(dir.path() / "elsewhere/linkedmod.py").string());
-  EXPECT_EQ(facts.module_files.at("extramod").real(),
+  EXPECT_EQ(facts.module_files.at("extramod").real,
             fs::canonical(dir.path() / "real-extra/extramod.py").string());
 }
 

@@ -1,0 +1,58 @@
+// The index of where each top-level module of an env is found, which holds
+// directories once and each module by name and file name.
+#include "facts/module_files.hpp"
+
+#include <gtest/gtest.h>
+
+#include <stdexcept>
+
+namespace envcontract::facts {
+namespace {
+
+const std::string k_site = "/opt/envs/a/lib/python3.11/site-packages";
+
+TEST(ModuleFiles, GivesBackEachModulesLocationAndRealPath) {
+  ModuleFiles modules;
+  modules.add("torch", k_site + "/torch", k_site + "/torch");
+  // A module that is a link: its real path is elsewhere, under another name.
+  modules.add("linked", k_site + "/linked.py", "/srv/src/real_linked.py");
+  // A site dir reached through a link: the same file name, another directory.
+  modules.add("six", k_site + "/six.py", "/data/envs/a/lib/python3.11/site-packages/six.py");
+  modules.add("top", "/top", "/top");
+
+  EXPECT_EQ(modules.at("torch").location, k_site + "/torch");
+  EXPECT_EQ(modules.at("torch").real, k_site + "/torch");
+  EXPECT_EQ(modules.at("linked").location, k_site + "/linked.py");
+  EXPECT_EQ(modules.at("linked").real, "/srv/src/real_linked.py");
+  EXPECT_EQ(modules.at("six").real, "/data/envs/a/lib/python3.11/site-packages/six.py");
+  EXPECT_EQ(modules.at("top").location, "/top");
+  EXPECT_EQ(modules.at("top").real, "/top");
+}
+
+TEST(ModuleFiles, ListsModulesInNameOrderAndKeepsTheFirstOfAName) {
+  ModuleFiles modules;
+  modules.add("zlib", "/usr/lib/python3.11/lib-dynload/zlib.so",
+              "/usr/lib/python3.11/lib-dynload/zlib.so");
+  modules.add("json", "/usr/lib/python3.11/json", "/usr/lib/python3.11/json");
+  modules.add("json", k_site + "/json", k_site + "/json");  // hidden by the first
+  modules.add("abc", "/usr/lib/python3.11/abc.py", "/usr/lib/python3.11/abc.py");
+  ASSERT_EQ(modules.size(), 3U);
+  EXPECT_EQ(modules.name(0), "abc");
+  EXPECT_EQ(modules.name(1), "json");
+  EXPECT_EQ(modules.name(2), "zlib");
+  EXPECT_EQ(modules.file(1).location, "/usr/lib/python3.11/json");
+  EXPECT_EQ(modules.real_directory(2), "/usr/lib/python3.11/lib-dynload");
+}
+
+TEST(ModuleFiles, AnUnknownModuleIsNotFound) {
+  ModuleFiles modules;
+  modules.add("torch", k_site + "/torch", k_site + "/torch");
+  EXPECT_FALSE(modules.find("tor").has_value());
+  EXPECT_FALSE(modules.find("torchvision").has_value());
+  EXPECT_EQ(modules.count("torch"), 1U);
+  EXPECT_EQ(modules.count("triton"), 0U);
+  EXPECT_THROW(modules.at("triton"), std::out_of_range);
+}
+
+}  // namespace
+}  // namespace envcontract::facts
