@@ -8,8 +8,7 @@ namespace fs = std::filesystem;
 Json closure_json(const std::vector<LibraryLinkage::Link>& closure) {
   auto array = Json::array();
   for (const auto& link : closure) {
-    array.push_back(
-        {{"name", link.name}, {"needed_by", link.needed_by}, {"path", link.path.string()}});
+    array.push_back({{"name", link.name}, {"needed_by", link.needed_by}, {"path", link.path}});
   }
   return array;
 }

@@ -81,7 +81,9 @@ struct LibraryLinkage {
   struct Link {
     std::string name;
     std::string needed_by;
-    std::filesystem::path path;  // where the loader finds it
+    // Where the loader finds it. Text: an env's closures hold thousands of
+    // links, kept with its facts, and a path costs an allocation per component.
+    std::string path;
   };
   std::vector<Link> closure;
   std::vector<MissingLibrary> missing;

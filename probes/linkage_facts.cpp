@@ -48,7 +48,7 @@ LibraryLinkage analyse(const fs::path& path, const fs::path& executable,
         needed_by = other.path == path ? path.filename().string() : name_of(other);
       }
     }
-    library.closure.push_back({name_of(object), needed_by, object.path});
+    library.closure.push_back({name_of(object), needed_by, object.path.string()});
   }
   library.missing = closure.missing;
   // A closure cut short by a bound is no evidence either way: its symbols
