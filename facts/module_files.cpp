@@ -6,7 +6,8 @@
 namespace envcontract::facts {
 namespace {
 
-// "/a/b/c" → {"/a/b", "c"}; "/c" → {"/", "c"}.
+// "/a/b/c" → {"/a/b", "c"}; "/c" → {"/", "c"}; "c" → {"", "c"}. joined()
+// puts back exactly what was split, doubled slashes included.
 std::pair<std::string_view, std::string_view> split_last(std::string_view path) {
   const auto slash = path.rfind('/');
   if (slash == std::string_view::npos) {
@@ -19,7 +20,7 @@ std::string joined(const std::string& directory, const std::string& file) {
   if (directory.empty()) {
     return file;
   }
-  return directory.ends_with('/') ? directory + file : directory + "/" + file;
+  return directory == "/" ? directory + file : directory + "/" + file;
 }
 
 }  // namespace

@@ -19,6 +19,10 @@ TEST(ModuleFiles, GivesBackEachModulesLocationAndRealPath) {
   // A site dir reached through a link: the same file name, another directory.
   modules.add("six", k_site + "/six.py", "/data/envs/a/lib/python3.11/site-packages/six.py");
   modules.add("top", "/top", "/top");
+  // Text as it was given: a relative path (an editable install's hook may
+  // say anything), a doubled slash.
+  modules.add("relative", "relative", "relative");
+  modules.add("doubled", "/srv//doubled.py", "/srv//doubled.py");
 
   EXPECT_EQ(modules.at("torch").location, k_site + "/torch");
   EXPECT_EQ(modules.at("torch").real, k_site + "/torch");
@@ -27,6 +31,9 @@ TEST(ModuleFiles, GivesBackEachModulesLocationAndRealPath) {
   EXPECT_EQ(modules.at("six").real, "/data/envs/a/lib/python3.11/site-packages/six.py");
   EXPECT_EQ(modules.at("top").location, "/top");
   EXPECT_EQ(modules.at("top").real, "/top");
+  EXPECT_EQ(modules.at("relative").location, "relative");
+  EXPECT_EQ(modules.at("doubled").location, "/srv//doubled.py");
+  EXPECT_EQ(modules.at("doubled").real, "/srv//doubled.py");
 }
 
 TEST(ModuleFiles, ListsModulesInNameOrderAndKeepsTheFirstOfAName) {
