@@ -4,6 +4,7 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <unordered_map>
 #include <vector>
 
 // Where `import NAME` finds each top-level module of an env. An env has
@@ -20,11 +21,14 @@ struct ModuleFile {
 
 class ModuleFiles {
  public:
-  // Records `name`, found at `location`, `real` once symlinks are resolved
-  // (both absolute). A name already recorded keeps its first place.
+  // Records `name`, found at `location`, `real` once symlinks are resolved.
+  // Paths are kept as text, exactly as given (absolute, relative, doubled
+  // slashes alike). Of two modules of one name, the first added is kept.
   void add(const std::string& name, const std::string& location, const std::string& real);
-  // Done adding: gives back the room kept for more (up to half of it).
-  void shrink_to_fit();
+  // Done adding: puts the modules in name order and drops what adding needs.
+  // Reading before finish() throws std::logic_error, unless every name was
+  // added in order; adding again afterwards works.
+  void finish();
 
   std::optional<ModuleFile> find(std::string_view name) const;
   std::size_t count(std::string_view name) const { return find(name) ? 1 : 0; }
@@ -32,27 +36,34 @@ class ModuleFiles {
 
   // In name order.
   std::size_t size() const { return m_modules.size(); }
-  const std::string& name(std::size_t i) const { return m_modules[i].name; }
+  const std::string& name(std::size_t i) const;
   ModuleFile file(std::size_t i) const;
   // The directory holding the module's real file: what a change to it
-  // shows in.
-  const std::string& real_directory(std::size_t i) const {
-    return m_directories[m_modules[i].real_directory];
-  }
+  // shows in. "" for a bare relative name.
+  std::string real_directory(std::size_t i) const;
 
  private:
   struct Module {
     std::string name;
-    std::string file;       // the last component of its location
-    std::string real_file;  // ... and of its real path, "" when the same
+    std::string file;       // what follows the last slash of its location
+    std::string real_file;  // ... and of its real path, unless real_is_file
     std::uint32_t directory = 0;
     std::uint32_t real_directory = 0;
+    bool real_is_file = true;  // the real path's last part is `file`
   };
   std::uint32_t directory_index(std::string_view directory);
   ModuleFile file_of(const Module& module) const;
 
-  std::vector<Module> m_modules;  // sorted by name
+  void check_in_order() const;
+
+  std::vector<Module> m_modules;  // in name order once finished
+  bool m_in_order = true;
+  // Up to and with the last slash, so that a path is its directory followed
+  // by its file, whatever slashes it had.
   std::vector<std::string> m_directories;
+  // Only while adding: a host can hold tens of thousands of directories
+  // (modules each linked from its own), too many to search one by one.
+  std::unordered_map<std::string, std::uint32_t> m_directory_index;
 };
 
 }  // namespace envcontract::facts

@@ -2,7 +2,7 @@
 
 #include <algorithm>
 #include <sstream>
-#include <unordered_set>
+#include <unordered_map>
 
 #include "common/python_names.hpp"
 #include "probes/small_files.hpp"
@@ -47,15 +47,21 @@ struct RecordSummary {
   std::vector<std::string> packages;
 };
 
+// Real distributions install a handful of top-level names (the most on a
+// full ML host: a few dozen). A RECORD that lists more than this is kept to
+// its first names, so that one env's made-up RECORD cannot hold the agent's
+// memory for as long as its facts are kept.
+constexpr std::size_t k_most_record_names = 1024;
+
 RecordSummary summarize_record(const std::optional<std::string>& text) {
   RecordSummary summary;
   if (!text) {
     return summary;
   }
   // A RECORD holds up to a million lines: each name looked up in a set,
-  // not in the list (which a hostile one made quadratic).
-  std::unordered_set<std::string> seen;
-  std::unordered_set<std::string> owned;
+  // not in the list (which a hostile one made quadratic). The value says
+  // whether the name is already among the packages.
+  std::unordered_map<std::string, bool> seen;
   std::istringstream in(*text);
   for (std::string line; std::getline(in, line);) {
     line = trim(line);
@@ -69,17 +75,23 @@ RecordSummary summarize_record(const std::optional<std::string>& text) {
         first == "__pycache__") {
       continue;
     }
-    if (slash != std::string_view::npos && file.substr(slash) == "/__init__.py" &&
-        owned.insert(first).second) {
-      summary.packages.push_back(first);
-    }
+    const bool package_init =
+        slash != std::string_view::npos && file.substr(slash) == "/__init__.py";
     if (slash == std::string_view::npos) {
       if (!first.ends_with(".py") && !first.ends_with(".so")) {
         continue;
       }
       first = first.substr(0, first.find('.'));
     }
-    if (seen.insert(first).second) {
+    if (seen.size() >= k_most_record_names && !seen.contains(first)) {
+      continue;
+    }
+    auto [at, inserted] = seen.try_emplace(first, false);
+    if (package_init && !at->second) {
+      at->second = true;
+      summary.packages.push_back(first);
+    }
+    if (inserted) {
       summary.top_level.push_back(std::move(first));
     }
   }

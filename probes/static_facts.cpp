@@ -149,7 +149,7 @@ void index_modules(StaticFacts& facts, const std::string& python_version) {
     facts.modules.push_back(name);
     facts.module_files.add(name, found.path.string(), canonical_of(found).string());
   }
-  facts.module_files.shrink_to_fit();
+  facts.module_files.finish();
 }
 
 // The distributions that describe the copy of a package at `package`: the

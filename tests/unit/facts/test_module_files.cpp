@@ -23,6 +23,7 @@ TEST(ModuleFiles, GivesBackEachModulesLocationAndRealPath) {
   // say anything), a doubled slash.
   modules.add("relative", "relative", "relative");
   modules.add("doubled", "/srv//doubled.py", "/srv//doubled.py");
+  modules.finish();
 
   EXPECT_EQ(modules.at("torch").location, k_site + "/torch");
   EXPECT_EQ(modules.at("torch").real, k_site + "/torch");
@@ -36,6 +37,51 @@ TEST(ModuleFiles, GivesBackEachModulesLocationAndRealPath) {
   EXPECT_EQ(modules.at("doubled").real, "/srv//doubled.py");
 }
 
+TEST(ModuleFiles, GivesBackPathsWhoseSlashesAreAllThereIs) {
+  ModuleFiles modules;
+  // A module linked to the root directory: its real path has no file name,
+  // which must not read as "the same file name as its location".
+  modules.add("evil", k_site + "/evil", "/");
+  modules.add("rooted", "//rooted.py", "//rooted.py");
+  modules.add("root", "/", "/");
+  modules.finish();
+  EXPECT_EQ(modules.at("evil").location, k_site + "/evil");
+  EXPECT_EQ(modules.at("evil").real, "/");
+  EXPECT_EQ(modules.at("rooted").location, "//rooted.py");
+  EXPECT_EQ(modules.at("rooted").real, "//rooted.py");
+  EXPECT_EQ(modules.at("root").real, "/");
+  ASSERT_EQ(modules.name(0), "evil");
+  EXPECT_EQ(modules.real_directory(0), "/");
+  ASSERT_EQ(modules.name(2), "rooted");
+  EXPECT_EQ(modules.real_directory(2), "/");
+}
+
+TEST(ModuleFiles, HoldsAModuleInADirectoryOfItsOwnForEachOfMany) {
+  // A hostile env can link each of tens of thousands of modules from a
+  // directory of its own; each directory is then looked up among all the
+  // others (searched one by one, 80,000 took 16 s), and each module put in
+  // its place moves all after it. This is 100,000 in both orders, the second
+  // half added after finish().
+  constexpr int k_count = 50000;
+  ModuleFiles modules;
+  const auto add = [&](int i) {
+    const auto name = "m" + std::to_string(i);
+    modules.add(name, k_site + "/" + name, "/srv/own/" + name + "/" + name);
+  };
+  for (int i = 0; i < k_count; ++i) {
+    add(i);
+  }
+  modules.finish();
+  for (int i = 2 * k_count; i-- > k_count;) {
+    add(i);
+  }
+  modules.finish();
+  ASSERT_EQ(modules.size(), 2U * k_count);
+  EXPECT_EQ(modules.at("m77777").real, "/srv/own/m77777/m77777");
+  EXPECT_EQ(modules.at("m0").location, k_site + "/m0");
+  EXPECT_EQ(modules.at("m99999").real, "/srv/own/m99999/m99999");
+}
+
 TEST(ModuleFiles, ListsModulesInNameOrderAndKeepsTheFirstOfAName) {
   ModuleFiles modules;
   modules.add("zlib", "/usr/lib/python3.11/lib-dynload/zlib.so",
@@ -43,6 +89,9 @@ TEST(ModuleFiles, ListsModulesInNameOrderAndKeepsTheFirstOfAName) {
   modules.add("json", "/usr/lib/python3.11/json", "/usr/lib/python3.11/json");
   modules.add("json", k_site + "/json", k_site + "/json");  // hidden by the first
   modules.add("abc", "/usr/lib/python3.11/abc.py", "/usr/lib/python3.11/abc.py");
+  // Read out of order, the list would not be in order: finish() comes first.
+  EXPECT_THROW(modules.find("abc"), std::logic_error);
+  modules.finish();
   ASSERT_EQ(modules.size(), 3U);
   EXPECT_EQ(modules.name(0), "abc");
   EXPECT_EQ(modules.name(1), "json");
@@ -54,6 +103,7 @@ TEST(ModuleFiles, ListsModulesInNameOrderAndKeepsTheFirstOfAName) {
 TEST(ModuleFiles, AnUnknownModuleIsNotFound) {
   ModuleFiles modules;
   modules.add("torch", k_site + "/torch", k_site + "/torch");
+  modules.finish();
   EXPECT_FALSE(modules.find("tor").has_value());
   EXPECT_FALSE(modules.find("torchvision").has_value());
   EXPECT_EQ(modules.count("torch"), 1U);
