@@ -28,7 +28,6 @@ Stages (request "stage"):
   smoke     run a snippet of Python; report its stdout
 Compatible with Python 3.6 and later.
 """
-import json
 import os
 import signal
 import stat
@@ -59,6 +58,58 @@ _SCRATCH_NUMBERS = iter(range(1 << 62))
 
 SCHEMA_VERSION = 1
 
+# JSON without the json module, which imports re and compiles its patterns:
+# a fifth of this program's own start-up in an env whose modules do not
+# import re themselves, and one module fewer that the env's imports find
+# already loaded. Strings are quoted by json's own C half where there is one.
+try:
+    from _json import encode_basestring_ascii as _quoted
+except ImportError:  # an interpreter built without it
+    from json import dumps as _dumps
+
+    def _quoted(text):
+        return _dumps(text)
+
+
+def json_text(value):
+    """What json.dumps(value, default=repr) writes, for the values records
+    hold: anything else is written as its repr, as a string."""
+    if value is None:
+        return "null"
+    if value is True:
+        return "true"
+    if value is False:
+        return "false"
+    if isinstance(value, str):
+        return _quoted(value)
+    if isinstance(value, int):
+        return int.__repr__(value)
+    if isinstance(value, float):
+        if value != value:
+            return "NaN"
+        if value in (float("inf"), float("-inf")):
+            return "Infinity" if value > 0 else "-Infinity"
+        return float.__repr__(value)
+    if isinstance(value, (list, tuple)):
+        return "[" + ", ".join(json_text(item) for item in value) + "]"
+    if isinstance(value, dict):
+        return "{" + ", ".join(
+            _quoted(_key_text(key)) + ": " + json_text(item) for key, item in value.items()) + "}"
+    return _quoted(repr(value))
+
+
+def _key_text(key):
+    if isinstance(key, str):
+        return key
+    if key is None or isinstance(key, (int, float)):
+        return json_text(key)  # json's own keys: "null", "true", "1", "0.5"
+    return repr(key)  # json would refuse it: a record is not lost for a key
+
+
+# The agent writes each request as JSON, which is also a Python expression
+# once true, false and null are names: read with nothing else in reach.
+REQUEST_NAMES = {"__builtins__": {}, "true": True, "false": False, "null": None}
+
 
 class Report:
     def __init__(self, path):
@@ -66,7 +117,7 @@ class Report:
 
     def write(self, record_type, **fields):
         fields["type"] = record_type
-        self._file.write(json.dumps(fields, default=repr) + "\n")
+        self._file.write(json_text(fields) + "\n")
         self._file.flush()
 
 
@@ -523,7 +574,7 @@ def main():
     stack_file = open(stack_path, "w")
     faulthandler.register(signal.SIGUSR1, file=stack_file, all_threads=True)
     with open(request_path, encoding="utf-8") as source:
-        request = json.load(source)
+        request = eval(source.read(), dict(REQUEST_NAMES))  # the agent's own text
     global FIRST_IMPORT
     steps = request.get("chain", [request])
     first_import = FIRST_IMPORT = request.get("first_import")
