@@ -708,7 +708,8 @@ std::vector<StageResult> run_python_stages(const PythonEnv& env, const Environme
   return ordered;
 }
 
-// Activation matters when it changes more than the prompt and PATH.
+}  // namespace
+
 bool activation_changes_loading(const ActivatedEnvironment& activation) {
   for (const auto& change : environment_changes(activation.bare, activation.activated)) {
     if (change.name != "PS1" && change.name != "PATH" && !change.name.starts_with("CONDA_") &&
@@ -718,8 +719,6 @@ bool activation_changes_loading(const ActivatedEnvironment& activation) {
   }
   return false;
 }
-
-}  // namespace
 
 DynamicFacts probe_env(const PythonEnv& env, const ActivatedEnvironment& activation,
                        const ProbePlan& plan) {

@@ -50,6 +50,11 @@ using facts::DynamicFacts;
 DynamicFacts probe_env(const PythonEnv& env, const ActivatedEnvironment& activation,
                        const ProbePlan& plan);
 
+// Whether activation changes more than the prompt, PATH and the variables
+// conda and venv set for themselves (LD_LIBRARY_PATH, say): then identity
+// and imports also run bare, in an interpreter of their own.
+bool activation_changes_loading(const ActivatedEnvironment& activation);
+
 // Runs `count` jobs on at most `limit` threads (0: the number of cores),
 // calling `job(index)`; each job reports its own result, so a slow one never
 // delays the others. Every job runs even when threads cannot be started
