@@ -5,8 +5,8 @@ find_package(yaml-cpp 0.7 REQUIRED)
 find_package(nlohmann_json 3.11 REQUIRED)
 find_package(CLI11 2.1 REQUIRED)
 find_package(spdlog 1.10 REQUIRED)
-# Boost.Process is header-only but needs Boost.Filesystem.
-find_package(Boost 1.74 REQUIRED COMPONENTS filesystem)
+# Boost.Asio (the process runner's event loop) is header-only.
+find_package(Boost 1.74 REQUIRED)
 pkg_check_modules(libelf REQUIRED IMPORTED_TARGET libelf>=0.188)
 pkg_check_modules(sqlite3 REQUIRED IMPORTED_TARGET sqlite3>=3.40)
 # Debian builds cpp-httplib as a shared library; its header only declares.

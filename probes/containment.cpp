@@ -214,6 +214,7 @@ std::unique_ptr<ProbeCgroup> ProbeCgroup::create(const ResourceLimits& limits) {
   bool memory_done = false;
   if (host.v2) {
     if (const auto dir = make(*host.v2)) {
+      group->m_start_dir = ::open(dir->c_str(), O_PATH | O_DIRECTORY | O_CLOEXEC);
       group->m_has_kill = ::access((*dir + "/cgroup.kill").c_str(), W_OK) == 0;
       if (host.v2_limits && host.v2->controllers.contains("pids") && limits.processes > 0) {
         pids_done = write_text(*dir + "/pids.max", std::to_string(limits.processes));
@@ -283,6 +284,9 @@ std::vector<std::string> ProbeCgroup::release() {
 ProbeCgroup::~ProbeCgroup() {
   for (const int fd : m_join_fds) {
     ::close(fd);
+  }
+  if (m_start_dir >= 0) {
+    ::close(m_start_dir);
   }
   if (!m_dirs.empty() && !members().empty()) {
     kill_all();

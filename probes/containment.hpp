@@ -23,8 +23,10 @@ struct ResourceLimits {
   std::uint64_t processes = 512;            // pids.max; RLIMIT_NPROC (per user) without cgroups
 };
 
-// The cgroups one probe runs in. The child joins them between fork and exec
-// by writing "0" into each descriptor of join_fds().
+// The cgroups one probe runs in. The child starts in the v2 one where the
+// kernel can (start_dir(), clone3's CLONE_INTO_CGROUP) and joins the others
+// between fork and exec by writing "0" into each descriptor of join_fds()
+// (all of them, the v2 one first, when it could not start there).
 class ProbeCgroup {
  public:
   // Null when this host gives the agent no cgroup it may create (then
@@ -35,6 +37,9 @@ class ProbeCgroup {
   ProbeCgroup& operator=(const ProbeCgroup&) = delete;
 
   const std::vector<int>& join_fds() const { return m_join_fds; }
+  // The v2 cgroup's directory (O_PATH) for CLONE_INTO_CGROUP, or -1; when
+  // the child starts there, join_fds()[0] is the one it need not write.
+  int start_dir() const { return m_start_dir; }
   // Whether the process count is bounded by a pids controller.
   bool limits_processes() const { return m_limits_processes; }
   // Every process in the group now.
@@ -51,6 +56,7 @@ class ProbeCgroup {
   ProbeCgroup() = default;
   std::vector<std::string> m_dirs;  // v2 first when there is one
   std::vector<int> m_join_fds;
+  int m_start_dir = -1;
   bool m_has_kill = false;
   bool m_limits_processes = false;
 };

@@ -1,5 +1,7 @@
-// The only translation unit that includes boost/process.hpp (it costs ~10 s
-// to compile on two cores).
+// Runs a process to its end, bounded in time, output and resources, with
+// every descendant in reach. Started by spawn.cpp; waited for by our own
+// event loop (Boost.Asio), not Boost.Process (its wait_for is broken in
+// 1.74: boostorg/process #69, #107).
 #include "probes/process_runner.hpp"
 
 #include <fcntl.h>
@@ -17,25 +19,18 @@
 #include <boost/asio/posix/stream_descriptor.hpp>
 #include <boost/asio/steady_timer.hpp>
 #include <boost/asio/write.hpp>
-#include <boost/process/args.hpp>
-#include <boost/process/async_pipe.hpp>
-#include <boost/process/child.hpp>
-#include <boost/process/env.hpp>
-#include <boost/process/environment.hpp>
-#include <boost/process/exe.hpp>
-#include <boost/process/extend.hpp>
-#include <boost/process/io.hpp>
 #include <cerrno>
 #include <cstring>
 #include <map>
 #include <mutex>
+#include <optional>
 #include <thread>
 
 #include "probes/output_capture.hpp"
+#include "probes/spawn.hpp"
 
 namespace envcontract::probes {
 namespace asio = boost::asio;
-namespace bp = boost::process;
 
 namespace {
 
@@ -156,17 +151,18 @@ void drop_to(const Credentials& credentials) {
 
 // Runs in the child between fork and exec: only async-signal-safe calls.
 // A group of its own lets us kill every descendant at once. Marking every
-// inherited descriptor close-on-exec (rather than closing it) keeps
-// Boost.Process's exec-error pipe, which is already close-on-exec, working
-// while our other pipes, sockets and files never reach the env's code.
-void prepare_child(const ChildSetup& setup) {
+// inherited descriptor close-on-exec (rather than closing it) keeps the
+// spawner's exec-error pipe, which is already close-on-exec, working while
+// our other pipes, sockets and files never reach the env's code.
+void prepare_child(const ChildSetup& setup, bool in_cgroup) {
   // A session of its own (and so a process group of its own): no
   // controlling terminal, so env code cannot read from or type into the
   // terminal of an operator running `envcontractd scan`.
   ::setsid();
   // Into the probe's cgroups while still root: writing "0" moves the writer.
-  for (const int fd : setup.join_fds) {
-    if (::write(fd, "0", 1) != 1) {
+  // Started in the v2 one already (the first), it joins only the others.
+  for (std::size_t i = in_cgroup ? 1 : 0; i < setup.join_fds.size(); ++i) {
+    if (::write(setup.join_fds[i], "0", 1) != 1) {
       fail_child("joining its cgroup");
     }
   }
@@ -253,7 +249,8 @@ ChildSetup child_setup(const ProcessSpec& spec, const ResourceLimits& resources,
 class PipeReader {
  public:
   // `on_end` runs when the pipe reaches its end: a hint to look at the child now.
-  PipeReader(bp::async_pipe& pipe, OutputCapture& capture, std::function<void()> on_end)
+  PipeReader(asio::posix::stream_descriptor& pipe, OutputCapture& capture,
+             std::function<void()> on_end)
       : m_pipe(pipe), m_capture(capture), m_on_end(std::move(on_end)) {}
 
   void start() {
@@ -275,22 +272,46 @@ class PipeReader {
   }
 
  private:
-  bp::async_pipe& m_pipe;
+  asio::posix::stream_descriptor& m_pipe;
   OutputCapture& m_capture;
   std::function<void()> m_on_end;
   std::array<char, 65536> m_buffer{};
   bool m_open = true;
 };
 
-bp::environment to_boost_environment(const Environment& environment) {
-  bp::environment result;
-  result.clear();
+// "NAME=value" for each variable, as execve takes them.
+std::vector<std::string> environment_strings(const Environment& environment) {
+  std::vector<std::string> strings;
+  strings.reserve(environment.size());
   for (const auto& [name, value] : environment) {
-    // Not operator[]: in Boost 1.74 its lookup reads past shorter entries
-    // (ASan: heap-buffer-overflow in basic_environment_impl::find).
-    result.set(name, value);
+    strings.push_back(name + "=" + value);
   }
-  return result;
+  return strings;
+}
+
+// The child's preparation, between its start and execve.
+class PreparedChild final : public ChildPreparation {
+ public:
+  explicit PreparedChild(const ChildSetup& setup) : m_setup(setup) {}
+  void prepare(bool in_cgroup) const override { prepare_child(m_setup, in_cgroup); }
+
+ private:
+  const ChildSetup& m_setup;
+};
+
+// A pipe for the child's stdio: the child's end, and ours for asio. Both
+// close-on-exec, so no other child started meanwhile inherits them.
+struct StdioPipe {
+  int child_end = -1;
+  int our_end = -1;
+};
+
+std::optional<StdioPipe> stdio_pipe(bool child_reads) {
+  int ends[2];
+  if (::pipe2(ends, O_CLOEXEC) != 0) {
+    return std::nullopt;
+  }
+  return child_reads ? StdioPipe{ends[0], ends[1]} : StdioPipe{ends[1], ends[0]};
 }
 
 // Reaps what is left of the child's process group once it was killed: the
@@ -361,8 +382,9 @@ ProcessResult run_process(const ProcessSpec& spec, const ProcessLimits& limits,
     result.error = std::move(refusal);
     return result;
   }
-  // Boost.Process reports a failed exec only through a pipe that is easy to
-  // lose; checking first gives the user a precise message.
+  // Checked first for a message that names the program ("/x/python: No such
+  // file or directory"); the spawner's own report of a failed execve says
+  // only the error.
   if (::access(spec.argv[0].c_str(), X_OK) != 0) {
     result.error = spec.argv[0] + ": " + std::strerror(errno);
     return result;
@@ -374,10 +396,32 @@ ProcessResult run_process(const ProcessSpec& spec, const ProcessLimits& limits,
   std::call_once(ignore_sigpipe, [] { ::signal(SIGPIPE, SIG_IGN); });
 
   asio::io_context io;
-  bp::async_pipe out_pipe(io);
-  bp::async_pipe err_pipe(io);
-  bp::async_pipe in_pipe(io);
-  std::error_code spawn_error;
+  // The child's stdout, stderr and stdin; ours are closed with the stream
+  // descriptors, the child's as soon as it has started.
+  const auto out_ends = stdio_pipe(false);
+  const auto err_ends = stdio_pipe(false);
+  const auto in_ends = stdio_pipe(true);
+  const auto close_child_ends = [&] {
+    for (const auto& ends : {out_ends, err_ends, in_ends}) {
+      if (ends) {
+        ::close(ends->child_end);
+      }
+    }
+  };
+  asio::posix::stream_descriptor out_pipe(io);
+  asio::posix::stream_descriptor err_pipe(io);
+  asio::posix::stream_descriptor in_pipe(io);
+  for (const auto& [ends, ours] : {std::pair{&out_ends, &out_pipe}, std::pair{&err_ends, &err_pipe},
+                                   std::pair{&in_ends, &in_pipe}}) {
+    if (*ends) {
+      ours->assign((*ends)->our_end);
+    }
+  }
+  if (!out_ends || !err_ends || !in_ends) {
+    close_child_ends();
+    result.error = std::string("pipe2: ") + std::strerror(errno);
+    return result;
+  }
   // Every descendant stays in reach: in a cgroup of its own where the host
   // gives us one, else marked in its environment.
   const auto cgroup = ProbeCgroup::create(limits.resources);
@@ -391,16 +435,16 @@ ProcessResult run_process(const ProcessSpec& spec, const ProcessLimits& limits,
     marker = std::string(k_marker_variable) + "=" + value;
   }
   const ChildSetup setup = child_setup(spec, limits.resources, cgroup.get());
-  const std::vector<std::string> args(spec.argv.begin() + 1, spec.argv.end());
-  bp::child child(
-      bp::exe = spec.argv[0], bp::args = args, to_boost_environment(environment),
-      bp::std_out > out_pipe, bp::std_err > err_pipe, bp::std_in < in_pipe, spawn_error,
-      bp::extend::on_exec_setup = [&setup](auto&) { prepare_child(setup); });
-  if (spawn_error) {
-    result.error = spawn_error.message();
+  const auto spawned =
+      spawn_process(spec.argv, environment_strings(environment),
+                    ChildStdio{in_ends->child_end, out_ends->child_end, err_ends->child_end},
+                    cgroup ? cgroup->start_dir() : -1, PreparedChild(setup));
+  close_child_ends();
+  if (spawned.pid < 0) {
+    result.error = spawned.error;
     return result;
   }
-  const pid_t pid = child.id();
+  const pid_t pid = spawned.pid;
 
   asio::steady_timer tick(io);
   OutputCapture out_capture(limits.max_output_bytes);
@@ -527,9 +571,6 @@ ProcessResult run_process(const ProcessSpec& spec, const ProcessLimits& limits,
   };
   on_tick();
   io.run();
-  // We reaped the child ourselves (or left it behind, unkillable); tell
-  // Boost.Process not to touch it again.
-  child.detach();
   std::vector<pid_t> stuck;
   if (left_behind) {
     stuck.push_back(pid);

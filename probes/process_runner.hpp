@@ -15,8 +15,7 @@
 #include "probes/cancellation.hpp"
 #include "probes/containment.hpp"
 
-// The one place that starts processes. Callers never see Boost.Process: it is
-// compiled into process_runner.cpp alone.
+// The one place that starts processes (through spawn.hpp).
 namespace envcontract::probes {
 
 using facts::Environment;

@@ -4,7 +4,7 @@
 # Build dependencies: every library comes from Debian 12, nothing is downloaded.
 BUILD_PACKAGES=(
   g++ cmake ninja-build pkg-config ccache
-  libyaml-cpp-dev libboost-dev libboost-filesystem-dev libcpp-httplib-dev libsqlite3-dev
+  libyaml-cpp-dev libboost-dev libcpp-httplib-dev libsqlite3-dev
   libspdlog-dev nlohmann-json3-dev libcli11-dev libelf-dev libdw-dev libsystemd-dev libssl-dev
   patchelf
 )
