@@ -117,6 +117,7 @@ print("same request")
 )PY";
 
 TEST(ProbeProgram, ReadsTheAgentsRequestAsJsonReadsItOnEveryInterpreter) {
+  using namespace std::string_literals;
   testing::TempDir dir;
   dir.write("envcontract_probe.py", std::string(probe_program_source()));
   const auto check = dir.write("compare_readers.py", k_compare_readers);
@@ -127,7 +128,7 @@ TEST(ProbeProgram, ReadsTheAgentsRequestAsJsonReadsItOnEveryInterpreter) {
          {"timeout_seconds", 30.5}},
         {{"stage", "imports"}, {"modules", {"torch", "torch_fl", "triton"}}}}},
       {"first_import", "torch"},
-      {"control", std::string("nul \0 bell \x07 escape \x1b del \x7f", 29)},
+      {"control", "nul \0 bell \x07 escape \x1b del \x7f"s},
       {"invalid_utf8", "\xff\xfe half \xe2\x82"},
       {"emoji", "\xf0\x9f\x98\x80"},
       {"numbers", {0, -1, 1234567890123LL, 0.001, 1e300}},
