@@ -21,6 +21,7 @@
 #include <boost/asio/write.hpp>
 #include <cerrno>
 #include <cstring>
+#include <exception>
 #include <map>
 #include <mutex>
 #include <optional>
@@ -317,6 +318,33 @@ std::optional<StdioPipe> stdio_pipe(bool child_reads) {
 // Reaps what is left of the child's process group once it was killed: the
 // orphans that became our children because we are a subreaper. Bounded: a
 // member that escaped the group is not ours to wait for.
+// Runs `cleanup` when the scope is left by an exception, not otherwise.
+template <typename Cleanup>
+class OnUnwind {
+ public:
+  explicit OnUnwind(Cleanup cleanup) : m_cleanup(std::move(cleanup)) {}
+  OnUnwind(const OnUnwind&) = delete;
+  OnUnwind& operator=(const OnUnwind&) = delete;
+  ~OnUnwind() {
+    if (std::uncaught_exceptions() > m_exceptions) {
+      m_cleanup();
+    }
+  }
+
+ private:
+  Cleanup m_cleanup;
+  int m_exceptions = std::uncaught_exceptions();
+};
+
+// Reaps our child `pid` once it has ended, waiting at most `limit` (a child
+// asleep where SIGKILL does not reach is not waited for).
+void reap_within(pid_t pid, std::chrono::milliseconds limit) {
+  const auto deadline = Clock::now() + limit;
+  while (::waitpid(pid, nullptr, WNOHANG) == 0 && Clock::now() < deadline) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(2));
+  }
+}
+
 void reap_group(pid_t group) {
   const auto deadline = Clock::now() + std::chrono::milliseconds(200);
   while (Clock::now() < deadline) {
@@ -446,6 +474,32 @@ ProcessResult run_process(const ProcessSpec& spec, const ProcessLimits& limits,
   }
   const pid_t pid = spawned.pid;
 
+  // The process group, then whatever left it (setsid, double fork).
+  std::vector<pid_t> escaped;
+  auto end_group = [&] {
+    ::killpg(pid, SIGKILL);
+    auto killed = cgroup ? cgroup->kill_all() : find_marked_processes(marker);
+    for (const pid_t other : killed) {
+      if (!cgroup) {
+        ::kill(other, SIGKILL);
+      }
+      escaped.push_back(other);
+    }
+  };
+  // Whatever throws from here on (the time-out hook, an allocation) leaves
+  // no probe running and no zombie behind it: the tree is ended and reaped
+  // as the exception passes, within the same bounds as a normal end.
+  bool ending_normally = false;  // from here the leader may be reaped: its pid is no longer ours
+  const OnUnwind end_on_unwind([&] {
+    if (ending_normally) {
+      return;
+    }
+    end_group();
+    reap_within(pid, std::chrono::seconds(5));
+    std::erase(escaped, pid);
+    reap_adopted(std::move(escaped));
+  });
+
   asio::steady_timer tick(io);
   OutputCapture out_capture(limits.max_output_bytes);
   OutputCapture err_capture(limits.max_output_bytes);
@@ -496,18 +550,6 @@ ProcessResult run_process(const ProcessSpec& spec, const ProcessLimits& limits,
   Clock::time_point stopped_at = Clock::time_point::max();  // when the timeout or cancel came
   bool left_behind = false;
 
-  // The process group, then whatever left it (setsid, double fork).
-  std::vector<pid_t> escaped;
-  auto end_group = [&] {
-    ::killpg(pid, SIGKILL);
-    auto killed = cgroup ? cgroup->kill_all() : find_marked_processes(marker);
-    for (const pid_t other : killed) {
-      if (!cgroup) {
-        ::kill(other, SIGKILL);
-      }
-      escaped.push_back(other);
-    }
-  };
   std::function<void()> on_tick = [&] {
     if (!exited) {
       // Seen exited but not reaped (WNOWAIT): while the leader is a zombie
@@ -571,6 +613,7 @@ ProcessResult run_process(const ProcessSpec& spec, const ProcessLimits& limits,
   };
   on_tick();
   io.run();
+  ending_normally = true;
   std::vector<pid_t> stuck;
   if (left_behind) {
     stuck.push_back(pid);

@@ -86,7 +86,9 @@ struct ProcessResult {
 };
 
 // Called with the child's pid when the timeout expires, before the process
-// group is killed: the moment to sample a hung process.
+// group is killed: the moment to sample a hung process. Should it throw,
+// the process tree is ended and reaped before the exception leaves
+// run_process.
 using TimeoutHook = std::function<void(pid_t)>;
 
 // Runs a process in a process group and cgroup of its own, with bounded

@@ -4,8 +4,10 @@
 
 #include <gtest/gtest.h>
 #include <signal.h>
+#include <sys/wait.h>
 
 #include <filesystem>
+#include <stdexcept>
 #include <thread>
 
 #include "tests/support/processes.hpp"
@@ -56,6 +58,29 @@ TEST(ProcessRunner, TimesOutAndCallsTheHookBeforeKilling) {
   EXPECT_TRUE(alive_when_sampled);
   EXPECT_GT(sampled, 0);
   EXPECT_FALSE(testing::process_running(sampled));
+}
+
+TEST(ProcessRunner, AHookThatThrowsLeavesNoProcessAndNoZombie) {
+  ASSERT_TRUE(become_subreaper());
+  ProcessSpec spec;
+  // A descendant in a session of its own, out of the group's reach.
+  spec.argv = {"/bin/sh", "-c", "setsid sleep 60 & exec sleep 60"};
+  spec.environment = {{"PATH", "/usr/bin:/bin"}, {"ENVCONTRACT_THROWING_HOOK", "1"}};
+  ProcessLimits limits;
+  limits.timeout = 300ms;
+  pid_t leader = 0;
+  EXPECT_THROW(run_process(spec, limits,
+                           [&](pid_t pid) {
+                             leader = pid;
+                             throw std::runtime_error("the hook failed");
+                           }),
+               std::runtime_error);
+  ASSERT_GT(leader, 0);
+  EXPECT_FALSE(testing::process_running(leader));
+  // Reaped, not a zombie: it is no longer our child at all.
+  EXPECT_EQ(::waitpid(leader, nullptr, WNOHANG), -1);
+  EXPECT_EQ(errno, ECHILD);
+  EXPECT_TRUE(testing::processes_with_environment("ENVCONTRACT_THROWING_HOOK=1").empty());
 }
 
 TEST(ProcessRunner, ACancellationEndsTheTreeWithinAPoll) {
