@@ -315,9 +315,6 @@ std::optional<StdioPipe> stdio_pipe(bool child_reads) {
   return child_reads ? StdioPipe{ends[0], ends[1]} : StdioPipe{ends[1], ends[0]};
 }
 
-// Reaps what is left of the child's process group once it was killed: the
-// orphans that became our children because we are a subreaper. Bounded: a
-// member that escaped the group is not ours to wait for.
 // Runs `cleanup` when the scope is left by an exception, not otherwise.
 template <typename Cleanup>
 class OnUnwind {
@@ -327,7 +324,12 @@ class OnUnwind {
   OnUnwind& operator=(const OnUnwind&) = delete;
   ~OnUnwind() {
     if (std::uncaught_exceptions() > m_exceptions) {
-      m_cleanup();
+      try {
+        m_cleanup();
+      } catch (...) {
+        // A second exception while one unwinds would end the agent: the
+        // first one is what the caller hears of.
+      }
     }
   }
 
@@ -345,6 +347,9 @@ void reap_within(pid_t pid, std::chrono::milliseconds limit) {
   }
 }
 
+// Reaps what is left of the child's process group once it was killed: the
+// orphans that became our children because we are a subreaper. Bounded: a
+// member that escaped the group is not ours to wait for.
 void reap_group(pid_t group) {
   const auto deadline = Clock::now() + std::chrono::milliseconds(200);
   while (Clock::now() < deadline) {
