@@ -7,6 +7,7 @@
 #include <cstdio>
 
 int main(int argc, char** argv) {
+  envcontract::probes::open_missing_standard_streams();
   // Grandchildren of probes that get killed are reaped by us, not left as zombies.
   envcontract::probes::become_subreaper();
   const int status = envcontract::daemon::run_envcontractd(argc, argv);

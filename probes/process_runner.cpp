@@ -151,10 +151,8 @@ void drop_to(const Credentials& credentials) {
 }
 
 // Runs in the child between fork and exec: only async-signal-safe calls.
-// A group of its own lets us kill every descendant at once. Marking every
-// inherited descriptor close-on-exec (rather than closing it) keeps the
-// spawner's exec-error pipe, which is already close-on-exec, working while
-// our other pipes, sockets and files never reach the env's code.
+// A group of its own lets us kill every descendant at once. (No descriptor
+// of ours but the three reaches the env's code: spawn.cpp sees to that.)
 void prepare_child(const ChildSetup& setup, bool in_cgroup) {
   // A session of its own (and so a process group of its own): no
   // controlling terminal, so env code cannot read from or type into the
@@ -206,15 +204,6 @@ void prepare_child(const ChildSetup& setup, bool in_cgroup) {
   sigset_t none;
   sigemptyset(&none);
   ::sigprocmask(SIG_SETMASK, &none, nullptr);
-  if (::close_range(3, ~0U, CLOSE_RANGE_CLOEXEC) != 0) {
-    rlimit limit{};
-    const int max_fd = ::getrlimit(RLIMIT_NOFILE, &limit) == 0 && limit.rlim_cur < 65536
-                           ? static_cast<int>(limit.rlim_cur)
-                           : 65536;
-    for (int fd = 3; fd < max_fd; ++fd) {
-      ::fcntl(fd, F_SETFD, FD_CLOEXEC);
-    }
-  }
 }
 
 ChildSetup child_setup(const ProcessSpec& spec, const ResourceLimits& resources,
@@ -303,8 +292,8 @@ class PreparedChild final : public ChildPreparation {
 // A pipe for the child's stdio: the child's end, and ours for asio. Both
 // close-on-exec, so no other child started meanwhile inherits them.
 struct StdioPipe {
-  int child_end = -1;
-  int our_end = -1;
+  UniqueFd child_end;
+  UniqueFd our_end;
 };
 
 std::optional<StdioPipe> stdio_pipe(bool child_reads) {
@@ -312,7 +301,10 @@ std::optional<StdioPipe> stdio_pipe(bool child_reads) {
   if (::pipe2(ends, O_CLOEXEC) != 0) {
     return std::nullopt;
   }
-  return child_reads ? StdioPipe{ends[0], ends[1]} : StdioPipe{ends[1], ends[0]};
+  UniqueFd read_end(ends[0]);
+  UniqueFd write_end(ends[1]);
+  return child_reads ? StdioPipe{std::move(read_end), std::move(write_end)}
+                     : StdioPipe{std::move(write_end), std::move(read_end)};
 }
 
 // Runs `cleanup` when the scope is left by an exception, not otherwise.
@@ -363,10 +355,63 @@ void reap_group(pid_t group) {
   }
 }
 
+// A process left behind: its pid, and a pidfd of it where the kernel has them.
+struct LeftProcess {
+  pid_t pid = -1;
+  UniqueFd pidfd;
+};
+
+// Waits, as long as it takes, for a process left behind to end, and reaps
+// it once it is our child (it may become ours later: when its parent ends,
+// the agent, a subreaper, inherits it). Through its pidfd: a pid freed and
+// given to another process is neither waited for nor reaped.
+void wait_for_end(const LeftProcess& process) {
+  for (;;) {
+    if (process.pidfd) {
+      siginfo_t info{};
+      if (::waitid(static_cast<idtype_t>(P_PIDFD), static_cast<id_t>(process.pidfd.get()), &info,
+                   WEXITED) == 0) {
+        return;
+      }
+      if (errno == EINTR) {
+        continue;
+      }
+      // Not our child: gone once it was reaped by its own parent.
+      if (::syscall(SYS_pidfd_send_signal, process.pidfd.get(), 0, nullptr, 0) != 0 &&
+          errno == ESRCH) {
+        return;
+      }
+    } else {
+      // No pidfds (Linux before 5.4): by pid, as well as it can be done.
+      if (::waitpid(process.pid, nullptr, 0) == process.pid) {
+        return;
+      }
+      if (errno == EINTR) {
+        continue;
+      }
+      if (::kill(process.pid, 0) != 0 && errno == ESRCH) {
+        return;
+      }
+    }
+    std::this_thread::sleep_for(std::chrono::seconds(1));
+  }
+}
+
 }  // namespace
 
 bool become_subreaper() {
   return ::prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0) == 0;
+}
+
+void open_missing_standard_streams() {
+  for (int fd = 0; fd < 3; ++fd) {
+    if (::fcntl(fd, F_GETFD) < 0 && errno == EBADF) {
+      // The lowest free number: this one.
+      if (const int opened = ::open("/dev/null", O_RDWR); opened >= 0 && opened != fd) {
+        ::close(opened);
+      }
+    }
+  }
 }
 
 std::string signal_name(int signal) {
@@ -415,45 +460,28 @@ ProcessResult run_process(const ProcessSpec& spec, const ProcessLimits& limits,
     result.error = std::move(refusal);
     return result;
   }
-  // Checked first for a message that names the program ("/x/python: No such
-  // file or directory"); the spawner's own report of a failed execve says
-  // only the error.
-  if (::access(spec.argv[0].c_str(), X_OK) != 0) {
-    result.error = spec.argv[0] + ": " + std::strerror(errno);
-    return result;
-  }
-
   // Writing stdin to a child that already exited raises SIGPIPE, whose default
   // action would kill the agent: ignore it (the write then fails with EPIPE).
   static std::once_flag ignore_sigpipe;
   std::call_once(ignore_sigpipe, [] { ::signal(SIGPIPE, SIG_IGN); });
 
   asio::io_context io;
-  // The child's stdout, stderr and stdin; ours are closed with the stream
-  // descriptors, the child's as soon as it has started.
-  const auto out_ends = stdio_pipe(false);
-  const auto err_ends = stdio_pipe(false);
-  const auto in_ends = stdio_pipe(true);
-  const auto close_child_ends = [&] {
-    for (const auto& ends : {out_ends, err_ends, in_ends}) {
-      if (ends) {
-        ::close(ends->child_end);
-      }
-    }
-  };
+  // The child's stdout, stderr and stdin; ours pass to the stream
+  // descriptors, the child's are closed as soon as it has started.
+  auto out_ends = stdio_pipe(false);
+  auto err_ends = stdio_pipe(false);
+  auto in_ends = stdio_pipe(true);
+  if (!out_ends || !err_ends || !in_ends) {
+    result.error = std::string("pipe2: ") + std::strerror(errno);
+    return result;
+  }
   asio::posix::stream_descriptor out_pipe(io);
   asio::posix::stream_descriptor err_pipe(io);
   asio::posix::stream_descriptor in_pipe(io);
   for (const auto& [ends, ours] : {std::pair{&out_ends, &out_pipe}, std::pair{&err_ends, &err_pipe},
                                    std::pair{&in_ends, &in_pipe}}) {
-    if (*ends) {
-      ours->assign((*ends)->our_end);
-    }
-  }
-  if (!out_ends || !err_ends || !in_ends) {
-    close_child_ends();
-    result.error = std::string("pipe2: ") + std::strerror(errno);
-    return result;
+    ours->assign((*ends)->our_end.get());  // takes it only when it succeeds
+    (*ends)->our_end.release();
   }
   // Every descendant stays in reach: in a cgroup of its own where the host
   // gives us one, else marked in its environment.
@@ -468,11 +496,13 @@ ProcessResult run_process(const ProcessSpec& spec, const ProcessLimits& limits,
     marker = std::string(k_marker_variable) + "=" + value;
   }
   const ChildSetup setup = child_setup(spec, limits.resources, cgroup.get());
-  const auto spawned =
-      spawn_process(spec.argv, environment_strings(environment),
-                    ChildStdio{in_ends->child_end, out_ends->child_end, err_ends->child_end},
-                    cgroup ? cgroup->start_dir() : -1, PreparedChild(setup));
-  close_child_ends();
+  const auto spawned = spawn_process(
+      spec.argv, environment_strings(environment),
+      ChildStdio{in_ends->child_end.get(), out_ends->child_end.get(), err_ends->child_end.get()},
+      cgroup ? cgroup->start_dir() : -1, PreparedChild(setup));
+  for (auto* ends : {&out_ends, &err_ends, &in_ends}) {
+    (*ends)->child_end.reset();
+  }
   if (spawned.pid < 0) {
     result.error = spawned.error;
     return result;
@@ -518,9 +548,9 @@ ProcessResult run_process(const ProcessSpec& spec, const ProcessLimits& limits,
   // (Linux before 5.3, or a filter that refuses it) the polls notice it.
   asio::posix::stream_descriptor exit_watch(io);
   boost::system::error_code ignored_close;
-#ifdef SYS_pidfd_open
-  if (const int pidfd = static_cast<int>(::syscall(SYS_pidfd_open, pid, 0)); pidfd >= 0) {
-    exit_watch.assign(pidfd);
+  if (UniqueFd pidfd(static_cast<int>(::syscall(SYS_pidfd_open, pid, 0))); pidfd) {
+    exit_watch.assign(pidfd.get());
+    pidfd.release();
     exit_watch.async_wait(asio::posix::stream_descriptor::wait_read,
                           [&](const boost::system::error_code& error) {
                             if (!error) {
@@ -528,7 +558,6 @@ ProcessResult run_process(const ProcessSpec& spec, const ProcessLimits& limits,
                             }
                           });
   }
-#endif
   out_reader.start();
   err_reader.start();
   if (spec.stdin_data.empty()) {
@@ -644,15 +673,17 @@ ProcessResult run_process(const ProcessSpec& spec, const ProcessLimits& limits,
     // end (their filesystem answers or goes), the cgroup removed then.
     result.left_behind = true;
     std::vector<std::string> dirs = cgroup ? cgroup->release() : std::vector<std::string>();
+    // Each one pinned by a pidfd, opened while its pid is still its own:
+    // the leader is our child, not reaped; the others were members of the
+    // probe's cgroup a moment ago and, killed, end only by leaving it.
+    std::vector<LeftProcess> left;
+    for (const pid_t each : stuck) {
+      left.push_back({each, UniqueFd(static_cast<int>(::syscall(SYS_pidfd_open, each, 0)))});
+    }
     g_left_behind.add(runs_as);
-    std::thread([stuck, dirs = std::move(dirs), runs_as] {
-      for (const pid_t each : stuck) {
-        while (::waitpid(each, nullptr, 0) < 0 && errno == EINTR) {
-        }
-        // Not our child (its parent lives on): wait for it to go.
-        while (::kill(each, 0) == 0) {
-          std::this_thread::sleep_for(std::chrono::seconds(1));
-        }
+    std::thread([left = std::move(left), dirs = std::move(dirs), runs_as] {
+      for (const auto& each : left) {
+        wait_for_end(each);
       }
       for (const auto& dir : dirs) {
         for (int attempt = 0; attempt < 200 && ::rmdir(dir.c_str()) != 0 && errno == EBUSY;
@@ -679,6 +710,9 @@ ProcessResult run_process(const ProcessSpec& spec, const ProcessLimits& limits,
     result.outcome = ProcessResult::Outcome::cancelled;
     result.signal = WIFSIGNALED(status) ? WTERMSIG(status) : SIGKILL;
     result.cancel_reason = limits.cancellation->reason();
+  } else if (const auto failure = start_failure(spawned.start_report)) {
+    // The child never ran the program (it is not there, not executable...).
+    result.error = describe(*failure, spec.argv[0]);
   } else if (WIFSIGNALED(status)) {
     result.outcome = ProcessResult::Outcome::signaled;
     result.signal = WTERMSIG(status);

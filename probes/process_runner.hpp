@@ -106,6 +106,11 @@ ProcessResult run_process(const ProcessSpec& spec, const ProcessLimits& limits,
 // here instead of waiting as zombies for init. The agent calls it at start.
 bool become_subreaper();
 
+// Opens /dev/null on whichever of descriptors 0, 1 and 2 is closed, as a
+// supervisor may start a daemon: else the next file or socket opened takes
+// that number, and a log line meant for stderr lands in it.
+void open_missing_standard_streams();
+
 // "SIGSEGV" for 11, "signal 64" when unnamed.
 std::string signal_name(int signal);
 

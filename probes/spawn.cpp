@@ -1,14 +1,16 @@
 #include "probes/spawn.hpp"
 
+#include <dirent.h>
 #include <fcntl.h>
 #include <linux/sched.h>
 #include <sched.h>
 #include <signal.h>
+#include <sys/resource.h>
 #include <sys/syscall.h>
-#include <sys/wait.h>
 #include <unistd.h>
 
 #include <cerrno>
+#include <climits>
 #include <cstring>
 
 namespace envcontract::probes {
@@ -24,21 +26,85 @@ std::vector<char*> pointers_to(const std::vector<std::string>& strings) {
   return pointers;
 }
 
+// A copy of `fd` at 3 or above (close-on-exec) when it is 0, 1 or 2. An
+// agent started with those closed gets its own pipes there: placing the
+// child's three could then overwrite one with another, and dup2 of a
+// descriptor onto itself would keep its close-on-exec flag.
+int above_stdio(int fd) {
+  return fd >= 0 && fd < 3 ? ::fcntl(fd, F_DUPFD_CLOEXEC, 3) : fd;
+}
+
+// Every descriptor from 3 up in a listing of /proc/self/fd, marked
+// close-on-exec; false when there is no listing to read.
+bool mark_listed_cloexec() {
+  const int dir = ::open("/proc/self/fd", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+  if (dir < 0) {
+    return false;
+  }
+  alignas(dirent64) char buffer[4096];
+  ssize_t got = 0;
+  while ((got = ::getdents64(dir, buffer, sizeof buffer)) > 0) {
+    for (ssize_t at = 0; at < got;) {
+      const auto* entry = reinterpret_cast<const dirent64*>(buffer + at);
+      at += entry->d_reclen;
+      int fd = 0;
+      const char* digit = entry->d_name;
+      for (; *digit >= '0' && *digit <= '9' && fd < 100'000'000; ++digit) {
+        fd = fd * 10 + (*digit - '0');
+      }
+      if (*digit == '\0' && digit != entry->d_name && fd >= 3 && fd != dir) {
+        ::fcntl(fd, F_SETFD, FD_CLOEXEC);
+      }
+    }
+  }
+  ::close(dir);
+  return got == 0;
+}
+
+// Marks every descriptor from 3 up close-on-exec, so that none of the
+// agent's pipes, sockets and files reaches the program (marked rather than
+// closed: the report pipe must stay open until execve). In one call where
+// the kernel can (close_range, Linux 5.11); else each one /proc lists; else
+// every number below the agent's limit of open files, above which the
+// kernel gave it none. Done before the preparation lowers that limit.
+void mark_inherited_cloexec() {
+  if (::close_range(3, ~0U, CLOSE_RANGE_CLOEXEC) == 0 || mark_listed_cloexec()) {
+    return;
+  }
+  rlimit limit{};
+  const rlim_t end = ::getrlimit(RLIMIT_NOFILE, &limit) == 0 && limit.rlim_cur < INT_MAX
+                         ? limit.rlim_cur
+                         : static_cast<rlim_t>(INT_MAX);
+  for (rlim_t fd = 3; fd < end; ++fd) {
+    ::fcntl(static_cast<int>(fd), F_SETFD, FD_CLOEXEC);
+  }
+}
+
+[[noreturn]] void report_failure(int report, StartFailure::Step step) {
+  const StartFailure failure{step, errno};
+  [[maybe_unused]] auto ignored = ::write(report, &failure, sizeof failure);
+  ::_exit(127);
+}
+
 // The child's side, from its first instruction to execve: async-signal-safe
-// calls only. An execve that fails writes its errno to `report`.
+// calls only. What keeps it from running its program goes to `report`.
 [[noreturn]] void become(char* const* argv, char* const* envp, ChildStdio stdio, int report,
                          bool in_cgroup, const ChildPreparation& preparation) {
-  // dup2 clears O_CLOEXEC on the copy: these three survive execve.
-  if (::dup2(stdio.in, 0) < 0 || ::dup2(stdio.out, 1) < 0 || ::dup2(stdio.err, 2) < 0) {
-    const int error = errno;
-    [[maybe_unused]] auto ignored = ::write(report, &error, sizeof error);
-    ::_exit(127);
+  if (const int moved = above_stdio(report); moved >= 0) {
+    report = moved;
   }
+  const int in = above_stdio(stdio.in);
+  const int out = above_stdio(stdio.out);
+  const int err = above_stdio(stdio.err);
+  // dup2 clears O_CLOEXEC on the copy: these three survive execve.
+  if (in < 0 || out < 0 || err < 0 || ::dup2(in, 0) < 0 || ::dup2(out, 1) < 0 ||
+      ::dup2(err, 2) < 0) {
+    report_failure(report, StartFailure::Step::stdio);
+  }
+  mark_inherited_cloexec();
   preparation.prepare(in_cgroup);
   ::execve(argv[0], argv, envp);
-  const int error = errno;
-  [[maybe_unused]] auto ignored = ::write(report, &error, sizeof error);
-  ::_exit(127);
+  report_failure(report, StartFailure::Step::execve);
 }
 
 // clone3 into `cgroup_dir`: the child's pid, 0 in the child, or -1.
@@ -63,11 +129,14 @@ Spawned spawn_process(const std::vector<std::string>& argv,
   // Everything the child needs is made here: it must not allocate.
   const auto arguments = pointers_to(argv);
   const auto variables = pointers_to(environment);
+  // Non-blocking on our side: read once the child has ended, it never waits.
   int report[2];
-  if (::pipe2(report, O_CLOEXEC) != 0) {
+  if (::pipe2(report, O_CLOEXEC | O_NONBLOCK) != 0) {
     spawned.error = std::string("pipe2: ") + std::strerror(errno);
     return spawned;
   }
+  UniqueFd ours(report[0]);
+  UniqueFd childs(report[1]);
   pid_t pid = -1;
   if (cgroup_dir >= 0) {
     // The raw system call leaves glibc unaware of the new process: the child
@@ -75,41 +144,43 @@ Spawned spawn_process(const std::vector<std::string>& argv,
     // become() and the preparations allow.
     pid = clone_into(cgroup_dir);
     if (pid == 0) {
-      become(arguments.data(), variables.data(), stdio, report[1], true, preparation);
+      become(arguments.data(), variables.data(), stdio, childs.get(), true, preparation);
     }
     spawned.in_cgroup = pid > 0;
   }
   if (pid < 0) {
     pid = ::fork();
     if (pid == 0) {
-      become(arguments.data(), variables.data(), stdio, report[1], false, preparation);
+      become(arguments.data(), variables.data(), stdio, childs.get(), false, preparation);
     }
   }
-  const int fork_error = errno;
-  ::close(report[1]);
   if (pid < 0) {
-    ::close(report[0]);
     spawned.in_cgroup = false;
-    spawned.error = std::string("fork: ") + std::strerror(fork_error);
-    return spawned;
-  }
-  // The end of the report pipe without a word: execve succeeded (the pipe
-  // closed with the child's other O_CLOEXEC descriptors).
-  int child_error = 0;
-  ssize_t got = 0;
-  do {
-    got = ::read(report[0], &child_error, sizeof child_error);
-  } while (got < 0 && errno == EINTR);
-  ::close(report[0]);
-  if (got == static_cast<ssize_t>(sizeof child_error)) {
-    while (::waitpid(pid, nullptr, 0) < 0 && errno == EINTR) {
-    }
-    spawned.in_cgroup = false;
-    spawned.error = std::strerror(child_error);
+    spawned.error = std::string("fork: ") + std::strerror(errno);
     return spawned;
   }
   spawned.pid = pid;
+  spawned.start_report = std::move(ours);
   return spawned;
+}
+
+std::optional<StartFailure> start_failure(const UniqueFd& start_report) {
+  StartFailure failure;
+  ssize_t got = 0;
+  do {
+    got = ::read(start_report.get(), &failure, sizeof failure);
+  } while (got < 0 && errno == EINTR);
+  if (got != static_cast<ssize_t>(sizeof failure)) {
+    return std::nullopt;
+  }
+  return failure;
+}
+
+std::string describe(const StartFailure& failure, const std::string& program) {
+  const std::string error = std::strerror(failure.error);
+  return failure.step == StartFailure::Step::stdio
+             ? "setting up its stdin, stdout and stderr: " + error
+             : program + ": " + error;
 }
 
 }  // namespace envcontract::probes

@@ -2,8 +2,11 @@
 
 #include <sys/types.h>
 
+#include <optional>
 #include <string>
 #include <vector>
+
+#include "probes/unique_fd.hpp"
 
 // Starting a program the way the process runner needs, which Boost.Process
 // 1.74 cannot: in its cgroup v2 from its first instruction (clone3 with
@@ -36,14 +39,34 @@ struct Spawned {
   pid_t pid = -1;
   std::string error;       // when pid is -1: what failed, in words
   bool in_cgroup = false;  // started in `cgroup_dir`'s cgroup
+  // Our end of the child's start report: it ends without a word once the
+  // program runs (execve closes the child's end), or carries a
+  // StartFailure. Read it with `start_failure` once the child has ended.
+  UniqueFd start_report;
+};
+
+// Why a child never ran its program; it then exits with status 127.
+struct StartFailure {
+  enum class Step : int { stdio, execve };
+  Step step = Step::execve;
+  int error = 0;  // errno
 };
 
 // Starts `argv[0]` with `argv` and `environment` ("NAME=value" each).
 // `cgroup_dir` >= 0 (a descriptor of a cgroup v2 directory) asks for the
-// child to start there. Returns once the child has run execve, or has
-// failed to: then its errno is in `error` and the child is reaped.
+// child to start there. Returns as soon as the child exists, not once it
+// runs its program: between the two the child may block for good (its
+// working directory or its program on a filesystem that does not answer),
+// so the caller bounds that wait along with the rest of the child's life.
 Spawned spawn_process(const std::vector<std::string>& argv,
                       const std::vector<std::string>& environment, ChildStdio stdio, int cgroup_dir,
                       const ChildPreparation& preparation);
+
+// What a child that has ended reported on `start_report`: nothing when it
+// ran its program. Never blocks (the child's end is closed once it ended).
+std::optional<StartFailure> start_failure(const UniqueFd& start_report);
+
+// "PROGRAM: No such file or directory", as a shell says it.
+std::string describe(const StartFailure& failure, const std::string& program);
 
 }  // namespace envcontract::probes

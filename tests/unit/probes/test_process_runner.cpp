@@ -2,13 +2,23 @@
 // their output and leave descendants behind.
 #include "probes/process_runner.hpp"
 
+#include <fcntl.h>
 #include <gtest/gtest.h>
+#include <linux/filter.h>
+#include <linux/seccomp.h>
 #include <signal.h>
+#include <sys/prctl.h>
+#include <sys/resource.h>
+#include <sys/syscall.h>
 #include <sys/wait.h>
 
+#include <cstddef>
 #include <filesystem>
+#include <functional>
+#include <map>
 #include <stdexcept>
 #include <thread>
+#include <vector>
 
 #include "tests/support/processes.hpp"
 
@@ -154,6 +164,116 @@ TEST(ProcessRunner, LeaksNoDescriptorIntoTheChild) {
   ::close(fds[1]);
   // 0, 1, 2 and the directory ls itself opened.
   EXPECT_EQ(result.out, "0\n1\n2\n3\n");
+}
+
+// Runs `body` in a process of its own, so that it may close its stdio or
+// filter its system calls without touching the test's: its exit status, or
+// -1 when it was killed (SIGALRM: it hung).
+int in_child_process(const std::function<int()>& body) {
+  const pid_t child = ::fork();
+  if (child == 0) {
+    ::alarm(20);
+    int code = 98;
+    try {
+      code = body();
+    } catch (...) {
+      code = 99;
+    }
+    ::_exit(code);
+  }
+  int status = 0;
+  while (::waitpid(child, &status, 0) < 0 && errno == EINTR) {
+  }
+  return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+}
+
+// From here on the kernel answers ENOSYS to `calls`, for this process and
+// its children, as an older kernel or a container's seccomp profile does.
+bool refuse_system_calls(const std::vector<long>& calls) {
+  std::vector<sock_filter> program{BPF_STMT(BPF_LD | BPF_W | BPF_ABS, offsetof(seccomp_data, nr))};
+  for (const long call : calls) {
+    program.push_back(BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, static_cast<__u32>(call), 0, 1));
+    program.push_back(BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ERRNO | ENOSYS));
+  }
+  program.push_back(BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ALLOW));
+  const sock_fprog filter{static_cast<unsigned short>(program.size()), program.data()};
+  return ::prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) == 0 &&
+         ::prctl(PR_SET_SECCOMP, SECCOMP_MODE_FILTER, &filter) == 0;
+}
+
+// Where the kernel has no close_range (before 5.11, or a seccomp profile
+// refuses it), the agent's descriptors are found in /proc/self/fd, and
+// without a listing every number below the agent's own limit is marked:
+// not the probe's lower limit, above which the agent's descriptors stay open.
+TEST(ProcessRunner, LeaksNoDescriptorWhereTheKernelHasNoCloseRange) {
+  const std::vector<std::pair<std::vector<long>, std::string>> kernels = {
+      {{SYS_close_range}, "no close_range: /proc/self/fd is listed"},
+      {{SYS_close_range, SYS_getdents64}, "and no listing: every number below the limit"}};
+  for (const auto& [refused, kernel] : kernels) {
+    const int status = in_child_process([&refused] {
+      rlimit limit{};
+      ::getrlimit(RLIMIT_NOFILE, &limit);
+      limit.rlim_cur = std::max<rlim_t>(limit.rlim_cur, std::min<rlim_t>(limit.rlim_max, 1024));
+      if (::setrlimit(RLIMIT_NOFILE, &limit) != 0 || limit.rlim_cur <= 900) {
+        return 3;
+      }
+      // Ours, without close-on-exec, far above the probe's limit of 64.
+      if (::dup2(STDERR_FILENO, 900) != 900 || !refuse_system_calls(refused)) {
+        return 4;
+      }
+      ProcessSpec spec;
+      spec.argv = {"/bin/sh", "-c", "if [ -e /proc/self/fd/900 ]; then echo leaked; fi; echo ran"};
+      ProcessLimits limits;
+      limits.resources.open_files = 64;
+      const auto result = run_process(spec, limits);
+      return result.out == "ran\n" ? 0 : result.out == "leaked\nran\n" ? 5 : 6;
+    });
+    EXPECT_EQ(status, 0) << kernel << ": 3, 4: could not set the test up; 5: descriptor 900 "
+                         << "reached the program; 6: it did not run";
+  }
+}
+
+// An agent started with its stdin, stdout and stderr closed (as some
+// supervisors start daemons) gets its own pipes at 0, 1 and 2: the child
+// still gets each where it belongs.
+TEST(ProcessRunner, AnAgentStartedWithoutStdioStillGivesTheChildIts3) {
+  const int status = in_child_process([] {
+    ::close(STDIN_FILENO);
+    ::close(STDOUT_FILENO);
+    ::close(STDERR_FILENO);
+    ProcessSpec spec;
+    spec.argv = {"/bin/sh", "-c", "read line; echo \"out $line\"; echo err >&2"};
+    spec.stdin_data = "fed\n";
+    const auto result = run_process(spec, {});
+    return result.succeeded() && result.out == "out fed\n" && result.err == "err\n" ? 0 : 5;
+  });
+  EXPECT_EQ(status, 0) << "5: the child's output went astray";
+}
+
+// The agent itself takes /dev/null where its stdio is missing, leaving
+// what is open alone.
+TEST(ProcessRunner, OpensDevNullWhereStdioIsMissing) {
+  const int status = in_child_process([] {
+    const auto open_fds = [] {
+      std::map<std::string, std::string> targets;  // descriptor -> what it is
+      for (const auto& entry : std::filesystem::directory_iterator("/proc/self/fd")) {
+        std::error_code gone;  // the iterator's own descriptor, closed by now
+        const auto target = std::filesystem::read_symlink(entry.path(), gone);
+        if (!gone) {
+          targets[entry.path().filename().string()] = target.string();
+        }
+      }
+      return targets;
+    };
+    auto expected = open_fds();
+    ::close(STDIN_FILENO);
+    ::close(STDERR_FILENO);
+    open_missing_standard_streams();
+    expected["0"] = "/dev/null";
+    expected["2"] = "/dev/null";
+    return open_fds() == expected ? 0 : 5;
+  });
+  EXPECT_EQ(status, 0) << "5: the wrong descriptors were opened, or stdout changed";
 }
 
 TEST(ProcessRunner, WritesStdin) {

@@ -7,6 +7,8 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <chrono>
+#include <csignal>
 #include <string>
 
 #include "probes/containment.hpp"
@@ -115,17 +117,52 @@ TEST(SpawnProcess, SaysWhyAProgramCannotRun) {
   const auto spawned =
       spawn_process({"/nonexistent/python", "-c", "pass"}, {},
                     ChildStdio{STDIN_FILENO, STDOUT_FILENO, STDERR_FILENO}, -1, EndingWith(99));
-  // The preparation ran first and ended the child: its status, not an error.
+  // The preparation ran first and ended the child: its status, not a failure to start.
   ASSERT_GT(spawned.pid, 0) << spawned.error;
   EXPECT_EQ(exit_status_of(spawned.pid), 99);
+  EXPECT_FALSE(start_failure(spawned.start_report));
 
   Pipe told;
   const auto missing = spawn_process({"/nonexistent/python"}, {},
                                      ChildStdio{STDIN_FILENO, STDOUT_FILENO, STDERR_FILENO}, -1,
                                      Telling(told.ends[1]));
-  EXPECT_EQ(missing.pid, -1);
-  EXPECT_EQ(missing.error, "No such file or directory");
+  // The child exists; only it can tell that its program never ran.
+  ASSERT_GT(missing.pid, 0) << missing.error;
+  EXPECT_EQ(exit_status_of(missing.pid), 127);
+  const auto failure = start_failure(missing.start_report);
+  ASSERT_TRUE(failure);
+  EXPECT_EQ(describe(*failure, "/nonexistent/python"),
+            "/nonexistent/python: No such file or directory");
   EXPECT_EQ(told.read_all(), "f");
+
+  // A program that ran reports nothing, even though it exited with the same status.
+  const auto ran =
+      spawn_process({"/bin/sh", "-c", "exit 127"}, {},
+                    ChildStdio{STDIN_FILENO, STDOUT_FILENO, STDERR_FILENO}, -1, Nothing());
+  ASSERT_GT(ran.pid, 0) << ran.error;
+  EXPECT_EQ(exit_status_of(ran.pid), 127);
+  EXPECT_FALSE(start_failure(ran.start_report));
+}
+
+// The spawner returns at once, not when the program starts: a child that
+// blocks before execve (here its preparation, on a real filesystem that
+// would never answer) does not hold up the caller, who bounds it.
+TEST(SpawnProcess, ReturnsBeforeTheProgramRuns) {
+  class Sleeping final : public ChildPreparation {
+   public:
+    void prepare(bool) const override { ::pause(); }
+  };
+  const auto started = std::chrono::steady_clock::now();
+  const auto spawned = spawn_process(
+      {"/bin/true"}, {}, ChildStdio{STDIN_FILENO, STDOUT_FILENO, STDERR_FILENO}, -1, Sleeping());
+  ASSERT_GT(spawned.pid, 0) << spawned.error;
+  EXPECT_LT(std::chrono::steady_clock::now() - started, std::chrono::seconds(2));
+  EXPECT_FALSE(start_failure(spawned.start_report));  // nothing yet, and no wait for it
+  ::kill(spawned.pid, SIGKILL);
+  int status = 0;
+  ASSERT_EQ(::waitpid(spawned.pid, &status, 0), spawned.pid);
+  EXPECT_TRUE(WIFSIGNALED(status));
+  EXPECT_FALSE(start_failure(spawned.start_report));
 }
 
 TEST(SpawnProcess, PassesArgumentsAndEnvironmentAsGiven) {

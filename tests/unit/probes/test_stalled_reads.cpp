@@ -429,6 +429,30 @@ TEST_F(StalledReads, AProcessThatCannotBeKilledIsLeftBehindNotWaitedFor) {
   mount.release();
 }
 
+// Between its start and its program, a child can block for good: entering
+// a working directory, or loading a program, on a filesystem that never
+// answers. The time-out bounds that too; the agent itself touches neither.
+TEST_F(StalledReads, AChildThatBlocksBeforeItsProgramRunsIsBoundedByTheTimeout) {
+  const fs::path dead = m_dir.path() / "taking";
+  fs::create_directories(dead);
+  HungMount mount(dead, 0, true);
+  ProcessLimits limits;
+  limits.timeout = std::chrono::seconds(1);
+  ProcessSpec in_dead_dir;
+  in_dead_dir.argv = {"/bin/true"};
+  in_dead_dir.working_dir = dead / "env";
+  ProcessSpec dead_program;
+  dead_program.argv = {(dead / "env" / "bin" / "python").string(), "-c", "pass"};
+  for (const auto& spec : {in_dead_dir, dead_program}) {
+    const auto start = Clock::now();
+    const auto result = run_process(spec, limits);
+    EXPECT_LT(seconds_since(start), 12.0);  // the timeout, then the grace after SIGKILL
+    EXPECT_EQ(result.outcome, ProcessResult::Outcome::timed_out) << result.describe();
+    EXPECT_TRUE(result.left_behind) << result.describe();
+  }
+  mount.release();
+}
+
 // Processes left behind are counted per user they ran as: one user whose
 // envs sit on filesystems that never answer stops that user's probes, not
 // every user's, until they end.
@@ -444,12 +468,19 @@ TEST_F(StalledReads, ProcessesLeftBehindStopOnlyTheirOwnUsersProbes) {
   };
   ProcessLimits limits;
   limits.timeout = std::chrono::milliseconds(500);
-  // Eight at once, as a scan's workers would run them.
+  // Eight at once, as a scan's workers would run them. Where a cgroup finds
+  // descendants, half are a shell's child: the shell dies, its child is
+  // left behind, not the agent's child (or not yet: the subreaper inherits
+  // it once the shell is reaped), and is still waited for until it ends.
+  const bool nested = containment_description().starts_with("cgroup");
   std::vector<std::future<ProcessResult>> stuck;
   for (int i = 0; i < 8; ++i) {
     stuck.push_back(std::async(std::launch::async, [&, i] {
       auto spec = as(k_nobody);
-      spec.argv = {"/bin/cat", (dead / ("file" + std::to_string(i))).string()};
+      const std::string file = (dead / ("file" + std::to_string(i))).string();
+      spec.argv = nested && i % 2 == 1
+                      ? std::vector<std::string>{"/bin/sh", "-c", "/bin/cat " + file + "; true"}
+                      : std::vector<std::string>{"/bin/cat", file};
       return run_process(spec, limits);
     }));
   }
