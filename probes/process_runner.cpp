@@ -6,6 +6,7 @@
 
 #include <fcntl.h>
 #include <linux/capability.h>
+#include <poll.h>
 #include <signal.h>
 #include <sys/prctl.h>
 #include <sys/resource.h>
@@ -361,28 +362,43 @@ struct LeftProcess {
   UniqueFd pidfd;
 };
 
+// Whether `pidfd`'s process has ended (its pidfd is readable from then on).
+bool has_ended(const UniqueFd& pidfd) {
+  pollfd ready{pidfd.get(), POLLIN, 0};
+  return ::poll(&ready, 1, 0) == 1 && (ready.revents & POLLIN) != 0;
+}
+
 // Waits, as long as it takes, for a process left behind to end, and reaps
 // it once it is our child (it may become ours later: when its parent ends,
 // the agent, a subreaper, inherits it). Through its pidfd: a pid freed and
 // given to another process is neither waited for nor reaped.
 void wait_for_end(const LeftProcess& process) {
+  const int pidfd = process.pidfd.get();
   for (;;) {
     if (process.pidfd) {
       siginfo_t info{};
-      if (::waitid(static_cast<idtype_t>(P_PIDFD), static_cast<id_t>(process.pidfd.get()), &info,
-                   WEXITED) == 0) {
-        return;
+      if (::waitid(static_cast<idtype_t>(P_PIDFD), static_cast<id_t>(pidfd), &info, WEXITED) == 0) {
+        return;  // ours, reaped
       }
-      if (errno == EINTR) {
+      const int wait_error = errno;
+      if (wait_error == EINTR) {
         continue;
       }
-      // Not our child: gone once it was reaped by its own parent.
-      if (::syscall(SYS_pidfd_send_signal, process.pidfd.get(), 0, nullptr, 0) != 0 &&
-          errno == ESRCH) {
+      // No P_PIDFD (Linux 5.3): once it has ended, reap it by pid if it is
+      // ours (a zombie of ours keeps its pid).
+      if (wait_error != ECHILD && has_ended(process.pidfd) &&
+          ::waitpid(process.pid, nullptr, WNOHANG) == process.pid) {
+        return;
+      }
+      // Not our child: gone once its own parent reaped it. Where signals
+      // through pidfds are refused, ended and not ours is as far as we see.
+      if (::syscall(SYS_pidfd_send_signal, pidfd, 0, nullptr, 0) != 0 &&
+          (errno == ESRCH || (has_ended(process.pidfd) &&
+                              ::waitpid(process.pid, nullptr, WNOHANG) < 0 && errno == ECHILD))) {
         return;
       }
     } else {
-      // No pidfds (Linux before 5.4): by pid, as well as it can be done.
+      // No pidfds (Linux before 5.3): by pid, as well as it can be done.
       if (::waitpid(process.pid, nullptr, 0) == process.pid) {
         return;
       }
@@ -512,6 +528,11 @@ ProcessResult run_process(const ProcessSpec& spec, const ProcessLimits& limits,
   // The process group, then whatever left it (setsid, double fork).
   std::vector<pid_t> escaped;
   auto end_group = [&] {
+    // The child itself first: until it has called setsid it is in no group
+    // of its own, and until it has joined its cgroups (when it could not
+    // start in one) no cgroup holds it. Its pid is still its own: it is our
+    // child, not yet reaped.
+    ::kill(pid, SIGKILL);
     ::killpg(pid, SIGKILL);
     auto killed = cgroup ? cgroup->kill_all() : find_marked_processes(marker);
     for (const pid_t other : killed) {
@@ -604,7 +625,9 @@ ProcessResult run_process(const ProcessSpec& spec, const ProcessLimits& limits,
       } else if (!timed_out && !cancelled && Clock::now() >= deadline_now()) {
         timed_out = true;
         stopped_at = Clock::now();
-        if (on_timeout) {
+        // A child still before execve runs no env code yet: nothing of the
+        // env's to sample (it is a copy of the agent).
+        if (on_timeout && !still_starting(spawned.start_report)) {
           on_timeout(pid);
         }
         end_group();
@@ -678,9 +701,14 @@ ProcessResult run_process(const ProcessSpec& spec, const ProcessLimits& limits,
     // probe's cgroup a moment ago and, killed, end only by leaving it.
     std::vector<LeftProcess> left;
     for (const pid_t each : stuck) {
-      left.push_back({each, UniqueFd(static_cast<int>(::syscall(SYS_pidfd_open, each, 0)))});
+      UniqueFd pidfd(static_cast<int>(::syscall(SYS_pidfd_open, each, 0)));
+      if (!pidfd && errno == ESRCH) {
+        continue;  // ended (and reaped) since it was listed
+      }
+      left.push_back({each, std::move(pidfd)});
     }
     g_left_behind.add(runs_as);
+    const OnUnwind uncount([runs_as] { g_left_behind.remove(runs_as); });
     std::thread([left = std::move(left), dirs = std::move(dirs), runs_as] {
       for (const auto& each : left) {
         wait_for_end(each);
@@ -703,16 +731,18 @@ ProcessResult run_process(const ProcessSpec& spec, const ProcessLimits& limits,
   result.err = err_capture.text();
   result.out_bytes = out_capture.total_bytes();
   result.err_bytes = err_capture.total_bytes();
-  if (timed_out) {
+  // The child never ran the program (it is not there, not executable...):
+  // that, even when the time-out or a cancellation came as it failed.
+  const auto failure = exited && !left_behind ? start_failure(spawned.start_report) : std::nullopt;
+  if (failure) {
+    result.error = describe(*failure, spec.argv[0]);
+  } else if (timed_out) {
     result.outcome = ProcessResult::Outcome::timed_out;
     result.signal = WIFSIGNALED(status) ? WTERMSIG(status) : SIGKILL;
   } else if (cancelled) {
     result.outcome = ProcessResult::Outcome::cancelled;
     result.signal = WIFSIGNALED(status) ? WTERMSIG(status) : SIGKILL;
     result.cancel_reason = limits.cancellation->reason();
-  } else if (const auto failure = start_failure(spawned.start_report)) {
-    // The child never ran the program (it is not there, not executable...).
-    result.error = describe(*failure, spec.argv[0]);
   } else if (WIFSIGNALED(status)) {
     result.outcome = ProcessResult::Outcome::signaled;
     result.signal = WTERMSIG(status);

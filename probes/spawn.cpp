@@ -3,6 +3,7 @@
 #include <dirent.h>
 #include <fcntl.h>
 #include <linux/sched.h>
+#include <poll.h>
 #include <sched.h>
 #include <signal.h>
 #include <sys/resource.h>
@@ -49,7 +50,7 @@ bool mark_listed_cloexec() {
       at += entry->d_reclen;
       int fd = 0;
       const char* digit = entry->d_name;
-      for (; *digit >= '0' && *digit <= '9' && fd < 100'000'000; ++digit) {
+      for (; *digit >= '0' && *digit <= '9' && fd <= (INT_MAX - 9) / 10; ++digit) {
         fd = fd * 10 + (*digit - '0');
       }
       if (*digit == '\0' && digit != entry->d_name && fd >= 3 && fd != dir) {
@@ -65,15 +66,16 @@ bool mark_listed_cloexec() {
 // agent's pipes, sockets and files reaches the program (marked rather than
 // closed: the report pipe must stay open until execve). In one call where
 // the kernel can (close_range, Linux 5.11); else each one /proc lists; else
-// every number below the agent's limit of open files, above which the
-// kernel gave it none. Done before the preparation lowers that limit.
+// every number below the agent's hard limit of open files (its soft limit
+// may have been lowered after descriptors above it were opened, by the
+// agent or whoever started it). Done before the preparation lowers limits.
 void mark_inherited_cloexec() {
   if (::close_range(3, ~0U, CLOSE_RANGE_CLOEXEC) == 0 || mark_listed_cloexec()) {
     return;
   }
   rlimit limit{};
-  const rlim_t end = ::getrlimit(RLIMIT_NOFILE, &limit) == 0 && limit.rlim_cur < INT_MAX
-                         ? limit.rlim_cur
+  const rlim_t end = ::getrlimit(RLIMIT_NOFILE, &limit) == 0 && limit.rlim_max < INT_MAX
+                         ? limit.rlim_max
                          : static_cast<rlim_t>(INT_MAX);
   for (rlim_t fd = 3; fd < end; ++fd) {
     ::fcntl(static_cast<int>(fd), F_SETFD, FD_CLOEXEC);
@@ -174,6 +176,13 @@ std::optional<StartFailure> start_failure(const UniqueFd& start_report) {
     return std::nullopt;
   }
   return failure;
+}
+
+bool still_starting(const UniqueFd& start_report) {
+  // Readable (a failure written) or hung up (execve or the end closed the
+  // child's end): past its start either way.
+  pollfd report{start_report.get(), POLLIN, 0};
+  return ::poll(&report, 1, 0) == 0;
 }
 
 std::string describe(const StartFailure& failure, const std::string& program) {

@@ -66,6 +66,10 @@ Spawned spawn_process(const std::vector<std::string>& argv,
 // ran its program. Never blocks (the child's end is closed once it ended).
 std::optional<StartFailure> start_failure(const UniqueFd& start_report);
 
+// Whether the child is still before execve (neither running its program
+// nor ended): the child's end of `start_report` is still open.
+bool still_starting(const UniqueFd& start_report);
+
 // "PROGRAM: No such file or directory", as a shell says it.
 std::string describe(const StartFailure& failure, const std::string& program);
 

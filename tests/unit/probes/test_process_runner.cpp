@@ -4,6 +4,7 @@
 
 #include <fcntl.h>
 #include <gtest/gtest.h>
+#include <linux/audit.h>
 #include <linux/filter.h>
 #include <linux/seccomp.h>
 #include <signal.h>
@@ -187,10 +188,22 @@ int in_child_process(const std::function<int()>& body) {
   return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
 }
 
+#if defined(__x86_64__)
+constexpr __u32 k_this_architecture = AUDIT_ARCH_X86_64;
+#elif defined(__aarch64__)
+constexpr __u32 k_this_architecture = AUDIT_ARCH_AARCH64;
+#else
+#error "refuse_system_calls: name this architecture's AUDIT_ARCH"
+#endif
+
 // From here on the kernel answers ENOSYS to `calls`, for this process and
 // its children, as an older kernel or a container's seccomp profile does.
 bool refuse_system_calls(const std::vector<long>& calls) {
-  std::vector<sock_filter> program{BPF_STMT(BPF_LD | BPF_W | BPF_ABS, offsetof(seccomp_data, nr))};
+  // Only this architecture's numbers: a call made through another ABI is let through.
+  std::vector<sock_filter> program{BPF_STMT(BPF_LD | BPF_W | BPF_ABS, offsetof(seccomp_data, arch)),
+                                   BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, k_this_architecture, 1, 0),
+                                   BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ALLOW),
+                                   BPF_STMT(BPF_LD | BPF_W | BPF_ABS, offsetof(seccomp_data, nr))};
   for (const long call : calls) {
     program.push_back(BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, static_cast<__u32>(call), 0, 1));
     program.push_back(BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ERRNO | ENOSYS));
@@ -203,22 +216,36 @@ bool refuse_system_calls(const std::vector<long>& calls) {
 
 // Where the kernel has no close_range (before 5.11, or a seccomp profile
 // refuses it), the agent's descriptors are found in /proc/self/fd, and
-// without a listing every number below the agent's own limit is marked:
-// not the probe's lower limit, above which the agent's descriptors stay open.
+// without a listing every number below the agent's hard limit is marked:
+// not the probe's lower limit, nor the agent's soft one, above which the
+// agent's descriptors stay open.
 TEST(ProcessRunner, LeaksNoDescriptorWhereTheKernelHasNoCloseRange) {
-  const std::vector<std::pair<std::vector<long>, std::string>> kernels = {
-      {{SYS_close_range}, "no close_range: /proc/self/fd is listed"},
-      {{SYS_close_range, SYS_getdents64}, "and no listing: every number below the limit"}};
-  for (const auto& [refused, kernel] : kernels) {
-    const int status = in_child_process([&refused] {
+  struct Kernel {
+    std::vector<long> refused;
+    // The agent's limits once descriptor 900 is open: the listing must find
+    // it above the hard limit, the sweep above the soft one.
+    rlim_t soft;
+    rlim_t hard;
+    std::string what;
+  };
+  const std::vector<Kernel> kernels = {
+      {{SYS_close_range}, 512, 512, "no close_range: /proc/self/fd is listed"},
+      {{SYS_close_range, SYS_getdents64},
+       512,
+       1024,
+       "and no listing: every number below the hard limit"}};
+  for (const auto& kernel : kernels) {
+    const int status = in_child_process([&kernel] {
       rlimit limit{};
       ::getrlimit(RLIMIT_NOFILE, &limit);
       limit.rlim_cur = std::max<rlim_t>(limit.rlim_cur, std::min<rlim_t>(limit.rlim_max, 1024));
-      if (::setrlimit(RLIMIT_NOFILE, &limit) != 0 || limit.rlim_cur <= 900) {
+      if (::setrlimit(RLIMIT_NOFILE, &limit) != 0 || limit.rlim_cur < 1024) {
         return 3;
       }
       // Ours, without close-on-exec, far above the probe's limit of 64.
-      if (::dup2(STDERR_FILENO, 900) != 900 || !refuse_system_calls(refused)) {
+      const rlimit lowered{kernel.soft, kernel.hard};
+      if (::dup2(STDERR_FILENO, 900) != 900 || ::setrlimit(RLIMIT_NOFILE, &lowered) != 0 ||
+          !refuse_system_calls(kernel.refused)) {
         return 4;
       }
       ProcessSpec spec;
@@ -228,9 +255,35 @@ TEST(ProcessRunner, LeaksNoDescriptorWhereTheKernelHasNoCloseRange) {
       const auto result = run_process(spec, limits);
       return result.out == "ran\n" ? 0 : result.out == "leaked\nran\n" ? 5 : 6;
     });
-    EXPECT_EQ(status, 0) << kernel << ": 3, 4: could not set the test up; 5: descriptor 900 "
-                         << "reached the program; 6: it did not run";
+    EXPECT_EQ(status, 0) << kernel.what << ": 3, 4: could not set the test up; 5: descriptor "
+                         << "900 reached the program; 6: it did not run";
   }
+}
+
+// Where the kernel will not start a child in its cgroup (clone3 refused),
+// the child is forked and joins its cgroups, and starts its session, by
+// itself: a time-out that comes before it has done either still ends it.
+TEST(ProcessRunner, ATimeOutBeforeTheChildIsSetUpStillEndsIt) {
+  const std::string marker = "ENVCONTRACT_TEST_EARLY_TIMEOUT=" + std::to_string(::getpid());
+  const int status = in_child_process([&marker] {
+    if (!refuse_system_calls({SYS_clone3})) {
+      return 4;
+    }
+    ProcessSpec spec;
+    spec.argv = {"/bin/sleep", "30"};
+    spec.environment = {{"ENVCONTRACT_TEST_EARLY_TIMEOUT", marker.substr(marker.find('=') + 1)}};
+    ProcessLimits limits;
+    limits.timeout = 0ms;  // past at the first look, right after the fork
+    const auto started = std::chrono::steady_clock::now();
+    const auto result = run_process(spec, limits);
+    const bool prompt = std::chrono::steady_clock::now() - started < 4s;
+    return result.outcome == ProcessResult::Outcome::timed_out && !result.left_behind && prompt ? 0
+                                                                                                : 5;
+  });
+  EXPECT_EQ(status, 0) << "4: could not refuse clone3; 5: not ended at once";
+  // Nothing of it runs on.
+  std::this_thread::sleep_for(100ms);
+  EXPECT_TRUE(testing::processes_with_environment(marker).empty());
 }
 
 // An agent started with its stdin, stdout and stderr closed (as some

@@ -145,12 +145,13 @@ TEST(SpawnProcess, SaysWhyAProgramCannotRun) {
 }
 
 // The spawner returns at once, not when the program starts: a child that
-// blocks before execve (here its preparation, on a real filesystem that
-// would never answer) does not hold up the caller, who bounds it.
+// blocks before execve (here its preparation sleeps, as a chdir into a
+// filesystem that never answers would block) does not hold up the caller,
+// who bounds it.
 TEST(SpawnProcess, ReturnsBeforeTheProgramRuns) {
   class Sleeping final : public ChildPreparation {
    public:
-    void prepare(bool) const override { ::pause(); }
+    void prepare(bool) const override { ::sleep(3); }
   };
   const auto started = std::chrono::steady_clock::now();
   const auto spawned = spawn_process(
@@ -158,11 +159,13 @@ TEST(SpawnProcess, ReturnsBeforeTheProgramRuns) {
   ASSERT_GT(spawned.pid, 0) << spawned.error;
   EXPECT_LT(std::chrono::steady_clock::now() - started, std::chrono::seconds(2));
   EXPECT_FALSE(start_failure(spawned.start_report));  // nothing yet, and no wait for it
+  EXPECT_TRUE(still_starting(spawned.start_report));
   ::kill(spawned.pid, SIGKILL);
   int status = 0;
   ASSERT_EQ(::waitpid(spawned.pid, &status, 0), spawned.pid);
   EXPECT_TRUE(WIFSIGNALED(status));
   EXPECT_FALSE(start_failure(spawned.start_report));
+  EXPECT_FALSE(still_starting(spawned.start_report));  // ended
 }
 
 TEST(SpawnProcess, PassesArgumentsAndEnvironmentAsGiven) {

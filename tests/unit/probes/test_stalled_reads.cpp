@@ -445,10 +445,13 @@ TEST_F(StalledReads, AChildThatBlocksBeforeItsProgramRunsIsBoundedByTheTimeout) 
   dead_program.argv = {(dead / "env" / "bin" / "python").string(), "-c", "pass"};
   for (const auto& spec : {in_dead_dir, dead_program}) {
     const auto start = Clock::now();
-    const auto result = run_process(spec, limits);
+    // No env code runs yet: nothing to sample (the child is a copy of the agent).
+    int sampled = 0;
+    const auto result = run_process(spec, limits, [&sampled](pid_t) { ++sampled; });
     EXPECT_LT(seconds_since(start), 12.0);  // the timeout, then the grace after SIGKILL
     EXPECT_EQ(result.outcome, ProcessResult::Outcome::timed_out) << result.describe();
     EXPECT_TRUE(result.left_behind) << result.describe();
+    EXPECT_EQ(sampled, 0);
   }
   mount.release();
 }
