@@ -86,7 +86,9 @@ struct ProcessResult {
 };
 
 // Called with the child's pid when the timeout expires, before the process
-// group is killed: the moment to sample a hung process. Should it throw,
+// group is killed: the moment to sample a hung process. Not called for a
+// child that has not run its program yet (blocked before execve: it is a
+// copy of the agent, with nothing of the env's to sample). Should it throw,
 // the process tree is ended and reaped before the exception leaves
 // run_process.
 using TimeoutHook = std::function<void(pid_t)>;

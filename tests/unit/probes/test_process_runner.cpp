@@ -310,7 +310,7 @@ TEST(ProcessRunner, OpensDevNullWhereStdioIsMissing) {
     const auto open_fds = [] {
       std::map<std::string, std::string> targets;  // descriptor -> what it is
       for (const auto& entry : std::filesystem::directory_iterator("/proc/self/fd")) {
-        std::error_code gone;  // the iterator's own descriptor, closed by now
+        std::error_code gone;  // a descriptor closed since it was listed
         const auto target = std::filesystem::read_symlink(entry.path(), gone);
         if (!gone) {
           targets[entry.path().filename().string()] = target.string();
