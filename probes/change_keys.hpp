@@ -18,7 +18,7 @@ std::uint64_t fsid_of(const void* fsid);
 // whatever mount it was reached by.
 std::string key_of(const std::string& device, const std::string& path);
 
-// A file's identity (its filesystem and handle), whatever names it has.
+// A file's identity (its filesystem and handle, hashed), whatever names it has.
 // Starts with NUL: a path's key starts with its device's major number.
 std::string object_key(std::uint64_t fsid, const file_handle& handle);
 bool is_object_key(const std::string& key);

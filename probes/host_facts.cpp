@@ -380,6 +380,13 @@ HostFacts gather_host_facts(const HostFactsOptions& options,
                   [&](const auto& entry) { return !unit_keys.contains(entry.first); });
   }
 
+  const bool keeping = caches->watch != nullptr && options.keep_unchanged_for.count() > 0;
+  // Before the mount table and the loader's cache are read for this scan:
+  // what changes in them from here on leaves no env read meanwhile kept.
+  std::optional<SharedReadInputs> shared_inputs;
+  if (keeping) {
+    shared_inputs.emplace();
+  }
   if (!mounts_given) {
     // Unlocked: no lane reads yet (they start below), and a discovery reader
     // left blocked holds the options' own table, not this one.
@@ -408,7 +415,6 @@ HostFacts gather_host_facts(const HostFactsOptions& options,
     failed.env = std::move(env);
     return failed;
   };
-  const bool keeping = caches->watch != nullptr && options.keep_unchanged_for.count() > 0;
   if (keeping) {
     // A mount made or removed shows other files at the same paths, and no
     // change event says so: nothing read under the old mounts is kept.
@@ -490,7 +496,8 @@ HostFacts gather_host_facts(const HostFactsOptions& options,
     } else if (!*is_env) {
       out.not_an_env = true;
     } else {
-      if (keepable && reading->settled && keepable_facts(reading->env)) {
+      if (keepable && reading->settled && keepable_facts(reading->env) &&
+          shared_inputs->changed().empty()) {
         keep(*caches, reading->env, keep_key, reading->interest);
       }
       out.env = std::move(reading->env);

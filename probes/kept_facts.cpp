@@ -1,6 +1,12 @@
 #include "probes/kept_facts.hpp"
 
+#include <fcntl.h>
+#include <poll.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
 #include <mutex>
+#include <utility>
 
 namespace envcontract::probes {
 
@@ -81,6 +87,54 @@ void return_kept_facts(FactCaches& caches, std::vector<EnvFacts>& envs) {
     env.errors.clear();
     it->second.facts = std::move(env);
   }
+}
+
+namespace {
+
+// A file's identity and state: what replacing it (ldconfig renames a new
+// cache over the old) or rewriting it in place changes.
+std::string file_state(const std::string& path) {
+  struct stat info {};
+  if (::stat(path.c_str(), &info) != 0) {
+    return "absent";
+  }
+  return std::to_string(info.st_dev) + ' ' + std::to_string(info.st_ino) + ' ' +
+         std::to_string(info.st_size) + ' ' + std::to_string(info.st_mtim.tv_sec) + '.' +
+         std::to_string(info.st_mtim.tv_nsec) + ' ' + std::to_string(info.st_ctim.tv_sec) + '.' +
+         std::to_string(info.st_ctim.tv_nsec);
+}
+
+}  // namespace
+
+SharedReadInputs::SharedReadInputs(std::string ld_cache)
+    // Opening it records the mount namespace's change count: poll reports
+    // any mount or unmount after this (proc(5), /proc/pid/mountinfo).
+    : m_mountinfo(::open("/proc/self/mountinfo", O_RDONLY | O_CLOEXEC)),
+      m_ld_cache(std::move(ld_cache)),
+      m_ld_cache_state(file_state(m_ld_cache)) {
+  if (m_mountinfo < 0) {
+    m_changed = "the mount table cannot be followed (/proc/self/mountinfo)";
+  }
+}
+
+SharedReadInputs::~SharedReadInputs() {
+  if (m_mountinfo >= 0) {
+    ::close(m_mountinfo);
+  }
+}
+
+std::string SharedReadInputs::changed() {
+  std::lock_guard lock(m_mutex);
+  if (!m_changed.empty()) {
+    return m_changed;
+  }
+  pollfd mounts{m_mountinfo, POLLPRI, 0};
+  if (::poll(&mounts, 1, 0) > 0 && (mounts.revents & (POLLPRI | POLLERR)) != 0) {
+    m_changed = "a mount was made or removed while it was read";
+  } else if (file_state(m_ld_cache) != m_ld_cache_state) {
+    m_changed = m_ld_cache + " changed while it was read";
+  }
+  return m_changed;
 }
 
 std::string mount_signature(const MountTable& mounts) {

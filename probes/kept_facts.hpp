@@ -2,6 +2,7 @@
 
 #include <chrono>
 #include <memory>
+#include <mutex>
 #include <optional>
 #include <string>
 
@@ -40,6 +41,31 @@ void return_kept_facts(FactCaches& caches, std::vector<EnvFacts>& envs);
 // `interest` sees a change.
 void keep(FactCaches& caches, const EnvFacts& env, const std::string& key,
           std::shared_ptr<ChangeWatch::Interest> interest);
+
+// What every env's read of one scan shares and no env's watch sees change
+// from the start of that env's read: the mount table (a mount made and
+// removed while an env was read leaves no trace in the next scan's table)
+// and the loader's cache (loaded once for the whole scan, before each env's
+// watch begins). Taken as the scan starts, before either is loaded; asked
+// as each env's read ends: an env read while either changed is not kept.
+class SharedReadInputs {
+ public:
+  explicit SharedReadInputs(std::string ld_cache = "/etc/ld.so.cache");
+  ~SharedReadInputs();
+  SharedReadInputs(const SharedReadInputs&) = delete;
+  SharedReadInputs& operator=(const SharedReadInputs&) = delete;
+
+  // Why facts read from now on must not be kept, or "": the mount table or
+  // /etc/ld.so.cache changed since construction. Once changed, always.
+  std::string changed();
+
+ private:
+  std::mutex m_mutex;
+  int m_mountinfo = -1;          // polls readable-with-priority once the mounts change
+  std::string m_ld_cache;        // its path
+  std::string m_ld_cache_state;  // its identity at the start
+  std::string m_changed;
+};
 
 // Every mount: where, what (device and root), of which type and how (a
 // remount noexec changes what an env's code may do). Kept facts are

@@ -224,6 +224,16 @@ void add_env_dependencies(const facts::EnvFacts& env,
   const auto& modules = env.static_facts.module_files;
   for (std::size_t i = 0; i < modules.size(); ++i) {
     tree(modules.real_directory(i));
+    // A module file that has other names (conda links its package cache's
+    // files into every env) changes through any of them, and a change made
+    // through another names no path of the env: followed by identity, as
+    // the files read are. A package's __init__ file was read, so it is.
+    const std::string real = modules.file(i).real;
+    struct stat info {};
+    if (is_absolute_path(real) && ::stat(real.c_str(), &info) == 0 && S_ISREG(info.st_mode) &&
+        info.st_nlink > 1) {
+      into.files.insert(fs::path(real).lexically_normal());
+    }
   }
   for (const auto& input : activation_inputs) {
     one(input);

@@ -7,11 +7,17 @@
 // events instead (probes/change_watch.hpp).
 #include <fcntl.h>
 #include <gtest/gtest.h>
+#include <poll.h>
+#include <sys/inotify.h>
 #include <sys/mount.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
+#include <cerrno>
+#include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <thread>
 
 #include "common/json_text.hpp"
 #include "daemon/contract_source.hpp"
@@ -235,6 +241,62 @@ TEST_P(Reprobe, AMountOverPartOfTheEnvIsSeen) {
   const auto report = m_scanner.scan(*m_contract, m_settings);
   EXPECT_EQ(m_scanner.last_read(), 1U);
   EXPECT_EQ(report["verdict"], "drift") << "another METADATA is mounted over its own";
+}
+
+// The same through a module that is one file: its interpreter runs it, and
+// nothing reads it before (a package's __init__ file is read; a module's
+// file is only listed). sitecustomize runs at every start.
+TEST_P(Reprobe, AModuleFileRewrittenThroughAnotherOfItsNamesIsSeen) {
+  const fs::path module = m_prefix / "lib/python3.10/site-packages/sitecustomize.py";
+  std::ofstream(module) << "imported = True\n";
+  const fs::path cache = m_dir.path() / "pkgs/site-1.0/sitecustomize.py";
+  fs::create_directories(cache.parent_path());
+  fs::create_hard_link(module, cache);
+  scan_until_kept();
+  EXPECT_TRUE(reused());
+
+  append(cache, "raise SystemExit('broken through the package cache')\n");
+  ASSERT_EQ(fs::hard_link_count(module), 2U);
+  m_scanner.scan(*m_contract, m_settings);
+  EXPECT_EQ(m_scanner.last_read(), 1U);
+  EXPECT_EQ(m_scanner.last_probed(), 1U) << "its interpreter now exits as it starts";
+}
+
+// A mount made while an env is read and removed before the next scan: the
+// next scan's mount table is the last one's, and no file changed, but what
+// was read came through the mount.
+TEST_P(Reprobe, FactsReadWhileAMountCameAndWentAreNotKept) {
+  const fs::path dist_info = m_prefix / "lib/python3.10/site-packages/torch-2.10.0+cu129.dist-info";
+  const fs::path other =
+      m_dir.write("other/METADATA", "Metadata-Version: 2.1\nName: torch\nVersion: 2.10.0+cpu\n")
+          .parent_path();
+  scan_until_kept();
+  // The env's read starts by opening its pyvenv.cfg: the mount is made then,
+  // while the rest of it is read.
+  const int events = ::inotify_init1(IN_CLOEXEC);
+  ASSERT_GE(events, 0);
+  ASSERT_GE(::inotify_add_watch(events, (m_prefix / "pyvenv.cfg").c_str(), IN_OPEN), 0);
+  append(m_prefix / "lib/python3.10/site-packages/unrelated.txt", "read it again\n");
+  int mounted = -1;
+  std::thread mounter([&] {
+    pollfd ready{events, POLLIN, 0};
+    char buffer[4096];
+    if (::poll(&ready, 1, 20000) > 0 && ::read(events, buffer, sizeof buffer) > 0) {
+      mounted =
+          ::mount(other.c_str(), dist_info.c_str(), nullptr, MS_BIND, nullptr) == 0 ? 0 : errno;
+    }
+  });
+  m_scanner.scan(*m_contract, m_settings);
+  mounter.join();
+  ::close(events);
+  if (mounted != 0) {
+    GTEST_SKIP() << "skipped: cannot bind-mount here: " << std::strerror(mounted);
+  }
+  ASSERT_EQ(::umount2(dist_info.c_str(), MNT_DETACH), 0);
+
+  const auto report = m_scanner.scan(*m_contract, m_settings);
+  EXPECT_EQ(m_scanner.last_read(), 1U) << "read while a mount came and went";
+  EXPECT_EQ(report["verdict"], "compliant") << "its own METADATA again: 2.10.0+cu129";
 }
 
 INSTANTIATE_TEST_SUITE_P(ReadEveryScanOrWatched, Reprobe, ::testing::Bool(),
