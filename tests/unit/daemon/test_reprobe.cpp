@@ -98,6 +98,17 @@ class Reprobe : public ::testing::TestWithParam<bool> {
     }
   }
 
+  // The env's torch's dist-info, and one saying it is the CPU build, to
+  // mount over it.
+  fs::path torch_dist_info() const {
+    return m_prefix / "lib/python3.10/site-packages/torch-2.10.0+cu129.dist-info";
+  }
+  fs::path cpu_torch_dist_info() const {
+    return m_dir
+        .write("other/METADATA", "Metadata-Version: 2.1\nName: torch\nVersion: 2.10.0+cpu\n")
+        .parent_path();
+  }
+
   static void append(const fs::path& file, const std::string& text) {
     std::ofstream(file, std::ios::app | std::ios::binary) << text;
   }
@@ -225,10 +236,8 @@ TEST_P(Reprobe, AFileRewrittenThroughAnotherOfItsNamesIsSeen) {
 // A mount over part of an env shows other files at the same paths, and the
 // kernel reports no change of any file for it.
 TEST_P(Reprobe, AMountOverPartOfTheEnvIsSeen) {
-  const fs::path dist_info = m_prefix / "lib/python3.10/site-packages/torch-2.10.0+cu129.dist-info";
-  const fs::path other =
-      m_dir.write("other/METADATA", "Metadata-Version: 2.1\nName: torch\nVersion: 2.10.0+cpu\n")
-          .parent_path();
+  const fs::path dist_info = torch_dist_info();
+  const fs::path other = cpu_torch_dist_info();
   scan_until_kept();
   if (::mount(other.c_str(), dist_info.c_str(), nullptr, MS_BIND, nullptr) != 0) {
     GTEST_SKIP() << "skipped: cannot bind-mount here: " << std::strerror(errno);
@@ -266,10 +275,8 @@ TEST_P(Reprobe, AModuleFileRewrittenThroughAnotherOfItsNamesIsSeen) {
 // next scan's mount table is the last one's, and no file changed, but what
 // was read came through the mount.
 TEST_P(Reprobe, FactsReadWhileAMountCameAndWentAreNotKept) {
-  const fs::path dist_info = m_prefix / "lib/python3.10/site-packages/torch-2.10.0+cu129.dist-info";
-  const fs::path other =
-      m_dir.write("other/METADATA", "Metadata-Version: 2.1\nName: torch\nVersion: 2.10.0+cpu\n")
-          .parent_path();
+  const fs::path dist_info = torch_dist_info();
+  const fs::path other = cpu_torch_dist_info();
   scan_until_kept();
   // The env's read starts by opening its pyvenv.cfg: the mount is made then,
   // while the rest of it is read.
