@@ -381,8 +381,9 @@ HostFacts gather_host_facts(const HostFactsOptions& options,
   }
 
   const bool keeping = caches->watch != nullptr && options.keep_unchanged_for.count() > 0;
-  // Before the mount table and the loader's cache are read for this scan:
-  // what changes in them from here on leaves no env read meanwhile kept.
+  // Before the mount table (unless the caller gave one, read earlier) and
+  // the loader's cache are read for this scan: what changes in them from
+  // here on leaves no env read meanwhile kept.
   std::optional<SharedReadInputs> shared_inputs;
   if (keeping) {
     shared_inputs.emplace();

@@ -1,5 +1,6 @@
 #include "probes/read_dependencies.hpp"
 
+#include <fcntl.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -230,8 +231,8 @@ void add_env_dependencies(const facts::EnvFacts& env,
     // the files read are. A package's __init__ file was read, so it is.
     const std::string real = modules.file(i).real;
     struct stat info {};
-    if (is_absolute_path(real) && ::stat(real.c_str(), &info) == 0 && S_ISREG(info.st_mode) &&
-        info.st_nlink > 1) {
+    if (is_absolute_path(real) && ::fstatat(AT_FDCWD, real.c_str(), &info, AT_NO_AUTOMOUNT) == 0 &&
+        S_ISREG(info.st_mode) && info.st_nlink > 1) {
       into.files.insert(fs::path(real).lexically_normal());
     }
   }
