@@ -223,16 +223,27 @@ void add_env_dependencies(const facts::EnvFacts& env,
     tree(site);
   }
   const auto& modules = env.static_facts.module_files;
+  std::size_t linked_modules = 0;
   for (std::size_t i = 0; i < modules.size(); ++i) {
     tree(modules.real_directory(i));
     // A module file that has other names (conda links its package cache's
     // files into every env) changes through any of them, and a change made
     // through another names no path of the env: followed by identity, as
     // the files read are. A package's __init__ file was read, so it is.
+    // As many as paths recorded at most (each costs the watch a key): an
+    // env with more is not kept.
+    if (!into.incomplete.empty()) {
+      continue;
+    }
     const std::string real = modules.file(i).real;
     struct stat info {};
     if (is_absolute_path(real) && ::fstatat(AT_FDCWD, real.c_str(), &info, AT_NO_AUTOMOUNT) == 0 &&
         S_ISREG(info.st_mode) && info.st_nlink > 1) {
+      if (++linked_modules > k_max_recorded_paths) {
+        into.incomplete = "more than " + std::to_string(k_max_recorded_paths) +
+                          " of its modules' files have other names";
+        continue;
+      }
       into.files.insert(fs::path(real).lexically_normal());
     }
   }

@@ -408,5 +408,36 @@ TEST(ReadDependencies, MoreReadsThanAreKeptAreSaid) {
   EXPECT_NE(dependencies.incomplete.find("more than"), std::string::npos);
 }
 
+// A module's file with other names is followed by identity (a change through
+// conda's package cache names no path of the env); one with a single name
+// is covered by its directory. Past the bound, the read says so.
+TEST(ReadDependencies, ModuleFilesWithOtherNamesAreFollowedByIdentity) {
+  testing::TempDir dir;
+  const auto linked = dir.write("site/linked.py", "");
+  fs::create_hard_link(linked, dir.path() / "pkgs-linked.py");
+  const auto alone = dir.write("site/alone.py", "");
+  facts::EnvFacts env;
+  env.env.prefix = dir.path();
+  env.static_facts.module_files.add("alone", alone.string(), alone.string());
+  env.static_facts.module_files.add("linked", linked.string(), linked.string());
+  env.static_facts.module_files.finish();
+  ReadDependencies dependencies;
+  add_env_dependencies(env, {}, dependencies);
+  EXPECT_EQ(dependencies.files, std::set<fs::path>{linked});
+  EXPECT_EQ(dependencies.incomplete, "");
+
+  facts::EnvFacts many;
+  many.env.prefix = dir.path();
+  for (std::size_t i = 0; i <= k_max_recorded_paths; ++i) {
+    const std::string name = "m" + std::to_string(1000000 + i);  // added in name order
+    many.static_facts.module_files.add(name, linked.string(), linked.string());
+  }
+  many.static_facts.module_files.finish();
+  ReadDependencies too_many;
+  add_env_dependencies(many, {}, too_many);
+  EXPECT_EQ(too_many.incomplete, "more than " + std::to_string(k_max_recorded_paths) +
+                                     " of its modules' files have other names");
+}
+
 }  // namespace
 }  // namespace envcontract::probes
