@@ -188,8 +188,10 @@ CLI::App* add_scan(CLI::App& app, ScanArguments& arguments) {
       ->capture_default_str();
   verb->add_flag("-v,--verbose", arguments.verbose,
                  "with -o table: evidence and remedy under each failing check");
-  verb->add_option("--concurrency", arguments.concurrency,
-                   "envs read and probed at once (default: the number of cores)");
+  verb->add_option(
+      "--concurrency", arguments.concurrency,
+      "envs read and probed at once, and the interpreters an env's probe may run side by side "
+      "(default: the number of cores)");
   verb->add_option("--run-test", arguments.run_tests,
                    "with a CI platform config as the contract: also run this integration test "
                    "(id, name or check id), though it has no phase: preflight (repeatable)");
@@ -329,8 +331,10 @@ CLI::App* add_serve(CLI::App& app, ServeArguments& arguments) {
   verb->add_option("--log-level", arguments.log_level,
                    "trace, debug, info (default), warn, error, critical or off")
       ->check(CLI::IsMember({"trace", "debug", "info", "warn", "error", "critical", "off"}));
-  verb->add_option("--concurrency", arguments.concurrency,
-                   "envs read and probed at once (default: the number of cores)");
+  verb->add_option(
+      "--concurrency", arguments.concurrency,
+      "envs read and probed at once, and the interpreters an env's probe may run side by side "
+      "(default: the number of cores)");
   verb->add_option("--checkout", arguments.checkout,
                    "a checkout of the repository whose platform configs integration_test "
                    "checks name as {checkout}/... (default: none; they are skipped)");

@@ -27,7 +27,8 @@ int run_probe(const ProbeOptions& options, std::ostream& out, std::ostream& err)
     }
     contract = std::move(loaded.contract);
   }
-  const auto plan = plan_from_contract(contract ? &*contract : nullptr);
+  auto plan = plan_from_contract(contract ? &*contract : nullptr);
+  plan.lanes = std::make_shared<const probes::ProbeLanes>(options.concurrency);
 
   auto discovery = probes::discover_envs(options.discovery);
   std::vector<std::string> names;

@@ -314,6 +314,7 @@ report::Json Scanner::scan(const LoadedContract& contract, const ScanSettings& s
   plan.resources = settings.probe_limits;
   plan.env_deadline = settings.env_deadline;
   plan.cancellation = cancellation.get();
+  plan.lanes = std::make_shared<const probes::ProbeLanes>(settings.concurrency);
   if (observer.started) {
     observer.started(facts.envs.size());
   }

@@ -12,6 +12,7 @@
 #include <iterator>
 #include <map>
 #include <mutex>
+#include <set>
 #include <sstream>
 #include <system_error>
 #include <thread>
@@ -627,6 +628,28 @@ bool needs_torch(const StageSpec& spec) {
          spec.name.starts_with(stage_names::smoke(""));
 }
 
+// The results of `specs`, taken from `results` (by stage name), in their order.
+std::vector<StageResult> in_order_of(const std::vector<StageSpec>& specs,
+                                     std::map<std::string, StageResult>& results) {
+  std::vector<StageResult> ordered;
+  for (const auto& spec : specs) {
+    if (auto found = results.find(spec.name); found != results.end()) {
+      ordered.push_back(std::move(found->second));
+    }
+  }
+  return ordered;
+}
+
+constexpr const char* k_torch_does_not_import = "skipped: torch does not import in this env";
+
+StageResult skipped_stage(const std::string& name, Activation activation) {
+  StageResult skipped;
+  skipped.stage = name;
+  skipped.activation = activation;
+  skipped.summary = k_torch_does_not_import;
+  return skipped;
+}
+
 // Runs the Python stages `specs` until each has a result, in as few
 // interpreters as their first imports allow: the stages that import the same
 // module first share an interpreter that imports it once and forks a process
@@ -636,16 +659,16 @@ bool needs_torch(const StageSpec& spec) {
 // or ended its interpreter, the rest of its chain starts in a new one. Devices
 // and smoke stages are skipped once identity shows that torch does not import.
 // Results are in the order of `specs`.
-std::vector<StageResult> run_python_stages(const PythonEnv& env, const Environment& environment,
-                                           Activation activation,
-                                           const std::vector<StageSpec>& specs,
-                                           const StageBudget& budget) {
+std::vector<StageResult> run_stages_in_order(const PythonEnv& env, const Environment& environment,
+                                             Activation activation,
+                                             const std::vector<StageSpec>& specs,
+                                             const StageBudget& budget) {
   std::map<std::string, StageResult> results;  // by stage name
   const auto skip_reason = [&](const StageSpec& spec) -> std::string {
     const auto identity = results.find(std::string(stage_names::identity));
     return needs_torch(spec) && identity != results.end() &&
                    identity->second.status != StageStatus::ok
-               ? "skipped: torch does not import in this env"
+               ? k_torch_does_not_import
                : "";
   };
   // First imports whose interpreter stopped a chain, and why: what stopped it
@@ -655,12 +678,8 @@ std::vector<StageResult> run_python_stages(const PythonEnv& env, const Environme
   std::vector<StageSpec> pending = specs;
   while (!pending.empty()) {
     const StageSpec next = pending.front();
-    if (const auto why = skip_reason(next); !why.empty()) {
-      StageResult skipped;
-      skipped.stage = next.name;
-      skipped.activation = activation;
-      skipped.summary = why;
-      results.emplace(next.name, std::move(skipped));
+    if (!skip_reason(next).empty()) {
+      results.emplace(next.name, skipped_stage(next.name, activation));
       pending.erase(pending.begin());
       continue;
     }
@@ -699,13 +718,113 @@ std::vector<StageResult> run_python_stages(const PythonEnv& env, const Environme
       results.emplace(stage.stage, std::move(stage));
     }
   }
-  std::vector<StageResult> ordered;
+  return in_order_of(specs, results);
+}
+
+// Whether a stage uses the env's accelerator: a device count, a snippet.
+bool touches_devices(const StageSpec& spec) {
+  return spec.name.starts_with(stage_names::devices("")) ||
+         spec.name.starts_with(stage_names::smoke(""));
+}
+
+// The first imports whose chains may run beside the others, in order: each
+// one other than the first stage's (identity's torch) and none, whose chain
+// needs nothing of the first one's but whether torch imports (the imports of
+// `[torch_fl, flag_gems, triton]`, a device count of torch_fl). A chain
+// with a device count or a snippet only when no other stage of the env uses
+// a device: two processes of one env on its accelerator at once are what
+// none of its users' jobs are, and an accelerator in an exclusive compute
+// mode would fail one of them, a verdict decided by timing.
+std::vector<std::string> chains_to_run_beside(const std::vector<StageSpec>& specs) {
+  const auto& first = specs.front().first_import;
+  const auto runs_beside = [&](const StageSpec& spec) {
+    return !spec.first_import.empty() && spec.first_import != first;
+  };
+  std::vector<std::string> modules;
+  std::set<std::string> using_devices;  // the first imports of chains that do; "" for the rest
   for (const auto& spec : specs) {
-    if (auto found = results.find(spec.name); found != results.end()) {
-      ordered.push_back(std::move(found->second));
+    if (touches_devices(spec)) {
+      using_devices.insert(runs_beside(spec) ? spec.first_import : std::string());
+    }
+    if (runs_beside(spec) &&
+        std::find(modules.begin(), modules.end(), spec.first_import) == modules.end()) {
+      modules.push_back(spec.first_import);
     }
   }
-  return ordered;
+  if (using_devices.size() > 1 || using_devices.contains("")) {
+    std::erase_if(modules,
+                  [&](const std::string& module) { return using_devices.contains(module); });
+  }
+  return modules;
+}
+
+// Runs `specs` as run_stages_in_order does, each chain that may
+// (chains_to_run_beside) beside the others when `lanes` has one spare (a
+// lone env on a host of several cores), in an interpreter started at once
+// rather than after them. Whether torch imports is the only thing such a
+// chain waits for when it runs in order: its stages that need torch are
+// marked skipped afterwards if it did not, so that what the report says
+// does not depend on how many lanes were spare.
+std::vector<StageResult> run_python_stages(const PythonEnv& env, const Environment& environment,
+                                           Activation activation,
+                                           const std::vector<StageSpec>& specs,
+                                           const StageBudget& budget, const ProbeLanes* lanes) {
+  const auto others =
+      lanes == nullptr || specs.empty() ? std::vector<std::string>() : chains_to_run_beside(specs);
+  const auto with_first_import = [&](const std::string& module) {
+    std::vector<StageSpec> chain;
+    std::copy_if(specs.begin(), specs.end(), std::back_inserter(chain),
+                 [&](const StageSpec& spec) { return spec.first_import == module; });
+    return chain;
+  };
+  std::vector<std::future<std::vector<StageResult>>> beside;
+  std::vector<std::string> moved_beside;
+  for (const auto& module : others) {
+    auto lane = lanes->spare();
+    if (!lane) {
+      break;
+    }
+    try {
+      beside.push_back(std::async(std::launch::async, [&env, &environment, activation, &budget,
+                                                       chain = with_first_import(module),
+                                                       lane = std::move(lane)]() mutable {
+        const ProbeLanes::Hold held = std::move(lane);  // given back as the chain ends
+        return run_stages_in_order(env, environment, activation, chain, budget);
+      }));
+    } catch (const std::system_error&) {
+      break;  // no thread to spare: in order with the others, then
+    }
+    moved_beside.push_back(module);
+  }
+  std::vector<StageSpec> in_order;
+  std::copy_if(specs.begin(), specs.end(), std::back_inserter(in_order),
+               [&](const StageSpec& spec) {
+                 return std::find(moved_beside.begin(), moved_beside.end(), spec.first_import) ==
+                        moved_beside.end();
+               });
+  auto ran = run_stages_in_order(env, environment, activation, in_order, budget);
+  const auto identity = std::find_if(ran.begin(), ran.end(), [](const StageResult& stage) {
+    return stage.stage == stage_names::identity;
+  });
+  const bool torch_failed = identity != ran.end() && identity->status != StageStatus::ok;
+  std::map<std::string, StageResult> results;  // by stage name
+  for (auto& run : beside) {
+    for (auto& stage : run.get()) {
+      const auto spec = std::find_if(specs.begin(), specs.end(),
+                                     [&](const StageSpec& s) { return s.name == stage.stage; });
+      if (torch_failed && spec != specs.end() && needs_torch(*spec)) {
+        stage = skipped_stage(stage.stage, activation);
+      }
+      results.emplace(stage.stage, std::move(stage));
+    }
+  }
+  if (results.empty()) {
+    return ran;
+  }
+  for (auto& stage : ran) {
+    results.emplace(stage.stage, std::move(stage));
+  }
+  return in_order_of(specs, results);
 }
 
 }  // namespace
@@ -735,6 +854,7 @@ DynamicFacts probe_env(const PythonEnv& env, const ActivatedEnvironment& activat
   if (!facts.refused.empty()) {
     return facts;
   }
+  const auto own_lane = plan.lanes ? plan.lanes->hold_for_env() : ProbeLanes::Hold();
   const auto specs = stage_specs(plan);
   const StageBudget budget(plan);
   // The same identity and imports stages without activation, to tell
@@ -744,16 +864,25 @@ DynamicFacts probe_env(const PythonEnv& env, const ActivatedEnvironment& activat
       plan.compare_bare && activation_changes_loading(activation) && budget.exhausted().empty();
   std::future<std::vector<StageResult>> bare_run;
   const auto run_bare = [&] {
-    return run_python_stages(env, activation.bare, Activation::bare, first_stages(specs), budget);
+    return run_python_stages(env, activation.bare, Activation::bare, first_stages(specs), budget,
+                             plan.lanes.get());
   };
   if (compare) {
+    // The env's second line of work: it holds a lane when one is spare, so
+    // that a chain runs beside the others only on a core neither line holds,
+    // and runs all the same when none is.
+    auto bare_lane = plan.lanes ? plan.lanes->spare() : ProbeLanes::Hold();
     try {
-      bare_run = std::async(std::launch::async, run_bare);
+      bare_run = std::async(std::launch::async, [&run_bare, lane = std::move(bare_lane)]() mutable {
+        const ProbeLanes::Hold held = std::move(lane);  // given back as the bare run ends
+        return run_bare();
+      });
     } catch (const std::system_error&) {
       bare_run = std::async(std::launch::deferred, run_bare);  // no thread to spare: after them
     }
   }
-  facts.stages = run_python_stages(env, activation.activated, Activation::activated, specs, budget);
+  facts.stages = run_python_stages(env, activation.activated, Activation::activated, specs, budget,
+                                   plan.lanes.get());
   // As the CI runner: after a fail-fast entry fails, later ones of its config do not run.
   std::map<std::string, std::string> failed_fail_fast;  // group -> the failed command's id
   for (const auto& command : plan.commands) {

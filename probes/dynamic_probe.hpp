@@ -3,6 +3,7 @@
 #include <chrono>
 #include <functional>
 #include <map>
+#include <memory>
 #include <optional>
 #include <string>
 #include <vector>
@@ -11,6 +12,7 @@
 #include "facts/probe_request.hpp"
 #include "probes/activation.hpp"
 #include "probes/hang_diagnosis.hpp"
+#include "probes/probe_lanes.hpp"
 #include "probes/python_env.hpp"
 
 namespace envcontract::probes {
@@ -33,6 +35,11 @@ struct ProbePlan : facts::ProbeRequest {
   std::chrono::milliseconds env_deadline{0};
   // Set by the scan's watchdog or the agent's shutdown: stops what runs.
   const Cancellation* cancellation = nullptr;
+  // The scan's lanes: with one spare, a chain of stages whose first import
+  // differs from identity's runs beside the others, in an interpreter started
+  // at once, unless both it and another use a device. None: each env's
+  // stages run one chain after another.
+  std::shared_ptr<const ProbeLanes> lanes;
 };
 
 using facts::StageStatus;

@@ -89,12 +89,17 @@ class MisbehavingEnv : public ::testing::Test {
     return {};
   }
 
-  DynamicFacts run_plan(const ProbePlan& plan) {
+  // `loading_changed`: activation also sets LD_LIBRARY_PATH, as a vendor's
+  // activate.d does, so that identity and imports run bare too.
+  DynamicFacts run_plan(const ProbePlan& plan, bool loading_changed = false) {
     ActivatedEnvironment activation;
     activation.bare = bare_environment(m_env);
     activation.bare["ENVCONTRACT_TEST_MARKER"] = m_marker;
     activation.bare["ENVCONTRACT_TEST_OUT"] = m_out.string();
     activation.activated = activation.bare;
+    if (loading_changed) {
+      activation.activated["LD_LIBRARY_PATH"] = (m_dir.path() / "vendor-lib").string();
+    }
     const auto started = std::chrono::steady_clock::now();
     auto facts = probe_env(m_env, activation, plan);
     m_elapsed = std::chrono::steady_clock::now() - started;
@@ -113,6 +118,21 @@ class MisbehavingEnv : public ::testing::Test {
     plan.imports_timeout = imports_timeout;
     plan.compare_bare = false;
     return plan;
+  }
+
+  // Runs `plan` on `lane_count` lanes of a scan of its own; every stage
+  // passes, `stage_count` of them, and every lane is given back.
+  DynamicFacts run_on_lanes(ProbePlan plan, int lane_count, std::size_t stage_count,
+                            bool loading_changed = false) {
+    const auto lanes = std::make_shared<ProbeLanes>(lane_count);
+    plan.lanes = lanes;
+    auto facts = run_plan(plan, loading_changed);
+    EXPECT_EQ(facts.stages.size(), stage_count);
+    for (const auto& stage : facts.stages) {
+      EXPECT_EQ(stage.status, StageStatus::ok) << stage.stage << ": " << stage.summary;
+    }
+    EXPECT_EQ(lanes->free(), lane_count);
+    return facts;
   }
 
   // How many interpreters imported `module`, a pid module (write_pid_module).
@@ -481,6 +501,139 @@ TEST_F(MisbehavingEnv, StagesThatImportAnotherModuleFirstKeepTheirOrder) {
   // stage's after mb_first); one imported mb_first.
   EXPECT_EQ(times_imported("torch"), 2U);
   EXPECT_EQ(times_imported("mb_first"), 1U);
+  expect_nothing_survives();
+}
+
+// Two modules, each of which, as it is imported, says so in OUT/NAME.started
+// and waits up to `wait_seconds` for the other to say the same (unless its
+// interpreter imported the other already), noting in OUT/NAME.saw whether it
+// did: proof that two interpreters imported them at the same time, with no
+// clock in the test.
+void write_rendezvous_modules(const fs::path& site, int wait_seconds) {
+  const auto source = [&](const std::string& self, const std::string& other) {
+    // An interpreter that imported the other before is no proof: it waits for nothing.
+    return "import os, sys, time\n"
+           "out = os.environ['ENVCONTRACT_TEST_OUT']\n"
+           "open(os.path.join(out, '" +
+           self +
+           ".started'), 'a').close()\n"
+           "for _ in range(0 if '" +
+           other + "' in sys.modules else " + std::to_string(wait_seconds * 20) +
+           "):\n"
+           "    if os.path.exists(os.path.join(out, '" +
+           other +
+           ".started')):\n"
+           "        open(os.path.join(out, '" +
+           self +
+           ".saw'), 'a').close()\n"
+           "        break\n"
+           "    time.sleep(0.05)\n";
+  };
+  fs::create_directories(site / "torch");
+  std::ofstream(site / "torch/__init__.py")
+      << source("torch", "mb_first") << "__version__ = '2.10.0'\n";
+  std::ofstream(site / "mb_first.py") << source("mb_first", "torch") << "def count():\n"
+                                      << "    return 2\n";
+}
+
+// Identity imports torch first; the imports and a device count import
+// mb_first first: two chains, only the second of which uses a device.
+ProbePlan identity_then_a_chain_of_mb_first() {
+  ProbePlan plan;
+  plan.imports = {"mb_first"};
+  plan.devices.push_back({"first", "mb_first.count()", {"mb_first"}, 30s});
+  plan.compare_bare = false;
+  return plan;
+}
+
+// With a lane to spare (a lone env on a host of several cores), the chain
+// that imports mb_first first does not wait for identity's: its interpreter
+// starts at once, beside it, and the lane is given back.
+TEST_F(MisbehavingEnv, AChainWithAnotherFirstImportRunsBesideTheFirstOnASpareLane) {
+  write_rendezvous_modules(m_site, 20);
+  const auto facts = run_on_lanes(identity_then_a_chain_of_mb_first(), 2, 3);
+  ASSERT_EQ(facts.stages.size(), 3U);
+  EXPECT_EQ(facts.stages[0].stage, "identity");
+  EXPECT_EQ(facts.stages[1].stage, "imports");
+  EXPECT_EQ(facts.stages[2].stage, "devices:first");
+  EXPECT_EQ(facts.stages[2].records.back().value, 2);
+  EXPECT_TRUE(fs::exists(m_out / "torch.saw")) << "torch's import never saw mb_first's start";
+  EXPECT_TRUE(fs::exists(m_out / "mb_first.saw"));
+  expect_nothing_survives();
+}
+
+// With every lane held (as many envs in progress as lanes), the chains run
+// one after the other, as they always did.
+TEST_F(MisbehavingEnv, WithNoLaneToSpareChainsRunOneAfterAnother) {
+  write_rendezvous_modules(m_site, 1);
+  run_on_lanes(identity_then_a_chain_of_mb_first(), 1, 3);
+  EXPECT_FALSE(fs::exists(m_out / "torch.saw")) << "mb_first's chain ran beside identity's";
+  expect_nothing_survives();
+}
+
+// The bare comparison is an env's second line of work and holds a lane of
+// its own when one is spare: on two lanes nothing is left for a chain to run
+// beside another (neither identity's torch sees mb_first start); on three,
+// a chain of mb_first (activated or bare) runs beside identity's.
+TEST_F(MisbehavingEnv, TheBareComparisonHoldsALaneBeforeAChainRunsBeside) {
+  write_rendezvous_modules(m_site, 2);
+  auto plan = identity_then_a_chain_of_mb_first();
+  plan.compare_bare = true;
+  // Five stages: identity and imports bare too.
+  run_on_lanes(plan, 2, 5, true);
+  EXPECT_FALSE(fs::exists(m_out / "torch.saw")) << "a chain ran beside another on two lanes";
+  for (const auto* name : {"torch.started", "mb_first.started", "mb_first.saw"}) {
+    fs::remove(m_out / name);
+  }
+  run_on_lanes(plan, 3, 5, true);
+  EXPECT_TRUE(fs::exists(m_out / "torch.saw")) << "no chain ran beside another on three lanes";
+  expect_nothing_survives();
+}
+
+// Kunlunxin's shape: a snippet in torch's chain, a device count in
+// mb_first's. Side by side, the count would use the accelerator while the
+// snippet does; with lanes to spare, they still run one after the other.
+TEST_F(MisbehavingEnv, TwoChainsThatUseADeviceNeverRunBesideEachOther) {
+  write_rendezvous_modules(m_site, 1);
+  ProbePlan plan;
+  plan.imports = {"torch"};
+  plan.devices.push_back({"first", "mb_first.count()", {"mb_first", "torch"}, 30s});
+  plan.smokes.push_back({"op", "import torch\nprint('op')\n", 30s});
+  plan.compare_bare = false;
+  run_on_lanes(plan, 4, 4);
+  EXPECT_FALSE(fs::exists(m_out / "torch.saw")) << "the device count ran beside the snippet";
+  expect_nothing_survives();
+}
+
+// A stage that ran beside identity's chain when torch does not import says
+// what it says when run in order, skipped: the report does not depend on how
+// many lanes were spare.
+TEST_F(MisbehavingEnv, AStageThatRanBesideIsSkippedWhenTorchDoesNotImport) {
+  write_pid_module(m_site / "torch/__init__.py", "raise ImportError('no torch here')\n");
+  write_pid_module(m_site / "mb_first.py", "def count():\n    return 2\n");
+  const auto run = [&](unsigned lane_count) {
+    ProbePlan plan;
+    plan.imports = {"torch"};
+    plan.devices.push_back({"first", "mb_first.count()", {"mb_first"}, 30s});
+    plan.compare_bare = false;
+    plan.lanes = std::make_shared<ProbeLanes>(lane_count);
+    return run_plan(plan);
+  };
+  const auto in_order = run(1);
+  EXPECT_FALSE(fs::exists(m_out / "mb_first.pid")) << "skipped in order: never imported";
+  const auto beside = run(2);
+  EXPECT_EQ(times_imported("mb_first"), 1U) << "run beside, then marked skipped";
+  ASSERT_EQ(beside.stages.size(), 3U);
+  ASSERT_EQ(beside.stages.size(), in_order.stages.size());
+  for (std::size_t i = 0; i < beside.stages.size(); ++i) {
+    EXPECT_EQ(beside.stages[i].stage, in_order.stages[i].stage);
+    EXPECT_EQ(beside.stages[i].status, in_order.stages[i].status) << beside.stages[i].stage;
+    EXPECT_EQ(beside.stages[i].summary, in_order.stages[i].summary) << beside.stages[i].stage;
+  }
+  const auto* devices = find_stage(beside, "devices:first");
+  ASSERT_NE(devices, nullptr);
+  EXPECT_EQ(devices->status, StageStatus::skipped);
+  EXPECT_EQ(devices->summary, "skipped: torch does not import in this env");
   expect_nothing_survives();
 }
 
