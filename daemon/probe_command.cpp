@@ -28,7 +28,6 @@ int run_probe(const ProbeOptions& options, std::ostream& out, std::ostream& err)
     contract = std::move(loaded.contract);
   }
   auto plan = plan_from_contract(contract ? &*contract : nullptr);
-  plan.lanes = std::make_shared<const probes::ProbeLanes>(options.concurrency);
 
   auto discovery = probes::discover_envs(options.discovery);
   std::vector<std::string> names;
@@ -64,7 +63,10 @@ int run_probe(const ProbeOptions& options, std::ostream& out, std::ostream& err)
   probes::ActivationCache activations;
   std::mutex output_mutex;
   std::size_t done = 0;
+  const auto lanes = std::make_shared<const probes::ProbeLanes>(options.concurrency, envs.size());
+  plan.lanes = lanes;
   probes::run_concurrently(envs.size(), options.concurrency, [&](std::size_t index) {
+    const probes::ProbeLanes::EnvTurn turn(*lanes);
     const auto& env = envs[index];
     const auto activation = activations.get(env, nullptr, plan.resources);
     const auto facts = probes::probe_env(env, activation, plan);

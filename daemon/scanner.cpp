@@ -314,7 +314,9 @@ report::Json Scanner::scan(const LoadedContract& contract, const ScanSettings& s
   plan.resources = settings.probe_limits;
   plan.env_deadline = settings.env_deadline;
   plan.cancellation = cancellation.get();
-  plan.lanes = std::make_shared<const probes::ProbeLanes>(settings.concurrency);
+  const auto lanes =
+      std::make_shared<const probes::ProbeLanes>(settings.concurrency, facts.envs.size());
+  plan.lanes = lanes;
   if (observer.started) {
     observer.started(facts.envs.size());
   }
@@ -328,6 +330,7 @@ report::Json Scanner::scan(const LoadedContract& contract, const ScanSettings& s
   std::vector<std::string> compliant_envs;
   std::optional<report::Json> partial_top;
   probes::run_concurrently(facts.envs.size(), settings.concurrency, [&](std::size_t index) {
+    const probes::ProbeLanes::EnvTurn turn(*lanes);
     auto& env = facts.envs[index];
     const auto env_started = std::chrono::steady_clock::now();
     // The fingerprint stats the env's files: bounded like every other read

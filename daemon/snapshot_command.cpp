@@ -145,7 +145,7 @@ int run_snapshot(const SnapshotOptions& options, std::ostream& out, std::ostream
   plan.torch_after_imports = false;
   plan.commands.clear();
   plan.compare_bare = false;
-  plan.lanes = std::make_shared<const probes::ProbeLanes>(0);  // one env: every core
+  plan.lanes = std::make_shared<const probes::ProbeLanes>(0, 1);  // one env: every core
   const auto dynamic = probes::probe_env(env.env, env.activation, plan);
   if (!dynamic.refused.empty()) {
     err << "envcontractd snapshot: " << env.env.name << ": " << dynamic.refused << "\n";

@@ -763,8 +763,10 @@ std::vector<std::string> chains_to_run_beside(const std::vector<StageSpec>& spec
 // lone env on a host of several cores), in an interpreter started at once
 // rather than after them. Whether torch imports is the only thing such a
 // chain waits for when it runs in order: its stages that need torch are
-// marked skipped afterwards if it did not, so that what the report says
-// does not depend on how many lanes were spare.
+// marked afterwards as in order (skipped if torch did not import, not run if
+// identity was not), so that each stage's status and summary do not depend
+// on how many lanes were spare. (Its processes and times do: such a stage
+// ran, and its chain may hold the commands back until it ends.)
 std::vector<StageResult> run_python_stages(const PythonEnv& env, const Environment& environment,
                                            Activation activation,
                                            const std::vector<StageSpec>& specs,
@@ -807,13 +809,19 @@ std::vector<StageResult> run_python_stages(const PythonEnv& env, const Environme
     return stage.stage == stage_names::identity;
   });
   const bool torch_failed = identity != ran.end() && identity->status != StageStatus::ok;
+  // Identity not run (the env's deadline, the scan's end): in order, every
+  // stage after it was not run either, for the same reason.
+  const bool identity_not_run = torch_failed && identity->status == StageStatus::stopped &&
+                                identity->records.empty() &&
+                                identity->summary.starts_with("not run: ");
   std::map<std::string, StageResult> results;  // by stage name
   for (auto& run : beside) {
     for (auto& stage : run.get()) {
       const auto spec = std::find_if(specs.begin(), specs.end(),
                                      [&](const StageSpec& s) { return s.name == stage.stage; });
       if (torch_failed && spec != specs.end() && needs_torch(*spec)) {
-        stage = skipped_stage(stage.stage, activation);
+        stage = identity_not_run ? not_run(stage.stage, activation, identity->summary)
+                                 : skipped_stage(stage.stage, activation);
       }
       results.emplace(stage.stage, std::move(stage));
     }
@@ -854,7 +862,6 @@ DynamicFacts probe_env(const PythonEnv& env, const ActivatedEnvironment& activat
   if (!facts.refused.empty()) {
     return facts;
   }
-  const auto own_lane = plan.lanes ? plan.lanes->hold_for_env() : ProbeLanes::Hold();
   const auto specs = stage_specs(plan);
   const StageBudget budget(plan);
   // The same identity and imports stages without activation, to tell
@@ -873,7 +880,7 @@ DynamicFacts probe_env(const PythonEnv& env, const ActivatedEnvironment& activat
     // and runs all the same when none is.
     auto bare_lane = plan.lanes ? plan.lanes->spare() : ProbeLanes::Hold();
     try {
-      bare_run = std::async(std::launch::async, [&run_bare, lane = std::move(bare_lane)]() mutable {
+      bare_run = std::async(std::launch::async, [run_bare, lane = std::move(bare_lane)]() mutable {
         const ProbeLanes::Hold held = std::move(lane);  // given back as the bare run ends
         return run_bare();
       });

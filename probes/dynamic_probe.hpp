@@ -35,10 +35,11 @@ struct ProbePlan : facts::ProbeRequest {
   std::chrono::milliseconds env_deadline{0};
   // Set by the scan's watchdog or the agent's shutdown: stops what runs.
   const Cancellation* cancellation = nullptr;
-  // The scan's lanes: with one spare, a chain of stages whose first import
-  // differs from identity's runs beside the others, in an interpreter started
-  // at once, unless both it and another use a device. None: each env's
-  // stages run one chain after another.
+  // The scan's lanes: with one spare, the bare comparison holds it, or a
+  // chain of stages whose first import differs from identity's runs beside
+  // the others, in an interpreter started at once, unless both it and another
+  // use a device. None: each env's stages run one chain after another, the
+  // bare comparison beside them.
   std::shared_ptr<const ProbeLanes> lanes;
 };
 

@@ -99,6 +99,10 @@ class MisbehavingEnv : public ::testing::Test {
     activation.activated = activation.bare;
     if (loading_changed) {
       activation.activated["LD_LIBRARY_PATH"] = (m_dir.path() / "vendor-lib").string();
+      // What the modules write, activated, apart from what they write bare.
+      fs::create_directories(activated_out());
+      fs::permissions(activated_out(), fs::perms::all);
+      activation.activated["ENVCONTRACT_TEST_OUT"] = activated_out().string();
     }
     const auto started = std::chrono::steady_clock::now();
     auto facts = probe_env(m_env, activation, plan);
@@ -120,13 +124,19 @@ class MisbehavingEnv : public ::testing::Test {
     return plan;
   }
 
+  fs::path activated_out() const { return m_out / "activated"; }
+
   // Runs `plan` on `lane_count` lanes of a scan of its own; every stage
   // passes, `stage_count` of them, and every lane is given back.
   DynamicFacts run_on_lanes(ProbePlan plan, int lane_count, std::size_t stage_count,
                             bool loading_changed = false) {
-    const auto lanes = std::make_shared<ProbeLanes>(lane_count);
+    const auto lanes = std::make_shared<ProbeLanes>(lane_count, 1);
     plan.lanes = lanes;
-    auto facts = run_plan(plan, loading_changed);
+    DynamicFacts facts;
+    {
+      const ProbeLanes::EnvTurn turn(*lanes);  // as the scan gives the env its turn
+      facts = run_plan(plan, loading_changed);
+    }
     EXPECT_EQ(facts.stages.size(), stage_count);
     for (const auto& stage : facts.stages) {
       EXPECT_EQ(stage.status, StageStatus::ok) << stage.stage << ": " << stage.summary;
@@ -573,21 +583,53 @@ TEST_F(MisbehavingEnv, WithNoLaneToSpareChainsRunOneAfterAnother) {
 
 // The bare comparison is an env's second line of work and holds a lane of
 // its own when one is spare: on two lanes nothing is left for a chain to run
-// beside another (neither identity's torch sees mb_first start); on three,
-// a chain of mb_first (activated or bare) runs beside identity's.
+// beside another (neither run's torch sees its mb_first start); on three, a
+// chain of mb_first (activated or bare) runs beside identity's. The bare and
+// the activated run each write in a directory of their own.
 TEST_F(MisbehavingEnv, TheBareComparisonHoldsALaneBeforeAChainRunsBeside) {
-  write_rendezvous_modules(m_site, 2);
   auto plan = identity_then_a_chain_of_mb_first();
   plan.compare_bare = true;
+  write_rendezvous_modules(m_site, 2);
   // Five stages: identity and imports bare too.
   run_on_lanes(plan, 2, 5, true);
-  EXPECT_FALSE(fs::exists(m_out / "torch.saw")) << "a chain ran beside another on two lanes";
-  for (const auto* name : {"torch.started", "mb_first.started", "mb_first.saw"}) {
-    fs::remove(m_out / name);
+  EXPECT_FALSE(fs::exists(m_out / "torch.saw")) << "a bare chain ran beside another";
+  EXPECT_FALSE(fs::exists(activated_out() / "torch.saw")) << "an activated chain ran beside";
+  for (const auto& out : {m_out, activated_out()}) {
+    for (const auto* name : {"torch.started", "mb_first.started", "mb_first.saw"}) {
+      fs::remove(out / name);
+    }
   }
+  // The run that gets no lane to spare waits this long for nothing.
+  write_rendezvous_modules(m_site, 4);
   run_on_lanes(plan, 3, 5, true);
-  EXPECT_TRUE(fs::exists(m_out / "torch.saw")) << "no chain ran beside another on three lanes";
+  EXPECT_TRUE(fs::exists(m_out / "torch.saw") || fs::exists(activated_out() / "torch.saw"))
+      << "no chain ran beside another on three lanes";
   expect_nothing_survives();
+}
+
+// A probe cancelled before it starts says the same on any number of lanes:
+// each stage not run, for the scan's reason.
+TEST_F(MisbehavingEnv, ACancelledProbeSaysTheSameOnAnyLanes) {
+  write_pid_module(m_site / "mb_first.py", "def count():\n    return 2\n");
+  Cancellation cancelled;
+  cancelled.cancel("the scan's deadline passed");
+  const auto run = [&](int lane_count) {
+    auto plan = identity_then_a_chain_of_mb_first();
+    plan.cancellation = &cancelled;
+    plan.lanes = std::make_shared<ProbeLanes>(lane_count, 1);
+    return run_plan(plan);
+  };
+  const auto in_order = run(1);
+  const auto beside = run(2);
+  ASSERT_EQ(in_order.stages.size(), 3U);
+  ASSERT_EQ(beside.stages.size(), 3U);
+  for (std::size_t i = 0; i < beside.stages.size(); ++i) {
+    EXPECT_EQ(beside.stages[i].stage, in_order.stages[i].stage);
+    EXPECT_EQ(beside.stages[i].status, StageStatus::stopped) << beside.stages[i].stage;
+    EXPECT_EQ(beside.stages[i].summary, in_order.stages[i].summary) << beside.stages[i].stage;
+    EXPECT_EQ(beside.stages[i].summary, "not run: the scan's deadline passed");
+  }
+  EXPECT_FALSE(fs::exists(m_out / "mb_first.pid")) << "no env code ran";
 }
 
 // Kunlunxin's shape: a snippet in torch's chain, a device count in
@@ -616,7 +658,7 @@ TEST_F(MisbehavingEnv, AStageThatRanBesideIsSkippedWhenTorchDoesNotImport) {
     plan.imports = {"torch"};
     plan.devices.push_back({"first", "mb_first.count()", {"mb_first"}, 30s});
     plan.compare_bare = false;
-    plan.lanes = std::make_shared<ProbeLanes>(lane_count);
+    plan.lanes = std::make_shared<ProbeLanes>(lane_count, 1);
     return run_plan(plan);
   };
   const auto in_order = run(1);
