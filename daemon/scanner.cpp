@@ -314,8 +314,10 @@ report::Json Scanner::scan(const LoadedContract& contract, const ScanSettings& s
   plan.resources = settings.probe_limits;
   plan.env_deadline = settings.env_deadline;
   plan.cancellation = cancellation.get();
-  const auto lanes =
-      std::make_shared<const probes::ProbeLanes>(settings.concurrency, facts.envs.size());
+  // Envs whose facts are kept are not probed: they hold no lane.
+  const auto probed_envs = static_cast<std::size_t>(std::count_if(
+      facts.envs.begin(), facts.envs.end(), [](const auto& env) { return !env.kept; }));
+  const auto lanes = std::make_shared<const probes::ProbeLanes>(settings.concurrency, probed_envs);
   plan.lanes = lanes;
   if (observer.started) {
     observer.started(facts.envs.size());
@@ -330,8 +332,11 @@ report::Json Scanner::scan(const LoadedContract& contract, const ScanSettings& s
   std::vector<std::string> compliant_envs;
   std::optional<report::Json> partial_top;
   probes::run_concurrently(facts.envs.size(), settings.concurrency, [&](std::size_t index) {
-    const probes::ProbeLanes::EnvTurn turn(*lanes);
     auto& env = facts.envs[index];
+    std::optional<probes::ProbeLanes::EnvTurn> turn;
+    if (!env.kept) {
+      turn.emplace(*lanes);
+    }
     const auto env_started = std::chrono::steady_clock::now();
     // The fingerprint stats the env's files: bounded like every other read
     // of them, and an env whose files block is not probed.

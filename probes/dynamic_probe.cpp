@@ -664,10 +664,13 @@ std::vector<StageResult> run_stages_in_order(const PythonEnv& env, const Environ
                                              const std::vector<StageSpec>& specs,
                                              const StageBudget& budget) {
   std::map<std::string, StageResult> results;  // by stage name
+  // An identity cut short (the env's deadline, the scan's end) says nothing
+  // of torch: the stages after it are not run, for that reason, below.
   const auto skip_reason = [&](const StageSpec& spec) -> std::string {
     const auto identity = results.find(std::string(stage_names::identity));
     return needs_torch(spec) && identity != results.end() &&
-                   identity->second.status != StageStatus::ok
+                   identity->second.status != StageStatus::ok &&
+                   identity->second.status != StageStatus::stopped
                ? k_torch_does_not_import
                : "";
   };
@@ -764,9 +767,12 @@ std::vector<std::string> chains_to_run_beside(const std::vector<StageSpec>& spec
 // rather than after them. Whether torch imports is the only thing such a
 // chain waits for when it runs in order: its stages that need torch are
 // marked afterwards as in order (skipped if torch did not import, not run if
-// identity was not), so that each stage's status and summary do not depend
-// on how many lanes were spare. (Its processes and times do: such a stage
-// ran, and its chain may hold the commands back until it ends.)
+// identity was cut short or not run), so that each stage's status and
+// summary do not depend on how many lanes were spare, but under the env's
+// deadline or the scan's end: a stage that needs no torch may then have
+// finished beside where in order it was not run. (Processes and times do
+// depend on them: such a stage ran, and its chain may hold the commands
+// back until it ends.)
 std::vector<StageResult> run_python_stages(const PythonEnv& env, const Environment& environment,
                                            Activation activation,
                                            const std::vector<StageSpec>& specs,
@@ -809,19 +815,24 @@ std::vector<StageResult> run_python_stages(const PythonEnv& env, const Environme
     return stage.stage == stage_names::identity;
   });
   const bool torch_failed = identity != ran.end() && identity->status != StageStatus::ok;
-  // Identity not run (the env's deadline, the scan's end): in order, every
-  // stage after it was not run either, for the same reason.
-  const bool identity_not_run = torch_failed && identity->status == StageStatus::stopped &&
-                                identity->records.empty() &&
-                                identity->summary.starts_with("not run: ");
+  // Identity cut short or not run (the env's deadline, the scan's end): in
+  // order, what needs torch after it was not run either, for that reason.
+  std::string not_run_why;
+  if (torch_failed && identity->status == StageStatus::stopped) {
+    not_run_why =
+        identity->summary.starts_with("not run: ") ? identity->summary : budget.exhausted();
+    if (not_run_why.empty()) {
+      not_run_why = "not run: identity was cut short (" + identity->summary + ")";
+    }
+  }
   std::map<std::string, StageResult> results;  // by stage name
   for (auto& run : beside) {
     for (auto& stage : run.get()) {
       const auto spec = std::find_if(specs.begin(), specs.end(),
                                      [&](const StageSpec& s) { return s.name == stage.stage; });
       if (torch_failed && spec != specs.end() && needs_torch(*spec)) {
-        stage = identity_not_run ? not_run(stage.stage, activation, identity->summary)
-                                 : skipped_stage(stage.stage, activation);
+        stage = !not_run_why.empty() ? not_run(stage.stage, activation, not_run_why)
+                                     : skipped_stage(stage.stage, activation);
       }
       results.emplace(stage.stage, std::move(stage));
     }

@@ -59,8 +59,9 @@ class ProbeLanes {
   struct State {
     int count = 1;
     std::atomic<std::size_t> envs_left{0};
-    // Shared with each hold: a probe left behind by its scan gives its lane
-    // back whenever it ends.
+    // Shared with each hold: a chain left behind with its probe by the scan
+    // gives its spare lane back whenever it ends (the env's own lane goes
+    // back as its turn in the scan ends).
     std::shared_ptr<std::atomic<int>> free;
   };
   std::shared_ptr<State> m_state;

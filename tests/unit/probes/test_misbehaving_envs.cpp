@@ -602,8 +602,9 @@ TEST_F(MisbehavingEnv, TheBareComparisonHoldsALaneBeforeAChainRunsBeside) {
   // The run that gets no lane to spare waits this long for nothing.
   write_rendezvous_modules(m_site, 4);
   run_on_lanes(plan, 3, 5, true);
-  EXPECT_TRUE(fs::exists(m_out / "torch.saw") || fs::exists(activated_out() / "torch.saw"))
-      << "no chain ran beside another on three lanes";
+  // One lane was left, for one chain of mb_first, bare or activated.
+  EXPECT_NE(fs::exists(m_out / "torch.saw"), fs::exists(activated_out() / "torch.saw"))
+      << "not exactly one chain ran beside another on three lanes";
   expect_nothing_survives();
 }
 
@@ -630,6 +631,66 @@ TEST_F(MisbehavingEnv, ACancelledProbeSaysTheSameOnAnyLanes) {
     EXPECT_EQ(beside.stages[i].summary, "not run: the scan's deadline passed");
   }
   EXPECT_FALSE(fs::exists(m_out / "mb_first.pid")) << "no env code ran";
+}
+
+// The env's deadline cuts identity short while torch imports: what needs
+// torch after it is not run, for that reason, on any number of lanes (not
+// skipped: a torch cut short says nothing of whether it imports). The
+// imports stage, which needs no torch, finished beside where in order the
+// deadline left it not run.
+TEST_F(MisbehavingEnv, WhenTheDeadlineCutsIdentityShortWhatNeedsTorchIsNotRunOnAnyLanes) {
+  fs::create_directories(m_site / "torch");
+  std::ofstream(m_site / "torch/__init__.py") << "import time\ntime.sleep(30)\n";
+  write_pid_module(m_site / "mb_first.py", "def count():\n    return 2\n");
+  const auto run = [&](int lane_count) {
+    auto plan = identity_then_a_chain_of_mb_first();
+    plan.env_deadline = 2s;
+    plan.lanes = std::make_shared<ProbeLanes>(lane_count, 1);
+    return run_plan(plan);
+  };
+  const std::string deadline_passed =
+      "not run: the env's deadline of 2 s passed before this stage (env_deadline in the agent's "
+      "config)";
+  for (const int lanes : {1, 2}) {
+    const auto facts = run(lanes);
+    ASSERT_EQ(facts.stages.size(), 3U) << lanes << " lanes";
+    EXPECT_EQ(facts.stages[0].stage, "identity");
+    EXPECT_EQ(facts.stages[0].status, StageStatus::stopped) << facts.stages[0].summary;
+    const auto* devices = find_stage(facts, "devices:first");
+    ASSERT_NE(devices, nullptr);
+    EXPECT_EQ(devices->status, StageStatus::stopped) << lanes << " lanes";
+    EXPECT_EQ(devices->summary, deadline_passed) << lanes << " lanes";
+    const auto* imports = find_stage(facts, "imports");
+    ASSERT_NE(imports, nullptr);
+    if (lanes == 1) {
+      EXPECT_EQ(imports->summary, deadline_passed);
+    } else {
+      EXPECT_EQ(imports->status, StageStatus::ok) << imports->summary;
+    }
+  }
+  EXPECT_EQ(times_imported("mb_first"), 1U) << "beside only: its chain imported it once";
+  expect_nothing_survives();
+}
+
+// In order too: a device count right after an identity the env's deadline
+// cut short is not run for that reason, not skipped as if torch did not
+// import.
+TEST_F(MisbehavingEnv, AnIdentityCutShortSaysNothingOfWhetherTorchImports) {
+  fs::create_directories(m_site / "torch");
+  std::ofstream(m_site / "torch/__init__.py") << "import time\ntime.sleep(30)\n";
+  ProbePlan plan;
+  plan.devices.push_back({"count", "torch.device_count()", {"torch"}, 30s});
+  plan.compare_bare = false;
+  plan.env_deadline = 2s;
+  const auto facts = run_plan(plan);
+  ASSERT_EQ(facts.stages.size(), 2U);
+  EXPECT_EQ(facts.stages[0].status, StageStatus::stopped) << facts.stages[0].summary;
+  EXPECT_EQ(facts.stages[1].stage, "devices:count");
+  EXPECT_EQ(facts.stages[1].status, StageStatus::stopped);
+  EXPECT_EQ(facts.stages[1].summary,
+            "not run: the env's deadline of 2 s passed before this stage (env_deadline in the "
+            "agent's config)");
+  expect_nothing_survives();
 }
 
 // Kunlunxin's shape: a snippet in torch's chain, a device count in
