@@ -314,7 +314,8 @@ report::Json Scanner::scan(const LoadedContract& contract, const ScanSettings& s
   plan.resources = settings.probe_limits;
   plan.env_deadline = settings.env_deadline;
   plan.cancellation = cancellation.get();
-  // Envs whose facts are kept are not probed: they hold no lane.
+  // Envs whose facts are kept are not probed again, so they hold no lane (one
+  // whose last probe left no record is probed after all, beside the lanes).
   const auto probed_envs = static_cast<std::size_t>(std::count_if(
       facts.envs.begin(), facts.envs.end(), [](const auto& env) { return !env.kept; }));
   const auto lanes = std::make_shared<const probes::ProbeLanes>(settings.concurrency, probed_envs);
