@@ -7,6 +7,7 @@
 #include <netinet/in.h>
 #include <poll.h>
 #include <sys/socket.h>
+#include <sys/uio.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -18,6 +19,7 @@
 #include <list>
 #include <mutex>
 #include <optional>
+#include <string>
 #include <system_error>
 #include <thread>
 #include <utility>
@@ -187,6 +189,12 @@ class ConnectionStream final : public httplib::Stream {
   bool is_writable() const override { return poll_for(POLLOUT, time_left()) > 0; }
 
   ssize_t read(char* ptr, size_t size) override {
+    // What is held goes out before we wait for the peer, which may be
+    // waiting for it: an interim "100 Continue" before a body. (The agent
+    // reads no body today, so this is for a route that some day does.)
+    if (!flush()) {
+      return -1;
+    }
     if (m_used >= m_budget) {
       m_over_budget = true;
       return -1;
@@ -213,21 +221,44 @@ class ConnectionStream final : public httplib::Stream {
     return static_cast<ssize_t>(n);
   }
 
-  // Sends at once when the socket has room (nearly always), and waits for
-  // room only when it has none: a poll before every send cost a system call
-  // per write, two per answer.
+  // httplib writes an answer's status line and headers on their own and
+  // then its body: two sends, two segments and two wake-ups of the client
+  // per answer. Writes that fit in k_gather_bytes are held and go out with
+  // the next larger one, in one message, or when the answer is written
+  // (flush): one send per answer of up to tens of KB.
   ssize_t write(const char* ptr, size_t size) override {
-    for (;;) {
-      const ssize_t sent = ::send(m_fd, ptr, size, MSG_NOSIGNAL | MSG_DONTWAIT);
-      if (sent >= 0 || errno == EINTR) {
-        if (sent >= 0)
-          return sent;
-        continue;
-      }
-      if ((errno != EAGAIN && errno != EWOULDBLOCK) || !is_writable()) {
+    if (m_held.size() + size <= k_gather_bytes) {
+      m_held.append(ptr, size);
+      return static_cast<ssize_t>(size);
+    }
+    while (!m_held.empty()) {
+      const ssize_t sent = send_parts(ptr, size);
+      if (sent < 0) {
         return -1;
       }
+      const auto sent_bytes = static_cast<std::size_t>(sent);
+      if (sent_bytes >= m_held.size()) {
+        const std::size_t held = m_held.size();
+        m_held.clear();
+        return static_cast<ssize_t>(sent_bytes - held);  // of the caller's bytes; 0 asks again
+      }
+      m_held.erase(0, sent_bytes);
     }
+    return send_parts(ptr, size);
+  }
+
+  // Sends what is held; false when the connection failed or stayed full
+  // past the request's deadline (what is held is then dropped).
+  bool flush() {
+    while (!m_held.empty()) {
+      const ssize_t sent = send_parts(nullptr, 0);
+      if (sent < 0) {
+        m_held.clear();
+        return false;
+      }
+      m_held.erase(0, static_cast<std::size_t>(sent));
+    }
+    return true;
   }
 
   // httplib asks for both addresses with every request; a connection's do
@@ -255,6 +286,39 @@ class ConnectionStream final : public httplib::Stream {
     const auto left =
         std::chrono::duration_cast<std::chrono::milliseconds>(m_deadline - Clock::now());
     return std::clamp(left, std::chrono::milliseconds(0), m_io_timeout);
+  }
+
+  // Sends what is held, then `size` bytes of `ptr`, in one message: at once
+  // when the socket has room (nearly always), waiting for room only when it
+  // has none (a poll before every send cost a system call per write). How
+  // many bytes of the two went out, or -1.
+  ssize_t send_parts(const char* ptr, std::size_t size) {
+    std::array<iovec, 2> parts{};
+    std::size_t count = 0;
+    if (!m_held.empty()) {
+      parts[count++] = {m_held.data(), m_held.size()};
+    }
+    if (size > 0) {
+      parts[count++] = {const_cast<char*>(ptr), size};
+    }
+    if (count == 0) {
+      return 0;
+    }
+    msghdr message{};
+    message.msg_iov = parts.data();
+    message.msg_iovlen = count;
+    for (;;) {
+      const ssize_t sent = ::sendmsg(m_fd, &message, MSG_NOSIGNAL | MSG_DONTWAIT);
+      if (sent >= 0) {
+        return sent;
+      }
+      if (errno == EINTR) {
+        continue;
+      }
+      if ((errno != EAGAIN && errno != EWOULDBLOCK) || !is_writable()) {
+        return -1;
+      }
+    }
   }
 
   int poll_for(short events, std::chrono::milliseconds timeout) const {
@@ -299,8 +363,11 @@ class ConnectionStream final : public httplib::Stream {
     return Address{text, port};
   }
 
+  static constexpr std::size_t k_gather_bytes = 16 * 1024;
+
   int m_fd;
   std::chrono::milliseconds m_io_timeout;
+  std::string m_held;  // written, not yet sent: at most k_gather_bytes
   std::array<char, 4096> m_buffer{};
   std::size_t m_offset = 0;
   std::size_t m_size = 0;
@@ -568,6 +635,9 @@ class BoundedServer final : public httplib::Server {
         }
       });
       t_stream = nullptr;
+      if (!stream.flush()) {  // the answer, written in full, or the connection failed
+        ok = false;
+      }
       if (!ok || closed || last || t_outcome.close_after || t_outcome.status >= 400 ||
           stream.over_budget() || stream.past_deadline()) {
         break;
