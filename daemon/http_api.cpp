@@ -162,6 +162,17 @@ class ConnectionStream final : public httplib::Stream {
     m_used = 0;
     m_over_budget = false;
     m_past_deadline = false;
+    m_gathering = false;
+  }
+
+  // From here to the answer's end (flush), writes are gathered (write): the
+  // request has been routed, so nothing is read until then and nothing held
+  // can keep the client waiting. What httplib writes before routing, an
+  // interim "100 Continue" that the client waits for before it sends a
+  // body, leaves at once.
+  void gather_the_answer() {
+    m_gathering = true;
+    m_held.reserve(k_gather_bytes);
   }
 
   // Waits up to `idle` for the next request's first byte; false when the
@@ -189,12 +200,6 @@ class ConnectionStream final : public httplib::Stream {
   bool is_writable() const override { return poll_for(POLLOUT, time_left()) > 0; }
 
   ssize_t read(char* ptr, size_t size) override {
-    // What is held goes out before we wait for the peer, which may be
-    // waiting for it: an interim "100 Continue" before a body. (The agent
-    // reads no body today, so this is for a route that some day does.)
-    if (!flush()) {
-      return -1;
-    }
     if (m_used >= m_budget) {
       m_over_budget = true;
       return -1;
@@ -222,12 +227,15 @@ class ConnectionStream final : public httplib::Stream {
   }
 
   // httplib writes an answer's status line and headers on their own and
-  // then its body: two sends, two segments and two wake-ups of the client
-  // per answer. Writes that fit in k_gather_bytes are held and go out with
-  // the next larger one, in one message, or when the answer is written
-  // (flush): one send per answer of up to tens of KB.
+  // then its body (/metrics in two more pieces): with TCP_NODELAY each send
+  // is a segment and a wake-up of the client. While the answer is gathered,
+  // writes that fit in k_gather_bytes are held and go out with the next
+  // larger one, in one message, or when the answer is written (flush): one
+  // message for an answer of up to 16 KB, and the head with the body's
+  // first part for a larger one. No route streams its answer, which holding
+  // would delay.
   ssize_t write(const char* ptr, size_t size) override {
-    if (m_held.size() + size <= k_gather_bytes) {
+    if (m_gathering && m_held.size() + size <= k_gather_bytes) {
       m_held.append(ptr, size);
       return static_cast<ssize_t>(size);
     }
@@ -247,9 +255,11 @@ class ConnectionStream final : public httplib::Stream {
     return send_parts(ptr, size);
   }
 
-  // Sends what is held; false when the connection failed or stayed full
-  // past the request's deadline (what is held is then dropped).
+  // Sends what is held and ends the gathering; false when the connection
+  // failed or stayed full past the request's deadline (what is held is then
+  // dropped).
   bool flush() {
+    m_gathering = false;
     while (!m_held.empty()) {
       const ssize_t sent = send_parts(nullptr, 0);
       if (sent < 0) {
@@ -367,7 +377,8 @@ class ConnectionStream final : public httplib::Stream {
 
   int m_fd;
   std::chrono::milliseconds m_io_timeout;
-  std::string m_held;  // written, not yet sent: at most k_gather_bytes
+  bool m_gathering = false;
+  std::string m_held;  // written, not yet sent; k_gather_bytes reserved once gathering
   std::array<char, 4096> m_buffer{};
   std::size_t m_offset = 0;
   std::size_t m_size = 0;
@@ -381,7 +392,7 @@ class ConnectionStream final : public httplib::Stream {
   mutable std::optional<Address> m_local;
 };
 
-thread_local const ConnectionStream* t_stream = nullptr;
+thread_local ConnectionStream* t_stream = nullptr;
 
 // httplib serves a connection on one pool thread for its whole life. This
 // queue bounds the connections in flight (served or waiting for a thread):
@@ -1127,6 +1138,9 @@ httplib::Server::HandlerResponse HttpServer::Impl::dispatch(const httplib::Reque
                                                             httplib::Response& response) {
   constexpr std::size_t k_max_headers = 100;
   const auto handled = httplib::Server::HandlerResponse::Handled;
+  if (t_stream != nullptr) {
+    t_stream->gather_the_answer();  // every route answers without reading more
+  }
   // The body, if any, is never read: the connection is not reused after it.
   if (request.has_header("Transfer-Encoding") ||
       request.get_header_value("Content-Length") != "0" ||
