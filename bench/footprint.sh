@@ -35,7 +35,7 @@ cleanup() {
   rm -rf "$work"
 }
 trap cleanup EXIT
-# Root's envs are read and run as nobody: every directory on the way open.
+# Root's envs are read and run as a uid of their own: every directory on the way open.
 chmod 755 "$work"
 mkdir -p "$work/host" "$work/empty"
 cp -a "$demo_host" "$work/host/copy0"

@@ -335,7 +335,7 @@ int main(int argc, char** argv) {
     return 2;
   }
   const fs::path work = pattern;
-  // Root's envs are read and run as nobody: every directory on the way open.
+  // Root's envs are read and run as a uid of their own: every directory on the way open.
   fs::permissions(work, fs::perms::owner_all | fs::perms::group_read | fs::perms::group_exec |
                             fs::perms::others_read | fs::perms::others_exec);
   const fs::path host = work / "host";

@@ -9,6 +9,23 @@ std::string EnvFactsView::site() const {
   return sites.empty() ? prefix() + "/lib" : sites.front().string();
 }
 
+std::string EnvFactsView::seen_by_env(const std::string& host_path) const {
+  std::string root = m_facts.env.system_root.string();
+  while (root.size() > 1 && root.back() == '/') {
+    root.pop_back();
+  }
+  if (root.empty() || root == "/") {
+    return host_path;
+  }
+  if (host_path == root) {
+    return "/";
+  }
+  if (host_path.starts_with(root + "/")) {
+    return host_path.substr(root.size());
+  }
+  return host_path;
+}
+
 std::vector<std::string> EnvFactsView::sites() const {
   std::vector<std::string> dirs;
   for (const auto& site : m_facts.static_facts.site_packages) {

@@ -26,6 +26,11 @@ class EnvFactsView {
   // user site, the base's when included, Debian's dist-packages).
   std::vector<std::string> sites() const;
   const facts::StaticFacts& files() const { return m_facts.static_facts; }
+  // A path the agent read on the host (under a container's rootfs, or a
+  // tree scanned with --root) as the env's own processes see it, which is
+  // what a contract's paths name: without the system root it lies in.
+  // Unchanged for an env of the host, or a path outside that root.
+  std::string seen_by_env(const std::string& host_path) const;
   // The activated (or bare) environment.
   const facts::Environment& environment(facts::Activation activation) const;
   // Linkage of every library under the env's site dirs (none when the bare

@@ -185,11 +185,18 @@ void torch(const Check&, const TorchParams& params, const EnvFactsView& facts,
          cuda_local ? cpu_remedy : "install torch " + wanted + " in this env");
     return;
   }
-  const std::string& location = view.location;
+  // Path rules name paths as the env sees them: inside its container or
+  // rootfs, not where the agent read it (kept in the evidence).
+  const std::string location = facts.seen_by_env(view.location);
+  Json path_evidence = evidence;
+  path_evidence["location"] = location;
+  if (location != view.location) {
+    path_evidence["host_location"] = view.location;
+  }
   for (const auto& forbidden : params.forbidden_paths) {
     if (location.starts_with(forbidden)) {
       fail(result, "forbidden_path",
-           "torch resolves from " + location + ", under the forbidden " + forbidden, evidence,
+           "torch resolves from " + location + ", under the forbidden " + forbidden, path_evidence,
            "install torch into this env itself; do not use the image's own torch");
       return;
     }
@@ -199,7 +206,7 @@ void torch(const Check&, const TorchParams& params, const EnvFactsView& facts,
     if (file.find(part) != std::string::npos) {
       fail(result, "forbidden_path",
            "torch resolves from " + file + ", which contains the forbidden '" + part + "'",
-           evidence, "install the torch build the contract names into this env itself");
+           path_evidence, "install the torch build the contract names into this env itself");
       return;
     }
   }
@@ -207,9 +214,9 @@ void torch(const Check&, const TorchParams& params, const EnvFactsView& facts,
   if (!required.empty() &&
       std::none_of(required.begin(), required.end(),
                    [&](const std::string& prefix) { return location.starts_with(prefix); })) {
-    fail(result, "forbidden_path",
+    fail(result, "outside_required_paths",
          "torch resolves from " + location + ", outside " + common::json_text(Json(required)),
-         evidence, "install torch where the contract requires it");
+         path_evidence, "install torch where the contract requires it");
     return;
   }
   pass(result);

@@ -69,6 +69,12 @@ void read_release(MappingReader& reader, std::string_view key, std::string& rele
   release = *text;
 }
 
+// A PEP 440 version without a local segment: "2.10.0", Debian's "1.13.0a0",
+// a nightly's "2.10.0.dev20251101".
+bool is_public_version(std::string_view text) {
+  return is_pep440_version(text) && text.find('+') == std::string_view::npos;
+}
+
 bool is_local_segment(std::string_view text) {
   return !text.empty() && is_pep440_version("0+" + std::string(text));
 }
@@ -127,7 +133,7 @@ TorchParams parse_torch(MappingReader& reader, const KindContext&) {
   require_one_of(reader, {"version", "base", "local", "cuda", "hip", "forbidden_paths",
                           "forbidden_path_parts", "required_paths"});
   read_release(reader, "version", params.version, is_pep440_version, "2.10.0+cpu");
-  read_release(reader, "base", params.base, is_release_version, "2.10.0");
+  read_release(reader, "base", params.base, is_public_version, "2.10.0");
   read_release(reader, "local", params.local, is_local_segment, "cpu");
   read_toolkit_rule(reader, "cuda", params.cuda);
   read_toolkit_rule(reader, "hip", params.hip);

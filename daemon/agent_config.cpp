@@ -268,8 +268,9 @@ std::string read_agent_config(const std::filesystem::path& path, AgentConfig& co
       if (auto v = top.string("run_root_envs_as")) {
         if (v->empty()) {
           ctx.error(*top.get("run_root_envs_as"),
-                    "'run_root_envs_as' must name a user, such as nobody (or root, to run "
-                    "root-owned envs' code as root)");
+                    "'run_root_envs_as' must be dynamic (a uid of its own for each "
+                    "root-owned env), a user's name, or root (to run root-owned envs' code as "
+                    "root)");
         }
         config.run_root_envs_as = *v;
       }

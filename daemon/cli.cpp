@@ -58,7 +58,7 @@ int run(const ValidateArguments& arguments) {
 struct HostArguments {
   std::vector<std::string> roots;
   std::vector<std::string> prefixes;
-  std::string run_root_envs_as = "nobody";
+  std::string run_root_envs_as = probes::k_dynamic_probe_user;
   std::string image_tag_file;
   std::string image_tag_env;
   std::string image_tag_command;
@@ -71,8 +71,9 @@ void add_discovery_options(CLI::App* verb, std::vector<std::string>& roots,
                    "a filesystem root or directory to search for envs (repeatable; default /)");
   verb->add_option("--prefix", prefixes, "an env prefix to include (repeatable)");
   verb->add_option("--run-root-envs-as", run_root_envs_as,
-                   "the user that root-owned envs' code runs as; 'root' runs it as root, and "
-                   "reports say so (docs/security.md)")
+                   "whom root-owned envs' code runs as: 'dynamic', a uid of its own for each "
+                   "env; a user's name, that user for all; 'root', root, and reports say so "
+                   "(docs/security.md)")
       ->capture_default_str();
 }
 
@@ -239,7 +240,7 @@ int run(const ScanArguments& arguments) {
 struct ProbeArguments {
   std::vector<std::string> roots;
   std::vector<std::string> prefixes;
-  std::string run_root_envs_as = "nobody";
+  std::string run_root_envs_as = probes::k_dynamic_probe_user;
   std::string contract;
   std::vector<std::string> envs;
   unsigned concurrency = 0;

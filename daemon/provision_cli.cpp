@@ -221,7 +221,7 @@ std::optional<int> ProvisioningCli::run() {
       options.discovery.roots.emplace_back("/");
     }
     options.discovery.run_as.root_envs_user =
-        a.run_root_envs_as.empty() ? std::string("nobody") : a.run_root_envs_as;
+        a.run_root_envs_as.empty() ? std::string(probes::k_dynamic_probe_user) : a.run_root_envs_as;
     if (!a.image_tag_file.empty()) {
       options.image = {probes::ImageTagSource::Kind::file, a.image_tag_file};
     }

@@ -41,6 +41,12 @@ struct RunAs {
   bool switch_credentials = false;
 
   bool is_root() const { return uid == 0; }
+  // For people: the user's name, or "uid N" for a uid without one (a
+  // root-owned env's own uid, an unpacked archive's owner).
+  std::string who() const {
+    const bool numeric = !user.empty() && user.find_first_not_of("0123456789") == std::string::npos;
+    return numeric ? "uid " + user : user;
+  }
 };
 
 struct UnsafePath {

@@ -298,6 +298,26 @@ std::string find_system_command(const std::string& name) {
   return "";
 }
 
+namespace {
+
+// Why the container's root cannot be read, or "": a rootfs that is gone
+// (a container removed, a path mistyped) holds no env, and a scan that
+// found none there must not pass for one that judged them.
+std::string unusable_root(const std::filesystem::path& root, bool configured) {
+  struct stat info {};
+  if (::stat(root.c_str(), &info) != 0) {
+    return "its root filesystem " + root.string() + " cannot be read: " + std::strerror(errno) +
+           (configured ? " (check 'rootfs' in its configuration)" : "");
+  }
+  if (!S_ISDIR(info.st_mode)) {
+    return "its root filesystem " + root.string() + " is not a directory" +
+           (configured ? " (check 'rootfs' in its configuration)" : "");
+  }
+  return "";
+}
+
+}  // namespace
+
 ContainerTarget resolve_container(const ContainerConfig& config) {
   using Exec = ContainerConfig::Exec;
   ContainerTarget target;
@@ -360,6 +380,9 @@ ContainerTarget resolve_container(const ContainerConfig& config) {
     case Exec::argv:
       target.exec = generic_exec_prefix(config.name, config.argv, config.argv_switches_user);
       break;
+  }
+  if (target.problem.empty() && !target.root.empty()) {
+    target.problem = unusable_root(target.root, !config.rootfs.empty());
   }
   std::error_code error;
   if (target.problem.empty() && !target.root.empty() &&

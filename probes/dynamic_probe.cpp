@@ -432,8 +432,8 @@ std::vector<StageResult> run_chain(const PythonEnv& env, const Environment& envi
         stage_process = candidate;
       }
     }
-    hang = diagnose_hang(stage_process, read_stacks, std::chrono::milliseconds(300),
-                         stage_process == interpreter ? -1 : pidfd);
+    hang = diagnose_hang(stage_process, read_stacks, credentials_of(env),
+                         std::chrono::milliseconds(300), stage_process == interpreter ? -1 : pidfd);
     if (pidfd >= 0) {
       ::close(pidfd);
     }
@@ -530,7 +530,7 @@ StageResult run_command_stage(const PythonEnv& env, const Environment& environme
   const ProcessLimits limits = budget.limits(bounded.timeout);
   // A shell dumps no Python stacks.
   const auto result = run_process(env_process(env, process), limits, [&](pid_t pid) {
-    stage.hang = diagnose_hang(command_below_prefix(pid, env.exec), {});
+    stage.hang = diagnose_hang(command_below_prefix(pid, env.exec), {}, credentials_of(env));
   });
   stage.duration = result.duration;
   stage.process = result.describe();

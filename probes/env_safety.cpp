@@ -77,7 +77,7 @@ class Checker {
     const unsigned mode = info.st_mode & 07777;
     std::string why;
     if (info.st_uid != 0 && info.st_uid != m_run_as.uid) {
-      why = "owned by " + user_name(info.st_uid) + ", who is neither root nor " + m_run_as.user;
+      why = "owned by " + user_name(info.st_uid) + ", who is neither root nor " + m_run_as.who();
     } else if (S_ISLNK(info.st_mode)) {
       return;  // a link's own mode means nothing; its directory and target are checked
     } else if ((mode & S_IWOTH) && !(as_parent && S_ISDIR(info.st_mode) && (mode & S_ISVTX))) {

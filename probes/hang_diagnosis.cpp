@@ -27,6 +27,8 @@ constexpr FileLimits k_proc_file{"/proc file", 4096, true, 0};
 constexpr double k_spinning_cpu_percent = 50.0;
 constexpr double k_runnable_cpu_percent = 10.0;
 constexpr const char* k_eu_stack = "/usr/bin/eu-stack";
+// Where Debian's -dbgsym packages install debug files; only root writes there.
+constexpr const char* k_system_debug_directory = "/usr/lib/debug";
 
 struct RawSample {
   std::string name;
@@ -145,14 +147,32 @@ void sample_python_stacks(pid_t pid, int pidfd, const StackReader& read, HangDia
   diagnosis.python_stacks = read().value_or("");
 }
 
-void sample_native_stack(pid_t pid, HangDiagnosis& diagnosis) {
+// eu-stack opens every file the hung process maps, and the separate debug
+// file each one names in its .gnu_debuglink: paths the env's owner chooses.
+// So it runs as that owner (`sampler`), keeping only CAP_SYS_PTRACE to
+// attach, and looks for debug files in the system's own debug directory
+// alone (a debuglink is never followed beside the library, where the owner
+// could leave a FIFO, a device node or a link to root's files). Its
+// environment names no debuginfod server: nothing is fetched.
+void sample_native_stack(pid_t pid, const std::optional<Credentials>& sampler,
+                         HangDiagnosis& diagnosis) {
   if (::access(k_eu_stack, X_OK) != 0) {
     diagnosis.native_stack_problem = "eu-stack is not installed (apt install elfutils)";
     return;
   }
   ProcessSpec spec;
-  spec.argv = {k_eu_stack, "-m", "-n", "32", "-p", std::to_string(pid)};
+  spec.argv = {k_eu_stack,
+               std::string("--debuginfo-path=") + k_system_debug_directory,
+               "-m",
+               "-n",
+               "32",
+               "-p",
+               std::to_string(pid)};
   spec.environment = {{"PATH", "/usr/bin:/bin"}, {"LANG", "C.UTF-8"}};
+  spec.credentials = sampler;
+  if (spec.credentials) {
+    spec.credentials->keep_ptrace = true;
+  }
   ProcessLimits limits;
   limits.timeout = std::chrono::seconds(15);
   const auto result = run_process(spec, limits);
@@ -252,6 +272,7 @@ void classify_hang(HangDiagnosis& diagnosis) {
 }
 
 HangDiagnosis diagnose_hang(pid_t pid, const StackReader& read_python_stacks,
+                            const std::optional<Credentials>& sampler,
                             std::chrono::milliseconds interval, int pidfd) {
   HangDiagnosis diagnosis;
   const auto first = sample_tasks(pid);
@@ -287,7 +308,7 @@ HangDiagnosis diagnose_hang(pid_t pid, const StackReader& read_python_stacks,
     diagnosis.busiest_tid = pid;
   }
   // Native first: it only pauses the process, the signal may end it.
-  sample_native_stack(pid, diagnosis);
+  sample_native_stack(pid, sampler, diagnosis);
   if (has_ended(pidfd)) {
     // Its pid may be another process's by now: nothing sampled is the stage's.
     HangDiagnosis ended;

@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "facts/dynamic.hpp"
+#include "probes/process_runner.hpp"
 #include "probes/python_env.hpp"
 
 namespace envcontract::probes {
@@ -26,12 +27,15 @@ using facts::HangDiagnosis;
 // and wait channel from /proc; the Python stacks the probe program dumps on
 // SIGUSR1 into a file that `read_python_stacks` reads (nullopt while the
 // file does not exist: the probe creates it when its handler is in place);
-// the native stack of the busiest thread from eu-stack (elfutils).
+// the native stack of the busiest thread from eu-stack (elfutils), run as
+// `sampler`, the user whose code hangs (the env's credentials: unset when the
+// env's code runs as the agent's own user), with CAP_SYS_PTRACE alone.
 using StackReader = std::function<std::optional<std::string>()>;
 // `pidfd`, when not -1, pins the process `pid` names (one the caller did not
 // start, whose pid could be reused once it ends): the signal goes through it,
 // and a process that ended while it was sampled gives no samples.
 HangDiagnosis diagnose_hang(pid_t pid, const StackReader& read_python_stacks,
+                            const std::optional<Credentials>& sampler,
                             std::chrono::milliseconds interval = std::chrono::milliseconds(300),
                             int pidfd = -1);
 

@@ -84,7 +84,7 @@ bool readable_prefix(PythonEnv& env) {
   if (errno != EACCES && errno != EPERM) {
     return true;  // gone since discovery, or another trouble the readers report
   }
-  env.problems.push_back(env.prefix.string() + " cannot be read by " + env.run_as.user +
+  env.problems.push_back(env.prefix.string() + " cannot be read by " + env.run_as.who() +
                          ", the user its code runs as (permission denied)");
   return false;
 }

@@ -120,12 +120,22 @@ struct ChildSetup {
 // one: setuid to a non-zero uid clears the permitted, effective and ambient
 // sets, the inheritable set is cleared by hand, the bounding set is emptied
 // while we still may, and no_new_privs makes setuid binaries and file
-// capabilities inert for everything it execs.
+// capabilities inert for everything it execs. With `keep_ptrace`, the one
+// exception is CAP_SYS_PTRACE (process_runner.hpp says why): kept through
+// setresuid by PR_SET_KEEPCAPS, then made effective, inheritable and
+// ambient, the only form in which a capability survives execve under
+// no_new_privs.
 void drop_to(const Credentials& credentials) {
   for (int capability = 0; capability < 64; ++capability) {
+    if (credentials.keep_ptrace && capability == CAP_SYS_PTRACE) {
+      continue;
+    }
     if (::prctl(PR_CAPBSET_DROP, capability, 0, 0, 0) != 0 && errno != EINVAL) {
       fail_child("dropping the capability bounding set");
     }
+  }
+  if (credentials.keep_ptrace && ::prctl(PR_SET_KEEPCAPS, 1, 0, 0, 0) != 0) {
+    fail_child("keeping CAP_SYS_PTRACE");
   }
   // Raw system calls: this process has one thread, and glibc's wrappers are
   // not async-signal-safe.
@@ -145,10 +155,20 @@ void drop_to(const Credentials& credentials) {
   }
   __user_cap_header_struct header{_LINUX_CAPABILITY_VERSION_3, 0};
   __user_cap_data_struct data[2] = {};
+  if (credentials.keep_ptrace) {
+    constexpr std::uint32_t ptrace_bit = 1U << CAP_SYS_PTRACE;  // in the first 32
+    data[0] = {ptrace_bit, ptrace_bit, ptrace_bit};
+  }
   if (::syscall(SYS_capset, &header, data) != 0) {
     fail_child("clearing capabilities");
   }
   ::prctl(PR_CAP_AMBIENT, PR_CAP_AMBIENT_CLEAR_ALL, 0, 0, 0);
+  if (credentials.keep_ptrace) {
+    ::prctl(PR_SET_KEEPCAPS, 0, 0, 0, 0);
+    if (::prctl(PR_CAP_AMBIENT, PR_CAP_AMBIENT_RAISE, CAP_SYS_PTRACE, 0, 0) != 0) {
+      fail_child("raising CAP_SYS_PTRACE as ambient");
+    }
+  }
 }
 
 // Runs in the child between fork and exec: only async-signal-safe calls.

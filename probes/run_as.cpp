@@ -57,6 +57,31 @@ uid_t current_fsuid() {
   return static_cast<uid_t>(::syscall(SYS_setfsuid, -1));
 }
 
+// A root-owned env's code as a uid of its own: no passwd entry, its gid the
+// same number, no supplementary group, a home that does not exist.
+RunAs dynamic_run_as(const RunAsPolicy& policy, const fs::path& prefix) {
+  RunAs run_as;
+  run_as.reason =
+      "the env is owned by root: its code runs as a uid of its own (run_root_envs_as: dynamic)";
+  run_as.switch_credentials = true;
+  run_as.home = "/nonexistent";
+  if (prefix.empty()) {
+    run_as.user = "dynamic";
+    run_as.problem = "no env was named to reserve a uid of its own for";
+    return run_as;
+  }
+  const ProbeUid reserved = reserve_probe_uid(prefix.string(), policy.probe_uids);
+  if (!reserved.problem.empty()) {
+    run_as.user = "dynamic";
+    run_as.problem = reserved.problem;
+    return run_as;
+  }
+  run_as.uid = reserved.uid;
+  run_as.gid = static_cast<gid_t>(reserved.uid);
+  run_as.user = std::to_string(reserved.uid);
+  return run_as;
+}
+
 }  // namespace
 
 RunAs run_as_user(const std::string& name) {
@@ -80,7 +105,7 @@ RunAs run_as_user(const std::string& name) {
   return run_as;
 }
 
-RunAs resolve_run_as(uid_t owner, const RunAsPolicy& policy) {
+RunAs resolve_run_as(uid_t owner, const RunAsPolicy& policy, const fs::path& prefix) {
   RunAs run_as;
   if (!agent_is_root()) {
     // An unprivileged agent cannot change users: everything runs as itself,
@@ -122,6 +147,9 @@ RunAs resolve_run_as(uid_t owner, const RunAsPolicy& policy) {
     run_as.reason = "root by configuration (run_root_envs_as: root): this env's code runs as root";
     return run_as;
   }
+  if (policy.root_envs_user == k_dynamic_probe_user) {
+    return dynamic_run_as(policy, prefix);
+  }
   run_as = run_as_user(policy.root_envs_user);
   if (run_as.problem.empty() && run_as.uid == 0) {
     run_as.problem = "run_root_envs_as names '" + policy.root_envs_user +
@@ -138,7 +166,7 @@ RunAs run_as_for_prefix(const fs::path& prefix, const RunAsPolicy& policy) {
     // Unknown owner: the safest credentials we have.
     return resolve_run_as(agent_is_root() ? run_as_user("nobody").uid : ::geteuid(), policy);
   }
-  return resolve_run_as(info.st_uid, policy);
+  return resolve_run_as(info.st_uid, policy, prefix);
 }
 
 ReadingAs::ReadingAs(const RunAs& run_as) {

@@ -9,6 +9,7 @@
 
 #include <nlohmann/json.hpp>
 #include "facts/env.hpp"
+#include "probes/probe_uids.hpp"
 
 // Who runs an env's code. The agent is root on a host shared by many users;
 // an env's activation scripts, interpreter and modules belong to whoever can
@@ -18,18 +19,31 @@ namespace envcontract::probes {
 
 using facts::to_json;
 
+// run_root_envs_as's default: each root-owned env's code runs as a uid of
+// its own (probes/probe_uids.hpp).
+inline constexpr const char* k_dynamic_probe_user = "dynamic";
+
 // The policy, from the agent's config.
 struct RunAsPolicy {
+  RunAsPolicy() = default;
+  explicit RunAsPolicy(std::string user) : root_envs_user(std::move(user)) {}
+
   // Envs owned by root (a system conda under /opt, an image's own envs) run
-  // as this user. "root" runs them as root: an explicit choice that every
-  // report then states.
-  std::string root_envs_user = "nobody";
+  // as this user. "dynamic": each as a uid of its own, from `probe_uids`.
+  // A user's name: all as that user, who then reaches every such env's probe
+  // (the operator's choice). "root" runs them as root: an explicit choice
+  // that every report then states.
+  std::string root_envs_user = k_dynamic_probe_user;
+  ProbeUidRange probe_uids;
 };
 
 using facts::RunAs;
 
 // The credentials for an env whose prefix is owned by `owner`, under `policy`.
-RunAs resolve_run_as(uid_t owner, const RunAsPolicy& policy);
+// `prefix` names the env a uid of its own is reserved for, when the policy
+// is "dynamic" and the owner root (with none, its code runs nowhere).
+RunAs resolve_run_as(uid_t owner, const RunAsPolicy& policy,
+                     const std::filesystem::path& prefix = {});
 
 // The same for the owner of `prefix` (followed through symlinks).
 RunAs run_as_for_prefix(const std::filesystem::path& prefix, const RunAsPolicy& policy);

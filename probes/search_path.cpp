@@ -290,7 +290,7 @@ class SearchPathBuilder {
       base = home + "/.local";
     }
     add_site_dir(in_tree(base) / "lib" / version_dir() / "site-packages",
-                 "user site of " + m_env.run_as.user);
+                 "user site of " + m_env.run_as.who());
   }
 
   // addsitedir(): the directory, then what each of its .pth files adds.

@@ -222,6 +222,8 @@ class EnvPlanner {
              "the env's search path cleaned: the PYTHONPATH, .pth file or sitecustomize that "
              "brings in another copy",
              id);
+    } else if (cause == "outside_required_paths") {
+      manual(summary, "torch installed where the contract requires it", id);
     } else if (cause == "stale_distribution") {
       manual(summary, "the older record removed, then the distribution reinstalled", id);
     } else if (cause == "missing_file") {
@@ -690,6 +692,7 @@ const std::vector<CausePlanning>& cause_planning() {
       {"version_mismatch", "install_distribution",
        "the recipe's specifier; torch: a new env is advised; Python: a new env only"},
       {"forbidden_path", "manual", "clean the search path (PYTHONPATH, .pth, sitecustomize)"},
+      {"outside_required_paths", "manual", "install torch where the contract requires it"},
       {"stock_triton", "remove_distribution", "then install_distribution of the provider"},
       {"triton_backend_missing", "install_distribution", "the recipe's build, reinstalled"},
       {"missing_package", "install_distribution", "the recipe's specifier, or the name"},

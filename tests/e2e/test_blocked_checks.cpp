@@ -336,7 +336,7 @@ TEST(LinkageDiagnosis, ACSymbolUnderAnotherVersionIsANearMiss) {
 // interpreter could not see torch either, so "not installed" would mislead.
 TEST(BrokenEnvs, APrefixItsUserCannotReadIsNamed) {
   if (::geteuid() != 0) {
-    GTEST_SKIP() << "needs root: the env is root's, read as the configured user (nobody)";
+    GTEST_SKIP() << "needs root: the env is root's, read as a uid of its own";
   }
   TempDir dir;
   const auto prefix = make_env(dir.path(), "private", "");
@@ -347,9 +347,10 @@ TEST(BrokenEnvs, APrefixItsUserCannotReadIsNamed) {
   const auto* broken = find_check(env, "env:interpreter");
   ASSERT_NE(broken, nullptr);
   EXPECT_EQ((*broken)["diagnosis"]["cause"], "broken_env");
+  const std::string uid = std::to_string(env["run_as"]["uid"].get<unsigned>());
   EXPECT_EQ((*broken)["diagnosis"]["summary"],
-            fs::canonical(prefix).string() +
-                " cannot be read by nobody, the user its code runs as (permission denied)");
+            fs::canonical(prefix).string() + " cannot be read by uid " + uid +
+                ", the user its code runs as (permission denied)");
   const auto* torch = find_check(env, "torch-cpu");
   ASSERT_NE(torch, nullptr);
   EXPECT_EQ((*torch)["status"], "skip");

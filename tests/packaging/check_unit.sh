@@ -79,6 +79,7 @@ has Type notify
 # shellcheck disable=SC2016 # $MAINPID is systemd's, written literally in the unit
 has ExecReload '/bin/kill -HUP $MAINPID'
 has StateDirectory envcontract
+has RuntimeDirectory envcontract
 has ProtectSystem strict
 has ProtectHome read-only
 has PrivateTmp yes

@@ -106,6 +106,20 @@ TEST(CheckKinds, TorchReadsIdentityRules) {
   EXPECT_EQ(normalised(check)["required_paths"], Json({"/opt/venv/"}));
 }
 
+// Debian's torch is 1.13.0a0, a nightly 2.10.0.dev20251101: PEP 440
+// pre-releases and dev releases are versions wherever a version is.
+TEST(CheckKinds, TorchVersionsArePep440PreReleasesToo) {
+  EXPECT_EQ(normalised(single_check("- kind: torch\n  base: \"1.13.0a0\""))["base"], "1.13.0a0");
+  EXPECT_EQ(normalised(single_check("- kind: torch\n  base: \"2.10.0.dev20251101\""))["base"],
+            "2.10.0.dev20251101");
+  EXPECT_EQ(
+      normalised(single_check("- kind: torch\n  version: \"2.10.0.dev20251101+cpu\""))["version"],
+      "2.10.0.dev20251101+cpu");
+  EXPECT_EQ(single_error("- kind: torch\n  base: \"2.10.0+cpu\""),
+            "contract.yaml:4:11: error: 'base' of 'torch' check must be a version such as "
+            "'2.10.0', got '2.10.0+cpu'");
+}
+
 TEST(CheckKinds, TorchCudaNullMeansNoneAndVersionMeansExact) {
   EXPECT_EQ(normalised(single_check("- kind: torch\n  cuda: null"))["cuda"],
             Json({{"mode", "none"}}));

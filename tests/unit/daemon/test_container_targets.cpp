@@ -201,6 +201,46 @@ TEST_F(ContainerTarget, OnTheHostTheSameEnvCannotLoadTheContainersLibrary) {
       << common::json_text(*check);
 }
 
+// Path rules name paths as the env sees them. torch lies at
+// /opt/venvs/app/... inside the container (and inside the rootfs scanned
+// with --root), which the agent reads under the rootfs: judged on the inside
+// path, a forbidden prefix fails and a required one passes, with the host
+// path kept in the evidence.
+TEST_F(ContainerTarget, PathRulesAreJudgedOnThePathInsideTheTarget) {
+  for (const bool as_container : {true, false}) {
+    SCOPED_TRACE(as_container ? "container target" : "--root");
+    const auto report = scan(
+        "  - {id: not-in-venvs, kind: torch, forbidden_paths: [/opt/venvs/]}\n"
+        "  - {id: in-venvs, kind: torch, required_paths: [/opt/venvs/]}\n"
+        "  - {id: not-in-opt, kind: torch, forbidden_path_parts: [/opt/venvs/app/lib/]}\n"
+        "  - {id: in-usr, kind: torch, required_paths: [/usr/lib/python3/]}\n",
+        as_container);
+    const std::string text = common::json_text(report);
+    ASSERT_EQ(report["envs"].size(), 1U) << text;
+    const auto& env = report["envs"][0];
+    const std::string inside =
+        "/opt/venvs/app/lib/python" + testing::system_python_version() + "/site-packages/torch";
+    const Json* forbidden = check_of(env, "not-in-venvs");
+    ASSERT_NE(forbidden, nullptr) << text;
+    EXPECT_EQ((*forbidden)["status"], "fail") << common::json_text(*forbidden);
+    EXPECT_EQ((*forbidden)["diagnosis"]["summary"],
+              "torch resolves from " + inside + ", under the forbidden /opt/venvs/");
+    EXPECT_EQ((*forbidden)["diagnosis"]["evidence"]["location"], inside);
+    EXPECT_EQ((*forbidden)["diagnosis"]["evidence"]["host_location"],
+              (rootfs() / inside.substr(1)).string());
+    expect_passed(env, {"in-venvs"});
+    const Json* part = check_of(env, "not-in-opt");
+    ASSERT_NE(part, nullptr) << text;
+    EXPECT_EQ((*part)["status"], "fail") << common::json_text(*part);
+    const Json* required = check_of(env, "in-usr");
+    ASSERT_NE(required, nullptr) << text;
+    EXPECT_EQ((*required)["status"], "fail") << common::json_text(*required);
+    EXPECT_EQ((*required)["diagnosis"]["cause"], "outside_required_paths");
+    EXPECT_EQ((*required)["diagnosis"]["summary"],
+              "torch resolves from " + inside + ", outside [\"/usr/lib/python3/\"]");
+  }
+}
+
 // A container whose image is not the contract's drifts the host, named by
 // the container, with the image it runs.
 TEST_F(ContainerTarget, AContainersImageIsJudgedAgainstTheTargets) {
@@ -412,6 +452,36 @@ TEST_F(ContainerTarget, AContainerThatCannotBeEnteredIsReportedAndTheRestJudged)
   }
   EXPECT_TRUE(named) << "a container that could not be scanned keeps the host from complying: "
                      << text;
+}
+
+// A container whose configured rootfs is gone holds no env that was seen:
+// the host is not compliant on zero envs, and the scan says why (exit 2).
+TEST_F(ContainerTarget, AContainerWhoseRootfsIsGoneMakesTheHostAnError) {
+  const fs::path gone = m_dir.path() / "no-such-rootfs";
+  std::ofstream(containers_file()) << "containers:\n  - name: phantom\n    exec: "
+                                   << common::json_text(Json(testing::bubblewrap_prefix(gone)))
+                                   << "\n    rootfs: " << gone.string()
+                                   << "\n    image: registry.example/vendor/runtime:2.2.0\n";
+  fs::create_directories(m_dir.path() / "host");
+  const auto contract_file = contract("  - {id: stdlib, kind: imports, modules: [json]}\n");
+  const auto result = run_command({k_binary, "scan", "--contract", contract_file.string(),
+                                   "--format", "json", "--root", (m_dir.path() / "host").string(),
+                                   "--containers", containers_file().string()});
+  EXPECT_EQ(result.exit_code, 2) << result.out << result.err;
+  const auto report = Json::parse(result.out, nullptr, false);
+  ASSERT_FALSE(report.is_discarded()) << result.out << result.err;
+  EXPECT_EQ(report["verdict"], "error") << result.out;
+  const std::string expected = "container phantom: its root filesystem " + gone.string() +
+                               " cannot be read: No such file or directory (check 'rootfs' in "
+                               "its configuration)";
+  bool named = false;
+  for (const auto& reason : report["reasons"]) {
+    named = named || reason == expected;
+  }
+  EXPECT_TRUE(named) << result.out;
+  ASSERT_EQ(report["containers"].size(), 1U) << result.out;
+  EXPECT_EQ(report["containers"][0]["problem"],
+            expected.substr(std::string("container phantom: ").size()));
 }
 
 // A running container entered with nsenter, as the preset does for a

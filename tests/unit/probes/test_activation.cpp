@@ -68,14 +68,20 @@ TEST(Activation, TheAgentsOwnEnvironmentNeverLeaks) {
   ::unsetenv("ENVCONTRACT_TEST_SECRET");
   EXPECT_FALSE(activation.activated.contains("ENVCONTRACT_TEST_SECRET"));
   EXPECT_FALSE(activation.bare.contains("ENVCONTRACT_TEST_SECRET"));
-  // HOME is that of the user the env's code runs as (the env is root's, so
-  // the configured unprivileged user's), as when that user runs it.
-  EXPECT_EQ(env.run_as.user, "nobody");
-  const passwd* user = ::getpwnam(env.run_as.user.c_str());
-  ASSERT_NE(user, nullptr);
-  EXPECT_EQ(activation.bare.at("HOME"), user->pw_dir);
-  EXPECT_EQ(activation.bare.at("USER"), "nobody");
-  EXPECT_EQ(activation.bare.at("LOGNAME"), "nobody");
+  // HOME, USER and LOGNAME are those of the user the env's code runs as:
+  // the env is root's, so a uid of its own, which has no home.
+  EXPECT_EQ(env.run_as.user, std::to_string(env.run_as.uid));
+  EXPECT_EQ(activation.bare.at("HOME"), "/nonexistent");
+  EXPECT_EQ(activation.bare.at("USER"), env.run_as.user);
+  EXPECT_EQ(activation.bare.at("LOGNAME"), env.run_as.user);
+  // A user named by configuration: that user's.
+  const auto as_nobody = describe_prefix(env.prefix, RunAsPolicy("nobody")).value();
+  const passwd* nobody = ::getpwnam("nobody");
+  ASSERT_NE(nobody, nullptr);
+  const auto activated_as_nobody = activate(as_nobody);
+  EXPECT_EQ(activated_as_nobody.bare.at("HOME"), nobody->pw_dir);
+  EXPECT_EQ(activated_as_nobody.bare.at("USER"), "nobody");
+  EXPECT_EQ(activated_as_nobody.bare.at("LOGNAME"), "nobody");
 }
 
 TEST(Activation, ScriptOutputCannotCorruptTheEnvironment) {

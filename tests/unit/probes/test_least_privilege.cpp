@@ -8,6 +8,8 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 
+#include <algorithm>
+#include <cstdlib>
 #include <fstream>
 #include <map>
 #include <optional>
@@ -28,6 +30,7 @@
 #include "tests/support/processes.hpp"
 #include "tests/support/run_command.hpp"
 #include "tests/support/temp_dir.hpp"
+#include "tests/support/test_users.hpp"
 
 namespace envcontract::probes {
 namespace {
@@ -35,52 +38,15 @@ namespace {
 namespace fs = std::filesystem;
 using namespace std::chrono_literals;
 
-struct User {
-  std::string name;
-  uid_t uid = 0;
-  gid_t gid = 0;
-  std::string home;
-};
-
-// A system user of the tests' own, made once per machine.
-std::optional<User> ensure_user(const std::string& name) {
-  for (int attempt = 0; attempt < 20 && ::getpwnam(name.c_str()) == nullptr; ++attempt) {
-    // Two test processes may race for /etc/passwd's lock: try again.
-    const std::string command =
-        "useradd --system --no-create-home --user-group --shell "
-        "/usr/sbin/nologin " +
-        name + " >/dev/null 2>&1";
-    if (std::system(command.c_str()) != 0) {
-      std::this_thread::sleep_for(100ms);
-    }
-  }
-  const passwd* entry = ::getpwnam(name.c_str());
-  if (entry == nullptr) {
-    return std::nullopt;
-  }
-  // Copied: getpwnam's answer is overwritten by the next call.
-  return User{entry->pw_name, entry->pw_uid, entry->pw_gid, entry->pw_dir};
-}
-
-void chown_tree(const fs::path& root, uid_t uid, gid_t gid) {
-  ASSERT_EQ(::lchown(root.c_str(), uid, gid), 0);
-  for (const auto& entry : fs::recursive_directory_iterator(root)) {
-    ASSERT_EQ(::lchown(entry.path().c_str(), uid, gid), 0) << entry.path();
-  }
-}
+using testing::chown_tree;
+using testing::ensure_user;
+using testing::User;
 
 std::map<std::string, std::string> read_record(const fs::path& path) {
-  std::map<std::string, std::string> record;
   std::ifstream in(path);
-  for (std::string line; std::getline(in, line);) {
-    const auto colon = line.find(':');
-    if (colon != std::string::npos) {
-      std::string value = line.substr(colon + 1);
-      value.erase(0, value.find_first_not_of(" \t"));
-      record[line.substr(0, colon)] = value;
-    }
-  }
-  return record;
+  std::stringstream text;
+  text << in.rdbuf();
+  return testing::status_fields(text.str());
 }
 
 // An env whose code was refused, judged against a contract that imports
@@ -291,9 +257,35 @@ TEST_F(LeastPrivilege, TheWorkingDirectoryIsEnteredAsTheUser) {
   EXPECT_EQ(run_process(spec, {}).out, "root's\n");
 }
 
-TEST_F(LeastPrivilege, ARootOwnedEnvRunsAsTheConfiguredUser) {
+// By default each root-owned env's code runs as a uid of its own: no
+// passwd entry, its gid the same number, no supplementary group.
+TEST_F(LeastPrivilege, ARootOwnedEnvRunsAsAUidOfItsOwn) {
   const fs::path prefix = make_venv("root-env");
   const auto env = describe_prefix(prefix).value();
+  const ProbeUidRange range;
+  ASSERT_EQ(env.run_as.problem, "");
+  EXPECT_GE(env.run_as.uid, range.first);
+  EXPECT_LT(env.run_as.uid, range.first + range.count);
+  EXPECT_EQ(::getpwuid(env.run_as.uid), nullptr);
+  EXPECT_EQ(env.run_as.user, std::to_string(env.run_as.uid));
+  EXPECT_EQ(env.run_as.gid, static_cast<gid_t>(env.run_as.uid));
+  EXPECT_TRUE(env.run_as.groups.empty());
+  probe(env);
+  expect_unprivileged(m_out / "root-env.activate", env.run_as.uid, env.run_as.gid);
+  expect_unprivileged(m_out / "root-env.module", env.run_as.uid, env.run_as.gid);
+  EXPECT_EQ(read_record(m_out / "root-env.module")["Groups"], "");
+
+  // The same env keeps its uid; another root-owned env gets another.
+  EXPECT_EQ(describe_prefix(prefix).value().run_as.uid, env.run_as.uid);
+  const auto other = describe_prefix(make_venv("other-root-env")).value();
+  EXPECT_NE(other.run_as.uid, env.run_as.uid);
+  EXPECT_EQ(other.run_as.problem, "");
+}
+
+TEST_F(LeastPrivilege, ARootOwnedEnvRunsAsTheConfiguredUser) {
+  const fs::path prefix = make_venv("root-env");
+  RunAsPolicy as_nobody{"nobody"};
+  const auto env = describe_prefix(prefix, as_nobody).value();
   EXPECT_EQ(env.run_as.user, "nobody");
   probe(env);
   const passwd* nobody = ::getpwnam("nobody");
@@ -316,6 +308,92 @@ TEST_F(LeastPrivilege, ARootOwnedEnvRunsAsTheConfiguredUser) {
   const auto refused = probe(nowhere);
   EXPECT_FALSE(refused.refused.empty());
   EXPECT_FALSE(fs::exists(m_out / "root-env.module"));
+}
+
+// Two root-owned envs probed at once. The first one's code looks for the
+// other's probe (its scratch directory: the program, its request, the
+// results the agent reads back) and tries to forge its results. Run as the
+// same user (nobody), it could; each with a uid of its own, it is refused,
+// and the other env's import stands as it ran.
+TEST_F(LeastPrivilege, OneRootOwnedEnvsCodeCannotReachAnotherEnvsProbe) {
+  const fs::path forger = make_venv("forger");
+  const fs::path victim = make_venv("victim");
+  const auto site = [](const fs::path& prefix) {
+    for (const auto& entry : fs::directory_iterator(prefix / "lib")) {
+      return entry.path() / "site-packages";
+    }
+    return fs::path();
+  };
+  const std::string tamper_record = (m_out / "tamper").string();
+  // The forger waits for another probe's directory beside its own (the
+  // probe program is sys.argv[1]), then tries to append to its results.
+  std::ofstream(site(forger) / "ec_forge.py")
+      << "import glob, os, sys, time\n"
+      << "own = os.path.dirname(os.path.abspath(sys.argv[1]))\n"
+      << "pattern = os.path.join(os.path.dirname(own), 'envcontract-probe-*')\n"
+      << "others, deadline = [], time.time() + 15\n"
+      << "while not others and time.time() < deadline:\n"
+      << "    others = [d for d in glob.glob(pattern) if d != own]\n"
+      << "    time.sleep(0.05)\n"
+      << "lines = ['seen %d' % len(others)]\n"
+      << "for d in others:\n"
+      << "    try:\n"
+      << "        with open(os.path.join(d, 'result.jsonl'), 'a') as f:\n"
+      << "            f.write('{\"forged\": true}\\n')\n"
+      << "        lines.append('written')\n"
+      << "    except OSError as e:\n"
+      << "        lines.append('refused: ' + e.strerror)\n"
+      << "with open('" << tamper_record << ".part', 'w') as f:\n"
+      << "    f.write('\\n'.join(lines) + '\\n')\n"
+      << "os.rename('" << tamper_record << ".part', '" << tamper_record << "')\n";
+  // The victim's first import (torch's, as every probe's) lasts until the
+  // forger has tried, so its directory is there to be found; then it fails
+  // as a missing torch would.
+  std::ofstream(site(victim) / "torch.py")
+      << "import os, time\n"
+      << "deadline = time.time() + 15\n"
+      << "while not os.path.exists('" << tamper_record << "') and time.time() < deadline:\n"
+      << "    time.sleep(0.05)\n"
+      << "raise ImportError('no torch in this env')\n";
+  std::ofstream(site(victim) / "ec_patient.py") << "patient = True\n";
+  // Probes' directories in a temporary directory of the test's own: those of
+  // tests running beside it are not the forger's to find.
+  const fs::path private_tmp = m_dir.path() / "tmp";
+  fs::create_directories(private_tmp);
+  fs::permissions(private_tmp, fs::perms(0755));
+  const char* saved_tmpdir = std::getenv("TMPDIR");
+  const std::string restore = saved_tmpdir ? saved_tmpdir : "";
+  ::setenv("TMPDIR", private_tmp.c_str(), 1);
+  const auto forger_env = describe_prefix(forger).value();
+  const auto victim_env = describe_prefix(victim).value();
+  ASSERT_NE(forger_env.run_as.uid, victim_env.run_as.uid);
+
+  DynamicFacts victim_facts;
+  std::thread victim_probe([&] { victim_facts = probe(victim_env, nullptr, {"ec_patient"}); });
+  const auto forger_facts = probe(forger_env, nullptr, {"ec_forge"});
+  victim_probe.join();
+  if (restore.empty()) {
+    ::unsetenv("TMPDIR");
+  } else {
+    ::setenv("TMPDIR", restore.c_str(), 1);
+  }
+  ASSERT_FALSE(forger_facts.stages.empty());
+
+  const auto record = testing::run_command({"/bin/cat", tamper_record});
+  ASSERT_EQ(record.exit_code, 0) << "the forger's code never ran";
+  EXPECT_EQ(record.out, "seen 1\nrefused: Permission denied\n");
+  // The victim's records are the probe's own: its import of ec_patient, as
+  // it ran, and nothing appended.
+  const auto imports =
+      std::find_if(victim_facts.stages.begin(), victim_facts.stages.end(),
+                   [](const StageResult& stage) { return stage.stage == "imports"; });
+  ASSERT_NE(imports, victim_facts.stages.end());
+  EXPECT_EQ(imports->status, StageStatus::ok) << imports->summary;
+  ASSERT_EQ(imports->records.size(), 2U);
+  EXPECT_EQ(imports->records[0].type, "search_path");
+  EXPECT_EQ(imports->records[1].type, "import");
+  EXPECT_EQ(imports->records[1].module, "ec_patient");
+  EXPECT_TRUE(imports->records[1].ok) << imports->records[1].error;
 }
 
 struct UnsafeCase {
