@@ -36,6 +36,10 @@ using RequestHandler = std::function<PlainResponse(const PlainRequest&)>;
 struct HttpSettings {
   unsigned threads = 4;
   std::size_t max_connections = 256;
+  // From one peer address, so that one client cannot take them all (0: a
+  // quarter of max_connections). The last 8 (a quarter when that is fewer) are kept
+  // for /healthz and /metrics from clients that hold no other.
+  std::size_t max_connections_per_client = 0;
   std::chrono::milliseconds timeout{10'000};
   // A serving thread with nothing to serve this long ends (one always stays).
   std::chrono::milliseconds idle_thread_life{30'000};
