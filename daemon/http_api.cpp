@@ -670,6 +670,15 @@ class BoundedServer final : public httplib::Server {
   // again on the bound socket only changes its backlog.
   void set_backlog(int backlog) { ::listen(svr_sock_, backlog); }
 
+  // Closes the socket of a server bound but never served, whose stop()
+  // closes nothing (httplib's closes a running server's only).
+  void close_listener() {
+    const socket_t sock = svr_sock_.exchange(INVALID_SOCKET);
+    if (sock != INVALID_SOCKET) {
+      ::close(sock);
+    }
+  }
+
   // Serves an admitted connection until it ends; the caller closes it. One
   // taken in the health checks' reserve serves one request and has a second
   // to send it.
@@ -805,6 +814,13 @@ struct HttpServer::Impl {
   // Guards server.queue against its deletion for liveness_problem().
   std::mutex queue_mutex;
   bool listened = false;  // the listen loop has started (queue_mutex)
+  // serve() and stop() in either order, from any thread (serve_mutex).
+  std::mutex serve_mutex;
+  bool stop_requested = false;
+  bool serve_entered = false;
+  std::atomic<bool> serve_returned{false};
+  std::thread thread;  // of start()
+  int port = 0;        // bound
 
   void routes();
   void answer_with_handler(const httplib::Request& request, httplib::Response& response);
@@ -1442,7 +1458,12 @@ HttpServer::HttpServer(const HttpSettings& settings, Agent* agent, std::string v
   impl.routes();
 }
 
-HttpServer::~HttpServer() = default;
+HttpServer::~HttpServer() {
+  stop();
+  if (m_impl->thread.joinable()) {
+    m_impl->thread.join();
+  }
+}
 
 common::Result<int> HttpServer::bind(const ListenAddress& address) {
   auto& server = m_impl->server;
@@ -1456,6 +1477,7 @@ common::Result<int> HttpServer::bind(const ListenAddress& address) {
       return common::Error{"cannot listen on " + address.host + ": " + std::strerror(errno)};
     }
     server.set_backlog(static_cast<int>(m_impl->max_connections));
+    m_impl->port = port;
     return port;
   }
   if (!server.bind_to_port(address.host, address.port)) {
@@ -1464,15 +1486,52 @@ common::Result<int> HttpServer::bind(const ListenAddress& address) {
                          " (is another agent running? choose another --listen)"};
   }
   server.set_backlog(static_cast<int>(m_impl->max_connections));
+  m_impl->port = address.port;
   return address.port;
 }
 
+common::Result<int> HttpServer::start() {
+  try {
+    m_impl->thread = std::thread([this] { serve(); });
+  } catch (const std::system_error& e) {
+    return common::Error{std::string("cannot start the HTTP server's thread: ") + e.what() +
+                         " (is the unit's TasksMax reached?)"};
+  }
+  return m_impl->port;
+}
+
 void HttpServer::serve() {
-  m_impl->server.listen_after_bind();
+  auto& impl = *m_impl;
+  {
+    std::lock_guard lock(impl.serve_mutex);
+    if (impl.stop_requested) {
+      return;
+    }
+    impl.serve_entered = true;
+  }
+  impl.server.listen_after_bind();
+  impl.serve_returned = true;
 }
 
 void HttpServer::stop() {
-  m_impl->server.stop();
+  auto& impl = *m_impl;
+  bool entered = false;
+  {
+    std::lock_guard lock(impl.serve_mutex);
+    impl.stop_requested = true;
+    entered = impl.serve_entered;
+  }
+  if (!entered) {
+    impl.server.close_listener();  // bound, never served: serve() will not begin
+    return;
+  }
+  // httplib's stop() stops only a server that has begun to run: one stopped
+  // just after serve() was called would otherwise listen for good. The wait
+  // is the few instructions from serve()'s start to httplib's flag.
+  while (!impl.server.is_running() && !impl.serve_returned) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  }
+  impl.server.stop();
 }
 
 std::string HttpServer::liveness_problem() const {
