@@ -173,6 +173,9 @@ int main(int argc, char** argv) {
   config.roots = {work / "root"};
   config.database = work / "agent.db";
   config.interval = std::chrono::hours(1);
+  // Every client of the bench connects from 127.0.0.1: one address may
+  // hold all the connections here, as many clients' would.
+  config.http_max_connections_per_client = config.http_max_connections;
   envcontract::daemon::Agent agent(config);
   envcontract::daemon::HttpServer http(agent, "bench");
   const auto bound = http.bind({"127.0.0.1", 0});

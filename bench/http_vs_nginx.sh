@@ -40,7 +40,10 @@ free_port() {
 agent_port=$(free_port)
 nginx_port=$(free_port)
 
-"$envcontractd" serve --contract "$contract" --root "$demo_host" \
+# wrk's connections all come from 127.0.0.1: one address may hold them all
+# here, as many clients' would.
+printf 'http_max_connections_per_client: 256\n' > "$work/agent.yaml"
+"$envcontractd" serve --config "$work/agent.yaml" --contract "$contract" --root "$demo_host" \
   --listen "127.0.0.1:$agent_port" --database "$work/agent.sqlite" --interval 24h \
   --ready-file "$work/ready" --log-level warn > "$work/agent.log" 2>&1 &
 agent_pid=$!

@@ -249,6 +249,9 @@ std::string read_agent_config(const std::filesystem::path& path, AgentConfig& co
       if (auto v = top.integer("http_max_connections", Need::optional, 1, 4096)) {
         config.http_max_connections = static_cast<std::size_t>(*v);
       }
+      if (auto v = top.integer("http_max_connections_per_client", Need::optional, 0, 4096)) {
+        config.http_max_connections_per_client = static_cast<std::size_t>(*v);
+      }
       if (auto v = top.string_list("http_allowed_hosts"))
         config.http_allowed_hosts = *v;
       if (auto v = top.string("checkout")) {

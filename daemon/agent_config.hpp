@@ -61,6 +61,8 @@ struct AgentConfig {
   // threads start only as connections come, so the ceiling costs nothing idle.
   unsigned http_threads = 256;
   std::size_t http_max_connections = 256;
+  // Of them, those one peer address may hold (0: a quarter of http_max_connections).
+  std::size_t http_max_connections_per_client = 0;
   std::chrono::milliseconds http_timeout{10'000};  // a whole request, first byte to last
   // A serving thread with nothing to serve this long ends (one always stays).
   std::chrono::milliseconds http_idle_thread_life{30'000};

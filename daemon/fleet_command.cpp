@@ -9,7 +9,6 @@
 #include <cctype>
 #include <csignal>
 #include <iostream>
-#include <thread>
 
 #include "contracts/values.hpp"
 #include "daemon/agent_config.hpp"
@@ -213,11 +212,16 @@ std::optional<int> FleetCli::run() {
     spdlog::critical("{}", bound.error());
     return 2;
   }
+  if (const auto serving = http.start(); !serving) {
+    spdlog::critical("{}", serving.error());
+    return 2;
+  }
   const std::string url = served_url(*listen, bound.value());
-  std::thread server([&http] { http.serve(); });
   spdlog::info("envcontractd {} serving the fleet view at {}", ENVCONTRACT_VERSION, url);
-  write_ready_file(arguments.ready_file, url);
-  sd_notify(0, "READY=1");
+  if (const auto ready = announce_ready(arguments.ready_file, url); !ready) {
+    spdlog::critical("{}", ready.error());
+    return 2;  // the HTTP server stops and its thread is joined on the way out
+  }
   for (;;) {
     int received = 0;
     if (sigwait(&signals, &received) == 0) {
@@ -226,8 +230,6 @@ std::optional<int> FleetCli::run() {
     }
   }
   sd_notify(0, "STOPPING=1");
-  http.stop();
-  server.join();
   return 0;
 }
 

@@ -11,6 +11,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <atomic>
 #include <cerrno>
 #include <charconv>
 #include <condition_variable>
@@ -29,6 +30,7 @@
 #include "common/json_text.hpp"
 #include "common/time_text.hpp"
 #include "contracts/spelling.hpp"
+#include "daemon/connection_admission.hpp"
 #include "daemon/http_routes.hpp"
 #include "daemon/metrics.hpp"
 #include "provisioning/provision_steps.hpp"
@@ -141,8 +143,8 @@ struct RequestOutcome {
 };
 thread_local RequestOutcome t_outcome;
 
-// Set on the thread that turns away connections past the limit.
-thread_local bool t_turning_away = false;
+// Set on the thread serving a connection taken in the health checks' reserve.
+thread_local bool t_health_only = false;
 
 using Clock = std::chrono::steady_clock;
 
@@ -394,51 +396,70 @@ class ConnectionStream final : public httplib::Stream {
 
 thread_local ConnectionStream* t_stream = nullptr;
 
+// A connection accepted: its socket, the address it came from and what it may ask.
+struct Connection {
+  int fd = -1;
+  std::string client;
+  Admission admission = Admission::serve;
+};
+
+// Unread bytes at close() make the kernel reset the connection, which can
+// drop the answer not yet delivered: say we are done, drain a little, close.
+void close_gently(int sock) {
+  ::shutdown(sock, SHUT_WR);
+  char discard[4096];
+  for (int reads = 0; reads < 16 && ::recv(sock, discard, sizeof discard, MSG_DONTWAIT) > 0;
+       ++reads) {
+  }
+  ::close(sock);
+}
+
+// Set on the accepting thread while httplib hands a socket over
+// (ConnectionQueue::enqueue), and the socket handed over.
+thread_local bool t_handing_over = false;
+thread_local int t_handed_over = -1;
+
 // httplib serves a connection on one pool thread for its whole life. This
-// queue bounds the connections in flight (served or waiting for a thread):
-// past the bound, a connection is answered 503 at once by a thread of its
-// own instead of waiting behind the others, and the connection loop closes
-// keep-alive connections early while others wait, so that a few clients
-// cannot hold every thread. Serving threads start when connections outnumber
-// idle ones, up to `threads`, and end after a spell with nothing to serve:
-// an idle agent keeps one, not a stack and malloc cache per thread it may
-// start (32 of them were 1.3 MB of its RSS, bench/footprint.sh).
+// queue admits each connection as it is accepted (ConnectionAdmission: a
+// bound in all, a bound per client address, a reserve for health checks):
+// one turned away is answered 503 at once by a thread of its own instead of
+// waiting behind the others, and the connection loop closes keep-alive
+// connections early while others wait, so that a few clients cannot hold
+// every thread. Serving threads start when connections outnumber idle ones,
+// up to `threads`, and end after a spell with nothing to serve: an idle
+// agent keeps one, not a stack and malloc cache per thread it may start (32
+// of them were 1.3 MB of its RSS, bench/footprint.sh).
 class ConnectionQueue final : public httplib::TaskQueue {
  public:
-  ConnectionQueue(std::size_t threads, std::size_t max_connections,
-                  std::chrono::milliseconds idle_thread_life)
+  using Handler = std::function<void(const Connection&)>;
+
+  // `serve` serves an admitted connection to its end (the queue closes it);
+  // `turn_away` answers one turned away and closes it.
+  ConnectionQueue(std::size_t threads, ConnectionBounds bounds,
+                  std::chrono::milliseconds idle_thread_life, Handler serve, Handler turn_away)
       : m_max_threads(std::max<std::size_t>(1, threads)),
-        m_max_connections(max_connections),
-        m_idle_thread_life(idle_thread_life) {
+        m_idle_thread_life(idle_thread_life),
+        m_serve(std::move(serve)),
+        m_turn_away(std::move(turn_away)),
+        m_admission(bounds) {
     std::lock_guard lock(m_mutex);
     m_threads.emplace_back([this] { work(m_turned_away, true); });
     start_serving_thread();
   }
 
+  // httplib's job serves the socket it has just accepted, by calling
+  // process_and_close_socket (BoundedServer's). Run here with
+  // t_handing_over set, it only hands the socket over: a connection must be
+  // admitted by its peer's address on the accepting thread, before it can
+  // hold anything, and the job does not say which socket it serves.
   void enqueue(std::function<void()> job) override {
-    bool turning_away = false;
-    std::vector<std::thread> ended;
-    {
-      std::lock_guard lock(m_mutex);
-      if (m_in_flight >= m_max_connections) {
-        m_turned_away.push_back(std::move(job));
-        turning_away = true;
-      } else {
-        ++m_in_flight;
-        m_jobs.push_back(std::move(job));
-        m_enqueued.push_back(std::chrono::steady_clock::now());
-        if (m_jobs.size() > m_idle + m_starting && m_serving < m_max_threads) {
-          ended = take_ended();
-          start_serving_thread();
-        }
-      }
+    t_handed_over = -1;
+    t_handing_over = true;
+    job();
+    t_handing_over = false;
+    if (t_handed_over >= 0) {
+      admit(t_handed_over);
     }
-    for (auto& thread : ended) {
-      thread.join();  // it has left its loop: this only reaps it
-    }
-    // One thread for one job: waking all of them for each connection cost
-    // a burst of context switches per request under load.
-    (turning_away ? m_turned_away_ready : m_jobs_ready).notify_one();
   }
 
   void shutdown() override {
@@ -481,6 +502,34 @@ class ConnectionQueue final : public httplib::TaskQueue {
   void on_shutdown(std::function<void()> hook) { m_on_shutdown = std::move(hook); }
 
  private:
+  void admit(int fd) {
+    Connection connection{fd, peer_address(fd)};
+    bool turning_away = false;
+    std::vector<std::thread> ended;
+    {
+      std::lock_guard lock(m_mutex);
+      connection.admission = m_admission.admit(connection.client);
+      turning_away = connection.admission == Admission::refused_full ||
+                     connection.admission == Admission::refused_client;
+      if (turning_away) {
+        m_turned_away.push_back(std::move(connection));
+      } else {
+        m_jobs.push_back(std::move(connection));
+        m_enqueued.push_back(std::chrono::steady_clock::now());
+        if (m_jobs.size() > m_idle + m_starting && m_serving < m_max_threads) {
+          ended = take_ended();
+          start_serving_thread();
+        }
+      }
+    }
+    for (auto& thread : ended) {
+      thread.join();  // it has left its loop: this only reaps it
+    }
+    // One thread for one job: waking all of them for each connection cost
+    // a burst of context switches per request under load.
+    (turning_away ? m_turned_away_ready : m_jobs_ready).notify_one();
+  }
+
   // Call with m_mutex held. A thread that cannot start (the unit's TasksMax
   // reached, say by probes that fork) leaves the job to a running one.
   void start_serving_thread() {
@@ -521,12 +570,11 @@ class ConnectionQueue final : public httplib::TaskQueue {
     return ended;
   }
 
-  void work(std::deque<std::function<void()>>& queue, bool turning_away) {
-    t_turning_away = turning_away;
+  void work(std::deque<Connection>& queue, bool turning_away) {
     auto& ready = turning_away ? m_turned_away_ready : m_jobs_ready;
     bool started = false;
     for (;;) {
-      std::function<void()> job;
+      Connection connection;
       {
         std::unique_lock lock(m_mutex);
         const auto has_work = [&] { return m_shutdown || !queue.empty(); };
@@ -557,29 +605,37 @@ class ConnectionQueue final : public httplib::TaskQueue {
           }
           continue;
         }
-        job = std::move(queue.front());
+        connection = std::move(queue.front());
         queue.pop_front();
         if (!turning_away) {
           m_enqueued.pop_front();
         }
       }
-      job();
-      if (!turning_away) {
-        std::lock_guard lock(m_mutex);
-        --m_in_flight;
+      if (turning_away) {
+        m_turn_away(connection);
+        continue;
       }
+      m_serve(connection);
+      {
+        // Before the client sees the connection end: one that reconnects at
+        // once (a health check after another) is not counted twice.
+        std::lock_guard lock(m_mutex);
+        m_admission.release(connection.client);
+      }
+      close_gently(connection.fd);
     }
   }
 
   const std::size_t m_max_threads;
-  const std::size_t m_max_connections;
   const std::chrono::milliseconds m_idle_thread_life;  // then a serving thread beyond one ends
+  const Handler m_serve;
+  const Handler m_turn_away;
   mutable std::mutex m_mutex;
+  ConnectionAdmission m_admission;  // the connections served or waiting for a thread
   std::condition_variable m_jobs_ready;
   std::condition_variable m_turned_away_ready;
-  std::deque<std::function<void()>> m_jobs;
-  std::deque<std::function<void()>> m_turned_away;
-  std::size_t m_in_flight = 0;
+  std::deque<Connection> m_jobs;
+  std::deque<Connection> m_turned_away;
   std::size_t m_serving = 0;   // serving threads started and not ended
   std::size_t m_idle = 0;      // of them, those waiting for a connection
   std::size_t m_starting = 0;  // of them, those not yet running
@@ -601,7 +657,8 @@ struct ConnectionLimits {
 // httplib's server with our connection loop (process_and_close_socket is
 // private but virtual in 0.11.4: overriding it is how a subclass replaces
 // the loop; process_request, which parses and routes one request, is
-// protected for that purpose).
+// protected for that purpose). Its loop serves the connections that
+// ConnectionQueue admits.
 class BoundedServer final : public httplib::Server {
  public:
   ConnectionLimits limits;
@@ -613,22 +670,32 @@ class BoundedServer final : public httplib::Server {
   // again on the bound socket only changes its backlog.
   void set_backlog(int backlog) { ::listen(svr_sock_, backlog); }
 
- private:
-  bool process_and_close_socket(socket_t sock) override {
-    if (t_turning_away) {
-      turn_away(sock);
-      return false;
+  // Closes the socket of a server bound but never served, whose stop()
+  // closes nothing (httplib's closes a running server's only).
+  void close_listener() {
+    const socket_t sock = svr_sock_.exchange(INVALID_SOCKET);
+    if (sock != INVALID_SOCKET) {
+      ::close(sock);
     }
+  }
+
+  // Serves an admitted connection until it ends; the caller closes it. One
+  // taken in the health checks' reserve serves one request and has a second
+  // to send it.
+  void serve_connection(const Connection& connection) {
+    const int sock = connection.fd;
+    const bool health_only = connection.admission == Admission::health_only;
+    t_health_only = health_only;
     ConnectionStream stream(sock, limits.request_timeout);
     bool ok = false;
     for (std::size_t served = 0; served < limits.keep_alive_requests; ++served) {
-      if (svr_sock_ == INVALID_SOCKET || !wait_for_request(stream, served == 0)) {
+      if (svr_sock_ == INVALID_SOCKET || !wait_for_request(stream, served == 0, health_only)) {
         break;
       }
       stream.begin_request(Clock::now() + limits.request_timeout, limits.request_bytes);
       t_outcome = {};
       t_stream = &stream;
-      const bool last = served + 1 == limits.keep_alive_requests ||
+      const bool last = health_only || served + 1 == limits.keep_alive_requests ||
                         (queue.load() != nullptr && queue.load()->waiting() > 0) ||
                         svr_sock_ == INVALID_SOCKET;
       bool closed = false;
@@ -654,29 +721,57 @@ class BoundedServer final : public httplib::Server {
         break;
       }
     }
-    close_gently(sock);
-    return ok;
+    t_health_only = false;
   }
 
-  // Unread bytes at close() make the kernel reset the connection, which can
-  // drop the answer not yet delivered: say we are done, drain a little, close.
-  static void close_gently(int sock) {
-    ::shutdown(sock, SHUT_WR);
-    char discard[4096];
-    for (int reads = 0; reads < 16 && ::recv(sock, discard, sizeof discard, MSG_DONTWAIT) > 0;
-         ++reads) {
+  // A connection turned away: a short answer that says why, and it is closed.
+  static void turn_away(const Connection& connection) {
+    static const std::string full = refusal(
+        "the agent is serving as many connections as it allows (http_max_connections); retry "
+        "shortly");
+    static const std::string client = refusal(
+        "this address holds as many connections to the agent as one address may "
+        "(http_max_connections_per_client): close idle ones, or retry shortly");
+    const std::string& response = connection.admission == Admission::refused_client ? client : full;
+    const timeval timeout{1, 0};
+    ::setsockopt(connection.fd, SOL_SOCKET, SO_SNDTIMEO, &timeout, sizeof timeout);
+    (void)::send(connection.fd, response.data(), response.size(), MSG_NOSIGNAL | MSG_DONTWAIT);
+    close_gently(connection.fd);
+  }
+
+ private:
+  // httplib calls this only from the job that ConnectionQueue::enqueue runs
+  // on the accepting thread: it hands the socket over (see there).
+  bool process_and_close_socket(socket_t sock) override {
+    if (t_handing_over) {
+      t_handed_over = sock;
+      return true;
     }
-    ::close(sock);
+    serve_connection({sock, peer_address(sock)});
+    close_gently(sock);
+    return true;
+  }
+
+  static std::string refusal(const std::string& message) {
+    const std::string body = "{\"error\": \"" + message + "\"}\n";
+    return "HTTP/1.1 503 Service Unavailable\r\nContent-Type: application/json\r\n"
+           "Retry-After: 1\r\nConnection: close\r\nContent-Length: " +
+           std::to_string(body.size()) + "\r\n\r\n" + body;
   }
 
   // The next request's first byte, waited for in short slices: a connection
   // that stays silent while others wait for a thread gives its thread up
   // (after 1 s for a new connection, at once for an idle keep-alive one), so
-  // that silent connections cannot hold every thread.
-  bool wait_for_request(ConnectionStream& stream, bool first) {
+  // that silent connections cannot hold every thread. A connection in the
+  // health checks' reserve has a second in all: a checker asks at once, and
+  // a silent client would keep the reserve from the next one.
+  bool wait_for_request(ConnectionStream& stream, bool first, bool health_only) {
     constexpr std::chrono::milliseconds k_slice{100};
+    constexpr std::chrono::milliseconds k_health_patience{1000};
     const auto patience = first ? std::chrono::milliseconds(1000) : k_slice;
-    const auto limit = first ? limits.request_timeout : limits.keep_alive_idle;
+    const auto limit = health_only ? std::min(k_health_patience, limits.request_timeout)
+                       : first     ? limits.request_timeout
+                                   : limits.keep_alive_idle;
     const auto started = Clock::now();
     for (;;) {
       const auto waited =
@@ -692,21 +787,6 @@ class BoundedServer final : public httplib::Server {
         return false;
       }
     }
-  }
-
-  // Past the connection bound: a short answer, and the connection is closed.
-  static void turn_away(int sock) {
-    static const std::string body =
-        "{\"error\": \"the agent is serving as many connections as it allows "
-        "(http_max_connections); retry shortly\"}\n";
-    static const std::string response =
-        "HTTP/1.1 503 Service Unavailable\r\nContent-Type: application/json\r\n"
-        "Retry-After: 1\r\nConnection: close\r\nContent-Length: " +
-        std::to_string(body.size()) + "\r\n\r\n" + body;
-    const timeval timeout{1, 0};
-    ::setsockopt(sock, SOL_SOCKET, SO_SNDTIMEO, &timeout, sizeof timeout);
-    (void)::send(sock, response.data(), response.size(), MSG_NOSIGNAL | MSG_DONTWAIT);
-    close_gently(sock);
   }
 };
 }  // namespace
@@ -734,6 +814,13 @@ struct HttpServer::Impl {
   // Guards server.queue against its deletion for liveness_problem().
   std::mutex queue_mutex;
   bool listened = false;  // the listen loop has started (queue_mutex)
+  // serve() and stop() in either order, from any thread (serve_mutex).
+  std::mutex serve_mutex;
+  bool stop_requested = false;
+  bool serve_entered = false;
+  std::atomic<bool> serve_returned{false};
+  std::thread thread;  // of start()
+  int port = 0;        // bound
 
   void routes();
   void answer_with_handler(const httplib::Request& request, httplib::Response& response);
@@ -1147,6 +1234,14 @@ httplib::Server::HandlerResponse HttpServer::Impl::dispatch(const httplib::Reque
       request.get_header_value_count("Content-Length") > 1) {
     t_outcome.close_after = true;
   }
+  if (t_health_only && request.path != "/healthz" && request.path != "/metrics") {
+    response.set_header("Retry-After", "1");
+    send_error(response, 503,
+               "the agent's connections are all taken (http_max_connections, at most "
+               "http_max_connections_per_client from one address); this one was kept for health "
+               "checks and answers only /healthz and /metrics: retry shortly");
+    return handled;
+  }
   const std::string length = request.get_header_value("Content-Length");
   std::uint64_t declared = 0;
   const auto [end, error] = std::from_chars(length.data(), length.data() + length.size(), declared);
@@ -1300,6 +1395,7 @@ HttpSettings HttpSettings::of(const AgentConfig& config) {
   HttpSettings settings;
   settings.threads = config.http_threads;
   settings.max_connections = config.http_max_connections;
+  settings.max_connections_per_client = config.http_max_connections_per_client;
   settings.timeout = config.http_timeout;
   settings.idle_thread_life = config.http_idle_thread_life;
   settings.listen = config.listen;
@@ -1325,8 +1421,12 @@ HttpServer::HttpServer(const HttpSettings& settings, Agent* agent, std::string v
   const auto threads =
       static_cast<unsigned>(std::clamp<std::size_t>(settings.threads, 1, impl.max_connections));
   server.new_task_queue = [&impl, threads] {
-    auto* queue =
-        new ConnectionQueue(threads, impl.max_connections, impl.settings.idle_thread_life);
+    auto* queue = new ConnectionQueue(
+        threads,
+        ConnectionBounds::of(impl.max_connections, impl.settings.max_connections_per_client),
+        impl.settings.idle_thread_life,
+        [&impl](const Connection& connection) { impl.server.serve_connection(connection); },
+        BoundedServer::turn_away);
     queue->on_shutdown([&impl] {
       std::lock_guard lock(impl.queue_mutex);
       impl.server.queue = nullptr;
@@ -1358,7 +1458,12 @@ HttpServer::HttpServer(const HttpSettings& settings, Agent* agent, std::string v
   impl.routes();
 }
 
-HttpServer::~HttpServer() = default;
+HttpServer::~HttpServer() {
+  stop();
+  if (m_impl->thread.joinable()) {
+    m_impl->thread.join();
+  }
+}
 
 common::Result<int> HttpServer::bind(const ListenAddress& address) {
   auto& server = m_impl->server;
@@ -1372,6 +1477,7 @@ common::Result<int> HttpServer::bind(const ListenAddress& address) {
       return common::Error{"cannot listen on " + address.host + ": " + std::strerror(errno)};
     }
     server.set_backlog(static_cast<int>(m_impl->max_connections));
+    m_impl->port = port;
     return port;
   }
   if (!server.bind_to_port(address.host, address.port)) {
@@ -1380,15 +1486,52 @@ common::Result<int> HttpServer::bind(const ListenAddress& address) {
                          " (is another agent running? choose another --listen)"};
   }
   server.set_backlog(static_cast<int>(m_impl->max_connections));
+  m_impl->port = address.port;
   return address.port;
 }
 
+common::Result<int> HttpServer::start() {
+  try {
+    m_impl->thread = std::thread([this] { serve(); });
+  } catch (const std::system_error& e) {
+    return common::Error{std::string("cannot start the HTTP server's thread: ") + e.what() +
+                         " (is the unit's TasksMax reached?)"};
+  }
+  return m_impl->port;
+}
+
 void HttpServer::serve() {
-  m_impl->server.listen_after_bind();
+  auto& impl = *m_impl;
+  {
+    std::lock_guard lock(impl.serve_mutex);
+    if (impl.stop_requested) {
+      return;
+    }
+    impl.serve_entered = true;
+  }
+  impl.server.listen_after_bind();
+  impl.serve_returned = true;
 }
 
 void HttpServer::stop() {
-  m_impl->server.stop();
+  auto& impl = *m_impl;
+  bool entered = false;
+  {
+    std::lock_guard lock(impl.serve_mutex);
+    impl.stop_requested = true;
+    entered = impl.serve_entered;
+  }
+  if (!entered) {
+    impl.server.close_listener();  // bound, never served: serve() will not begin
+    return;
+  }
+  // httplib's stop() stops only a server that has begun to run: one stopped
+  // just after serve() was called would otherwise listen for good. The wait
+  // is the few instructions from serve()'s start to httplib's flag.
+  while (!impl.server.is_running() && !impl.serve_returned) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  }
+  impl.server.stop();
 }
 
 std::string HttpServer::liveness_problem() const {

@@ -36,6 +36,10 @@ using RequestHandler = std::function<PlainResponse(const PlainRequest&)>;
 struct HttpSettings {
   unsigned threads = 4;
   std::size_t max_connections = 256;
+  // From one peer address, so that one client cannot take them all (0: a
+  // quarter of max_connections). The last 8 (a quarter when that is fewer) are kept
+  // for /healthz and /metrics from clients that hold no other.
+  std::size_t max_connections_per_client = 0;
   std::chrono::milliseconds timeout{10'000};
   // A serving thread with nothing to serve this long ends (one always stays).
   std::chrono::milliseconds idle_thread_life{30'000};
@@ -57,6 +61,7 @@ class HttpServer {
   // Serves `handler`'s routes instead of the agent's, with the same
   // connection handling, limits and Host checks.
   HttpServer(const HttpSettings& settings, RequestHandler handler);
+  // Stops serving and joins the thread of start().
   ~HttpServer();
   HttpServer(const HttpServer&) = delete;
   HttpServer& operator=(const HttpServer&) = delete;
@@ -64,8 +69,14 @@ class HttpServer {
   // Binds the listening socket (port 0: any free port). Returns the port, or
   // why it could not bind.
   common::Result<int> bind(const ListenAddress& address);
-  // Serves until stop(); call after bind().
+  // Serves on a thread of its own, which stop() (or the destructor) ends
+  // and the destructor joins; call after bind(). Returns the port served,
+  // or why no thread could start.
+  common::Result<int> start();
+  // Serves on the calling thread until stop(); call after bind().
   void serve();
+  // Stops serving, whether serve() has begun or not (it then returns at
+  // once), and closes the listening socket. Any thread, any number of times.
   void stop();
   // Why the HTTP side cannot be trusted to be alive, or "" when it is: it
   // stopped accepting, or connections wait while no thread takes any for

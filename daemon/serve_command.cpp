@@ -9,8 +9,7 @@
 
 #include <csignal>
 #include <cstdlib>
-#include <memory>
-#include <thread>
+#include <string>
 
 #include "daemon/agent.hpp"
 #include "daemon/http_api.hpp"
@@ -20,8 +19,9 @@
 namespace envcontract::daemon {
 namespace {
 
-// Blocks the signals the agent handles in every thread (threads inherit the
-// mask), so that only sigwait() sees them. Probes restore the default mask.
+// The signals the agent handles, blocked in every thread (threads inherit
+// the mask) by prepare_process, so that only sigwait() sees them. Probes
+// restore the default mask.
 sigset_t handled_signals() {
   sigset_t signals;
   sigemptyset(&signals);
@@ -71,54 +71,54 @@ std::size_t connection_bound(std::size_t wanted) {
 // /api/v1/report showed no difference in throughput between 2 and 16.
 constexpr int k_malloc_arenas = 4;
 
-}  // namespace
+// Start-up, step by step. Each step returns why it failed, for the user;
+// what the steps before it started is stopped by its owner's destructor
+// (HttpServer, Agent, the guards below), in the reverse order, whichever
+// step fails.
 
-int run_serve(const ServeOptions& options) {
+// The process' settings every thread inherits: glibc's arenas, the signals
+// only sigwait() sees, and those that must fail a call instead of killing.
+void prepare_process(const sigset_t& signals) {
   if (std::getenv("MALLOC_ARENA_MAX") == nullptr && std::getenv("GLIBC_TUNABLES") == nullptr) {
     ::mallopt(M_ARENA_MAX, k_malloc_arenas);  // unless the operator chose otherwise
   }
-  const auto address = parse_listen_address(options.config.listen);
-  if (!address) {
-    spdlog::critical("--listen must be HOST:PORT such as 127.0.0.1:9714, got '{}'",
-                     options.config.listen);
-    return 2;
-  }
-  const sigset_t signals = handled_signals();
   pthread_sigmask(SIG_BLOCK, &signals, nullptr);
-
   // A full disk (or a file size limit) must fail a write, not kill the agent;
   // a peer that closes mid-write (a webhook receiver: httplib's client sends
   // without MSG_NOSIGNAL) must fail that write, not kill the agent.
   std::signal(SIGXFSZ, SIG_IGN);
   std::signal(SIGPIPE, SIG_IGN);
-  auto config = options.config;
-  config.http_max_connections = connection_bound(config.http_max_connections);
-  Agent agent(config);
-  HttpServer http(agent, ENVCONTRACT_VERSION);
-  const auto bound = http.bind(*address);
-  if (!bound) {
-    spdlog::critical("{}", bound.error());
-    return 2;
-  }
-  if (const auto problem = agent.start(); !problem.empty()) {
-    spdlog::critical("{}", problem);
-    return 2;
-  }
-  const std::string url = served_url(*address, bound.value());
-  std::thread server([&http] { http.serve(); });
-  spdlog::info("envcontractd {} serving the dashboard and API at {}", ENVCONTRACT_VERSION, url);
-  write_ready_file(options.ready_file, url);
-  sd_notify(0, "READY=1");
-  const auto watchdog = ServiceNotifier::watchdog_interval();
-  if (watchdog.count() > 0) {
-    spdlog::info("systemd watchdog: {} ms; pinging while the scheduler and the HTTP side answer",
-                 watchdog.count() / 1000);
-  }
-  auto notifier = std::make_unique<ServiceNotifier>(
-      ServiceNotifier::Checks{[&] { return agent_liveness_problem(agent, http); },
-                              [&] { return agent_status_line(agent); }},
-      watchdog);
+}
 
+common::Result<ListenAddress> listen_address(const AgentConfig& config) {
+  auto address = parse_listen_address(config.listen);
+  if (!address) {
+    return common::Error{"--listen must be HOST:PORT such as 127.0.0.1:9714, got '" +
+                         config.listen + "'"};
+  }
+  return *address;
+}
+
+// Loads the contract, opens the store and queues the first scan; the
+// agent's destructor stops what started. Returns the contract in force.
+common::Result<ContractHandle> start_agent(Agent& agent) {
+  if (auto problem = agent.start(); !problem.empty()) {
+    return common::Error{std::move(problem)};
+  }
+  return agent.snapshot()->contract;
+}
+
+// STOPPING=1 to systemd when the agent stops, however it stops.
+class StoppingNotice {
+ public:
+  StoppingNotice() = default;
+  ~StoppingNotice() { sd_notify(0, "STOPPING=1"); }
+  StoppingNotice(const StoppingNotice&) = delete;
+  StoppingNotice& operator=(const StoppingNotice&) = delete;
+};
+
+// Until SIGTERM or SIGINT; SIGHUP reloads the contract.
+void wait_for_stop(Agent& agent, const sigset_t& signals) {
   for (;;) {
     int received = 0;
     if (sigwait(&signals, &received) != 0) {
@@ -130,14 +130,67 @@ int run_serve(const ServeOptions& options) {
       continue;
     }
     spdlog::info("{}: stopping", received == SIGTERM ? "SIGTERM" : "SIGINT");
-    break;
+    return;
   }
-  notifier.reset();
-  sd_notify(0, "STOPPING=1");
-  http.stop();
-  server.join();
-  agent.stop();
-  return 0;
+}
+
+int cannot_start(const std::string& why) {
+  spdlog::critical("{}", why);
+  return 2;
+}
+
+int serve(const ServeOptions& options) {
+  const sigset_t signals = handled_signals();
+  prepare_process(signals);
+  const auto address = listen_address(options.config);
+  if (!address) {
+    return cannot_start(address.error());
+  }
+  auto config = options.config;
+  config.http_max_connections = connection_bound(config.http_max_connections);
+  Agent agent(config);
+  HttpServer http(agent, ENVCONTRACT_VERSION);
+  const auto port = http.bind(*address);
+  if (!port) {
+    return cannot_start(port.error());
+  }
+  if (const auto started = start_agent(agent); !started) {
+    return cannot_start(started.error());
+  }
+  const auto serving = http.start();
+  if (!serving) {
+    return cannot_start(serving.error());
+  }
+  const std::string url = served_url(*address, port.value());
+  spdlog::info("envcontractd {} serving the dashboard and API at {}", ENVCONTRACT_VERSION, url);
+  if (const auto ready = announce_ready(options.ready_file, url); !ready) {
+    return cannot_start(ready.error());
+  }
+  const StoppingNotice stopping;
+  const auto watchdog = ServiceNotifier::watchdog_interval();
+  if (watchdog.count() > 0) {
+    spdlog::info("systemd watchdog: {} ms; pinging while the scheduler and the HTTP side answer",
+                 watchdog.count() / 1000);
+  }
+  const ServiceNotifier notifier(
+      ServiceNotifier::Checks{[&] { return agent_liveness_problem(agent, http); },
+                              [&] { return agent_status_line(agent); }},
+      watchdog);
+  wait_for_stop(agent, signals);
+  return 0;  // the notifier, then the HTTP side, then the agent stop on the way out
+}
+
+}  // namespace
+
+int run_serve(const ServeOptions& options) {
+  try {
+    return serve(options);
+  } catch (const std::exception& e) {
+    // What no step could foresee (a store failing under us): what had
+    // started has been stopped on the way here.
+    spdlog::critical("the agent stopped: {}", e.what());
+    return 2;
+  }
 }
 
 }  // namespace envcontract::daemon

@@ -9,6 +9,8 @@
 #include <unistd.h>
 #include <zlib.h>
 
+#include <atomic>
+#include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <thread>
@@ -25,15 +27,33 @@ using namespace testing;  // NOLINT: the fixture's helpers
 using namespace std::chrono_literals;
 using Clock = std::chrono::steady_clock;
 
+// Binds `fd` to `address` of 127.0.0.0/8 (all of it is loopback on Linux),
+// so that the agent, listening on 127.0.0.1, sees another client.
+void bind_source(int fd, const std::string& address) {
+  int yes = 1;
+  // The port is chosen at connect(), per destination: many connections from
+  // one address do not run out of ports.
+  ::setsockopt(fd, IPPROTO_IP, IP_BIND_ADDRESS_NO_PORT, &yes, sizeof yes);
+  sockaddr_in source{};
+  source.sin_family = AF_INET;
+  ASSERT_EQ(::inet_pton(AF_INET, address.c_str(), &source.sin_addr), 1) << address;
+  ASSERT_EQ(::bind(fd, reinterpret_cast<sockaddr*>(&source), sizeof source), 0)
+      << address << ": " << std::strerror(errno);
+}
+
 // One TCP connection to the agent, written and read by hand.
 class RawClient {
  public:
   // `receive_buffer`: a small SO_RCVBUF, so that the server's answers fill
   // the connection before the client reads (0: the kernel's default).
-  explicit RawClient(int port, int receive_buffer = 0) {
+  // `from`: the loopback address to connect from ("": 127.0.0.1).
+  explicit RawClient(int port, int receive_buffer = 0, const std::string& from = "") {
     m_fd = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
     if (receive_buffer > 0) {
       ::setsockopt(m_fd, SOL_SOCKET, SO_RCVBUF, &receive_buffer, sizeof receive_buffer);
+    }
+    if (!from.empty()) {
+      bind_source(m_fd, from);
     }
     sockaddr_in address{};
     address.sin_family = AF_INET;
@@ -201,8 +221,11 @@ TEST_F(HttpLimits, HeaderFloodsAreRefusedWithoutGrowingTheAgent) {
 TEST_F(HttpLimits, ConnectionsPastTheBoundGetA503AtOnce) {
   // Fewer threads than connections, and the default threads: more than the
   // bound, which holds all the same.
-  for (const std::string config : {"http_timeout: 3s\nhttp_threads: 4\nhttp_max_connections: 12\n",
-                                   "http_timeout: 3s\nhttp_max_connections: 12\n"}) {
+  // One client (127.0.0.1) may hold them all here: the bound in all is tested.
+  for (const std::string config :
+       {"http_timeout: 3s\nhttp_threads: 4\nhttp_max_connections: 12\n"
+        "http_max_connections_per_client: 12\n",
+        "http_timeout: 3s\nhttp_max_connections: 12\nhttp_max_connections_per_client: 12\n"}) {
     SCOPED_TRACE(config);
     start(config);
     std::vector<std::unique_ptr<RawClient>> idle;
@@ -219,6 +242,135 @@ TEST_F(HttpLimits, ConnectionsPastTheBoundGetA503AtOnce) {
     idle.clear();
     EXPECT_TRUE(wait_until([&] { return status_of(exchange(get("/healthz"), 2s)) == 200; }, 10s));
   }
+}
+
+// Silent connections to the agent, `count` in all, from `sources` (loopback
+// addresses taken in turn), each reopened as soon as the agent closes it: a
+// client that tries to hold every connection. Stops when destroyed, or after
+// `most` whatever happens.
+class ConnectionHog {
+ public:
+  ConnectionHog(int port, std::vector<std::string> sources, std::size_t count,
+                std::chrono::seconds most = 120s)
+      : m_port(port), m_sources(std::move(sources)), m_fds(count, -1) {
+    for (std::size_t i = 0; i < m_fds.size(); ++i) {
+      m_fds[i] = open(i);
+    }
+    m_thread = std::thread([this, most] { hold(Clock::now() + most); });
+  }
+  ~ConnectionHog() {
+    m_stop = true;
+    m_thread.join();
+    for (const int fd : m_fds) {
+      ::close(fd);
+    }
+  }
+  ConnectionHog(const ConnectionHog&) = delete;
+  ConnectionHog& operator=(const ConnectionHog&) = delete;
+
+  // Connections the agent has closed and the hog opened again.
+  std::size_t reopened() const { return m_reopened; }
+
+ private:
+  int open(std::size_t index) const {
+    const int fd = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
+    bind_source(fd, m_sources[index % m_sources.size()]);
+    sockaddr_in address{};
+    address.sin_family = AF_INET;
+    address.sin_port = htons(static_cast<std::uint16_t>(m_port));
+    address.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    // Under way (EINPROGRESS) or refused: either shows in poll().
+    (void)::connect(fd, reinterpret_cast<sockaddr*>(&address), sizeof address);
+    return fd;
+  }
+
+  // At most 500 reopenings a second: a hog that spins would measure the
+  // machine's two cores rather than the agent's admission.
+  void hold(Clock::time_point until) {
+    constexpr std::size_t k_reopen_per_round = 10;
+    std::vector<pollfd> polled(m_fds.size());
+    while (!m_stop && Clock::now() < until) {
+      for (std::size_t i = 0; i < m_fds.size(); ++i) {
+        polled[i] = {m_fds[i], POLLIN, 0};
+      }
+      ::poll(polled.data(), polled.size(), 20);
+      std::size_t reopened = 0;
+      for (std::size_t i = 0; i < m_fds.size() && reopened < k_reopen_per_round; ++i) {
+        if ((polled[i].revents & (POLLIN | POLLHUP | POLLERR)) == 0) {
+          continue;
+        }
+        char discard[4096];
+        const ssize_t got = ::recv(m_fds[i], discard, sizeof discard, MSG_DONTWAIT);
+        if (got > 0 || (got < 0 && errno == EAGAIN)) {
+          continue;  // the agent's 503, before it closes
+        }
+        ::close(m_fds[i]);
+        m_fds[i] = open(i);
+        ++reopened;
+        ++m_reopened;
+      }
+      std::this_thread::sleep_for(10ms);
+    }
+  }
+
+  int m_port;
+  std::vector<std::string> m_sources;
+  std::vector<int> m_fds;
+  std::atomic<bool> m_stop{false};
+  std::atomic<std::size_t> m_reopened{0};
+  std::thread m_thread;
+};
+
+// One address holding as many connections as it can, reopening each the
+// agent closes, takes a quarter (http_max_connections_per_client): another
+// client is answered every time.
+TEST_F(HttpLimits, OneAddressCannotTakeEveryConnection) {
+  start("http_timeout: 60s\n");  // held connections are not closed for being silent meanwhile
+  wait_for_report(*m_agent);
+  ConnectionHog hog(m_agent->port(), {"127.0.0.2"}, 300);
+  ASSERT_TRUE(wait_until([&] { return hog.reopened() >= 100; }, 20s))
+      << "the agent turned nothing away";
+  const auto deadline = Clock::now() + 60s;
+  int asked = 0;
+  int answered = 0;
+  for (; asked < 80 && Clock::now() < deadline; ++asked) {
+    const auto response = exchange(get("/healthz"), 2s);
+    answered += status_of(response) == 200 ? 1 : 0;
+  }
+  EXPECT_EQ(answered, 80) << "of " << asked;
+  const auto report = exchange(get("/api/v1/report"), 5s);
+  EXPECT_EQ(status_of(report), 200) << report.substr(0, 300);
+  RawClient another(m_agent->port(), 0, "127.0.0.2");
+  another.send(get("/healthz"));
+  const auto refused = another.read_all(2s);
+  EXPECT_EQ(status_of(refused), 503) << refused;
+  EXPECT_NE(refused.find("http_max_connections_per_client"), std::string::npos) << refused;
+}
+
+// Many addresses holding every connection they can between them leave the
+// last few to clients that hold none, for /healthz and /metrics only.
+TEST_F(HttpLimits, ManyAddressesLeaveHealthChecksTheirReserve) {
+  start("http_timeout: 60s\n");
+  wait_for_report(*m_agent);
+  std::vector<std::string> sources;
+  for (int host = 2; host <= 40; ++host) {
+    sources.push_back("127.0.0." + std::to_string(host));
+  }
+  ConnectionHog hog(m_agent->port(), sources, 312);  // 8 each: more than the 256 in all
+  ASSERT_TRUE(wait_until([&] { return hog.reopened() >= 100; }, 20s))
+      << "the agent turned nothing away";
+  const auto deadline = Clock::now() + 60s;
+  int asked = 0;
+  int answered = 0;
+  for (; asked < 20 && Clock::now() < deadline; ++asked) {
+    const auto health = exchange(get("/healthz"), 2s);
+    const auto metrics = exchange(get("/metrics"), 2s);
+    answered += status_of(health) == 200 && status_of(metrics) == 200 ? 1 : 0;
+  }
+  EXPECT_EQ(answered, 20) << "of " << asked;
+  const auto report = exchange(get("/api/v1/report"), 2s);
+  EXPECT_EQ(status_of(report), 503) << report;
+  EXPECT_NE(report.find("only /healthz and /metrics"), std::string::npos) << report;
 }
 
 // Threads of a process (/proc/PID/task).

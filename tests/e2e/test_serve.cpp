@@ -1,9 +1,14 @@
 // `envcontractd serve` end to end: a real agent on a free loopback port, a
 // real database file, the demo host (a private copy where the test changes it).
+#include <arpa/inet.h>
+#include <netinet/in.h>
 #include <signal.h>
 #include <sys/resource.h>
+#include <sys/socket.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
+#include <algorithm>
 #include <csignal>
 
 #include <set>
@@ -493,6 +498,92 @@ TEST(Serve, ASecondAgentOnATakenPortStopsWithExit2) {
   EXPECT_EQ(second.exit_code, 2) << "124 means it served: " << second.err;
   EXPECT_NE(second.err.find("cannot listen on " + address), std::string::npos) << second.err;
   EXPECT_EQ(http_get(first.url(), "/healthz").status, 200);
+}
+
+// A loopback port nothing listens on now (0 when none could be had).
+int free_port() {
+  const int fd = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  sockaddr_in address{};
+  address.sin_family = AF_INET;
+  address.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  socklen_t length = sizeof address;
+  int port = 0;
+  if (::bind(fd, reinterpret_cast<sockaddr*>(&address), sizeof address) == 0 &&
+      ::getsockname(fd, reinterpret_cast<sockaddr*>(&address), &length) == 0) {
+    port = ntohs(address.sin_port);
+  }
+  ::close(fd);
+  return port;
+}
+
+// Whether another process could listen on `port` of 127.0.0.1 now.
+bool port_is_free(int port) {
+  const int fd = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  sockaddr_in address{};
+  address.sin_family = AF_INET;
+  address.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  address.sin_port = htons(static_cast<std::uint16_t>(port));
+  const bool free = ::bind(fd, reinterpret_cast<sockaddr*>(&address), sizeof address) == 0 &&
+                    ::listen(fd, 1) == 0;
+  ::close(fd);
+  return free;
+}
+
+// The ready file is written last, once the agent listens and its server
+// thread runs: when it cannot be, both verbs stop all they started and exit
+// 2 saying what to fix (it was an abort, std::terminate with the thread running).
+TEST(Serve, AReadyFileThatCannotBeWrittenStopsEverythingWithExit2) {
+  TempDir dir;
+  const auto inventory = dir.write("inventory", "127.0.0.1:9\n");
+  const std::vector<std::vector<std::string>> verbs = {
+      [&] {
+        auto serve = std::vector<std::string>{"serve"};
+        const auto arguments = one_env_arguments(dir);
+        serve.insert(serve.end(), arguments.begin(), arguments.end());
+        return serve;
+      }(),
+      {"fleet", "--inventory", inventory.string()}};
+  for (const auto& verb : verbs) {
+    SCOPED_TRACE(verb.front());
+    const int port = free_port();
+    ASSERT_NE(port, 0);
+    std::vector<std::string> argv = {"/usr/bin/timeout", "20", ENVCONTRACTD_PATH};
+    argv.insert(argv.end(), verb.begin(), verb.end());
+    argv.insert(argv.end(), {"--listen", "127.0.0.1:" + std::to_string(port), "--ready-file",
+                             "/no/such/dir/url"});
+    const auto result = run_command(argv);
+    EXPECT_EQ(result.exit_code, 2) << "-1 (a signal) is an abort, 124 a hang:\n" << result.err;
+    EXPECT_NE(result.err.find("cannot write the ready file /no/such/dir/url: No such file or "
+                              "directory (give --ready-file a path in a directory that exists"),
+              std::string::npos)
+        << result.err;
+    EXPECT_EQ(result.err.find("terminate"), std::string::npos) << result.err;
+    EXPECT_TRUE(port_is_free(port));
+    EXPECT_FALSE(std::filesystem::exists("/no/such/dir/url.tmp"));
+  }
+}
+
+// A database whose directory cannot be made (a missing one is made) stops
+// the agent at start-up, after it bound its port, with what went wrong.
+TEST(Serve, ADatabaseWhoseDirectoryCannotBeMadeStopsWithExit2) {
+  TempDir dir;
+  const auto file = dir.write("a-file", "");
+  auto arguments = one_env_arguments(dir);
+  const auto database = std::find(arguments.begin(), arguments.end(), "--database") + 1;
+  *database = (file / "agent.db").string();
+  const int port = free_port();
+  ASSERT_NE(port, 0);
+  std::vector<std::string> argv = {"/usr/bin/timeout", "20",
+                                   ENVCONTRACTD_PATH,  "serve",
+                                   "--listen",         "127.0.0.1:" + std::to_string(port)};
+  argv.insert(argv.end(), arguments.begin(), arguments.end());
+  const auto result = run_command(argv);
+  EXPECT_EQ(result.exit_code, 2) << "-1 is an abort, 124 a hang:\n" << result.err;
+  EXPECT_NE(
+      result.err.find("cannot create " + file.string() + " for the database: Not a directory"),
+      std::string::npos)
+      << result.err;
+  EXPECT_TRUE(port_is_free(port));
 }
 
 TEST(Serve, StartupErrorsSayWhatToFix) {
