@@ -12,6 +12,8 @@ pkg_check_modules(sqlite3 REQUIRED IMPORTED_TARGET sqlite3>=3.40)
 # Debian builds cpp-httplib as a shared library; its header only declares.
 pkg_check_modules(httplib REQUIRED IMPORTED_TARGET cpp-httplib>=0.11)
 pkg_check_modules(libsystemd REQUIRED IMPORTED_TARGET libsystemd)
+# RE2 (Debian 12: 20220601) matches contracts' output patterns in linear time.
+pkg_check_modules(re2 REQUIRED IMPORTED_TARGET re2)
 find_package(OpenSSL 3 REQUIRED COMPONENTS Crypto)
 
 if(ENVCONTRACT_TESTS)

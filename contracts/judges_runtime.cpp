@@ -1,12 +1,12 @@
 // Judges of what happened when env code ran: imports, device counts, smoke
 // snippets. A failure is explained from the linkage facts when they know why.
 #include <algorithm>
-#include <regex>
 #include <set>
 
 #include "common/json_text.hpp"
 #include "contracts/integration_tests.hpp"
 #include "contracts/judges.hpp"
+#include "contracts/output_pattern.hpp"
 #include "contracts/values.hpp"
 
 namespace envcontract::contracts::judges {
@@ -19,15 +19,6 @@ const std::string k_undefined = "undefined symbol: ";
 
 std::string first_line(const std::string& text) {
   return text.substr(0, text.find('\n'));
-}
-
-// A contract's output pattern searched in what env code printed. libstdc++'s
-// regex recurses once per character a repetition consumes, so the output
-// searched is bounded: a megabyte line must not overflow the agent's stack.
-constexpr std::size_t k_searched_output_bytes = 4096;
-
-bool output_matches(const std::string& output, const std::string& pattern) {
-  return std::regex_search(output.substr(0, k_searched_output_bytes), std::regex(pattern));
 }
 
 using facts::Activation;

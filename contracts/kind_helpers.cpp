@@ -1,7 +1,6 @@
 #include "contracts/kind_helpers.hpp"
 
-#include <regex>
-
+#include "contracts/output_pattern.hpp"
 #include "contracts/spelling.hpp"
 
 namespace envcontract::contracts::kind_helpers {
@@ -96,16 +95,14 @@ void read_specifier(MappingReader& reader, std::string_view key,
   clauses = parsed.value();
 }
 
-void read_regex(MappingReader& reader, std::string_view key, std::string& pattern) {
+void read_output_pattern(MappingReader& reader, std::string_view key, std::string& pattern) {
   const auto text = reader.string(key);
   if (!text) {
     return;
   }
-  try {
-    std::regex compiled(*text);
-  } catch (const std::regex_error& e) {
+  if (const std::string problem = output_pattern_problem(*text); !problem.empty()) {
     reader.ctx().error(*reader.get(key), quoted(key) + " of " + reader.what() +
-                                             " is not a valid regular expression: " + e.what());
+                                             " is not a pattern envcontract can match: " + problem);
     return;
   }
   pattern = *text;

@@ -36,8 +36,10 @@ void read_count(MappingReader& reader, std::string_view key, Comparison& count, 
 void read_specifier(MappingReader& reader, std::string_view key,
                     std::vector<VersionClause>& clauses, Need need, BareVersion bare);
 
-// A regular expression (ECMAScript syntax), checked to compile.
-void read_regex(MappingReader& reader, std::string_view key, std::string& pattern);
+// A pattern for what env code prints (RE2 syntax: contracts/output_pattern.hpp),
+// checked to compile; a pattern RE2 refuses is reported with what to write
+// instead and leaves `pattern` as it was.
+void read_output_pattern(MappingReader& reader, std::string_view key, std::string& pattern);
 
 // Path patterns anchored at "{prefix}" (the env), "{site}" (its site-packages)
 // or "/" (absolute); globs allowed.

@@ -118,7 +118,7 @@ DevicesParams parse_devices(MappingReader& reader, const KindContext&) {
 SmokeParams parse_smoke(MappingReader& reader, const KindContext&) {
   SmokeParams params;
   read_code(reader, "code", params.code);
-  read_regex(reader, "expect_output", params.expect_output);
+  read_output_pattern(reader, "expect_output", params.expect_output);
   read_timeout(reader, params.timeout);
   return params;
 }
@@ -128,7 +128,7 @@ CommandParams parse_command(MappingReader& reader, const KindContext&) {
   read_code(reader, "run", params.run);
   params.expect_exit =
       static_cast<int>(reader.integer("expect_exit", Need::optional, 0, 255).value_or(0));
-  read_regex(reader, "expect_output", params.expect_output);
+  read_output_pattern(reader, "expect_output", params.expect_output);
   read_timeout(reader, params.timeout);
   return params;
 }

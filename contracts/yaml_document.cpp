@@ -5,6 +5,8 @@
 #include <map>
 #include <sstream>
 
+#include "common/yaml_aliases.hpp"
+
 namespace envcontract::contracts {
 namespace {
 
@@ -141,6 +143,12 @@ std::optional<YAML::Node> load_yaml_text(const std::string& text, ParseContext& 
     const std::string hint = syntax_hint(text, e.mark.line);
     ctx.diagnostics().error(ctx.locate(e.mark),
                             "YAML syntax error: " + e.msg + (hint.empty() ? "" : "; " + hint));
+    return std::nullopt;
+  }
+  // Before anything walks the tree: an alias cycle would overflow the stack
+  // of every walk below, and a billion-laughs document never let it end.
+  if (const auto problem = common::find_yaml_alias_problem(text)) {
+    ctx.diagnostics().error({ctx.file(), problem->line, problem->column}, problem->message);
     return std::nullopt;
   }
   report_duplicate_keys(root, ctx);

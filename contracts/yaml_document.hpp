@@ -54,7 +54,9 @@ class FallbackScope {
 
 // Reads and parses a YAML file. Syntax errors and duplicate mapping keys (which
 // yaml-cpp accepts silently, keeping both) are reported into `ctx`; on a syntax
-// error no document is returned.
+// error no document is returned, nor on aliases no walk of the tree could
+// survive (a cycle, a billion-laughs document: common/yaml_aliases.hpp), so
+// a document returned is one that callers may walk recursively.
 std::optional<YAML::Node> load_yaml_file(const std::filesystem::path& path, ParseContext& ctx);
 
 // The same for text already in memory; `ctx.file()` names it in messages.

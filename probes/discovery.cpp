@@ -15,6 +15,7 @@
 
 #include <yaml-cpp/yaml.h>
 
+#include "common/yaml_aliases.hpp"
 #include "probes/activation.hpp"
 #include "probes/run_as.hpp"
 #include "probes/small_files.hpp"
@@ -150,6 +151,12 @@ void check_interpreter(PythonEnv& env) {
 
 common::Result<std::vector<std::string>> parse_condarc_envs_dirs(const std::string& text) {
   std::vector<std::string> dirs;
+  // Any user writes their .condarc: aliases that make a cycle or a billion
+  // laughs are refused before the tree is built, as for a contract.
+  if (const auto problem = common::find_yaml_alias_problem(text)) {
+    return common::Error{"line " + std::to_string(problem->line) + ", column " +
+                         std::to_string(problem->column) + ": " + problem->message};
+  }
   try {
     // yaml-cpp 0.7 bounds its own recursion (DeepRecursion), so nesting
     // cannot overflow the stack; the text itself is bounded by the reader.

@@ -30,7 +30,7 @@ for path in ./usr/bin/envcontractd ./usr/bin/fleetctl ./lib/systemd/system/envco
 done
 
 depends=$(dpkg-deb -f "$deb" Depends)
-for library in libsqlite3 libyaml-cpp libelf libsystemd; do
+for library in libsqlite3 libyaml-cpp libelf libsystemd libre2; do
   case "$depends" in
     *"$library"*) ;;
     *)

@@ -348,8 +348,10 @@ TEST(CheckKinds, SmokeHasCodeTimeoutAndOutputPattern) {
   EXPECT_EQ(normalised(check)["timeout_ms"], 45000);
   EXPECT_EQ(normalised(check)["expect_output"], "tensor\\(2\\.");
   EXPECT_EQ(single_error("- kind: smoke\n  code: x\n  expect_output: \"(unclosed\""),
-            "contract.yaml:5:20: error: 'expect_output' of 'smoke' check is not a valid regular "
-            "expression: Mismatched '(' and ')' in regular expression");
+            "contract.yaml:5:20: error: 'expect_output' of 'smoke' check is not a pattern "
+            "envcontract can match: RE2 refuses it (missing ): (unclosed); the syntax is RE2's "
+            "(https://github.com/google/re2/wiki/Syntax), close to Python's re without "
+            "backreferences and lookaround");
 }
 
 TEST(CheckKinds, CommandHasExitCodeAndTimeout) {

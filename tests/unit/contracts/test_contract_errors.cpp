@@ -204,5 +204,53 @@ TEST(ContractErrors, NonUtf8AndBinaryInputDoNotCrash) {
   EXPECT_GE(result.diagnostics.error_count(), 1U);
 }
 
+// Ten lines that stand for 10^10 nodes: each anchor a list of ten aliases
+// of the one before ("billion laughs").
+std::string billion_laughs() {
+  std::string text = "lol0: &lol0 [lol, lol, lol, lol, lol, lol, lol, lol, lol, lol]\n";
+  for (int level = 1; level < 10; ++level) {
+    const std::string name = "lol" + std::to_string(level);
+    text += name + ": &" + name + " [";
+    for (int alias = 0; alias < 10; ++alias) {
+      text += (alias == 0 ? "*lol" : ", *lol") + std::to_string(level - 1);
+    }
+    text += "]\n";
+  }
+  return text;
+}
+
+// yaml-cpp makes an alias the very node its anchor names, so this list
+// holds itself: the first walk of the tree (duplicate keys) overflowed the
+// stack, and `envcontractd validate` died of SIGSEGV.
+TEST(ContractErrors, AnAliasCycleIsRefusedAtTheAlias) {
+  const auto result =
+      load_text("schema_version: 1\nchecks: &checks\n  - kind: tools\n    on_path: *checks\n");
+  EXPECT_FALSE(result.contract);
+  EXPECT_EQ(messages(result),
+            (std::vector<std::string>{
+                "contract.yaml:4:14: error: the alias *checks is inside the node it names (an "
+                "alias cycle), which no reading of the document ends; write the value out instead "
+                "of the alias"}));
+}
+
+// Loading it took a millisecond; walking it would have taken hours.
+TEST(ContractErrors, ABillionLaughsIsRefusedAtTheAliasPastTheBound) {
+  const auto result = load_text("schema_version: 1\n" + billion_laughs());
+  EXPECT_FALSE(result.contract);
+  EXPECT_EQ(messages(result),
+            (std::vector<std::string>{
+                "contract.yaml:6:63: error: the alias *lol3 expands the YAML beyond 100000 nodes "
+                "(a billion-laughs document: aliases of lists of aliases); write the values out, "
+                "or alias fewer and smaller nodes"}));
+}
+
+TEST(ContractErrors, AliasesWithinTheBoundStillLoad) {
+  const auto result = load_text(
+      "schema_version: 1\nchecks:\n  - kind: tools\n    on_path: &tools [bash, git]\n"
+      "  - id: tools-again\n    kind: tools\n    on_path: *tools\n");
+  ASSERT_TRUE(result.contract) << joined(result);
+  EXPECT_EQ(result.contract->checks.size(), 2U);
+}
+
 }  // namespace
 }  // namespace envcontract::contracts

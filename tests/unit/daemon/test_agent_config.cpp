@@ -325,5 +325,38 @@ TEST(AgentConfig, ContainerMistakesAreReportedWithTheirPositions) {
   }
 }
 
+// The agent's config is read by the same loader as contracts: an alias
+// cycle overflowed the stack of its first walk (SIGSEGV at start-up), and a
+// billion-laughs config kept `envcontractd serve` from ever starting.
+TEST(AgentConfig, AnAliasCycleIsRefusedAtTheAlias) {
+  testing::TempDir dir;
+  const auto file = dir.write("agent.yaml", "roots: &roots [/, *roots]\n");
+  AgentConfig config;
+  EXPECT_EQ(daemon::read_agent_config(file, config),
+            file.string() +
+                ":1:19: error: the alias *roots is inside the node it names (an alias cycle), "
+                "which no reading of the document ends; write the value out instead of the "
+                "alias\n");
+}
+
+TEST(AgentConfig, ABillionLaughsIsRefusedAtTheAliasPastTheBound) {
+  std::string text = "webhooks:\n  - &lol0 [lol, lol, lol, lol, lol, lol, lol, lol, lol, lol]\n";
+  for (int level = 1; level < 10; ++level) {
+    text += "  - &lol" + std::to_string(level) + " [";
+    for (int alias = 0; alias < 10; ++alias) {
+      text += (alias == 0 ? "*lol" : ", *lol") + std::to_string(level - 1);
+    }
+    text += "]\n";
+  }
+  testing::TempDir dir;
+  const auto file = dir.write("agent.yaml", text);
+  AgentConfig config;
+  EXPECT_EQ(daemon::read_agent_config(file, config),
+            file.string() +
+                ":6:61: error: the alias *lol3 expands the YAML beyond 100000 nodes (a "
+                "billion-laughs document: aliases of lists of aliases); write the values out, or "
+                "alias fewer and smaller nodes\n");
+}
+
 }  // namespace
 }  // namespace envcontract

@@ -27,6 +27,7 @@ std::string documented_name(const std::string& target) {
       {"OpenSSL::Crypto", "OpenSSL"},
       {"Boost::headers", "Boost.Asio"},
       {"PkgConfig::libelf", "libelf"},
+      {"PkgConfig::re2", "RE2"},
       {"CLI11::CLI11", "CLI11"},
       {"PkgConfig::sqlite3", "SQLite"},
       {"PkgConfig::httplib", "cpp-httplib"},

@@ -381,6 +381,33 @@ TEST(Discovery, CondarcEnvsDirsAndContainerPaths) {
             std::string::npos);
 }
 
+// Any user writes their .condarc, read by the agent as it is: aliases that
+// make a cycle or a billion laughs are refused before the tree is built,
+// with where, as a contract's are.
+TEST(Discovery, ACondarcAliasCycleIsRefused) {
+  const auto parsed = parse_condarc_envs_dirs("envs_dirs: &dirs [~/envs, *dirs]\n");
+  ASSERT_FALSE(parsed);
+  EXPECT_EQ(parsed.error(),
+            "line 1, column 27: the alias *dirs is inside the node it names (an alias cycle), "
+            "which no reading of the document ends; write the value out instead of the alias");
+}
+
+TEST(Discovery, ACondarcBillionLaughsIsRefused) {
+  std::string text = "lol0: &lol0 [lol, lol, lol, lol, lol, lol, lol, lol, lol, lol]\n";
+  for (int level = 1; level < 10; ++level) {
+    const std::string name = "lol" + std::to_string(level);
+    text += name + ": &" + name + " [";
+    for (int alias = 0; alias < 10; ++alias) {
+      text += (alias == 0 ? "*lol" : ", *lol") + std::to_string(level - 1);
+    }
+    text += "]\n";
+  }
+  const auto parsed = parse_condarc_envs_dirs(text + "envs_dirs: *lol9\n");
+  ASSERT_FALSE(parsed);
+  EXPECT_EQ(parsed.error().substr(0, 60),
+            "line 5, column 63: the alias *lol3 expands the YAML beyond 1");
+}
+
 TEST(Discovery, ConfiguredPrefixesAndOddNames) {
   testing::TempDir dir;
   const fs::path odd = dir.path() / "team envs" / "it's $(rm -rf) ü";
