@@ -34,7 +34,8 @@ struct WebhookCounters {
 // waits for a slow or dead one. A delivery is an HTTP POST of the JSON body
 // with X-Envcontract-Signature: sha256=<HMAC-SHA256 of the body under the
 // target's secret>; a connection failure, a time-out, 429 or 5xx is retried
-// with a doubling delay, any other answer is final. When a queue is full the
+// with a doubling delay, any other answer is final. Of an answer only the
+// status matters: past 64 KiB it is not read. When a queue is full the
 // oldest payload goes (counted as dropped).
 class Webhooks {
  public:

@@ -1,13 +1,14 @@
-// Webhook deliveries against a real receiver on loopback: signed, retried
-// with backoff on 5xx and dead receivers, final on 4xx, bounded so that a
-// slow receiver never blocks the agent; and an agent that posts what
-// changed between its scans.
+// Webhook deliveries against a real receiver on loopback: signed, answers
+// read no further than 64 KiB, retried with backoff on 5xx and dead
+// receivers, final on 4xx, bounded so that a slow receiver never blocks the
+// agent; and an agent that posts what changed between its scans.
 #include "daemon/webhooks.hpp"
 
 #include <gtest/gtest.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <fstream>
 #include <thread>
 
 #include "daemon/agent.hpp"
@@ -83,6 +84,49 @@ TEST(Webhooks, DeliversTheBodySignedWithTheSecret) {
   ASSERT_EQ(expected.exit_code, 0) << expected.err;
   EXPECT_EQ(request.headers.at("X-Envcontract-Signature"), expected.out);
   EXPECT_EQ(webhooks->counters().delivered, 1);
+}
+
+// Peak resident memory of this process, in KiB, since the last
+// reset_peak_memory().
+long peak_memory_kib() {
+  std::ifstream status("/proc/self/status");
+  for (std::string line; std::getline(status, line);) {
+    if (line.starts_with("VmHWM:")) {
+      return std::stol(line.substr(6));
+    }
+  }
+  return -1;
+}
+
+// Linux (4.0 on) starts the peak afresh when "5" is written here.
+bool reset_peak_memory() {
+  std::ofstream clear("/proc/self/clear_refs");
+  clear << "5";
+  clear.flush();
+  return static_cast<bool>(clear);
+}
+
+// A receiver that answers 200 MB (streamed, never held by the test): the
+// delivery counts by its status, the agent reads 64 KiB of the answer and
+// hangs up, and its memory does not grow by the answer (reading it whole
+// once took the agent from 41 MB to 850 MB).
+TEST(Webhooks, AHugeAnswerIsCutNotHeld) {
+  testing::TempDir dir;
+  WebhookReceiver verbose;
+  verbose.answer_with(std::size_t{200} << 20);
+  auto webhooks = start({target_for(verbose.url(), secret_file(dir, "k"))});
+  ASSERT_TRUE(webhooks);
+  const bool peak_reset = reset_peak_memory();
+  const long before = peak_memory_kib();
+  webhooks->post({{"n", 1}});
+  ASSERT_TRUE(settled(webhooks->counters(), 1));
+  const long grown = peak_memory_kib() - before;
+  EXPECT_EQ(webhooks->counters().delivered, 1);
+  EXPECT_LT(verbose.bytes_answered(), std::size_t{32} << 20) << "the agent read on";
+  if (!peak_reset) {
+    GTEST_SKIP() << "/proc/self/clear_refs cannot reset the peak: memory not measured";
+  }
+  EXPECT_LT(grown, 50 * 1024) << "KiB of peak memory for one delivery";
 }
 
 TEST(Webhooks, RetriesServerErrorsAndStopsAtARefusal) {
