@@ -113,14 +113,21 @@ struct Webhooks::Receiver {
     client.set_connection_timeout(seconds.count(), micros.count());
     client.set_read_timeout(seconds.count(), micros.count());
     client.set_write_timeout(seconds.count(), micros.count());
+    // Signed at each attempt, so that a retry late in the backoff still
+    // falls inside the receiver's replay window.
+    const std::string timestamp =
+        std::to_string(std::chrono::duration_cast<std::chrono::seconds>(
+                           std::chrono::system_clock::now().time_since_epoch())
+                           .count());
     httplib::Request request;
     request.method = "POST";
     request.path = url.path;
-    request.headers = {
-        {"X-Envcontract-Signature", "sha256=" + common::hmac_sha256_hex(secret, body)},
-        {"X-Envcontract-Event", "transitions"},
-        {"User-Agent", user_agent},
-        {"Content-Type", "application/json"}};
+    request.headers = {{"X-Envcontract-Timestamp", timestamp},
+                       {"X-Envcontract-Signature",
+                        "sha256=" + common::hmac_sha256_hex(secret, timestamp + "." + body)},
+                       {"X-Envcontract-Event", "transitions"},
+                       {"User-Agent", user_agent},
+                       {"Content-Type", "application/json"}};
     request.body = body;
     std::size_t answered = 0;
     bool cut = false;
