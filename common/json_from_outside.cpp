@@ -53,6 +53,12 @@ Result<Json> parse_outside_json(std::string_view text, std::string_view what,
   if (text.size() > bounds.max_bytes) {
     return Error{named + " is larger than " + size_text(bounds.max_bytes)};
   }
+  // nlohmann takes a NUL byte for the end of the input and ignores what
+  // follows it; JSON has no NUL outside strings nor unescaped inside, so a
+  // text with one is refused whole rather than read in part.
+  if (text.find('\0') != std::string_view::npos) {
+    return Error{named + " is not JSON"};
+  }
   // Counted before parsing, so no value deeper than the bound is ever built
   // (and none is half built and then thrown away).
   if (nests_deeper_than(text, bounds.max_depth)) {

@@ -30,7 +30,8 @@ struct JsonBounds {
 
 // `text` parsed, or why not in words naming it as `what` ("the answer"):
 // "the answer is larger than 64 MiB", "the answer nests deeper than 64
-// levels", "the answer is not JSON". Never throws on any bytes.
+// levels", "the answer is not JSON" (also when it holds a NUL byte, which
+// nlohmann would take for its end). Never throws on any bytes.
 Result<nlohmann::ordered_json> parse_outside_json(std::string_view text, std::string_view what,
                                                   const JsonBounds& bounds);
 

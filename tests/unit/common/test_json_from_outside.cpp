@@ -74,6 +74,9 @@ TEST(JsonFromOutside, RefusesWhatIsTooLargeOrNotJson) {
             "the answer is not JSON")
       << "invalid UTF-8 is refused, never thrown";
   EXPECT_EQ(parse_outside_json("", "the answer", k_bounds).error(), "the answer is not JSON");
+  // nlohmann alone would read "{}" and ignore the rest (found by fuzzing).
+  EXPECT_EQ(parse_outside_json(std::string("{}\0[[[", 6), "the answer", k_bounds).error(),
+            "the answer is not JSON");
 }
 
 // Readers that need only the top of a document drop what lies deeper while
