@@ -382,16 +382,15 @@ int run_scan(const ScanArguments& arguments) {
   }
   options->token = *token;
   const auto posted = request(*host, "POST", "/api/v1/scan", *options);
-  const auto body = Json::parse(posted.body, nullptr, false);
+  auto parsed = fleet::parse_answer(posted.body, *options);
+  const Json body = parsed ? std::move(parsed).value() : Json();
   if (posted.status != 202 || !body.is_object() || !body.contains("id") ||
       !body["id"].is_number_integer()) {
-    std::string why =
-        posted.status == 0
-            ? posted.error
-            : "HTTP " + std::to_string(posted.status) +
-                  (common::string_field(body, "error").empty()
-                       ? std::string()
-                       : ": " + report::printable(common::string_field(body, "error")));
+    const std::string said =
+        parsed ? report::printable(common::string_field(body, "error")) : parsed.error();
+    std::string why = posted.status == 0 ? posted.error
+                                         : "HTTP " + std::to_string(posted.status) +
+                                               (said.empty() ? std::string() : ": " + said);
     if (posted.status == 401) {
       why +=
           " (give the agent's token: --token-file FILE, $FLEETCTL_TOKEN_FILE or $FLEETCTL_TOKEN)";

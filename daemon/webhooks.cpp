@@ -6,6 +6,7 @@
 #include <condition_variable>
 #include <deque>
 #include <mutex>
+#include <optional>
 #include <thread>
 
 #include "common/json_text.hpp"
@@ -33,6 +34,18 @@ common::Result<SplitUrl> split_webhook_url(const std::string& url) {
   }
   return split;
 }
+
+namespace {
+
+// More than any receiver needs to say: the agent reads only the status.
+constexpr std::size_t k_max_answer_bytes = 64 * 1024;
+
+struct AttemptOutcome {
+  int status = 0;     // 0: no HTTP answer
+  std::string error;  // why there is none
+};
+
+}  // namespace
 
 struct Webhooks::Receiver {
   WebhookTarget target;
@@ -87,40 +100,82 @@ struct Webhooks::Receiver {
     return !wake.wait_for(lock, delay, [&] { return stopping; });
   }
 
+  // One attempt: the answer's status, or why there is none; nothing when the
+  // agent stops first. Only the first k_max_answer_bytes of the answer are
+  // read: the agent needs its status alone, and a receiver that answers
+  // gigabytes must not cost the agent their memory (an 800 MB answer once
+  // took it from 41 MB to 850 MB).
+  std::optional<AttemptOutcome> attempt_delivery(const std::string& body) {
+    httplib::Client client(url.base);
+    const auto seconds = std::chrono::duration_cast<std::chrono::seconds>(target.timeout);
+    const auto micros =
+        std::chrono::duration_cast<std::chrono::microseconds>(target.timeout - seconds);
+    client.set_connection_timeout(seconds.count(), micros.count());
+    client.set_read_timeout(seconds.count(), micros.count());
+    client.set_write_timeout(seconds.count(), micros.count());
+    // Signed at each attempt, so that a retry late in the backoff still
+    // falls inside the receiver's replay window.
+    const std::string timestamp =
+        std::to_string(std::chrono::duration_cast<std::chrono::seconds>(
+                           std::chrono::system_clock::now().time_since_epoch())
+                           .count());
+    httplib::Request request;
+    request.method = "POST";
+    request.path = url.path;
+    request.headers = {{"X-Envcontract-Timestamp", timestamp},
+                       {"X-Envcontract-Signature",
+                        "sha256=" + common::hmac_sha256_hex(secret, timestamp + "." + body)},
+                       {"X-Envcontract-Event", "transitions"},
+                       {"User-Agent", user_agent},
+                       {"Content-Type", "application/json"}};
+    request.body = body;
+    std::size_t answered = 0;
+    bool cut = false;
+    request.content_receiver = [&](const char*, std::size_t length, std::uint64_t, std::uint64_t) {
+      answered += length;
+      cut = answered > k_max_answer_bytes;
+      return !cut;  // false: httplib stops reading and closes the connection
+    };
+    {
+      std::lock_guard lock(mutex);
+      if (stopping) {
+        return std::nullopt;
+      }
+      active = &client;
+    }
+    httplib::Response answer;
+    httplib::Error error = httplib::Error::Success;
+    const bool sent = client.send(request, answer, error);
+    {
+      std::lock_guard lock(mutex);
+      active = nullptr;
+    }
+    if (cut) {
+      spdlog::warn("webhook {}: the receiver's answer is longer than {} KiB; read no further",
+                   target.url, k_max_answer_bytes >> 10);
+    }
+    // A cut answer ends the send as cancelled, after its status was read.
+    if (sent || (cut && answer.status > 0)) {
+      return AttemptOutcome{answer.status, ""};
+    }
+    return AttemptOutcome{0, httplib::to_string(error)};
+  }
+
   void deliver(const std::string& body) {
-    const httplib::Headers headers = {
-        {"X-Envcontract-Signature", "sha256=" + common::hmac_sha256_hex(secret, body)},
-        {"X-Envcontract-Event", "transitions"},
-        {"User-Agent", user_agent}};
     auto delay = target.retry_delay;
     std::string last;
     for (int attempt = 1; attempt <= target.attempts; ++attempt) {
-      httplib::Client client(url.base);
-      const auto seconds = std::chrono::duration_cast<std::chrono::seconds>(target.timeout);
-      const auto micros =
-          std::chrono::duration_cast<std::chrono::microseconds>(target.timeout - seconds);
-      client.set_connection_timeout(seconds.count(), micros.count());
-      client.set_read_timeout(seconds.count(), micros.count());
-      client.set_write_timeout(seconds.count(), micros.count());
-      {
-        std::lock_guard lock(mutex);
-        if (stopping) {
-          return;
-        }
-        active = &client;
+      const auto outcome = attempt_delivery(body);
+      if (!outcome) {
+        return;
       }
-      const auto answer = client.Post(url.path, headers, body, "application/json");
-      {
-        std::lock_guard lock(mutex);
-        active = nullptr;
-      }
-      if (answer && answer->status >= 200 && answer->status < 300) {
+      if (outcome->status >= 200 && outcome->status < 300) {
         ++counters->delivered;
         return;
       }
-      const bool retry = !answer || answer->status == 429 || answer->status >= 500;
-      last = answer ? "answered " + std::to_string(answer->status)
-                    : "failed: " + httplib::to_string(answer.error());
+      const bool retry = outcome->status == 0 || outcome->status == 429 || outcome->status >= 500;
+      last = outcome->status != 0 ? "answered " + std::to_string(outcome->status)
+                                  : "failed: " + outcome->error;
       if (!retry) {
         break;
       }

@@ -32,9 +32,12 @@ struct WebhookCounters {
 // Delivers payloads to every target, each from a bounded queue of its own on
 // a thread of its own, so that neither a scan nor another receiver ever
 // waits for a slow or dead one. A delivery is an HTTP POST of the JSON body
-// with X-Envcontract-Signature: sha256=<HMAC-SHA256 of the body under the
-// target's secret>; a connection failure, a time-out, 429 or 5xx is retried
-// with a doubling delay, any other answer is final. When a queue is full the
+// with X-Envcontract-Timestamp: <Unix seconds of the attempt> and
+// X-Envcontract-Signature: sha256=<HMAC-SHA256 of "<timestamp>.<body>" under
+// the target's secret>, so that a receiver can refuse a replayed delivery
+// (docs/fleet.md); a connection failure, a time-out, 429 or 5xx is retried
+// with a doubling delay, any other answer is final. Of an answer only the
+// status matters: past 64 KiB it is not read. When a queue is full the
 // oldest payload goes (counted as dropped).
 class Webhooks {
  public:

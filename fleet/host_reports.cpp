@@ -7,6 +7,7 @@
 #include <thread>
 
 #include "common/json_fields.hpp"
+#include "common/json_from_outside.hpp"
 #include "common/shown_path.hpp"
 #include "common/time_text.hpp"
 #include "report/printable.hpp"
@@ -53,6 +54,10 @@ std::string HostReport::state() const {
   return report ? string_field(*report, "verdict") : "unavailable";
 }
 
+common::Result<Json> parse_answer(const std::string& body, const ClientOptions& options) {
+  return common::parse_outside_json(body, "the answer", {.max_bytes = options.max_response_bytes});
+}
+
 common::Result<Json> get_json(const HostAddress& host, const std::string& path,
                               const ClientOptions& options, int* status) {
   const auto response = request(host, "GET", path, options);
@@ -62,14 +67,13 @@ common::Result<Json> get_json(const HostAddress& host, const std::string& path,
   if (response.status == 0) {
     return common::Error{response.error};
   }
-  auto json = Json::parse(response.body, nullptr, false);
-  if (json.is_discarded()) {
-    return common::Error{"HTTP " + std::to_string(response.status) +
-                         " with an answer that is not JSON" +
+  auto json = parse_answer(response.body, options);
+  if (!json) {
+    return common::Error{"HTTP " + std::to_string(response.status) + ": " + json.error() +
                          (response.status == 200 ? "; is this an envcontract agent?" : "")};
   }
   if (response.status != 200) {
-    const std::string message = report::printable(string_field(json, "error"));
+    const std::string message = report::printable(string_field(*json, "error"));
     return common::Error{"HTTP " + std::to_string(response.status) +
                          (message.empty() ? std::string() : ": " + message)};
   }

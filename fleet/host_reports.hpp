@@ -27,8 +27,13 @@ struct HostReport {
   std::string state() const;
 };
 
+// An agent's or Prometheus' answer parsed within bounds (its size as
+// `options` allow, common::k_outside_json_depth levels), or why not:
+// "the answer nests deeper than 64 levels".
+common::Result<Json> parse_answer(const std::string& body, const ClientOptions& options);
+
 // GETs `path` and parses a JSON answer, or says in one line what went wrong
-// (transport, status, not JSON).
+// (transport, status, not JSON, too deep).
 common::Result<Json> get_json(const HostAddress& host, const std::string& path,
                               const ClientOptions& options, int* status = nullptr);
 

@@ -8,6 +8,7 @@
 #include <cstdlib>
 #include <set>
 
+#include "common/json_from_outside.hpp"
 #include "probes/exec_prefix.hpp"
 #include "probes/import_safety.hpp"
 #include "probes/scratch_directory.hpp"
@@ -108,8 +109,9 @@ Environment parse_conda_env_vars(const std::string& text, const std::string& sou
                                  std::vector<std::string>& refused) {
   Environment variables;
   // {"env_vars": {NAME: value}} or {NAME: value}: nothing deeper is kept.
-  const auto json = Json::parse(
-      text, [](int depth, Json::parse_event_t, Json&) { return depth <= 2; }, false);
+  auto parsed = common::parse_outside_json(
+      text, source, {.max_bytes = file_limits::conda_record.max_bytes, .kept_depth = 2});
+  const Json json = parsed ? std::move(parsed).value() : Json();
   const Json* values = &json;
   if (json.is_object() && json.contains("env_vars")) {
     values = &json["env_vars"];

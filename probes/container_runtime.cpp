@@ -11,6 +11,7 @@
 #include <cerrno>
 #include <cstring>
 
+#include "common/json_from_outside.hpp"
 #include "probes/exec_prefix.hpp"
 #include "probes/image_tag.hpp"
 #include "probes/process_runner.hpp"
@@ -171,8 +172,13 @@ bool is_container_name(const std::string& name) {
 }  // namespace
 
 common::Result<InspectedContainer> parse_inspect_output(const std::string& text) {
-  const auto json = Json::parse(text, nullptr, false);
-  if (json.is_discarded() || !json.is_array()) {
+  const auto parsed = common::parse_outside_json(text, "the runtime's inspect answer",
+                                                 {.max_bytes = k_max_inspect_bytes});
+  if (!parsed) {
+    return common::Error{parsed.error()};
+  }
+  const Json& json = parsed.value();
+  if (!json.is_array()) {
     return common::Error{"the runtime's inspect answer is not a JSON list"};
   }
   if (json.empty()) {

@@ -4,6 +4,7 @@
 #include <sstream>
 #include <unordered_map>
 
+#include "common/json_from_outside.hpp"
 #include "common/python_names.hpp"
 #include "probes/small_files.hpp"
 
@@ -175,8 +176,10 @@ std::vector<Distribution> scan_conda_packages(const fs::path& prefix) {
     const auto text = read_env_file(path, file_limits::conda_record);
     // Only the top-level name and version are needed: everything deeper is
     // dropped while parsing, so nesting cannot make the document large.
-    const auto record = Json::parse(
-        text.value_or(""), [](int depth, Json::parse_event_t, Json&) { return depth <= 1; }, false);
+    auto parsed = common::parse_outside_json(
+        text.value_or(""), "conda-meta record",
+        {.max_bytes = file_limits::conda_record.max_bytes, .kept_depth = 1});
+    const Json record = parsed ? std::move(parsed).value() : Json();
     if (record.is_object() && record.contains("name") && record["name"].is_string()) {
       package.name = record["name"];
       package.version = text_field(record, "version");

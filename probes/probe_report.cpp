@@ -2,6 +2,8 @@
 
 #include <sstream>
 
+#include "common/json_from_outside.hpp"
+
 namespace envcontract::probes {
 namespace {
 
@@ -22,11 +24,13 @@ void parse_into(const std::string& text, bool split, std::vector<ProbeReport>& r
       continue;
     }
     // Env code can write this file: nesting deeper than any record has is
-    // dropped while parsing, so "[[[[..." cannot make it large.
-    auto record = Json::parse(
-        line, [](int depth, Json::parse_event_t, Json&) { return depth <= 8; }, false);
-    if (record.is_discarded() || !record.is_object() || !record.contains("type") ||
-        !record["type"].is_string()) {
+    // dropped while parsing, so "[[[[..." cannot make it large, and nesting
+    // past the bound of every outside document makes the line malformed.
+    // (The file's reader bounds its size, so any of its lines fits.)
+    auto parsed = common::parse_outside_json(line, "probe output",
+                                             {.max_bytes = text.size(), .kept_depth = 8});
+    const Json record = parsed ? std::move(parsed).value() : Json();
+    if (!record.is_object() || !record.contains("type") || !record["type"].is_string()) {
       current().error =
           "malformed probe output at line " + std::to_string(number) + ": " + line.substr(0, 120);
       return;

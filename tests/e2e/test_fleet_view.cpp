@@ -217,6 +217,43 @@ TEST_F(FleetViewInventory, StopsWithinOneRequestWhileAgentsHang) {
   EXPECT_LT(took, std::chrono::seconds(5)) << "a stop waited for the whole poll";
 }
 
+// A listed host that answers a report nested 100,000 deep (anyone on that
+// host can bind the agent's port while it restarts) is one host in error,
+// with the reason; the view keeps serving the others, and asking for that
+// host's report is an error too, not a crash of the view.
+TEST_F(FleetViewInventory, ADeeplyNestedAnswerIsThatHostsError) {
+  auto ok = agent("ok", k_complying);
+  wait_for_report(*ok);
+  RogueServer deep(RogueServer::Behaviour::deep);
+  const std::string good = "127.0.0.1:" + std::to_string(ok->port());
+  const std::string bad = "127.0.0.1:" + std::to_string(deep.port());
+  const auto inventory = m_dir.write("deep.txt", good + "\n" + bad + "\n");
+  const int port = free_loopback_port();
+  const std::string url = "http://127.0.0.1:" + std::to_string(port);
+  BackgroundProcess server(
+      {ENVCONTRACTD_PATH, "fleet", "--inventory", inventory.string(), "--listen",
+       "127.0.0.1:" + std::to_string(port), "--interval", "1s", "--timeout", "3s"},
+      m_dir.path() / "deep-view.log");
+  ASSERT_TRUE(shows(url,
+                    [&](const Json& answer) {
+                      return answer["counts"]["compliant"] == 1 &&
+                             row(answer, bad)["error"].is_string() &&
+                             !row(answer, bad)["error"].get<std::string>().empty();
+                    }))
+      << common::json_text(m_seen, 1) << server.log();
+  const Json& refused = row(m_seen, bad);
+  EXPECT_EQ(refused["state"], "unavailable");
+  EXPECT_NE(refused["error"].get<std::string>().find("the answer nests deeper than 64 levels"),
+            std::string::npos)
+      << refused;
+  const auto report = http_get(url, "/api/v1/fleet/hosts/" + bad + "/report");
+  EXPECT_EQ(report.status, 502);
+  EXPECT_NE(report.body.find("nests deeper than 64 levels"), std::string::npos) << report.body;
+  // Still serving, and the good host's report is still relayed.
+  EXPECT_EQ(http_get(url, "/api/v1/fleet/hosts/" + good + "/report").status, 200);
+  EXPECT_TRUE(server.running()) << server.log();
+}
+
 TEST(FleetViewCli, RefusesWhatItCannotServe) {
   const auto neither = run_command({ENVCONTRACTD_PATH, "fleet"});
   EXPECT_EQ(neither.exit_code, 2);

@@ -357,6 +357,7 @@ TEST(Fleetctl, MisbehavingServersGiveAClearErrorWithinTheTimeout) {
       {Behaviour::silent, "no complete answer within 1.0 s"},
       {Behaviour::drip, "no complete answer within 1.0 s"},
       {Behaviour::huge, "larger than 64 MiB"},
+      {Behaviour::deep, "the answer nests deeper than 64 levels"},
   };
   for (const auto& [behaviour, expected] : cases) {
     RogueServer rogue(behaviour);
@@ -372,6 +373,27 @@ TEST(Fleetctl, MisbehavingServersGiveAClearErrorWithinTheTimeout) {
     if (behaviour == Behaviour::huge) {
       EXPECT_LT(rogue.bytes_sent(), std::size_t{512} << 20);  // it stopped reading
     }
+  }
+}
+
+// Any user of an agent's host can bind its port while the agent restarts:
+// a report nested 100,000 deep once killed fleetctl (exit 139, a stack
+// overflow); now that host is an error in every format and every verb.
+TEST(Fleetctl, ADeeplyNestedAnswerIsAnErrorNotACrash) {
+  RogueServer rogue(RogueServer::Behaviour::deep);
+  const std::string host = "127.0.0.1:" + std::to_string(rogue.port());
+  const std::string why = "the answer nests deeper than 64 levels";
+  for (const std::string output : {"table", "json", "junit"}) {
+    const auto checked = fleetctl({"check", host, "-o", output});
+    EXPECT_EQ(checked.exit_code, 2) << output << checked.err;
+    EXPECT_NE((checked.out + checked.err).find(why), std::string::npos)
+        << output << checked.out << checked.err;
+  }
+  for (const auto& verb : std::vector<std::vector<std::string>>{
+           {"history", host}, {"diff", host, host}, {"scan", host, "--no-wait"}}) {
+    const auto result = fleetctl(verb);
+    EXPECT_EQ(result.exit_code, 2) << verb[0] << result.err;
+    EXPECT_NE(result.err.find(why), std::string::npos) << verb[0] << result.err;
   }
 }
 

@@ -6,7 +6,10 @@
 #  - probes/ reads files that any user of the host may have written: no
 #    backtracking regex (std::regex recursed until the stack overflowed on a
 #    30 KB line) and no reader that opens a FIFO blocking (YAML::LoadFile,
-#    std::ifstream on env paths): files come through read_env_file.
+#    std::ifstream on env paths): files come through read_env_file;
+#  - JSON from outside (agents' answers, Prometheus, what env code writes)
+#    is parsed by common::parse_outside_json, which bounds its size and its
+#    nesting: 100,000 nested arrays once crashed fleetctl.
 set -euo pipefail
 cd "${1:-$(dirname "$0")/../..}"
 
@@ -33,7 +36,13 @@ while IFS= read -r hit; do
 done < <(grep -n 'YAML::LoadFile\|std::ifstream' $(echo "$sources" | grep '^probes/' |
   grep -v '^probes/\(containment\|mount_table\|stall_guard\)\.cpp') || true)
 
+while IFS= read -r hit; do
+  report "$hit" "parse JSON with common::parse_outside_json: it bounds size and nesting depth"
+# The store reads back only what the agent itself wrote.
+done < <(grep -n 'json::parse(\|Json::parse(' $(echo "$sources" | grep -v '^tests/') |
+  grep -v '^common/json_from_outside\.cpp:\|^daemon/store\.cpp:' || true)
+
 if [ $status -eq 0 ]; then
-  echo "sources: no bare dump(), no regex or blocking readers on env contents"
+  echo "sources: no bare dump(), no regex or blocking readers on env contents, no unbounded JSON"
 fi
 exit $status

@@ -124,6 +124,16 @@ void RogueServer::answer(int client) {
                     [&] { return send_all(client, std::string(1, status[at++ % status.size()])); });
       break;
     }
+    case Behaviour::deep: {
+      // Parsed, such a value is fine; copied, compared or serialised, each
+      // level is a stack frame, and 100,000 of them overflow the stack.
+      const std::size_t levels = 100'000;
+      const std::string body = R"({"schema_version": 1, "verdict": "drift", "envs": )" +
+                               std::string(levels, '[') + std::string(levels, ']') + "}";
+      send_all(client, "HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: " +
+                           std::to_string(body.size()) + "\r\nConnection: close\r\n\r\n" + body);
+      break;
+    }
     case Behaviour::huge: {
       if (!send_all(client,
                     "HTTP/1.1 200 OK\r\nContent-Type: application/json\r\n"

@@ -17,6 +17,7 @@ class RogueServer {
     silent,          // accepts, reads, never answers
     drip,            // sends the status line one byte a second
     huge,            // 200 claiming 2 GiB, and sending as fast as it can
+    deep,            // 200 with a report whose envs nest 100,000 arrays deep
   };
 
   explicit RogueServer(Behaviour behaviour);

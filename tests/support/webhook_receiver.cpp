@@ -2,6 +2,7 @@
 
 #include <httplib.h>
 
+#include <algorithm>
 #include <stdexcept>
 
 namespace envcontract::testing {
@@ -12,6 +13,8 @@ struct WebhookReceiver::Server {
   std::chrono::milliseconds delay{0};
   mutable std::mutex mutex;
   std::vector<Request> requests;
+  std::atomic<std::size_t> answer_bytes{0};  // 0: "{}"
+  std::atomic<std::size_t> answered{0};
 };
 
 WebhookReceiver::WebhookReceiver(std::vector<int> statuses, std::chrono::milliseconds delay)
@@ -34,7 +37,22 @@ WebhookReceiver::WebhookReceiver(std::vector<int> statuses, std::chrono::millise
     response.status = server->statuses.empty()
                           ? 200
                           : server->statuses[std::min(index, server->statuses.size() - 1)];
-    response.set_content("{}", "application/json");
+    const std::size_t size = server->answer_bytes.load();
+    if (size == 0) {
+      response.set_content("{}", "application/json");
+      return;
+    }
+    response.set_content_provider(
+        size, "application/octet-stream",
+        [server](std::size_t, std::size_t length, httplib::DataSink& sink) {
+          static const std::string chunk(64 * 1024, 'x');
+          const std::size_t part = std::min(length, chunk.size());
+          if (!sink.write(chunk.data(), part)) {
+            return false;  // the client hung up
+          }
+          server->answered += part;
+          return true;
+        });
   });
   m_port = server->http.bind_to_any_port("127.0.0.1");
   if (m_port <= 0) {
@@ -52,6 +70,14 @@ WebhookReceiver::WebhookReceiver(std::vector<int> statuses, std::chrono::millise
 WebhookReceiver::~WebhookReceiver() {
   m_server->http.stop();
   m_thread.join();
+}
+
+void WebhookReceiver::answer_with(std::size_t bytes) {
+  m_server->answer_bytes = bytes;
+}
+
+std::size_t WebhookReceiver::bytes_answered() const {
+  return m_server->answered.load();
 }
 
 std::string WebhookReceiver::url(const std::string& path) const {

@@ -1,6 +1,8 @@
 #pragma once
 
+#include <atomic>
 #include <chrono>
+#include <cstddef>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -26,6 +28,12 @@ class WebhookReceiver {
   ~WebhookReceiver();
   WebhookReceiver(const WebhookReceiver&) = delete;
   WebhookReceiver& operator=(const WebhookReceiver&) = delete;
+
+  // From now on answers with `bytes` of generated body, streamed as the
+  // client reads it (never held in memory), instead of "{}".
+  void answer_with(std::size_t bytes);
+  // Bytes of answers the client has taken so far.
+  std::size_t bytes_answered() const;
 
   std::string url(const std::string& path = "/hook") const;
   std::vector<Request> requests() const;
