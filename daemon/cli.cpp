@@ -314,8 +314,9 @@ CLI::App* add_serve(CLI::App& app, ServeArguments& arguments) {
                    "a filesystem root or directory to search for envs (repeatable; default /)");
   verb->add_option("--prefix", arguments.prefixes, "an env prefix to include (repeatable)");
   verb->add_option("--run-root-envs-as", arguments.run_root_envs_as,
-                   "the user that root-owned envs' code runs as (default nobody; 'root' runs "
-                   "it as root, and reports say so)");
+                   "whom root-owned envs' code runs as (default dynamic: a uid of its own "
+                   "for each env; a user's name: that user for all; 'root' runs it as root, "
+                   "and reports say so)");
   verb->add_option("--listen", arguments.listen,
                    "HOST:PORT to serve on (default 127.0.0.1:9714; port 0: any free port)");
   verb->add_option("--database", arguments.database,

@@ -79,7 +79,8 @@ struct ProvisioningCli::Arguments {
       verb->add_option("--image-tag-file", image_tag_file,
                        "file holding the host's container image reference");
       verb->add_option("--run-root-envs-as", run_root_envs_as,
-                       "the user that root-owned envs' code runs as (default nobody)");
+                       "whom root-owned envs' code runs as (default dynamic: a uid of its "
+                       "own for each env)");
     }
     verbs.push_back(verb);
   }
@@ -204,7 +205,8 @@ ProvisioningCli::ProvisioningCli(CLI::App& app) : m_arguments(std::make_unique<A
   a.snapshot->add_option("--image-tag-file", a.image_tag_file,
                          "file holding the host's container image reference (becomes a target)");
   a.snapshot->add_option("--run-root-envs-as", a.run_root_envs_as,
-                         "the user that root-owned envs' code runs as (default nobody)");
+                         "whom root-owned envs' code runs as (default dynamic: a uid of its "
+                         "own for each env)");
   a.snapshot->add_option("-o,--output", a.snapshot_output, "write here instead of stdout");
   a.snapshot->footer("Exit status: 0 written, 2 error (no such env, incomplete facts).");
 }

@@ -1,5 +1,6 @@
 #include "probes/hang_diagnosis.hpp"
 
+#include <linux/capability.h>
 #include <poll.h>
 #include <signal.h>
 #include <sys/syscall.h>
@@ -147,6 +148,16 @@ void sample_python_stacks(pid_t pid, int pidfd, const StackReader& read, HangDia
   diagnosis.python_stacks = read().value_or("");
 }
 
+// Whether this process holds CAP_SYS_PTRACE to hand on (root in a
+// container without it does not): without it, the sampler attaches as the
+// env's user alone, which works where Yama's ptrace_scope is 0.
+bool holds_ptrace_capability() {
+  __user_cap_header_struct header{_LINUX_CAPABILITY_VERSION_3, 0};
+  __user_cap_data_struct data[2] = {};
+  return ::syscall(SYS_capget, &header, data) == 0 &&
+         (data[0].effective & (1U << CAP_SYS_PTRACE)) != 0;
+}
+
 // eu-stack opens every file the hung process maps, and the separate debug
 // file each one names in its .gnu_debuglink: paths the env's owner chooses.
 // So it runs as that owner (`sampler`), keeping only CAP_SYS_PTRACE to
@@ -170,7 +181,7 @@ void sample_native_stack(pid_t pid, const std::optional<Credentials>& sampler,
                std::to_string(pid)};
   spec.environment = {{"PATH", "/usr/bin:/bin"}, {"LANG", "C.UTF-8"}};
   spec.credentials = sampler;
-  if (spec.credentials) {
+  if (spec.credentials && holds_ptrace_capability()) {
     spec.credentials->keep_ptrace = true;
   }
   ProcessLimits limits;

@@ -36,7 +36,7 @@ void refuse_unsafe_imports(PythonEnv& env, const ActivatedEnvironment& activatio
   };
   ReadingAs reading(env.run_as);
   if (!reading.ok()) {
-    unchecked("its files cannot be read as " + env.run_as.user);
+    unchecked("its files cannot be read as " + env.run_as.who());
     return;
   }
   try {

@@ -74,14 +74,20 @@ int lock_file_fd(Reservations& state, const fs::path& lock_file, std::string& pr
   return fd;
 }
 
-// Takes the byte of `uid` in the lock file; false when another process holds it.
-bool lock_uid(int fd, uid_t offset) {
+enum class Lock { taken, held_elsewhere, failed };
+
+// Takes (or, with F_UNLCK, gives back) the byte of `uid` in the lock file:
+// the uid itself, so that agents configured with other ranges still agree.
+Lock lock_uid(int fd, uid_t uid, short type = F_WRLCK) {
   struct flock lock {};
-  lock.l_type = F_WRLCK;
+  lock.l_type = type;
   lock.l_whence = SEEK_SET;
-  lock.l_start = static_cast<off_t>(offset);
+  lock.l_start = static_cast<off_t>(uid);
   lock.l_len = 1;
-  return ::fcntl(fd, F_OFD_SETLK, &lock) == 0;
+  if (::fcntl(fd, F_OFD_SETLK, &lock) == 0) {
+    return Lock::taken;
+  }
+  return errno == EAGAIN || errno == EACCES ? Lock::held_elsewhere : Lock::failed;
 }
 
 }  // namespace
@@ -101,9 +107,25 @@ ProbeUid reserve_probe_uid(const std::string& key, const ProbeUidRange& range,
   }
   const uid_t start = range.count == 0 ? 0 : static_cast<uid_t>(stable_hash(key) % range.count);
   for (uid_t step = 0; step < range.count; ++step) {
-    const uid_t offset = (start + step) % range.count;
-    const uid_t uid = range.first + offset;
-    if (uid == 0 || state.held.count(uid) != 0 || named_by_anyone(uid) || !lock_uid(fd, offset)) {
+    const uid_t uid = range.first + (start + step) % range.count;
+    if (uid == 0 || state.held.count(uid) != 0) {
+      continue;
+    }
+    // The lock first: a user database lookup (LDAP behind NSS) is only made
+    // for a uid no other agent holds.
+    const Lock taken = lock_uid(fd, uid);
+    if (taken == Lock::failed) {
+      answer.problem =
+          "no uid of its own could be reserved for this root-owned env's code: "
+          "locking " +
+          lock_file.string() + ": " + std::strerror(errno);
+      return answer;
+    }
+    if (taken == Lock::held_elsewhere) {
+      continue;
+    }
+    if (named_by_anyone(uid)) {
+      lock_uid(fd, uid, F_UNLCK);
       continue;
     }
     state.held.insert(uid);

@@ -36,11 +36,11 @@ struct Credentials {
   // Keeps CAP_SYS_PTRACE, and nothing else, through the change of user (in
   // the bounding, permitted, effective, inheritable and ambient sets, so it
   // survives execve under no_new_privs). For the stack sampler only: it must
-  // attach to a hung process of this user (even one that made itself
-  // undumpable, or under Yama's ptrace_scope) while every file it opens is
-  // checked against this user's rights, never root's. A process of the same
-  // user cannot attach to it in turn: the kernel refuses a tracer whose
-  // capabilities are not a superset of its target's.
+  // attach to a hung process of this user where Yama's ptrace_scope forbids
+  // a non-ancestor, while every file it opens is checked against this
+  // user's rights, never root's. A process of the same user cannot attach
+  // to it in turn: the kernel refuses a tracer whose capabilities are not a
+  // superset of its target's. The agent must hold the capability itself.
   bool keep_ptrace = false;
 };
 

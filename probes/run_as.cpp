@@ -170,11 +170,17 @@ RunAs run_as_for_prefix(const fs::path& prefix, const RunAsPolicy& policy) {
 }
 
 ReadingAs::ReadingAs(const RunAs& run_as) {
-  if (!run_as.switch_credentials || run_as.is_root() || !agent_is_root()) {
+  if (!run_as.switch_credentials || !agent_is_root()) {
     return;
   }
+  // Before is_root(): credentials with a problem (no such user, no uid of
+  // its own left) carry uid 0 only for want of another, and nothing is read
+  // with them, least of all as root.
   if (!run_as.problem.empty()) {
     m_ok = false;
+    return;
+  }
+  if (run_as.is_root()) {
     return;
   }
   // Raw system calls on purpose: glibc's setgroups changes every thread of

@@ -194,7 +194,7 @@ Json build_report(const ContractIdentity& contract, const contracts::HostJudgeme
       entry["run_as"] = {{"user", run_as.user},
                          {"uid", run_as.uid},
                          {"reason", run_as.reason},
-                         {"as_root", run_as.uid == 0}};
+                         {"as_root", run_as.uid == 0 && run_as.problem.empty()}};
       entry["activation"] = activation_json(facts->activation);
     }
     envs.push_back(std::move(entry));

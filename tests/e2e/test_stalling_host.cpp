@@ -36,7 +36,7 @@ class StallingHost : public ::testing::Test {
     if (const auto why = HungMount::unavailable(); !why.empty()) {
       GTEST_SKIP() << "skipped: " << why;
     }
-    open_to_all(m_dir.path());  // root's envs are read and run as nobody
+    open_to_all(m_dir.path());  // root's envs are read and run as a uid of their own
     m_root = m_dir.path() / "host";
   }
 

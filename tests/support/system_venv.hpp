@@ -17,7 +17,7 @@ std::filesystem::path make_system_venv(const std::filesystem::path& prefix);
 std::filesystem::path system_venv_site(const std::filesystem::path& prefix);
 
 // Lets every user pass through and list `dir` (0755), as the envs' users
-// must when the agent reads and runs root's envs as nobody.
+// must when the agent reads and runs root's envs as a uid of their own.
 void open_to_all(const std::filesystem::path& dir);
 
 }  // namespace envcontract::testing

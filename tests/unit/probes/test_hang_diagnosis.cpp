@@ -59,6 +59,11 @@ TEST(HangDiagnosisReach, TheStackSamplerHoldsOnlyCapSysPtraceAsTheOwner) {
   if (!alice) {
     GTEST_SKIP() << "skipped: " << skip;
   }
+  const auto own =
+      testing::status_fields(testing::run_command({"/bin/cat", "/proc/self/status"}).out);
+  if ((std::stoull(own.at("CapEff"), nullptr, 16) & (1ULL << 19)) == 0) {
+    GTEST_SKIP() << "skipped: this root holds no CAP_SYS_PTRACE to hand on (a container's root)";
+  }
   ProcessSpec spec;
   spec.argv = {"/bin/cat", "/proc/self/status"};
   spec.credentials = Credentials{alice->uid, alice->gid, {}};
@@ -125,6 +130,9 @@ TEST(HangDiagnosisReach, TheStackSamplerOpensNoFileTheOwnerPlacedForIt) {
   build_with_debuglink(lib / "libec_fifo.so",
                        "#include <unistd.h>\nvoid ec_wait_fifo(void) { for (;;) pause(); }\n",
                        "ec_fifo.debug", staging);
+  build_with_debuglink(lib / "libec_readable.so",
+                       "#include <unistd.h>\nvoid ec_wait_readable(void) { for (;;) pause(); }\n",
+                       "ec_readable.debug", staging);
   build_with_debuglink(lib / "libec_device.so",
                        "#include <unistd.h>\nvoid ec_wait_device(void) { for (;;) pause(); }\n",
                        "ec_device.debug", staging);
@@ -135,6 +143,11 @@ TEST(HangDiagnosisReach, TheStackSamplerOpensNoFileTheOwnerPlacedForIt) {
   const fs::path secret = lib / "ec_secret.debug";
   const fs::path fifo = lib / "ec_fifo.debug";
   const fs::path device = lib / "ec_device.debug";
+  // And a file the owner may read, which only the sampler's debug directory
+  // keeps it from opening (the owner's rights alone would not).
+  const fs::path readable = lib / "ec_readable.debug";
+  std::ofstream(readable) << "the owner's own\n";
+  ASSERT_EQ(::chown(readable.c_str(), alice->uid, alice->gid), 0);
   std::ofstream(secret) << "root's secret\n";
   ASSERT_EQ(::chmod(secret.c_str(), 0600), 0);
   ASSERT_EQ(::mkfifo(fifo.c_str(), 0600), 0);
@@ -143,15 +156,18 @@ TEST(HangDiagnosisReach, TheStackSamplerOpensNoFileTheOwnerPlacedForIt) {
 
   const fs::path ready = dir.path() / "ready";
   const fs::path script = dir.path() / "hang.py";
-  std::ofstream(script) << "import ctypes, threading\n"
-                        << "lib = '" << lib.string() << "/'\n"
-                        << "fifo = ctypes.CDLL(lib + 'libec_fifo.so')\n"
-                        << "device = ctypes.CDLL(lib + 'libec_device.so')\n"
-                        << "spin = ctypes.CDLL(lib + 'libec_spin.so')\n"
-                        << "threading.Thread(target=fifo.ec_wait_fifo, daemon=True).start()\n"
-                        << "threading.Thread(target=device.ec_wait_device, daemon=True).start()\n"
-                        << "open('" << ready.string() << "', 'w').close()\n"
-                        << "spin.ec_spin()\n";
+  std::ofstream(script)
+      << "import ctypes, threading\n"
+      << "lib = '" << lib.string() << "/'\n"
+      << "fifo = ctypes.CDLL(lib + 'libec_fifo.so')\n"
+      << "device = ctypes.CDLL(lib + 'libec_device.so')\n"
+      << "readable = ctypes.CDLL(lib + 'libec_readable.so')\n"
+      << "spin = ctypes.CDLL(lib + 'libec_spin.so')\n"
+      << "threading.Thread(target=fifo.ec_wait_fifo, daemon=True).start()\n"
+      << "threading.Thread(target=device.ec_wait_device, daemon=True).start()\n"
+      << "threading.Thread(target=readable.ec_wait_readable, daemon=True).start()\n"
+      << "open('" << ready.string() << "', 'w').close()\n"
+      << "spin.ec_spin()\n";
   KilledAtEnd hung;
   hung.pid = testing::spawn_logged({"/usr/bin/setpriv", "--reuid=" + std::to_string(alice->uid),
                                     "--regid=" + std::to_string(alice->gid), "--clear-groups",
@@ -166,7 +182,7 @@ TEST(HangDiagnosisReach, TheStackSamplerOpensNoFileTheOwnerPlacedForIt) {
 
   const int watch = ::inotify_init1(IN_NONBLOCK | IN_CLOEXEC);
   ASSERT_GE(watch, 0);
-  for (const auto& decoy : {secret, fifo, device}) {
+  for (const auto& decoy : {secret, fifo, device, readable}) {
     ASSERT_GE(::inotify_add_watch(watch, decoy.c_str(), IN_OPEN | IN_ACCESS), 0) << decoy;
   }
 

@@ -361,8 +361,18 @@ TEST_F(LeastPrivilege, OneRootOwnedEnvsCodeCannotReachAnotherEnvsProbe) {
   const fs::path private_tmp = m_dir.path() / "tmp";
   fs::create_directories(private_tmp);
   fs::permissions(private_tmp, fs::perms(0755));
-  const char* saved_tmpdir = std::getenv("TMPDIR");
-  const std::string restore = saved_tmpdir ? saved_tmpdir : "";
+  // Set before any probe thread starts, given back however the test ends.
+  struct TmpdirRestored {
+    std::optional<std::string> saved;
+    ~TmpdirRestored() {
+      if (saved) {
+        ::setenv("TMPDIR", saved->c_str(), 1);
+      } else {
+        ::unsetenv("TMPDIR");
+      }
+    }
+  } restored{std::getenv("TMPDIR") ? std::optional<std::string>(std::getenv("TMPDIR"))
+                                   : std::nullopt};
   ::setenv("TMPDIR", private_tmp.c_str(), 1);
   const auto forger_env = describe_prefix(forger).value();
   const auto victim_env = describe_prefix(victim).value();
@@ -372,11 +382,6 @@ TEST_F(LeastPrivilege, OneRootOwnedEnvsCodeCannotReachAnotherEnvsProbe) {
   std::thread victim_probe([&] { victim_facts = probe(victim_env, nullptr, {"ec_patient"}); });
   const auto forger_facts = probe(forger_env, nullptr, {"ec_forge"});
   victim_probe.join();
-  if (restore.empty()) {
-    ::unsetenv("TMPDIR");
-  } else {
-    ::setenv("TMPDIR", restore.c_str(), 1);
-  }
   ASSERT_FALSE(forger_facts.stages.empty());
 
   const auto record = testing::run_command({"/bin/cat", tamper_record});

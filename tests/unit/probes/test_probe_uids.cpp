@@ -58,16 +58,28 @@ TEST(ProbeUids, AUidAnotherProcessHoldsIsNeverHandedOut) {
   const fs::path lock = dir.path() / "probe-uids.lock";
   const fs::path ready = dir.path() / "ready";
   const ProbeUidRange range = test_range(4);
-  // The other process holds the bytes of the first three uids.
+  // The other process holds the bytes of the first three uids (a uid's byte
+  // is at the uid's offset in the file).
   const pid_t holder = testing::spawn_logged(
       {"/usr/bin/python3", "-c",
        "import fcntl, os, struct, sys, time\n"
        "fd = os.open(sys.argv[1], os.O_RDWR | os.O_CREAT, 0o600)\n"
-       "fcntl.fcntl(fd, fcntl.F_OFD_SETLK, struct.pack('hhqqi', fcntl.F_WRLCK, 0, 0, 3, 0))\n"
+       "first = int(sys.argv[3])\n"
+       "fcntl.fcntl(fd, fcntl.F_OFD_SETLK, struct.pack('hhqqi', fcntl.F_WRLCK, 0, first, 3, 0))\n"
        "open(sys.argv[2], 'w').close()\n"
        "time.sleep(60)\n",
-       lock.string(), ready.string()},
+       lock.string(), ready.string(), std::to_string(range.first)},
       dir.path() / "holder.log");
+  // Ended however the test ends.
+  struct Reaped {
+    pid_t pid;
+    ~Reaped() {
+      if (pid > 0) {
+        ::kill(-pid, SIGKILL);
+        ::waitpid(pid, nullptr, 0);
+      }
+    }
+  } reaped{holder};
   for (int waited = 0; waited < 200 && !fs::exists(ready); ++waited) {
     ::usleep(50'000);
   }
@@ -79,6 +91,7 @@ TEST(ProbeUids, AUidAnotherProcessHoldsIsNeverHandedOut) {
   EXPECT_NE(none.problem, "");
   ::kill(-holder, SIGKILL);
   ::waitpid(holder, nullptr, 0);
+  reaped.pid = -1;
   // Its locks went with it.
   const ProbeUid after = reserve_probe_uid(fresh_key("after"), range, lock);
   EXPECT_EQ(after.problem, "");

@@ -57,7 +57,7 @@ class StalledReads : public ::testing::Test {
     if (const auto why = HungMount::unavailable(); !why.empty()) {
       GTEST_SKIP() << "skipped: " << why;
     }
-    testing::open_to_all(m_dir.path());  // root's envs are read and run as nobody
+    testing::open_to_all(m_dir.path());  // root's envs are read and run as a uid of their own
   }
 
   static fs::path make_venv(const fs::path& prefix) { return testing::make_system_venv(prefix); }
