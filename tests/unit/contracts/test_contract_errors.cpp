@@ -4,6 +4,7 @@
 
 #include "contracts/contract_loader.hpp"
 #include "tests/support/contract_text.hpp"
+#include "tests/support/hostile_yaml.hpp"
 #include "tests/support/temp_dir.hpp"
 
 namespace envcontract::contracts {
@@ -204,21 +205,6 @@ TEST(ContractErrors, NonUtf8AndBinaryInputDoNotCrash) {
   EXPECT_GE(result.diagnostics.error_count(), 1U);
 }
 
-// Ten lines that stand for 10^10 nodes: each anchor a list of ten aliases
-// of the one before ("billion laughs").
-std::string billion_laughs() {
-  std::string text = "lol0: &lol0 [lol, lol, lol, lol, lol, lol, lol, lol, lol, lol]\n";
-  for (int level = 1; level < 10; ++level) {
-    const std::string name = "lol" + std::to_string(level);
-    text += name + ": &" + name + " [";
-    for (int alias = 0; alias < 10; ++alias) {
-      text += (alias == 0 ? "*lol" : ", *lol") + std::to_string(level - 1);
-    }
-    text += "]\n";
-  }
-  return text;
-}
-
 // yaml-cpp makes an alias the very node its anchor names, so this list
 // holds itself: the first walk of the tree (duplicate keys) overflowed the
 // stack, and `envcontractd validate` died of SIGSEGV.
@@ -235,7 +221,8 @@ TEST(ContractErrors, AnAliasCycleIsRefusedAtTheAlias) {
 
 // Loading it took a millisecond; walking it would have taken hours.
 TEST(ContractErrors, ABillionLaughsIsRefusedAtTheAliasPastTheBound) {
-  const auto result = load_text("schema_version: 1\n" + billion_laughs());
+  const auto result =
+      load_text("schema_version: 1\n" + testing::billion_laughs(testing::LaughsLayout::mapping));
   EXPECT_FALSE(result.contract);
   EXPECT_EQ(messages(result),
             (std::vector<std::string>{

@@ -4,6 +4,7 @@
 
 #include "daemon/agent_config.hpp"
 #include "daemon/contract_detection.hpp"
+#include "tests/support/hostile_yaml.hpp"
 #include "tests/support/temp_dir.hpp"
 
 namespace envcontract {
@@ -340,14 +341,7 @@ TEST(AgentConfig, AnAliasCycleIsRefusedAtTheAlias) {
 }
 
 TEST(AgentConfig, ABillionLaughsIsRefusedAtTheAliasPastTheBound) {
-  std::string text = "webhooks:\n  - &lol0 [lol, lol, lol, lol, lol, lol, lol, lol, lol, lol]\n";
-  for (int level = 1; level < 10; ++level) {
-    text += "  - &lol" + std::to_string(level) + " [";
-    for (int alias = 0; alias < 10; ++alias) {
-      text += (alias == 0 ? "*lol" : ", *lol") + std::to_string(level - 1);
-    }
-    text += "]\n";
-  }
+  const std::string text = "webhooks:\n" + testing::billion_laughs(testing::LaughsLayout::sequence);
   testing::TempDir dir;
   const auto file = dir.write("agent.yaml", text);
   AgentConfig config;

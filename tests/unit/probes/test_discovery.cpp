@@ -11,6 +11,7 @@
 #include <set>
 
 #include "tests/support/demo_host.hpp"
+#include "tests/support/hostile_yaml.hpp"
 #include "tests/support/temp_dir.hpp"
 
 namespace envcontract::probes {
@@ -393,15 +394,7 @@ TEST(Discovery, ACondarcAliasCycleIsRefused) {
 }
 
 TEST(Discovery, ACondarcBillionLaughsIsRefused) {
-  std::string text = "lol0: &lol0 [lol, lol, lol, lol, lol, lol, lol, lol, lol, lol]\n";
-  for (int level = 1; level < 10; ++level) {
-    const std::string name = "lol" + std::to_string(level);
-    text += name + ": &" + name + " [";
-    for (int alias = 0; alias < 10; ++alias) {
-      text += (alias == 0 ? "*lol" : ", *lol") + std::to_string(level - 1);
-    }
-    text += "]\n";
-  }
+  const std::string text = testing::billion_laughs(testing::LaughsLayout::mapping);
   const auto parsed = parse_condarc_envs_dirs(text + "envs_dirs: *lol9\n");
   ASSERT_FALSE(parsed);
   EXPECT_EQ(parsed.error().substr(0, 60),
