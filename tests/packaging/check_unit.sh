@@ -80,6 +80,7 @@ has Type notify
 has ExecReload '/bin/kill -HUP $MAINPID'
 has StateDirectory envcontract
 has RuntimeDirectory envcontract
+has RuntimeDirectoryPreserve yes
 has ProtectSystem strict
 has ProtectHome read-only
 has PrivateTmp yes
