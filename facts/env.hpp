@@ -39,6 +39,10 @@ struct RunAs {
   // True when the agent can change to these credentials, i.e. it runs as
   // root; an unprivileged agent runs everything as itself.
   bool switch_credentials = false;
+  // A uid reserved for this env alone (run_root_envs_as: dynamic): nobody
+  // else's code runs as it, so whoever can change the env gains nothing by
+  // having their code run as it that they did not have already.
+  bool own_uid = false;
 
   bool is_root() const { return uid == 0; }
   // For people: the user's name, or "uid N" for a uid without one (a

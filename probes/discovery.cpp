@@ -217,10 +217,13 @@ std::optional<PythonEnv> describe_prefix(const fs::path& prefix, const RunAsPoli
   } else if (inside && is_system_root(scan_root)) {
     env.system_root = scan_root;
   }
-  env.run_as = run_as_for_prefix(env.prefix, run_as);
-  env.unsafe = find_unsafe_paths(
-      {env.prefix, env.python, activation_inputs(env), find_site_packages(env), scan_root},
-      env.run_as);
+  // An image's tree read on the host: its owners are the image author's word.
+  const bool image_tree = env.system_root != "/" && env.exec.empty();  // owners_are_facts
+  env.run_as =
+      image_tree ? run_as_for_image_env(env.prefix, run_as) : run_as_for_prefix(env.prefix, run_as);
+  env.unsafe = find_unsafe_paths({env.prefix, env.python, activation_inputs(env),
+                                  find_site_packages(env), scan_root, image_tree},
+                                 env.run_as);
   check_interpreter(env);
   if (env.python_version.empty() && env.problems.empty()) {
     env.problems.push_back(

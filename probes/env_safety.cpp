@@ -57,7 +57,8 @@ std::string group_name(gid_t gid) {
 
 class Checker {
  public:
-  explicit Checker(const RunAs& run_as) : m_run_as(run_as) {}
+  explicit Checker(const RunAs& run_as, bool owners_are_facts = false)
+      : m_run_as(run_as), m_owners_are_facts(owners_are_facts) {}
 
   // `as_parent`: a directory on the way, where a sticky world-writable
   // directory (/tmp) is fine: others cannot replace what they do not own.
@@ -76,7 +77,7 @@ class Checker {
     }
     const unsigned mode = info.st_mode & 07777;
     std::string why;
-    if (info.st_uid != 0 && info.st_uid != m_run_as.uid) {
+    if (info.st_uid != 0 && info.st_uid != m_run_as.uid && !m_owners_are_facts) {
       why = "owned by " + user_name(info.st_uid) + ", who is neither root nor " + m_run_as.who();
     } else if (S_ISLNK(info.st_mode)) {
       return;  // a link's own mode means nothing; its directory and target are checked
@@ -130,14 +131,19 @@ class Checker {
 
  private:
   const RunAs& m_run_as;
+  bool m_owners_are_facts = false;
   std::map<fs::path, bool> m_seen;  // path -> checked as a place code loads from
   std::vector<UnsafePath> m_unsafe;
 };
 
 }  // namespace
 
+bool owners_are_facts(const facts::PythonEnv& env) {
+  return env.system_root != "/" && env.exec.empty() && env.run_as.own_uid;
+}
+
 std::vector<UnsafePath> find_unsafe_paths(const SafetyInputs& inputs, const RunAs& run_as) {
-  Checker checker(run_as);
+  Checker checker(run_as, inputs.owners_are_facts && run_as.own_uid);
   const fs::path root = inputs.scan_root.empty() ? fs::path("/") : inputs.scan_root;
   checker.check_with_parents(inputs.prefix, root);
   if (!inputs.python.empty()) {
@@ -161,8 +167,8 @@ std::vector<UnsafePath> find_unsafe_paths(const SafetyInputs& inputs, const RunA
 
 std::vector<UnsafePath> find_unsafe_import_paths(const std::vector<fs::path>& paths,
                                                  const std::vector<fs::path>& site_dirs,
-                                                 const RunAs& run_as) {
-  Checker checker(run_as);
+                                                 const RunAs& run_as, bool owners_are_facts) {
+  Checker checker(run_as, owners_are_facts && run_as.own_uid);
   for (const auto& path : paths) {
     if (!path.is_absolute()) {
       continue;

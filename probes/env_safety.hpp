@@ -29,7 +29,17 @@ struct SafetyInputs {
       activation;                                // scripts and variable files that activation reads
   std::vector<std::filesystem::path> site_dirs;  // the env's site-packages
   std::filesystem::path scan_root = "/";         // parents are checked up to here
+  // An image's env that runs as a uid of its own (RunAs::own_uid): the
+  // owners its files name were chosen by the image's author and name no
+  // one here who would gain by running code as that uid, so only modes
+  // (writable by everyone, by an untrusted group) make it unsafe.
+  bool owners_are_facts = false;
 };
+
+// Whether `env` is an image's env run as a uid of its own, whose files'
+// owners are only facts (SafetyInputs::owners_are_facts): an env of an
+// operating system tree read on the host, outside any container target.
+bool owners_are_facts(const facts::PythonEnv& env);
 
 // Every path among the inputs (with the prefix's parents, what bin/python
 // resolves to and its directories, and each site dir's .pth files) that
@@ -43,6 +53,7 @@ std::vector<UnsafePath> find_unsafe_paths(const SafetyInputs& inputs, const RunA
 // up to `/`) and each .pth file of `site_dirs` is held to the same rule.
 std::vector<UnsafePath> find_unsafe_import_paths(
     const std::vector<std::filesystem::path>& paths,
-    const std::vector<std::filesystem::path>& site_dirs, const RunAs& run_as);
+    const std::vector<std::filesystem::path>& site_dirs, const RunAs& run_as,
+    bool owners_are_facts = false);
 
 }  // namespace envcontract::probes

@@ -79,6 +79,7 @@ RunAs dynamic_run_as(const RunAsPolicy& policy, const fs::path& prefix) {
   run_as.uid = reserved.uid;
   run_as.gid = static_cast<gid_t>(reserved.uid);
   run_as.user = std::to_string(reserved.uid);
+  run_as.own_uid = true;
   return run_as;
 }
 
@@ -167,6 +168,28 @@ RunAs run_as_for_prefix(const fs::path& prefix, const RunAsPolicy& policy) {
     return resolve_run_as(agent_is_root() ? run_as_user("nobody").uid : ::geteuid(), policy);
   }
   return resolve_run_as(info.st_uid, policy, prefix);
+}
+
+RunAs run_as_for_image_env(const fs::path& prefix, const RunAsPolicy& policy) {
+  if (!agent_is_root()) {
+    return resolve_run_as(::geteuid(), policy, prefix);
+  }
+  struct stat info {};
+  const std::string owner =
+      ::stat(prefix.c_str(), &info) == 0 ? "uid " + std::to_string(info.st_uid) : "unknown";
+  // run_root_envs_as: root is the operator's word about root's own envs, not
+  // about what an image's author put in a tree.
+  RunAsPolicy image_policy = policy;
+  if (image_policy.root_envs_user == "root") {
+    image_policy.root_envs_user = k_dynamic_probe_user;
+  }
+  RunAs run_as = resolve_run_as(0, image_policy, prefix);
+  run_as.reason = "an env of an image's tree, run on the host: its files' owner (" + owner +
+                  ") was chosen by the image's author and is no user of this host, so it runs " +
+                  (image_policy.root_envs_user == k_dynamic_probe_user
+                       ? "as a uid of its own"
+                       : "as the configured user (run_root_envs_as)");
+  return run_as;
 }
 
 ReadingAs::ReadingAs(const RunAs& run_as) {

@@ -48,6 +48,14 @@ RunAs resolve_run_as(uid_t owner, const RunAsPolicy& policy,
 // The same for the owner of `prefix` (followed through symlinks).
 RunAs run_as_for_prefix(const std::filesystem::path& prefix, const RunAsPolicy& policy);
 
+// For an env of an operating system tree scanned on the host (an image's
+// rootfs given as --root or roots:), whose code runs on the host. Whoever
+// built the image chose its files' owners: a uid there names nobody of this
+// host, so it is only a fact, and the env runs as a root-owned env would
+// (a uid of its own by default, or the configured user), never as the host
+// user that happens to have that uid, and never as root.
+RunAs run_as_for_image_env(const std::filesystem::path& prefix, const RunAsPolicy& policy);
+
 // A user's credentials by name ("nobody") or numeric uid; `problem` is set when
 // there is no such user.
 RunAs run_as_user(const std::string& name);

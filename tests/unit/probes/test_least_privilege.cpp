@@ -136,10 +136,10 @@ class LeastPrivilege : public ::testing::Test {
 
   // A venv (made as `python -m venv` lays it out) whose activation script
   // and module `ec_whoami` record their credentials in out/.
-  fs::path make_venv(const std::string& name) {
+  fs::path make_venv(const std::string& name, const fs::path& parent = {}) {
     const fs::path python = fs::canonical(testing::demo_host() / "venvs/xpu210v/bin/python");
     const std::string version = python.filename().string().substr(6);  // 3.10
-    const fs::path prefix = m_dir.path() / name;
+    const fs::path prefix = (parent.empty() ? m_dir.path() : parent) / name;
     fs::create_directories(prefix / "bin");
     const fs::path site = prefix / "lib" / ("python" + version) / "site-packages";
     fs::create_directories(site);
@@ -280,6 +280,45 @@ TEST_F(LeastPrivilege, ARootOwnedEnvRunsAsAUidOfItsOwn) {
   const auto other = describe_prefix(make_venv("other-root-env")).value();
   EXPECT_NE(other.run_as.uid, env.run_as.uid);
   EXPECT_EQ(other.run_as.problem, "");
+}
+
+// An image's rootfs scanned as a tree (--root, roots:) is read and run on
+// the host. Its author chose the owners its files name: an env there owned
+// by alice's uid must not run as alice (her HOME, her files, her processes),
+// and run_root_envs_as: root does not make an image's env root's.
+TEST_F(LeastPrivilege, AnImagesEnvNeverRunsAsTheHostUserItsFilesName) {
+  const fs::path tree = m_dir.path() / "image";
+  fs::create_directories(tree / "etc");
+  fs::create_directories(tree / "opt");
+  std::ofstream(tree / "etc/os-release") << "ID=debian\nVERSION_ID=12\n";
+  const fs::path prefix = make_venv("app", tree / "opt");
+  testing::chown_tree(prefix, m_alice.uid, m_alice.gid);
+
+  for (const char* policy : {"dynamic", "root"}) {
+    SCOPED_TRACE(policy);
+    const auto env = describe_prefix(prefix, RunAsPolicy{policy}, tree).value();
+    EXPECT_EQ(env.owner, "ectest-alice");  // a fact, still reported
+    ASSERT_EQ(env.run_as.problem, "");
+    const ProbeUidRange range;
+    EXPECT_GE(env.run_as.uid, range.first);
+    EXPECT_LT(env.run_as.uid, range.first + range.count);
+    EXPECT_EQ(env.run_as.home, "/nonexistent");
+    EXPECT_NE(env.run_as.reason.find("image's author"), std::string::npos) << env.run_as.reason;
+    fs::remove(m_out / "app.activate");
+    EXPECT_TRUE(env.unsafe.empty()) << env.unsafe.front().why;
+    probe(env);
+    expect_unprivileged(m_out / "app.activate", env.run_as.uid, env.run_as.gid);
+    expect_unprivileged(m_out / "app.module", env.run_as.uid, env.run_as.gid);
+  }
+  // A configured user is the operator's choice, and is kept.
+  const auto as_bob = describe_prefix(prefix, RunAsPolicy{"ectest-bob"}, tree).value();
+  EXPECT_EQ(as_bob.run_as.uid, m_bob.uid);
+  // Shared with other envs, a file only alice may change is her way to
+  // run code as that user: refused, as on the host.
+  EXPECT_FALSE(as_bob.unsafe.empty());
+  // The same env found on the host itself is alice's: she runs her own code.
+  const auto on_host = describe_prefix(prefix).value();
+  EXPECT_EQ(on_host.run_as.uid, m_alice.uid);
 }
 
 TEST_F(LeastPrivilege, ARootOwnedEnvRunsAsTheConfiguredUser) {
