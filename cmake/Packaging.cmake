@@ -29,6 +29,7 @@ install(FILES
           ${PROJECT_SOURCE_DIR}/packaging/copyright
         DESTINATION ${CMAKE_INSTALL_DOCDIR})
 install(FILES ${PROJECT_SOURCE_DIR}/packaging/examples/envcontractd-nsenter.conf
+              ${PROJECT_SOURCE_DIR}/packaging/examples/envcontractd-podman.conf
         DESTINATION ${CMAKE_INSTALL_DOCDIR}/examples)
 # A native package: Debian wants its changelog as changelog.gz, compressed, at maximum compression and without
 # a timestamp, so the package is reproducible.

@@ -21,7 +21,8 @@ for path in ./usr/bin/envcontractd ./usr/bin/fleetctl ./lib/systemd/system/envco
   ./etc/envcontract/agent.yaml ./usr/share/envcontract/contracts/kunlunxin.yaml \
   ./usr/share/doc/envcontract/copyright ./usr/share/doc/envcontract/changelog.gz \
   ./usr/share/doc/envcontract/agent.md ./usr/share/doc/envcontract/containers.md \
-  ./usr/share/doc/envcontract/examples/envcontractd-nsenter.conf ./usr/share/man/man1/envcontractd.1.gz \
+  ./usr/share/doc/envcontract/examples/envcontractd-nsenter.conf \
+  ./usr/share/doc/envcontract/examples/envcontractd-podman.conf ./usr/share/man/man1/envcontractd.1.gz \
   ./usr/share/man/man1/fleetctl.1.gz ./usr/share/envcontract/prometheus/envcontract-rules.yml; do
   grep -q " $path\$" "$work/contents" || {
     echo "missing from the package: $path"
