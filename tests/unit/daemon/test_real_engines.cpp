@@ -1,0 +1,399 @@
+// Container targets in real engines (issue 48): a long-running podman or
+// docker container, made from a root filesystem the test builds (Debian's
+// python3 and bash, envs owned by root and by a user), scanned through the
+// agent with the engine's own exec and with nsenter. What the envs' code
+// prints is only true inside that container; afterwards nothing of the
+// probes is left inside or outside it. tests/support/container_engine.hpp
+// makes the image (import), runs and removes the container.
+#include <gtest/gtest.h>
+#include <sys/stat.h>
+#include <nlohmann/json.hpp>
+
+#include <chrono>
+#include <fstream>
+#include <iostream>
+#include <memory>
+#include <random>
+#include <tuple>
+
+#include "common/json_text.hpp"
+#include "tests/e2e/agent_fixture.hpp"
+#include "tests/support/container_engine.hpp"
+#include "tests/support/container_rootfs.hpp"
+#include "tests/support/run_command.hpp"
+#include "tests/support/system_venv.hpp"
+#include "tests/support/temp_dir.hpp"
+#include "tests/support/test_users.hpp"
+
+namespace envcontract {
+namespace {
+
+using Json = nlohmann::ordered_json;
+using testing::Engine;
+using testing::run_command;
+namespace fs = std::filesystem;
+
+const std::string k_binary = ENVCONTRACTD_PATH;
+
+// How the agent enters the container.
+enum class Entry { engine_exec, nsenter };
+
+struct Scan {
+  Json report;
+  int exit_code = -1;
+  double seconds = 0;
+  std::string err;
+};
+
+std::string joined(const std::vector<testing::HostProcess>& processes) {
+  std::string text;
+  for (const auto& process : processes) {
+    text += "\n  " + process.text();
+  }
+  return text;
+}
+
+// A CPU torch as far as the probes ask (2.10.0), in a venv over the
+// container's python3.
+void make_env(const fs::path& prefix) {
+  const auto site = testing::system_venv_site(testing::make_system_venv(prefix));
+  fs::create_directories(site / "torch");
+  std::ofstream(site / "torch/__init__.py") << "from . import version\n"
+                                               "__version__ = version.__version__\n";
+  std::ofstream(site / "torch/version.py") << "__version__ = '2.10.0'\ncuda = None\nhip = None\n";
+}
+
+std::string entry_name(Entry entry) {
+  return entry == Entry::engine_exec ? "exec" : "nsenter";
+}
+void PrintTo(Entry entry, std::ostream* out) {
+  *out << entry_name(entry);
+}
+
+// A container of `engine()`'s, with envs of root's and of a user's in it.
+class EngineFixture : public ::testing::Test {
+ protected:
+  virtual Engine which() const = 0;
+
+  void SetUp() override {
+    m_session = std::make_unique<testing::EngineSession>(which(), m_dir.path() / "engine");
+    if (!m_session->unavailable().empty()) {
+      GTEST_SKIP() << m_session->name() << " cannot be used here: " << m_session->unavailable();
+    }
+    const auto user = testing::ensure_user("ectest-alice");
+    if (!user) {
+      GTEST_SKIP() << "no test user (useradd needs root)";
+    }
+    m_user = *user;
+    testing::open_to_all(m_dir.path());
+    make_env(rootfs() / "opt/venvs/app");
+    make_env(rootfs() / "opt/venvs/tools");
+    if (const auto why = testing::make_container_rootfs(rootfs()); !why.empty()) {
+      GTEST_SKIP() << why;
+    }
+    // Only this container has this line.
+    m_marker = "inside container " + std::to_string(std::random_device{}());
+    std::ofstream(rootfs() / "etc/container-marker") << m_marker << "\n";
+    run_command({"/bin/chmod", "-R", "a+rX", rootfs().string()});
+    testing::chown_tree(rootfs() / "opt/venvs/tools", m_user.uid, m_user.gid);
+    // An init that reaps what is left to it, as tini and catatonit do: what
+    // stays in its pid namespace is running, not a zombie.
+    m_container = std::make_unique<testing::EngineContainer>(
+        *m_session, rootfs(),
+        std::vector<std::string>{"/usr/bin/python3", "-c",
+                                 "import signal, time\n"
+                                 "signal.signal(signal.SIGCHLD, signal.SIG_IGN)\n"
+                                 "while True: time.sleep(3600)\n"},
+        m_dir.path() / "scratch");
+    ASSERT_EQ(m_container->problem(), "");
+    fs::create_directories(m_dir.path() / "host");
+  }
+
+  void TearDown() override {
+    m_container.reset();
+    m_session.reset();
+  }
+
+  fs::path rootfs() const { return m_dir.path() / "rootfs"; }
+  std::string engine() const { return m_session->name(); }
+  fs::path merged(const std::string& inside) const {
+    return m_container->merged_dir() / fs::path(inside).relative_path();
+  }
+
+  fs::path containers_file(Entry entry) const {
+    const std::string how =
+        entry == Entry::engine_exec ? "exec: " + engine() : "exec: nsenter, runtime: " + engine();
+    return m_dir.write("containers.yaml", "containers:\n  - {name: box, " + how + ", container: " +
+                                              m_container->name() + ", env_roots: [/opt/venvs]}\n");
+  }
+
+  // Checks whose expected output only the container's own processes print:
+  // its marker, its pid namespace, its interpreter's file (device and inode,
+  // as the host sees them in the engine's mount of its root).
+  std::string inside_checks() const {
+    const std::string python = "/usr/bin/python" + testing::system_python_version();
+    struct stat file {};
+    EXPECT_EQ(::stat(merged(python).c_str(), &file), 0) << merged(python);
+    std::string namespace_pattern = m_container->pid_namespace();  // pid:[N]
+    namespace_pattern.replace(namespace_pattern.find('['), 1, "\\\\[");
+    namespace_pattern.replace(namespace_pattern.find(']'), 1, "\\\\]");
+    return "  - id: marker\n"
+           "    kind: command\n"
+           "    run: 'read -r line < /etc/container-marker; echo \"$line\"'\n"
+           "    expect_output: \"^" +
+           m_marker +
+           "\\n\"\n"
+           "  - id: pid-namespace\n"
+           "    kind: smoke\n"
+           "    code: |\n"
+           "      import os\n"
+           "      print(os.readlink('/proc/self/ns/pid'))\n"
+           "    expect_output: \"^" +
+           namespace_pattern +
+           "\\n\"\n"
+           "  - id: interpreter\n"
+           "    kind: smoke\n"
+           "    code: |\n"
+           "      import os, sys\n"
+           "      found = os.stat(sys.executable)\n"
+           "      print(os.path.realpath(sys.executable), found.st_dev, found.st_ino)\n"
+           "    expect_output: \"^" +
+           python + " " + std::to_string(file.st_dev) + " " + std::to_string(file.st_ino) +
+           "\\n\"\n";
+  }
+
+  // `scan --format json` of the (empty) host and the container, timed.
+  Scan scan(Entry entry, const std::string& checks) const {
+    const auto contract = m_dir.write("contract.yaml",
+                                      "schema_version: 1\n"
+                                      "targets:\n"
+                                      "  - {name: ci, image: " +
+                                          m_container->image() + "}\nchecks:\n" + checks);
+    const auto argv = m_session->with_environment(
+        {k_binary, "scan", "--contract", contract.string(), "--format", "json", "--root",
+         (m_dir.path() / "host").string(), "--containers", containers_file(entry).string()});
+    const auto start = std::chrono::steady_clock::now();
+    const auto result = run_command(argv);
+    Scan scan;
+    scan.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+    scan.exit_code = result.exit_code;
+    scan.err = result.err;
+    scan.report = Json::parse(result.out, nullptr, false);
+    EXPECT_FALSE(scan.report.is_discarded()) << result.out << result.err;
+    return scan;
+  }
+
+  const Json* env_named(const Json& report, const std::string& name) const {
+    for (const auto& env : report["envs"]) {
+      if (env["name"] == name) {
+        return &env;
+      }
+    }
+    ADD_FAILURE() << "no env " << name << " in " << common::json_text(report);
+    return nullptr;
+  }
+
+  // Both envs judged inside the container, as `verdict`; the root-owned one
+  // as a uid of its own, the user's as the user.
+  void expect_judged_inside(const Scan& scan, const std::string& verdict) const {
+    const std::string text = common::json_text(scan.report);
+    EXPECT_EQ(scan.report["verdict"], verdict) << text << scan.err;
+    ASSERT_EQ(scan.report["envs"].size(), 2U) << text;
+    for (const char* name : {"box:app", "box:tools"}) {
+      SCOPED_TRACE(name);
+      const Json* env = env_named(scan.report, name);
+      ASSERT_NE(env, nullptr);
+      EXPECT_EQ((*env)["container"], "box") << text;
+      EXPECT_EQ((*env)["verdict"], verdict) << common::json_text(*env);
+      for (const char* id : {"marker", "pid-namespace", "interpreter"}) {
+        const Json* check = testing::find_check(*env, id);
+        ASSERT_NE(check, nullptr) << text;
+        EXPECT_EQ((*check)["status"], "pass") << id << ": " << common::json_text(*check);
+      }
+    }
+    const Json* tools = env_named(scan.report, "box:tools");
+    ASSERT_NE(tools, nullptr);
+    EXPECT_EQ((*tools)["prefix"], merged("/opt/venvs/tools").string()) << text;
+    EXPECT_EQ((*tools)["run_as"]["uid"], m_user.uid) << common::json_text(*tools);
+    const Json* app = env_named(scan.report, "box:app");
+    ASSERT_NE(app, nullptr);
+    EXPECT_NE((*app)["run_as"]["uid"], 0) << common::json_text(*app);
+    ASSERT_EQ(scan.report["containers"].size(), 1U) << text;
+    const auto& container = scan.report["containers"][0];
+    EXPECT_TRUE(container["problem"].is_null()) << text;
+    EXPECT_EQ(container["image"]["value"], m_container->image()) << text;
+    EXPECT_EQ(container["root"], m_container->merged_dir().string()) << text;
+  }
+
+  // Nothing of the probes left running in the container or naming it
+  // outside (an exec client, its monitor, podman's cleanup: given 10 s to
+  // end, which they do at once), and no probe directory in its /tmp.
+  void expect_nothing_left() const {
+    std::vector<testing::HostProcess> inside;
+    std::vector<testing::HostProcess> outside;
+    testing::wait_until(
+        [&] {
+          inside = m_container->processes_inside();
+          outside = m_container->processes_naming_it();
+          return inside.empty() && outside.empty();
+        },
+        std::chrono::seconds(10));
+    EXPECT_TRUE(inside.empty()) << "left running inside the container:" << joined(inside);
+    EXPECT_TRUE(outside.empty()) << "left running for the container:" << joined(outside);
+    std::vector<std::string> left;
+    const fs::path tmp = "/proc/" + std::to_string(m_container->pid()) + "/root/tmp";
+    for (const auto& entry : fs::directory_iterator(tmp)) {
+      left.push_back(entry.path().filename().string());
+    }
+    EXPECT_TRUE(left.empty()) << "left in the container's /tmp: " << left.front();
+  }
+
+  // The scan's wall time, in the test's output and as a property of its XML result.
+  void report_time(Entry entry, const Scan& scan) const {
+    const std::string how = entry == Entry::engine_exec ? engine() + " exec" : "nsenter";
+    const double reported = scan.report.value("duration_ms", 0.0);
+    std::cout << "[ timing   ] " << engine() << ", " << how << ": scan took " << scan.seconds
+              << " s (the report's duration_ms: " << reported << ")\n";
+    RecordProperty(engine() + " " + entry_name(entry) + " seconds", std::to_string(scan.seconds));
+  }
+
+  testing::TempDir m_dir;
+  std::unique_ptr<testing::EngineSession> m_session;
+  std::unique_ptr<testing::EngineContainer> m_container;
+  testing::User m_user;
+  std::string m_marker;
+};
+
+const std::string k_torch_met = "  - {id: torch, kind: torch, base: \"2.10.0\", cuda: none}\n";
+const std::string k_torch_broken = "  - {id: torch, kind: torch, base: \"2.9.0\", cuda: none}\n";
+
+// Each engine entered each way: with its own exec (`exec: podman`) and with
+// nsenter (`exec: nsenter`, `runtime: podman`).
+class RealEngine : public EngineFixture,
+                   public ::testing::WithParamInterface<std::tuple<Engine, Entry>> {
+ protected:
+  Engine which() const override { return std::get<0>(GetParam()); }
+  Entry entry() const { return std::get<1>(GetParam()); }
+};
+
+TEST_P(RealEngine, EnvsOfRootAndOfAUserAreJudgedInside) {
+  const auto met = scan(entry(), inside_checks() + k_torch_met);
+  report_time(entry(), met);
+  EXPECT_EQ(met.exit_code, 0) << met.err;
+  expect_judged_inside(met, "compliant");
+  const std::string exec = common::json_text(met.report["containers"][0]["exec"]);
+  EXPECT_NE(exec.find(entry() == Entry::engine_exec ? engine() : "nsenter"), std::string::npos)
+      << exec;
+
+  const auto broken = scan(entry(), inside_checks() + k_torch_broken);
+  EXPECT_EQ(broken.exit_code, 1) << broken.err;
+  expect_judged_inside(broken, "drift");
+  for (const auto& env : broken.report["envs"]) {
+    const Json* torch = testing::find_check(env, "torch");
+    ASSERT_NE(torch, nullptr);
+    EXPECT_EQ((*torch)["status"], "fail") << common::json_text(*torch);
+  }
+}
+
+TEST_P(RealEngine, AfterAScanNothingOfTheProbesIsLeftInsideOrOutside) {
+  const auto met = scan(entry(), inside_checks() + k_torch_met);
+  EXPECT_EQ(met.report["verdict"], "compliant") << common::json_text(met.report);
+  expect_nothing_left();
+}
+
+// A probe that sleeps forever in the container: it times out, the hang is
+// diagnosed in the interpreter that sleeps (its threads and Python stack,
+// not the engine's client), and it is gone from the container afterwards.
+TEST_P(RealEngine, AProbeThatTimesOutIsDiagnosedInsideAndLeavesNothing) {
+  const auto result = scan(entry(),
+                           "  - id: forever\n"
+                           "    kind: smoke\n"
+                           "    timeout: 3s\n"
+                           "    code: |\n"
+                           "      import time\n"
+                           "      def wait_forever_in_container():\n"
+                           "          while True:\n"
+                           "              time.sleep(1)\n"
+                           "      wait_forever_in_container()\n");
+  const std::string text = common::json_text(result.report);
+  ASSERT_EQ(result.report["envs"].size(), 2U) << text << result.err;
+  for (const auto& env : result.report["envs"]) {
+    SCOPED_TRACE(env["name"].get<std::string>());
+    const Json* check = testing::find_check(env, "forever");
+    ASSERT_NE(check, nullptr) << text;
+    const std::string check_text = common::json_text(*check);
+    EXPECT_EQ((*check)["status"], "fail") << check_text;
+    EXPECT_EQ((*check)["diagnosis"]["cause"], "hang") << check_text;
+    // (The code itself is in `expected`: the stack is looked for in the evidence.)
+    const auto& stacks = (*check)["diagnosis"]["evidence"]["python_stacks"];
+    EXPECT_NE(common::json_text(stacks).find("wait_forever_in_container"), std::string::npos)
+        << "no Python stack of the sleeping interpreter: " << check_text;
+    // Its threads are the interpreter's (the probe's `python`), none the client's.
+    const auto& threads = (*check)["diagnosis"]["evidence"]["threads"];
+    EXPECT_FALSE(threads.empty()) << check_text;
+    for (const auto& thread : threads) {
+      EXPECT_NE(thread["name"].get<std::string>().find("python"), std::string::npos)
+          << "a thread of another process was sampled: " << check_text;
+    }
+  }
+  expect_nothing_left();
+}
+
+TEST_P(RealEngine, AStoppedContainerMakesTheHostAnErrorWithTheReason) {
+  const auto stopped = m_container->stop();
+  ASSERT_EQ(stopped.exit_code, 0) << stopped.err;
+  const std::string status = m_container->inspect("{{.State.Status}}");
+  const auto result = scan(entry(), k_torch_met);
+  const std::string text = common::json_text(result.report);
+  EXPECT_EQ(result.exit_code, 2) << text << result.err;
+  EXPECT_EQ(result.report["verdict"], "error") << text;
+  const std::string expected =
+      "container " + m_container->name() + " is not running (" + status + ")";
+  bool named = false;
+  for (const auto& reason : result.report["reasons"]) {
+    const auto line = reason.get<std::string>();
+    named =
+        named || (line.starts_with("container box: ") && line.find(expected) != std::string::npos);
+  }
+  EXPECT_TRUE(named) << "the host's reasons name '" << expected << "': " << text;
+  ASSERT_EQ(result.report["containers"].size(), 1U) << text;
+  EXPECT_EQ(result.report["containers"][0]["problem"], expected) << text;
+}
+
+INSTANTIATE_TEST_SUITE_P(, RealEngine,
+                         ::testing::Combine(::testing::Values(Engine::podman, Engine::docker),
+                                            ::testing::Values(Entry::engine_exec, Entry::nsenter)),
+                         [](const ::testing::TestParamInfo<std::tuple<Engine, Entry>>& param) {
+                           return testing::engine_name(std::get<0>(param.param)) + "_" +
+                                  entry_name(std::get<1>(param.param));
+                         });
+
+// The issue wants a scan through the engine's exec within 1.5 times one
+// through nsenter: both printed (and kept as properties of the test's XML
+// result), one after the other on the same container.
+class RealEngineTiming : public EngineFixture, public ::testing::WithParamInterface<Engine> {
+ protected:
+  Engine which() const override { return GetParam(); }
+};
+
+TEST_P(RealEngineTiming, ScansThroughTheEnginesExecAndThroughNsenterAreTimed) {
+  const std::string checks = inside_checks() + k_torch_met;
+  const auto through_engine = scan(Entry::engine_exec, checks);
+  const auto through_nsenter = scan(Entry::nsenter, checks);
+  report_time(Entry::engine_exec, through_engine);
+  report_time(Entry::nsenter, through_nsenter);
+  std::cout << "[ timing   ] " << engine()
+            << " exec / nsenter: " << through_engine.seconds / through_nsenter.seconds << "\n";
+  EXPECT_EQ(through_engine.report["verdict"], "compliant")
+      << common::json_text(through_engine.report);
+  EXPECT_EQ(through_nsenter.report["verdict"], "compliant")
+      << common::json_text(through_nsenter.report);
+}
+
+INSTANTIATE_TEST_SUITE_P(, RealEngineTiming, ::testing::Values(Engine::podman, Engine::docker),
+                         [](const ::testing::TestParamInfo<Engine>& param) {
+                           return testing::engine_name(param.param);
+                         });
+
+}  // namespace
+}  // namespace envcontract
