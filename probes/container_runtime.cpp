@@ -17,6 +17,7 @@
 #include "probes/process_runner.hpp"
 #include "probes/scratch_directory.hpp"
 #include "probes/small_files.hpp"
+#include "probes/system_root.hpp"
 
 namespace envcontract::probes {
 namespace fs = std::filesystem;
@@ -359,9 +360,6 @@ ContainerTarget resolve_container(const ContainerConfig& config) {
         use_process_root(target.exec, inspected.pid);
       }
     }
-    if (target.root.empty()) {
-      target.root = inspected.merged_dir;
-    }
   }
 
   switch (config.exec) {
@@ -387,11 +385,20 @@ ContainerTarget resolve_container(const ContainerConfig& config) {
       target.exec = generic_exec_prefix(config.name, config.argv, config.argv_switches_user);
       break;
   }
+  if (target.root.empty() && target.problem.empty()) {
+    // Its files as its processes see them, volumes included, and reached
+    // without a path through the engine's storage (root's alone: a thread
+    // reading as an env's user could not pass it). The merged directory
+    // only when no process of it is known.
+    target.root = target.exec.root_process > 0
+                      ? fs::path("/proc/" + std::to_string(target.exec.root_process) + "/root")
+                      : fs::path(inspected.merged_dir);
+  }
   if (target.problem.empty() && !target.root.empty()) {
     target.problem = unusable_root(target.root, !config.rootfs.empty());
   }
   std::error_code error;
-  if (target.problem.empty() && !target.root.empty() &&
+  if (target.problem.empty() && !target.root.empty() && !is_process_root(target.root) &&
       std::filesystem::weakly_canonical(target.root, error) == "/") {
     // /proc/PID/root, or a rootfs of "/": every path would be the host's.
     target.problem = "its root " + target.root.string() +

@@ -179,8 +179,11 @@ std::optional<PythonEnv> describe_prefix(const fs::path& prefix, const RunAsPoli
                                          const fs::path& scan_root, const facts::ExecPrefix& exec) {
   PythonEnv env;
   std::error_code error;
-  env.prefix = fs::canonical(prefix, error);
-  if (error) {
+  // Inside a container reached through its process's root, links resolve
+  // there (realpath would name the host's path).
+  env.prefix = !exec.empty() && is_process_root(scan_root) ? canonical_in(scan_root, prefix, error)
+                                                           : fs::canonical(prefix, error);
+  if (error || !fs::exists(env.prefix, error)) {
     return std::nullopt;
   }
   FileProblemLog refused;
@@ -306,7 +309,8 @@ class Discoverer {
  private:
   void enter_root(const fs::path& root) {
     std::error_code error;
-    m_scan_root = fs::weakly_canonical(root, error);
+    m_scan_root = m_target != nullptr ? canonical_in(m_target->root, root, error)
+                                      : fs::weakly_canonical(root, error);
   }
 
   void problem(const fs::path& path, std::string text) {
@@ -332,12 +336,21 @@ class Discoverer {
   // `path` with its symlinks resolved as realpath(3) would, but without
   // touching anything inside a user's mount: nullopt when it leads into one
   // (reported), or does not resolve.
+  // In a container reached through its process's root (/proc/PID/root, a
+  // magic link that resolves to another namespace's "/"), links resolve
+  // inside it, as its own processes resolve them: an absolute one starts
+  // again at its root, and ".." stops there.
   std::optional<fs::path> resolved_outside_user_mounts(const fs::path& path, bool* kept = nullptr) {
-    fs::path done = "/";
+    const bool in_process_root =
+        m_target != nullptr && is_process_root(m_target->root) && lies_within(path, m_target->root);
+    const fs::path top = in_process_root ? m_target->root : fs::path("/");
+    fs::path done = top;
     std::deque<fs::path> rest;
     // ".." is taken against what is resolved so far, as the kernel takes it:
     // normalising first would skip a symlink the kernel follows.
-    for (const auto& part : path.relative_path()) {
+    const fs::path below =
+        in_process_root ? fs::path(path.string().substr(top.string().size())) : path;
+    for (const auto& part : below.relative_path()) {
       rest.push_back(part);
     }
     int links = 0;
@@ -348,7 +361,7 @@ class Discoverer {
         continue;
       }
       if (part == "..") {
-        done = done.has_relative_path() ? done.parent_path() : done;
+        done = done != top && done.has_relative_path() ? done.parent_path() : done;
         continue;
       }
       const fs::path next = done / part;
@@ -377,7 +390,7 @@ class Discoverer {
       }
       rest.insert(rest.begin(), spliced.begin(), spliced.end());
       if (target.is_absolute()) {
-        done = "/";
+        done = top;
       }
     }
     return done;
@@ -429,8 +442,9 @@ class Discoverer {
       owner = *m_target;
     } else {
       for (const auto& container : m_options.containers) {
-        if (!container.problem.empty() || container.root.empty()) {
-          continue;
+        if (!container.problem.empty() || container.root.empty() ||
+            is_process_root(container.root)) {
+          continue;  // the host's walk never enters /proc
         }
         std::error_code error;
         const auto root = fs::weakly_canonical(container.root, error);
@@ -831,7 +845,9 @@ std::vector<DiscoveryUnit> discovery_units(const DiscoveryOptions& options) {
       continue;
     }
     auto target = std::make_shared<ContainerTarget>(given);
-    target->root = fs::weakly_canonical(given.root, error);
+    // A process's root is a magic link: realpath names it "/", the host's.
+    target->root =
+        is_process_root(given.root) ? given.root : fs::weakly_canonical(given.root, error);
     for (const auto& env_root : given.env_roots) {
       const fs::path root = (target->root / env_root.relative_path()).lexically_normal();
       units.push_back({"discovery of container " + target->name + " at " + env_root.string(),
@@ -842,28 +858,29 @@ std::vector<DiscoveryUnit> discovery_units(const DiscoveryOptions& options) {
                          return discoverer.result();
                        }});
     }
-    units.push_back({"home directories of container " + target->name, target->root.string(),
-                     [target](const DiscoveryOptions& o) {
-                       Discoverer discoverer(o);
-                       CandidateSearch found;
-                       for (const auto& home : discoverer.homes_of(target->root)) {
-                         std::error_code ignored;
-                         if (!lies_within(fs::weakly_canonical(home, ignored), target->root)) {
-                           continue;  // a home linking out of the container is not its own
-                         }
-                         found.more_units.push_back({"discovery of home " + home.string(),
-                                                     home.string(),
-                                                     [target, home](const DiscoveryOptions& inner) {
-                                                       Discoverer each(inner);
-                                                       each.enter_target(*target);
-                                                       each.search_home_of(target->root, home);
-                                                       return each.result();
-                                                     }});
-                       }
-                       auto problems = discoverer.result();
-                       found.problems = std::move(problems.problems);
-                       return found;
-                     }});
+    units.push_back(
+        {"home directories of container " + target->name, target->root.string(),
+         [target](const DiscoveryOptions& o) {
+           Discoverer discoverer(o);
+           discoverer.enter_target(*target);
+           CandidateSearch found;
+           for (const auto& home : discoverer.homes_of(target->root)) {
+             std::error_code ignored;
+             if (!lies_within(canonical_in(target->root, home, ignored), target->root)) {
+               continue;  // a home linking out of the container is not its own
+             }
+             found.more_units.push_back({"discovery of home " + home.string(), home.string(),
+                                         [target, home](const DiscoveryOptions& inner) {
+                                           Discoverer each(inner);
+                                           each.enter_target(*target);
+                                           each.search_home_of(target->root, home);
+                                           return each.result();
+                                         }});
+           }
+           auto problems = discoverer.result();
+           found.problems = std::move(problems.problems);
+           return found;
+         }});
   }
   if (!options.prefixes.empty()) {
     units.push_back({"configured prefixes", "", [](const DiscoveryOptions& o) {

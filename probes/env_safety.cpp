@@ -1,5 +1,6 @@
 #include "probes/env_safety.hpp"
 #include "probes/stall_guard.hpp"
+#include "probes/system_root.hpp"
 
 #include <grp.h>
 #include <pwd.h>
@@ -57,8 +58,14 @@ std::string group_name(gid_t gid) {
 
 class Checker {
  public:
-  explicit Checker(const RunAs& run_as, bool owners_are_facts = false)
-      : m_run_as(run_as), m_owners_are_facts(owners_are_facts) {}
+  // `root`: the tree whose links resolve inside it (system_root.hpp's
+  // canonical_in), "/" for the host.
+  explicit Checker(const RunAs& run_as, bool owners_are_facts = false, fs::path root = "/")
+      : m_run_as(run_as), m_owners_are_facts(owners_are_facts), m_root(std::move(root)) {}
+
+  fs::path real(const fs::path& path, std::error_code& error) const {
+    return canonical_in(m_root, path, error);
+  }
 
   // `as_parent`: a directory on the way, where a sticky world-writable
   // directory (/tmp) is fine: others cannot replace what they do not own.
@@ -120,9 +127,9 @@ class Checker {
       check(pth, false);
       note_reading(pth);
       std::error_code unresolved;
-      const fs::path real = fs::canonical(pth, unresolved);
-      if (!unresolved && real != pth) {
-        check_with_parents(real, real.root_path());
+      const fs::path resolved = real(pth, unresolved);
+      if (!unresolved && resolved != pth) {
+        check_with_parents(resolved, resolved.root_path());
       }
     }
   }
@@ -132,6 +139,7 @@ class Checker {
  private:
   const RunAs& m_run_as;
   bool m_owners_are_facts = false;
+  fs::path m_root;
   std::map<fs::path, bool> m_seen;  // path -> checked as a place code loads from
   std::vector<UnsafePath> m_unsafe;
 };
@@ -143,14 +151,14 @@ bool owners_are_facts(const facts::PythonEnv& env) {
 }
 
 std::vector<UnsafePath> find_unsafe_paths(const SafetyInputs& inputs, const RunAs& run_as) {
-  Checker checker(run_as, inputs.owners_are_facts && run_as.own_uid);
+  Checker checker(run_as, inputs.owners_are_facts && run_as.own_uid, inputs.scan_root);
   const fs::path root = inputs.scan_root.empty() ? fs::path("/") : inputs.scan_root;
   checker.check_with_parents(inputs.prefix, root);
   if (!inputs.python.empty()) {
     checker.check_with_parents(inputs.python, inputs.prefix);
     // What it resolves to, wherever that is (a base interpreter for a venv).
     std::error_code error;
-    const fs::path real = fs::canonical(inputs.python, error);
+    const fs::path real = checker.real(inputs.python, error);
     if (!error) {
       checker.check_with_parents(real, real.root_path());
     }
@@ -167,8 +175,9 @@ std::vector<UnsafePath> find_unsafe_paths(const SafetyInputs& inputs, const RunA
 
 std::vector<UnsafePath> find_unsafe_import_paths(const std::vector<fs::path>& paths,
                                                  const std::vector<fs::path>& site_dirs,
-                                                 const RunAs& run_as, bool owners_are_facts) {
-  Checker checker(run_as, owners_are_facts && run_as.own_uid);
+                                                 const RunAs& run_as, bool owners_are_facts,
+                                                 const fs::path& root) {
+  Checker checker(run_as, owners_are_facts && run_as.own_uid, root);
   for (const auto& path : paths) {
     if (!path.is_absolute()) {
       continue;
@@ -176,7 +185,7 @@ std::vector<UnsafePath> find_unsafe_import_paths(const std::vector<fs::path>& pa
     // A link's own owner says nothing of where it leads: what it resolves
     // to (as far as it exists) is held to the same rule, with its parents.
     std::error_code error;
-    const fs::path real = fs::weakly_canonical(path, error);
+    const fs::path real = checker.real(path, error);
     for (const fs::path& place : {path, error ? path : real}) {
       // A place that does not exist yet is made by whoever may write the
       // nearest directory that does: that one is held to the rule in full

@@ -54,6 +54,6 @@ std::vector<UnsafePath> find_unsafe_paths(const SafetyInputs& inputs, const RunA
 std::vector<UnsafePath> find_unsafe_import_paths(
     const std::vector<std::filesystem::path>& paths,
     const std::vector<std::filesystem::path>& site_dirs, const RunAs& run_as,
-    bool owners_are_facts = false);
+    bool owners_are_facts = false, const std::filesystem::path& root = "/");
 
 }  // namespace envcontract::probes

@@ -1,11 +1,14 @@
 #include "probes/exec_prefix.hpp"
 
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <algorithm>
 #include <cstdlib>
 #include <sstream>
 
+#include "probes/containment.hpp"
+#include "probes/proc_stat.hpp"
 #include "probes/small_files.hpp"
 #include "probes/system_root.hpp"
 
@@ -17,13 +20,29 @@ constexpr const char* k_gid = "{gid}";
 
 // Runs inside the container, as the env's user, with the environment the
 // prefix left it (but the process runner's kill marker, ENVCONTRACT_PROBE,
-// which finds the command's descendants where there is no cgroup). Fixed text: the working
-// directory arrives as $1 and the command as the rest, the variables on stdin (NAME=value,
+// which finds the command's descendants where there is no cgroup of ours). Fixed text: the
+// working directory arrives as $1, the resource limits as $2 ("FLAG:SOFT:HARD" words for ulimit,
+// for a command a runtime's daemon starts, out of reach of the limits the process runner sets on
+// the client; only ever lowered) and the command as the rest, the variables on stdin (NAME=value,
 // NUL-terminated, an empty entry last); bash reads a pipe byte by byte, so what follows is left to
 // the command.
 constexpr const char* k_bootstrap = R"sh(
 dir=$1
-shift
+limits=$2
+shift 2
+for limit in $limits; do
+  flag=${limit%%:*} rest=${limit#*:}
+  soft=${rest%%:*} hard=${rest#*:}
+  now=$(ulimit -H "-$flag")
+  if [ "$now" = unlimited ] || [ "$now" -gt "$hard" ]; then
+    ulimit "-$flag" "$hard" || exit 126  # soft and hard: a soft above the hard is refused
+  fi
+  now=$(ulimit -H "-$flag")
+  if [ "$now" != unlimited ] && [ "$soft" -gt "$now" ]; then
+    soft=$now
+  fi
+  ulimit -S "-$flag" "$soft" || exit 126
+done
 for name in $(compgen -e); do
   [ "$name" = ENVCONTRACT_PROBE ] || unset -v "$name" 2>/dev/null
 done
@@ -54,9 +73,12 @@ ExecPrefix runtime_exec_prefix(const std::string& target, const std::string& cli
   // apart. The runtime starts bash with the image's own environment: the
   // variables that would make bash run a file or trace its commands (and so
   // print the exports that follow) are emptied before it starts.
+  // ENVCONTRACT_PROBE without a value: the client passes its own in (the
+  // process runner's marker, which finds the command's processes, started
+  // by the runtime and not ours).
   return {target,
           {client, "exec", "-i", "--user", "{uid}:{gid}", "-e", "BASH_ENV=", "-e", "ENV=", "-e",
-           "SHELLOPTS=", "-e", "BASHOPTS=", "-e", "PS4=", "--", container},
+           "SHELLOPTS=", "-e", "BASHOPTS=", "-e", "PS4=", "-e", k_probe_marker, "--", container},
           true,
           true,
           0,
@@ -66,6 +88,37 @@ ExecPrefix runtime_exec_prefix(const std::string& target, const std::string& cli
 std::string exe_of(pid_t pid) {
   std::error_code error;
   return std::filesystem::read_symlink("/proc/" + std::to_string(pid) + "/exe", error).string();
+}
+
+// The command a runtime's client had started inside the container: the
+// first-started process that carries the client's marker and stands in
+// another root than the agent's (the client and its monitor, on the host,
+// may carry it too). `client` itself when there is none yet.
+pid_t command_started_by_runtime(pid_t client) {
+  const std::string marker = probe_marker_of(client);
+  if (marker.empty()) {
+    return client;
+  }
+  struct stat ours {};
+  if (::stat("/", &ours) != 0) {
+    return client;
+  }
+  pid_t first = client;
+  std::uint64_t first_start = 0;
+  for (const pid_t marked : find_marked_processes(marker)) {
+    struct stat theirs {};
+    const std::string root = "/proc/" + std::to_string(marked) + "/root";
+    if (marked == client || ::stat(root.c_str(), &theirs) != 0 ||
+        (theirs.st_dev == ours.st_dev && theirs.st_ino == ours.st_ino)) {
+      continue;
+    }
+    const std::uint64_t started = process_start_time(marked);
+    if (started != 0 && (first == client || started < first_start)) {
+      first = marked;
+      first_start = started;
+    }
+  }
+  return first;
 }
 
 }  // namespace
@@ -109,6 +162,13 @@ ProcessSpec through_prefix(const ExecPrefix& prefix, const ProcessSpec& inside) 
   }
   outer.argv.insert(outer.argv.end(), {"/bin/bash", "--noprofile", "--norc", "-c", k_bootstrap,
                                        "envcontract-exec", inside.working_dir.string()});
+  // The limits' word: empty where the prefix's own child is the command's
+  // ancestor (nsenter, bwrap), whose limits it inherits.
+  outer.argv.emplace_back();
+  if (prefix.runtime_client) {
+    outer.tree_outside = true;
+    outer.limits_word = outer.argv.size() - 1;
+  }
   outer.argv.insert(outer.argv.end(), inside.argv.begin(), inside.argv.end());
   outer.environment["PATH"] = k_system_path;
   outer.environment["LANG"] = "C.UTF-8";
@@ -175,6 +235,9 @@ ProcessSpec env_process(const facts::PythonEnv& env, const ProcessSpec& spec) {
 pid_t command_below_prefix(pid_t pid, const ExecPrefix& prefix) {
   if (prefix.empty()) {
     return pid;
+  }
+  if (prefix.runtime_client) {
+    return command_started_by_runtime(pid);
   }
   std::error_code error;
   const auto program = std::filesystem::canonical(prefix.argv.front(), error);

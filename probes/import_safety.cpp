@@ -19,7 +19,7 @@ void refuse_unsafe_imports(PythonEnv& env, const SearchPath& search_path) {
     paths.push_back(module.finder);  // imported by its .pth file
   }
   for (auto& unsafe : find_unsafe_import_paths(paths, search_path.site_dirs(), env.run_as,
-                                               owners_are_facts(env))) {
+                                               owners_are_facts(env), env.system_root)) {
     const bool known =
         std::any_of(env.unsafe.begin(), env.unsafe.end(),
                     [&](const UnsafePath& seen) { return seen.path == unsafe.path; });

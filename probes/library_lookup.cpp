@@ -27,7 +27,9 @@ fs::path loaded_interpreter(const PythonEnv& env) {
     std::error_code error;
     const fs::path real = fs::read_symlink("/proc/self/fd/" + std::to_string(fd), error);
     ::close(fd);
-    return error ? fs::path() : real;
+    // The kernel names it from the tree's "/" when the tree is a process's
+    // root (another namespace's), from the host's otherwise.
+    return error ? fs::path() : under_root(env.system_root, real);
   }
   std::error_code error;
   const fs::path real = fs::canonical(env.python, error);

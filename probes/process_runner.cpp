@@ -29,6 +29,7 @@
 #include <thread>
 
 #include "probes/output_capture.hpp"
+#include "probes/small_files.hpp"
 #include "probes/spawn.hpp"
 
 namespace envcontract::probes {
@@ -90,7 +91,7 @@ class LeftBehind {
 LeftBehind& g_left_behind = *new LeftBehind;
 // Where no cgroup holds a probe's processes, this variable in their
 // environment tells them apart.
-constexpr const char* k_marker_variable = "ENVCONTRACT_PROBE";
+constexpr const char* k_marker_variable = k_probe_marker;
 
 // What the child does between fork and exec, prepared by the parent: the
 // child must not allocate.
@@ -255,6 +256,48 @@ ChildSetup child_setup(const ProcessSpec& spec, const ResourceLimits& resources,
   setup.working_dir = spec.working_dir.empty() ? "/" : spec.working_dir.c_str();
   return setup;
 }
+
+}  // namespace
+
+std::string probe_marker_of(pid_t pid) {
+  constexpr FileLimits k_environ{"process environment", 1024 * 1024, false, 0};
+  const auto environ =
+      read_file_bounded("/proc/" + std::to_string(pid) + "/environ", k_environ).text;
+  const std::string needle = std::string(k_marker_variable) + "=";
+  std::size_t at = 0;
+  while (environ && at < environ->size()) {
+    const std::size_t end = std::min(environ->find('\0', at), environ->size());
+    if (environ->compare(at, needle.size(), needle) == 0) {
+      return environ->substr(at, end - at);
+    }
+    at = end + 1;
+  }
+  return "";
+}
+
+std::string limits_for_bootstrap(const ResourceLimits& resources, bool limit_processes) {
+  std::string words;
+  const auto add = [&](char flag, std::uint64_t soft, std::uint64_t hard) {
+    if (soft > 0) {
+      words += (words.empty() ? "" : " ") + std::string(1, flag) + ":" + std::to_string(soft) +
+               ":" + std::to_string(hard);
+    }
+  };
+  // As prepare_child sets them on a child of ours (bash counts data in KiB).
+  const std::uint64_t data_kib =
+      resources.memory_bytes == 0 ? 0 : std::max<std::uint64_t>(1, resources.memory_bytes / 1024);
+  add('d', data_kib, data_kib);
+  add('t', resources.cpu_seconds, resources.cpu_seconds == 0 ? 0 : resources.cpu_seconds + 5);
+  add('n', resources.open_files, resources.open_files);
+  if (limit_processes) {
+    // The container's cgroup bounds its pids, not ours: RLIMIT_NPROC, per
+    // user as ever, generous.
+    add('u', resources.processes * 8, resources.processes * 8);
+  }
+  return words;
+}
+
+namespace {
 
 // Reads a pipe to its end into a capture.
 class PipeReader {
@@ -524,16 +567,27 @@ ProcessResult run_process(const ProcessSpec& spec, const ProcessLimits& limits,
   const auto cgroup = ProbeCgroup::create(limits.resources);
   Environment environment = spec.environment;
   std::string marker;
-  if (!cgroup) {
+  ProcessSpec limited_inside;
+  const ProcessSpec* started_spec = &spec;
+  if (spec.tree_outside && spec.limits_word < spec.argv.size()) {
+    limited_inside = spec;
+    limited_inside.argv[spec.limits_word] = limits_for_bootstrap(
+        limits.resources, spec.credentials.has_value() && spec.credentials->uid != 0);
+    started_spec = &limited_inside;
+  }
+  if (!cgroup || spec.tree_outside) {
     static std::atomic<unsigned> next_marker{0};
     const std::string value =
         std::to_string(::getpid()) + "-" + std::to_string(next_marker.fetch_add(1));
     environment[k_marker_variable] = value;
     marker = std::string(k_marker_variable) + "=" + value;
   }
-  const ChildSetup setup = child_setup(spec, limits.resources, cgroup.get());
+  // A client whose command runs elsewhere gets no rlimits: they are the
+  // command's, set inside.
+  const ChildSetup setup = child_setup(
+      spec, spec.tree_outside ? ResourceLimits{0, 0, 0, 0} : limits.resources, cgroup.get());
   const auto spawned = spawn_process(
-      spec.argv, environment_strings(environment),
+      started_spec->argv, environment_strings(environment),
       ChildStdio{in_ends->child_end.get(), out_ends->child_end.get(), err_ends->child_end.get()},
       cgroup ? cgroup->start_dir() : -1, PreparedChild(setup));
   for (auto* ends : {&out_ends, &err_ends, &in_ends}) {
@@ -554,11 +608,15 @@ ProcessResult run_process(const ProcessSpec& spec, const ProcessLimits& limits,
     // child, not yet reaped.
     ::kill(pid, SIGKILL);
     ::killpg(pid, SIGKILL);
-    auto killed = cgroup ? cgroup->kill_all() : find_marked_processes(marker);
-    for (const pid_t other : killed) {
-      if (!cgroup) {
-        ::kill(other, SIGKILL);
+    auto killed = cgroup ? cgroup->kill_all() : std::vector<pid_t>{};
+    if (!marker.empty()) {
+      // Where no cgroup of ours holds them: the container's own cgroup.
+      for (const pid_t marked : find_marked_processes(marker)) {
+        ::kill(marked, SIGKILL);
+        killed.push_back(marked);
       }
+    }
+    for (const pid_t other : killed) {
       escaped.push_back(other);
     }
   };

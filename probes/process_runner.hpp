@@ -52,7 +52,27 @@ struct ProcessSpec {
   // Unset: the agent's own credentials, still with no_new_privs. Env code
   // always runs with credentials set (probes/run_as.hpp decides whose).
   std::optional<Credentials> credentials;
+  // The command runs outside this process's tree: a container engine's
+  // client (docker exec, podman exec) has its daemon or monitor start it,
+  // in the container's cgroup, with the container's limits. Then the
+  // resource limits are not set on the client (runc could not set the
+  // container's own on the command: "error setting rlimit") but written into
+  // argv[limits_word], for the exec bootstrap to set inside
+  // (probes/exec_prefix.cpp), and the command's processes are found, to be
+  // killed with the rest, by the marker in their environment
+  // (ENVCONTRACT_PROBE, which the client passes in).
+  bool tree_outside = false;
+  std::size_t limits_word = 0;
 };
+
+// The name of the variable that marks a probe's processes where no cgroup of
+// ours holds them, and the marker of the process `pid` ("" when it has none).
+inline constexpr const char* k_probe_marker = "ENVCONTRACT_PROBE";
+std::string probe_marker_of(pid_t pid);
+
+// The limits as the exec bootstrap sets them inside a container: words of
+// "FLAG:SOFT:HARD" for bash's ulimit (d in KiB, t, n, u), lowered only.
+std::string limits_for_bootstrap(const ResourceLimits& resources, bool limit_processes);
 
 struct ProcessLimits {
   std::chrono::milliseconds timeout{30'000};

@@ -90,7 +90,7 @@ class SearchPathBuilder {
                   stdlib_of(m_path.base_prefix).parent_path().filename() == "lib64";
     if (!m_path.base_prefix.empty()) {
       std::error_code error;
-      const auto stdlib = fs::weakly_canonical(stdlib_of(m_path.base_prefix), error);
+      const auto stdlib = canonical_in(m_env.system_root, stdlib_of(m_path.base_prefix), error);
       m_path.stdlib = error ? fs::path() : stdlib;
     }
     const bool is_venv = m_env.kind == EnvKind::venv;
@@ -232,7 +232,7 @@ class SearchPathBuilder {
   // is named pythonX.Yt (bin/python links to it).
   static bool free_threaded(const PythonEnv& env, const std::string& version) {
     std::error_code error;
-    const auto executable = fs::canonical(env.python, error);
+    const auto executable = canonical_in(env.system_root, env.python, error);
     return !error && executable.filename() == "python" + version + "t";
   }
 

@@ -1,13 +1,13 @@
 #include "probes/static_facts.hpp"
 
 #include <algorithm>
-
 #include <map>
 #include <set>
 
 #include "probes/activation.hpp"
 #include "probes/small_files.hpp"
 #include "probes/stall_guard.hpp"
+#include "probes/system_root.hpp"
 
 namespace envcontract::probes {
 namespace fs = std::filesystem;
@@ -67,7 +67,7 @@ std::optional<std::pair<std::string, Found>> classify(const fs::path& entry,
 // package or module, else the first namespace portion (PathFinder's rule),
 // else an editable install's import hook. Later regular copies are
 // shadowed: present on disk, never imported.
-void index_modules(StaticFacts& facts, const std::string& python_version) {
+void index_modules(StaticFacts& facts, const std::string& python_version, const fs::path& root) {
   const auto first_dot = python_version.find('.');
   const auto second_dot = python_version.find('.', first_dot + 1);
   const std::string tag =
@@ -134,13 +134,13 @@ void index_modules(StaticFacts& facts, const std::string& python_version) {
   const auto canonical_of = [&](const Found& found) {
     std::error_code error;
     if (found.link) {
-      const auto canonical = fs::weakly_canonical(found.path, error);
+      const auto canonical = canonical_in(root, found.path, error);
       return error ? found.path : canonical;
     }
     const auto entry = found.path.parent_path();
     auto [at, inserted] = canonical_entries.try_emplace(entry);
     if (inserted) {
-      const auto canonical = fs::weakly_canonical(entry, error);
+      const auto canonical = canonical_in(root, entry, error);
       at->second = error ? entry : canonical;
     }
     return at->second / found.path.filename();
@@ -317,7 +317,7 @@ StaticFacts gather_static_facts(const PythonEnv& env, const Environment& environ
     auto packages = scan_conda_packages(env.prefix);
     facts.distributions.insert(facts.distributions.end(), packages.begin(), packages.end());
   }
-  index_modules(facts, env.python_version);
+  index_modules(facts, env.python_version, env.system_root);
   facts.torch = torch_facts(facts);
   facts.triton = triton_facts(facts);
   return facts;

@@ -64,6 +64,54 @@ bool is_system_root(const std::filesystem::path& dir) {
              std::filesystem::file_type::not_found;
 }
 
+bool is_process_root(const std::filesystem::path& root) {
+  const std::string text = root.lexically_normal().string();
+  if (!text.starts_with("/proc/") || !text.ends_with("/root")) {
+    return false;
+  }
+  const std::string pid = text.substr(6, text.size() - 6 - 5);
+  return !pid.empty() && pid.size() < 10 &&
+         std::all_of(pid.begin(), pid.end(), [](char c) { return c >= '0' && c <= '9'; });
+}
+
+std::filesystem::path canonical_in(const std::filesystem::path& root,
+                                   const std::filesystem::path& path, std::error_code& error) {
+  error.clear();
+  if (root.empty() || root == "/" || !is_process_root(root)) {
+    return std::filesystem::weakly_canonical(path, error);
+  }
+  const SystemRoot tree(root);
+  if (!tree.error().empty()) {
+    error = std::make_error_code(std::errc::permission_denied);
+    return path;
+  }
+  // The longest part that exists is resolved by the kernel, inside the
+  // tree; the rest is appended as it is, as weakly_canonical does.
+  std::filesystem::path inside = tree.inside(path.lexically_normal().string());
+  std::filesystem::path rest;
+  while (true) {
+    const int fd = tree.open_inside(inside.string(), O_PATH, true);
+    if (fd >= 0) {
+      std::error_code unread;
+      const auto named =
+          std::filesystem::read_symlink("/proc/self/fd/" + std::to_string(fd), unread);
+      ::close(fd);
+      if (unread || !named.is_absolute()) {
+        error = unread ? unread : std::make_error_code(std::errc::invalid_argument);
+        return path;
+      }
+      // The kernel names it as the tree's processes do: from the tree's "/".
+      return under_root(root, rest.empty() ? named : named / rest);
+    }
+    if (errno != ENOENT || inside == inside.root_path()) {
+      error = std::error_code(errno, std::generic_category());
+      return path;
+    }
+    rest = rest.empty() ? inside.filename() : inside.filename() / rest;
+    inside = inside.parent_path();
+  }
+}
+
 std::filesystem::path under_root(const std::filesystem::path& root,
                                  const std::filesystem::path& path) {
   if (root.empty() || root == "/" || path.is_relative()) {

@@ -28,6 +28,26 @@ bool is_system_root(const std::filesystem::path& dir);
 std::filesystem::path under_root(const std::filesystem::path& root,
                                  const std::filesystem::path& path);
 
+// Whether `root` names a process's root directory, /proc/PID/root: how the
+// agent reaches a running container's files as its processes see them
+// (volumes included), with no path through the engine's storage, which is
+// root's alone (docker's 0710, podman's 0700). A thread reading as an env's
+// user passes it (it is gated by CAP_SYS_PTRACE, not by the directories
+// above), and below it each directory is checked as that user. It is a
+// magic link: realpath(3) of a path under it names the path inside the
+// container as if it were the host's, so such paths are resolved with
+// canonical_in(), never with std::filesystem::canonical.
+bool is_process_root(const std::filesystem::path& root);
+
+// `path` (a path under `root`, as the agent names it) with its links
+// resolved inside `root`, as the tree's own processes would resolve them (an
+// absolute link starts again at the tree's "/", ".." stops there), and named
+// again under `root`; the part that does not exist is appended as it is.
+// For the host ("/") or a tree that is not a process root:
+// std::filesystem::weakly_canonical, as before.
+std::filesystem::path canonical_in(const std::filesystem::path& root,
+                                   const std::filesystem::path& path, std::error_code& error);
+
 class SystemRoot {
  public:
   // The tree at `dir` ("/" reads the agent's own filesystem as is).

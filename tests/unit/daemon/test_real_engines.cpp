@@ -159,7 +159,16 @@ class EngineFixture : public ::testing::Test {
            "      print(os.path.realpath(sys.executable), found.st_dev, found.st_ino)\n"
            "    expect_output: \"^" +
            python + " " + std::to_string(file.st_dev) + " " + std::to_string(file.st_ino) +
-           "\\n\"\n";
+           "\\n\"\n"
+           // The probe's limits hold inside, whoever started it there: the
+           // agent's default data limit (8 GiB), where the container
+           // sets none.
+           "  - id: limits\n"
+           "    kind: smoke\n"
+           "    code: |\n"
+           "      import resource\n"
+           "      print(resource.getrlimit(resource.RLIMIT_DATA))\n"
+           "    expect_output: \"^\\\\(8589934592, 8589934592\\\\)\\n\"\n";
   }
 
   // `scan --format json` of the (empty) host and the container, timed.
@@ -205,7 +214,7 @@ class EngineFixture : public ::testing::Test {
       ASSERT_NE(env, nullptr);
       EXPECT_EQ((*env)["container"], "box") << text;
       EXPECT_EQ((*env)["verdict"], verdict) << common::json_text(*env);
-      for (const char* id : {"marker", "pid-namespace", "interpreter"}) {
+      for (const char* id : {"marker", "pid-namespace", "interpreter", "limits"}) {
         const Json* check = testing::find_check(*env, id);
         ASSERT_NE(check, nullptr) << text;
         EXPECT_EQ((*check)["status"], "pass") << id << ": " << common::json_text(*check);
@@ -213,7 +222,10 @@ class EngineFixture : public ::testing::Test {
     }
     const Json* tools = env_named(scan.report, "box:tools");
     ASSERT_NE(tools, nullptr);
-    EXPECT_EQ((*tools)["prefix"], merged("/opt/venvs/tools").string()) << text;
+    // Read through the root its processes see (volumes included), never by
+    // a path through the engine's storage, which is root's alone.
+    const std::string process_root = "/proc/" + std::to_string(m_container->pid()) + "/root";
+    EXPECT_EQ((*tools)["prefix"], process_root + "/opt/venvs/tools") << text;
     EXPECT_EQ((*tools)["run_as"]["uid"], m_user.uid) << common::json_text(*tools);
     const Json* app = env_named(scan.report, "box:app");
     ASSERT_NE(app, nullptr);
@@ -222,7 +234,7 @@ class EngineFixture : public ::testing::Test {
     const auto& container = scan.report["containers"][0];
     EXPECT_TRUE(container["problem"].is_null()) << text;
     EXPECT_EQ(container["image"]["value"], m_container->image()) << text;
-    EXPECT_EQ(container["root"], m_container->merged_dir().string()) << text;
+    EXPECT_EQ(container["root"], process_root) << text;
   }
 
   // Nothing of the probes left running in the container or naming it

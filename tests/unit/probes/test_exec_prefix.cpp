@@ -49,11 +49,16 @@ TEST(ExecPrefix, DockerAndPodmanRunAsTheAgentAndSwitchToTheEnvsUserInside) {
     const auto outer = through_prefix(prefix, inside_spec());
     // The image's own BASH_ENV or SHELLOPTS=xtrace would run a file, or print
     // the exports that carry the env's values, before the bootstrap runs.
-    EXPECT_EQ(
-        prefix_words(outer),
-        (Strings{prefix.argv.front(), "exec", "-i", "--user", "1000:1001", "-e", "BASH_ENV=", "-e",
-                 "ENV=", "-e", "SHELLOPTS=", "-e", "BASHOPTS=", "-e", "PS4=", "--", "trainer-0"}));
+    EXPECT_EQ(prefix_words(outer),
+              (Strings{prefix.argv.front(), "exec", "-i", "--user", "1000:1001", "-e",
+                       "BASH_ENV=", "-e", "ENV=", "-e", "SHELLOPTS=", "-e", "BASHOPTS=", "-e",
+                       "PS4=", "-e", "ENVCONTRACT_PROBE", "--", "trainer-0"}));
     EXPECT_TRUE(prefix.runtime_client);
+    // Its command is started by the runtime, not as the client's child: the
+    // limits travel to the bootstrap inside, which sets them there.
+    EXPECT_TRUE(outer.tree_outside);
+    ASSERT_LT(outer.limits_word, outer.argv.size());
+    EXPECT_EQ(outer.argv[outer.limits_word], "");
     // The client reaches the daemon's socket as the agent; the user switch
     // is the runtime's, inside.
     EXPECT_FALSE(outer.credentials.has_value());
