@@ -407,7 +407,7 @@ std::vector<StageResult> run_chain(const PythonEnv& env, const Environment& envi
   };
   const auto read_stacks = [&] { return read_scratch("stacks.txt", 256 * 1024); };
   const auto result = run_process(env_process(env, process), limits, [&](pid_t pid) {
-    const pid_t interpreter = command_below_prefix(pid, env.exec);
+    const pid_t interpreter = command_below_prefix(pid, env.exec, env.run_as.uid);
     // Every stage of a chain but its last runs in a process the interpreter
     // forked for it once it had named the stage in its progress (before
     // that, the interpreter itself is making the chain's first import).
@@ -530,7 +530,8 @@ StageResult run_command_stage(const PythonEnv& env, const Environment& environme
   const ProcessLimits limits = budget.limits(bounded.timeout);
   // A shell dumps no Python stacks.
   const auto result = run_process(env_process(env, process), limits, [&](pid_t pid) {
-    stage.hang = diagnose_hang(command_below_prefix(pid, env.exec), {}, credentials_of(env));
+    stage.hang =
+        diagnose_hang(command_below_prefix(pid, env.exec, env.run_as.uid), {}, credentials_of(env));
   });
   stage.duration = result.duration;
   stage.process = result.describe();

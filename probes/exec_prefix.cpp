@@ -91,10 +91,10 @@ std::string exe_of(pid_t pid) {
 }
 
 // The command a runtime's client had started inside the container: the
-// first-started process that carries the client's marker and stands in
-// another root than the agent's (the client and its monitor, on the host,
-// may carry it too). `client` itself when there is none yet.
-pid_t command_started_by_runtime(pid_t client) {
+// first-started process that carries the client's marker, runs as `uid` and
+// stands in another root than the agent's (the client and its monitor, on
+// the host, may carry it too). `client` itself when there is none yet.
+pid_t command_started_by_runtime(pid_t client, uid_t uid) {
   const std::string marker = probe_marker_of(client);
   if (marker.empty()) {
     return client;
@@ -107,8 +107,12 @@ pid_t command_started_by_runtime(pid_t client) {
   std::uint64_t first_start = 0;
   for (const pid_t marked : find_marked_processes(marker)) {
     struct stat theirs {};
-    const std::string root = "/proc/" + std::to_string(marked) + "/root";
-    if (marked == client || ::stat(root.c_str(), &theirs) != 0 ||
+    struct stat process {};
+    const std::string dir = "/proc/" + std::to_string(marked);
+    const std::string root = dir + "/root";
+    // /proc/PID is owned by the process's effective uid (while it is dumpable).
+    if (marked == client || ::stat(dir.c_str(), &process) != 0 || process.st_uid != uid ||
+        ::stat(root.c_str(), &theirs) != 0 ||
         (theirs.st_dev == ours.st_dev && theirs.st_ino == ours.st_ino)) {
       continue;
     }
@@ -232,12 +236,12 @@ ProcessSpec env_process(const facts::PythonEnv& env, const ProcessSpec& spec) {
   return env.exec.empty() ? spec : through_prefix(env.exec, spec);
 }
 
-pid_t command_below_prefix(pid_t pid, const ExecPrefix& prefix) {
+pid_t command_below_prefix(pid_t pid, const ExecPrefix& prefix, uid_t uid) {
   if (prefix.empty()) {
     return pid;
   }
   if (prefix.runtime_client) {
-    return command_started_by_runtime(pid);
+    return command_started_by_runtime(pid, uid);
   }
   std::error_code error;
   const auto program = std::filesystem::canonical(prefix.argv.front(), error);

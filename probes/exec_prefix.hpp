@@ -68,8 +68,11 @@ ProcessSpec env_process(const facts::PythonEnv& env, const ProcessSpec& spec);
 
 // The process below `pid` (a prefix's) that runs the command: the first
 // descendant whose executable is not the prefix's own (bwrap forks twice,
-// nsenter once). `pid` itself when there is none, as for a docker client,
-// whose command runs under the container runtime.
-pid_t command_below_prefix(pid_t pid, const ExecPrefix& prefix);
+// nsenter once). For a runtime's client, whose command the runtime starts,
+// the first process in another root than the agent's that carries the
+// client's kill marker and runs as `uid` (the env's user: a process of
+// anyone else's that set the marker in its own environment is never the one
+// sampled). `pid` itself when there is none.
+pid_t command_below_prefix(pid_t pid, const ExecPrefix& prefix, uid_t uid);
 
 }  // namespace envcontract::probes
