@@ -13,13 +13,16 @@
 #include <fstream>
 #include <iostream>
 #include <memory>
+#include <optional>
 #include <random>
 #include <tuple>
 
 #include "common/json_text.hpp"
 #include "tests/e2e/agent_fixture.hpp"
+#include "tests/support/agent_process.hpp"
 #include "tests/support/container_engine.hpp"
 #include "tests/support/container_rootfs.hpp"
+#include "tests/support/http_client.hpp"
 #include "tests/support/run_command.hpp"
 #include "tests/support/system_venv.hpp"
 #include "tests/support/temp_dir.hpp"
@@ -34,6 +37,36 @@ using testing::run_command;
 namespace fs = std::filesystem;
 
 const std::string k_binary = ENVCONTRACTD_PATH;
+
+// Variables ("NAME=value") set in this process while it lives, as they were
+// before afterwards: the agent a test starts inherits them.
+class EnvironmentFor {
+ public:
+  explicit EnvironmentFor(const std::vector<std::string>& variables) {
+    for (const auto& variable : variables) {
+      const auto equals = variable.find('=');
+      const std::string name = variable.substr(0, equals);
+      const char* before = std::getenv(name.c_str());
+      m_before.emplace_back(name,
+                            before != nullptr ? std::optional<std::string>(before) : std::nullopt);
+      ::setenv(name.c_str(), variable.substr(equals + 1).c_str(), 1);
+    }
+  }
+  ~EnvironmentFor() {
+    for (const auto& [name, value] : m_before) {
+      if (value) {
+        ::setenv(name.c_str(), value->c_str(), 1);
+      } else {
+        ::unsetenv(name.c_str());
+      }
+    }
+  }
+  EnvironmentFor(const EnvironmentFor&) = delete;
+  EnvironmentFor& operator=(const EnvironmentFor&) = delete;
+
+ private:
+  std::vector<std::pair<std::string, std::optional<std::string>>> m_before;
+};
 
 // How the agent enters the container.
 enum class Entry { engine_exec, nsenter };
@@ -370,6 +403,50 @@ TEST_P(RealEngine, AStoppedContainerMakesTheHostAnErrorWithTheReason) {
   EXPECT_TRUE(named) << "the host's reasons name '" << expected << "': " << text;
   ASSERT_EQ(result.report["containers"].size(), 1U) << text;
   EXPECT_EQ(result.report["containers"][0]["problem"], expected) << text;
+}
+
+// The agent serving, as operators run it: the container's envs judged in
+// the report it serves, in /metrics, and by fleetctl's check (exit 0); then
+// the container stops, and the next scan makes the host an error there too
+// (exit 2), never compliant on the envs it had.
+TEST_P(RealEngine, ServeAndFleetctlShowItsEnvsAndItsStop) {
+  const auto contract =
+      m_dir.write("contract.yaml",
+                  "schema_version: 1\n"
+                  "targets:\n"
+                  "  - {name: ci, image: " +
+                      m_container->image() + "}\nchecks:\n" + inside_checks() + k_torch_met);
+  m_dir.write("agent.yaml", testing::read_text(containers_file(entry())));
+  // The docker client in the agent reaches the test's own dockerd.
+  const EnvironmentFor agent_environment(m_session->environment());
+  testing::AgentProcess agent(
+      m_dir.path(), {"--config", (m_dir.path() / "agent.yaml").string(), "--contract",
+                     contract.string(), "--root", (m_dir.path() / "host").string(), "--database",
+                     (m_dir.path() / "agent.db").string(), "--interval", "2s"});
+  const Json report = testing::wait_for_report(agent);
+  expect_judged_inside({report, 0, 0, ""}, "compliant");
+  const std::string metrics = testing::http_get(agent.url(), "/metrics").body;
+  for (const std::string series :
+       {R"(envcontract_container_up{container="box"} 1)",
+        R"(envcontract_env_compliant{container="box",env="box:app"} 1)",
+        R"(envcontract_env_compliant{container="box",env="box:tools"} 1)"}) {
+    EXPECT_NE(metrics.find(series), std::string::npos) << series << "\n" << metrics;
+  }
+  const std::string address = "127.0.0.1:" + std::to_string(agent.port());
+  const auto met = run_command({FLEETCTL_PATH, "check", address, "--format", "table"});
+  EXPECT_EQ(met.exit_code, 0) << met.out << met.err;
+  EXPECT_NE(met.out.find("\nbox:tools "), std::string::npos) << met.out;
+
+  ASSERT_EQ(m_container->stop().exit_code, 0);
+  const bool noticed = testing::wait_until(
+      [&] {
+        const auto check = run_command({FLEETCTL_PATH, "check", address, "--format", "json"});
+        return check.exit_code == 2;
+      },
+      std::chrono::seconds(60));
+  const auto stopped = run_command({FLEETCTL_PATH, "check", address, "--format", "table"});
+  EXPECT_TRUE(noticed) << stopped.out << stopped.err << agent.log();
+  EXPECT_NE(stopped.out.find("is not running"), std::string::npos) << stopped.out;
 }
 
 INSTANTIATE_TEST_SUITE_P(, RealEngine,
