@@ -275,6 +275,9 @@ std::optional<CheckResult> broken_env_check(const EnvFactsView& facts) {
       "recreate the env (its interpreter is gone or cannot run), or remove it (conda env remove "
       "-p PREFIX, or rm -r the venv)";
   Json evidence = {{"python", env.python.string()}};
+  // An env its user cannot read is not known to be broken: nothing of it is
+  // known at all. It is not judged (error), never called drift.
+  bool unknown = false;
   // Discovery's problems with the interpreter itself (others, such as an
   // unknown version, leave the interpreter usable).
   for (const auto& text : env.problems) {
@@ -289,10 +292,16 @@ std::optional<CheckResult> broken_env_check(const EnvFactsView& facts) {
           "it): the agent judges no env that holds a filesystem served by a user's process";
       evidence["problems"] = env.problems;
     } else if (summary.empty() && text.find(" cannot be read by ") != std::string::npos) {
-      summary = text;
-      remedy =
-          "let the env's user read it (chmod u+rx, or chown the prefix to the user who "
-          "uses it), or remove the env";
+      summary = text + ": nothing of it is known, and it is not judged";
+      unknown = true;
+      remedy = env.run_as.reason.find("owned by root") != std::string::npos
+                   ? "let " + env.run_as.who() +
+                         " pass the directories above it (chmod o+x) and read it (chmod "
+                         "o+rX), or set run_root_envs_as to a user who may (docs/security.md); "
+                         "or remove the env"
+                   : "let " + env.run_as.who() +
+                         " read it (chmod u+rX, and o+x on the directories above it), or chown "
+                         "it to the user who uses it; or remove the env";
       evidence["problems"] = env.problems;
     }
   }
@@ -321,9 +330,11 @@ std::optional<CheckResult> broken_env_check(const EnvFactsView& facts) {
   if (summary.empty()) {
     return std::nullopt;
   }
-  CheckResult result = own_check("env:interpreter", "env_interpreter", CheckStatus::fail);
+  CheckResult result = own_check("env:interpreter", "env_interpreter",
+                                 unknown ? CheckStatus::error : CheckStatus::fail);
   result.actual = evidence;
-  result.diagnosis = Diagnosis{"broken_env", summary, evidence, remedy};
+  result.diagnosis =
+      Diagnosis{unknown ? "unreadable_env" : "broken_env", summary, evidence, remedy};
   return result;
 }
 

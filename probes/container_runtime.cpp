@@ -64,6 +64,32 @@ void use_process_root(facts::ExecPrefix& exec, pid_t pid) {
   exec.root_process_start = started;
 }
 
+bool same_file(const fs::path& one, const fs::path& other) {
+  struct stat first {};
+  struct stat second {};
+  return ::stat(one.c_str(), &first) == 0 && ::stat(other.c_str(), &second) == 0 &&
+         first.st_dev == second.st_dev && first.st_ino == second.st_ino;
+}
+
+// Where a container's files are read: /proc/PID/root, when its process
+// stands in a mount namespace of its own (realpath cannot name that root, so
+// it is resolved in it: system_root.hpp); the directory itself when the
+// process only changed its root in the agent's namespace, where the kernel
+// names paths from the host's "/".
+fs::path process_root_of(pid_t pid) {
+  const std::string proc = "/proc/" + std::to_string(pid);
+  std::error_code error;
+  const auto theirs = fs::read_symlink(proc + "/ns/mnt", error);
+  const auto ours = fs::read_symlink("/proc/self/ns/mnt", error);
+  if (!error && !theirs.empty() && theirs == ours) {
+    const auto named = fs::read_symlink(proc + "/root", error);
+    if (!error && named.is_absolute()) {
+      return named;
+    }
+  }
+  return proc + "/root";
+}
+
 // Why the agent may not enter `pid`'s mount namespace, as nsenter will
 // (setns(2) needs CAP_SYS_ADMIN and CAP_SYS_CHROOT, and a seccomp filter
 // such as systemd's RestrictNamespaces= refuses it), or "": tried for real,
@@ -390,16 +416,17 @@ ContainerTarget resolve_container(const ContainerConfig& config) {
     // without a path through the engine's storage (root's alone: a thread
     // reading as an env's user could not pass it). The merged directory
     // only when no process of it is known.
-    target.root = target.exec.root_process > 0
-                      ? fs::path("/proc/" + std::to_string(target.exec.root_process) + "/root")
-                      : fs::path(inspected.merged_dir);
+    target.root = target.exec.root_process > 0 ? process_root_of(target.exec.root_process)
+                                               : fs::path(inspected.merged_dir);
   }
   if (target.problem.empty() && !target.root.empty()) {
     target.problem = unusable_root(target.root, !config.rootfs.empty());
   }
   std::error_code error;
-  if (target.problem.empty() && !target.root.empty() && !is_process_root(target.root) &&
-      std::filesystem::weakly_canonical(target.root, error) == "/") {
+  if (target.problem.empty() && !target.root.empty() &&
+      (is_process_root(target.root)
+           ? same_file(target.root, "/")
+           : std::filesystem::weakly_canonical(target.root, error) == "/")) {
     // /proc/PID/root, or a rootfs of "/": every path would be the host's.
     target.problem = "its root " + target.root.string() +
                      " resolves to the host's /: configure the container's own rootfs";

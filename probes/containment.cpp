@@ -10,6 +10,7 @@
 #include <atomic>
 #include <cerrno>
 #include <chrono>
+#include <filesystem>
 #include <fstream>
 #include <map>
 #include <optional>
@@ -320,7 +321,9 @@ std::string containment_description() {
   return text.empty() ? "no cgroup: descendants found by an environment marker" : text;
 }
 
-std::vector<pid_t> find_marked_processes(const std::string& marker) {
+namespace {
+
+std::vector<pid_t> marked_processes(const std::string& marker, const std::string& pid_namespace) {
   std::vector<pid_t> found;
   DIR* proc = ::opendir("/proc");
   if (proc == nullptr) {
@@ -332,6 +335,14 @@ std::vector<pid_t> find_marked_processes(const std::string& marker) {
     const long pid = std::strtol(entry->d_name, &end, 10);
     if (pid <= 0 || *end != '\0' || pid == ::getpid()) {
       continue;
+    }
+    if (!pid_namespace.empty()) {
+      std::error_code error;
+      const auto link =
+          std::filesystem::read_symlink("/proc/" + std::string(entry->d_name) + "/ns/pid", error);
+      if (error || link.string() != pid_namespace) {
+        continue;
+      }
     }
     // Bounded read: environments are small, and the marker comes early
     // enough when it is there at all.
@@ -349,6 +360,22 @@ std::vector<pid_t> find_marked_processes(const std::string& marker) {
   }
   ::closedir(proc);
   return found;
+}
+
+}  // namespace
+
+std::vector<pid_t> find_marked_processes(const std::string& marker) {
+  return marked_processes(marker, "");
+}
+
+std::vector<pid_t> find_marked_processes_in(const std::string& marker, pid_t member) {
+  std::error_code error;
+  const auto link =
+      std::filesystem::read_symlink("/proc/" + std::to_string(member) + "/ns/pid", error);
+  if (error || link.empty()) {
+    return {};  // gone: nothing of it is left to find
+  }
+  return marked_processes(marker, link.string());
 }
 
 void reap_adopted(std::vector<pid_t> pids) {

@@ -69,6 +69,12 @@ std::string containment_description();
 // when there is no cgroup. A process that clears its environment escapes
 // this; docs/security.md says so.
 std::vector<pid_t> find_marked_processes(const std::string& marker);
+// The same among the processes in the pid namespace of `member` only (a
+// container's): the namespace is compared first, by its link, which reads
+// nothing of a process's memory, so a process elsewhere on the host whose
+// environment is slow to read (mapped from a filesystem that does not
+// answer) is never read, whatever it put in its environment.
+std::vector<pid_t> find_marked_processes_in(const std::string& marker, pid_t member);
 
 // Waits (bounded) for each of `pids` to be gone, reaping those that became
 // our children (the agent is their subreaper), so no zombie is left.

@@ -91,10 +91,11 @@ std::string exe_of(pid_t pid) {
 }
 
 // The command a runtime's client had started inside the container: the
-// first-started process that carries the client's marker, runs as `uid` and
-// stands in another root than the agent's (the client and its monitor, on
+// first-started process in the pid namespace of `container_process` that
+// carries the client's marker, runs as `uid` and stands in another root than
+// the agent's (the client and its monitor, on
 // the host, may carry it too). `client` itself when there is none yet.
-pid_t command_started_by_runtime(pid_t client, uid_t uid) {
+pid_t command_started_by_runtime(pid_t client, uid_t uid, pid_t container_process) {
   const std::string marker = probe_marker_of(client);
   if (marker.empty()) {
     return client;
@@ -105,7 +106,10 @@ pid_t command_started_by_runtime(pid_t client, uid_t uid) {
   }
   pid_t first = client;
   std::uint64_t first_start = 0;
-  for (const pid_t marked : find_marked_processes(marker)) {
+  if (container_process <= 0) {
+    return client;  // no container process known: nothing is looked for host-wide
+  }
+  for (const pid_t marked : find_marked_processes_in(marker, container_process)) {
     struct stat theirs {};
     struct stat process {};
     const std::string dir = "/proc/" + std::to_string(marked);
@@ -172,6 +176,8 @@ ProcessSpec through_prefix(const ExecPrefix& prefix, const ProcessSpec& inside) 
   if (prefix.runtime_client) {
     outer.tree_outside = true;
     outer.limits_word = outer.argv.size() - 1;
+    outer.unprivileged_inside = uid != 0;
+    outer.inside_process = prefix.root_process;
   }
   outer.argv.insert(outer.argv.end(), inside.argv.begin(), inside.argv.end());
   outer.environment["PATH"] = k_system_path;
@@ -241,7 +247,7 @@ pid_t command_below_prefix(pid_t pid, const ExecPrefix& prefix, uid_t uid) {
     return pid;
   }
   if (prefix.runtime_client) {
-    return command_started_by_runtime(pid, uid);
+    return command_started_by_runtime(pid, uid, prefix.root_process);
   }
   std::error_code error;
   const auto program = std::filesystem::canonical(prefix.argv.front(), error);

@@ -571,8 +571,8 @@ ProcessResult run_process(const ProcessSpec& spec, const ProcessLimits& limits,
   const ProcessSpec* started_spec = &spec;
   if (spec.tree_outside && spec.limits_word < spec.argv.size()) {
     limited_inside = spec;
-    limited_inside.argv[spec.limits_word] = limits_for_bootstrap(
-        limits.resources, spec.credentials.has_value() && spec.credentials->uid != 0);
+    limited_inside.argv[spec.limits_word] =
+        limits_for_bootstrap(limits.resources, spec.unprivileged_inside);
     started_spec = &limited_inside;
   }
   if (!cgroup || spec.tree_outside) {
@@ -611,7 +611,10 @@ ProcessResult run_process(const ProcessSpec& spec, const ProcessLimits& limits,
     auto killed = cgroup ? cgroup->kill_all() : std::vector<pid_t>{};
     if (!marker.empty()) {
       // Where no cgroup of ours holds them: the container's own cgroup.
-      for (const pid_t marked : find_marked_processes(marker)) {
+      const auto marked_ones = spec.tree_outside && spec.inside_process > 0
+                                   ? find_marked_processes_in(marker, spec.inside_process)
+                                   : find_marked_processes(marker);
+      for (const pid_t marked : marked_ones) {
         ::kill(marked, SIGKILL);
         killed.push_back(marked);
       }

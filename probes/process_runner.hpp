@@ -63,6 +63,12 @@ struct ProcessSpec {
   // (ENVCONTRACT_PROBE, which the client passes in).
   bool tree_outside = false;
   std::size_t limits_word = 0;
+  // Whether the command inside runs as a user other than root (its process
+  // count is then bounded by RLIMIT_NPROC: the container's cgroup is not ours).
+  bool unprivileged_inside = false;
+  // Its container's process (its pid namespace): only processes in that
+  // namespace are looked at for the marker, never the whole host's.
+  pid_t inside_process = 0;
 };
 
 // The name of the variable that marks a probe's processes where no cgroup of

@@ -237,6 +237,11 @@ class EnvPlanner {
              id);
     } else if (cause == "unsafe_permissions" || cause == "imports_unchecked") {
       manual(summary, "the env's owner: make it writable by its owner only (chmod go-w)", id);
+    } else if (cause == "unreadable_env") {
+      manual(summary,
+             "the env's permissions (its user must read it), or whom it runs as "
+             "(run_root_envs_as, for root's own envs)",
+             id);
     } else if (cause == "run_as_unavailable") {
       manual(summary, "the agent's configuration: a user that exists (run_root_envs_as)", id);
     } else if (cause == "smoke_failed" || cause == "command_failed" ||
@@ -722,6 +727,7 @@ const std::vector<CausePlanning>& cause_planning() {
       {"run_as_unavailable", "manual", "the agent's configuration"},
       {"imports_unchecked", "manual", "the env's owner removes what cannot be checked"},
       {"broken_env", "route", "a new env replaces it"},
+      {"unreadable_env", "manual", "its permissions, or whom it runs as"},
       {"unreadable_file", "manual", "replace or remove the file"},
       {"facts_disagree", "manual", "find what brings in the other copy"},
       {"facts_error", "rescan", "the agent's side"},

@@ -332,9 +332,10 @@ TEST(LinkageDiagnosis, ACSymbolUnderAnotherVersionIsANearMiss) {
       << summary;
 }
 
-// A prefix its user cannot read is a broken env, named as such: its own
-// interpreter could not see torch either, so "not installed" would mislead.
-TEST(BrokenEnvs, APrefixItsUserCannotReadIsNamed) {
+// A prefix its user cannot read is named as such: its own interpreter could
+// not see torch either, so "not installed" would mislead. Nothing of it is
+// known, so it is not judged (error), never called drift.
+TEST(BrokenEnvs, APrefixItsUserCannotReadIsNamedAndNotJudged) {
   if (::geteuid() != 0) {
     GTEST_SKIP() << "needs root: the env is root's, read as a uid of its own";
   }
@@ -342,15 +343,21 @@ TEST(BrokenEnvs, APrefixItsUserCannotReadIsNamed) {
   const auto prefix = make_env(dir.path(), "private", "");
   fs::permissions(prefix, fs::perms::owner_all, fs::perm_options::replace);
   const auto contract = dir.write("blocked.yaml", k_contract);
-  const auto env = scan_prefix(contract, prefix, 1);
-  EXPECT_EQ(env["verdict"], "drift");
+  // Exit 2: the host cannot be judged, rather than 1, drift.
+  const auto env = scan_prefix(contract, prefix, 2);
+  EXPECT_EQ(env["verdict"], "error");
   const auto* broken = find_check(env, "env:interpreter");
   ASSERT_NE(broken, nullptr);
-  EXPECT_EQ((*broken)["diagnosis"]["cause"], "broken_env");
+  EXPECT_EQ((*broken)["status"], "error");
+  EXPECT_EQ((*broken)["diagnosis"]["cause"], "unreadable_env");
   const std::string uid = std::to_string(env["run_as"]["uid"].get<unsigned>());
   EXPECT_EQ((*broken)["diagnosis"]["summary"],
             fs::canonical(prefix).string() + " cannot be read by uid " + uid +
-                ", the user its code runs as (permission denied)");
+                ", the user its code runs as (permission denied): nothing of it is known, and "
+                "it is not judged");
+  // Root's own env: the choices are its permissions or whom it runs as.
+  const std::string remedy = (*broken)["diagnosis"]["remedy"];
+  EXPECT_NE(remedy.find("run_root_envs_as"), std::string::npos) << remedy;
   const auto* torch = find_check(env, "torch-cpu");
   ASSERT_NE(torch, nullptr);
   EXPECT_EQ((*torch)["status"], "skip");
