@@ -4,6 +4,7 @@
 
 #include <cstdint>
 #include <filesystem>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -101,6 +102,14 @@ struct PythonEnv {
   std::vector<std::string> found_by;  // how discovery reached it
   std::vector<std::string> problems;  // what is wrong with the prefix itself
   RunAs run_as;                       // whose credentials its code runs with
+  // Whose credentials the agent reads its files with on the host, when not
+  // run_as's: a container's env, whose owner is a uid the image chose. Read
+  // as that uid on the host, a link in the container to a host user's
+  // private file (the kernel follows an absolute link from the host's "/")
+  // would put that file in the report; read as a uid of its own, only what
+  // anyone may read is reached.
+  std::optional<RunAs> read_as;
+  const RunAs& reader() const { return read_as ? *read_as : run_as; }
   // Paths others could write: while any is listed, none of its code runs.
   std::vector<UnsafePath> unsafe;
   // Whether what its interpreter imports from was held to the same rule

@@ -269,7 +269,7 @@ ActivatedEnvironment activate(const PythonEnv& env, std::chrono::milliseconds ti
   if (env.kind == EnvKind::conda) {
     Environment variables;
     {
-      ReadingAs reading(env.run_as);
+      ReadingAs reading(env.reader());
       if (reading.ok()) {
         variables = conda_env_vars(env.prefix, result.refused_variables);
       }

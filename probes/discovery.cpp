@@ -224,6 +224,10 @@ std::optional<PythonEnv> describe_prefix(const fs::path& prefix, const RunAsPoli
   const bool image_tree = env.system_root != "/" && env.exec.empty();  // owners_are_facts
   env.run_as =
       image_tree ? run_as_for_image_env(env.prefix, run_as) : run_as_for_prefix(env.prefix, run_as);
+  if (!env.exec.empty()) {
+    // A container's files are read on the host as nobody's uid (facts/env.hpp).
+    env.read_as = run_as_for_image_env(env.prefix, run_as);
+  }
   env.unsafe = find_unsafe_paths({env.prefix, env.python, activation_inputs(env),
                                   find_site_packages(env), scan_root, image_tree},
                                  env.run_as);

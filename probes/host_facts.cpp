@@ -84,8 +84,10 @@ bool readable_prefix(PythonEnv& env) {
   if (errno != EACCES && errno != EPERM) {
     return true;  // gone since discovery, or another trouble the readers report
   }
-  env.problems.push_back(env.prefix.string() + " cannot be read by " + env.run_as.who() +
-                         ", the user its code runs as (permission denied)");
+  env.problems.push_back(env.prefix.string() + " cannot be read by " + env.reader().who() +
+                         (env.read_as ? ", the user its files are read as on the host"
+                                      : ", the user its code runs as") +
+                         " (permission denied)");
   return false;
 }
 
@@ -147,7 +149,7 @@ void read_env(EnvReading& reading, const Cancellation& cancellation) {
     // Read as the user the env's code runs as: whatever that user could
     // not read (a link to /etc/shadow, another user's private file) stays
     // out of the facts, as it would stay out of their interpreter.
-    ReadingAs as_user(env.env.run_as);
+    ReadingAs as_user(env.env.reader());
     if (as_user.ok() && !readable_prefix(env.env)) {
       return;
     }
@@ -168,7 +170,7 @@ void read_env(EnvReading& reading, const Cancellation& cancellation) {
   start = Clock::now();
   auto& elf_files = reading.caches->elf_files;
   contained(env, "linkage", &cancellation, [&] {
-    ReadingAs as_user(env.env.run_as);
+    ReadingAs as_user(env.env.reader());
     if (!as_user.ok()) {
       return;
     }
@@ -208,7 +210,7 @@ void read_env(EnvReading& reading, const Cancellation& cancellation) {
   // What the contract's checks asked for, in a step of its own: a failure
   // there leaves the linkage facts alone.
   contained(env, "requested facts", &cancellation, [&] {
-    ReadingAs as_user(env.env.run_as);
+    ReadingAs as_user(env.env.reader());
     if (!as_user.ok()) {
       return;
     }

@@ -35,9 +35,9 @@ void refuse_unsafe_imports(PythonEnv& env, const ActivatedEnvironment& activatio
     env.imports_checked = true;
     env.imports_unchecked = "what its interpreter imports could not be checked: " + why;
   };
-  ReadingAs reading(env.run_as);
+  ReadingAs reading(env.reader());
   if (!reading.ok()) {
-    unchecked("its files cannot be read as " + env.run_as.who());
+    unchecked("its files cannot be read as " + env.reader().who());
     return;
   }
   try {

@@ -23,6 +23,7 @@
 #include "tests/support/run_command.hpp"
 #include "tests/support/system_venv.hpp"
 #include "tests/support/temp_dir.hpp"
+#include "tests/support/test_users.hpp"
 
 namespace envcontract {
 namespace {
@@ -488,6 +489,39 @@ TEST_F(ContainerTarget, AContainerWhoseRootfsIsGoneMakesTheHostAnError) {
 // container's process. Its /tmp is a tmpfs over the rootfs's own: the
 // probes' private directories are made where its processes see /tmp
 // (/proc/PID/root/tmp), and none is left there.
+// A container's env belongs to a uid the image chose, which on the host may
+// be a real user's. A link in the container to that user's private file must
+// not bring the file into the report: the container's files are read on the
+// host as a uid of nobody's, not as the host user who has the env's uid.
+TEST_F(ContainerTarget, ALinkToAHostUsersPrivateFileIsNotReadAsThatUser) {
+  if (::geteuid() != 0) {
+    GTEST_SKIP() << "needs root: the agent's change of user is what is tested";
+  }
+  const auto alice = testing::ensure_user("ectest-alice");
+  ASSERT_TRUE(alice) << "useradd failed";
+  const fs::path private_dir = m_dir.path() / "alice-private";
+  fs::create_directories(private_dir);
+  // What a reader of torch's version file would show, were it read.
+  std::ofstream(private_dir / "notes.py") << "__version__ = '9.9.9+alice.secret.7f3a'\n";
+  testing::chown_tree(private_dir, alice->uid, alice->gid);
+  fs::permissions(private_dir, fs::perms::owner_all, fs::perm_options::replace);
+  fs::permissions(private_dir / "notes.py", fs::perms::owner_read | fs::perms::owner_write,
+                  fs::perm_options::replace);
+  const fs::path app = rootfs() / "opt/venvs/app";
+  const fs::path version = testing::system_venv_site(app) / "torch/version.py";
+  fs::remove(version);
+  fs::create_symlink(private_dir / "notes.py", version);
+  testing::chown_tree(app, alice->uid, alice->gid);
+
+  const auto report = scan("  - {id: torch, kind: torch, base: \"2.10.0\"}\n");
+  const std::string text = common::json_text(report);
+  EXPECT_EQ(text.find("alice.secret.7f3a"), std::string::npos)
+      << "alice's private file reached the report: " << text;
+  ASSERT_EQ(report["envs"].size(), 1U) << text;
+  // Its code still runs as its owner inside the container.
+  EXPECT_EQ(report["envs"][0]["run_as"]["uid"], alice->uid) << text;
+}
+
 TEST_F(ContainerTarget, NsenterRunsTheProbesInARunningContainer) {
   const std::string nsenter = probes::find_system_command("nsenter");
   if (nsenter.empty()) {
