@@ -228,10 +228,12 @@ std::optional<PythonEnv> describe_prefix(const fs::path& prefix, const RunAsPoli
     // A container's files are read on the host as nobody's uid (facts/env.hpp).
     env.read_as = run_as_for_image_env(env.prefix, run_as);
   }
+  // The interpreter first: what bin/python is and where it leads are held to
+  // the safety rule too.
+  check_interpreter(env);
   env.unsafe = find_unsafe_paths({env.prefix, env.python, activation_inputs(env),
                                   find_site_packages(env), scan_root, image_tree},
                                  env.run_as);
-  check_interpreter(env);
   if (env.python_version.empty() && env.problems.empty()) {
     env.problems.push_back(
         "cannot tell the Python version: no conda-meta python record, no "

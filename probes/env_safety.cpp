@@ -63,6 +63,14 @@ class Checker {
   explicit Checker(const RunAs& run_as, bool owners_are_facts = false, fs::path root = "/")
       : m_run_as(run_as), m_owners_are_facts(owners_are_facts), m_root(std::move(root)) {}
 
+  // Only the tree's own files have owners the image chose; a link out of it
+  // leads to the host's, whose owners are who they say.
+  bool inside_tree(const fs::path& path) const {
+    const std::string text = path.string();
+    const std::string top = m_root.string();
+    return top != "/" && !top.empty() && (text == top || text.starts_with(top + "/"));
+  }
+
   fs::path real(const fs::path& path, std::error_code& error) const {
     return canonical_in(m_root, path, error);
   }
@@ -84,7 +92,8 @@ class Checker {
     }
     const unsigned mode = info.st_mode & 07777;
     std::string why;
-    if (info.st_uid != 0 && info.st_uid != m_run_as.uid && !m_owners_are_facts) {
+    if (info.st_uid != 0 && info.st_uid != m_run_as.uid &&
+        !(m_owners_are_facts && inside_tree(path))) {
       why = "owned by " + user_name(info.st_uid) + ", who is neither root nor " + m_run_as.who();
     } else if (S_ISLNK(info.st_mode)) {
       return;  // a link's own mode means nothing; its directory and target are checked

@@ -321,6 +321,31 @@ TEST_F(LeastPrivilege, AnImagesEnvNeverRunsAsTheHostUserItsFilesName) {
   EXPECT_EQ(on_host.run_as.uid, m_alice.uid);
 }
 
+// bin/python and the interpreter it leads to are code the env runs as
+// surely as its own: one that another user may replace makes the env unsafe.
+// (Until 2026-12-05 discovery held the interpreter to the rule before it knew
+// which it was, and so never did.)
+TEST_F(LeastPrivilege, AnInterpreterAnotherUserOwnsMakesTheEnvUnsafe) {
+  const fs::path prefix = make_venv("alice-env");
+  const fs::path bobs = m_dir.path() / "bobs-python";
+  fs::create_directories(bobs);
+  const fs::path python = fs::canonical(prefix / "bin/python");
+  fs::copy_file(python, bobs / python.filename());
+  fs::permissions(bobs / python.filename(),
+                  fs::perms::all & ~fs::perms::group_write & ~fs::perms::others_write);
+  testing::chown_tree(bobs, m_bob.uid, m_bob.gid);
+  fs::remove(prefix / "bin/python");
+  fs::create_symlink(bobs / python.filename(), prefix / "bin/python");
+  testing::chown_tree(prefix, m_alice.uid, m_alice.gid);
+
+  const auto env = describe_prefix(prefix).value();
+  EXPECT_EQ(env.run_as.uid, m_alice.uid);
+  const bool named = std::any_of(env.unsafe.begin(), env.unsafe.end(), [&](const auto& unsafe) {
+    return unsafe.path == bobs / python.filename() && unsafe.owner == "ectest-bob";
+  });
+  EXPECT_TRUE(named) << env.unsafe.size() << " unsafe paths, none is bob's interpreter";
+}
+
 TEST_F(LeastPrivilege, ARootOwnedEnvRunsAsTheConfiguredUser) {
   const fs::path prefix = make_venv("root-env");
   RunAsPolicy as_nobody{"nobody"};
