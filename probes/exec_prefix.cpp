@@ -93,8 +93,8 @@ std::string exe_of(pid_t pid) {
 // The command a runtime's client had started inside the container: the
 // first-started process in the pid namespace of `container_process` that
 // carries the client's marker, runs as `uid` and stands in another root than
-// the agent's (the client and its monitor, on
-// the host, may carry it too). `client` itself when there is none yet.
+// the agent's (the client and its monitor, on the host, may carry it too).
+// `client` itself when there is none yet.
 pid_t command_started_by_runtime(pid_t client, uid_t uid, pid_t container_process) {
   const std::string marker = probe_marker_of(client);
   if (marker.empty()) {
