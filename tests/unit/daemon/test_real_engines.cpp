@@ -457,32 +457,5 @@ INSTANTIATE_TEST_SUITE_P(, RealEngine,
                                   entry_name(std::get<1>(param.param));
                          });
 
-// The issue wants a scan through the engine's exec within 1.5 times one
-// through nsenter: both printed (and kept as properties of the test's XML
-// result), one after the other on the same container.
-class RealEngineTiming : public EngineFixture, public ::testing::WithParamInterface<Engine> {
- protected:
-  Engine which() const override { return GetParam(); }
-};
-
-TEST_P(RealEngineTiming, ScansThroughTheEnginesExecAndThroughNsenterAreTimed) {
-  const std::string checks = inside_checks() + k_torch_met;
-  const auto through_engine = scan(Entry::engine_exec, checks);
-  const auto through_nsenter = scan(Entry::nsenter, checks);
-  report_time(Entry::engine_exec, through_engine);
-  report_time(Entry::nsenter, through_nsenter);
-  std::cout << "[ timing   ] " << engine()
-            << " exec / nsenter: " << through_engine.seconds / through_nsenter.seconds << "\n";
-  EXPECT_EQ(through_engine.report["verdict"], "compliant")
-      << common::json_text(through_engine.report);
-  EXPECT_EQ(through_nsenter.report["verdict"], "compliant")
-      << common::json_text(through_nsenter.report);
-}
-
-INSTANTIATE_TEST_SUITE_P(, RealEngineTiming, ::testing::Values(Engine::podman, Engine::docker),
-                         [](const ::testing::TestParamInfo<Engine>& param) {
-                           return testing::engine_name(param.param);
-                         });
-
 }  // namespace
 }  // namespace envcontract
