@@ -21,4 +21,12 @@ std::string normalize_distribution_name(std::string_view name) {
   return normalized;
 }
 
+std::string python_major_minor(std::string_view version) {
+  const auto first = version.find('.');
+  if (first == std::string_view::npos || first == 0) {
+    return "";
+  }
+  return std::string(version.substr(0, version.find('.', first + 1)));
+}
+
 }  // namespace envcontract::common

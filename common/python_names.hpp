@@ -11,4 +11,9 @@ namespace envcontract::common {
 // "-", "_" and "." becomes one "-". "Flag__Gems.x" -> "flag-gems-x".
 std::string normalize_distribution_name(std::string_view name);
 
+// "3.10" from "3.10.13" (or "3.10"): the part of a Python version its
+// lib/pythonX.Y directories and extension tags are named after; "" when the
+// version has no minor part.
+std::string python_major_minor(std::string_view version);
+
 }  // namespace envcontract::common

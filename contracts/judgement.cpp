@@ -282,7 +282,8 @@ std::optional<CheckResult> broken_env_check(const EnvFactsView& facts) {
   // unknown version, leave the interpreter usable).
   for (const auto& text : env.problems) {
     if (summary.empty() && (text.starts_with("no Python interpreter:") ||
-                            text.find("is a dangling symlink") != std::string::npos)) {
+                            text.find("is a dangling symlink") != std::string::npos ||
+                            text.find("(a loop of symlinks)") != std::string::npos)) {
       summary = text;
       evidence["problems"] = env.problems;
     } else if (summary.empty() && text.find(" filesystem mounted by ") != std::string::npos) {
@@ -305,7 +306,18 @@ std::optional<CheckResult> broken_env_check(const EnvFactsView& facts) {
       evidence["problems"] = env.problems;
     }
   }
-  const auto* identity = summary.empty() ? facts.stage(facts::stage_names::identity) : nullptr;
+  // The env's interpreter as the first Python stage ran it (identity when a
+  // check needs torch; otherwise the first check's own).
+  const facts::StageResult* identity = nullptr;
+  if (summary.empty() && facts.has_dynamic_facts()) {
+    for (const auto& stage : facts.facts().dynamic->stages) {
+      if (stage.activation == facts::Activation::activated &&
+          !stage.stage.starts_with(facts::stage_names::command(""))) {
+        identity = &stage;
+        break;
+      }
+    }
+  }
   if (identity != nullptr && identity->status == facts::StageStatus::probe_error) {
     // The interpreter did not run at all: the file is not an executable
     // (exec said so), or the loader stopped it before Python began (a

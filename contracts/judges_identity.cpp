@@ -7,6 +7,7 @@
 #include "common/pep440.hpp"
 #include "common/python_names.hpp"
 #include "contracts/judges.hpp"
+#include "contracts/other_python.hpp"
 
 namespace envcontract::contracts::judges {
 namespace {
@@ -118,6 +119,9 @@ void torch(const Check&, const TorchParams& params, const EnvFactsView& facts,
            CheckResult& result) {
   const auto& torch_files = facts.files().torch;
   if (!torch_files.present) {
+    if (fail_if_installed_for_another_python(result, facts, "torch")) {
+      return;
+    }
     fail(result, "missing_package", "torch is not installed in " + facts.prefix(), Json::object(),
          "install torch as the contract requires, or exclude this env");
     return;
@@ -180,9 +184,24 @@ void torch(const Check&, const TorchParams& params, const EnvFactsView& facts,
                                    ? wanted_version
                                    : wanted_base + (wanted_local.empty() ? "" : "+" + wanted_local);
     const bool cuda_local = wanted_local == "cpu" && local.starts_with("cu");
+    // A torch that does not say its version is not the one wanted either:
+    // what is missing is named, not an empty version.
+    const bool known = !version.empty();
+    const std::string actual =
+        known ? "torch " + version
+        : view.source == "files"
+            ? "torch at " + facts.seen_by_env(view.location) + " tells no version (" +
+                  (torch_files.problem.empty() ? "torch/version.py has no literal __version__"
+                                               : torch_files.problem) +
+                  ")"
+            : "torch, as " + view.source + " shows it, has no __version__";
     fail(result, cuda_local ? "cuda_build" : "version_mismatch",
-         "torch " + version + ", the contract wants " + wanted, evidence,
-         cuda_local ? cpu_remedy : "install torch " + wanted + " in this env");
+         actual + ", the contract wants " + wanted, evidence,
+         cuda_local ? cpu_remedy
+         : known    ? "install torch " + wanted + " in this env"
+                    : "reinstall torch " + wanted +
+                       " in this env: its install is incomplete or not "
+                       "torch's own");
     return;
   }
   // Path rules name paths as the env sees them: inside its container or
@@ -227,6 +246,9 @@ void triton(const Check&, const TritonParams& params, const EnvFactsView& facts,
   const auto& triton_files = facts.files().triton;
   const std::string& wanted = params.provider;
   if (!triton_files.present) {
+    if (fail_if_installed_for_another_python(result, facts, "triton")) {
+      return;
+    }
     fail(result, "missing_package", "triton is not installed in " + facts.prefix(), Json::object(),
          wanted.empty() ? "install triton" : "install " + wanted + ", which provides triton");
     return;
@@ -295,11 +317,16 @@ void triton(const Check&, const TritonParams& params, const EnvFactsView& facts,
 void python(const Check&, const PythonParams& params, const EnvFactsView& facts,
             CheckResult& result) {
   const std::string& version = facts.python_version();
+  // The interpreter's own version; the env's records may say another.
+  const std::string& conflict = facts.facts().env.python_version_conflict;
   result.actual = version;
   if (!satisfies_all(version, params.version)) {
     fail(result, "version_mismatch",
-         "Python " + version + ", the contract wants " + specifier_text(params.version),
-         {{"python_version", version}}, "recreate the env with the Python the contract names");
+         "Python " + version + ", the contract wants " + specifier_text(params.version) +
+             (conflict.empty() ? "" : " (" + conflict + ")"),
+         {{"python_version", version},
+          {"python_version_conflict", conflict.empty() ? Json(nullptr) : Json(conflict)}},
+         "recreate the env with the Python the contract names");
     return;
   }
   pass(result);
@@ -312,9 +339,11 @@ void distributions(const Check&, const DistributionsParams& params, const EnvFac
     const auto* found = find_distribution(facts, name);
     actual[name] = found ? Json(found->version) : Json(nullptr);
     if (!found) {
-      fail(result, "missing_package",
-           name + " is not installed; the contract pins " + specifier_text(clauses), Json::object(),
-           "pip install '" + name + specifier_text(clauses) + "'");
+      if (!fail_if_installed_for_another_python(result, facts, name)) {
+        fail(result, "missing_package",
+             name + " is not installed; the contract pins " + specifier_text(clauses),
+             Json::object(), "pip install '" + name + specifier_text(clauses) + "'");
+      }
     } else if (const auto others = stale_records(facts, *found); !others.empty()) {
       Json records = Json::array({to_json(*found)});
       std::string versions = found->version;
@@ -361,6 +390,9 @@ void modules(const Check&, const ModulesParams& params, const EnvFactsView& fact
   };
   for (const auto& name : params.present) {
     if (!has(name)) {
+      if (fail_if_installed_for_another_python(result, facts, name)) {
+        return;
+      }
       fail(result, "missing_package", "module " + name + " is not installed",
            {{"site_packages", facts.site()}}, "install the package providing " + name);
       return;

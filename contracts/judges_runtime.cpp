@@ -138,6 +138,27 @@ void add_other_unresolved(const EnvFactsView& facts, const facts::UnresolvedSymb
   }
 }
 
+// torch's own libraries (libtorch*.so, libc10*.so, or anything under a
+// torch/lib directory): a near miss against one of them is a build made
+// for another torch.
+bool is_torchs_own(const std::string& library_path) {
+  const std::string name = file_name(library_path);
+  return name.starts_with("libtorch") || name.starts_with("libc10") ||
+         library_path.find("/torch/lib/") != std::string::npos;
+}
+
+// What the two libraries of a near miss must agree on: torch, when the
+// defining one is torch's; otherwise the defining library itself (a vendor
+// runtime), whose interface `wanted` the other was built against.
+std::string near_miss_remedy(const std::string& wanting, const std::string& defining,
+                             const std::string& defining_path, const std::string& wanted) {
+  if (is_torchs_own(defining_path)) {
+    return "use builds of " + wanting + " and " + defining + " made against the same torch";
+  }
+  return "use a build of " + wanting + " made against this " + defining + ", or the " + defining +
+         " it was built against: they disagree on " + wanted;
+}
+
 // Why an import (or a snippet) raised, from its error text and the linkage facts.
 Diagnosis explain_error(const std::string& subject, const std::string& error_type,
                         const std::string& error, const EnvFactsView& facts,
@@ -177,7 +198,7 @@ Diagnosis explain_error(const std::string& subject, const std::string& error_typ
           wanting + " wants " + evidence->demangled + " but " + defining + " defines " +
               near.demangled + " (" + differences + ")",
           to_json(*evidence),
-          "use builds of " + wanting + " and " + defining + " made against the same torch"};
+          near_miss_remedy(wanting, defining, near.library.string(), evidence->demangled)};
       mismatch.evidence["error"] = text;
       add_other_unresolved(facts, *evidence, activation, mismatch);
       return mismatch;
@@ -210,6 +231,26 @@ std::optional<Diagnosis> unfinished_stage(const facts::StageResult& stage) {
     return Diagnosis{"hang", summary, stage.hang ? to_json(*stage.hang) : Json(nullptr),
                      "the operation never completes: check the vendor runtime and driver versions; "
                      "the native stack shows where it waits"};
+  }
+  if (status == StageStatus::crashed && stage.process.starts_with("exit ")) {
+    // No signal, no exception: the env's code ended its own process (a
+    // library's constructor calling exit(), os._exit in a module) while the
+    // step named in the summary ran.
+    const std::string step = summary.substr(0, summary.find(" ended the process"));
+    return Diagnosis{
+        "ended_process",
+        summary,
+        {{"step", step},
+         {"process", stage.process},
+         {"stdout_tail", stage.stdout_tail},
+         {"stderr_tail", stage.stderr_tail}},
+        "code the env runs during " + step + " ends the process without an error: " +
+            (step.starts_with("import ")
+                 ? "in the activated env, python -X importtime -c '" + step +
+                       "' names the last module it reached, and LD_DEBUG=libs the last "
+                       "library loaded; "
+                 : "") +
+            "fix or remove the module or library that exits"};
   }
   if (status == StageStatus::crashed) {
     return Diagnosis{"crash",

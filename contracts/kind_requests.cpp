@@ -17,6 +17,7 @@ void request_imports(const Check&, const ImportsParams& params, facts::ProbeRequ
 }
 
 void request_torch(const Check&, const TorchParams& params, facts::ProbeRequest& request) {
+  request.torch_identity = true;
   if (params.after_import.empty()) {
     return;
   }

@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <set>
 
+#include "common/python_names.hpp"
+
 namespace envcontract::contracts {
 namespace {
 
@@ -17,6 +19,39 @@ bool in_stdlib(const std::string& path, const std::string& stdlib) {
          !within(path, stdlib + "/dist-packages");
 }
 
+CheckResult disagreement_result() {
+  CheckResult result;
+  result.id = "env:search-path";
+  result.kind = "env_search_path";
+  result.severity = Severity::required;
+  result.status = CheckStatus::error;
+  return result;
+}
+
+// The version the interpreter reported against the one the files were read
+// for: another Python reads other site dirs, so nothing read from files
+// holds (a bin/python named python3.10 that is another Python).
+std::optional<CheckResult> version_agreement(const EnvFactsView& facts,
+                                             const std::string& running) {
+  const std::string& read_for = facts.python_version();
+  if (running.empty() || read_for.empty() ||
+      common::python_major_minor(running) == common::python_major_minor(read_for)) {
+    return std::nullopt;
+  }
+  CheckResult result = disagreement_result();
+  result.actual = {{"interpreter", running}, {"files", read_for}};
+  result.diagnosis = Diagnosis{
+      "facts_disagree",
+      "the interpreter is Python " + running + "; the env's files were read for Python " +
+          read_for + ": checks read from files judged another Python's packages",
+      {{"interpreter_python", running},
+       {"files_python", read_for},
+       {"python", facts.facts().env.python.string()}},
+      "the env's interpreter is not the Python its name and records say: recreate the env, or "
+      "report it with the env's facts (envcontractd facts --json)"};
+  return result;
+}
+
 }  // namespace
 
 std::optional<CheckResult> search_path_agreement(const EnvFactsView& facts) {
@@ -27,6 +62,7 @@ std::optional<CheckResult> search_path_agreement(const EnvFactsView& facts) {
   std::set<std::string> compared;
   static const std::vector<facts::StageResult> none;
   const auto& stages = facts.has_dynamic_facts() ? facts.facts().dynamic->stages : none;
+  std::string running;  // the interpreter's own version, as it reported it
   for (const auto& stage : stages) {
     // The static search path is the activated environment's: only imports
     // made under it compare.
@@ -36,6 +72,7 @@ std::optional<CheckResult> search_path_agreement(const EnvFactsView& facts) {
     for (const auto& record : stage.records) {
       if (record.type == "search_path" && interpreter_path.is_null()) {
         interpreter_path = record.entries;
+        running = record.version.value_or("");
       }
       const std::string imported = record.realpath.value_or("");
       const std::string module = record.module.substr(0, record.module.find('.'));
@@ -59,17 +96,16 @@ std::optional<CheckResult> search_path_agreement(const EnvFactsView& facts) {
                                {"activation", to_string(stage.activation)}});
     }
   }
+  if (auto versions = version_agreement(facts, running)) {
+    return versions;
+  }
   if (disagreements.empty()) {
     return std::nullopt;
   }
   const Json& first = disagreements.front();
   const std::string module = first["module"].get<std::string>();
   const std::string files = first["files"].is_string() ? first["files"].get<std::string>() : "";
-  CheckResult result;
-  result.id = "env:search-path";
-  result.kind = "env_search_path";
-  result.severity = Severity::required;
-  result.status = CheckStatus::error;
+  CheckResult result = disagreement_result();
   result.actual = disagreements;
   result.diagnosis = Diagnosis{
       "facts_disagree",

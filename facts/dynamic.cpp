@@ -128,6 +128,7 @@ Json to_json(const ProbeRecord& record) {
     seconds();
   } else if (record.type == "search_path") {
     json["entries"] = record.entries;
+    json["version"] = optional_json(record.version);
   } else if (record.type == "command") {
     json["run"] = record.run;
     json["exit_code"] = record.exit_code ? Json(*record.exit_code) : Json(nullptr);

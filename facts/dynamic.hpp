@@ -76,16 +76,17 @@ struct ProbeRecord {
   std::vector<std::string> warnings;    // import: the warnings it raised
   std::string stderr_text;              // import: what C code wrote to fd 2 meanwhile
   std::optional<double> seconds;        // import, smoke: how long it took
-  std::optional<std::string> version;   // torch: torch.__version__
-  std::optional<std::string> cuda;      // torch, torch_after_imports: torch.version.cuda
-  std::optional<std::string> hip;       // torch, torch_after_imports: torch.version.hip
-  std::string expression;               // devices: the contract's expression
-  std::optional<std::int64_t> value;    // devices: its value, when it was an integer
-  std::string output;                   // smoke, command: what it printed
-  std::string run;                      // command: the command line
-  std::optional<int> exit_code;         // command: its exit status, when it exited
-  std::string blocked_by;               // fail_fast_stop: the test that failed first
-  std::vector<std::string> entries;     // search_path: the interpreter's sys.path
+  // torch: torch.__version__; search_path: the interpreter's own (3.10.13)
+  std::optional<std::string> version;
+  std::optional<std::string> cuda;    // torch, torch_after_imports: torch.version.cuda
+  std::optional<std::string> hip;     // torch, torch_after_imports: torch.version.hip
+  std::string expression;             // devices: the contract's expression
+  std::optional<std::int64_t> value;  // devices: its value, when it was an integer
+  std::string output;                 // smoke, command: what it printed
+  std::string run;                    // command: the command line
+  std::optional<int> exit_code;       // command: its exit status, when it exited
+  std::string blocked_by;             // fail_fast_stop: the test that failed first
+  std::vector<std::string> entries;   // search_path: the interpreter's sys.path
 };
 
 // A record as the probe program wrote it (a JSON object whose "type" is a

@@ -26,6 +26,8 @@ Json to_json(const PythonEnv& env) {
           {"kind", to_string(env.kind)},
           {"python", env.python.string()},
           {"python_version", env.python_version},
+          {"python_version_conflict",
+           env.python_version_conflict.empty() ? Json(nullptr) : Json(env.python_version_conflict)},
           {"owner", env.owner},
           {"system_root", env.system_root.string()},
           {"container", env.exec.empty() ? Json(nullptr) : Json(env.exec.target)},

@@ -96,8 +96,12 @@ struct PythonEnv {
   std::string name;              // conda env name, venv dir name, "base" for a conda root
   std::filesystem::path prefix;  // canonical: symlinks resolved
   EnvKind kind = EnvKind::conda;
-  std::filesystem::path python;       // the interpreter a user would run: prefix/bin/python
-  std::string python_version;         // "3.10.13", or "3.10" when only the lib dir tells
+  std::filesystem::path python;  // the interpreter a user would run: prefix/bin/python
+  std::string python_version;    // "3.10.13", or "3.10" when only the lib dir tells
+  // How the env's records disagree with its interpreter, whose version
+  // python_version is ("conda-meta/python-3.11.7-h955ad1f_0.json says Python
+  // 3.11.7, but bin/python -> python3.10 is Python 3.10"), or "".
+  std::string python_version_conflict;
   std::string owner;                  // user name owning the prefix, or its numeric uid
   std::vector<std::string> found_by;  // how discovery reached it
   std::vector<std::string> problems;  // what is wrong with the prefix itself

@@ -18,6 +18,10 @@ struct ProbeRequest {
   // Read torch's view again after `imports` (some vendor packages patch
   // torch.version on import).
   bool torch_after_imports = false;
+  // torch's own view of itself (the identity stage: import torch), for a
+  // torch check. A devices or smoke stage that imports torch asks for it
+  // too, by its imports; a contract that never needs torch never imports it.
+  bool torch_identity = false;
   struct Devices {
     std::string id;
     std::string expression;

@@ -9,6 +9,14 @@ Json optional_json(const std::optional<std::string>& value) {
   return value ? Json(*value) : Json(nullptr);
 }
 
+Json distributions_json(const std::vector<Distribution>& distributions) {
+  auto json = Json::array();
+  for (const auto& distribution : distributions) {
+    json.push_back(to_json(distribution));
+  }
+  return json;
+}
+
 }  // namespace
 
 Json to_json(const Distribution& distribution) {
@@ -114,11 +122,15 @@ Json to_json(const StaticFacts& facts) {
         {{"module", module.module}, {"path", module.path.string()}, {"by", module.by.string()}});
   }
   json["shadowed"] = shadowed;
-  auto distributions = Json::array();
-  for (const auto& distribution : facts.distributions) {
-    distributions.push_back(to_json(distribution));
+  json["distributions"] = distributions_json(facts.distributions);
+  auto foreign = Json::array();
+  for (const auto& site : facts.other_python_sites) {
+    foreign.push_back({{"path", site.path.string()},
+                       {"python", site.python},
+                       {"modules", site.modules},
+                       {"distributions", distributions_json(site.distributions)}});
   }
-  json["distributions"] = distributions;
+  json["other_python_sites"] = foreign;
   return json;
 }
 

@@ -105,6 +105,16 @@ struct ShadowedModule {
   std::filesystem::path by;    // the one imported
 };
 
+// A site dir of the env's own prefix made for another Python than its
+// interpreter's (lib/python3.11/site-packages beside a python3.10, after an
+// upgrade that stopped half-way): the interpreter never reads it.
+struct ForeignSite {
+  std::filesystem::path path;
+  std::string python;                // "3.11"
+  std::vector<std::string> modules;  // importable top-level names, sorted
+  std::vector<Distribution> distributions;
+};
+
 // Everything we learn about an env without running any of its code.
 struct StaticFacts {
   SearchPath search_path;
@@ -116,6 +126,7 @@ struct StaticFacts {
   std::vector<ShadowedModule> shadowed;
   TorchFacts torch;
   TritonFacts triton;
+  std::vector<ForeignSite> other_python_sites;
 };
 
 Json to_json(const Distribution& distribution);

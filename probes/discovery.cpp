@@ -15,8 +15,10 @@
 
 #include <yaml-cpp/yaml.h>
 
+#include "common/python_names.hpp"
 #include "common/yaml_aliases.hpp"
 #include "probes/activation.hpp"
+#include "probes/interpreter_links.hpp"
 #include "probes/run_as.hpp"
 #include "probes/small_files.hpp"
 #include "probes/stall_guard.hpp"
@@ -42,8 +44,9 @@ std::string owner_of(const fs::path& path) {
   return std::to_string(info.st_uid);
 }
 
-// "3.10.13" from conda-meta/python-3.10.13-h955ad1f_0.json.
-std::string conda_python_version(const fs::path& prefix) {
+// "3.10.13" from conda-meta/python-3.10.13-h955ad1f_0.json, and that file's
+// name (as conda-meta/NAME) in `recorded_in`.
+std::string conda_python_version(const fs::path& prefix, std::string& recorded_in) {
   std::error_code error;
   for (fs::directory_iterator it(prefix / "conda-meta", error), end; !error && it != end;
        it.increment(error)) {
@@ -60,6 +63,7 @@ std::string conda_python_version(const fs::path& prefix) {
     }
     const std::string_view version = middle.substr(0, dash);
     if (first_release_number(version) == version) {
+      recorded_in = "conda-meta/" + name;
       return std::string(version);
     }
   }
@@ -115,20 +119,7 @@ std::string env_name(const fs::path& prefix, bool conda_installation) {
   return name;
 }
 
-// Whether `path` leads to something where the env's code runs: inside a
-// container target, an absolute link (bin/python -> /usr/local/bin/python3,
-// as the official images make it) is the container's; a --root env's code
-// runs on the host, where the kernel follows it as the host's.
-bool exists_in_tree(const PythonEnv& env, const fs::path& path) {
-  if (env.exec.empty() || env.system_root.empty() || env.system_root == "/") {
-    return path_exists(path);
-  }
-  struct stat info {};
-  const SystemRoot tree(env.system_root);
-  return tree.stat(tree.inside(path.string()), info, true);
-}
-
-void check_interpreter(PythonEnv& env) {
+void check_interpreter(PythonEnv& env, InterpreterLinks& links) {
   env.python = env.prefix / "bin" / "python";
   std::error_code error;
   const auto status = fs::symlink_status(env.python, error);
@@ -140,11 +131,34 @@ void check_interpreter(PythonEnv& env) {
     }
     env.python = env.prefix / "bin" / "python3";
   }
-  if (fs::is_symlink(fs::symlink_status(env.python, error)) && !exists_in_tree(env, env.python)) {
-    const auto target = fs::read_symlink(env.python, error);
-    env.problems.push_back(env.python.string() + " is a dangling symlink to " + target.string() +
-                           ": its interpreter was removed or moved");
+  links = follow_interpreter_links(env);
+  if (links.missing && links.chain.size() > 1) {
+    env.problems.push_back(
+        env.python.string() + " is a dangling symlink: " + links.text(env.prefix) + ", and " +
+        links.last_inside + " does not exist: its interpreter was removed or moved");
+  } else if (links.loop) {
+    env.problems.push_back(env.python.string() + " never reaches a file: " +
+                           links.text(env.prefix) + " ... (a loop of symlinks)");
   }
+}
+
+// The interpreter's word over the env's records: conda-meta and pyvenv.cfg
+// say what was installed, bin/python is what runs (an upgrade that stopped
+// half-way leaves them apart), and the site dirs the interpreter reads
+// follow from its own version.
+void settle_python_version(PythonEnv& env, const InterpreterLinks& links,
+                           const std::string& recorded_in) {
+  const std::string running = links.python_version();
+  if (running.empty() || common::python_major_minor(env.python_version) == running) {
+    return;
+  }
+  // lib/pythonX.Y is no record of what was installed: a system prefix may
+  // hold several.
+  if (!env.python_version.empty() && !recorded_in.empty()) {
+    env.python_version_conflict = recorded_in + " says Python " + env.python_version + ", but " +
+                                  links.text(env.prefix) + " is Python " + running;
+  }
+  env.python_version = running;
 }
 
 }  // namespace
@@ -187,12 +201,14 @@ std::optional<PythonEnv> describe_prefix(const fs::path& prefix, const RunAsPoli
     return std::nullopt;
   }
   FileProblemLog refused;
+  std::string recorded_in;  // where python_version was read
   if (dir_exists(env.prefix / "conda-meta")) {
     env.kind = EnvKind::conda;
-    env.python_version = conda_python_version(env.prefix);
+    env.python_version = conda_python_version(env.prefix, recorded_in);
   } else if (path_exists(env.prefix / "pyvenv.cfg")) {
     env.kind = EnvKind::venv;
     env.python_version = venv_python_version(env.prefix);
+    recorded_in = "pyvenv.cfg";
   } else if (path_exists(env.prefix / "bin" / "python") ||
              path_exists(env.prefix / "bin" / "python3")) {
     env.kind = EnvKind::interpreter;
@@ -230,7 +246,9 @@ std::optional<PythonEnv> describe_prefix(const fs::path& prefix, const RunAsPoli
   }
   // The interpreter first: what bin/python is and where it leads are held to
   // the safety rule too.
-  check_interpreter(env);
+  InterpreterLinks links;
+  check_interpreter(env, links);
+  settle_python_version(env, links, recorded_in);
   env.unsafe = find_unsafe_paths({env.prefix, env.python, activation_inputs(env),
                                   find_site_packages(env), scan_root, image_tree},
                                  env.run_as);

@@ -73,8 +73,13 @@ std::optional<std::string> first_failure(const std::vector<ProbeRecord>& records
 // The step that was running when the process died: the first requested
 // import without a record, or the stage itself.
 std::string interrupted_step(const StageResult& stage, const Json& request) {
-  if (request.contains("modules")) {
-    for (const auto& module : request["modules"]) {
+  // The imports stage's modules, or a devices stage's imports (made before
+  // its expression).
+  const char* imports = request.contains("modules")   ? "modules"
+                        : request.contains("imports") ? "imports"
+                                                      : nullptr;
+  if (imports != nullptr) {
+    for (const auto& module : request[imports]) {
       bool seen = false;
       for (const auto& record : stage.records) {
         // The request is ours (strings); the records are not to be trusted.
@@ -103,6 +108,8 @@ struct StageSpec {
   // The module the stage imports before anything else it does ("" when that
   // is not known): stages that share it share an interpreter that makes it.
   std::string first_import = "";
+  // It imports torch: not run once identity shows torch does not import.
+  bool needs_torch = false;
 };
 
 // What is left of an env's time, shared by its stages in order.
@@ -272,9 +279,13 @@ void judge_stage(StageResult& stage, const ProbeReport& report, const ProcessRes
                     // that cannot be entered).
                     (stage.stderr_tail.empty() ? "" : ": " + first_line(stage.stderr_tail));
   } else if (!report.ended) {
-    stage.status = result.exit_code == 0 ? StageStatus::probe_error : StageStatus::crashed;
-    stage.summary = interrupted_step(stage, request) + " ended the process (" + result.describe() +
-                    ") before the probe finished";
+    // The probe itself never ends before its end record, whatever its
+    // step raises: an exit in the middle (0 too: os._exit, a library's
+    // constructor calling exit) is the env's code ending its own process.
+    stage.status = StageStatus::crashed;
+    const std::string step = interrupted_step(stage, request);
+    stage.summary = step + " ended the process (" + result.describe() + ") before " +
+                    (step.starts_with("import ") ? "it returned" : "the probe finished");
   } else {
     judge_by_records(stage);
   }
@@ -579,13 +590,29 @@ StageResult run_command_stage(const PythonEnv& env, const Environment& environme
   return stage;
 }
 
+bool imports_torch(const std::vector<std::string>& imports) {
+  return std::any_of(imports.begin(), imports.end(), [](const std::string& name) {
+    return name.substr(0, name.find('.')) == "torch";
+  });
+}
+
+// Each check's stages, and identity (import torch) only when a check needs
+// torch: a torch check, or a stage whose own imports name it.
 std::vector<StageSpec> stage_specs(const ProbePlan& plan) {
   std::vector<StageSpec> specs;
-  specs.push_back({std::string(stage_names::identity),
-                   {{"stage", "identity"}},
-                   plan.identity_timeout,
-                   "",
-                   "torch"});
+  const bool torch_needed =
+      plan.torch_identity ||
+      std::any_of(plan.devices.begin(), plan.devices.end(),
+                  [](const auto& devices) { return imports_torch(devices.imports); }) ||
+      std::any_of(plan.smokes.begin(), plan.smokes.end(),
+                  [](const auto& smoke) { return snippet_imports(smoke.code, "torch"); });
+  if (torch_needed) {
+    specs.push_back({std::string(stage_names::identity),
+                     {{"stage", "identity"}},
+                     plan.identity_timeout,
+                     "",
+                     "torch"});
+  }
   if (!plan.imports.empty()) {
     specs.push_back({std::string(stage_names::imports),
                      {{"stage", "imports"},
@@ -601,14 +628,16 @@ std::vector<StageSpec> stage_specs(const ProbePlan& plan) {
          {{"stage", "devices"}, {"expression", devices.expression}, {"imports", devices.imports}},
          devices.timeout,
          "",
-         devices.imports.empty() ? "" : devices.imports.front()});
+         devices.imports.empty() ? "" : devices.imports.front(),
+         imports_torch(devices.imports)});
   }
   for (const auto& smoke : plan.smokes) {
     specs.push_back({stage_names::smoke(smoke.id),
                      {{"stage", "smoke"}, {"code", smoke.code}},
                      smoke.timeout,
                      "",
-                     first_import_of_snippet(smoke.code)});
+                     first_import_of_snippet(smoke.code),
+                     snippet_imports(smoke.code, "torch")});
   }
   return specs;
 }
@@ -625,8 +654,7 @@ std::vector<StageSpec> first_stages(const std::vector<StageSpec>& specs) {
 }
 
 bool needs_torch(const StageSpec& spec) {
-  return spec.name.starts_with(stage_names::devices("")) ||
-         spec.name.starts_with(stage_names::smoke(""));
+  return spec.needs_torch;
 }
 
 // The results of `specs`, taken from `results` (by stage name), in their order.

@@ -102,4 +102,45 @@ std::string first_import_of_snippet(std::string_view code) {
   return "";
 }
 
+bool snippet_imports(std::string_view code, std::string_view module) {
+  while (!code.empty()) {
+    const auto end = code.find('\n');
+    std::string_view line = code.substr(0, end);
+    code = end == std::string_view::npos ? std::string_view() : code.substr(end + 1);
+    // Each statement of the line: "import os; import torch".
+    while (!line.empty()) {
+      const auto semicolon = line.find(';');
+      std::string_view statement = line.substr(0, semicolon);
+      line = semicolon == std::string_view::npos ? std::string_view() : line.substr(semicolon + 1);
+      while (!statement.empty() && is_blank(statement.front())) {
+        statement.remove_prefix(1);
+      }
+      if (skip_keyword(statement, "from")) {
+        if (take_dotted_name(statement) == module) {
+          return true;
+        }
+        continue;
+      }
+      if (!skip_keyword(statement, "import")) {
+        continue;
+      }
+      // import a, b.c as d, e
+      while (!statement.empty()) {
+        if (take_dotted_name(statement) == module) {
+          return true;
+        }
+        const auto comma = statement.find(',');
+        if (comma == std::string_view::npos) {
+          break;
+        }
+        statement.remove_prefix(comma + 1);
+        while (!statement.empty() && is_blank(statement.front())) {
+          statement.remove_prefix(1);
+        }
+      }
+    }
+  }
+  return false;
+}
+
 }  // namespace envcontract::probes

@@ -13,4 +13,11 @@ namespace envcontract::probes {
 // own rather than after an import made for it.
 std::string first_import_of_snippet(std::string_view code);
 
+// Whether any line of the snippet imports top-level `module` (`import
+// torch`, `import os, torch.cuda as c`, `from torch import nn`, at any
+// indentation): then it needs that module, and is not run once the module
+// is known not to import. Read from the text as written; an import made
+// some other way (importlib) is not seen, and the snippet runs and says so.
+bool snippet_imports(std::string_view code, std::string_view module);
+
 }  // namespace envcontract::probes

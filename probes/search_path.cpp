@@ -4,6 +4,7 @@
 #include <set>
 #include <sstream>
 
+#include "common/python_names.hpp"
 #include "probes/small_files.hpp"
 #include "probes/static_facts.hpp"
 #include "probes/system_root.hpp"
@@ -24,16 +25,6 @@ constexpr std::size_t k_max_notes = 32;
 // modules they map are bounded like the path (a real finder maps a few).
 constexpr std::size_t k_max_editable_finders = 256;
 constexpr std::size_t k_max_editable_modules = 4096;
-
-// "3.10" from "3.10.13"; "" when the version is unknown.
-std::string major_minor(const std::string& version) {
-  const auto first = version.find('.');
-  if (first == std::string::npos) {
-    return "";
-  }
-  const auto second = version.find('.', first + 1);
-  return version.substr(0, second);
-}
 
 std::string variable(const Environment& environment, const char* name) {
   const auto it = environment.find(name);
@@ -64,7 +55,7 @@ class SearchPathBuilder {
   SearchPathBuilder(const PythonEnv& env, const Environment& environment)
       : m_env(env),
         m_environment(environment),
-        m_version(major_minor(env.python_version)),
+        m_version(common::python_major_minor(env.python_version)),
         m_free_threaded(free_threaded(env, m_version)) {}
 
   SearchPath build() {

@@ -4,6 +4,7 @@
 #include <map>
 #include <set>
 
+#include "common/python_names.hpp"
 #include "probes/activation.hpp"
 #include "probes/small_files.hpp"
 #include "probes/stall_guard.hpp"
@@ -284,6 +285,54 @@ TritonFacts triton_facts(const StaticFacts& facts) {
 
 }  // namespace
 
+namespace {
+
+// "cpython-311" (the tag of extension modules) for "3.11".
+std::string extension_tag(const std::string& major_minor) {
+  std::string digits = major_minor;
+  digits.erase(std::remove(digits.begin(), digits.end(), '.'), digits.end());
+  return "cpython-" + digits;
+}
+
+// The prefix's lib/pythonX.Y/site-packages for every X.Y but its
+// interpreter's: what an upgrade that stopped half-way installed for a
+// Python the env does not run.
+std::vector<ForeignSite> other_python_sites(const PythonEnv& env, const StaticFacts& facts) {
+  std::vector<ForeignSite> sites;
+  const std::string own = common::python_major_minor(env.python_version);
+  if (own.empty()) {
+    return sites;
+  }
+  for (const auto& site : find_site_packages(env)) {
+    const std::string python = site.parent_path().filename().string().substr(6);
+    const bool read = std::find(facts.site_packages.begin(), facts.site_packages.end(), site) !=
+                      facts.site_packages.end();
+    if (python == own || python == own + "t" || read) {
+      continue;
+    }
+    ForeignSite foreign{site, python, {}, scan_site_packages_distributions(site)};
+    std::error_code error;
+    std::size_t children = 0;
+    note_reading(site);
+    for (fs::directory_iterator it(site, error), end;
+         !error && it != end && ++children <= k_max_children; it.increment(error)) {
+      std::error_code type_error;
+      const bool directory = it->is_directory(type_error);
+      if (auto found =
+              classify(site, it->path().filename().string(), extension_tag(python), directory)) {
+        foreign.modules.push_back(found->first);
+      }
+    }
+    std::sort(foreign.modules.begin(), foreign.modules.end());
+    foreign.modules.erase(std::unique(foreign.modules.begin(), foreign.modules.end()),
+                          foreign.modules.end());
+    sites.push_back(std::move(foreign));
+  }
+  return sites;
+}
+
+}  // namespace
+
 std::vector<fs::path> find_site_packages(const PythonEnv& env) {
   std::vector<fs::path> found;
   std::error_code error;
@@ -295,7 +344,7 @@ std::vector<fs::path> find_site_packages(const PythonEnv& env) {
     }
   }
   // A prefix may carry several lib/pythonX.Y; the interpreter's own comes first.
-  const std::string own = "python" + env.python_version.substr(0, env.python_version.rfind('.'));
+  const std::string own = "python" + common::python_major_minor(env.python_version);
   std::stable_partition(found.begin(), found.end(), [&](const fs::path& path) {
     return path.parent_path().filename() == own ||
            path.parent_path().filename() == "python" + env.python_version;
@@ -320,6 +369,7 @@ StaticFacts gather_static_facts(const PythonEnv& env, const Environment& environ
   index_modules(facts, env.python_version, env.system_root);
   facts.torch = torch_facts(facts);
   facts.triton = triton_facts(facts);
+  facts.other_python_sites = other_python_sites(env, facts);
   return facts;
 }
 

@@ -18,6 +18,7 @@ using facts::TorchFacts;
 
 using facts::TritonFacts;
 
+using facts::ForeignSite;
 using facts::ShadowedModule;
 
 using facts::StaticFacts;

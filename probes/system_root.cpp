@@ -9,6 +9,7 @@
 
 #include <algorithm>
 #include <cerrno>
+#include <climits>
 #include <cstring>
 
 #include "facts/path_pattern.hpp"
@@ -196,6 +197,25 @@ int SystemRoot::open_inside(const std::string& path, int flags, bool follow) con
       return fd;
     }
   }
+}
+
+std::optional<std::string> SystemRoot::read_link(const std::string& path) const {
+  // The link itself, opened below the tree's root; readlinkat(2) of an
+  // O_PATH descriptor with an empty name reads the link it names.
+  const int fd = open_inside(path, O_PATH, false);
+  if (fd < 0) {
+    return std::nullopt;
+  }
+  std::string target(PATH_MAX, '\0');
+  const ssize_t length = ::readlinkat(fd, "", target.data(), target.size());
+  const int saved = errno;
+  ::close(fd);
+  errno = saved;
+  if (length < 0 || static_cast<std::size_t>(length) >= target.size()) {
+    return std::nullopt;
+  }
+  target.resize(static_cast<std::size_t>(length));
+  return target;
 }
 
 bool SystemRoot::stat(const std::string& path, struct stat& info, bool follow) const {

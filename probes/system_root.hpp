@@ -82,6 +82,10 @@ class SystemRoot {
   // open(2) of the tree's `path` (openat2(2) below it): -1 with errno set
   // when it fails.
   int open_inside(const std::string& path, int flags, bool follow) const;
+  // The target of the link at the tree's `path`, as the link says it
+  // (readlink(2)); nullopt with errno set when it is not a link or cannot
+  // be read.
+  std::optional<std::string> read_link(const std::string& path) const;
 
  private:
   std::filesystem::path m_dir;

@@ -205,6 +205,10 @@ class EnvPlanner {
              "the host's administrator: the accelerator driver loaded, its device nodes "
              "present and passed to this env (*_VISIBLE_DEVICES, the container's --device)",
              id);
+    } else if (cause == "ended_process") {
+      manual(summary, "the module or library the env loads that ends the process", id);
+    } else if (cause == "wrong_python") {
+      manual(summary, "the env recreated, or its packages installed for the Python it runs", id);
     } else if (cause == "hang" || cause == "crash") {
       manual(summary,
              "the platform team: the vendor runtime and driver versions this build of the "
@@ -721,6 +725,8 @@ const std::vector<CausePlanning>& cause_planning() {
       {"missing_device_nodes", "manual", "driver, device nodes"},
       {"hang", "manual", "vendor runtime and driver versions"},
       {"crash", "manual", "vendor runtime and driver versions"},
+      {"ended_process", "manual", "the env's code that ends the process"},
+      {"wrong_python", "manual", "recreate the env, or install for the Python it runs"},
       {"activation_required", "not planned", "a note: the env works when activated"},
       {"probe_error", "rescan", "the agent could not gather the facts"},
       {"unsafe_permissions", "manual", "the env's owner makes it private"},

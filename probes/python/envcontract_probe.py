@@ -343,8 +343,10 @@ def run_step(report, step):
     report.write("start", schema_version=SCHEMA_VERSION, stage=step["stage"],
                  pid=os.getpid(), python=sys.version.split()[0],
                  executable=sys.executable, prefix=sys.prefix)
-    # The interpreter's own search path, the evidence when it and the files disagree.
-    report.write("search_path", entries=[entry for entry in sys.path[1:257]])
+    # The interpreter's own search path and version, the evidence when it and
+    # the files disagree.
+    report.write("search_path", entries=[entry for entry in sys.path[1:257]],
+                 version="%d.%d.%d" % sys.version_info[:3])
     started = time.monotonic()
     STAGES[step["stage"]](report, step)
     seconds = time.monotonic() - started + REUSED_IMPORT_SECONDS

@@ -206,7 +206,11 @@ TEST(BrokenEnvs, ADanglingInterpreterIsNamed) {
   fs::remove(prefix / "bin/python");
   fs::create_symlink("python3.10", prefix / "bin/python");
   fs::create_symlink("/opt/gone/bin/python3.10", prefix / "bin/python3.10");
-  expect_broken(scan_one(dir, prefix), "is a dangling symlink to python3.10");
+  // The whole chain, to the path that is missing.
+  expect_broken(scan_one(dir, prefix),
+                "bin/python is a dangling symlink: bin/python -> python3.10 -> "
+                "/opt/gone/bin/python3.10, and /opt/gone/bin/python3.10 does not exist: its "
+                "interpreter was removed or moved");
 }
 
 // Discovery's other problems (a version it cannot tell) leave the
@@ -330,6 +334,10 @@ TEST(LinkageDiagnosis, ACSymbolUnderAnotherVersionIsANearMiss) {
                          "defines cfunc (version: RT_1 (wanted) vs RT_2"),
             std::string::npos)
       << summary;
+  // The other library is a runtime, not torch: what they must agree on is it.
+  EXPECT_EQ((*check)["diagnosis"]["remedy"],
+            "use a build of verext.cpython-310-x86_64-linux-gnu.so made against this "
+            "libruntime.so, or the libruntime.so it was built against: they disagree on cfunc");
 }
 
 // A prefix its user cannot read is named as such: its own interpreter could

@@ -120,8 +120,11 @@ TEST(Discovery, BrokenPrefixesAreReportedNotFatal) {
   const auto* dangling = find_env(discovery, "dangling");
   ASSERT_NE(dangling, nullptr);
   ASSERT_EQ(dangling->problems.size(), 1U);
-  EXPECT_NE(dangling->problems[0].find("dangling symlink to /nonexistent/python3.10"),
-            std::string::npos);
+  EXPECT_NE(dangling->problems[0].find("is a dangling symlink: bin/python -> "
+                                       "/nonexistent/python3.10, and /nonexistent/python3.10 "
+                                       "does not exist"),
+            std::string::npos)
+      << dangling->problems[0];
 
   std::set<fs::path> problem_paths;
   for (const auto& problem : discovery.problems) {

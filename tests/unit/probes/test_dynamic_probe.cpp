@@ -20,6 +20,14 @@
 namespace envcontract::probes {
 namespace {
 
+// A plan as a contract with a torch check makes it: identity (import torch)
+// runs first, and what imports torch waits for it.
+ProbePlan torch_contract_plan() {
+  ProbePlan plan;
+  plan.torch_identity = true;
+  return plan;
+}
+
 using namespace std::chrono_literals;
 using testing::demo_host;
 
@@ -60,7 +68,7 @@ const facts::ProbeRecord& import_record(const StageResult& stage, const std::str
 }
 
 ProbePlan imports_plan(std::vector<std::string> modules) {
-  ProbePlan plan;
+  ProbePlan plan = torch_contract_plan();
   plan.imports = std::move(modules);
   plan.compare_bare = false;
   return plan;
@@ -193,12 +201,31 @@ TEST(DynamicProbe, NoArtifactWhenAnEnvFailsEitherWay) {
 
 TEST(DynamicProbe, LaterStagesAreSkippedWhenTorchDoesNotImport) {
   auto plan = imports_plan({"torch"});
-  plan.smokes.push_back({"op", "print(1)", 10s});
+  plan.smokes.push_back({"op", "import torch\nprint(1)", 10s});
+  // A snippet that never imports torch does not need it: it runs.
+  plan.smokes.push_back({"arithmetic", "print(6 * 7)", 10s});
   const auto probed = probe("miniconda3", plan);
   EXPECT_EQ(stage(probed.facts, "identity").status, StageStatus::failed);
   const auto& smoke = stage(probed.facts, "smoke:op");
   EXPECT_EQ(smoke.status, StageStatus::skipped);
   EXPECT_EQ(smoke.summary, "skipped: torch does not import in this env");
+  const auto& arithmetic = stage(probed.facts, "smoke:arithmetic");
+  EXPECT_EQ(arithmetic.status, StageStatus::ok) << arithmetic.summary;
+  ASSERT_FALSE(arithmetic.records.empty());
+  EXPECT_EQ(arithmetic.records.back().output, "42\n");
+}
+
+// Nothing in the plan needs torch: it is never imported.
+TEST(DynamicProbe, APlanThatNeedsNoTorchNeverImportsIt) {
+  ProbePlan plan;
+  plan.smokes.push_back({"arithmetic", "print(6 * 7)", 10s});
+  plan.devices.push_back({"cores", "os.cpu_count()", {"os"}, 10s});
+  const auto probed = probe("miniconda3", plan);
+  for (const auto& stage : probed.facts.stages) {
+    EXPECT_NE(stage.stage, "identity");
+    EXPECT_EQ(stage.status, StageStatus::ok) << stage.stage << ": " << stage.summary;
+  }
+  EXPECT_EQ(probed.facts.stages.size(), 2U);
 }
 
 TEST(RunConcurrently, ASlowJobDoesNotHoldBackTheOthers) {

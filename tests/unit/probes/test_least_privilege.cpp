@@ -35,6 +35,14 @@
 namespace envcontract::probes {
 namespace {
 
+// A plan as a contract with a torch check makes it: identity (import torch)
+// runs first, and what imports torch waits for it.
+ProbePlan torch_contract_plan() {
+  ProbePlan plan;
+  plan.torch_identity = true;
+  return plan;
+}
+
 namespace fs = std::filesystem;
 using namespace std::chrono_literals;
 
@@ -167,7 +175,7 @@ class LeastPrivilege : public ::testing::Test {
                      std::vector<std::string> modules = {"ec_whoami"},
                      ResourceLimits resources = {}) {
     auto activation = activate(env);
-    ProbePlan plan;
+    ProbePlan plan = torch_contract_plan();
     plan.imports = std::move(modules);
     plan.imports_timeout = 20s;
     plan.compare_bare = false;
@@ -602,7 +610,7 @@ TEST_P(UnsafeImportPath, RunsNoneOfTheEnvsCode) {
                             ? "writable by everyone"
                             : "owned by ectest-bob, who is neither root nor ectest-alice");
 
-  ProbePlan plan;
+  ProbePlan plan = torch_contract_plan();
   plan.imports = {"ec_whoami", "proj"};
   plan.compare_bare = false;
   scanned.activation.activated["ECTEST_MARKER"] = m_marker;
@@ -725,7 +733,7 @@ TEST_F(LeastPrivilege, ImportsThatCannotAllBeCheckedRunNothing) {
   EXPECT_TRUE(scanned.env.unsafe.empty());
   EXPECT_NE(scanned.env.imports_unchecked.find("300 .pth files"), std::string::npos)
       << scanned.env.imports_unchecked;
-  ProbePlan plan;
+  ProbePlan plan = torch_contract_plan();
   plan.imports = {"ec_whoami"};
   plan.compare_bare = false;
   scanned.activation.activated["ECTEST_MARKER"] = m_marker;

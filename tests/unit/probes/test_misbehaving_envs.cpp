@@ -24,6 +24,14 @@
 namespace envcontract::probes {
 namespace {
 
+// A plan as a contract with a torch check makes it: identity (import torch)
+// runs first, and what imports torch waits for it.
+ProbePlan torch_contract_plan() {
+  ProbePlan plan;
+  plan.torch_identity = true;
+  return plan;
+}
+
 namespace fs = std::filesystem;
 using namespace std::chrono_literals;
 
@@ -76,7 +84,7 @@ class MisbehavingEnv : public ::testing::Test {
   }
 
   StageResult run_imports(const std::string& module, std::chrono::milliseconds timeout = 20s) {
-    ProbePlan plan;
+    ProbePlan plan = torch_contract_plan();
     plan.imports = {module};
     plan.imports_timeout = timeout;
     plan.compare_bare = false;
@@ -116,7 +124,7 @@ class MisbehavingEnv : public ::testing::Test {
     fs::create_directories(m_site / "torch");
     std::ofstream(m_site / "torch/__init__.py")
         << "import time\ntime.sleep(" << seconds << ")\n__version__ = '2.10.0'\n";
-    ProbePlan plan;
+    ProbePlan plan = torch_contract_plan();
     plan.identity_timeout = 20s;
     plan.imports = {"torch", "mb_sleep"};
     plan.imports_timeout = imports_timeout;
@@ -198,7 +206,7 @@ const StageResult* find_stage(const DynamicFacts& facts, const std::string& name
 // The env's deadline bounds its stages together: the hanging import gets
 // what is left of it, and the command after it does not start.
 TEST_F(MisbehavingEnv, TheEnvDeadlineBoundsAllItsStages) {
-  ProbePlan plan;
+  ProbePlan plan = torch_contract_plan();
   plan.imports = {"mb_sleep"};
   plan.imports_timeout = 60s;
   plan.commands.push_back({"after", "echo never", {}, 60s, false, {}, "", "", false});
@@ -259,7 +267,7 @@ TEST_F(MisbehavingEnv, AProgressLineThatIsNotTheNextStagesNameBuysNoTime) {
   std::ofstream(m_site / "torch/__init__.py")
       << "import sys\nwith open(sys.argv[4], 'a') as f:\n    f.write('imports-later\\n')\n"
          "__version__ = '2.10.0'\n";
-  ProbePlan plan;
+  ProbePlan plan = torch_contract_plan();
   plan.identity_timeout = 2s;
   plan.imports = {"torch", "mb_sleep"};
   plan.imports_timeout = 60s;
@@ -283,7 +291,7 @@ TEST_F(MisbehavingEnv, ABareComparisonCutShortKeepsItsFinishedStages) {
   // Hangs only without activation.
   std::ofstream(m_site / "mb_bare_sleep.py")
       << "import os, time\nif 'MB_ACTIVATED' not in os.environ:\n    time.sleep(3600)\n";
-  ProbePlan plan;
+  ProbePlan plan = torch_contract_plan();
   plan.imports = {"torch", "mb_bare_sleep"};
   plan.imports_timeout = 60s;
   plan.env_deadline = 4s;
@@ -316,7 +324,7 @@ TEST_F(MisbehavingEnv, ABareComparisonCutShortKeepsItsFinishedStages) {
 // As the CI runner: after a fail-fast entry of a config fails, no later
 // entry of that config runs; other configs' entries and plain commands do.
 TEST_F(MisbehavingEnv, AFailedFailFastEntryStopsTheLaterOnesOfItsConfig) {
-  ProbePlan plan;
+  ProbePlan plan = torch_contract_plan();
   plan.commands.push_back({"first", "echo one", {}, 60s, true, {}, "", "a.yml", true});
   plan.commands.push_back({"gate", "exit 3", {}, 60s, true, {}, "", "a.yml", true});
   plan.commands.push_back({"later", "echo never", {}, 60s, true, {}, "", "a.yml", false});
@@ -343,7 +351,7 @@ TEST_F(MisbehavingEnv, AFailedFailFastEntryStopsTheLaterOnesOfItsConfig) {
 // The agent's shutdown (or the scan's watchdog) stops a probe at once.
 TEST_F(MisbehavingEnv, ACancelledProbeStopsAndSaysWhy) {
   Cancellation cancellation;
-  ProbePlan plan;
+  ProbePlan plan = torch_contract_plan();
   plan.imports = {"mb_sleep"};
   plan.imports_timeout = 60s;
   plan.commands.push_back({"after", "echo never", {}, 60s, false, {}, "", "", false});
@@ -373,7 +381,7 @@ TEST_F(MisbehavingEnv, ACancelledProbeStopsAndSaysWhy) {
 TEST_F(MisbehavingEnv, IdentityAndImportsStartingWithTorchShareOneInterpreter) {
   write_pid_module(m_site / "torch/__init__.py", "import warnings\nwarnings.warn('from torch')\n");
   write_pid_module(m_site / "mb_pid.py", "import time\ntime.sleep(0.3)\n");
-  ProbePlan plan;
+  ProbePlan plan = torch_contract_plan();
   plan.imports = {"torch", "mb_pid"};
   plan.compare_bare = false;
   const auto facts = run_plan(plan);
@@ -411,7 +419,7 @@ TEST_F(MisbehavingEnv, ImportsThatDoNotStartWithTorchGetAnInterpreterOfTheirOwn)
       "import sys\n"
       "with open(os.path.join(os.environ['ENVCONTRACT_TEST_OUT'], 'order'), 'w') as f:\n"
       "    f.write(str('torch' in sys.modules))\n");
-  ProbePlan plan;
+  ProbePlan plan = torch_contract_plan();
   plan.imports = {"mb_first", "torch"};
   plan.compare_bare = false;
   const auto facts = run_plan(plan);
@@ -437,7 +445,7 @@ TEST_F(MisbehavingEnv, StagesThatImportTorchFirstShareOneImportOfIt) {
                    "print('torch says hello')\n__version__ = '2.10.0'\n"
                    "def device_count():\n    return 3\n");
   write_pid_module(m_site / "mb_pid.py");
-  ProbePlan plan;
+  ProbePlan plan = torch_contract_plan();
   plan.imports = {"torch", "mb_pid"};
   plan.devices.push_back({"count", "torch.device_count()", {"torch"}, 20s});
   plan.smokes.push_back({"changes", "import torch\ntorch.changed = True\nprint('changed')\n", 20s});
@@ -492,7 +500,7 @@ TEST_F(MisbehavingEnv, StagesThatImportAnotherModuleFirstKeepTheirOrder) {
                    "import sys\n"
                    "before = 'torch' in sys.modules\n"
                    "def count():\n    return 2\n");
-  ProbePlan plan;
+  ProbePlan plan = torch_contract_plan();
   plan.imports = {"torch"};
   plan.devices.push_back({"first", "mb_first.count()", {"mb_first", "torch"}, 20s});
   plan.smokes.push_back({"first", "import mb_first\nprint(mb_first.before)\n", 20s});
@@ -549,7 +557,7 @@ void write_rendezvous_modules(const fs::path& site, int wait_seconds) {
 // Identity imports torch first; the imports and a device count import
 // mb_first first: two chains, only the second of which uses a device.
 ProbePlan identity_then_a_chain_of_mb_first() {
-  ProbePlan plan;
+  ProbePlan plan = torch_contract_plan();
   plan.imports = {"mb_first"};
   plan.devices.push_back({"first", "mb_first.count()", {"mb_first"}, 30s});
   plan.compare_bare = false;
@@ -644,6 +652,8 @@ TEST_F(MisbehavingEnv, WhenTheDeadlineCutsIdentityShortWhatNeedsTorchIsNotRunOnA
   write_pid_module(m_site / "mb_first.py", "def count():\n    return 2\n");
   const auto run = [&](int lane_count) {
     auto plan = identity_then_a_chain_of_mb_first();
+    // The device count needs torch too (after mb_first, its chain's first import).
+    plan.devices.back().imports.push_back("torch");
     plan.env_deadline = 2s;
     plan.lanes = std::make_shared<ProbeLanes>(lane_count, 1);
     return run_plan(plan);
@@ -678,7 +688,7 @@ TEST_F(MisbehavingEnv, WhenTheDeadlineCutsIdentityShortWhatNeedsTorchIsNotRunOnA
 TEST_F(MisbehavingEnv, AnIdentityCutShortSaysNothingOfWhetherTorchImports) {
   fs::create_directories(m_site / "torch");
   std::ofstream(m_site / "torch/__init__.py") << "import time\ntime.sleep(30)\n";
-  ProbePlan plan;
+  ProbePlan plan = torch_contract_plan();
   plan.devices.push_back({"count", "torch.device_count()", {"torch"}, 30s});
   plan.compare_bare = false;
   plan.env_deadline = 2s;
@@ -698,7 +708,7 @@ TEST_F(MisbehavingEnv, AnIdentityCutShortSaysNothingOfWhetherTorchImports) {
 // snippet does; with lanes to spare, they still run one after the other.
 TEST_F(MisbehavingEnv, TwoChainsThatUseADeviceNeverRunBesideEachOther) {
   write_rendezvous_modules(m_site, 1);
-  ProbePlan plan;
+  ProbePlan plan = torch_contract_plan();
   plan.imports = {"torch"};
   plan.devices.push_back({"first", "mb_first.count()", {"mb_first", "torch"}, 30s});
   plan.smokes.push_back({"op", "import torch\nprint('op')\n", 30s});
@@ -715,9 +725,10 @@ TEST_F(MisbehavingEnv, AStageThatRanBesideIsSkippedWhenTorchDoesNotImport) {
   write_pid_module(m_site / "torch/__init__.py", "raise ImportError('no torch here')\n");
   write_pid_module(m_site / "mb_first.py", "def count():\n    return 2\n");
   const auto run = [&](unsigned lane_count) {
-    ProbePlan plan;
+    ProbePlan plan = torch_contract_plan();
     plan.imports = {"torch"};
-    plan.devices.push_back({"first", "mb_first.count()", {"mb_first"}, 30s});
+    // It imports torch after mb_first: it needs torch, in a chain of its own.
+    plan.devices.push_back({"first", "mb_first.count()", {"mb_first", "torch"}, 30s});
     plan.compare_bare = false;
     plan.lanes = std::make_shared<ProbeLanes>(lane_count, 1);
     return run_plan(plan);
@@ -746,7 +757,7 @@ TEST_F(MisbehavingEnv, AStageThatRanBesideIsSkippedWhenTorchDoesNotImport) {
 // interpreter's import.
 TEST_F(MisbehavingEnv, ACrashInAForkedStageIsThatStagesAndTheNextStillRun) {
   write_pid_module(m_site / "torch/__init__.py", "__version__ = '2.10.0'\n");
-  ProbePlan plan;
+  ProbePlan plan = torch_contract_plan();
   plan.smokes.push_back({"segv", "import torch\nimport ctypes\nctypes.string_at(0)\n", 20s});
   plan.smokes.push_back({"exit0", "import torch\nimport os\nos._exit(0)\n", 20s});
   plan.smokes.push_back({"after", "import torch\nprint('still here')\n", 20s});
@@ -763,7 +774,7 @@ TEST_F(MisbehavingEnv, ACrashInAForkedStageIsThatStagesAndTheNextStillRun) {
   // A snippet that ends its process quietly ends the stage as it would alone.
   const auto* exit0 = find_stage(facts, "smoke:exit0");
   ASSERT_NE(exit0, nullptr);
-  EXPECT_EQ(exit0->status, StageStatus::probe_error) << exit0->summary;
+  EXPECT_EQ(exit0->status, StageStatus::crashed) << exit0->summary;
   EXPECT_EQ(exit0->summary, "smoke:exit0 ended the process (exit 0) before the probe finished");
   EXPECT_EQ(after->status, StageStatus::ok) << after->summary;
   EXPECT_EQ(after->records.back().output, "still here\n");
@@ -777,7 +788,7 @@ TEST_F(MisbehavingEnv, ACrashInAForkedStageIsThatStagesAndTheNextStillRun) {
 // for it), and the stage after it still runs.
 TEST_F(MisbehavingEnv, AHangInAForkedStageIsDiagnosedInItsOwnProcess) {
   write_pid_module(m_site / "torch/__init__.py", "__version__ = '2.10.0'\n");
-  ProbePlan plan;
+  ProbePlan plan = torch_contract_plan();
   plan.smokes.push_back({"sleeps", "import torch\nimport time\ntime.sleep(3600)\n", 1500ms});
   plan.smokes.push_back({"after", "import torch\nprint('still here')\n", 20s});
   plan.compare_bare = false;
@@ -803,7 +814,7 @@ TEST_F(MisbehavingEnv, AHangInAForkedStageIsDiagnosedInItsOwnProcess) {
 // next starts from a new interpreter.
 TEST_F(MisbehavingEnv, AStageThatLeavesAProcessRunningEndsItsChain) {
   write_pid_module(m_site / "torch/__init__.py", "__version__ = '2.10.0'\n");
-  ProbePlan plan;
+  ProbePlan plan = torch_contract_plan();
   plan.smokes.push_back({"leaves",
                          "import torch\nimport subprocess\n"
                          "subprocess.Popen(['sleep', '3600'])\nprint('left one')\n",
@@ -829,7 +840,7 @@ TEST_F(MisbehavingEnv, AStageThatLeavesAProcessRunningEndsItsChain) {
 TEST_F(MisbehavingEnv, ASnippetThatDoesNotCompileTakesNothingFromTheImport) {
   write_pid_module(m_site / "torch/__init__.py",
                    "print('torch says hello')\n__version__ = '2.10.0'\n");
-  ProbePlan plan;
+  ProbePlan plan = torch_contract_plan();
   plan.smokes.push_back({"broken", "import torch\ndef (:\n", 20s});
   plan.compare_bare = false;
   const auto facts = run_plan(plan);
@@ -852,7 +863,7 @@ TEST_F(MisbehavingEnv, SignalHandlersOfTheImportDoNotRunBetweenStages) {
                      std::string("import signal\nsignal.signal(signal.SIGCHLD, ") + handler +
                          ")\n__version__ = '2.10.0'\n");
     fs::remove(m_out / "torch.pid");
-    ProbePlan plan;
+    ProbePlan plan = torch_contract_plan();
     plan.imports = {"torch"};
     plan.smokes.push_back(
         {"handler", "import torch\nimport signal\nprint(signal.getsignal(signal.SIGCHLD))\n", 20s});
@@ -890,7 +901,7 @@ TEST_F(MisbehavingEnv, AnImportThatStartsAThreadIsNotForked) {
                    "import threading, time\n"
                    "threading.Thread(target=time.sleep, args=(3600,), daemon=True).start()\n"
                    "__version__ = '2.10.0'\n");
-  ProbePlan plan;
+  ProbePlan plan = torch_contract_plan();
   plan.imports = {"torch"};
   plan.smokes.push_back({"op", "import torch\nprint('ok')\n", 20s});
   plan.compare_bare = false;
@@ -927,7 +938,7 @@ TEST_F(MisbehavingEnv, AnImportThatOpensADeviceIsNotForked) {
                    "_device = os.open(os.path.join(os.environ['ENVCONTRACT_TEST_OUT'], "
                    "'accelerator0'), os.O_RDWR)\n"
                    "__version__ = '2.10.0'\n");
-  ProbePlan plan;
+  ProbePlan plan = torch_contract_plan();
   plan.imports = {"torch"};
   plan.compare_bare = false;
   const auto facts = run_plan(plan);
@@ -943,7 +954,7 @@ TEST_F(MisbehavingEnv, AnImportThatOpensADeviceIsNotForked) {
 // it, and those are skipped, not run.
 TEST_F(MisbehavingEnv, WhenTorchDoesNotImportTheStagesThatNeedItAreSkipped) {
   write_pid_module(m_site / "torch/__init__.py", "raise ImportError('no torch here')\n");
-  ProbePlan plan;
+  ProbePlan plan = torch_contract_plan();
   plan.imports = {"torch"};
   plan.devices.push_back({"count", "torch.device_count()", {"torch"}, 20s});
   plan.smokes.push_back({"op", "import torch\nprint('ok')\n", 20s});
@@ -995,7 +1006,7 @@ TEST_F(MisbehavingEnv, AHangInTheSecondStageIsTimedFromItsOwnStart) {
 TEST_F(MisbehavingEnv, ACrashInIdentityLeavesImportsToANewInterpreter) {
   fs::create_directories(m_site / "torch");
   std::ofstream(m_site / "torch/__init__.py") << "import ctypes\nctypes.string_at(0)\n";
-  ProbePlan plan;
+  ProbePlan plan = torch_contract_plan();
   plan.imports = {"torch", "json"};
   plan.compare_bare = false;
   const auto facts = run_plan(plan);
@@ -1076,10 +1087,13 @@ TEST_F(MisbehavingEnv, RecordsOfTheWrongTypeDoNotCrashTheAgent) {
   EXPECT_EQ(stage.summary, "import (unnamed module): no error recorded");
 }
 
-TEST_F(MisbehavingEnv, ExitZeroMidwayIsAProbeError) {
+// The probe never ends before its end record: an exit 0 in the middle is
+// the env's code ending its own process, not the agent's failure.
+TEST_F(MisbehavingEnv, ExitZeroMidwayIsTheEnvEndingItsProcess) {
   const auto stage = run_imports("mb_exit0");
-  EXPECT_EQ(stage.status, StageStatus::probe_error);
-  EXPECT_EQ(stage.summary, "import mb_exit0 ended the process (exit 0) before the probe finished");
+  EXPECT_EQ(stage.status, StageStatus::crashed);
+  EXPECT_EQ(stage.process, "exit 0");
+  EXPECT_EQ(stage.summary, "import mb_exit0 ended the process (exit 0) before it returned");
   expect_nothing_survives();
 }
 
