@@ -10,6 +10,7 @@
 #include "common/shown_path.hpp"
 #include "common/time_text.hpp"
 #include "daemon/contract_source.hpp"
+#include "daemon/scan_progress.hpp"
 #include "daemon/store.hpp"
 #include "provisioning/plan.hpp"
 #include "provisioning/promotion.hpp"
@@ -159,7 +160,8 @@ int run_plan(const ProvisioningCommandOptions& options, const std::string& env, 
     return 2;
   }
   Scanner scanner;
-  const auto report = scanner.scan(**contract, options.scan);
+  const auto report =
+      scan_with_progress(scanner, **contract, options.scan, options.scan_progress, err);
   if (!env.empty()) {
     bool found = false;
     std::string names;

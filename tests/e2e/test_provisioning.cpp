@@ -477,8 +477,9 @@ TEST_F(Provisioning, ASnapshotOfACompliantEnvPassesOnItAndFailsOnTheDemoHostsEnv
   const auto taken = run_command(
       {ENVCONTRACTD_PATH, "snapshot", "--prefix", (m_envs / "golden").string(), "--contract",
        m_contract.string(), "--name", "kunlunxin-golden", "--pin", "--image-tag-file",
-       (demo_host() / "etc/flagos-image").string(), "-o", snapshot.string()});
+       (demo_host() / "etc/flagos-image").string(), "--output-file", snapshot.string()});
   ASSERT_EQ(taken.exit_code, 0) << taken.err;
+  EXPECT_EQ(taken.err.find("deprecated"), std::string::npos) << taken.err;
   EXPECT_NE(taken.err.find("wrote " + snapshot.string() + ": 3 imports, 1 device and 1 smoke"),
             std::string::npos)
       << taken.err;
@@ -491,6 +492,18 @@ TEST_F(Provisioning, ASnapshotOfACompliantEnvPassesOnItAndFailsOnTheDemoHostsEnv
     EXPECT_NE(text.find(line), std::string::npos) << line << "\nin:\n" << text;
   }
   EXPECT_EQ(run_command({ENVCONTRACTD_PATH, "validate", snapshot.string()}).exit_code, 0);
+  // -o is a format everywhere: snapshot's old -o FILE still writes FILE, and says so.
+  const auto old_form = m_dir.path() / "old-form.yaml";
+  const auto deprecated =
+      run_command({ENVCONTRACTD_PATH, "snapshot", "--prefix", (m_envs / "golden").string(),
+                   "--name", "kunlunxin-golden", "-o", old_form.string()});
+  EXPECT_EQ(deprecated.exit_code, 0) << deprecated.err;
+  EXPECT_NE(deprecated.err.find("-o FILE is deprecated (-o is the output format of every verb): "
+                                "write --output-file " +
+                                old_form.string()),
+            std::string::npos)
+      << deprecated.err;
+  EXPECT_NE(read_text(old_form).find("name: \"kunlunxin-golden\""), std::string::npos);
 
   const auto golden = run_command({ENVCONTRACTD_PATH, "scan", "--contract", snapshot.string(),
                                    "--prefix", (m_envs / "golden").string(), "--image-tag-file",
