@@ -97,9 +97,29 @@ std::string command_of(std::string_view program, const std::vector<const CLI::Ap
   return command;
 }
 
+// The verbs (and verbs' verbs) under `app` that take the flag `name`.
+void verbs_taking(const CLI::App& app, const std::string& prefix, const std::string& name,
+                  std::vector<std::string>& found) {
+  for (const auto* verb : verbs_of(app)) {
+    const std::string path = prefix + verb->get_name();
+    if (verb->get_option_no_throw(name) != nullptr) {
+      found.push_back(path);
+    }
+    verbs_taking(*verb, path + " ", name, found);
+  }
+}
+
 std::string unknown_flag(std::string_view program, const std::vector<const CLI::App*>& chain,
                          const std::string& name) {
   const std::string command = command_of(program, chain);
+  // A flag of other verbs: where it goes, rather than a near miss.
+  std::vector<std::string> takers;
+  verbs_taking(*chain.front(), "", name, takers);
+  if (!takers.empty()) {
+    return command + ": " + name + " is a flag of " + joined(takers, ", ") +
+           (chain.size() == 1 ? " (give it after the verb)"
+                              : ", not of " + chain.back()->get_name());
+  }
   std::string said = command + ": unknown flag '" + name + "'";
   const auto near = closest_match(name, flag_names(*chain.back()));
   if (near) {

@@ -28,7 +28,8 @@ struct CommandLine {
 // - a flag the verb does not take: "unknown flag '--contrat' (did you mean
 //   '--contract'?)", the nearest flag of that verb (CLI11 alone would say
 //   only that a required flag is missing, or that arguments were not
-//   expected);
+//   expected); a flag of other verbs names them ("--allowed-host is a flag
+//   of serve, fleet, not of scan"; before the verb: "give it after the verb");
 // - -o FORMAT before the verb moves after it, where the verb's own -o reads
 //   it (and checks it against its formats); a verb without -o, or a second
 //   -o of another value after the verb, is a problem.

@@ -379,7 +379,7 @@ int run_envcontractd(int argc, char** argv) {
   // is `envcontractd plan -o json` (contracts/command_line.hpp).
   std::string leading_output;
   app.add_option("-o,--output,--format", leading_output,
-                 "the output format of scan and plan, before or after the verb");
+                 "the output format of scan, plan and snapshot, before or after the verb");
 
   const auto line = contracts::read_command_line("envcontractd", app, argc, argv);
   if (!line.problem.empty()) {

@@ -150,6 +150,7 @@ ProvisioningCli::ProvisioningCli(CLI::App& app) : m_arguments(std::make_unique<A
   a.add_common(a.provision, true);
   a.flags.add_run_as(a.provision);
   a.flags.add_image(a.provision);
+  a.flags.add_progress(a.provision);
   a.provision->add_option("--name", a.name, "the new env's name (in the envs directory)")
       ->required();
   a.provision->add_flag("--apply", a.apply, "run the steps (without it: print them only)");
@@ -171,6 +172,7 @@ ProvisioningCli::ProvisioningCli(CLI::App& app) : m_arguments(std::make_unique<A
   a.add_common(a.promote, true);
   a.flags.add_run_as(a.promote);
   a.flags.add_image(a.promote);
+  a.flags.add_progress(a.promote);
   a.promote->add_option("ENV", a.promote_env, "the env: a name in the envs directory, or a path")
       ->required();
   a.promote->add_option("--as", a.promote_as, "the link that users and CI activate")->required();

@@ -37,7 +37,7 @@ std::optional<ContractHandle> load(const ProvisioningCommandOptions& options, st
 
 // The report of one env alone, scanned with the whole contract.
 Json scan_prefix(const ProvisioningCommandOptions& options, const LoadedContract& contract,
-                 const fs::path& prefix) {
+                 const fs::path& prefix, std::ostream& err) {
   ScanSettings settings = options.scan;
   settings.facts.discovery.roots.clear();
   settings.facts.containers.clear();
@@ -45,7 +45,7 @@ Json scan_prefix(const ProvisioningCommandOptions& options, const LoadedContract
   settings.facts.discovery.prefixes = {prefix};
   settings.cancelled_by = options.cancellation;
   Scanner scanner;
-  return scanner.scan(contract, settings);
+  return scan_with_progress(scanner, contract, settings, options.scan_progress, err);
 }
 
 const Json* env_of(const Json& report) {
@@ -251,7 +251,7 @@ int run_provision_command(const ProvisioningCommandOptions& options, const std::
     return 2;
   }
   out << "[verify] scanning " << name << " with the whole contract ..." << std::endl;
-  const auto report = scan_prefix(options, **contract, prepared->prefix);
+  const auto report = scan_prefix(options, **contract, prepared->prefix, err);
   const Json* env = env_of(report);
   const std::string verdict = env != nullptr ? env->value("verdict", "error") : "error";
   detail["verdict"] = verdict;
@@ -341,7 +341,7 @@ int run_promote(const ProvisioningCommandOptions& options, const std::string& en
     return refuse(env_name + " is marked as a failed provision (" +
                   std::string(provisioning::k_failed_marker) + "): build it again");
   }
-  const auto report = scan_prefix(options, **contract, prefix);
+  const auto report = scan_prefix(options, **contract, prefix, err);
   const Json* env = env_of(report);
   const std::string verdict = env != nullptr ? env->value("verdict", "error") : "error";
   Json detail = {{"contract", (*contract)->contract.name},

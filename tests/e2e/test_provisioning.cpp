@@ -94,9 +94,11 @@ class Provisioning : public ::testing::Test {
   }
 
   testing::CommandResult promote(const std::string& env, const std::string& as,
-                                 const fs::path& contract) const {
+                                 const fs::path& contract,
+                                 std::vector<std::string> extra = {}) const {
     auto argv = verb("promote", contract);
     argv.insert(argv.end(), {env, "--as", as});
+    argv.insert(argv.end(), extra.begin(), extra.end());
     return run_command(argv);
   }
 
@@ -265,14 +267,17 @@ TEST_F(Provisioning, APinTheWheelhouseCannotSatisfyStopsAtThatStepWithPipsMessag
 
 TEST_F(Provisioning, StockTritonIsBuiltButReportedAsDriftAndNeverPromoted) {
   const auto contract = contract_with("flagtree==0.7.0", "triton==3.5.0", "stock.yaml");
-  const auto built = provision("stock", contract);
+  // Each scans the env it built or promotes: --progress says so env by env, as scan's does.
+  const auto built = provision("stock", contract, {"--apply", "--progress", "always"});
   EXPECT_EQ(built.exit_code, 1) << built.out << built.err;
+  EXPECT_NE(built.err.find("[1/1] stock: drift ("), std::string::npos) << built.err;
   EXPECT_NE(built.err.find("stock was built but does not comply (drift); it will not be "
                            "promoted:\n  flagtree-xpu (stock_triton)"),
             std::string::npos)
       << built.err;
-  const auto refused = promote("stock", "torch-fl", m_contract);
+  const auto refused = promote("stock", "torch-fl", m_contract, {"--progress", "always"});
   EXPECT_EQ(refused.exit_code, 1);
+  EXPECT_NE(refused.err.find("[1/1] stock: drift ("), std::string::npos) << refused.err;
   EXPECT_NE(refused.err.find("stock does not comply with kunlunxin-demo (drift), so it is not "
                              "promoted"),
             std::string::npos)

@@ -79,6 +79,10 @@ TEST(Flags, AnUnknownFlagGetsTheNearestFlagOfItsVerb) {
        "fleetctl contract validate: unknown flag '--prnit' (did you mean '--print'?)"},
       {{k_fleetctl, "contract", "valdate", "c.yaml"},
        "fleetctl contract: unknown command 'valdate' (did you mean 'validate'?)"},
+      {{k_daemon, "scan", "--contract", "c.yaml", "--allowed-host", "a.example"},
+       "envcontractd scan: --allowed-host is a flag of serve, fleet, not of scan\n"},
+      {{k_fleetctl, "--timeout", "5s", "check", "localhost"},
+       "fleetctl: --timeout is a flag of check, history, diff, scan (give it after the verb)\n"},
       {{k_daemon, "scan", "--frobnicate"},
        "envcontractd scan: unknown flag '--frobnicate'; `envcontractd scan --help` lists its "
        "flags"},
@@ -142,7 +146,7 @@ TEST(Flags, EveryVerbThatScansTakesTheSameScanFlags) {
       {"--image-tag-command",
        {"facts", "scan", "serve", "plan", "provision", "promote", "snapshot"}},
       {"--containers", {"facts", "scan", "serve", "plan"}},
-      {"--progress", {"scan", "plan"}},
+      {"--progress", {"scan", "plan", "provision", "promote"}},
       {"--detect-root", {"scan", "serve"}},
       {"--allowed-host", {"serve", "fleet"}},
   };
