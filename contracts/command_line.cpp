@@ -54,8 +54,9 @@ bool looks_like_flag(const std::string& argument) {
   return std::isdigit(static_cast<unsigned char>(next)) == 0 && next != '.';
 }
 
-// The flag an argument names, in the verb or the verbs above it, and the
-// value written into it ("--root=/x", "-ojson"), if any.
+// The flag an argument names, among the flags of the verb it follows (a
+// flag of the program goes before the verb), and the value written into it
+// ("--root=/x", "-ojson"), if any.
 struct NamedFlag {
   const CLI::Option* option = nullptr;
   std::string name;
@@ -76,9 +77,7 @@ NamedFlag find_flag(const std::vector<const CLI::App*>& chain, const std::string
       flag.value = argument.substr(2);
     }
   }
-  for (auto app = chain.rbegin(); app != chain.rend() && flag.option == nullptr; ++app) {
-    flag.option = (*app)->get_option_no_throw(flag.name);
-  }
+  flag.option = chain.back()->get_option_no_throw(flag.name);
   if (flag.option == nullptr && !argument.starts_with("--")) {
     flag.name = argument.substr(0, equals);  // "-contract": a long flag with one dash
   }
@@ -97,6 +96,24 @@ std::string command_of(std::string_view program, const std::vector<const CLI::Ap
   return command;
 }
 
+// The verbs that print in more than one format, for a -o they do not take.
+std::vector<std::string> verbs_with_formats(const CLI::App& app) {
+  std::vector<std::string> names;
+  for (const auto* verb : verbs_of(app)) {
+    if (verb->get_option_no_throw("--output") != nullptr) {
+      names.push_back(verb->get_name());
+    }
+  }
+  return names;
+}
+
+// -o given to a verb without formats: which verbs take it.
+std::string output_not_taken(std::string_view program, const std::vector<const CLI::App*>& chain) {
+  return command_of(program, chain) + ": -o (the output format) is for " +
+         joined(verbs_with_formats(*chain.front()), ", ") + "; " + chain.back()->get_name() +
+         " prints one format";
+}
+
 // The verbs (and verbs' verbs) under `app` that take the flag `name`.
 void verbs_taking(const CLI::App& app, const std::string& prefix, const std::string& name,
                   std::vector<std::string>& found) {
@@ -112,6 +129,13 @@ void verbs_taking(const CLI::App& app, const std::string& prefix, const std::str
 std::string unknown_flag(std::string_view program, const std::vector<const CLI::App*>& chain,
                          const std::string& name) {
   const std::string command = command_of(program, chain);
+  if (chain.size() > 1 && chain.front()->get_option_no_throw(name) != nullptr) {
+    if (name == "-o" || name == "--output" || name == "--format") {
+      return output_not_taken(program, chain);
+    }
+    return command + ": " + name + " goes before the verb (" + std::string(program) + " " + name +
+           " ...)";
+  }
   // A flag of other verbs: where it goes, rather than a near miss.
   std::vector<std::string> takers;
   verbs_taking(*chain.front(), "", name, takers);
@@ -136,17 +160,6 @@ std::string unknown_command(std::string_view program, const std::vector<const CL
   }
   return command_of(program, chain) + ": unknown command '" + word + "'" +
          did_you_mean(word, names) + "; the commands are: " + joined(names, ", ");
-}
-
-// The verbs that print in more than one format, for a -o they do not take.
-std::vector<std::string> verbs_with_formats(const CLI::App& app) {
-  std::vector<std::string> names;
-  for (const auto* verb : verbs_of(app)) {
-    if (verb->get_option_no_throw("--output") != nullptr) {
-      names.push_back(verb->get_name());
-    }
-  }
-  return names;
 }
 
 }  // namespace
@@ -211,9 +224,7 @@ CommandLine read_command_line(std::string_view program, const CLI::App& app, int
   if (leading_output && chain.size() > 1) {
     const auto* verb = chain.back();
     if (verb->get_option_no_throw("--output") == nullptr) {
-      line.problem = command_of(program, chain) + ": -o (the output format) is for " +
-                     joined(verbs_with_formats(app), ", ") + "; " + verb->get_name() +
-                     " prints one format";
+      line.problem = output_not_taken(program, chain);
     } else if (verb_output && *verb_output != *leading_output) {
       line.problem = command_of(program, chain) + ": -o " + *leading_output +
                      " before the verb and -o " + *verb_output + " after it: give one";

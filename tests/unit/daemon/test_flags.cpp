@@ -83,6 +83,11 @@ TEST(Flags, AnUnknownFlagGetsTheNearestFlagOfItsVerb) {
        "envcontractd scan: --allowed-host is a flag of serve, fleet, not of scan\n"},
       {{k_fleetctl, "--timeout", "5s", "check", "localhost"},
        "fleetctl: --timeout is a flag of check, history, diff, scan (give it after the verb)\n"},
+      {{k_daemon, "validate", "-o", "json", "c.yaml"},
+       "envcontractd validate: -o (the output format) is for scan, plan, snapshot; validate "
+       "prints one format\n"},
+      {{k_daemon, "validate", "c.yaml", "--version"},
+       "envcontractd validate: --version goes before the verb (envcontractd --version ...)\n"},
       {{k_daemon, "scan", "--frobnicate"},
        "envcontractd scan: unknown flag '--frobnicate'; `envcontractd scan --help` lists its "
        "flags"},
