@@ -62,26 +62,14 @@ CLI::App* add_facts(CLI::App& app, ScanFlags& flags) {
   flags.add_discovery(verb);
   flags.add_image(verb);
   flags.add_containers(verb);
-  verb->footer("Exit status: 0 envs found, 1 none found, 2 usage error.");
+  verb->footer(
+      "Exit status: 0 envs found, 1 none found, 2 usage error (a root or prefix that is not "
+      "there).");
   return verb;
 }
 
-// The defaults, then the flags over them; nullopt after saying why on stderr.
-std::optional<AgentConfig> flags_config(const char* verb, const ScanFlags& flags) {
-  AgentConfig config;
-  if (!flags.apply(config, std::cerr)) {
-    return std::nullopt;
-  }
-  if (const auto problem = missing_directory(host_facts_options(config).discovery);
-      !problem.empty()) {
-    std::cerr << "envcontractd " << verb << ": " << problem << "\n";
-    return std::nullopt;
-  }
-  return config;
-}
-
 int run_facts_verb(const ScanFlags& flags) {
-  const auto config = flags_config("facts", flags);
+  const auto config = flags.over_defaults("facts", std::cerr);
   if (!config) {
     return 2;
   }
@@ -142,7 +130,7 @@ CLI::App* add_scan(CLI::App& app, ScanArguments& arguments) {
 }
 
 int run(const ScanArguments& arguments) {
-  const auto config = flags_config("scan", arguments.flags);
+  const auto config = arguments.flags.over_defaults("scan", std::cerr);
   if (!config) {
     return 2;
   }
@@ -188,7 +176,7 @@ CLI::App* add_probe(CLI::App& app, ProbeArguments& arguments) {
 }
 
 int run(const ProbeArguments& arguments) {
-  const auto config = flags_config("probe", arguments.flags);
+  const auto config = arguments.flags.over_defaults("probe", std::cerr);
   if (!config) {
     return 2;
   }

@@ -211,16 +211,12 @@ ProvisioningCli::~ProvisioningCli() = default;
 std::optional<int> ProvisioningCli::run() {
   auto& a = *m_arguments;
   if (a.snapshot->parsed()) {
-    AgentConfig config;
-    if (!a.flags.apply(config, std::cerr)) {
+    const auto config = a.flags.over_defaults("snapshot", std::cerr);
+    if (!config) {
       return 2;
     }
     SnapshotOptions options;
-    const auto facts = host_facts_options(config);
-    if (const auto problem = missing_directory(facts.discovery); !problem.empty()) {
-      std::cerr << "envcontractd snapshot: " << problem << "\n";
-      return 2;
-    }
+    const auto facts = host_facts_options(*config);
     options.discovery = facts.discovery;
     options.image = facts.image;
     options.env = a.env;

@@ -89,6 +89,20 @@ bool ScanFlags::apply(AgentConfig& config, std::ostream& err) const {
   return true;
 }
 
+std::optional<AgentConfig> ScanFlags::over_defaults(std::string_view verb,
+                                                    std::ostream& err) const {
+  AgentConfig config;
+  if (!apply(config, err)) {
+    return std::nullopt;
+  }
+  if (const auto problem = missing_directory(host_facts_options(config).discovery);
+      !problem.empty()) {
+    err << "envcontractd " << verb << ": " << problem << "\n";
+    return std::nullopt;
+  }
+  return config;
+}
+
 bool ScanFlags::progress_wanted() const {
   return progress == "always" || (progress == "auto" && ::isatty(STDERR_FILENO) != 0);
 }

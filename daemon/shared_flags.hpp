@@ -7,7 +7,9 @@
 // targets, progress, where `auto` looks.
 
 #include <iosfwd>
+#include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "daemon/agent_config.hpp"
@@ -48,6 +50,10 @@ struct ScanFlags {
   // the defaults). False, after saying why on `err`, when a --containers
   // file is not valid.
   bool apply(AgentConfig& config, std::ostream& err) const;
+  // For the verbs that read no config file: the defaults, the flags over
+  // them, and every root and prefix a directory; nullopt after saying why
+  // on `err` ("envcontractd VERB: --root ...: no such directory").
+  std::optional<AgentConfig> over_defaults(std::string_view verb, std::ostream& err) const;
   // --progress always, or auto with stderr on a terminal.
   bool progress_wanted() const;
 };

@@ -183,8 +183,8 @@ TEST(Flags, EveryVerbThatScansTakesTheSameScanFlags) {
 }
 
 // serve refuses a root that is not there, as scan does, whether a flag or
-// the config names it; and a database whose directory is not there, from a
-// provisioning verb too, before it acts.
+// the config names it (and so does every verb that looks for envs); and a database whose directory
+// is not there, from a provisioning verb too, before it acts.
 TEST(Flags, ServeRefusesRootsAndDatabaseDirectoriesThatAreNotThere) {
   testing::TempDir dir;
   const auto missing = dir.path() / "no-such-dir";
@@ -195,6 +195,17 @@ TEST(Flags, ServeRefusesRootsAndDatabaseDirectoriesThatAreNotThere) {
   EXPECT_EQ(root.exit_code, 2) << root.err;
   EXPECT_EQ(root.err, "envcontractd serve: --root " + missing.string() +
                           ": no such directory (or it cannot be read)\n");
+  // And every other verb that looks for envs, the same way.
+  for (const std::string verb : {"facts", "probe", "scan", "plan", "snapshot"}) {
+    std::vector<std::string> argv = {k_daemon, verb, "--prefix", missing.string()};
+    if (verb == "scan" || verb == "plan") {
+      argv.insert(argv.end(), {"--contract", contract});
+    }
+    const auto result = run_command(argv);
+    EXPECT_EQ(result.exit_code, 2) << verb << ": " << result.err;
+    EXPECT_EQ(result.err, "envcontractd " + verb + ": --prefix " + missing.string() +
+                              ": no such directory (or it cannot be read)\n");
+  }
   const auto config = dir.write("agent.yaml", "roots: [" + missing.string() + "]\n");
   const auto configured =
       run_command({"/usr/bin/timeout", "20", k_daemon, "serve", "--config", config.string(),
