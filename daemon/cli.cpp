@@ -79,7 +79,6 @@ int run_facts_verb(const ScanFlags& flags) {
 struct ScanArguments {
   ScanFlags flags;
   std::string contract;
-  std::string contracts_dir = "/usr/share/envcontract/contracts";
   std::string format = "table";
   std::vector<std::string> run_tests;
   std::string checkout;
@@ -92,14 +91,8 @@ CLI::App* add_scan(CLI::App& app, ScanArguments& arguments) {
       "scan",
       "Scan this host once (discover, probe, judge) without a daemon or database and print "
       "the report");
-  add_contract_option(verb, arguments.contract,
-                      "the contract to judge against (YAML), or 'auto' to pick one of "
-                      "--contracts-dir by the devices and tools this host has",
-                      true)
-      ->required();
-  verb->add_option("--contracts-dir", arguments.contracts_dir, "where 'auto' looks for contracts")
-      ->capture_default_str();
-  arguments.flags.add_detect_root(verb);
+  add_contract_option(verb, arguments.contract)->required();
+  arguments.flags.add_contract_detection(verb);
   arguments.flags.add_discovery(verb);
   arguments.flags.add_image(verb);
   arguments.flags.add_containers(verb);
@@ -136,7 +129,7 @@ int run(const ScanArguments& arguments) {
   }
   ScanCommandOptions options;
   options.contract = arguments.contract;
-  options.contracts_dir = arguments.contracts_dir;
+  options.contracts_dir = config->contracts_dir;
   options.detect_root = config->detect_root;
   options.run_tests = arguments.run_tests;
   if (!arguments.checkout.empty()) {
@@ -166,8 +159,8 @@ CLI::App* add_probe(CLI::App& app, ProbeArguments& arguments) {
       "Run the dynamic probes (imports, devices, smoke snippets) in every env, each stage in "
       "its own subprocess; print one JSON object per env as it finishes");
   arguments.flags.add_discovery(verb);
-  add_contract_option(verb, arguments.contract,
-                      "contract whose imports, device and smoke checks decide what runs", false);
+  add_base_contract_option(verb, arguments.contract,
+                           "contract whose imports, device and smoke checks decide what runs");
   verb->add_option("--env", arguments.envs, "probe only the env of this name (repeatable)");
   verb->add_option("--concurrency", arguments.concurrency,
                    "envs probed at once (default: the number of cores)");
@@ -195,7 +188,6 @@ struct ServeArguments {
   std::string checkout;
   std::string config_file;
   std::string contract;
-  std::string contracts_dir;
   std::string listen;
   std::vector<std::string> allowed_hosts;
   std::string database;
@@ -219,13 +211,8 @@ CLI::App* add_serve(CLI::App& app, ServeArguments& arguments) {
   verb->add_option("--config", arguments.config_file,
                    std::string("YAML config (docs/agent.md); default ") + k_default_config +
                        " when it exists. Flags override it");
-  add_contract_option(verb, arguments.contract,
-                      "contract file, or 'auto' to pick one of --contracts-dir by the devices "
-                      "and tools this host has (default auto)",
-                      true);
-  verb->add_option("--contracts-dir", arguments.contracts_dir,
-                   "where 'auto' looks for contracts (default /usr/share/envcontract/contracts)");
-  arguments.flags.add_detect_root(verb);
+  add_contract_option(verb, arguments.contract);
+  arguments.flags.add_contract_detection(verb);
   arguments.flags.add_discovery(verb);
   arguments.flags.add_image(verb);
   arguments.flags.add_containers(verb);
@@ -292,8 +279,6 @@ int run(const ServeArguments& arguments) {
   }
   if (given(arguments, "--contract"))
     config.contract = arguments.contract;
-  if (given(arguments, "--contracts-dir"))
-    config.contracts_dir = arguments.contracts_dir;
   if (!arguments.flags.apply(config, std::cerr)) {
     return 2;
   }

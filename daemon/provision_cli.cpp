@@ -10,6 +10,7 @@
 
 #include "contracts/command_line.hpp"
 #include "contracts/values.hpp"
+#include "daemon/contract_detection.hpp"
 #include "daemon/provision_command.hpp"
 #include "daemon/shared_flags.hpp"
 #include "daemon/snapshot_command.hpp"
@@ -67,7 +68,8 @@ struct ProvisioningCli::Arguments {
                                  "image; default ") +
                          k_default_config + " when it exists. Flags override it");
     if (contract_needed) {
-      add_contract_option(verb, contract, "the contract (YAML)", false)->required();
+      add_contract_option(verb, contract)->required();
+      flags.add_contract_detection(verb);
     }
     verb->add_option("--envs-dir", envs_dir, "where new envs are made (provisioning.envs_dir)");
     verb->add_option("--user", user,
@@ -97,6 +99,16 @@ struct ProvisioningCli::Arguments {
     }
     ProvisioningCommandOptions options;
     options.contract = contract;
+    if (contract == "auto") {
+      const auto detected = detect_contract(config.contracts_dir, config.detect_root);
+      if (!detected) {
+        std::cerr << "envcontractd " << verb->get_name() << ": " << detected.error() << "\n";
+        return std::nullopt;
+      }
+      options.contract = detected->file;
+      std::cerr << "contract: auto chose " << detected->file.string() << " (" << detected->why
+                << ")\n";
+    }
     options.provisioning = config.provisioning;
     options.run_tests = config.run_integration_tests;
     options.checkout = config.checkout;
@@ -191,10 +203,9 @@ ProvisioningCli::ProvisioningCli(CLI::App& app) : m_arguments(std::make_unique<A
   a.flags.add_discovery(a.snapshot);
   a.flags.add_image(a.snapshot);
   a.snapshot->add_option("--env", a.env, "the env to snapshot (needed when several are found)");
-  add_contract_option(a.snapshot, a.contract,
-                      "a base contract: its devices and smoke checks are run in the env and "
-                      "kept (device counts as observed)",
-                      false);
+  add_base_contract_option(a.snapshot, a.contract,
+                           "a base contract: its devices and smoke checks are run in the env and "
+                           "kept (device counts as observed)");
   a.snapshot->add_option("--name", a.snapshot_name,
                          "the new contract's name (default ENV-snapshot)");
   a.snapshot->add_flag("--pin", a.pin, "pin every distribution at the version installed");

@@ -43,7 +43,10 @@ void ScanFlags::add_containers(CLI::App* verb) {
       ->check(CLI::ExistingFile);
 }
 
-void ScanFlags::add_detect_root(CLI::App* verb) {
+void ScanFlags::add_contract_detection(CLI::App* verb) {
+  verb->add_option("--contracts-dir", contracts_dir,
+                   "where 'auto' looks for contracts (default /usr/share/envcontract/contracts)")
+      ->check(CLI::ExistingDirectory);
   verb->add_option("--detect-root", detect_root,
                    "where 'auto' looks for /dev nodes and tools (default /)")
       ->check(CLI::ExistingDirectory);
@@ -72,6 +75,9 @@ bool ScanFlags::apply(AgentConfig& config, std::ostream& err) const {
     config.image = {Kind::environment, image_tag_env};
   } else if (!image_tag_command.empty()) {
     config.image = {Kind::command, image_tag_command};
+  }
+  if (!contracts_dir.empty()) {
+    config.contracts_dir = contracts_dir;
   }
   if (!detect_root.empty()) {
     config.detect_root = detect_root;
@@ -107,11 +113,13 @@ bool ScanFlags::progress_wanted() const {
   return progress == "always" || (progress == "auto" && ::isatty(STDERR_FILENO) != 0);
 }
 
-CLI::Option* add_contract_option(CLI::App* verb, std::string& contract, const std::string& help,
-                                 bool auto_allowed) {
+namespace {
+
+// A contract file that is there, or (where `auto_allowed`) `auto`.
+CLI::Validator contract_file(bool auto_allowed) {
   const std::string wanted =
       auto_allowed ? "give a contract file, or 'auto'" : "give a contract file";
-  CLI::Validator contract_file(
+  return CLI::Validator(
       [auto_allowed, wanted](std::string& value) -> std::string {
         if (auto_allowed && value == "auto") {
           return "";
@@ -127,7 +135,21 @@ CLI::Option* add_contract_option(CLI::App* verb, std::string& contract, const st
         return "";
       },
       auto_allowed ? "FILE|auto" : "FILE");
-  return verb->add_option("--contract", contract, help)->check(contract_file);
+}
+
+}  // namespace
+
+CLI::Option* add_contract_option(CLI::App* verb, std::string& contract) {
+  return verb
+      ->add_option("--contract", contract,
+                   "the contract (YAML), or 'auto' to pick one of --contracts-dir by the devices "
+                   "and tools this host has (serve's default, or the config's contract:)")
+      ->check(contract_file(true));
+}
+
+CLI::Option* add_base_contract_option(CLI::App* verb, std::string& contract,
+                                      const std::string& help) {
+  return verb->add_option("--contract", contract, help)->check(contract_file(false));
 }
 
 CLI::Option* add_allowed_host_option(CLI::App* verb, std::vector<std::string>& names) {

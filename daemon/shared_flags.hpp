@@ -30,6 +30,7 @@ struct ScanFlags {
   std::string image_tag_env;
   std::string image_tag_command;
   std::string containers_file;
+  std::string contracts_dir;
   std::string detect_root;
   std::string progress = "auto";
 
@@ -41,8 +42,9 @@ struct ScanFlags {
   void add_image(CLI::App* verb);
   // --containers FILE (docs/containers.md).
   void add_containers(CLI::App* verb);
-  // --detect-root DIR, where `--contract auto` looks for devices and tools.
-  void add_detect_root(CLI::App* verb);
+  // --contracts-dir DIR and --detect-root DIR: where `--contract auto`
+  // looks for contracts, and for the devices and tools that pick one.
+  void add_contract_detection(CLI::App* verb);
   // --progress auto|always|never: env by env on stderr.
   void add_progress(CLI::App* verb);
 
@@ -58,10 +60,14 @@ struct ScanFlags {
   bool progress_wanted() const;
 };
 
-// --contract FILE (or `auto`, where `auto_allowed`): a file that does not
-// exist is refused in one sentence that says what is wanted.
-CLI::Option* add_contract_option(CLI::App* verb, std::string& contract, const std::string& help,
-                                 bool auto_allowed);
+// --contract FILE|auto: the contract the host is judged against (scan,
+// serve, plan, provision, promote); `auto` picks one as the agent does
+// (add_contract_detection). A file that does not exist is refused in one
+// sentence that says what is wanted.
+CLI::Option* add_contract_option(CLI::App* verb, std::string& contract);
+// --contract FILE: a contract whose checks decide what runs (probe, snapshot).
+CLI::Option* add_base_contract_option(CLI::App* verb, std::string& contract,
+                                      const std::string& help);
 
 // --allowed-host NAME (repeatable): a Host name served besides IP
 // addresses, loopback names and this machine's name; the agent's and the

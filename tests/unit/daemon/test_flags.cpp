@@ -41,11 +41,11 @@ TEST(Flags, AContractThatIsNotThereIsSaidInOneSentence) {
       std::string::npos)
       << scan.err;
   EXPECT_EQ(scan.err.find(" OR "), std::string::npos) << scan.err;
-  // Where auto is not taken, it is not offered.
-  const auto plan = run_command({k_daemon, "plan", "--contract", missing, "--prefix", xpu210v()});
-  EXPECT_EQ(plan.exit_code, 2);
-  EXPECT_NE(plan.err.find(missing + " does not exist; give a contract file\n"), std::string::npos)
-      << plan.err;
+  // Where auto is not taken (a base contract), it is not offered.
+  const auto probe = run_command({k_daemon, "probe", "--contract", missing, "--prefix", xpu210v()});
+  EXPECT_EQ(probe.exit_code, 2);
+  EXPECT_NE(probe.err.find(missing + " does not exist; give a contract file\n"), std::string::npos)
+      << probe.err;
   const auto directory =
       run_command({k_daemon, "serve", "--contract", dir.path().string(), "--listen", "x"});
   EXPECT_EQ(directory.exit_code, 2);
@@ -152,7 +152,9 @@ TEST(Flags, EveryVerbThatScansTakesTheSameScanFlags) {
        {"facts", "scan", "serve", "plan", "provision", "promote", "snapshot"}},
       {"--containers", {"facts", "scan", "serve", "plan"}},
       {"--progress", {"scan", "plan", "provision", "promote"}},
-      {"--detect-root", {"scan", "serve"}},
+      {"--detect-root", {"scan", "serve", "plan", "provision", "promote"}},
+      {"--contracts-dir", {"scan", "serve", "plan", "provision", "promote"}},
+      {"--contract", {"scan", "serve", "plan", "provision", "promote"}},
       {"--allowed-host", {"serve", "fleet"}},
   };
   std::map<std::string, std::string> helps;
@@ -160,20 +162,46 @@ TEST(Flags, EveryVerbThatScansTakesTheSameScanFlags) {
     if (!helps.contains(verb)) {
       helps[verb] = run_command({k_daemon, verb, "--help"}).out;
     }
-    // The flag's line and the description CLI11 puts under a long one.
+    // The flag's line and the description CLI11 puts under a long one, its
+    // words alone: where the verb requires it, CLI11 adds REQUIRED.
     std::istringstream lines(helps[verb]);
     std::string found;
     for (std::string line; std::getline(lines, line);) {
-      if (!found.empty()) {
-        return line.starts_with("   ") ? found + "\n" + line : found;
+      if (!found.empty() && !line.starts_with("   ")) {
+        break;
       }
-      if (line.starts_with("  " + flag + " ")) {
-        found = line;
+      if (!found.empty() || line.starts_with("  " + flag + " ")) {
+        found += " " + line;
       }
     }
-    return found;
+    std::istringstream words(found);
+    std::string meaning;
+    for (std::string word; words >> word;) {
+      meaning += word == "REQUIRED" ? "" : word + " ";
+    }
+    return meaning;
+  };
+  // docs/agent.md's table of shared flags says the same.
+  const std::string doc = testing::read_text(ENVCONTRACT_SOURCE_DIR "/docs/agent.md");
+  const auto doc_row = [&](const std::string& flag) {
+    for (auto at = doc.find("\n| `" + flag.substr(0, 2)); at != std::string::npos;
+         at = doc.find("\n| `", at + 1)) {
+      const std::string row = doc.substr(at + 1, doc.find('\n', at + 1) - at - 1);
+      const std::string flags = row.substr(0, row.find(" | "));
+      if (flags.find("`" + flag + "`") != std::string::npos ||
+          flags.find("`" + flag + " ") != std::string::npos) {
+        return row.substr(flags.size());
+      }
+    }
+    return std::string();
   };
   for (const auto& [flag, verbs] : takers) {
+    const std::string row = doc_row(flag);
+    EXPECT_NE(row, "") << "docs/agent.md's table has no row for " << flag;
+    for (const auto& verb : verbs) {
+      EXPECT_NE(row.find("`" + verb + "`"), std::string::npos)
+          << "docs/agent.md's row of " << flag << " does not name " << verb << ": " << row;
+    }
     const std::string first = help_line(verbs.front(), flag);
     EXPECT_NE(first, "") << verbs.front() << " has no " << flag;
     for (const auto& verb : verbs) {
@@ -183,8 +211,9 @@ TEST(Flags, EveryVerbThatScansTakesTheSameScanFlags) {
 }
 
 // serve refuses a root that is not there, as scan does, whether a flag or
-// the config names it (and so does every verb that looks for envs); and a database whose directory
-// is not there, from a provisioning verb too, before it acts.
+// the config names it (and so does every verb that looks for envs); and a
+// database whose directory is not there, from a provisioning verb too,
+// before it acts.
 TEST(Flags, ServeRefusesRootsAndDatabaseDirectoriesThatAreNotThere) {
   testing::TempDir dir;
   const auto missing = dir.path() / "no-such-dir";
@@ -283,6 +312,21 @@ TEST(Flags, TheScanFlagsMeanTheSameOnServeAndPlan) {
     EXPECT_NE(result.err.find(containers.string() + ":2:"), std::string::npos)
         << verb << ": " << result.err;
   }
+  // plan takes auto as scan and serve do, looking where --contracts-dir and
+  // --detect-root say.
+  testing::TempDir xpu_root;
+  xpu_root.write("dev/xpu0", "");
+  xpu_root.write("dev/xpuctrl", "");
+  const auto automatic =
+      run_command({k_daemon, "plan", "--contract", "auto", "--contracts-dir",
+                   ENVCONTRACT_SOURCE_DIR "/contracts/platforms", "--detect-root",
+                   xpu_root.path().string(), "--prefix", xpu210v(), "-o", "json"});
+  EXPECT_EQ(automatic.exit_code, 1) << automatic.err;
+  EXPECT_NE(automatic.err.find("contract: auto chose " ENVCONTRACT_SOURCE_DIR
+                               "/contracts/platforms/kunlunxin.yaml"),
+            std::string::npos)
+      << automatic.err;
+  EXPECT_EQ(Json::parse(automatic.out, nullptr, false)["contract"], "kunlunxin") << automatic.out;
   // serve's --detect-root is where auto looks, as scan's.
   testing::TempDir bare;
   std::string log;
