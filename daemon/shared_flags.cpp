@@ -154,8 +154,8 @@ CLI::Option* add_base_contract_option(CLI::App* verb, std::string& contract,
 
 CLI::Option* add_allowed_host_option(CLI::App* verb, std::vector<std::string>& names) {
   return verb->add_option("--allowed-host", names,
-                          "a Host name served under besides IP addresses, loopback and this "
-                          "machine's name (repeatable)");
+                          "a Host name to answer under, besides IP addresses, loopback names "
+                          "and this machine's name (repeatable)");
 }
 
 probes::HostFactsOptions host_facts_options(const AgentConfig& config) {
