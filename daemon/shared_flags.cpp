@@ -143,7 +143,7 @@ CLI::Option* add_contract_option(CLI::App* verb, std::string& contract) {
   return verb
       ->add_option("--contract", contract,
                    "the contract (YAML), or 'auto' to pick one of --contracts-dir by the devices "
-                   "and tools this host has (serve's default, or the config's contract:)")
+                   "and tools this host has (serve's default: the config's contract:, else auto)")
       ->check(contract_file(true));
 }
 
