@@ -15,7 +15,7 @@
 #include "common/json_fields.hpp"
 #include "common/json_text.hpp"
 #include "common/shown_path.hpp"
-#include "contracts/spelling.hpp"
+#include "contracts/command_line.hpp"
 #include "contracts/validate_files.hpp"
 #include "contracts/values.hpp"
 #include "fleet/prometheus_fleet.hpp"
@@ -46,50 +46,21 @@ struct Common {
   bool verbose = false;
   std::string timeout = "10s";
   unsigned concurrency = 16;
-  std::vector<std::string> formats;  // what the verb can print
 };
-
-constexpr const char* k_output_help = "output format (--format is the same option)";
 
 // `reports`: the verb prints reports, whose table -v makes detailed; other
 // verbs have no -v rather than one that changes nothing.
 void add_common(CLI::App* verb, Common& common, const std::vector<std::string>& formats,
                 bool reports) {
-  common.formats = formats;
-  verb->add_option("-o,--output,--format", common.output, k_output_help)
-      ->check(CLI::IsMember(formats))
-      ->capture_default_str();
+  contracts::add_format_option(verb, common.output, formats,
+                               "output format, before or after the verb (--format is the same "
+                               "option)");
   if (reports) {
     verb->add_flag("-v,--verbose", common.verbose,
                    "with the table: evidence, remedy and since under each failing check");
   }
   verb->add_option("--timeout", common.timeout,
                    "per host and request: connect, send, answer (default 10s)");
-}
-
-// -o given before the verb (`fleetctl -o json check HOST`) counts as if given
-// after it; the verb's own list of formats still decides what is allowed.
-bool apply_leading_output(const CLI::App& app, const std::string& leading, const CLI::App& verb,
-                          Common& common) {
-  if (app.count("--output") == 0) {
-    return true;
-  }
-  if (verb.count("--output") != 0 && common.output != leading) {
-    std::cerr << "fleetctl: -o " << leading << " before the verb and -o " << common.output
-              << " after it: give one\n";
-    return false;
-  }
-  if (std::find(common.formats.begin(), common.formats.end(), leading) == common.formats.end()) {
-    std::string allowed;
-    for (const auto& format : common.formats) {
-      allowed += (allowed.empty() ? "" : ", ") + format;
-    }
-    std::cerr << "fleetctl " << verb.get_name() << ": -o " << leading
-              << " is not a format it prints; it prints " << allowed << "\n";
-    return false;
-  }
-  common.output = leading;
-  return true;
 }
 
 // Parses --timeout; prints the problem and returns nullopt when it is bad.
@@ -552,39 +523,25 @@ int run_fleetctl(int argc, char** argv) {
                           "print the normalised contract as JSON (exactly one FILE)");
   validate_verb->footer("Exit status: 0 all valid, 1 any invalid, 2 usage error.");
 
-  std::vector<std::string> verbs;
-  for (const auto* verb : app.get_subcommands({})) {
-    verbs.push_back(verb->get_name());
-  }
-  if (const auto problem = contracts::unknown_verb("fleetctl", argc, argv, verbs);
-      !problem.empty()) {
-    std::cerr << problem << "\n";
+  const auto line = contracts::read_command_line("fleetctl", app, argc, argv);
+  if (!line.problem.empty()) {
+    std::cerr << line.problem << "\n";
     return 2;
   }
-  try {
-    app.parse(argc, argv);
-  } catch (const CLI::ParseError& e) {
-    const int code = app.exit(e);
-    return code == 0 ? 0 : 2;
+  if (const auto status = contracts::parse_command_line(app, line)) {
+    return *status;
   }
-  const auto output_applies = [&](const CLI::App* verb, Common& common) {
-    return apply_leading_output(app, leading_output, *verb, common);
-  };
   if (check_verb->parsed()) {
-    return output_applies(check_verb, check.common) ? run_check(check) : 2;
+    return run_check(check);
   }
   if (history_verb->parsed()) {
-    return output_applies(history_verb, history.common) ? run_history(history) : 2;
+    return run_history(history);
   }
   if (diff_verb->parsed()) {
-    return output_applies(diff_verb, diff.common) ? run_diff(diff) : 2;
+    return run_diff(diff);
   }
   if (scan_verb->parsed()) {
-    return output_applies(scan_verb, scan.common) ? run_scan(scan) : 2;
-  }
-  if (app.count("--output") != 0) {
-    std::cerr << "fleetctl contract: -o is for check, history, diff and scan\n";
-    return 2;
+    return run_scan(scan);
   }
   if (validate_verb->parsed()) {
     if (print && contract_files.size() != 1) {

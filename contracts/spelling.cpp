@@ -59,21 +59,4 @@ std::string did_you_mean(std::string_view word, const std::vector<std::string>& 
   return match ? " (did you mean '" + *match + "'?)" : std::string();
 }
 
-std::string unknown_verb(std::string_view program, int argc, const char* const* argv,
-                         const std::vector<std::string>& verbs) {
-  if (argc < 2 || argv[1][0] == '-') {
-    return "";
-  }
-  const std::string word = argv[1];
-  if (std::find(verbs.begin(), verbs.end(), word) != verbs.end()) {
-    return "";
-  }
-  std::string listing;
-  for (const auto& verb : verbs) {
-    listing += (listing.empty() ? "" : ", ") + verb;
-  }
-  return std::string(program) + ": unknown command '" + word + "'" + did_you_mean(word, verbs) +
-         "; the commands are: " + listing;
-}
-
 }  // namespace envcontract::contracts

@@ -18,10 +18,4 @@ std::size_t spelling_distance(std::string_view a, std::string_view b);
 // " (did you mean 'x'?)" or "" when nothing is close: ready to append to a message.
 std::string did_you_mean(std::string_view word, const std::vector<std::string>& candidates);
 
-// For a command line whose first argument is neither an option nor one of
-// `verbs`: "PROGRAM: unknown command 'sacn' (did you mean 'scan'?); the
-// commands are: ...". "" when the command line starts well.
-std::string unknown_verb(std::string_view program, int argc, const char* const* argv,
-                         const std::vector<std::string>& verbs);
-
 }  // namespace envcontract::contracts

@@ -17,6 +17,7 @@
 #include "daemon/contract_detection.hpp"
 #include "daemon/provision_command.hpp"
 #include "daemon/secret_file.hpp"
+#include "daemon/shared_flags.hpp"
 #include "daemon/transitions.hpp"
 #include "provisioning/plan.hpp"
 #include "provisioning/provisioner.hpp"
@@ -52,13 +53,8 @@ constexpr std::size_t k_kept_tickets = 200;
 
 ScanSettings settings_from(const AgentConfig& config) {
   ScanSettings settings;
-  settings.facts.discovery.roots = config.roots;
-  settings.facts.discovery.prefixes = config.prefixes;
-  settings.facts.containers = config.containers;
-  settings.facts.container_discovery = config.container_discovery;
-  settings.facts.discovery.run_as.root_envs_user = config.run_root_envs_as;
+  settings.facts = host_facts_options(config);
   settings.probe_limits = config.probe_limits;
-  settings.facts.image = config.image;
   settings.concurrency = config.concurrency;
   settings.reprobe_interval =
       std::chrono::duration_cast<std::chrono::seconds>(config.reprobe_interval);

@@ -41,7 +41,7 @@ struct AgentConfig {
   std::vector<probes::ContainerConfig> containers;
   std::optional<probes::ContainerDiscovery> container_discovery;
   std::string listen = "127.0.0.1:9714";
-  std::filesystem::path database = "/var/lib/envcontract/agent.db";
+  std::filesystem::path database = Store::default_path;  // its directory must exist, but this one's
   probes::ImageTagSource image;
   std::chrono::milliseconds interval{5 * 60 * 1000};
   std::chrono::milliseconds reprobe_interval{30 * 60 * 1000};  // devices and smoke, unchanged env

@@ -15,6 +15,7 @@
 #include "daemon/fleet_service.hpp"
 #include "daemon/logging.hpp"
 #include "daemon/ready_file.hpp"
+#include "daemon/shared_flags.hpp"
 
 namespace envcontract::daemon {
 
@@ -98,9 +99,7 @@ FleetCli::FleetCli(CLI::App& app) : m_arguments(std::make_unique<Arguments>()) {
                    "(7d, at most 400d; default 7d)");
   verb->add_option("--concurrency", arguments.concurrency,
                    "with --inventory: agents asked at once (default 16, at most 64)");
-  verb->add_option("--allowed-host", arguments.allowed_hosts,
-                   "a Host name the page is served under besides IPs, loopback and this "
-                   "machine's name (repeatable)");
+  add_allowed_host_option(verb, arguments.allowed_hosts);
   verb->add_option("--log-level", arguments.log_level,
                    "trace, debug, info (default), warn, error, critical or off")
       ->check(CLI::IsMember({"trace", "debug", "info", "warn", "error", "critical", "off"}));

@@ -46,7 +46,7 @@ struct HttpSettings {
   std::string listen;  // HOST:PORT, whose host is always answered
   std::vector<std::string> allowed_hosts;
   // How errors name the settings above to whoever must change them.
-  std::string allowed_hosts_setting = "http_allowed_hosts in the agent's config";
+  std::string allowed_hosts_setting = "the agent's http_allowed_hosts (or --allowed-host)";
   std::string timeout_setting = "the agent's http_timeout";
 
   static HttpSettings of(const AgentConfig& config);

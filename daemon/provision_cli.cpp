@@ -8,9 +8,13 @@
 
 #include <CLI/CLI.hpp>
 
+#include "contracts/command_line.hpp"
 #include "contracts/values.hpp"
+#include "daemon/contract_detection.hpp"
 #include "daemon/provision_command.hpp"
+#include "daemon/shared_flags.hpp"
 #include "daemon/snapshot_command.hpp"
+#include "daemon/store.hpp"
 
 namespace envcontract::daemon {
 namespace {
@@ -38,9 +42,11 @@ struct ProvisioningCli::Arguments {
   CLI::App* snapshot = nullptr;
   std::vector<CLI::App*> verbs;
   bool pin = false;
-  std::string snapshot_output;
+  std::string snapshot_output_file;
+  std::string snapshot_format;  // yaml, or (deprecated) the file -o named before --output-file
   std::string snapshot_name;
 
+  ScanFlags flags;
   std::string config_file;
   std::string contract;
   std::string envs_dir;
@@ -48,10 +54,6 @@ struct ProvisioningCli::Arguments {
   std::string on_failure;
   std::vector<std::string> python_dirs;
   std::string database;
-  std::string image_tag_file;
-  std::string run_root_envs_as;
-  std::vector<std::string> roots;
-  std::vector<std::string> prefixes;
   std::string env;
   std::string format = "table";
   std::string name;
@@ -60,28 +62,21 @@ struct ProvisioningCli::Arguments {
   std::string promote_as;
   std::string rollback_name;
 
-  void add_common(CLI::App* verb, bool contract_needed, bool scans) {
+  void add_common(CLI::App* verb, bool contract_needed) {
     verb->add_option("--config", config_file,
                      std::string("agent config (docs/agent.md) for provisioning, database and "
                                  "image; default ") +
                          k_default_config + " when it exists. Flags override it");
     if (contract_needed) {
-      verb->add_option("--contract", contract, "the contract (YAML)")
-          ->required()
-          ->check(CLI::ExistingFile);
+      add_contract_option(verb, contract)->required();
+      flags.add_contract_detection(verb);
     }
     verb->add_option("--envs-dir", envs_dir, "where new envs are made (provisioning.envs_dir)");
     verb->add_option("--user", user,
                      "who runs the steps and owns the links when the agent is root "
                      "(provisioning.user); never root");
-    verb->add_option("--database", database, "SQLite file that records the action");
-    if (scans) {
-      verb->add_option("--image-tag-file", image_tag_file,
-                       "file holding the host's container image reference");
-      verb->add_option("--run-root-envs-as", run_root_envs_as,
-                       "whom root-owned envs' code runs as (default dynamic: a uid of its "
-                       "own for each env)");
-    }
+    verb->add_option("--database", database,
+                     "SQLite file that records the action, in a directory that exists");
     verbs.push_back(verb);
   }
 
@@ -99,8 +94,21 @@ struct ProvisioningCli::Arguments {
         return std::nullopt;
       }
     }
+    if (!flags.apply(config, std::cerr)) {
+      return std::nullopt;
+    }
     ProvisioningCommandOptions options;
     options.contract = contract;
+    if (contract == "auto") {
+      const auto detected = detect_contract(config.contracts_dir, config.detect_root);
+      if (!detected) {
+        std::cerr << "envcontractd " << verb->get_name() << ": " << detected.error() << "\n";
+        return std::nullopt;
+      }
+      options.contract = detected->file;
+      std::cerr << "contract: auto chose " << detected->file.string() << " (" << detected->why
+                << ")\n";
+    }
     options.provisioning = config.provisioning;
     options.run_tests = config.run_integration_tests;
     options.checkout = config.checkout;
@@ -115,22 +123,16 @@ struct ProvisioningCli::Arguments {
     options.database = !database.empty() ? std::filesystem::path(database)
                        : read_config     ? config.database
                                          : std::filesystem::path();
+    // Said before anything is done, not after, as a record that was lost.
+    if (const auto problem = Store::directory_problem(options.database); !problem.empty()) {
+      std::cerr << "envcontractd " << verb->get_name() << ": " << problem << "\n";
+      return std::nullopt;
+    }
     options.requested_by = who_asked();
     options.json = format == "json";
     options.progress_on_terminal = ::isatty(STDOUT_FILENO) != 0;
-    auto& facts = options.scan.facts;
-    facts.image = config.image;
-    if (!image_tag_file.empty()) {
-      facts.image = {probes::ImageTagSource::Kind::file, image_tag_file};
-    }
-    facts.discovery.run_as.root_envs_user =
-        run_root_envs_as.empty() ? config.run_root_envs_as : run_root_envs_as;
-    facts.discovery.roots.assign(roots.begin(), roots.end());
-    facts.discovery.prefixes.assign(prefixes.begin(), prefixes.end());
-    if (roots.empty() && prefixes.empty()) {
-      facts.discovery.roots.assign(config.roots.begin(), config.roots.end());
-      facts.discovery.prefixes.assign(config.prefixes.begin(), config.prefixes.end());
-    }
+    options.scan_progress = flags.progress_wanted();
+    options.scan.facts = host_facts_options(config);
     options.scan.probe_limits = config.probe_limits;
     options.scan.env_deadline = config.env_deadline;
     return options;
@@ -143,20 +145,24 @@ ProvisioningCli::ProvisioningCli(CLI::App& app) : m_arguments(std::make_unique<A
       "plan",
       "Scan this host and print, for each env that does not comply, the ordered steps that "
       "would make it comply, each naming the checks it fixes");
-  a.add_common(a.plan, true, true);
-  a.plan->add_option("--root", a.roots, "a filesystem root or directory to search for envs");
-  a.plan->add_option("--prefix", a.prefixes, "an env prefix to include (repeatable)");
+  a.add_common(a.plan, true);
+  a.flags.add_discovery(a.plan);
+  a.flags.add_image(a.plan);
+  a.flags.add_containers(a.plan);
   a.plan->add_option("--env", a.env, "only this env's plan");
-  a.plan->add_option("-o,--output,--format", a.format, "table (for people) or json")
-      ->check(CLI::IsMember({"table", "json"}))
-      ->capture_default_str();
+  contracts::add_format_option(a.plan, a.format, {"table", "json"},
+                               "table (for people) or json; before or after the verb");
+  a.flags.add_progress(a.plan);
   a.plan->footer("Exit status: 0 nothing to do, 1 steps planned, 2 error.");
 
   a.provision = app.add_subcommand(
       "provision",
       "Build a new env from the contract's provision: recipe, beside the others (never over "
       "one), then scan it with the whole contract. A dry run unless --apply");
-  a.add_common(a.provision, true, true);
+  a.add_common(a.provision, true);
+  a.flags.add_run_as(a.provision);
+  a.flags.add_image(a.provision);
+  a.flags.add_progress(a.provision);
   a.provision->add_option("--name", a.name, "the new env's name (in the envs directory)")
       ->required();
   a.provision->add_flag("--apply", a.apply, "run the steps (without it: print them only)");
@@ -175,7 +181,10 @@ ProvisioningCli::ProvisioningCli(CLI::App& app) : m_arguments(std::make_unique<A
       "promote",
       "Scan a built env again and, only when it complies, switch the link NAME to it in one "
       "rename (the previous target is kept for rollback)");
-  a.add_common(a.promote, true, true);
+  a.add_common(a.promote, true);
+  a.flags.add_run_as(a.promote);
+  a.flags.add_image(a.promote);
+  a.flags.add_progress(a.promote);
   a.promote->add_option("ENV", a.promote_env, "the env: a name in the envs directory, or a path")
       ->required();
   a.promote->add_option("--as", a.promote_as, "the link that users and CI activate")->required();
@@ -183,7 +192,7 @@ ProvisioningCli::ProvisioningCli(CLI::App& app) : m_arguments(std::make_unique<A
 
   a.rollback = app.add_subcommand(
       "rollback", "Switch the link NAME back to what it pointed to before the last promote");
-  a.add_common(a.rollback, false, false);
+  a.add_common(a.rollback, false);
   a.rollback->add_option("NAME", a.rollback_name, "the link")->required();
   a.rollback->footer("Exit status: 0 switched back, 2 error (nothing to go back to).");
 
@@ -191,23 +200,20 @@ ProvisioningCli::ProvisioningCli(CLI::App& app) : m_arguments(std::make_unique<A
       "snapshot",
       "Write a contract that states what a known-good env is (torch build, triton, imports, "
       "activation, the host's image; pins on request), commented for review");
-  a.snapshot->add_option("--root", a.roots, "a filesystem root or directory to search for envs");
-  a.snapshot->add_option("--prefix", a.prefixes, "an env prefix to include (repeatable)");
+  a.flags.add_discovery(a.snapshot);
+  a.flags.add_image(a.snapshot);
   a.snapshot->add_option("--env", a.env, "the env to snapshot (needed when several are found)");
-  a.snapshot
-      ->add_option("--contract", a.contract,
-                   "a base contract: its devices and smoke checks are run in the env and "
-                   "kept (device counts as observed)")
-      ->check(CLI::ExistingFile);
+  add_base_contract_option(a.snapshot, a.contract,
+                           "a base contract: its devices and smoke checks are run in the env and "
+                           "kept (device counts as observed)");
   a.snapshot->add_option("--name", a.snapshot_name,
                          "the new contract's name (default ENV-snapshot)");
   a.snapshot->add_flag("--pin", a.pin, "pin every distribution at the version installed");
-  a.snapshot->add_option("--image-tag-file", a.image_tag_file,
-                         "file holding the host's container image reference (becomes a target)");
-  a.snapshot->add_option("--run-root-envs-as", a.run_root_envs_as,
-                         "whom root-owned envs' code runs as (default dynamic: a uid of its "
-                         "own for each env)");
-  a.snapshot->add_option("-o,--output", a.snapshot_output, "write here instead of stdout");
+  a.snapshot->add_option("--output-file", a.snapshot_output_file,
+                         "write the contract to this file instead of stdout");
+  a.snapshot->add_option("-o,--output,--format", a.snapshot_format,
+                         "yaml, the one format it writes (-o FILE, its old spelling of "
+                         "--output-file, still writes FILE, with a warning)");
   a.snapshot->footer("Exit status: 0 written, 2 error (no such env, incomplete facts).");
 }
 
@@ -216,22 +222,32 @@ ProvisioningCli::~ProvisioningCli() = default;
 std::optional<int> ProvisioningCli::run() {
   auto& a = *m_arguments;
   if (a.snapshot->parsed()) {
+    const auto config = a.flags.over_defaults("snapshot", std::cerr);
+    if (!config) {
+      return 2;
+    }
     SnapshotOptions options;
-    options.discovery.roots.assign(a.roots.begin(), a.roots.end());
-    options.discovery.prefixes.assign(a.prefixes.begin(), a.prefixes.end());
-    if (a.roots.empty() && a.prefixes.empty()) {
-      options.discovery.roots.emplace_back("/");
-    }
-    options.discovery.run_as.root_envs_user =
-        a.run_root_envs_as.empty() ? std::string(probes::k_dynamic_probe_user) : a.run_root_envs_as;
-    if (!a.image_tag_file.empty()) {
-      options.image = {probes::ImageTagSource::Kind::file, a.image_tag_file};
-    }
+    const auto facts = host_facts_options(*config);
+    options.discovery = facts.discovery;
+    options.image = facts.image;
     options.env = a.env;
     options.base_contract = a.contract;
     options.name = a.snapshot_name;
     options.pin = a.pin;
-    options.output = a.snapshot_output;
+    options.output = a.snapshot_output_file;
+    if (const auto& format = a.snapshot_format; !format.empty() && format != "yaml") {
+      // -o is a format everywhere; snapshot's -o FILE is its old spelling of --output-file.
+      if (format == "table" || format == "json" || format == "junit" ||
+          !a.snapshot_output_file.empty()) {
+        std::cerr << "envcontractd snapshot: -o " << format
+                  << " is not a format it writes; it writes yaml (the file: --output-file)\n";
+        return 2;
+      }
+      std::cerr << "envcontractd snapshot: -o FILE is deprecated (-o is the output format of "
+                   "every verb): write --output-file "
+                << format << "\n";
+      options.output = format;
+    }
     return run_snapshot(options, std::cout, std::cerr);
   }
   for (auto* verb : a.verbs) {
@@ -243,6 +259,10 @@ std::optional<int> ProvisioningCli::run() {
       return 2;
     }
     if (verb == a.plan) {
+      if (const auto problem = missing_directory(options->scan.facts.discovery); !problem.empty()) {
+        std::cerr << "envcontractd plan: " << problem << "\n";
+        return 2;
+      }
       return run_plan(*options, a.env, std::cout, std::cerr);
     }
     if (verb == a.provision) {

@@ -10,6 +10,7 @@
 #include "common/shown_path.hpp"
 #include "common/time_text.hpp"
 #include "daemon/contract_source.hpp"
+#include "daemon/scan_progress.hpp"
 #include "daemon/store.hpp"
 #include "provisioning/plan.hpp"
 #include "provisioning/promotion.hpp"
@@ -36,7 +37,7 @@ std::optional<ContractHandle> load(const ProvisioningCommandOptions& options, st
 
 // The report of one env alone, scanned with the whole contract.
 Json scan_prefix(const ProvisioningCommandOptions& options, const LoadedContract& contract,
-                 const fs::path& prefix) {
+                 const fs::path& prefix, std::ostream& err) {
   ScanSettings settings = options.scan;
   settings.facts.discovery.roots.clear();
   settings.facts.containers.clear();
@@ -44,7 +45,7 @@ Json scan_prefix(const ProvisioningCommandOptions& options, const LoadedContract
   settings.facts.discovery.prefixes = {prefix};
   settings.cancelled_by = options.cancellation;
   Scanner scanner;
-  return scanner.scan(contract, settings);
+  return scan_with_progress(scanner, contract, settings, options.scan_progress, err);
 }
 
 const Json* env_of(const Json& report) {
@@ -159,7 +160,8 @@ int run_plan(const ProvisioningCommandOptions& options, const std::string& env, 
     return 2;
   }
   Scanner scanner;
-  const auto report = scanner.scan(**contract, options.scan);
+  const auto report =
+      scan_with_progress(scanner, **contract, options.scan, options.scan_progress, err);
   if (!env.empty()) {
     bool found = false;
     std::string names;
@@ -249,7 +251,7 @@ int run_provision_command(const ProvisioningCommandOptions& options, const std::
     return 2;
   }
   out << "[verify] scanning " << name << " with the whole contract ..." << std::endl;
-  const auto report = scan_prefix(options, **contract, prepared->prefix);
+  const auto report = scan_prefix(options, **contract, prepared->prefix, err);
   const Json* env = env_of(report);
   const std::string verdict = env != nullptr ? env->value("verdict", "error") : "error";
   detail["verdict"] = verdict;
@@ -339,7 +341,7 @@ int run_promote(const ProvisioningCommandOptions& options, const std::string& en
     return refuse(env_name + " is marked as a failed provision (" +
                   std::string(provisioning::k_failed_marker) + "): build it again");
   }
-  const auto report = scan_prefix(options, **contract, prefix);
+  const auto report = scan_prefix(options, **contract, prefix, err);
   const Json* env = env_of(report);
   const std::string verdict = env != nullptr ? env->value("verdict", "error") : "error";
   Json detail = {{"contract", (*contract)->contract.name},

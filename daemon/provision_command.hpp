@@ -29,6 +29,7 @@ struct ProvisioningCommandOptions {
   std::string requested_by;  // who asked, for the record
   bool json = false;         // plan: JSON instead of text
   bool progress_on_terminal = false;
+  bool scan_progress = false;  // the scans' progress env by env on `err` (--progress)
   const probes::Cancellation* cancellation = nullptr;  // stops a running step (the agent's)
 };
 

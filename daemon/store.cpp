@@ -116,6 +116,27 @@ std::string window_start(const std::string& at, std::chrono::seconds window) {
 Store::Store(const std::filesystem::path& path, FlappingRule flapping, StoreLimits limits)
     : m_db(path), m_flapping(flapping), m_limits(limits) {}
 
+std::string Store::directory_problem(const std::filesystem::path& path) {
+  if (!path.has_parent_path()) {
+    return "";
+  }
+  const auto directory = path.parent_path();
+  std::error_code error;
+  const auto status = std::filesystem::status(directory, error);
+  if (status.type() == std::filesystem::file_type::not_found) {
+    return path == default_path
+               ? ""
+               : "the database's directory " + common::shown_path(directory) +
+                     " does not exist; create it, or name a database in a directory that "
+                     "exists (--database, database:)";
+  }
+  if (!std::filesystem::is_directory(status)) {
+    return "the database's directory " + common::shown_path(directory) +
+           " is not a directory (--database, database:)";
+  }
+  return "";
+}
+
 common::Result<std::unique_ptr<Store>> Store::open(const std::filesystem::path& path,
                                                    FlappingRule flapping, StoreLimits limits) {
   std::error_code error;
@@ -123,7 +144,10 @@ common::Result<std::unique_ptr<Store>> Store::open(const std::filesystem::path& 
     return common::Error{common::shown_path(path) +
                          " is a directory; --database names the database file"};
   }
-  if (path.has_parent_path()) {
+  if (auto problem = directory_problem(path); !problem.empty()) {
+    return common::Error{std::move(problem)};
+  }
+  if (path == default_path && !std::filesystem::exists(path.parent_path(), error)) {
     std::filesystem::create_directories(path.parent_path(), error);
     if (error) {
       return common::Error{"cannot create " + common::shown_path(path.parent_path()) +

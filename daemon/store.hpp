@@ -50,12 +50,20 @@ class Store {
   // The schema version this build writes. Older files are migrated on open.
   static constexpr int schema_version = 5;
 
+  // Where the package keeps the database (systemd's StateDirectory=).
+  static constexpr const char* default_path = "/var/lib/envcontract/agent.db";
+
   // Opens or creates the database. A corrupt file, another application's
   // database or one written by a newer envcontract is an error saying what
-  // to do; such a file is never modified.
+  // to do; such a file is never modified. Its directory must exist (a
+  // mistyped one is an error, not a new directory), but for default_path's,
+  // which is made when missing, as the unit's StateDirectory= makes it.
   static common::Result<std::unique_ptr<Store>> open(const std::filesystem::path& path,
                                                      FlappingRule flapping = {},
                                                      StoreLimits limits = {});
+  // Why open would refuse `path`'s directory (missing, or not a
+  // directory), or "": for verbs that check before they act.
+  static std::string directory_problem(const std::filesystem::path& path);
 
   // Records a finished scan: its row, the checks whose state changed, and the
   // report as the latest. Fills each check's `since` and `flapping` and the

@@ -94,9 +94,11 @@ class Provisioning : public ::testing::Test {
   }
 
   testing::CommandResult promote(const std::string& env, const std::string& as,
-                                 const fs::path& contract) const {
+                                 const fs::path& contract,
+                                 std::vector<std::string> extra = {}) const {
     auto argv = verb("promote", contract);
     argv.insert(argv.end(), {env, "--as", as});
+    argv.insert(argv.end(), extra.begin(), extra.end());
     return run_command(argv);
   }
 
@@ -265,14 +267,17 @@ TEST_F(Provisioning, APinTheWheelhouseCannotSatisfyStopsAtThatStepWithPipsMessag
 
 TEST_F(Provisioning, StockTritonIsBuiltButReportedAsDriftAndNeverPromoted) {
   const auto contract = contract_with("flagtree==0.7.0", "triton==3.5.0", "stock.yaml");
-  const auto built = provision("stock", contract);
+  // Each scans the env it built or promotes: --progress says so env by env, as scan's does.
+  const auto built = provision("stock", contract, {"--apply", "--progress", "always"});
   EXPECT_EQ(built.exit_code, 1) << built.out << built.err;
+  EXPECT_NE(built.err.find("[1/1] stock: drift ("), std::string::npos) << built.err;
   EXPECT_NE(built.err.find("stock was built but does not comply (drift); it will not be "
                            "promoted:\n  flagtree-xpu (stock_triton)"),
             std::string::npos)
       << built.err;
-  const auto refused = promote("stock", "torch-fl", m_contract);
+  const auto refused = promote("stock", "torch-fl", m_contract, {"--progress", "always"});
   EXPECT_EQ(refused.exit_code, 1);
+  EXPECT_NE(refused.err.find("[1/1] stock: drift ("), std::string::npos) << refused.err;
   EXPECT_NE(refused.err.find("stock does not comply with kunlunxin-demo (drift), so it is not "
                              "promoted"),
             std::string::npos)
@@ -477,8 +482,9 @@ TEST_F(Provisioning, ASnapshotOfACompliantEnvPassesOnItAndFailsOnTheDemoHostsEnv
   const auto taken = run_command(
       {ENVCONTRACTD_PATH, "snapshot", "--prefix", (m_envs / "golden").string(), "--contract",
        m_contract.string(), "--name", "kunlunxin-golden", "--pin", "--image-tag-file",
-       (demo_host() / "etc/flagos-image").string(), "-o", snapshot.string()});
+       (demo_host() / "etc/flagos-image").string(), "--output-file", snapshot.string()});
   ASSERT_EQ(taken.exit_code, 0) << taken.err;
+  EXPECT_EQ(taken.err.find("deprecated"), std::string::npos) << taken.err;
   EXPECT_NE(taken.err.find("wrote " + snapshot.string() + ": 3 imports, 1 device and 1 smoke"),
             std::string::npos)
       << taken.err;
@@ -491,6 +497,18 @@ TEST_F(Provisioning, ASnapshotOfACompliantEnvPassesOnItAndFailsOnTheDemoHostsEnv
     EXPECT_NE(text.find(line), std::string::npos) << line << "\nin:\n" << text;
   }
   EXPECT_EQ(run_command({ENVCONTRACTD_PATH, "validate", snapshot.string()}).exit_code, 0);
+  // -o is a format everywhere: snapshot's old -o FILE still writes FILE, and says so.
+  const auto old_form = m_dir.path() / "old-form.yaml";
+  const auto deprecated =
+      run_command({ENVCONTRACTD_PATH, "snapshot", "--prefix", (m_envs / "golden").string(),
+                   "--name", "kunlunxin-golden", "-o", old_form.string()});
+  EXPECT_EQ(deprecated.exit_code, 0) << deprecated.err;
+  EXPECT_NE(deprecated.err.find("-o FILE is deprecated (-o is the output format of every verb): "
+                                "write --output-file " +
+                                old_form.string()),
+            std::string::npos)
+      << deprecated.err;
+  EXPECT_NE(read_text(old_form).find("name: \"kunlunxin-golden\""), std::string::npos);
 
   const auto golden = run_command({ENVCONTRACTD_PATH, "scan", "--contract", snapshot.string(),
                                    "--prefix", (m_envs / "golden").string(), "--image-tag-file",

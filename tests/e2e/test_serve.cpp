@@ -563,27 +563,33 @@ TEST(Serve, AReadyFileThatCannotBeWrittenStopsEverythingWithExit2) {
   }
 }
 
-// A database whose directory cannot be made (a missing one is made) stops
-// the agent at start-up, after it bound its port, with what went wrong.
-TEST(Serve, ADatabaseWhoseDirectoryCannotBeMadeStopsWithExit2) {
+// A database whose directory is not there (or is a file) stops the agent at
+// start-up, after it bound its port, with what went wrong; the missing
+// directory is not made (only the package's default one would be).
+TEST(Serve, ADatabaseWhoseDirectoryIsNotThereStopsWithExit2) {
   TempDir dir;
   const auto file = dir.write("a-file", "");
-  auto arguments = one_env_arguments(dir);
-  const auto database = std::find(arguments.begin(), arguments.end(), "--database") + 1;
-  *database = (file / "agent.db").string();
-  const int port = free_port();
-  ASSERT_NE(port, 0);
-  std::vector<std::string> argv = {"/usr/bin/timeout", "20",
-                                   ENVCONTRACTD_PATH,  "serve",
-                                   "--listen",         "127.0.0.1:" + std::to_string(port)};
-  argv.insert(argv.end(), arguments.begin(), arguments.end());
-  const auto result = run_command(argv);
-  EXPECT_EQ(result.exit_code, 2) << "-1 is an abort, 124 a hang:\n" << result.err;
-  EXPECT_NE(
-      result.err.find("cannot create " + file.string() + " for the database: Not a directory"),
-      std::string::npos)
-      << result.err;
-  EXPECT_TRUE(port_is_free(port));
+  const auto missing = dir.path() / "no-such-dir";
+  for (const auto& [database, said] :
+       {std::pair{file / "agent.db",
+                  "the database's directory " + file.string() + " is not a directory"},
+        std::pair{missing / "agent.db", "the database's directory " + missing.string() +
+                                            " does not exist; create it, or name a database in "
+                                            "a directory that exists"}}) {
+    auto arguments = one_env_arguments(dir);
+    *(std::find(arguments.begin(), arguments.end(), "--database") + 1) = database.string();
+    const int port = free_port();
+    ASSERT_NE(port, 0);
+    std::vector<std::string> argv = {"/usr/bin/timeout", "20",
+                                     ENVCONTRACTD_PATH,  "serve",
+                                     "--listen",         "127.0.0.1:" + std::to_string(port)};
+    argv.insert(argv.end(), arguments.begin(), arguments.end());
+    const auto result = run_command(argv);
+    EXPECT_EQ(result.exit_code, 2) << "-1 is an abort, 124 a hang:\n" << result.err;
+    EXPECT_NE(result.err.find(said), std::string::npos) << result.err;
+    EXPECT_TRUE(port_is_free(port));
+  }
+  EXPECT_FALSE(std::filesystem::exists(missing));
 }
 
 TEST(Serve, StartupErrorsSayWhatToFix) {

@@ -106,12 +106,30 @@ std::string read_bytes(const std::filesystem::path& path) {
 
 TEST(Store, NewDatabaseIsOursInWalModeAtTheLatestSchema) {
   testing::TempDir dir;
-  const auto path = dir.path() / "state/agent.db";  // the directory is created
+  const auto path = dir.path() / "agent.db";
   ASSERT_NE(open_store(path), nullptr);
   daemon::sqlite::Database db(path);
   EXPECT_EQ(db.query_text("PRAGMA journal_mode"), "wal");
   EXPECT_EQ(db.query_int("PRAGMA user_version"), Store::schema_version);
   EXPECT_EQ(db.query_int("PRAGMA application_id"), 0x45434e54);
+}
+
+// A mistyped directory is not made: it is said (only the package's default
+// directory, /var/lib/envcontract, is made when missing).
+TEST(Store, ADirectoryThatIsNotThereIsRefusedNotMade) {
+  testing::TempDir dir;
+  const auto missing = dir.path() / "no-such-dir";
+  const auto opened = Store::open(missing / "agent.db");
+  ASSERT_FALSE(opened);
+  EXPECT_EQ(opened.error(), "the database's directory " + missing.string() +
+                                " does not exist; create it, or name a database in a "
+                                "directory that exists (--database, database:)");
+  EXPECT_FALSE(std::filesystem::exists(missing));
+  const auto file = dir.write("a-file", "");
+  const auto under_file = Store::open(file / "agent.db");
+  ASSERT_FALSE(under_file);
+  EXPECT_NE(under_file.error().find(file.string() + " is not a directory"), std::string::npos)
+      << under_file.error();
 }
 
 TEST(Store, UnchangedHostAddsAScanRowAndNoHistory) {
