@@ -25,7 +25,11 @@ const char* const k_python_only =
     "schema_version: 1\nname: python-only\n"
     "image: harbor.example/flagos-runtime/flagos-runtime-kunlunxin-xre5.37.1:2.1.2\n"
     "checks:\n  - id: python\n    kind: python\n    version: '>=3.6'\n";
-const char* const k_bad_contract = "schema_version: 1\nchecks:\n  - kind: tirton\n";
+// docs/contracts.md shows it (`cat -n bad.yaml`): a typo, an unknown key, a
+// duplicate key.
+const char* const k_bad_contract =
+    "schema_version: 1\nchecks:\n  - kind: tirton\n  - kind: tools\n    on_path: [bash]\n"
+    "    on_pth: [git]\n  - kind: torch\n    base: \"2.10.0\"\n    base: \"2.9.0\"\n";
 
 // A port nothing listens on: bound, then closed.
 int refused_port() {
