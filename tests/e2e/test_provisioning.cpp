@@ -250,9 +250,10 @@ TEST_F(Provisioning, APinTheWheelhouseCannotSatisfyStopsAtThatStepWithPipsMessag
   EXPECT_EQ(history[0]["outcome"], "failed");
   EXPECT_EQ(history[0]["detail"]["provision"]["steps"][2]["status"], "not_run");
 
-  // A failed provision is never promoted, whatever a scan of it would say.
+  // A failed provision is never promoted, whatever a scan of it would say:
+  // refused (1), as an env that does not comply is.
   const auto refused = promote("pinned", "torch-fl", m_contract);
-  EXPECT_EQ(refused.exit_code, 2);
+  EXPECT_EQ(refused.exit_code, 1);
   EXPECT_NE(refused.err.find("pinned is marked as a failed provision"), std::string::npos)
       << refused.err;
 
@@ -319,6 +320,35 @@ TEST_F(Provisioning, ASecondProvisionOfTheSameNameIsRefusedWhileOneRuns) {
   EXPECT_NE(refused.err.find("another provision of 'busy' is running"), std::string::npos)
       << refused.err;
   EXPECT_FALSE(fs::exists(m_envs / "busy"));
+}
+
+// Without a database (no --database, no agent config) nothing is recorded,
+// and the verb says so and how to record; with one, the record is made.
+TEST_F(Provisioning, WithoutADatabaseTheVerbSaysNothingIsRecorded) {
+  if (fs::exists("/etc/envcontract/agent.yaml")) {
+    GTEST_SKIP() << "/etc/envcontract/agent.yaml exists: the verbs take their database from it";
+  }
+  std::vector<std::string> argv = {ENVCONTRACTD_PATH, "rollback", "torch-fl", "--envs-dir",
+                                   m_envs.string()};
+  if (!m_user.empty()) {
+    argv.insert(argv.end(), {"--user", m_user});
+  }
+  const auto unrecorded = run_command(argv);
+  EXPECT_EQ(unrecorded.exit_code, 2) << "there is nothing to go back to";
+  EXPECT_NE(unrecorded.err.find("envcontractd rollback: not recorded: no database (--database "
+                                "FILE records it"),
+            std::string::npos)
+      << unrecorded.err;
+  EXPECT_FALSE(fs::exists(database()));
+
+  argv.insert(argv.end(), {"--database", database().string()});
+  const auto recorded = run_command(argv);
+  EXPECT_EQ(recorded.exit_code, 2);
+  EXPECT_EQ(recorded.err.find("not recorded"), std::string::npos) << recorded.err;
+  const auto history = records();
+  ASSERT_EQ(history.size(), 1U);
+  EXPECT_EQ(history[0]["action"], "rollback");
+  EXPECT_EQ(history[0]["outcome"], "failed");
 }
 
 TEST_F(Provisioning, AnExistingEnvIsNeverTouchedAndRootNeverRunsTheSteps) {
