@@ -351,6 +351,44 @@ TEST_F(Provisioning, WithoutADatabaseTheVerbSaysNothingIsRecorded) {
   EXPECT_EQ(history[0]["outcome"], "failed");
 }
 
+// The demo host's walk-through (tests/fixtures/README.md, "Fixing an env"):
+// every env has pip, and the plan's own commands, run as printed, make
+// torch-fl-activate comply. On a demo host of its own: it changes an env.
+TEST_F(Provisioning, ThePlansOwnCommandsMakeADemoEnvComply) {
+  const auto host = m_dir.path() / "host";
+  testing::build_demo_host(host);
+  const auto env = host / "miniconda3/envs/torch-fl-activate";
+  ASSERT_TRUE(fs::exists(env / "lib/python3.10/site-packages/pip/__main__.py"))
+      << "the demo envs have no pip (Debian: python3-pip-whl)";
+  const std::vector<std::string> scope = {
+      "--contract",       (host / "kunlunxin-provision.yaml").string(), "--prefix", env.string(),
+      "--image-tag-file", (host / "etc/flagos-image").string(),         "-o",       "json"};
+  const auto run_verb = [&scope](const std::string& verb) {
+    std::vector<std::string> argv = {ENVCONTRACTD_PATH, verb};
+    argv.insert(argv.end(), scope.begin(), scope.end());
+    return run_command(argv);
+  };
+  const auto planned = run_verb("plan");
+  ASSERT_EQ(planned.exit_code, 1) << planned.err;
+  const auto plan = nlohmann::json::parse(planned.out);
+  ASSERT_EQ(plan["envs"].size(), 1U) << planned.out;
+  const auto& steps = plan["envs"][0]["steps"];
+  ASSERT_FALSE(steps.empty()) << planned.out;
+  for (const auto& step : steps) {
+    const std::string command = step.value("command", "");
+    ASSERT_NE(command, "") << "a step with no command: " << step.dump();
+    const auto ran = run_command({"/bin/sh", "-c", command});
+    ASSERT_EQ(ran.exit_code, 0) << command << "\n" << ran.out << ran.err;
+  }
+
+  const auto scanned = run_verb("scan");
+  const auto report = nlohmann::json::parse(scanned.out, nullptr, false);
+  ASSERT_TRUE(report.is_object()) << scanned.out << scanned.err;
+  ASSERT_EQ(report["envs"].size(), 1U);
+  EXPECT_EQ(report["envs"][0]["verdict"], "compliant") << scanned.out;
+  EXPECT_EQ(report["compliant_envs"], nlohmann::json::array({"torch-fl-activate"}));
+}
+
 TEST_F(Provisioning, AnExistingEnvIsNeverTouchedAndRootNeverRunsTheSteps) {
   fs::create_directory(m_envs / "taken");
   // Promotion by name takes a real directory of the envs directory: a link
