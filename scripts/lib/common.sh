@@ -23,14 +23,17 @@ TEST_PACKAGES=(libgtest-dev libgmock-dev clang-format elfutils python3 gcc-multi
 export CCACHE_BASEDIR="$PWD"
 export CCACHE_NOHASHDIR=1
 
+# Whether a Debian package is installed.
+installed() {
+  dpkg-query -W -f='${Status}' "$1" 2>/dev/null | grep -q "install ok installed"
+}
+
 # Installs the packages that are missing; silent when all are there.
 ensure_packages() {
   local missing=()
   local package
   for package in "$@"; do
-    if ! dpkg-query -W -f='${Status}' "$package" 2>/dev/null | grep -q "install ok installed"; then
-      missing+=("$package")
-    fi
+    installed "$package" || missing+=("$package")
   done
   [ ${#missing[@]} -eq 0 ] && return 0
   local sudo=()
@@ -47,8 +50,8 @@ ensure_packages() {
     "${missing[@]}" >&2
 }
 
-# configure_and_build BUILD_DIR [cmake args...]
-configure_and_build() {
+# configure BUILD_DIR [cmake args...]
+configure() {
   local build_dir=$1
   shift
   # Our own builds hold warnings as errors; a packager's plain build does not.
@@ -56,5 +59,10 @@ configure_and_build() {
     cat "$build_dir.configure.log" >&2
     return 1
   }
-  cmake --build "$build_dir"
+}
+
+# configure_and_build BUILD_DIR [cmake args...]: every target, the tests included.
+configure_and_build() {
+  configure "$@"
+  cmake --build "$1"
 }
