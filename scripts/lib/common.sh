@@ -50,12 +50,11 @@ ensure_packages() {
     "${missing[@]}" >&2
 }
 
-# configure BUILD_DIR [cmake args...]
+# configure BUILD_DIR [cmake args...]: a Ninja build directory.
 configure() {
   local build_dir=$1
   shift
-  # Our own builds hold warnings as errors; a packager's plain build does not.
-  cmake -S . -B "$build_dir" -G Ninja -DENVCONTRACT_WERROR=ON "$@" >"$build_dir.configure.log" 2>&1 || {
+  cmake -S . -B "$build_dir" -G Ninja "$@" >"$build_dir.configure.log" 2>&1 || {
     cat "$build_dir.configure.log" >&2
     return 1
   }
@@ -63,6 +62,9 @@ configure() {
 
 # configure_and_build BUILD_DIR [cmake args...]: every target, the tests included.
 configure_and_build() {
-  configure "$@"
-  cmake --build "$1"
+  local build_dir=$1
+  shift
+  # Our own builds hold warnings as errors; a packager's plain build does not.
+  configure "$build_dir" -DENVCONTRACT_WERROR=ON "$@"
+  cmake --build "$build_dir"
 }

@@ -56,7 +56,7 @@ if pgrep -f "serve --contract .* --listen 127.0.0.1:0" >/dev/null; then
   echo "the agent outlived scripts/run" >&2
   exit 1
 fi
-grep -q '^== building envcontractd and fleetctl in build/dev' "$log" || {
+grep -q '^== building envcontractd and fleetctl in build/run' "$log" || {
   echo "scripts/run does not say it builds" >&2
   exit 1
 }
