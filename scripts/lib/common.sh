@@ -23,17 +23,14 @@ TEST_PACKAGES=(libgtest-dev libgmock-dev clang-format elfutils python3 gcc-multi
 export CCACHE_BASEDIR="$PWD"
 export CCACHE_NOHASHDIR=1
 
-# Whether a Debian package is installed.
-installed() {
-  dpkg-query -W -f='${Status}' "$1" 2>/dev/null | grep -q "install ok installed"
-}
-
 # Installs the packages that are missing; silent when all are there.
 ensure_packages() {
   local missing=()
   local package
   for package in "$@"; do
-    installed "$package" || missing+=("$package")
+    if ! dpkg-query -W -f='${Status}' "$package" 2>/dev/null | grep -q "install ok installed"; then
+      missing+=("$package")
+    fi
   done
   [ ${#missing[@]} -eq 0 ] && return 0
   local sudo=()
