@@ -376,7 +376,7 @@ TEST_F(Provisioning, ThePlansOwnCommandsMakeADemoEnvComply) {
   ASSERT_FALSE(steps.empty()) << planned.out;
   for (const auto& step : steps) {
     const std::string command = step.value("command", "");
-    ASSERT_NE(command, "") << "a step with no command: " << step.dump();
+    ASSERT_NE(command, "") << "a step with no command: " << common::json_text(step);
     const auto ran = run_command({"/bin/sh", "-c", command});
     ASSERT_EQ(ran.exit_code, 0) << command << "\n" << ran.out << ran.err;
   }
