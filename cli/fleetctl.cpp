@@ -254,7 +254,7 @@ int run_history(const HistoryArguments& arguments) {
     return 2;
   }
   if (arguments.common.output == "json") {
-    std::cout << common::json_text((*answer)["transitions"], 2) << "\n";
+    std::cout << common::json_text(*answer, 2) << "\n";
   } else {
     std::cout << history_table((*answer)["transitions"], table_style(arguments.common));
   }

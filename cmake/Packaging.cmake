@@ -22,7 +22,9 @@ install(FILES
           ${PROJECT_SOURCE_DIR}/docs/fleetctl.md
           ${PROJECT_SOURCE_DIR}/docs/performance.md
           ${PROJECT_SOURCE_DIR}/docs/plan.schema.json
+          ${PROJECT_SOURCE_DIR}/docs/probes.md
           ${PROJECT_SOURCE_DIR}/docs/provisioning.md
+          ${PROJECT_SOURCE_DIR}/docs/reliability.md
           ${PROJECT_SOURCE_DIR}/docs/report.md
           ${PROJECT_SOURCE_DIR}/docs/report.schema.json
           ${PROJECT_SOURCE_DIR}/docs/security.md
@@ -76,11 +78,13 @@ set(CPACK_PACKAGING_INSTALL_PREFIX /usr)
 set(CPACK_PACKAGE_CONTACT "envcontract maintainers <maintainers@envcontract.invalid>")
 set(CPACK_PACKAGE_DESCRIPTION_SUMMARY
     "keeps an ML accelerator fleet's Python environments honest to their contracts")
+# One string: set() with several would join them with ';', which would start
+# every line of the package's Description (tests/packaging/check_deb.sh).
 set(CPACK_PACKAGE_DESCRIPTION
-    "envcontractd discovers every conda env and venv on a host, probes each one in\n"
-    "isolated subprocesses, judges the facts against the accelerator platform's\n"
-    "contract and serves drift reports with their causes over HTTP (JSON API,\n"
-    "dashboard, Prometheus metrics). fleetctl asks agents across a fleet.")
+    "envcontractd discovers every conda env and venv on a host, probes each one in
+isolated subprocesses, judges the facts against the accelerator platform's
+contract and serves drift reports with their causes over HTTP (JSON API,
+dashboard, Prometheus metrics). fleetctl asks agents across a fleet.")
 set(CPACK_DEBIAN_PACKAGE_SECTION admin)
 set(CPACK_DEBIAN_PACKAGE_PRIORITY optional)
 set(CPACK_DEBIAN_PACKAGE_SHLIBDEPS ON)

@@ -88,11 +88,22 @@ RouteMatch match_route(std::string_view method, std::string_view path) {
 }
 
 const std::vector<std::string>& endpoint_list() {
-  static const std::vector<std::string> endpoints = {
-      "GET /healthz",           "GET /api/v1/report",     "GET /api/v1/envs/{name}",
-      "GET /api/v1/history",    "GET /api/v1/contract",   "GET /api/v1/compliance",
-      "GET /api/v1/plan",       "GET /api/v1/provisions", "POST /api/v1/scan",
-      "GET /api/v1/scans/{id}", "GET /metrics",           "GET / (the dashboard)"};
+  // tests/unit/daemon/test_http_routes.cpp checks that it names every endpoint.
+  static const std::vector<std::string> endpoints = {"GET /healthz",
+                                                     "GET /api/v1/report",
+                                                     "GET /api/v1/envs/{name}",
+                                                     "GET /api/v1/history",
+                                                     "GET /api/v1/contract",
+                                                     "GET /api/v1/compliance",
+                                                     "GET /api/v1/plan",
+                                                     "GET /api/v1/provisions",
+                                                     "POST /api/v1/provision",
+                                                     "POST /api/v1/promote",
+                                                     "GET /api/v1/provisions/{id}",
+                                                     "POST /api/v1/scan",
+                                                     "GET /api/v1/scans/{id}",
+                                                     "GET /metrics",
+                                                     "GET / (the dashboard)"};
   return endpoints;
 }
 

@@ -188,7 +188,9 @@ ProvisioningCli::ProvisioningCli(CLI::App& app) : m_arguments(std::make_unique<A
   a.promote->add_option("ENV", a.promote_env, "the env: a name in the envs directory, or a path")
       ->required();
   a.promote->add_option("--as", a.promote_as, "the link that users and CI activate")->required();
-  a.promote->footer("Exit status: 0 promoted, 1 refused (the env does not comply), 2 error.");
+  a.promote->footer(
+      "Exit status: 0 promoted, 1 refused (the env does not comply, or is marked as a failed "
+      "provision), 2 error.");
 
   a.rollback = app.add_subcommand(
       "rollback", "Switch the link NAME back to what it pointed to before the last promote");

@@ -73,6 +73,10 @@ void record(const ProvisioningCommandOptions& options, const std::string& action
             const std::string& name, const std::string& started_at, const std::string& outcome,
             Json detail, std::ostream& err) {
   if (options.database.empty() && !options.recorder) {
+    // Said, so that nobody looks for it in the history later.
+    err << "envcontractd " << action
+        << ": not recorded: no database (--database FILE records it, as does an agent config: "
+           "--config FILE, or /etc/envcontract/agent.yaml when it exists)\n";
     return;
   }
   Json entry = {{"action", action},
@@ -296,11 +300,14 @@ int run_promote(const ProvisioningCommandOptions& options, const std::string& en
       error = std::make_error_code(std::errc::not_a_directory);
     }
   }
-  const auto refuse = [&](const std::string& why) {
+  // Exit 2 for what keeps promote from judging the env (no env, a wrong
+  // --as, no user to switch links as, the name busy); an env that is not fit
+  // to promote (a failed provision, drift) is refused with 1.
+  const auto refuse = [&](const std::string& why, int exit_code = 2) {
     err << "envcontractd promote: " << why << "\n";
     record(options, "promote", as, started_at, "refused",
            {{"env", env_name}, {"link", as}, {"error", why}}, err);
-    return 2;
+    return exit_code;
   };
   if (error || !fs::is_directory(prefix)) {
     return refuse(
@@ -318,10 +325,14 @@ int run_promote(const ProvisioningCommandOptions& options, const std::string& en
   // A provision that failed left its env marked: never promoted, even if
   // what it built happens to pass (a recipe command that failed is a step
   // of the contract's recipe, not an option).
-  struct stat marker {};
-  if (::lstat((prefix / provisioning::k_failed_marker).c_str(), &marker) == 0) {
-    return refuse(env_name + " is marked as a failed provision (" +
-                  std::string(provisioning::k_failed_marker) + "): build it again");
+  const auto marked_failed = [&prefix] {
+    struct stat marker {};
+    return ::lstat((prefix / provisioning::k_failed_marker).c_str(), &marker) == 0;
+  };
+  const std::string failed_why = env_name + " is marked as a failed provision (" +
+                                 std::string(provisioning::k_failed_marker) + "): build it again";
+  if (marked_failed()) {
+    return refuse(failed_why, 1);
   }
   // One change of a name at a time: not the link while it is being
   // provisioned, nor the env while it is still being built.
@@ -337,9 +348,8 @@ int run_promote(const ProvisioningCommandOptions& options, const std::string& en
       return refuse(env_lock->problem());
     }
   }
-  if (::lstat((prefix / provisioning::k_failed_marker).c_str(), &marker) == 0) {
-    return refuse(env_name + " is marked as a failed provision (" +
-                  std::string(provisioning::k_failed_marker) + "): build it again");
+  if (marked_failed()) {
+    return refuse(failed_why, 1);
   }
   const auto report = scan_prefix(options, **contract, prefix, err);
   const Json* env = env_of(report);

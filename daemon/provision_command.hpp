@@ -45,7 +45,8 @@ int run_provision_command(const ProvisioningCommandOptions& options, const std::
                           bool apply, std::ostream& out, std::ostream& err);
 
 // `promote NEW --as NAME`: scans NEW again; only a compliant env is promoted.
-// 0 promoted, 1 refused (it does not comply), 2 error.
+// 0 promoted, 1 refused (it does not comply, or is marked as a failed
+// provision), 2 error.
 int run_promote(const ProvisioningCommandOptions& options, const std::string& env,
                 const std::string& as, std::ostream& out, std::ostream& err);
 

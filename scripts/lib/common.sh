@@ -47,14 +47,21 @@ ensure_packages() {
     "${missing[@]}" >&2
 }
 
-# configure_and_build BUILD_DIR [cmake args...]
+# configure BUILD_DIR [cmake args...]: a Ninja build directory.
+configure() {
+  local build_dir=$1
+  shift
+  cmake -S . -B "$build_dir" -G Ninja "$@" >"$build_dir.configure.log" 2>&1 || {
+    cat "$build_dir.configure.log" >&2
+    return 1
+  }
+}
+
+# configure_and_build BUILD_DIR [cmake args...]: every target, the tests included.
 configure_and_build() {
   local build_dir=$1
   shift
   # Our own builds hold warnings as errors; a packager's plain build does not.
-  cmake -S . -B "$build_dir" -G Ninja -DENVCONTRACT_WERROR=ON "$@" >"$build_dir.configure.log" 2>&1 || {
-    cat "$build_dir.configure.log" >&2
-    return 1
-  }
+  configure "$build_dir" -DENVCONTRACT_WERROR=ON "$@"
   cmake --build "$build_dir"
 }

@@ -21,11 +21,18 @@ using namespace testing;  // NOLINT: the fixture's helpers
 namespace fs = std::filesystem;
 using Replacements = std::vector<std::pair<std::string, std::string>>;
 
+// Where the docs' clone is, in what the tools print.
+const char* const k_clone = "/src/envcontract";
+
 const char* const k_python_only =
     "schema_version: 1\nname: python-only\n"
     "image: harbor.example/flagos-runtime/flagos-runtime-kunlunxin-xre5.37.1:2.1.2\n"
     "checks:\n  - id: python\n    kind: python\n    version: '>=3.6'\n";
-const char* const k_bad_contract = "schema_version: 1\nchecks:\n  - kind: tirton\n";
+// docs/contracts.md shows it (`cat -n bad.yaml`): a typo, an unknown key, a
+// duplicate key.
+const char* const k_bad_contract =
+    "schema_version: 1\nchecks:\n  - kind: tirton\n  - kind: tools\n    on_path: [bash]\n"
+    "    on_pth: [git]\n  - kind: torch\n    base: \"2.10.0\"\n    base: \"2.9.0\"\n";
 
 // A port nothing listens on: bound, then closed.
 int refused_port() {
@@ -45,9 +52,12 @@ std::string hostname() {
 }
 
 // The docs' world: agent A (`localhost`, the demo contract on the whole demo
-// host, a token), agent B (`localhost:9715`, python-only on torch-fl-cpu),
-// nothing on `localhost:9716`; host xpu-node-17, the demo host at
-// /opt/demo-host.
+// host, a token, its database build/demo-agent/agent.db as scripts/run's
+// agent has it), agent B (`localhost:9715`, python-only on torch-fl-cpu),
+// nothing on `localhost:9716`; host xpu-node-17. Commands run in a clone
+// after scripts/run (build/demo-host, build/demo-envs and the demo contract
+// named as from there); what the tools print shows the clone at
+// /src/envcontract.
 class DocWorld {
  public:
   DocWorld() {
@@ -55,10 +65,10 @@ class DocWorld {
     fs::permissions(m_token, fs::perms::owner_read | fs::perms::owner_write);
     m_contract = quick_demo_contract(m_dir.path());
     const int refused = refused_port();
-    // docs/provisioning.md's /srv/envs: new envs, owned by the user the
-    // steps run as (nobody, when the test runs as root).
+    // scripts/run's build/demo-envs: new envs, owned by the user the steps
+    // run as (nobody, when the test runs as root).
     fs::permissions(m_dir.path(), fs::perms(0755));
-    m_envs = m_dir.path() / "srv-envs";
+    m_envs = m_dir.path() / "demo-envs";
     fs::create_directory(m_envs);
     if (::geteuid() == 0) {
       const auto* nobody = ::getpwnam("nobody");
@@ -91,16 +101,18 @@ class DocWorld {
                  {"localhost:9716", c},
                  {"localhost", a},
                  {"/etc/envcontract/token", m_token.string()},
-                 {"/etc/envcontract/kunlunxin-demo.yaml", m_contract.string()},
-                 {"/opt/demo-host", demo_host().string()},
-                 {"/srv/envs", m_envs.string()}};
+                 {"tests/fixtures/demo_host/kunlunxin-demo.yaml", m_contract.string()},
+                 {"build/demo-agent/agent.db", (m_dir.path() / "a.db").string()},
+                 {"$PWD/build/demo-envs", m_envs.string()},
+                 {"build/demo-envs", m_envs.string()},
+                 {"build/demo-host", demo_host().string()}};
     m_to_doc = {{b, "localhost:9715"},
                 {c, "localhost:9716"},
                 {"127.0.0.1 port " + std::to_string(refused), "127.0.0.1 port 9716"},
                 {a, "localhost"},
-                {m_contract.string(), "/etc/envcontract/kunlunxin-demo.yaml"},
-                {demo_host().string(), "/opt/demo-host"},
-                {m_envs.string(), "/srv/envs"},
+                {m_contract.string(), "tests/fixtures/demo_host/kunlunxin-demo.yaml"},
+                {demo_host().string(), std::string(k_clone) + "/build/demo-host"},
+                {m_envs.string(), std::string(k_clone) + "/build/demo-envs"},
                 {hostname(), "xpu-node-17"}};
 
     // What relative paths in the examples name: the shipped contracts, and a

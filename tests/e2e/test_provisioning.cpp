@@ -252,9 +252,10 @@ TEST_F(Provisioning, APinTheWheelhouseCannotSatisfyStopsAtThatStepWithPipsMessag
   EXPECT_EQ(history[0]["outcome"], "failed");
   EXPECT_EQ(history[0]["detail"]["provision"]["steps"][2]["status"], "not_run");
 
-  // A failed provision is never promoted, whatever a scan of it would say.
+  // A failed provision is never promoted, whatever a scan of it would say:
+  // refused (1), as an env that does not comply is.
   const auto refused = promote("pinned", "torch-fl", m_contract);
-  EXPECT_EQ(refused.exit_code, 2);
+  EXPECT_EQ(refused.exit_code, 1);
   EXPECT_NE(refused.err.find("pinned is marked as a failed provision"), std::string::npos)
       << refused.err;
 
@@ -324,6 +325,73 @@ TEST_F(Provisioning, ASecondProvisionOfTheSameNameIsRefusedWhileOneRuns) {
   EXPECT_NE(refused.err.find("another provision of 'busy' is running"), std::string::npos)
       << refused.err;
   EXPECT_FALSE(fs::exists(m_envs / "busy"));
+}
+
+// Without a database (no --database, no agent config) nothing is recorded,
+// and the verb says so and how to record; with one, the record is made.
+TEST_F(Provisioning, WithoutADatabaseTheVerbSaysNothingIsRecorded) {
+  if (fs::exists("/etc/envcontract/agent.yaml")) {
+    GTEST_SKIP() << "/etc/envcontract/agent.yaml exists: the verbs take their database from it";
+  }
+  std::vector<std::string> argv = {ENVCONTRACTD_PATH, "rollback", "torch-fl", "--envs-dir",
+                                   m_envs.string()};
+  if (!m_user.empty()) {
+    argv.insert(argv.end(), {"--user", m_user});
+  }
+  const auto unrecorded = run_command(argv);
+  EXPECT_EQ(unrecorded.exit_code, 2) << "there is nothing to go back to";
+  EXPECT_NE(unrecorded.err.find("envcontractd rollback: not recorded: no database (--database "
+                                "FILE records it"),
+            std::string::npos)
+      << unrecorded.err;
+  EXPECT_FALSE(fs::exists(database()));
+
+  argv.insert(argv.end(), {"--database", database().string()});
+  const auto recorded = run_command(argv);
+  EXPECT_EQ(recorded.exit_code, 2);
+  EXPECT_EQ(recorded.err.find("not recorded"), std::string::npos) << recorded.err;
+  const auto history = records();
+  ASSERT_EQ(history.size(), 1U);
+  EXPECT_EQ(history[0]["action"], "rollback");
+  EXPECT_EQ(history[0]["outcome"], "failed");
+}
+
+// The demo host's walk-through (tests/fixtures/README.md, "Fixing an env"):
+// every env has pip, and the plan's own commands, run as printed, make
+// torch-fl-activate comply. On a demo host of its own: it changes an env.
+TEST_F(Provisioning, ThePlansOwnCommandsMakeADemoEnvComply) {
+  const auto host = m_dir.path() / "host";
+  testing::build_demo_host(host);
+  const auto env = host / "miniconda3/envs/torch-fl-activate";
+  ASSERT_TRUE(fs::exists(env / "lib/python3.10/site-packages/pip/__main__.py"))
+      << "the demo envs have no pip (Debian: python3-pip-whl)";
+  const std::vector<std::string> scope = {
+      "--contract",       (host / "kunlunxin-provision.yaml").string(), "--prefix", env.string(),
+      "--image-tag-file", (host / "etc/flagos-image").string(),         "-o",       "json"};
+  const auto run_verb = [&scope](const std::string& verb) {
+    std::vector<std::string> argv = {ENVCONTRACTD_PATH, verb};
+    argv.insert(argv.end(), scope.begin(), scope.end());
+    return run_command(argv);
+  };
+  const auto planned = run_verb("plan");
+  ASSERT_EQ(planned.exit_code, 1) << planned.err;
+  const auto plan = nlohmann::json::parse(planned.out);
+  ASSERT_EQ(plan["envs"].size(), 1U) << planned.out;
+  const auto& steps = plan["envs"][0]["steps"];
+  ASSERT_FALSE(steps.empty()) << planned.out;
+  for (const auto& step : steps) {
+    const std::string command = step.value("command", "");
+    ASSERT_NE(command, "") << "a step with no command: " << common::json_text(step);
+    const auto ran = run_command({"/bin/sh", "-c", command});
+    ASSERT_EQ(ran.exit_code, 0) << command << "\n" << ran.out << ran.err;
+  }
+
+  const auto scanned = run_verb("scan");
+  const auto report = nlohmann::json::parse(scanned.out, nullptr, false);
+  ASSERT_TRUE(report.is_object()) << scanned.out << scanned.err;
+  ASSERT_EQ(report["envs"].size(), 1U);
+  EXPECT_EQ(report["envs"][0]["verdict"], "compliant") << scanned.out;
+  EXPECT_EQ(report["compliant_envs"], nlohmann::json::array({"torch-fl-activate"}));
 }
 
 TEST_F(Provisioning, AnExistingEnvIsNeverTouchedAndRootNeverRunsTheSteps) {

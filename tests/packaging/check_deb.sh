@@ -50,6 +50,27 @@ for conffile in /etc/envcontract/agent.yaml /etc/envcontract/fleet.env; do
 done
 
 dpkg-deb -x "$deb" "$work/root"
+
+# The description reads as written: no line of it starts with the ';' that
+# joins a CMake list.
+if dpkg-deb -f "$deb" Description | grep -q '^ *;'; then
+  echo "the package's Description has lines starting with ';':"
+  dpkg-deb -f "$deb" Description
+  exit 1
+fi
+
+# Every document the shipped docs, unit files and configs name (docs/NAME.md,
+# a schema) is shipped beside them.
+docs="$work/root/usr/share/doc/envcontract"
+named=$(grep -rIhoE 'docs/[A-Za-z_]+\.(md|json)|[a-z]+\.schema\.json' "$docs" \
+  "$work/root/lib/systemd/system" "$work/root/etc/envcontract" | sed 's|^docs/||' | sort -u)
+for name in $named; do
+  [ -f "$docs/$name" ] || {
+    echo "the package's docs name $name, which it does not ship"
+    exit 1
+  }
+done
+echo "docs: every document named is shipped ($(echo "$named" | wc -l) names)"
 "$work/root/usr/bin/envcontractd" --version
 "$work/root/usr/bin/fleetctl" --version
 "$work/root/usr/bin/envcontractd" validate "$work/root"/usr/share/envcontract/contracts/*.yaml

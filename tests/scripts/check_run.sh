@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
-# scripts/run as a user meets it: it builds (with progress), scans the demo
-# host, starts the agent with its dashboard, and Ctrl-C (SIGINT to its
-# process group, as a terminal sends it) stops it with exit status 0.
+# scripts/run as a user meets it: it builds the two tools (with progress, and
+# not the tests), scans the demo host, starts the agent with its dashboard,
+# the rescan command it prints is taken, and Ctrl-C (SIGINT to its process
+# group, as a terminal sends it) stops it with exit status 0.
 # usage: tests/scripts/check_run.sh (from the checkout)
 set -uo pipefail
 log=$(mktemp)
@@ -26,6 +27,23 @@ curl -sf -o /dev/null "${url}healthz" || {
   echo "the agent scripts/run started does not answer at $url" >&2
   exit 1
 }
+# The rescan command it prints works as printed: the agent queues the scan.
+rescan=$(sed -n 's/^Rescan: *//p' "$log")
+case "$rescan" in
+  "curl -s -X POST "*"${url}api/v1/scan") ;;
+  *)
+    echo "scripts/run prints no rescan command for $url: '$rescan'" >&2
+    kill -INT -- -"$run"
+    exit 1
+    ;;
+esac
+answer=$(bash -c "$rescan -w '\n%{http_code}'")
+if [ "$(echo "$answer" | tail -1)" != 202 ] || ! echo "$answer" | grep -q '"state": "queued"'; then
+  echo "scripts/run's rescan command ($rescan) was not taken:" >&2
+  echo "$answer" >&2
+  kill -INT -- -"$run"
+  exit 1
+fi
 kill -INT -- -"$run"
 wait "$run"
 status=$?
@@ -38,8 +56,14 @@ if pgrep -f "serve --contract .* --listen 127.0.0.1:0" >/dev/null; then
   echo "the agent outlived scripts/run" >&2
   exit 1
 fi
-grep -q '^== building envcontractd and fleetctl in build/dev' "$log" || {
+grep -q '^== building envcontractd and fleetctl in build/run' "$log" || {
   echo "scripts/run does not say it builds" >&2
   exit 1
 }
-echo "scripts/run: started the agent at $url, stopped by Ctrl-C with exit 0"
+# The main job needs the two tools only: the tests are scripts/test's to build.
+if grep -Eq 'unit_tests|_bench' "$log"; then
+  echo "scripts/run builds the tests or benchmarks:" >&2
+  grep -E 'unit_tests|_bench' "$log" | head -5 >&2
+  exit 1
+fi
+echo "scripts/run: started the agent at $url, took the rescan it prints, stopped by Ctrl-C with exit 0"

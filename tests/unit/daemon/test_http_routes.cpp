@@ -3,6 +3,8 @@
 
 #include <gtest/gtest.h>
 
+#include <set>
+
 namespace envcontract::daemon {
 namespace {
 
@@ -48,6 +50,27 @@ TEST(HttpRoutes, ProvisioningTakesPostsAndJobsAreDigits) {
   EXPECT_EQ(job.argument, "7");
   EXPECT_EQ(match_route("POST", "/api/v1/provisions/7").allowed, "GET");
   EXPECT_EQ(match_route("GET", "/api/v1/provisions/7a").outcome, Outcome::not_found);
+}
+
+// The 404 answer's list names every endpoint there is, each as it is
+// routed: its method and its path (a placeholder standing for a value).
+TEST(HttpRoutes, TheEndpointListNamesEveryEndpoint) {
+  std::set<Endpoint> listed;
+  for (const auto& entry : endpoint_list()) {
+    const auto space = entry.find(' ');
+    ASSERT_NE(space, std::string::npos) << entry;
+    std::string path = entry.substr(space + 1, entry.find(' ', space + 1) - space - 1);
+    for (const std::string placeholder : {"{name}", "{id}"}) {
+      if (const auto at = path.find(placeholder); at != std::string::npos) {
+        path.replace(at, placeholder.size(), "7");
+      }
+    }
+    const auto match = match_route(entry.substr(0, space), path);
+    EXPECT_EQ(match.outcome, Outcome::found) << entry;
+    listed.insert(match.endpoint);
+  }
+  EXPECT_EQ(listed.size(), static_cast<std::size_t>(Endpoint::asset) + 1)
+      << "an endpoint is missing from endpoint_list()";
 }
 
 TEST(HttpRoutes, LongPathsAreAnsweredWithoutRecursion) {
