@@ -51,6 +51,23 @@ const std::vector<facts::LibraryLinkage>& EnvFactsView::libraries(
   return m_facts.linkage.libraries;
 }
 
+std::string EnvFactsView::interpreter_version() const {
+  if (!m_facts.dynamic) {
+    return "";
+  }
+  for (const auto& stage : m_facts.dynamic->stages) {
+    if (stage.activation != facts::Activation::activated) {
+      continue;
+    }
+    for (const auto& record : stage.records) {
+      if (record.type == "search_path" && record.version && !record.version->empty()) {
+        return *record.version;
+      }
+    }
+  }
+  return "";
+}
+
 const facts::StageResult* EnvFactsView::stage(std::string_view name,
                                               facts::Activation activation) const {
   if (!m_facts.dynamic) {

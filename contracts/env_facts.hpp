@@ -44,6 +44,9 @@ class EnvFactsView {
   // The activation artifact recorded for a stage, or nullptr.
   const facts::ActivationArtifact* activation_artifact(std::string_view stage) const;
   bool has_dynamic_facts() const { return m_facts.dynamic.has_value(); }
+  // The version the interpreter reported of itself ("3.10.13") when one of
+  // its activated stages ran, else "".
+  std::string interpreter_version() const;
 
   // `pattern` expanded once per site dir when it names {site} (a package
   // may live in any of them), else once: "{prefix}/lib", "${VAR}/lib" (from

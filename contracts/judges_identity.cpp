@@ -316,8 +316,10 @@ void triton(const Check&, const TritonParams& params, const EnvFactsView& facts,
 
 void python(const Check&, const PythonParams& params, const EnvFactsView& facts,
             CheckResult& result) {
-  const std::string& version = facts.python_version();
-  // The interpreter's own version; the env's records may say another.
+  // The interpreter's word when it ran ("3.10.13"); else what its files say
+  // ("3.10" from bin/python's name, when the records disagree with it).
+  const std::string running = facts.interpreter_version();
+  const std::string& version = running.empty() ? facts.python_version() : running;
   const std::string& conflict = facts.facts().env.python_version_conflict;
   result.actual = version;
   if (!satisfies_all(version, params.version)) {
@@ -338,6 +340,14 @@ void distributions(const Check&, const DistributionsParams& params, const EnvFac
   for (const auto& [name, clauses] : params.pins) {
     const auto* found = find_distribution(facts, name);
     actual[name] = found ? Json(found->version) : Json(nullptr);
+    // conda-meta records what conda installed, for whichever Python: a
+    // record of a package the interpreter cannot see (its files are under
+    // another Python's site dir) is not the package installed.
+    if (found != nullptr && found->source == "conda-meta" &&
+        fail_if_installed_for_another_python(result, facts, name)) {
+      result.actual = actual;
+      return;
+    }
     if (!found) {
       if (!fail_if_installed_for_another_python(result, facts, name)) {
         fail(result, "missing_package",

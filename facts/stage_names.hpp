@@ -9,6 +9,9 @@ namespace envcontract::facts::stage_names {
 
 // torch's own view of itself (`import torch` and its version record).
 inline constexpr std::string_view identity = "identity";
+// The interpreter alone (its version and sys.path), when no check runs a
+// Python stage: never compliant on an interpreter that was never started.
+inline constexpr std::string_view interpreter = "interpreter";
 // The imports every imports check of the contract asked for, in order.
 inline constexpr std::string_view imports = "imports";
 

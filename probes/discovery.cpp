@@ -208,7 +208,7 @@ std::optional<PythonEnv> describe_prefix(const fs::path& prefix, const RunAsPoli
   } else if (path_exists(env.prefix / "pyvenv.cfg")) {
     env.kind = EnvKind::venv;
     env.python_version = venv_python_version(env.prefix);
-    recorded_in = "pyvenv.cfg";
+    recorded_in = env.python_version.empty() ? "" : "pyvenv.cfg";
   } else if (path_exists(env.prefix / "bin" / "python") ||
              path_exists(env.prefix / "bin" / "python3")) {
     env.kind = EnvKind::interpreter;

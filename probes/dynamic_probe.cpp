@@ -639,6 +639,16 @@ std::vector<StageSpec> stage_specs(const ProbePlan& plan) {
                      first_import_of_snippet(smoke.code),
                      snippet_imports(smoke.code, "torch")});
   }
+  // No check runs Python: the interpreter is still started once, so that an
+  // env is never judged on files alone when its interpreter cannot start or
+  // is another Python than its files say.
+  if (specs.empty()) {
+    specs.push_back({std::string(stage_names::interpreter),
+                     {{"stage", "interpreter"}},
+                     plan.identity_timeout,
+                     "",
+                     ""});
+  }
   return specs;
 }
 

@@ -5,6 +5,7 @@
 #include <cctype>
 #include <cerrno>
 
+#include "probes/run_as.hpp"
 #include "probes/system_root.hpp"
 
 namespace envcontract::probes {
@@ -15,8 +16,9 @@ namespace {
 // Linux's own bound on the links one lookup follows (MAXSYMLINKS).
 constexpr int k_max_links = 40;
 
-// "3.10" from "python3.10" (or "python3.13t", free-threaded); "" otherwise.
-std::string version_in_name(const std::string& name) {
+}  // namespace
+
+std::string python_version_in_name(const std::string& name) {
   if (!name.starts_with("python")) {
     return "";
   }
@@ -36,8 +38,6 @@ std::string version_in_name(const std::string& name) {
   return version;
 }
 
-}  // namespace
-
 std::string InterpreterLinks::text(const fs::path& prefix) const {
   if (chain.empty()) {
     return "";
@@ -52,14 +52,20 @@ std::string InterpreterLinks::text(const fs::path& prefix) const {
 }
 
 std::string InterpreterLinks::python_version() const {
-  if (chain.empty() || missing || loop) {
+  if (chain.empty() || missing || loop || unreadable != 0 || !regular) {
     return "";
   }
-  return version_in_name(chain.back().filename().string());
+  return python_version_in_name(chain.back().filename().string());
 }
 
 InterpreterLinks follow_interpreter_links(const facts::PythonEnv& env) {
   InterpreterLinks links;
+  const ReadingAs reading(env.reader());
+  if (!reading.ok()) {
+    links.chain.push_back(env.python);
+    links.unreadable = EPERM;
+    return links;
+  }
   const bool in_container = !env.exec.empty() && !env.system_root.empty() && env.system_root != "/";
   const SystemRoot tree(in_container ? env.system_root : fs::path("/"));
   fs::path path = env.python;
@@ -76,6 +82,7 @@ InterpreterLinks follow_interpreter_links(const facts::PythonEnv& env) {
       return links;
     }
     if (!S_ISLNK(info.st_mode)) {
+      links.regular = S_ISREG(info.st_mode);
       return links;
     }
     if (followed == k_max_links) {

@@ -22,18 +22,26 @@ struct InterpreterLinks {
   bool missing = false;  // the last path of the chain does not exist
   bool loop = false;     // more links than the kernel follows (40)
   int unreadable = 0;    // errno when a path of the chain could not be read
+  bool regular = false;  // the chain ends at a regular file
 
   // "bin/python -> python3.10 -> /opt/gone/bin/python3.10": each link as it
   // is written, the first path named relative to the prefix.
   std::string text(const std::filesystem::path& prefix) const;
-  // "3.10" when the file the chain ends at is named pythonX.Y (how CPython,
-  // conda, Debian and pyenv install their interpreters), else "".
+  // "3.10" when the regular file the chain ends at is named pythonX.Y (how
+  // CPython, conda, Debian and pyenv install their interpreters), else "".
   std::string python_version() const;
 };
 
-// The links of env.python: inside a container target, an absolute link
-// starts again at the container's "/"; an env of the host or of a --root
-// tree runs on the host, where the kernel follows it as the host's.
+// "3.10" from "python3.10" (or "python3.13t", free-threaded); "" when the
+// name is not pythonX.Y.
+std::string python_version_in_name(const std::string& name);
+
+// The links of env.python, read as env.reader() (setfsuid): a link into a
+// directory only root may enter, or to another user's process under /proc,
+// is unreadable to it and named no further. Inside a container target, an
+// absolute link starts again at the container's "/"; an env of the host or
+// of a --root tree runs on the host, where the kernel follows it as the
+// host's.
 InterpreterLinks follow_interpreter_links(const facts::PythonEnv& env);
 
 }  // namespace envcontract::probes

@@ -6,6 +6,7 @@
 
 #include "common/python_names.hpp"
 #include "probes/activation.hpp"
+#include "probes/interpreter_links.hpp"
 #include "probes/small_files.hpp"
 #include "probes/stall_guard.hpp"
 #include "probes/system_root.hpp"
@@ -304,10 +305,15 @@ std::vector<ForeignSite> other_python_sites(const PythonEnv& env, const StaticFa
     return sites;
   }
   for (const auto& site : find_site_packages(env)) {
-    const std::string python = site.parent_path().filename().string().substr(6);
+    // Only lib/pythonX.Y (or X.Yt): not lib/python3 (every Python 3's, as
+    // Debian's is), not a lib/python3.10.bak left aside.
+    const std::string dir_name = site.parent_path().filename().string();
+    const std::string version = python_version_in_name(dir_name);
+    const std::string python =
+        version.empty() || !dir_name.ends_with('t') ? version : version + "t";
     const bool read = std::find(facts.site_packages.begin(), facts.site_packages.end(), site) !=
                       facts.site_packages.end();
-    if (python == own || python == own + "t" || read) {
+    if (python.empty() || python == own || python == own + "t" || read) {
       continue;
     }
     ForeignSite foreign{site, python, {}, scan_site_packages_distributions(site)};

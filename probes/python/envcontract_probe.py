@@ -329,7 +329,14 @@ def stage_smoke(report, request):
     report.write("smoke", **result)
 
 
+def stage_interpreter(report, request):
+    """The interpreter itself, when no check needs more: the start and
+    search_path records every stage writes (its version, its sys.path) are
+    the evidence that it starts and which Python it is."""
+
+
 STAGES = {
+    "interpreter": stage_interpreter,
     "identity": stage_identity,
     "imports": stage_imports,
     "devices": stage_devices,

@@ -57,6 +57,11 @@ TEST(WhatTheEnvRuns, AHalfFinishedUpgradeIsJudgedOnThePythonTheEnvRuns) {
   fs::create_symlink(demo_python(), prefix / "bin/python3.10");
   fs::create_directories(prefix / "lib/python3.10/site-packages");
   install_torch_files(prefix / "lib/python3.11/site-packages");
+  // conda recorded numpy for that Python too: its record is no numpy the
+  // interpreter can import.
+  write_file(prefix / "conda-meta/numpy-1.26.4-py311h64a7726_0.json",
+             R"({"name": "numpy", "version": "1.26.4"})");
+  write_file(prefix / "lib/python3.11/site-packages/numpy/__init__.py", "");
   const auto contract = dir.write("upgrade.yaml", R"(schema_version: 1
 name: upgrade
 checks:
@@ -67,6 +72,10 @@ checks:
   - id: python
     kind: python
     version: ">=3.11"
+  - id: numpy
+    kind: distributions
+    pins:
+      numpy: ">=1.26"
 )");
   const auto env = scan_prefix(contract, prefix, 1);
   EXPECT_EQ(env["verdict"], "drift");
@@ -91,7 +100,36 @@ checks:
   const auto* python = find_check(env, "python");
   ASSERT_NE(python, nullptr);
   EXPECT_EQ((*python)["diagnosis"]["summary"],
-            "Python 3.10, the contract wants >=3.11 (" + conflict + ")");
+            "Python 3.10.13, the contract wants >=3.11 (" + conflict + ")");
+  const auto* numpy = find_check(env, "numpy");
+  ASSERT_NE(numpy, nullptr);
+  EXPECT_EQ((*numpy)["status"], "fail");
+  EXPECT_EQ((*numpy)["diagnosis"]["cause"], "wrong_python");
+}
+
+// A contract of files and records alone still starts the interpreter once:
+// an env whose interpreter cannot start is never compliant on its files.
+TEST(WhatTheEnvRuns, AnInterpreterThatCannotStartIsNeverCompliantOnFilesAlone) {
+  TempDir dir;
+  const auto prefix = make_venv(dir.path() / "cannot-start");
+  // A copy of the interpreter away from the libpython it finds through
+  // $ORIGIN/../lib.
+  fs::remove(prefix / "bin/python");
+  fs::copy_file(demo_python(), prefix / "bin/python");
+  const auto contract = dir.write("python.yaml", R"(schema_version: 1
+name: python-only
+checks:
+  - id: python
+    kind: python
+    version: ">=3.8"
+)");
+  const auto env = scan_prefix(contract, prefix, 1);
+  EXPECT_EQ(env["verdict"], "drift");
+  const auto* broken = find_check(env, "env:interpreter");
+  ASSERT_NE(broken, nullptr);
+  EXPECT_EQ((*broken)["diagnosis"]["cause"], "broken_env");
+  const std::string summary = (*broken)["diagnosis"]["summary"];
+  EXPECT_NE(summary.find("cannot start: "), std::string::npos) << summary;
 }
 
 // A bin/python that is not the Python its name and records say: the files

@@ -239,6 +239,27 @@ TEST(StaticFacts, ALongRecordKeepsItsFirstTopLevelNamesInOrder) {
   EXPECT_EQ(found[0].packages.back(), "p510");
 }
 
+// What the prefix holds for another Python than its interpreter's is
+// listed apart, never read as the env's; lib/python3/ (every Python 3's) is
+// not another Python's.
+TEST(StaticFacts, SiteDirsOfAnotherPythonAreListedApart) {
+  testing::TempDir dir;
+  dir.write("env/lib/python3.10/site-packages/numpy/__init__.py", "");
+  dir.write("env/lib/python3.10/site-packages/numpy-1.26.4.dist-info/METADATA",
+            "Metadata-Version: 2.1\nName: numpy\nVersion: 1.26.4\n");
+  dir.write("env/lib/python3/site-packages/shared.py", "");
+  const auto facts = facts_of_venv(dir, {{"ours.py", ""}});
+  EXPECT_TRUE(contains(facts.modules, "ours"));
+  EXPECT_FALSE(contains(facts.modules, "numpy"));
+  ASSERT_EQ(facts.other_python_sites.size(), 1U);
+  const auto& other = facts.other_python_sites.front();
+  EXPECT_EQ(other.python, "3.10");
+  EXPECT_EQ(other.path, dir.path() / "env/lib/python3.10/site-packages");
+  EXPECT_EQ(other.modules, std::vector<std::string>{"numpy"});
+  ASSERT_EQ(other.distributions.size(), 1U);
+  EXPECT_EQ(other.distributions.front().version, "1.26.4");
+}
+
 TEST(StaticFacts, VenvWithoutCondaMetadata) {
   const auto facts = facts_of("venvs/xpu210v");
   EXPECT_EQ(facts.torch.version, "2.10.0+cu129");
