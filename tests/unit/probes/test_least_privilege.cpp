@@ -826,6 +826,35 @@ TEST_F(LeastPrivilege, NothingAnOwnerCannotReadReachesTheFacts) {
   EXPECT_NE(readable.find("rootsecret-7f3a"), std::string::npos);
 }
 
+// bin/python's links are followed as the env's reader: a link alice's env
+// leads through bob's private directory names nothing beyond it (read as
+// root, the chain would put bob's link target in the report).
+TEST_F(LeastPrivilege, TheInterpretersLinksAreFollowedAsTheEnvsReader) {
+  const fs::path prefix = make_venv("env");
+  const fs::path bob_private = m_dir.path() / "bob-private";
+  fs::create_directories(bob_private);
+  fs::create_symlink("/opt/bobsecret-5d1e/python3.10", bob_private / "python");
+  chown_tree(bob_private, m_bob.uid, m_bob.gid);
+  fs::permissions(bob_private, fs::perms::owner_all, fs::perm_options::replace);
+  fs::remove(prefix / "bin/python");
+  fs::create_symlink(bob_private / "python", prefix / "bin/python");
+  chown_tree(prefix, m_alice_uid, m_alice_gid);
+  const auto env = describe_prefix(prefix);
+  ASSERT_TRUE(env.has_value());
+  const std::string facts = common::json_text(to_json(*env));
+  EXPECT_EQ(facts.find("bobsecret-5d1e"), std::string::npos) << facts;
+  // Readable by alice, the same chain is followed to its end and named.
+  fs::permissions(bob_private,
+                  fs::perms::owner_all | fs::perms::others_read | fs::perms::others_exec,
+                  fs::perm_options::replace);
+  const auto readable = describe_prefix(prefix);
+  ASSERT_TRUE(readable.has_value());
+  ASSERT_FALSE(readable->problems.empty());
+  EXPECT_NE(readable->problems.front().find("/opt/bobsecret-5d1e/python3.10 does not exist"),
+            std::string::npos)
+      << readable->problems.front();
+}
+
 TEST_F(LeastPrivilege, EscapedForkedAndGreedyProbesAreBoundedAndEnded) {
   const fs::path prefix = make_venv("env");
   const fs::path site = prefix / "lib/python3.10/site-packages";
