@@ -31,8 +31,8 @@ CheckResult disagreement_result() {
 // The version the interpreter reported against the one the files were read
 // for: another Python reads other site dirs, so nothing read from files
 // holds (a bin/python named python3.10 that is another Python).
-std::optional<CheckResult> version_agreement(const EnvFactsView& facts,
-                                             const std::string& running) {
+std::optional<CheckResult> version_agreement(const EnvFactsView& facts) {
+  const std::string running = facts.interpreter_version();
   const std::string& read_for = facts.python_version();
   if (running.empty() || read_for.empty() ||
       common::python_major_minor(running) == common::python_major_minor(read_for)) {
@@ -62,7 +62,6 @@ std::optional<CheckResult> search_path_agreement(const EnvFactsView& facts) {
   std::set<std::string> compared;
   static const std::vector<facts::StageResult> none;
   const auto& stages = facts.has_dynamic_facts() ? facts.facts().dynamic->stages : none;
-  std::string running;  // the interpreter's own version, as it reported it
   for (const auto& stage : stages) {
     // The static search path is the activated environment's: only imports
     // made under it compare.
@@ -72,7 +71,6 @@ std::optional<CheckResult> search_path_agreement(const EnvFactsView& facts) {
     for (const auto& record : stage.records) {
       if (record.type == "search_path" && interpreter_path.is_null()) {
         interpreter_path = record.entries;
-        running = record.version.value_or("");
       }
       const std::string imported = record.realpath.value_or("");
       const std::string module = record.module.substr(0, record.module.find('.'));
@@ -96,7 +94,7 @@ std::optional<CheckResult> search_path_agreement(const EnvFactsView& facts) {
                                {"activation", to_string(stage.activation)}});
     }
   }
-  if (auto versions = version_agreement(facts, running)) {
+  if (auto versions = version_agreement(facts)) {
     return versions;
   }
   if (disagreements.empty()) {
