@@ -10,20 +10,7 @@ std::string EnvFactsView::site() const {
 }
 
 std::string EnvFactsView::seen_by_env(const std::string& host_path) const {
-  std::string root = m_facts.env.system_root.string();
-  while (root.size() > 1 && root.back() == '/') {
-    root.pop_back();
-  }
-  if (root.empty() || root == "/") {
-    return host_path;
-  }
-  if (host_path == root) {
-    return "/";
-  }
-  if (host_path.starts_with(root + "/")) {
-    return host_path.substr(root.size());
-  }
-  return host_path;
+  return facts::path_inside_root(m_facts.env.system_root, host_path);
 }
 
 std::vector<std::string> EnvFactsView::sites() const {
@@ -103,6 +90,15 @@ facts::PathAnchors EnvFactsView::anchors() const {
 
 std::vector<std::string> EnvFactsView::expand_all(const std::string& pattern) const {
   return facts::expand_path_pattern(pattern, anchors());
+}
+
+std::vector<std::string> EnvFactsView::expand_all_as_env_sees(const std::string& pattern) const {
+  auto inside = anchors();
+  inside.prefix = seen_by_env(inside.prefix);
+  for (auto& site : inside.sites) {
+    site = seen_by_env(site);
+  }
+  return facts::expand_path_pattern(pattern, inside);
 }
 
 std::vector<std::string> EnvFactsView::unset_variables(const std::string& pattern) const {

@@ -52,6 +52,10 @@ class EnvFactsView {
   // may live in any of them), else once: "{prefix}/lib", "${VAR}/lib" (from
   // the activated environment) made absolute.
   std::vector<std::string> expand_all(const std::string& pattern) const;
+  // The same as the env's own processes name paths ({prefix} and {site}
+  // inside its container or rootfs): for what they report (a search path
+  // set by activation) and paths the agent read, made seen_by_env.
+  std::vector<std::string> expand_all_as_env_sees(const std::string& pattern) const;
   // The ${VAR} names in `pattern` that the activated environment leaves unset.
   std::vector<std::string> unset_variables(const std::string& pattern) const;
   // The env's prefix, site dirs and activated variables, for path patterns.

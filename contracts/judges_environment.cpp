@@ -94,7 +94,8 @@ void search_path(const Check&, const SearchPathParams& params, const EnvFactsVie
            evidence, "set " + unset.front() + " in the env's etc/conda/activate.d script");
       return;
     }
-    const auto candidates = facts.expand_all(dir);
+    // Its entries name paths as the env's processes do (inside its container).
+    const auto candidates = facts.expand_all_as_env_sees(dir);
     const std::string wanted = candidates.front();
     if (position >= entries.size() ||
         std::find(candidates.begin(), candidates.end(), entries[position]) == candidates.end()) {
@@ -108,7 +109,7 @@ void search_path(const Check&, const SearchPathParams& params, const EnvFactsVie
     ++position;
   }
   for (const auto& root : params.must_not_contain) {
-    for (const auto& forbidden : facts.expand_all(root)) {
+    for (const auto& forbidden : facts.expand_all_as_env_sees(root)) {
       for (const auto& entry : entries) {
         if (!entry.starts_with(forbidden)) {
           continue;

@@ -94,14 +94,17 @@ void files(const Check&, const FilesParams& params, const EnvFactsView& facts,
 
 void linkage(const Check&, const LinkageParams& params, const EnvFactsView& facts,
              CheckResult& result) {
-  const auto patterns = facts.expand_all(params.library);
+  // Matched as the env's processes name the library (inside its container):
+  // a contract's "/usr/lib/libfoo.so*" is the container's, not the host's.
+  const auto patterns = facts.expand_all_as_env_sees(params.library);
   const bool transitive = params.transitive;
   Json matched = Json::array();
   std::optional<Diagnosis> unanalysed;
   for (const auto& library : facts.libraries()) {
     const std::string path = library.path.string();
+    const std::string seen = facts.seen_by_env(path);
     if (std::none_of(patterns.begin(), patterns.end(), [&](const std::string& pattern) {
-          return ::fnmatch(pattern.c_str(), path.c_str(), FNM_PATHNAME) == 0;
+          return ::fnmatch(pattern.c_str(), seen.c_str(), FNM_PATHNAME) == 0;
         })) {
       continue;
     }

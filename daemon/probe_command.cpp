@@ -12,10 +12,13 @@
 #include "daemon/probe_plan.hpp"
 #include "probes/activation.hpp"
 #include "probes/dynamic_probe.hpp"
+#include "probes/exec_session.hpp"
 
 namespace envcontract::daemon {
 
 int run_probe(const ProbeOptions& options, std::ostream& out, std::ostream& err) {
+  // A container's envs share one engine exec per user (probes/exec_session.hpp).
+  const probes::ExecSessionScope exec_sessions;
   std::optional<contracts::Contract> contract;
   if (options.contract) {
     auto loaded = contracts::load_contract_file(*options.contract);

@@ -15,6 +15,7 @@
 #include "contracts/host_judgement.hpp"
 #include "daemon/probe_plan.hpp"
 #include "probes/exec_prefix.hpp"
+#include "probes/exec_session.hpp"
 #include "probes/kept_facts.hpp"
 #include "probes/stall_guard.hpp"
 
@@ -270,6 +271,8 @@ facts::DynamicFacts probe_bounded(const facts::EnvFacts& env, const probes::Prob
 report::Json Scanner::scan(const LoadedContract& contract, const ScanSettings& settings,
                            const ScanObserver& observer) {
   std::lock_guard scan_lock(m_scan_mutex);
+  // A container's envs share one engine exec per user for the scan.
+  const probes::ExecSessionScope exec_sessions;
   const auto started = std::chrono::steady_clock::now();
   const auto cancellation = std::make_shared<probes::Cancellation>();
   {

@@ -18,6 +18,7 @@
 #include "daemon/probe_plan.hpp"
 #include "facts/stage_names.hpp"
 #include "probes/dynamic_probe.hpp"
+#include "probes/exec_session.hpp"
 #include "probes/host_facts.hpp"
 #include "provisioning/snapshot.hpp"
 
@@ -85,6 +86,8 @@ const probes::StageResult* stage_named(const probes::DynamicFacts& facts, const 
 }  // namespace
 
 int run_snapshot(const SnapshotOptions& options, std::ostream& out, std::ostream& err) {
+  // A container's envs share one engine exec per user (probes/exec_session.hpp).
+  const probes::ExecSessionScope exec_sessions;
   std::optional<ContractHandle> base;
   if (!options.base_contract.empty()) {
     auto loaded = load_contract(options.base_contract);

@@ -4,6 +4,20 @@
 
 namespace envcontract::facts {
 
+std::string path_inside_root(const std::filesystem::path& root, const std::string& path) {
+  std::string prefix = root.string();
+  while (prefix.size() > 1 && prefix.back() == '/') {
+    prefix.pop_back();
+  }
+  if (prefix.empty() || prefix == "/") {
+    return path;
+  }
+  if (path == prefix) {
+    return "/";
+  }
+  return path.starts_with(prefix + "/") ? path.substr(prefix.size()) : path;
+}
+
 std::string to_string(EnvKind kind) {
   switch (kind) {
     case EnvKind::conda:

@@ -136,6 +136,11 @@ struct PythonEnv {
   ExecPrefix exec;
 };
 
+// `path`, as the agent names it, as the processes of the tree `root` (an
+// env's system_root) name it: without the root's part. Unchanged when the
+// root is the host's ("/" or empty) or the path is not under it.
+std::string path_inside_root(const std::filesystem::path& root, const std::string& path);
+
 // Something discovery could not use, e.g. a stale environments.txt entry.
 struct DiscoveryProblem {
   std::filesystem::path path;

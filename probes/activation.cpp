@@ -10,6 +10,7 @@
 
 #include "common/json_from_outside.hpp"
 #include "probes/exec_prefix.hpp"
+#include "probes/exec_session.hpp"
 #include "probes/import_safety.hpp"
 #include "probes/scratch_directory.hpp"
 #include "probes/small_files.hpp"
@@ -284,7 +285,7 @@ ActivatedEnvironment activate(const PythonEnv& env, std::chrono::milliseconds ti
   limits.max_output_bytes = 64 * 1024;
   limits.cancellation = cancellation;
   limits.resources = resources;
-  const auto run = run_process(env_process(env, spec), limits);
+  const auto run = run_env_process(env, spec, limits);
   result.script_output = run.out + run.err;
   const auto text = directory.read("environment", 4 * 1024 * 1024);
 

@@ -21,6 +21,7 @@
 #include "facts/stage_names.hpp"
 #include "probes/ci_runner.hpp"
 #include "probes/exec_prefix.hpp"
+#include "probes/exec_session.hpp"
 #include "probes/first_import.hpp"
 #include "probes/import_safety.hpp"
 #include "probes/probe_program.hpp"
@@ -417,7 +418,7 @@ std::vector<StageResult> run_chain(const PythonEnv& env, const Environment& envi
     return stalled ? std::nullopt : *text;
   };
   const auto read_stacks = [&] { return read_scratch("stacks.txt", 256 * 1024); };
-  const auto result = run_process(env_process(env, process), limits, [&](pid_t pid) {
+  const auto result = run_env_process(env, process, limits, [&](pid_t pid) {
     const pid_t interpreter = command_below_prefix(pid, env.exec, env.run_as.uid);
     // Every stage of a chain but its last runs in a process the interpreter
     // forked for it once it had named the stage in its progress (before
@@ -540,7 +541,7 @@ StageResult run_command_stage(const PythonEnv& env, const Environment& environme
   const auto bounded = budget.bounded({stage.stage, Json(), command.timeout});
   const ProcessLimits limits = budget.limits(bounded.timeout);
   // A shell dumps no Python stacks.
-  const auto result = run_process(env_process(env, process), limits, [&](pid_t pid) {
+  const auto result = run_env_process(env, process, limits, [&](pid_t pid) {
     stage.hang =
         diagnose_hang(command_below_prefix(pid, env.exec, env.run_as.uid), {}, credentials_of(env));
   });

@@ -115,7 +115,9 @@ pid_t command_started_by_runtime(pid_t client, uid_t uid, pid_t container_proces
     const std::string dir = "/proc/" + std::to_string(marked);
     const std::string root = dir + "/root";
     // /proc/PID is owned by the process's effective uid (while it is dumpable).
-    if (marked == client || ::stat(dir.c_str(), &process) != 0 || process.st_uid != uid ||
+    // `client` itself too: run through an exec session (probes/exec_session.hpp)
+    // the process sampled is the command inside, marked, not a client.
+    if (::stat(dir.c_str(), &process) != 0 || process.st_uid != uid ||
         ::stat(root.c_str(), &theirs) != 0 ||
         (theirs.st_dev == ours.st_dev && theirs.st_ino == ours.st_ino)) {
       continue;
@@ -205,15 +207,9 @@ ProcessSpec through_prefix(const ExecPrefix& prefix, const ProcessSpec& inside) 
 }
 
 std::string seen_by_env(const facts::PythonEnv& env, const std::filesystem::path& path) {
-  const std::string text = path.string();
-  const std::string root = env.system_root.string();
-  if (env.exec.empty() || root.empty() || root == "/") {
-    return text;
-  }
-  if (text == root) {
-    return "/";
-  }
-  return text.starts_with(root + "/") ? text.substr(root.size()) : text;
+  // Only processes started through an exec prefix see the env's root as
+  // theirs; without one they run on the agent's paths.
+  return env.exec.empty() ? path.string() : facts::path_inside_root(env.system_root, path.string());
 }
 
 std::string seen_by_agent(const facts::PythonEnv& env, const std::string& path) {

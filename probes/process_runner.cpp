@@ -105,6 +105,10 @@ struct ChildSetup {
   // rights on the way there: a directory of the env's (its prefix) may be
   // swapped for a link into a tree only root may enter.
   const char* working_dir = "/";
+  // Killed when the thread that started it ends (PR_SET_PDEATHSIG, which
+  // follows the thread, not the process): not for a process that outlives
+  // the call that started it.
+  bool dies_with_starter = true;
 };
 
 // Leaves the child with a message on its stderr (which we capture) and the
@@ -215,7 +219,9 @@ void prepare_child(const ChildSetup& setup, bool in_cgroup) {
   // kill covers the child's descendants; this covers the child when we are
   // gone. Set after the change of user, which clears it. The agent may have
   // died before prctl: then leave at once.
-  ::prctl(PR_SET_PDEATHSIG, SIGKILL);
+  if (setup.dies_with_starter) {
+    ::prctl(PR_SET_PDEATHSIG, SIGKILL);
+  }
   if (::getppid() != setup.agent) {
     ::_exit(127);
   }
@@ -394,6 +400,13 @@ class OnUnwind {
   int m_exceptions = std::uncaught_exceptions();
 };
 
+// Writing stdin to a child that already exited raises SIGPIPE, whose default
+// action would kill the agent: ignored (the write then fails with EPIPE).
+void ignore_sigpipe() {
+  static std::once_flag once;
+  std::call_once(once, [] { ::signal(SIGPIPE, SIG_IGN); });
+}
+
 // Reaps our child `pid` once it has ended, waiting at most `limit` (a child
 // asleep where SIGKILL does not reach is not waited for).
 void reap_within(pid_t pid, std::chrono::milliseconds limit) {
@@ -478,6 +491,82 @@ void wait_for_end(const LeftProcess& process) {
 
 }  // namespace
 
+AttachedProcess start_attached(const ProcessSpec& spec, const ResourceLimits& resources) {
+  AttachedProcess process;
+  if (spec.argv.empty()) {
+    process.error = "no command given";
+    return process;
+  }
+  ignore_sigpipe();
+  auto out_ends = stdio_pipe(false);
+  auto err_ends = stdio_pipe(false);
+  auto in_ends = stdio_pipe(true);
+  if (!out_ends || !err_ends || !in_ends) {
+    process.error = std::string("pipe2: ") + std::strerror(errno);
+    return process;
+  }
+  ProcessSpec limited = spec;
+  if (spec.tree_outside && spec.limits_word < spec.argv.size()) {
+    limited.argv[spec.limits_word] = limits_for_bootstrap(resources, spec.unprivileged_inside);
+  }
+  static std::atomic<unsigned> next_marker{0};
+  const std::string value =
+      std::to_string(::getpid()) + "-s" + std::to_string(next_marker.fetch_add(1));
+  limited.environment[k_marker_variable] = value;
+  process.marker = std::string(k_marker_variable) + "=" + value;
+  // A tree outside ours gets its limits inside; one of ours gets them here.
+  ChildSetup setup =
+      child_setup(spec, spec.tree_outside ? ResourceLimits{0, 0, 0, 0} : resources, nullptr);
+  // It outlives the thread that starts it; should the agent die, its stdin
+  // ends, and with it the session.
+  setup.dies_with_starter = false;
+  auto spawned = spawn_process(
+      limited.argv, environment_strings(limited.environment),
+      ChildStdio{in_ends->child_end.get(), out_ends->child_end.get(), err_ends->child_end.get()},
+      -1, PreparedChild(setup));
+  if (spawned.pid < 0) {
+    process.error = spawned.error;
+    return process;
+  }
+  process.pid = spawned.pid;
+  process.in = std::move(in_ends->our_end);
+  process.out = std::move(out_ends->our_end);
+  process.err = std::move(err_ends->our_end);
+  return process;
+}
+
+void end_attached(AttachedProcess& process, const ProcessSpec& spec,
+                  std::chrono::milliseconds grace) {
+  if (process.pid <= 0) {
+    return;
+  }
+  process.in.reset();
+  ::kill(process.pid, SIGKILL);
+  ::killpg(process.pid, SIGKILL);
+  std::vector<pid_t> killed;
+  const auto marked = spec.tree_outside && spec.inside_process > 0
+                          ? find_marked_processes_in(process.marker, spec.inside_process)
+                          : find_marked_processes(process.marker);
+  for (const pid_t each : marked) {
+    if (each != process.pid) {
+      ::kill(each, SIGKILL);
+      killed.push_back(each);
+    }
+  }
+  reap_within(process.pid, grace);
+  if (::waitpid(process.pid, nullptr, WNOHANG) == 0) {
+    // Asleep where SIGKILL does not reach yet: reaped whenever it ends.
+    std::thread([pid = process.pid] {
+      while (::waitpid(pid, nullptr, 0) < 0 && errno == EINTR) {
+      }
+    }).detach();
+  }
+  reap_adopted(std::move(killed));
+  process.pid = -1;
+  process.out.reset();
+  process.err.reset();
+}
+
 bool become_subreaper() {
   return ::prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0) == 0;
 }
@@ -539,10 +628,7 @@ ProcessResult run_process(const ProcessSpec& spec, const ProcessLimits& limits,
     result.error = std::move(refusal);
     return result;
   }
-  // Writing stdin to a child that already exited raises SIGPIPE, whose default
-  // action would kill the agent: ignore it (the write then fails with EPIPE).
-  static std::once_flag ignore_sigpipe;
-  std::call_once(ignore_sigpipe, [] { ::signal(SIGPIPE, SIG_IGN); });
+  ignore_sigpipe();
 
   asio::io_context io;
   // The child's stdout, stderr and stdin; ours pass to the stream

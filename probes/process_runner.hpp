@@ -14,6 +14,7 @@
 #include "facts/activation.hpp"
 #include "probes/cancellation.hpp"
 #include "probes/containment.hpp"
+#include "probes/unique_fd.hpp"
 
 // The one place that starts processes (through spawn.hpp).
 namespace envcontract::probes {
@@ -137,6 +138,27 @@ using TimeoutHook = std::function<void(pid_t)>;
 // into the child.
 ProcessResult run_process(const ProcessSpec& spec, const ProcessLimits& limits,
                           const TimeoutHook& on_timeout = {});
+
+// A process that runs beside its caller instead of to its end in one call
+// (an engine's exec session, probes/exec_session.hpp): started as
+// run_process starts one (its own session and credentials, a tree outside
+// ours marked in its environment, the limits set inside by the exec
+// bootstrap), with our ends of its stdio left open.
+struct AttachedProcess {
+  pid_t pid = -1;
+  UniqueFd in;   // its stdin: what the caller writes
+  UniqueFd out;  // its stdout and stderr: what the caller reads
+  UniqueFd err;
+  std::string marker;  // "ENVCONTRACT_PROBE=VALUE", which every process of its tree carries
+  std::string error;   // when pid is -1: why it could not start
+};
+AttachedProcess start_attached(const ProcessSpec& spec, const ResourceLimits& resources);
+
+// Ends `process`: it and every process that carries its marker (among those
+// in the pid namespace of `spec.inside_process` when set) are killed, and it
+// is reaped, waiting `grace` at most.
+void end_attached(AttachedProcess& process, const ProcessSpec& spec,
+                  std::chrono::milliseconds grace = std::chrono::seconds(5));
 
 // Makes this process the reaper of its descendants' orphans (Linux
 // PR_SET_CHILD_SUBREAPER), so the grandchildren run_process kills are reaped

@@ -201,6 +201,49 @@ bool ScratchDirectory::hand_over() {
   return true;
 }
 
+ScratchDirectory::FifoEnds ScratchDirectory::make_fifo(const char* name) {
+  FifoEnds ends;
+  if (m_fd < 0) {
+    return ends;
+  }
+  const auto failed = [&](const char* what) {
+    m_error = what + (m_path / name).string() + ": " + std::strerror(errno);
+    return FifoEnds{};
+  };
+  if (::mkfifoat(m_fd, name, 0600) != 0) {
+    return failed("");
+  }
+  // The user owns the directory and may have put something else under the
+  // name since: no link is followed and no mount entered (their FUSE would
+  // stall the open), and what is opened must be a FIFO.
+  ends.read = UniqueFd(open_below(m_fd, name, O_RDONLY | O_NONBLOCK | O_NOCTTY));
+  struct stat info {};
+  if (!ends.read || ::fstat(ends.read.get(), &info) != 0) {
+    return failed("opening ");
+  }
+  if (!S_ISFIFO(info.st_mode)) {
+    errno = EINVAL;
+    return failed("not a FIFO: ");
+  }
+  // Made by us (root): the child's user may open it once it is theirs.
+  if (m_owner && ::fchown(ends.read.get(), m_owner->uid, m_owner->gid) != 0) {
+    return failed("giving away ");
+  }
+  // The same FIFO, by its open description, never by its name again.
+  const std::string self = "/proc/self/fd/" + std::to_string(ends.read.get());
+  ends.write = UniqueFd(::open(self.c_str(), O_WRONLY | O_NONBLOCK | O_CLOEXEC | O_NOCTTY));
+  if (!ends.write) {
+    return failed("opening for writing ");
+  }
+  return ends;
+}
+
+void ScratchDirectory::remove(const char* name) {
+  if (m_fd >= 0) {
+    ::unlinkat(m_fd, name, 0);
+  }
+}
+
 std::optional<std::string> ScratchDirectory::read(const char* name, std::size_t max_bytes) const {
   return read_owned(m_fd, name, m_owner ? m_owner->uid : ::geteuid(), max_bytes);
 }

@@ -11,6 +11,7 @@
 
 #include "probes/proc_stat.hpp"
 #include "probes/process_runner.hpp"
+#include "probes/unique_fd.hpp"
 
 namespace envcontract::probes {
 
@@ -84,6 +85,20 @@ class ScratchDirectory {
   // A file the child wrote: a regular file (no symlink is followed) that
   // belongs to the child's user, at most `max_bytes`. nullopt otherwise.
   std::optional<std::string> read(const char* name, std::size_t max_bytes) const;
+  // A new FIFO `name` for the child's user to write into, opened by us for
+  // reading (without blocking) and for writing: a reader sees the end of
+  // its stream only once every writer, ours too, has closed it, so the
+  // child may open its end later. Both ends are the FIFO made here (the
+  // write end reopens the read end's own), whatever the user does to the
+  // name meanwhile. Call after hand_over(). Empty ends, and error(), when
+  // it cannot be made.
+  struct FifoEnds {
+    UniqueFd read;
+    UniqueFd write;
+  };
+  FifoEnds make_fifo(const char* name);
+  // Removes a file of the directory (no symlink followed).
+  void remove(const char* name);
   // A reader of the same files that may outlive this object; null when the
   // directory was not made.
   std::shared_ptr<const ScratchReader> reader() const;

@@ -220,6 +220,35 @@ TEST(PureJudges, DeviceNodesAndToolsComeFromTheFacts) {
   EXPECT_EQ(unasked.checks[1].diagnosis->cause, "probe_error");
 }
 
+// An env of a container or an image tree (its system root) names its paths
+// as its own processes do: its search path, set by its activation inside,
+// and a contract's library path are the container's, compared with its
+// prefix and files seen from inside, never with the agent's path to them.
+TEST(PureJudges, PathRulesAreJudgedAsTheEnvSeesItsPaths) {
+  const auto contract = load(
+      "schema_version: 1\nchecks:\n"
+      "  - {id: path, kind: search_path, variable: PATH, starts_with: ['{prefix}/bin'],\n"
+      "     must_not_contain: ['/srv/image']}\n"
+      "  - {id: cuda-free, kind: linkage, library: /usr/lib/libvendor.so,\n"
+      "     must_not_need: [libcuda.so.1]}\n");
+  auto env = named_env("e", "/srv/image/opt/envs/e");
+  env.env.system_root = "/srv/image";
+  env.activation.activated = {{"PATH", "/opt/envs/e/bin:/usr/bin"}};
+  facts::LibraryLinkage vendor;
+  vendor.path = "/srv/image/usr/lib/libvendor.so";
+  vendor.needed = {"libcuda.so.1"};
+  vendor.closure = {{"libcuda.so.1", "libvendor.so", "/srv/image/usr/lib/libcuda.so.1"}};
+  env.linkage.libraries.push_back(vendor);
+  const auto judged = contracts::judge_env(contract, env);
+  ASSERT_EQ(judged.checks.size(), 2U);
+  EXPECT_EQ(judged.checks[0].status, CheckStatus::pass)
+      << common::json_text(contracts::to_json(judged.checks[0]));
+  EXPECT_EQ(judged.checks[1].status, CheckStatus::fail)
+      << common::json_text(contracts::to_json(judged.checks[1]));
+  ASSERT_TRUE(judged.checks[1].diagnosis);
+  EXPECT_EQ(judged.checks[1].diagnosis->cause, "forbidden_needed");
+}
+
 // Two envs, "good" where probes found the marker file and "bad" where they
 // did not, judged by a contract that wants the marker: judges read facts only.
 class EnvRule : public ::testing::Test {

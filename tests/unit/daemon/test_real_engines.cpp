@@ -9,7 +9,9 @@
 #include <sys/stat.h>
 #include <nlohmann/json.hpp>
 
+#include <algorithm>
 #include <chrono>
+#include <ctime>
 #include <fstream>
 #include <iostream>
 #include <memory>
@@ -87,9 +89,13 @@ std::string joined(const std::vector<testing::HostProcess>& processes) {
 }
 
 // A CPU torch as far as the probes ask (2.10.0), in a venv over the
-// container's python3.
-void make_env(const fs::path& prefix) {
+// container's python3 whose activation puts its bin first on PATH, named
+// as the container sees it (`inside`), as a venv made in the image is.
+void make_env(const fs::path& prefix, const std::string& inside) {
   const auto site = testing::system_venv_site(testing::make_system_venv(prefix));
+  std::ofstream(prefix / "bin/activate") << "VIRTUAL_ENV=" << inside
+                                         << "\nexport VIRTUAL_ENV\n"
+                                            "PATH=\"$VIRTUAL_ENV/bin:$PATH\"\nexport PATH\n";
   fs::create_directories(site / "torch");
   std::ofstream(site / "torch/__init__.py") << "from . import version\n"
                                                "__version__ = version.__version__\n";
@@ -119,8 +125,8 @@ class EngineFixture : public ::testing::Test {
     }
     m_user = *user;
     testing::open_to_all(m_dir.path());
-    make_env(rootfs() / "opt/venvs/app");
-    make_env(rootfs() / "opt/venvs/tools");
+    make_env(rootfs() / "opt/venvs/app", "/opt/venvs/app");
+    make_env(rootfs() / "opt/venvs/tools", "/opt/venvs/tools");
     if (const auto why = testing::make_container_rootfs(rootfs()); !why.empty()) {
       GTEST_SKIP() << why;
     }
@@ -193,6 +199,11 @@ class EngineFixture : public ::testing::Test {
            "    expect_output: \"^" +
            python + " " + std::to_string(file.st_dev) + " " + std::to_string(file.st_ino) +
            "\\n\"\n"
+           // Its search path, set by its activation inside, names the
+           // env's prefix as the container does (never the agent's
+           // /proc/PID/root/... for it).
+           "  - {id: path-first, kind: search_path, variable: PATH,\n"
+           "     starts_with: ['{prefix}/bin'], must_not_contain: ['/proc/']}\n"
            // The probe's limits hold inside, whoever started it there: the
            // agent's default data limit (8 GiB), where the container
            // sets none.
@@ -247,7 +258,7 @@ class EngineFixture : public ::testing::Test {
       ASSERT_NE(env, nullptr);
       EXPECT_EQ((*env)["container"], "box") << text;
       EXPECT_EQ((*env)["verdict"], verdict) << common::json_text(*env);
-      for (const char* id : {"marker", "pid-namespace", "interpreter", "limits"}) {
+      for (const char* id : {"marker", "pid-namespace", "interpreter", "limits", "path-first"}) {
         const Json* check = testing::find_check(*env, id);
         ASSERT_NE(check, nullptr) << text;
         EXPECT_EQ((*check)["status"], "pass") << id << ": " << common::json_text(*check);
@@ -338,6 +349,76 @@ TEST_P(RealEngine, EnvsOfRootAndOfAUserAreJudgedInside) {
     ASSERT_NE(torch, nullptr);
     EXPECT_EQ((*torch)["status"], "fail") << common::json_text(*torch);
   }
+}
+
+// Every process of an env's probe (activation, the probe's interpreters,
+// each command) runs through one exec of the engine's client per env (its
+// session, probes/exec_session.hpp), not one per process: counted in the
+// engine's own record of execs into the container. Through nsenter, none.
+TEST_P(RealEngine, OneEngineExecPerEnvNotPerProcess) {
+  const auto since = std::to_string(std::time(nullptr));
+  // A command that writes far more than a pipe holds: read as it comes, or
+  // it would block until its time-out.
+  const auto met = scan(entry(), inside_checks() + k_torch_met +
+                                     "  - {id: chatty, kind: command, timeout: 20s,\n"
+                                     "     run: 'head -c 1000000 /dev/zero; echo done >&2'}\n");
+  expect_judged_inside(met, "compliant");
+  // podman records an "exec" event per exec; docker "exec_create", "exec_start" and "exec_die".
+  const std::string event = which() == Engine::podman ? "exec" : "exec_start";
+  const std::size_t expected = entry() == Entry::engine_exec ? 2 : 0;
+  std::size_t execs = 0;
+  std::string listed;
+  // The engine may write its events a moment after the exec: asked again
+  // until they are all there (more than expected is seen at once).
+  testing::wait_until(
+      [&] {
+        const auto until = std::to_string(std::time(nullptr) + 1);
+        const auto events =
+            m_session->client({"events", "--since", since, "--until", until, "--filter",
+                               "container=" + m_container->name(), "--filter", "event=" + event,
+                               "--format", "{{.ID}}"});  // one line each (docker's status has argv)
+        EXPECT_EQ(events.exit_code, 0) << events.err;
+        listed = events.out;
+        execs = static_cast<std::size_t>(std::count(listed.begin(), listed.end(), '\n'));
+        return execs >= expected;
+      },
+      std::chrono::seconds(10));
+  for (const auto& env : met.report["envs"]) {
+    const Json* chatty = testing::find_check(env, "chatty");
+    ASSERT_NE(chatty, nullptr);
+    EXPECT_EQ((*chatty)["status"], "pass") << common::json_text(*chatty);
+  }
+  // Two envs (root's, run as a uid of its own, and the user's); each runs
+  // activation, identity, four smokes and two commands: eight processes.
+  EXPECT_EQ(execs, expected) << listed;
+}
+
+// An env's code that kills its session's server (a process of its own
+// user, which it may signal) fails at most the check that did it: the
+// env's next process runs in a new session, and nothing is left.
+TEST_P(RealEngine, AnEnvThatKillsItsSessionOnlyFailsItsOwnCheck) {
+  if (entry() != Entry::engine_exec) {
+    GTEST_SKIP() << "only a runtime's exec has sessions";
+  }
+  const auto result =
+      scan(entry(),
+           k_torch_met +
+               // Its parent is the subshell that waits for it; that one's parent is the server.
+               "  - {id: kill-server, kind: command,\n"
+               "     run: 'read -r s < /proc/$PPID/stat; set -- ${s##*) }; kill -9 $2; sleep 1'}\n"
+               "  - {id: after, kind: command, run: 'echo still here',\n"
+               "     expect_output: '^still here'}\n");
+  const std::string text = common::json_text(result.report);
+  ASSERT_EQ(result.report["envs"].size(), 2U) << text << result.err;
+  for (const auto& env : result.report["envs"]) {
+    SCOPED_TRACE(env["name"].get<std::string>());
+    for (const char* id : {"torch", "after"}) {
+      const Json* check = testing::find_check(env, id);
+      ASSERT_NE(check, nullptr) << text;
+      EXPECT_EQ((*check)["status"], "pass") << common::json_text(*check);
+    }
+  }
+  expect_nothing_left();
 }
 
 TEST_P(RealEngine, AfterAScanNothingOfTheProbesIsLeftInsideOrOutside) {

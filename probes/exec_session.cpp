@@ -1,0 +1,708 @@
+#include "probes/exec_session.hpp"
+
+#include <fcntl.h>
+#include <poll.h>
+#include <signal.h>
+#include <sys/eventfd.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <array>
+#include <atomic>
+#include <cerrno>
+#include <cstring>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <set>
+#include <thread>
+#include <vector>
+
+#include "probes/containment.hpp"
+#include "probes/exec_prefix.hpp"
+#include "probes/output_capture.hpp"
+#include "probes/proc_stat.hpp"
+#include "probes/scratch_directory.hpp"
+
+namespace envcontract::probes {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+// Runs inside the container as the env's user, started by the exec
+// bootstrap (which set the limits, emptied the environment but for the
+// session's marker, and left the rest of stdin to it). Fixed text; $1 is
+// the FIFO for its answers. Reads requests on stdin, each a run of
+// NUL-terminated fields: an id, the working directory, the FIFOs for stdout
+// and stderr, the process's marker, the number of argv words, the words,
+// then NAME=value entries and an empty one. Each process starts in a
+// subshell that empties the environment, exports the entries and the
+// marker, enters the directory as the user and execs the command (as the
+// bootstrap does for a process of its own); a subshell around it waits for
+// it and answers "ended ID STATUS" into the FIFO in one short write (atomic),
+// so processes may run side by side; the server answers "started ID" once
+// it has started one (a process it never took may be sent elsewhere). Nothing but the server holds
+// the client's stdio: when the server ends, however, the client ends with it.
+constexpr const char* k_server = R"sh(
+answers=$1
+while IFS= read -r -d '' id && IFS= read -r -d '' dir && IFS= read -r -d '' out &&
+    IFS= read -r -d '' err && IFS= read -r -d '' marker && IFS= read -r -d '' count; do
+  argv=()
+  while [ "${#argv[@]}" -lt "$count" ] && IFS= read -r -d '' word; do
+    argv+=("$word")
+  done
+  vars=()
+  while IFS= read -r -d '' entry && [ -n "$entry" ]; do
+    vars+=("$entry")
+  done
+  {
+    (
+      for name in $(compgen -e); do
+        unset -v "$name" 2>/dev/null
+      done
+      for entry in "${vars[@]}"; do
+        export "$entry" 2>/dev/null ||
+          printf 'envcontract: %s cannot be set inside the container\n' "${entry%%=*}" >&2
+      done
+      export ENVCONTRACT_PROBE="$marker"
+      cd -- "$dir" || exit 126
+      exec "${argv[@]}"
+    ) </dev/null >"$out" 2>"$err" &
+    wait "$!"
+    printf 'ended %s %d\n' "$id" "$?" >"$answers"
+  } </dev/null >/dev/null 2>&1 &
+  printf 'started %s\n' "$id" >"$answers"
+done
+)sh";
+
+// How long a request may take to be written (a server that reads nothing,
+// stopped by a process of its user, is not waited for longer).
+constexpr std::chrono::seconds k_request_limit{10};
+// After a process was killed (time-out, cancellation), how long the server
+// has to say that it ended before the session is given up.
+constexpr std::chrono::seconds k_end_grace{5};
+constexpr std::size_t k_kept_stderr = 4096;
+
+std::atomic<std::size_t> g_started{0};
+
+void append_field(std::string& request, const std::string& text) {
+  request += text;
+  request.push_back('\0');
+}
+
+// Whether `fd` can be written to within `limit`; writes `data` whole.
+bool write_within(int fd, std::string_view data, std::chrono::milliseconds limit) {
+  const auto deadline = Clock::now() + limit;
+  while (!data.empty()) {
+    const ssize_t written = ::write(fd, data.data(), data.size());
+    if (written > 0) {
+      data.remove_prefix(static_cast<std::size_t>(written));
+      continue;
+    }
+    if (written < 0 && errno != EAGAIN && errno != EINTR) {
+      return false;
+    }
+    const auto left =
+        std::chrono::duration_cast<std::chrono::milliseconds>(deadline - Clock::now());
+    if (left.count() <= 0) {
+      return false;
+    }
+    pollfd ready{fd, POLLOUT, 0};
+    ::poll(&ready, 1, static_cast<int>(left.count()));
+  }
+  return true;
+}
+
+// The session's server as the env's user runs it, answering into `answers`
+// (as the container names it).
+ProcessSpec server_spec(const std::optional<Credentials>& credentials,
+                        const std::filesystem::path& answers) {
+  ProcessSpec server;
+  server.argv = {"/bin/bash", "--noprofile",         "--norc",        "-c",
+                 k_server,    "envcontract-session", answers.string()};
+  server.environment["PATH"] = k_system_path;
+  server.working_dir = "/";
+  server.credentials = credentials;
+  return server;
+}
+
+class ExecSession {
+ public:
+  // Starts the client for `env`'s container and user.
+  ExecSession(const facts::PythonEnv& env, const std::optional<Credentials>& credentials,
+              const ResourceLimits& resources)
+      : m_directory("envcontract-session", credentials, scratch_root(env),
+                    scratch_root_process(env)),
+        m_uid(credentials ? credentials->uid : ::geteuid()) {
+    if (!m_directory.ok() || !m_directory.hand_over()) {
+      m_error = "cannot make the session's private directory: " + m_directory.error();
+      return;
+    }
+    m_answers = m_directory.make_fifo("answers");
+    if (!m_answers.read) {
+      m_error = "cannot make the session's FIFO: " + m_directory.error();
+      return;
+    }
+    m_outer = through_prefix(env.exec, server_spec(credentials, m_directory.file("answers")));
+    m_client = start_attached(m_outer, resources);
+    if (m_client.pid < 0) {
+      m_error = m_client.error;
+      return;
+    }
+    ++g_started;
+    m_marker_value = m_client.marker.substr(m_client.marker.find('=') + 1);
+    m_stop = UniqueFd(::eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK));
+    ::fcntl(m_client.in.get(), F_SETFL, ::fcntl(m_client.in.get(), F_GETFL) | O_NONBLOCK);
+    // The bootstrap's part of stdin first: the server's environment.
+    if (!m_stop || !write_within(m_client.in.get(), m_outer.stdin_data, k_request_limit)) {
+      m_error = "the exec session took nothing on its stdin";
+      end_attached(m_client, m_outer);
+      return;
+    }
+    m_reader = std::thread([this] { read_answers(); });
+  }
+
+  // Ends the server's loop, and so the client, without waiting for it:
+  // sessions closed together end side by side.
+  void close_input() {
+    std::lock_guard lock(m_write_mutex);
+    m_client.in.reset();
+  }
+
+  ~ExecSession() {
+    if (m_client.pid < 0) {
+      return;
+    }
+    // Its stdin closed, the server's loop ends and the client with it; what
+    // is left (nothing, after a scan) is killed by end_attached.
+    close_input();
+    if (m_reader.joinable()) {
+      const auto deadline = Clock::now() + std::chrono::seconds(1);
+      while (!dead() && Clock::now() < deadline) {
+        std::this_thread::sleep_for(std::chrono::milliseconds(5));
+      }
+      const std::uint64_t one = 1;
+      [[maybe_unused]] const auto ignored = ::write(m_stop.get(), &one, sizeof one);
+      m_reader.join();
+    }
+    end_attached(m_client, m_outer);
+  }
+
+  ExecSession(const ExecSession&) = delete;
+  ExecSession& operator=(const ExecSession&) = delete;
+
+  // Why it could not start ("" when it did).
+  const std::string& error() const { return m_error; }
+
+  bool dead() const {
+    std::lock_guard lock(m_mutex);
+    return m_dead;
+  }
+
+  // The process's result; nullopt when the session ended before it took
+  // the process, which never started: to be run elsewhere.
+  std::optional<ProcessResult> run(const ProcessSpec& inside, const ProcessLimits& limits,
+                                   const TimeoutHook& on_timeout);
+
+ private:
+  // The client's stdout (the server's answers) and stderr, on a thread of
+  // their own until the client ends.
+  void read_answers();
+  void take_answer(std::string_view line);
+  void mark_dead();
+  // The first-started process of this session's user that carries `marker`
+  // (the command itself, before its children), or 0.
+  pid_t first_marked(const std::string& marker) const;
+  void kill_marked(const std::string& marker) const;
+  std::vector<pid_t> marked_with(const std::string& marker) const;
+
+  ScratchDirectory m_directory;
+  uid_t m_uid;
+  ScratchDirectory::FifoEnds m_answers;  // ours stays open for writing: no end of file
+  ProcessSpec m_outer;
+  AttachedProcess m_client;
+  std::string m_marker_value;
+  std::string m_error;
+  UniqueFd m_stop;  // written to end the reader
+  std::thread m_reader;
+  std::atomic<unsigned> m_next_id{0};
+  std::mutex m_write_mutex;  // one request at a time on stdin
+  mutable std::mutex m_mutex;
+  bool m_dead = false;
+  std::set<unsigned> m_started;       // ids the server said it started
+  std::map<unsigned, int> m_ended;    // id -> the status the server answered
+  std::map<unsigned, int> m_waiting;  // id -> an eventfd to wake its waiter
+  std::string m_stderr;               // the client's, its last k_kept_stderr bytes
+};
+
+void ExecSession::mark_dead() {
+  std::lock_guard lock(m_mutex);
+  m_dead = true;
+  const std::uint64_t one = 1;
+  for (const auto& [id, fd] : m_waiting) {
+    [[maybe_unused]] const auto ignored = ::write(fd, &one, sizeof one);
+  }
+}
+
+void ExecSession::take_answer(std::string_view line) {
+  // "started ID" or "ended ID STATUS": anything else (a process of the
+  // user may write here too) is dropped.
+  constexpr std::string_view k_started = "started ";
+  constexpr std::string_view k_ended = "ended ";
+  if (line.starts_with(k_started)) {
+    line.remove_prefix(k_started.size());
+    unsigned id = 0;
+    for (const char c : line) {
+      if (c < '0' || c > '9' || id > 100'000'000) {
+        return;
+      }
+      id = id * 10 + static_cast<unsigned>(c - '0');
+    }
+    std::lock_guard lock(m_mutex);
+    if (m_waiting.contains(id)) {
+      m_started.insert(id);
+    }
+    return;
+  }
+  if (!line.starts_with(k_ended)) {
+    return;
+  }
+  line.remove_prefix(k_ended.size());
+  const auto space = line.find(' ');
+  if (space == std::string_view::npos || space == 0 || space > 10 || line.size() - space > 4) {
+    return;
+  }
+  unsigned id = 0;
+  int status = 0;
+  for (const char c : line.substr(0, space)) {
+    if (c < '0' || c > '9') {
+      return;
+    }
+    id = id * 10 + static_cast<unsigned>(c - '0');
+  }
+  for (const char c : line.substr(space + 1)) {
+    if (c < '0' || c > '9') {
+      return;
+    }
+    status = status * 10 + (c - '0');
+  }
+  if (status > 255) {
+    return;
+  }
+  std::lock_guard lock(m_mutex);
+  const auto waiting = m_waiting.find(id);
+  if (waiting == m_waiting.end()) {
+    return;  // no such process waits: not the server's answer
+  }
+  m_ended.insert_or_assign(id, status);
+  const std::uint64_t one = 1;
+  [[maybe_unused]] const auto ignored = ::write(waiting->second, &one, sizeof one);
+}
+
+void ExecSession::read_answers() {
+  std::string line;
+  bool err_open = true;
+  std::array<char, 4096> buffer{};
+  for (;;) {
+    pollfd fds[4] = {{m_client.out.get(), POLLIN, 0},
+                     {err_open ? m_client.err.get() : -1, POLLIN, 0},
+                     {m_answers.read.get(), POLLIN, 0},
+                     {m_stop.get(), POLLIN, 0}};
+    if (::poll(fds, 4, -1) < 0) {
+      if (errno == EINTR) {
+        continue;
+      }
+      break;
+    }
+    if (fds[3].revents != 0) {
+      break;
+    }
+    if (fds[2].revents != 0) {
+      const ssize_t got = ::read(m_answers.read.get(), buffer.data(), buffer.size());
+      for (ssize_t i = 0; i < got; ++i) {
+        if (buffer[i] == '\n') {
+          take_answer(line);
+          line.clear();
+        } else if (line.size() < 64) {
+          line.push_back(buffer[i]);
+        } else {
+          line = "x";  // too long for an answer: dropped up to its end
+        }
+      }
+    }
+    if (fds[1].revents != 0) {
+      const ssize_t got = ::read(m_client.err.get(), buffer.data(), buffer.size());
+      if (got <= 0) {
+        err_open = false;
+      } else {
+        std::lock_guard lock(m_mutex);
+        m_stderr.append(buffer.data(), static_cast<std::size_t>(got));
+        if (m_stderr.size() > k_kept_stderr) {
+          m_stderr.erase(0, m_stderr.size() - k_kept_stderr);
+        }
+      }
+    }
+    // The server writes nothing there: its end is the server's (or the
+    // client's) end.
+    if (fds[0].revents != 0 && ::read(m_client.out.get(), buffer.data(), buffer.size()) <= 0) {
+      break;
+    }
+  }
+  mark_dead();
+}
+
+pid_t ExecSession::first_marked(const std::string& marker) const {
+  pid_t first = 0;
+  std::uint64_t first_start = 0;
+  for (const pid_t marked : marked_with(marker)) {
+    struct stat process {};
+    // /proc/PID is owned by the process's effective uid (while it is dumpable).
+    if (::stat(("/proc/" + std::to_string(marked)).c_str(), &process) != 0 ||
+        process.st_uid != m_uid) {
+      continue;
+    }
+    const std::uint64_t started = process_start_time(marked);
+    if (started != 0 && (first == 0 || started < first_start)) {
+      first = marked;
+      first_start = started;
+    }
+  }
+  return first;
+}
+
+std::vector<pid_t> ExecSession::marked_with(const std::string& marker) const {
+  // Only the container's pid namespace is looked at when its process is
+  // known (as run_process does for a runtime's client).
+  return m_outer.inside_process > 0 ? find_marked_processes_in(marker, m_outer.inside_process)
+                                    : find_marked_processes(marker);
+}
+
+void ExecSession::kill_marked(const std::string& marker) const {
+  for (const pid_t marked : marked_with(marker)) {
+    ::kill(marked, SIGKILL);
+  }
+}
+
+std::optional<ProcessResult> ExecSession::run(const ProcessSpec& inside,
+                                              const ProcessLimits& limits,
+                                              const TimeoutHook& on_timeout) {
+  ProcessResult result;
+  const auto started = Clock::now();
+  if (limits.cancellation != nullptr && limits.cancellation->cancelled()) {
+    result.outcome = ProcessResult::Outcome::cancelled;
+    result.cancel_reason = limits.cancellation->reason();
+    return result;
+  }
+  const unsigned id = ++m_next_id;
+  const std::string out_name = "o" + std::to_string(id);
+  const std::string err_name = "e" + std::to_string(id);
+  auto out = m_directory.make_fifo(out_name.c_str());
+  auto err = m_directory.make_fifo(err_name.c_str());
+  struct Removal {
+    ScratchDirectory& directory;
+    const std::string& out;
+    const std::string& err;
+    ~Removal() {
+      directory.remove(out.c_str());
+      directory.remove(err.c_str());
+    }
+  } removal{m_directory, out_name, err_name};
+  if (!out.read || !err.read) {
+    result.error = "cannot make the exec session's FIFOs: " + m_directory.error();
+    return result;
+  }
+  UniqueFd wake(::eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK));
+  if (!wake) {
+    result.error = std::string("eventfd: ") + std::strerror(errno);
+    return result;
+  }
+  {
+    std::lock_guard lock(m_mutex);
+    m_waiting.emplace(id, wake.get());
+  }
+  struct Unregistration {
+    ExecSession& session;
+    unsigned id;
+    ~Unregistration() {
+      std::lock_guard lock(session.m_mutex);
+      session.m_waiting.erase(id);
+      session.m_started.erase(id);
+      session.m_ended.erase(id);
+    }
+  } unregistration{*this, id};
+
+  const std::string marker_value = m_marker_value + "." + std::to_string(id);
+  const std::string marker = std::string(k_probe_marker) + "=" + marker_value;
+  std::string request;
+  append_field(request, std::to_string(id));
+  append_field(request, inside.working_dir.empty() ? "/" : inside.working_dir.string());
+  append_field(request, m_directory.file(out_name.c_str()).string());
+  append_field(request, m_directory.file(err_name.c_str()).string());
+  append_field(request, marker_value);
+  append_field(request, std::to_string(inside.argv.size()));
+  for (const auto& word : inside.argv) {
+    append_field(request, word);
+  }
+  for (const auto& [name, value] : inside.environment) {
+    // A NUL would end the entry early: such a value cannot be passed whole.
+    if (!name.empty() && name.find('\0') == std::string::npos &&
+        value.find('\0') == std::string::npos && name != k_probe_marker) {
+      append_field(request, name + "=" + value);
+    }
+  }
+  request.push_back('\0');
+  bool sent = false;
+  {
+    std::lock_guard lock(m_write_mutex);
+    sent = write_within(m_client.in.get(), request, k_request_limit);
+  }
+  if (!sent) {
+    mark_dead();
+    return std::nullopt;
+  }
+
+  OutputCapture out_capture(limits.max_output_bytes);
+  OutputCapture err_capture(limits.max_output_bytes);
+  bool out_open = true;
+  bool err_open = true;
+  std::optional<int> status;
+  bool session_ended = false;
+  bool taken = false;  // the server said it started it
+  bool timed_out = false;
+  bool cancelled = false;
+  Clock::time_point stopped_at = Clock::time_point::max();
+  Clock::time_point drain_deadline = Clock::time_point::max();
+  const auto fixed_deadline = started + limits.timeout;
+  std::array<char, 65536> buffer{};
+  const auto drain = [&](UniqueFd& fd, OutputCapture& capture, bool& open) {
+    for (;;) {
+      const ssize_t got = ::read(fd.get(), buffer.data(), buffer.size());
+      if (got > 0) {
+        capture.append(std::string_view(buffer.data(), static_cast<std::size_t>(got)));
+        continue;
+      }
+      if (got == 0) {
+        open = false;  // every writer has closed it (ours is closed once it ended)
+      }
+      return;
+    }
+  };
+  for (;;) {
+    const auto now = Clock::now();
+    auto wait = std::chrono::milliseconds(20);
+    if (!status && !timed_out && !cancelled) {
+      const auto deadline = limits.deadline ? limits.deadline() : fixed_deadline;
+      wait = std::clamp(std::chrono::duration_cast<std::chrono::milliseconds>(deadline - now),
+                        std::chrono::milliseconds(0), wait);
+    }
+    pollfd fds[3] = {{out_open ? out.read.get() : -1, POLLIN, 0},
+                     {err_open ? err.read.get() : -1, POLLIN, 0},
+                     {wake.get(), POLLIN, 0}};
+    ::poll(fds, 3, static_cast<int>(wait.count()));
+    if (out_open && fds[0].revents != 0) {
+      drain(out.read, out_capture, out_open);
+    }
+    if (err_open && fds[1].revents != 0) {
+      drain(err.read, err_capture, err_open);
+    }
+    std::uint64_t count = 0;
+    [[maybe_unused]] const auto ignored = ::read(wake.get(), &count, sizeof count);
+    if (!status) {
+      std::lock_guard lock(m_mutex);
+      if (const auto found = m_ended.find(id); found != m_ended.end()) {
+        status = found->second;
+      }
+      taken = taken || m_started.contains(id);
+      session_ended = m_dead;
+    }
+    if (status) {
+      if (drain_deadline == Clock::time_point::max()) {
+        // Ended: once its descendants close them too, the FIFOs end.
+        out.write.reset();
+        err.write.reset();
+        drain_deadline = Clock::now() + limits.drain_grace;
+        continue;
+      }
+      if ((!out_open && !err_open) || Clock::now() >= drain_deadline) {
+        break;
+      }
+      continue;
+    }
+    if (session_ended) {
+      break;
+    }
+    if (timed_out || cancelled) {
+      if (Clock::now() >= stopped_at + k_end_grace) {
+        // Killed, and the server still does not say so: not to be trusted
+        // with another process.
+        mark_dead();
+        break;
+      }
+      continue;
+    }
+    const auto deadline = limits.deadline ? limits.deadline() : fixed_deadline;
+    if (Clock::now() >= deadline) {
+      timed_out = true;
+    } else if (limits.cancellation != nullptr && limits.cancellation->cancelled()) {
+      cancelled = true;
+    } else {
+      continue;
+    }
+    stopped_at = Clock::now();
+    if (timed_out && on_timeout) {
+      if (const pid_t command = first_marked(marker); command > 0) {
+        on_timeout(command);
+      }
+    }
+    kill_marked(marker);
+  }
+  // Whatever of it outlived it (its descendants), as after any process.
+  kill_marked(marker);
+  if (!status && session_ended && !taken && !timed_out && !cancelled) {
+    return std::nullopt;  // the server had ended before it read the request
+  }
+
+  result.duration = std::chrono::duration_cast<std::chrono::milliseconds>(
+      (stopped_at != Clock::time_point::max() ? stopped_at : Clock::now()) - started);
+  result.out = out_capture.text();
+  result.err = err_capture.text();
+  result.out_bytes = out_capture.total_bytes();
+  result.err_bytes = err_capture.total_bytes();
+  if (timed_out) {
+    result.outcome = ProcessResult::Outcome::timed_out;
+    result.signal = SIGKILL;
+  } else if (cancelled) {
+    result.outcome = ProcessResult::Outcome::cancelled;
+    result.signal = SIGKILL;
+    result.cancel_reason = limits.cancellation->reason();
+  } else if (status) {
+    // As the runtime's client reports a command's end: a status (128+N
+    // for a signal).
+    result.outcome = ProcessResult::Outcome::exited;
+    result.exit_code = *status;
+  } else {
+    // The client ended under it (the container stopped, the server was
+    // killed): as the client itself would have ended a process of its own.
+    result.outcome = ProcessResult::Outcome::exited;
+    result.exit_code = 255;
+    std::lock_guard lock(m_mutex);
+    result.err += (result.err.empty() || result.err.back() == '\n' ? "" : "\n") +
+                  std::string("envcontract: the container's exec session ended before it did") +
+                  (m_stderr.empty() ? "" : ": " + m_stderr);
+  }
+  return result;
+}
+
+// The sessions of the scopes held, by container, user and limits.
+class SessionPool {
+ public:
+  void enter() {
+    std::lock_guard lock(m_mutex);
+    ++m_scopes;
+  }
+  void leave() {
+    std::map<std::string, std::shared_ptr<Slot>> closing;
+    {
+      std::lock_guard lock(m_mutex);
+      if (--m_scopes > 0) {
+        return;
+      }
+      closing.swap(m_slots);
+    }
+    // Closed here, outside the lock, as the last reference goes (a process
+    // still running in one keeps it until it ends); all told to end first.
+    for (const auto& [key, slot] : closing) {
+      std::lock_guard lock(slot->mutex);
+      if (slot->session) {
+        slot->session->close_input();
+      }
+    }
+  }
+
+  // The open session for `key`, started now if there is none; null when
+  // no scope is held or it cannot start.
+  std::shared_ptr<ExecSession> session(const std::string& key, const facts::PythonEnv& env,
+                                       const std::optional<Credentials>& credentials,
+                                       const ResourceLimits& resources) {
+    std::shared_ptr<Slot> slot;
+    {
+      std::lock_guard lock(m_mutex);
+      if (m_scopes == 0) {
+        return nullptr;
+      }
+      auto& found = m_slots[key];
+      if (!found) {
+        found = std::make_shared<Slot>();
+      }
+      slot = found;
+    }
+    // Envs of one container and user wait for the one session being started.
+    std::lock_guard lock(slot->mutex);
+    if (slot->session && !slot->session->dead()) {
+      return slot->session;
+    }
+    auto started = std::make_shared<ExecSession>(env, credentials, resources);
+    if (!started->error().empty()) {
+      return nullptr;
+    }
+    slot->session = started;
+    return started;
+  }
+
+ private:
+  struct Slot {
+    std::mutex mutex;
+    std::shared_ptr<ExecSession> session;
+  };
+  std::mutex m_mutex;
+  int m_scopes = 0;
+  std::map<std::string, std::shared_ptr<Slot>> m_slots;
+};
+
+// Never destroyed: a scope may end as the process exits.
+SessionPool& g_pool = *new SessionPool;
+
+}  // namespace
+
+ExecSessionScope::ExecSessionScope() {
+  g_pool.enter();
+}
+
+ExecSessionScope::~ExecSessionScope() {
+  g_pool.leave();
+}
+
+std::size_t exec_sessions_started() {
+  return g_started.load();
+}
+
+ProcessResult run_env_process(const facts::PythonEnv& env, const ProcessSpec& inside,
+                              const ProcessLimits& limits, const TimeoutHook& on_timeout) {
+  if (env.exec.empty() || !env.exec.runtime_client || !inside.stdin_data.empty()) {
+    return run_process(env_process(env, inside), limits, on_timeout);
+  }
+  // One session per client command line (container and user), root process
+  // and limits.
+  const ProcessSpec outer = through_prefix(env.exec, server_spec(inside.credentials, ""));
+  std::string key = std::to_string(env.exec.root_process) + ":" +
+                    std::to_string(env.exec.root_process_start) + ":" +
+                    limits_for_bootstrap(limits.resources, outer.unprivileged_inside);
+  for (const auto& word : outer.argv) {
+    key += '\0' + word;
+  }
+  // A session that ended before it took the process (a process of the
+  // user killed the server, the container stopped) is replaced once.
+  for (int attempt = 0; attempt < 2; ++attempt) {
+    const auto session = g_pool.session(key, env, inside.credentials, limits.resources);
+    if (!session) {
+      break;
+    }
+    if (auto result = session->run(inside, limits, on_timeout)) {
+      return std::move(*result);
+    }
+  }
+  return run_process(env_process(env, inside), limits, on_timeout);
+}
+
+}  // namespace envcontract::probes
