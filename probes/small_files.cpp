@@ -10,6 +10,7 @@
 
 #include "common/json_text.hpp"
 #include "probes/stall_guard.hpp"
+#include "probes/system_root.hpp"
 
 namespace envcontract::probes {
 
@@ -73,6 +74,24 @@ std::size_t longest_line(std::string_view text) {
   return longest;
 }
 
+// An O_PATH handle of `path`. Under a process's root (/proc/PID/root/...,
+// how the agent reads a running container's files) the rest is resolved as
+// that process would resolve it (openat2's RESOLVE_IN_ROOT): an absolute
+// link in the container leads to the container's file, never to the
+// host's file of that name, which the kernel would follow from the agent's
+// own root.
+int open_path_as_seen(const std::filesystem::path& path) {
+  const std::string text = path.string();
+  constexpr std::string_view k_proc = "/proc/";
+  const auto pid_end = text.starts_with(k_proc) ? text.find('/', k_proc.size()) : std::string::npos;
+  if (pid_end != std::string::npos && text.compare(pid_end, 6, "/root/") == 0 &&
+      is_process_root(text.substr(0, pid_end + 5))) {
+    const SystemRoot tree(text.substr(0, pid_end + 5));
+    return tree.open_inside(text.substr(pid_end + 5), O_PATH, true);
+  }
+  return ::open(path.c_str(), O_PATH | O_CLOEXEC);
+}
+
 }  // namespace
 
 int open_regular_file(const std::filesystem::path& path, struct stat& info, std::string& refusal) {
@@ -82,7 +101,7 @@ int open_regular_file(const std::filesystem::path& path, struct stat& info, std:
   // /proc/self/fd only once it is known to be a regular file, so a rename in
   // between cannot swap in something else.
   note_reading(path);
-  const int handle = ::open(path.c_str(), O_PATH | O_CLOEXEC);
+  const int handle = open_path_as_seen(path);
   if (handle < 0) {
     return -1;
   }

@@ -421,6 +421,37 @@ TEST_P(RealEngine, AnEnvThatKillsItsSessionOnlyFailsItsOwnCheck) {
   expect_nothing_left();
 }
 
+// A link in the container with an absolute target (as images link a
+// vendor's files into place) leads to the container's file: read through
+// the container's process root, never to the host's file of that name. The
+// files are read without running the env's code: a distribution's METADATA
+// (its directory's name says another version, used only when METADATA
+// cannot be read).
+TEST_P(RealEngine, AnAbsoluteLinkInTheContainerIsFollowedInsideIt) {
+  const fs::path target = "/opt/envcontract-test-vendor/METADATA";
+  ASSERT_FALSE(fs::exists(target)) << "the host must not have " << target;
+  // Written through the running container's root (the image was imported
+  // from the rootfs at set-up, which the container no longer follows).
+  const fs::path inside_root = "/proc/" + std::to_string(m_container->pid()) + "/root";
+  fs::create_directories(inside_root / target.relative_path().parent_path());
+  std::ofstream(inside_root / target.relative_path())
+      << "Metadata-Version: 2.1\nName: vendorpkg\nVersion: 1.2.3\n";
+  const fs::path dist_info = inside_root / "opt/venvs/app/lib" /
+                             ("python" + testing::system_python_version()) /
+                             "site-packages/vendorpkg-0.0.1.dist-info";
+  fs::create_directories(dist_info);
+  fs::create_symlink(target, dist_info / "METADATA");
+
+  const auto result =
+      scan(entry(), "  - {id: vendor, kind: distributions, pins: {vendorpkg: '==1.2.3'}}\n");
+  const std::string text = common::json_text(result.report);
+  const Json* app = env_named(result.report, "box:app");
+  ASSERT_NE(app, nullptr) << text;
+  const Json* vendor = testing::find_check(*app, "vendor");
+  ASSERT_NE(vendor, nullptr) << text;
+  EXPECT_EQ((*vendor)["status"], "pass") << common::json_text(*vendor);
+}
+
 TEST_P(RealEngine, AfterAScanNothingOfTheProbesIsLeftInsideOrOutside) {
   const auto met = scan(entry(), inside_checks() + k_torch_met);
   EXPECT_EQ(met.report["verdict"], "compliant") << common::json_text(met.report);
