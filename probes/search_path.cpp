@@ -130,6 +130,20 @@ class SearchPathBuilder {
     }
   }
 
+  // Where `path` is read: in a running container, where its links lead
+  // inside it (by path, a site dir linked to "/opt/..." would be the host's
+  // directory of that name, or none); elsewhere, as it is.
+  fs::path where_read(const fs::path& path) const {
+    fs::path where = path.lexically_normal();
+    if (is_process_root(m_env.system_root)) {
+      std::error_code error;
+      if (auto resolved = canonical_in(m_env.system_root, where, error); !error) {
+        where = std::move(resolved);
+      }
+    }
+    return where;
+  }
+
   // Adds `path` once, as site.py's known_paths does (by absolute path).
   bool add_entry(const fs::path& path, std::string origin, bool site_dir) {
     const std::string key = path.lexically_normal().string();
@@ -142,7 +156,7 @@ class SearchPathBuilder {
       return false;
     }
     m_known.insert(key);
-    m_path.entries.push_back({path.lexically_normal(), std::move(origin), site_dir});
+    m_path.entries.push_back({where_read(path), std::move(origin), site_dir});
     return true;
   }
 
@@ -285,14 +299,15 @@ class SearchPathBuilder {
   }
 
   // addsitedir(): the directory, then what each of its .pth files adds.
-  void add_site_dir(const fs::path& site, const std::string& origin) {
+  void add_site_dir(const fs::path& named, const std::string& origin) {
+    const fs::path site = where_read(named);
     if (!dir_exists(site)) {
       return;
     }
-    if (!add_entry(site, origin, true)) {
+    if (!add_entry(named, origin, true)) {
       // Already on the path (PYTHONPATH, a .pth line): site.py still reads
       // its .pth files, and it is still a site dir.
-      const std::string key = site.lexically_normal().string();
+      const std::string key = site.string();
       bool known = false;
       for (auto& entry : m_path.entries) {
         if (entry.path.string() == key) {

@@ -452,6 +452,39 @@ TEST_P(RealEngine, AnAbsoluteLinkInTheContainerIsFollowedInsideIt) {
   EXPECT_EQ((*vendor)["status"], "pass") << common::json_text(*vendor);
 }
 
+// The same for a directory: an env whose site-packages is a link to
+// "/opt/..." in the container has its packages read there, not in the
+// host's directory of that name.
+TEST_P(RealEngine, ASitePackagesLinkedElsewhereInTheContainerIsReadThere) {
+  const fs::path moved = "/opt/envcontract-test-vendor/app-site-packages";
+  ASSERT_FALSE(fs::exists(moved)) << "the host must not have " << moved;
+  const fs::path inside_root = "/proc/" + std::to_string(m_container->pid()) + "/root";
+  const fs::path site = inside_root / "opt/venvs/app/lib" /
+                        ("python" + testing::system_python_version()) / "site-packages";
+  fs::create_directories(inside_root / moved.relative_path().parent_path());
+  // Copied, not renamed: the image's directories are in a lower layer of
+  // the container's overlay, which refuses to rename them (EXDEV).
+  fs::copy(site, inside_root / moved.relative_path(), fs::copy_options::recursive);
+  fs::remove_all(site);
+  fs::create_symlink(moved, site);
+  const fs::path dist_info = inside_root / moved.relative_path() / "vendorpkg-1.2.3.dist-info";
+  fs::create_directories(dist_info);
+  std::ofstream(dist_info / "METADATA")
+      << "Metadata-Version: 2.1\nName: vendorpkg\nVersion: 1.2.3\n";
+
+  const auto result = scan(entry(), k_torch_met +
+                                        "  - {id: vendor, kind: distributions, pins: "
+                                        "{vendorpkg: '==1.2.3'}}\n");
+  const std::string text = common::json_text(result.report);
+  const Json* app = env_named(result.report, "box:app");
+  ASSERT_NE(app, nullptr) << text;
+  for (const char* id : {"torch", "vendor"}) {
+    const Json* check = testing::find_check(*app, id);
+    ASSERT_NE(check, nullptr) << text;
+    EXPECT_EQ((*check)["status"], "pass") << common::json_text(*check);
+  }
+}
+
 TEST_P(RealEngine, AfterAScanNothingOfTheProbesIsLeftInsideOrOutside) {
   const auto met = scan(entry(), inside_checks() + k_torch_met);
   EXPECT_EQ(met.report["verdict"], "compliant") << common::json_text(met.report);
