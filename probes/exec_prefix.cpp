@@ -20,12 +20,14 @@ constexpr const char* k_gid = "{gid}";
 
 // Runs inside the container, as the env's user, with the environment the
 // prefix left it (but the process runner's kill marker, ENVCONTRACT_PROBE,
-// which finds the command's descendants where there is no cgroup of ours). Fixed text: the
-// working directory arrives as $1, the resource limits as $2 ("FLAG:SOFT:HARD" words for ulimit,
-// for a command a runtime's daemon starts, out of reach of the limits the process runner sets on
-// the client; only ever lowered) and the command as the rest, the variables on stdin (NAME=value,
-// NUL-terminated, an empty entry last); bash reads a pipe byte by byte, so what follows is left to
-// the command.
+// which finds the command's descendants where there is no cgroup of ours).
+// Fixed text: the working directory arrives as $1, the resource limits as
+// $2 ("FLAG:SOFT:HARD" words for ulimit, for a command a runtime's daemon
+// starts, out of reach of the limits the process runner sets on the client;
+// only ever lowered) and the command as the rest, the variables on stdin
+// (NAME=value, NUL-terminated, an empty entry last); bash reads a pipe byte
+// by byte, so what follows is left to the command. It enters the working
+// directory before it exports the variables: one named `dir` moves nothing.
 constexpr const char* k_bootstrap = R"sh(
 dir=$1
 limits=$2
@@ -43,6 +45,7 @@ for limit in $limits; do
   fi
   ulimit -S "-$flag" "$soft" || exit 126
 done
+cd -- "$dir" || exit 126
 for name in $(compgen -e); do
   [ "$name" = ENVCONTRACT_PROBE ] || unset -v "$name" 2>/dev/null
 done
@@ -50,7 +53,6 @@ while IFS= read -r -d '' entry && [ -n "$entry" ]; do
   export "$entry" 2>/dev/null ||
     printf 'envcontract: %s cannot be set inside the container\n' "${entry%%=*}" >&2
 done
-cd -- "$dir" || exit 126
 exec "$@"
 )sh";
 

@@ -33,19 +33,28 @@ using Clock = std::chrono::steady_clock;
 // Runs inside the container as the env's user, started by the exec
 // bootstrap (which set the limits, emptied the environment but for the
 // session's marker, and left the rest of stdin to it). Fixed text; $1 is
-// the FIFO for its answers. Reads requests on stdin, each a run of
-// NUL-terminated fields: an id, the working directory, the FIFOs for stdout
-// and stderr, the process's marker, the number of argv words, the words,
-// then NAME=value entries and an empty one. Each process starts in a
-// subshell that empties the environment, exports the entries and the
-// marker, enters the directory as the user and execs the command (as the
-// bootstrap does for a process of its own); a subshell around it waits for
-// it and answers "ended ID STATUS" into the FIFO in one short write (atomic),
-// so processes may run side by side; the server answers "started ID" once
-// it has started one (a process it never took may be sent elsewhere). Nothing but the server holds
-// the client's stdio: when the server ends, however, the client ends with it.
+// the FIFO for its answers, opened once as fd 3. Reads requests on stdin,
+// each a run of NUL-terminated fields: an id, the working directory, the
+// FIFOs for stdout and stderr, the process's marker, the number of argv
+// words, the words, NAME=value entries, an empty one, and "." (a request cut
+// short is never run). Each process starts in a subshell that enters the
+// directory as the user, keeps what it needs in the positional parameters
+// (an entry named `dir`, `argv` or `marker` changes nothing), exports the
+// entries, its marker and the session's, and execs the command, in a
+// process group of its own (`set -m`: its `kill 0` reaches nothing else). A
+// subshell around it waits for it and answers "ended ID STATUS"; the server
+// answers "started ID" once it has started it. Answers are one short write
+// each (atomic on a FIFO), after a newline, so processes run side by side
+// and a stray write of the user's cannot glue onto one. Nothing but the
+// server holds the client's stdio: when the server ends, however, the
+// client ends with it.
 constexpr const char* k_server = R"sh(
-answers=$1
+exec 3>"$1"
+set -m
+session=$ENVCONTRACT_PROBE
+for name in $(compgen -e); do
+  export -n "$name"
+done
 while IFS= read -r -d '' id && IFS= read -r -d '' dir && IFS= read -r -d '' out &&
     IFS= read -r -d '' err && IFS= read -r -d '' marker && IFS= read -r -d '' count; do
   argv=()
@@ -56,29 +65,35 @@ while IFS= read -r -d '' id && IFS= read -r -d '' dir && IFS= read -r -d '' out 
   while IFS= read -r -d '' entry && [ -n "$entry" ]; do
     vars+=("$entry")
   done
+  IFS= read -r -d '' end && [ "$end" = . ] || break
   {
+    set -m
     (
-      for name in $(compgen -e); do
-        unset -v "$name" 2>/dev/null
-      done
+      cd -- "$dir" || exit 126
+      set -- "$marker" "$session" "${argv[@]}"
       for entry in "${vars[@]}"; do
         export "$entry" 2>/dev/null ||
           printf 'envcontract: %s cannot be set inside the container\n' "${entry%%=*}" >&2
       done
-      export ENVCONTRACT_PROBE="$marker"
-      cd -- "$dir" || exit 126
-      exec "${argv[@]}"
+      export ENVCONTRACT_PROBE="$1" ENVCONTRACT_SESSION="$2"
+      shift 2
+      exec 3>&- "$@"
     ) </dev/null >"$out" 2>"$err" &
     wait "$!"
-    printf 'ended %s %d\n' "$id" "$?" >"$answers"
+    printf '\nended %s %d\n' "$id" "$?" >&3
   } </dev/null >/dev/null 2>&1 &
-  printf 'started %s\n' "$id" >"$answers"
+  printf '\nstarted %s\n' "$id" >&3
 done
 )sh";
 
-// How long a request may take to be written (a server that reads nothing,
-// stopped by a process of its user, is not waited for longer).
+// How long a request may take to be written, and then to be taken (a
+// server that reads nothing, stopped by a process of its user, or that
+// cannot fork, is not waited for longer): the process is then run elsewhere.
 constexpr std::chrono::seconds k_request_limit{10};
+constexpr std::chrono::seconds k_take_limit{5};
+// The variable that names a process's session: at the session's end, what
+// carries it (a request taken after it was given up) is ended.
+constexpr const char* k_session_variable = "ENVCONTRACT_SESSION";
 // After a process was killed (time-out, cancellation), how long the server
 // has to say that it ended before the session is given up.
 constexpr std::chrono::seconds k_end_grace{5};
@@ -168,6 +183,10 @@ class ExecSession {
   void close_input() {
     std::lock_guard lock(m_write_mutex);
     m_client.in.reset();
+    if (m_close_by == Clock::time_point()) {
+      m_close_by =
+          Clock::now() + std::chrono::seconds(1);  // sessions told together end by one time
+    }
   }
 
   ~ExecSession() {
@@ -178,8 +197,7 @@ class ExecSession {
     // is left (nothing, after a scan) is killed by end_attached.
     close_input();
     if (m_reader.joinable()) {
-      const auto deadline = Clock::now() + std::chrono::seconds(1);
-      while (!dead() && Clock::now() < deadline) {
+      while (!client_ended() && Clock::now() < m_close_by) {
         std::this_thread::sleep_for(std::chrono::milliseconds(5));
       }
       const std::uint64_t one = 1;
@@ -187,6 +205,7 @@ class ExecSession {
       m_reader.join();
     }
     end_attached(m_client, m_outer);
+    kill_marked(std::string(k_session_variable) + "=" + m_marker_value);
   }
 
   ExecSession(const ExecSession&) = delete;
@@ -195,9 +214,11 @@ class ExecSession {
   // Why it could not start ("" when it did).
   const std::string& error() const { return m_error; }
 
-  bool dead() const {
+  // Whether it takes no more processes: its client ended, or it was given
+  // up (a request it did not take, a process it did not answer for).
+  bool retired() const {
     std::lock_guard lock(m_mutex);
-    return m_dead;
+    return m_retired || m_ended_client;
   }
 
   // The process's result; nullopt when the session ended before it took
@@ -210,7 +231,20 @@ class ExecSession {
   // their own until the client ends.
   void read_answers();
   void take_answer(std::string_view line);
-  void mark_dead();
+  // The client ended: every process waiting is woken.
+  void end_client();
+  bool client_ended() const {
+    std::lock_guard lock(m_mutex);
+    return m_ended_client;
+  }
+  // No new process is given to it; those running keep waiting for theirs.
+  void retire() {
+    std::lock_guard lock(m_mutex);
+    m_retired = true;
+  }
+  // Writes `request` whole by `deadline`; else retires the session, whose
+  // server may have a part of it (cut short, never run).
+  bool send(const std::string& request, Clock::time_point deadline);
   // The first-started process of this session's user that carries `marker`
   // (the command itself, before its children), or 0.
   pid_t first_marked(const std::string& marker) const;
@@ -227,18 +261,38 @@ class ExecSession {
   UniqueFd m_stop;  // written to end the reader
   std::thread m_reader;
   std::atomic<unsigned> m_next_id{0};
-  std::mutex m_write_mutex;  // one request at a time on stdin
+  std::mutex m_write_mutex;        // one request at a time on stdin
+  Clock::time_point m_close_by{};  // once its stdin is closed: when its client is ended
   mutable std::mutex m_mutex;
-  bool m_dead = false;
+  bool m_ended_client = false;
+  bool m_retired = false;
   std::set<unsigned> m_started;       // ids the server said it started
   std::map<unsigned, int> m_ended;    // id -> the status the server answered
   std::map<unsigned, int> m_waiting;  // id -> an eventfd to wake its waiter
   std::string m_stderr;               // the client's, its last k_kept_stderr bytes
 };
 
-void ExecSession::mark_dead() {
+bool ExecSession::send(const std::string& request, Clock::time_point deadline) {
+  std::lock_guard lock(m_write_mutex);
+  if (retired() || !m_client.in) {
+    return false;
+  }
+  const auto left =
+      std::clamp(std::chrono::duration_cast<std::chrono::milliseconds>(deadline - Clock::now()),
+                 std::chrono::milliseconds(1), std::chrono::milliseconds(k_request_limit));
+  if (write_within(m_client.in.get(), request, left)) {
+    return true;
+  }
+  // A part may be in the pipe: nothing more is written after it (the
+  // server never runs a request without its end).
+  m_client.in.reset();
+  retire();
+  return false;
+}
+
+void ExecSession::end_client() {
   std::lock_guard lock(m_mutex);
-  m_dead = true;
+  m_ended_client = true;
   const std::uint64_t one = 1;
   for (const auto& [id, fd] : m_waiting) {
     [[maybe_unused]] const auto ignored = ::write(fd, &one, sizeof one);
@@ -349,7 +403,7 @@ void ExecSession::read_answers() {
       break;
     }
   }
-  mark_dead();
+  end_client();
 }
 
 pid_t ExecSession::first_marked(const std::string& marker) const {
@@ -394,6 +448,9 @@ std::optional<ProcessResult> ExecSession::run(const ProcessSpec& inside,
     result.cancel_reason = limits.cancellation->reason();
     return result;
   }
+  if (retired()) {
+    return std::nullopt;
+  }
   const unsigned id = ++m_next_id;
   const std::string out_name = "o" + std::to_string(id);
   const std::string err_name = "e" + std::to_string(id);
@@ -409,8 +466,9 @@ std::optional<ProcessResult> ExecSession::run(const ProcessSpec& inside,
     }
   } removal{m_directory, out_name, err_name};
   if (!out.read || !err.read) {
-    result.error = "cannot make the exec session's FIFOs: " + m_directory.error();
-    return result;
+    // Its directory is the user's: not to be trusted with another process.
+    retire();
+    return std::nullopt;
   }
   UniqueFd wake(::eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK));
   if (!wake) {
@@ -452,15 +510,20 @@ std::optional<ProcessResult> ExecSession::run(const ProcessSpec& inside,
     }
   }
   request.push_back('\0');
-  bool sent = false;
-  {
-    std::lock_guard lock(m_write_mutex);
-    sent = write_within(m_client.in.get(), request, k_request_limit);
-  }
-  if (!sent) {
-    mark_dead();
+  append_field(request, ".");
+  // Whatever way this ends, nothing of the process is left running: its
+  // marker is swept (after its end, its descendants; on an exception from
+  // the time-out hook, the process itself).
+  struct Sweep {
+    const ExecSession& session;
+    const std::string& marker;
+    ~Sweep() { session.kill_marked(marker); }
+  } sweep{*this, marker};
+  const auto fixed_deadline = started + limits.timeout;
+  if (!send(request, limits.deadline ? limits.deadline() : fixed_deadline)) {
     return std::nullopt;
   }
+  const auto sent_at = Clock::now();
 
   OutputCapture out_capture(limits.max_output_bytes);
   OutputCapture err_capture(limits.max_output_bytes);
@@ -473,7 +536,6 @@ std::optional<ProcessResult> ExecSession::run(const ProcessSpec& inside,
   bool cancelled = false;
   Clock::time_point stopped_at = Clock::time_point::max();
   Clock::time_point drain_deadline = Clock::time_point::max();
-  const auto fixed_deadline = started + limits.timeout;
   std::array<char, 65536> buffer{};
   const auto drain = [&](UniqueFd& fd, OutputCapture& capture, bool& open) {
     for (;;) {
@@ -514,7 +576,7 @@ std::optional<ProcessResult> ExecSession::run(const ProcessSpec& inside,
         status = found->second;
       }
       taken = taken || m_started.contains(id);
-      session_ended = m_dead;
+      session_ended = m_ended_client;
     }
     if (status) {
       if (drain_deadline == Clock::time_point::max()) {
@@ -532,11 +594,18 @@ std::optional<ProcessResult> ExecSession::run(const ProcessSpec& inside,
     if (session_ended) {
       break;
     }
+    if (!taken && Clock::now() >= sent_at + k_take_limit) {
+      // The server does not take it (stopped, unable to fork): given up,
+      // and the process runs elsewhere; should the server take it later,
+      // the session's end ends it.
+      retire();
+      break;
+    }
     if (timed_out || cancelled) {
       if (Clock::now() >= stopped_at + k_end_grace) {
-        // Killed, and the server still does not say so: not to be trusted
-        // with another process.
-        mark_dead();
+        // Killed, and the server still does not say so: given no more
+        // processes (those it runs keep waiting for theirs).
+        retire();
         break;
       }
       continue;
@@ -557,10 +626,8 @@ std::optional<ProcessResult> ExecSession::run(const ProcessSpec& inside,
     }
     kill_marked(marker);
   }
-  // Whatever of it outlived it (its descendants), as after any process.
-  kill_marked(marker);
-  if (!status && session_ended && !taken && !timed_out && !cancelled) {
-    return std::nullopt;  // the server had ended before it read the request
+  if (!status && !taken && !timed_out && !cancelled) {
+    return std::nullopt;  // never started: the server ended or did not take it
   }
 
   result.duration = std::chrono::duration_cast<std::chrono::milliseconds>(
@@ -582,14 +649,14 @@ std::optional<ProcessResult> ExecSession::run(const ProcessSpec& inside,
     result.outcome = ProcessResult::Outcome::exited;
     result.exit_code = *status;
   } else {
-    // The client ended under it (the container stopped, the server was
-    // killed): as the client itself would have ended a process of its own.
-    result.outcome = ProcessResult::Outcome::exited;
-    result.exit_code = 255;
+    // The client ended under it (the container stopped, a process of its
+    // user killed the server): how it ended is unknown, so it is not
+    // judged as an exit of its own.
+    result.outcome = ProcessResult::Outcome::cancelled;
+    result.signal = SIGKILL;
     std::lock_guard lock(m_mutex);
-    result.err += (result.err.empty() || result.err.back() == '\n' ? "" : "\n") +
-                  std::string("envcontract: the container's exec session ended before it did") +
-                  (m_stderr.empty() ? "" : ": " + m_stderr);
+    result.cancel_reason = "the container's exec session ended while it ran" +
+                           (m_stderr.empty() ? std::string() : ": " + m_stderr);
   }
   return result;
 }
@@ -639,7 +706,7 @@ class SessionPool {
     }
     // Envs of one container and user wait for the one session being started.
     std::lock_guard lock(slot->mutex);
-    if (slot->session && !slot->session->dead()) {
+    if (slot->session && !slot->session->retired()) {
       return slot->session;
     }
     auto started = std::make_shared<ExecSession>(env, credentials, resources);

@@ -214,23 +214,30 @@ ScratchDirectory::FifoEnds ScratchDirectory::make_fifo(const char* name) {
     return failed("");
   }
   // The user owns the directory and may have put something else under the
-  // name since: no link is followed and no mount entered (their FUSE would
-  // stall the open), and what is opened must be a FIFO.
-  ends.read = UniqueFd(open_below(m_fd, name, O_RDONLY | O_NONBLOCK | O_NOCTTY));
+  // name since: no link is followed and no mount entered, nothing is opened
+  // for reading or writing before it is known to be the FIFO made here (a
+  // device node opened by root would act outside the container's device
+  // rules; a hard link to another user's FIFO would be handed over).
+  const UniqueFd handle(open_below(m_fd, name, O_PATH));
   struct stat info {};
-  if (!ends.read || ::fstat(ends.read.get(), &info) != 0) {
+  if (!handle || ::fstat(handle.get(), &info) != 0) {
     return failed("opening ");
   }
-  if (!S_ISFIFO(info.st_mode)) {
+  const bool ours = info.st_uid == ::geteuid() || (m_owner && info.st_uid == m_owner->uid);
+  if (!S_ISFIFO(info.st_mode) || !ours || info.st_nlink != 1) {
     errno = EINVAL;
-    return failed("not a FIFO: ");
+    return failed("not the FIFO made: ");
   }
   // Made by us (root): the child's user may open it once it is theirs.
-  if (m_owner && ::fchown(ends.read.get(), m_owner->uid, m_owner->gid) != 0) {
+  if (m_owner && ::fchownat(handle.get(), "", m_owner->uid, m_owner->gid, AT_EMPTY_PATH) != 0) {
     return failed("giving away ");
   }
-  // The same FIFO, by its open description, never by its name again.
-  const std::string self = "/proc/self/fd/" + std::to_string(ends.read.get());
+  // Both ends by the handle, never by the name again.
+  const std::string self = "/proc/self/fd/" + std::to_string(handle.get());
+  ends.read = UniqueFd(::open(self.c_str(), O_RDONLY | O_NONBLOCK | O_CLOEXEC | O_NOCTTY));
+  if (!ends.read) {
+    return failed("opening for reading ");
+  }
   ends.write = UniqueFd(::open(self.c_str(), O_WRONLY | O_NONBLOCK | O_CLOEXEC | O_NOCTTY));
   if (!ends.write) {
     return failed("opening for writing ");

@@ -90,12 +90,17 @@ std::string joined(const std::vector<testing::HostProcess>& processes) {
 
 // A CPU torch as far as the probes ask (2.10.0), in a venv over the
 // container's python3 whose activation puts its bin first on PATH, named
-// as the container sees it (`inside`), as a venv made in the image is.
+// as the container sees it (`inside`), as a venv made in the image is. It
+// also exports the names the scripts that start processes inside use for
+// themselves: what an env sets never changes what they run, where, or how
+// its processes are marked.
 void make_env(const fs::path& prefix, const std::string& inside) {
   const auto site = testing::system_venv_site(testing::make_system_venv(prefix));
-  std::ofstream(prefix / "bin/activate") << "VIRTUAL_ENV=" << inside
-                                         << "\nexport VIRTUAL_ENV\n"
-                                            "PATH=\"$VIRTUAL_ENV/bin:$PATH\"\nexport PATH\n";
+  std::ofstream(prefix / "bin/activate")
+      << "VIRTUAL_ENV=" << inside
+      << "\nexport VIRTUAL_ENV\n"
+         "PATH=\"$VIRTUAL_ENV/bin:$PATH\"\nexport PATH\n"
+         "export dir=/etc marker=spoofed session=spoofed argv=/bin/false count=0 limits=\n";
   fs::create_directories(site / "torch");
   std::ofstream(site / "torch/__init__.py") << "from . import version\n"
                                                "__version__ = version.__version__\n";
@@ -182,6 +187,8 @@ class EngineFixture : public ::testing::Test {
            "    expect_output: \"^" +
            m_marker +
            "\\n\"\n"
+           // Where the env's processes start: its prefix, whatever it exports.
+           "  - {id: workdir, kind: command, run: pwd, expect_output: '^/opt/venvs/'}\n"
            "  - id: pid-namespace\n"
            "    kind: smoke\n"
            "    code: |\n"
@@ -258,7 +265,8 @@ class EngineFixture : public ::testing::Test {
       ASSERT_NE(env, nullptr);
       EXPECT_EQ((*env)["container"], "box") << text;
       EXPECT_EQ((*env)["verdict"], verdict) << common::json_text(*env);
-      for (const char* id : {"marker", "pid-namespace", "interpreter", "limits", "path-first"}) {
+      for (const char* id :
+           {"marker", "workdir", "pid-namespace", "interpreter", "limits", "path-first"}) {
         const Json* check = testing::find_check(*env, id);
         ASSERT_NE(check, nullptr) << text;
         EXPECT_EQ((*check)["status"], "pass") << id << ": " << common::json_text(*check);
@@ -358,8 +366,14 @@ TEST_P(RealEngine, EnvsOfRootAndOfAUserAreJudgedInside) {
 TEST_P(RealEngine, OneEngineExecPerEnvNotPerProcess) {
   const auto since = std::to_string(std::time(nullptr));
   // A command that writes far more than a pipe holds: read as it comes, or
-  // it would block until its time-out.
-  const auto met = scan(entry(), inside_checks() + k_torch_met +
+  // it would block until its time-out. Through a session, one that ends
+  // its process group as CI scripts do (`trap 'kill 0' EXIT`) ends only
+  // itself: each process has a group of its own, not the server's.
+  const std::string group_killer = entry() == Entry::engine_exec
+                                       ? "  - {id: group-killer, kind: command, expect_exit: 143,\n"
+                                         "     run: \"trap 'kill 0' EXIT; true\"}\n"
+                                       : "";
+  const auto met = scan(entry(), inside_checks() + k_torch_met + group_killer +
                                      "  - {id: chatty, kind: command, timeout: 20s,\n"
                                      "     run: 'head -c 1000000 /dev/zero; echo done >&2'}\n");
   expect_judged_inside(met, "compliant");
