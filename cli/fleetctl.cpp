@@ -12,10 +12,10 @@
 #include <thread>
 
 #include "cli/fleet_render.hpp"
+#include "command_line/command_line.hpp"
 #include "common/json_fields.hpp"
 #include "common/json_text.hpp"
 #include "common/shown_path.hpp"
-#include "contracts/command_line.hpp"
 #include "contracts/validate_files.hpp"
 #include "contracts/values.hpp"
 #include "fleet/prometheus_fleet.hpp"
@@ -52,9 +52,9 @@ struct Common {
 // verbs have no -v rather than one that changes nothing.
 void add_common(CLI::App* verb, Common& common, const std::vector<std::string>& formats,
                 bool reports) {
-  contracts::add_format_option(verb, common.output, formats,
-                               "output format, before or after the verb (--format is the same "
-                               "option)");
+  command_line::add_format_option(verb, common.output, formats,
+                                  "output format, before or after the verb (--format is the same "
+                                  "option)");
   if (reports) {
     verb->add_flag("-v,--verbose", common.verbose,
                    "with the table: evidence, remedy and since under each failing check");
@@ -523,12 +523,12 @@ int run_fleetctl(int argc, char** argv) {
                           "print the normalised contract as JSON (exactly one FILE)");
   validate_verb->footer("Exit status: 0 all valid, 1 any invalid, 2 usage error.");
 
-  const auto line = contracts::read_command_line("fleetctl", app, argc, argv);
+  const auto line = command_line::read_command_line("fleetctl", app, argc, argv);
   if (!line.problem.empty()) {
     std::cerr << line.problem << "\n";
     return 2;
   }
-  if (const auto status = contracts::parse_command_line(app, line)) {
+  if (const auto status = command_line::parse_command_line(app, line)) {
     return *status;
   }
   if (check_verb->parsed()) {

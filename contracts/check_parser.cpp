@@ -1,7 +1,7 @@
 #include "contracts/check_parser.hpp"
 
+#include "common/spelling.hpp"
 #include "contracts/mapping_reader.hpp"
-#include "contracts/spelling.hpp"
 #include "contracts/values.hpp"
 
 namespace envcontract::contracts {
@@ -17,7 +17,7 @@ std::optional<Severity> read_severity(MappingReader& reader) {
   }
   reader.ctx().error(*reader.get("severity"),
                      "'severity' of " + reader.what() + " must be 'required' or 'advisory', got '" +
-                         *text + "'" + did_you_mean(*text, {"required", "advisory"}));
+                         *text + "'" + common::did_you_mean(*text, {"required", "advisory"}));
   return std::nullopt;
 }
 
@@ -60,7 +60,7 @@ void CheckParser::parse(const YAML::Node& node, const std::string& section) {
   const CheckKind* kind = kind_name ? find_check_kind(*kind_name) : nullptr;
   if (kind_name && !kind) {
     m_ctx.error(*reader.get("kind"), "unknown check kind '" + *kind_name + "'" +
-                                         did_you_mean(*kind_name, check_kind_names()) +
+                                         common::did_you_mean(*kind_name, check_kind_names()) +
                                          "; see docs/contracts.md for the kinds");
   }
   if (id && !is_check_id(*id)) {

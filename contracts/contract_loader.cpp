@@ -7,12 +7,12 @@
 #include <sstream>
 
 #include "common/json_text.hpp"
+#include "common/spelling.hpp"
 #include "contracts/check_parser.hpp"
 #include "contracts/integration_tests.hpp"
 #include "contracts/legacy_forms.hpp"
 #include "contracts/mapping_reader.hpp"
 #include "contracts/provision_recipe.hpp"
-#include "contracts/spelling.hpp"
 #include "contracts/values.hpp"
 #include "contracts/yaml_document.hpp"
 
@@ -159,7 +159,7 @@ void read_waivers(MappingReader& top, Contract& contract) {
     reader.reject_unknown_keys();
     if (check && std::find(ids.begin(), ids.end(), *check) == ids.end()) {
       ctx.error(*reader.get("check"),
-                "waiver for unknown check '" + *check + "'" + did_you_mean(*check, ids));
+                "waiver for unknown check '" + *check + "'" + common::did_you_mean(*check, ids));
       continue;
     }
     if (reason && reason->find_first_not_of(" \t") == std::string::npos) {

@@ -1,8 +1,8 @@
 #include "contracts/integration_tests.hpp"
 
 #include "common/sha256.hpp"
+#include "common/spelling.hpp"
 #include "contracts/mapping_reader.hpp"
-#include "contracts/spelling.hpp"
 #include "contracts/values.hpp"
 
 #include <algorithm>
@@ -144,7 +144,8 @@ std::optional<IntegrationEntry> parse_integration_entry(
         allowed += (allowed.empty() ? "" : ", ") + known;
       }
       ctx.error(*reader.get(key), "unknown " + std::string(key) + " '" + *value + "'" +
-                                      did_you_mean(*value, values) + "; it is one of " + allowed);
+                                      common::did_you_mean(*value, values) + "; it is one of " +
+                                      allowed);
       return std::string();
     }
     return *value;
@@ -214,8 +215,8 @@ std::optional<IntegrationEntry> find_integration_entry(const std::filesystem::pa
     listing += (listing.empty() ? "" : ", ") + ("'" + name + "'");
   }
   ctx.error(selector_node, "no integration test with id or name '" + selector + "' in " +
-                               config_path.string() + did_you_mean(selector, names) + "; it has " +
-                               (listing.empty() ? "none" : listing));
+                               config_path.string() + common::did_you_mean(selector, names) +
+                               "; it has " + (listing.empty() ? "none" : listing));
   return std::nullopt;
 }
 

@@ -1,7 +1,7 @@
 #include "contracts/kind_helpers.hpp"
 
+#include "common/spelling.hpp"
 #include "contracts/output_pattern.hpp"
-#include "contracts/spelling.hpp"
 
 namespace envcontract::contracts::kind_helpers {
 namespace {
@@ -119,7 +119,7 @@ std::string anchoring_problem(const std::string& pattern) {
   }
   std::string hint;
   if (pattern.starts_with("{")) {
-    hint = did_you_mean(pattern.substr(0, pattern.find('}') + 1), k_anchors);
+    hint = common::did_you_mean(pattern.substr(0, pattern.find('}') + 1), k_anchors);
   }
   return " must start with {prefix}, {site} or /" + hint;
 }

@@ -2,9 +2,9 @@
 
 #include <map>
 
+#include "common/spelling.hpp"
 #include "contracts/integration_tests.hpp"
 #include "contracts/mapping_reader.hpp"
-#include "contracts/spelling.hpp"
 #include "contracts/values.hpp"
 
 namespace envcontract::contracts {
@@ -176,7 +176,7 @@ void translate_integration_tests(const YAML::Node& section, const std::string& c
     if (!selected[i]) {
       ctx.error(section, "the agent's run_integration_tests names '" + run_tests[i] +
                              "', which this config does not have" +
-                             did_you_mean(run_tests[i], known));
+                             common::did_you_mean(run_tests[i], known));
     }
   }
   const auto listing = [](const std::vector<std::string>& ids) {

@@ -3,7 +3,7 @@
 #include <algorithm>
 #include <charconv>
 
-#include "contracts/spelling.hpp"
+#include "common/spelling.hpp"
 
 namespace envcontract::contracts {
 
@@ -139,14 +139,14 @@ void MappingReader::reject_unknown_keys(DiagnosticLevel level) {
       continue;
     }
     std::string message =
-        "unknown key '" + key + "' in " + m_what + did_you_mean(key, m_known_keys);
+        "unknown key '" + key + "' in " + m_what + common::did_you_mean(key, m_known_keys);
     // Where unknown keys are kept (CI configs grow keys), one within two
     // edits of a known key is a typo that would silently drop what it
     // names (`torch_contarct:`): an error all the same.
     const bool misspelt =
         key.size() >= 5 &&
         std::any_of(m_known_keys.begin(), m_known_keys.end(),
-                    [&](const auto& known) { return spelling_distance(key, known) <= 2; });
+                    [&](const auto& known) { return common::spelling_distance(key, known) <= 2; });
     if (level == DiagnosticLevel::error || misspelt) {
       m_ctx.error(pair.first, std::move(message));
     } else {

@@ -3,9 +3,9 @@
 #include <algorithm>
 #include <regex>
 
+#include "common/spelling.hpp"
 #include "contracts/kind_helpers.hpp"
 #include "contracts/mapping_reader.hpp"
-#include "contracts/spelling.hpp"
 #include "contracts/values.hpp"
 #include "contracts/yaml_document.hpp"
 
@@ -39,7 +39,7 @@ void check_placeholders(ParseContext& ctx, const YAML::Node& node, const std::st
         bare.push_back(k.substr(1, k.size() - 2));
       }
       ctx.error(node, "unknown placeholder {" + name + "} in '" + text + "'; known: {prefix}, " +
-                          "{python}, {wheelhouse}, {name}" + did_you_mean(name, bare));
+                          "{python}, {wheelhouse}, {name}" + common::did_you_mean(name, bare));
     }
   }
 }

@@ -6,8 +6,8 @@
 
 #include <CLI/CLI.hpp>
 
+#include "command_line/command_line.hpp"
 #include "common/shown_path.hpp"
-#include "contracts/command_line.hpp"
 #include "contracts/validate_files.hpp"
 #include "contracts/values.hpp"
 #include "daemon/facts_command.hpp"
@@ -96,7 +96,7 @@ CLI::App* add_scan(CLI::App& app, ScanArguments& arguments) {
   arguments.flags.add_discovery(verb);
   arguments.flags.add_image(verb);
   arguments.flags.add_containers(verb);
-  contracts::add_format_option(
+  command_line::add_format_option(
       verb, arguments.format, {"table", "json", "junit"},
       "table (for people), json (docs/report.md) or junit (for CI systems); before or after "
       "the verb");
@@ -349,17 +349,17 @@ int run_envcontractd(int argc, char** argv) {
   ProvisioningCli provisioning(app);
   FleetCli fleet(app);
   // -o before the verb, as fleetctl takes it: `envcontractd -o json plan`
-  // is `envcontractd plan -o json` (contracts/command_line.hpp).
+  // is `envcontractd plan -o json` (command_line/command_line.hpp).
   std::string leading_output;
   app.add_option("-o,--output,--format", leading_output,
                  "the output format of scan, plan and snapshot, before or after the verb");
 
-  const auto line = contracts::read_command_line("envcontractd", app, argc, argv);
+  const auto line = command_line::read_command_line("envcontractd", app, argc, argv);
   if (!line.problem.empty()) {
     std::cerr << line.problem << "\n";
     return 2;
   }
-  if (const auto status = contracts::parse_command_line(app, line)) {
+  if (const auto status = command_line::parse_command_line(app, line)) {
     return *status;
   }
   if (validate->parsed()) {

@@ -28,8 +28,8 @@
 
 #include "common/json_fields.hpp"
 #include "common/json_text.hpp"
+#include "common/spelling.hpp"
 #include "common/time_text.hpp"
-#include "contracts/spelling.hpp"
 #include "daemon/connection_admission.hpp"
 #include "daemon/http_routes.hpp"
 #include "daemon/metrics.hpp"
@@ -948,7 +948,7 @@ void HttpServer::Impl::history(const httplib::Request& request, httplib::Respons
         send_json(
             response, 404,
             {{"error", "no " + scope + " named '" + name + "' in this host's report or history" +
-                           contracts::did_you_mean(name, names)},
+                           common::did_you_mean(name, names)},
              {scope + "s", names}});
         return;
       }

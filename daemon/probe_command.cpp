@@ -7,8 +7,8 @@
 #include <ostream>
 
 #include "common/json_text.hpp"
+#include "common/spelling.hpp"
 #include "contracts/contract_loader.hpp"
-#include "contracts/spelling.hpp"
 #include "daemon/probe_plan.hpp"
 #include "probes/activation.hpp"
 #include "probes/dynamic_probe.hpp"
@@ -50,7 +50,7 @@ int run_probe(const ProbeOptions& options, std::ostream& out, std::ostream& err)
         listing += (listing.empty() ? "" : ", ") + name;
       }
       err << "envcontractd probe: no env named '" << wanted << "'"
-          << contracts::did_you_mean(wanted, names) << "; the envs found are: " << listing << "\n";
+          << common::did_you_mean(wanted, names) << "; the envs found are: " << listing << "\n";
       return 2;
     }
   }

@@ -8,7 +8,7 @@
 
 #include <CLI/CLI.hpp>
 
-#include "contracts/command_line.hpp"
+#include "command_line/command_line.hpp"
 #include "contracts/values.hpp"
 #include "daemon/contract_detection.hpp"
 #include "daemon/provision_command.hpp"
@@ -150,8 +150,8 @@ ProvisioningCli::ProvisioningCli(CLI::App& app) : m_arguments(std::make_unique<A
   a.flags.add_image(a.plan);
   a.flags.add_containers(a.plan);
   a.plan->add_option("--env", a.env, "only this env's plan");
-  contracts::add_format_option(a.plan, a.format, {"table", "json"},
-                               "table (for people) or json; before or after the verb");
+  command_line::add_format_option(a.plan, a.format, {"table", "json"},
+                                  "table (for people) or json; before or after the verb");
   a.flags.add_progress(a.plan);
   a.plan->footer("Exit status: 0 nothing to do, 1 steps planned, 2 error.");
 

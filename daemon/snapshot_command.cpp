@@ -10,9 +10,9 @@
 
 #include "common/python_names.hpp"
 #include "common/shown_path.hpp"
+#include "common/spelling.hpp"
 #include "common/time_text.hpp"
 #include "contracts/contract_loader.hpp"
-#include "contracts/spelling.hpp"
 #include "contracts/values.hpp"
 #include "daemon/contract_source.hpp"
 #include "daemon/probe_plan.hpp"
@@ -119,8 +119,8 @@ int run_snapshot(const SnapshotOptions& options, std::ostream& out, std::ostream
     err << "envcontractd snapshot: "
         << (options.env.empty()
                 ? "name the env to snapshot (--env); the envs found are: "
-                : "no env named '" + options.env + "'" +
-                      contracts::did_you_mean(options.env, names) + "; the envs found are: ")
+                : "no env named '" + options.env + "'" + common::did_you_mean(options.env, names) +
+                      "; the envs found are: ")
         << (listing.empty() ? std::string("none (name its --prefix or --root)") : listing) << "\n";
     return 2;
   }

@@ -27,7 +27,9 @@ constexpr const char* k_gid = "{gid}";
 // only ever lowered) and the command as the rest, the variables on stdin
 // (NAME=value, NUL-terminated, an empty entry last); bash reads a pipe byte
 // by byte, so what follows is left to the command. It enters the working
-// directory before it exports the variables: one named `dir` moves nothing.
+// directory before it exports the variables (one named `dir` moves
+// nothing), and reads them into a name of its own (one named `entry` is
+// exported as the env set it).
 constexpr const char* k_bootstrap = R"sh(
 dir=$1
 limits=$2
@@ -49,10 +51,11 @@ cd -- "$dir" || exit 126
 for name in $(compgen -e); do
   [ "$name" = ENVCONTRACT_PROBE ] || unset -v "$name" 2>/dev/null
 done
-while IFS= read -r -d '' entry && [ -n "$entry" ]; do
-  export "$entry" 2>/dev/null ||
-    printf 'envcontract: %s cannot be set inside the container\n' "${entry%%=*}" >&2
+while IFS= read -r -d '' __envcontract_entry && [ -n "$__envcontract_entry" ]; do
+  export -- "$__envcontract_entry" 2>/dev/null ||
+    printf 'envcontract: %s cannot be set inside the container\n' "${__envcontract_entry%%=*}" >&2
 done
+unset -v __envcontract_entry
 exec "$@"
 )sh";
 

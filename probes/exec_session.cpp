@@ -38,51 +38,59 @@ using Clock = std::chrono::steady_clock;
 // FIFOs for stdout and stderr, the process's marker, the number of argv
 // words, the words, NAME=value entries, an empty one, and "." (a request cut
 // short is never run). Each process starts in a subshell that enters the
-// directory as the user, keeps what it needs in the positional parameters
-// (an entry named `dir`, `argv` or `marker` changes nothing), exports the
-// entries, its marker and the session's, and execs the command, in a
-// process group of its own (`set -m`: its `kill 0` reaches nothing else). A
-// subshell around it waits for it and answers "ended ID STATUS"; the server
-// answers "started ID" once it has started it. Answers are one short write
-// each (atomic on a FIFO), after a newline, so processes run side by side
-// and a stray write of the user's cannot glue onto one. Nothing but the
-// server holds the client's stdio: when the server ends, however, the
-// client ends with it.
+// directory as the user, exports the entries, its marker and the session's,
+// and execs the command, in a process group of its own (`set -m`: its
+// `kill 0` reaches nothing else; a bash without job control is refused).
+// The script's own names are prefixed so that no entry of the env's is
+// lost or changes what runs. A subshell around each waits for it and
+// answers "ended ID STATUS"; the server answers "started ID" once it has
+// started it. Answers are one short write each (atomic on a FIFO), after a
+// newline, so processes run side by side and a stray write of the user's
+// cannot glue onto one. Nothing but the server holds the client's stdio:
+// when the server ends, however, the client ends with it.
 constexpr const char* k_server = R"sh(
-exec 3>"$1"
-set -m
-session=$ENVCONTRACT_PROBE
-for name in $(compgen -e); do
-  export -n "$name"
+exec 3>"$1" || exit 126
+(set -m) 2>/dev/null || exit 125
+__envcontract_session=$ENVCONTRACT_PROBE
+for __envcontract_name in $(compgen -e); do
+  export -n "$__envcontract_name"
 done
-while IFS= read -r -d '' id && IFS= read -r -d '' dir && IFS= read -r -d '' out &&
-    IFS= read -r -d '' err && IFS= read -r -d '' marker && IFS= read -r -d '' count; do
-  argv=()
-  while [ "${#argv[@]}" -lt "$count" ] && IFS= read -r -d '' word; do
-    argv+=("$word")
+while IFS= read -r -d '' __envcontract_id && IFS= read -r -d '' __envcontract_dir &&
+    IFS= read -r -d '' __envcontract_out && IFS= read -r -d '' __envcontract_err &&
+    IFS= read -r -d '' __envcontract_marker && IFS= read -r -d '' __envcontract_count; do
+  __envcontract_argv=()
+  while [ "${#__envcontract_argv[@]}" -lt "$__envcontract_count" ] &&
+      IFS= read -r -d '' __envcontract_word; do
+    __envcontract_argv+=("$__envcontract_word")
   done
-  vars=()
-  while IFS= read -r -d '' entry && [ -n "$entry" ]; do
-    vars+=("$entry")
+  __envcontract_vars=()
+  while IFS= read -r -d '' __envcontract_entry && [ -n "$__envcontract_entry" ]; do
+    __envcontract_vars+=("$__envcontract_entry")
   done
-  IFS= read -r -d '' end && [ "$end" = . ] || break
+  IFS= read -r -d '' __envcontract_end && [ "$__envcontract_end" = . ] || break
   {
     set -m
-    (
-      cd -- "$dir" || exit 126
-      set -- "$marker" "$session" "${argv[@]}"
-      for entry in "${vars[@]}"; do
-        export "$entry" 2>/dev/null ||
-          printf 'envcontract: %s cannot be set inside the container\n' "${entry%%=*}" >&2
-      done
-      export ENVCONTRACT_PROBE="$1" ENVCONTRACT_SESSION="$2"
-      shift 2
-      exec 3>&- "$@"
-    ) </dev/null >"$out" 2>"$err" &
-    wait "$!"
-    printf '\nended %s %d\n' "$id" "$?" >&3
+    if [ -p "$__envcontract_out" ] && [ -p "$__envcontract_err" ]; then
+      (
+        cd -- "$__envcontract_dir" || exit 126
+        set -- "$__envcontract_marker" "$__envcontract_session" "${__envcontract_argv[@]}"
+        for __envcontract_entry in "${__envcontract_vars[@]}"; do
+          export -- "$__envcontract_entry" 2>/dev/null ||
+            printf 'envcontract: %s cannot be set inside the container\n' \
+              "${__envcontract_entry%%=*}" >&2
+        done
+        unset -v __envcontract_entry
+        export ENVCONTRACT_PROBE="$1" ENVCONTRACT_SESSION="$2"
+        shift 2
+        exec 3>&- "$@"
+      ) </dev/null >"$__envcontract_out" 2>"$__envcontract_err" &
+      wait "$!"
+      printf '\nended %s %d\n' "$__envcontract_id" "$?" >&3
+    else
+      printf '\nended %s 125\n' "$__envcontract_id" >&3
+    fi
   } </dev/null >/dev/null 2>&1 &
-  printf '\nstarted %s\n' "$id" >&3
+  printf '\nstarted %s\n' "$__envcontract_id" >&3
 done
 )sh";
 
@@ -194,10 +202,21 @@ class ExecSession {
       return;
     }
     // Its stdin closed, the server's loop ends and the client with it; what
-    // is left (nothing, after a scan) is killed by end_attached.
+    // is left (nothing, after a scan) is killed by end_attached. A session
+    // given up may still hold a request it should not run: killed first.
+    bool given_up = false;
+    {
+      std::lock_guard lock(m_mutex);
+      given_up = m_retired && !m_ended_client;
+    }
+    if (given_up) {
+      // (Its descriptors stay open until the reader has stopped.)
+      ::kill(m_client.pid, SIGKILL);
+      kill_marked(m_client.marker);
+    }
     close_input();
     if (m_reader.joinable()) {
-      while (!client_ended() && Clock::now() < m_close_by) {
+      while (!given_up && !client_ended() && Clock::now() < m_close_by) {
         std::this_thread::sleep_for(std::chrono::milliseconds(5));
       }
       const std::uint64_t one = 1;
@@ -205,7 +224,11 @@ class ExecSession {
       m_reader.join();
     }
     end_attached(m_client, m_outer);
-    kill_marked(std::string(k_session_variable) + "=" + m_marker_value);
+    // What a wrapper started as the server was killed: twice, the second
+    // for what the first one's victims had started.
+    for (int sweep = 0; sweep < 2; ++sweep) {
+      kill_marked(std::string(k_session_variable) + "=" + m_marker_value);
+    }
   }
 
   ExecSession(const ExecSession&) = delete;
@@ -219,6 +242,13 @@ class ExecSession {
   bool retired() const {
     std::lock_guard lock(m_mutex);
     return m_retired || m_ended_client;
+  }
+  // Whether its server ever started a process: one that never did (its
+  // answers cannot be written, its bash cannot keep processes apart) is
+  // not replaced by another of the same kind.
+  bool took_any() const {
+    std::lock_guard lock(m_mutex);
+    return m_took_any;
   }
 
   // The process's result; nullopt when the session ended before it took
@@ -266,6 +296,7 @@ class ExecSession {
   mutable std::mutex m_mutex;
   bool m_ended_client = false;
   bool m_retired = false;
+  bool m_took_any = false;            // the server started a process
   std::set<unsigned> m_started;       // ids the server said it started
   std::map<unsigned, int> m_ended;    // id -> the status the server answered
   std::map<unsigned, int> m_waiting;  // id -> an eventfd to wake its waiter
@@ -284,8 +315,8 @@ bool ExecSession::send(const std::string& request, Clock::time_point deadline) {
     return true;
   }
   // A part may be in the pipe: nothing more is written after it (the
-  // server never runs a request without its end).
-  m_client.in.reset();
+  // server never runs a request without its end), and what runs keeps
+  // running (closing stdin would end the server, and the session with it).
   retire();
   return false;
 }
@@ -316,6 +347,7 @@ void ExecSession::take_answer(std::string_view line) {
     std::lock_guard lock(m_mutex);
     if (m_waiting.contains(id)) {
       m_started.insert(id);
+      m_took_any = true;
     }
     return;
   }
@@ -448,8 +480,10 @@ std::optional<ProcessResult> ExecSession::run(const ProcessSpec& inside,
     result.cancel_reason = limits.cancellation->reason();
     return result;
   }
-  if (retired()) {
-    return std::nullopt;
+  const auto has_nul = [](const std::string& word) { return word.find('\0') != std::string::npos; };
+  if (retired() || std::any_of(inside.argv.begin(), inside.argv.end(), has_nul) ||
+      has_nul(inside.working_dir.string())) {
+    return std::nullopt;  // (a NUL would shift the request's fields: run elsewhere)
   }
   const unsigned id = ++m_next_id;
   const std::string out_name = "o" + std::to_string(id);
@@ -505,7 +539,8 @@ std::optional<ProcessResult> ExecSession::run(const ProcessSpec& inside,
   for (const auto& [name, value] : inside.environment) {
     // A NUL would end the entry early: such a value cannot be passed whole.
     if (!name.empty() && name.find('\0') == std::string::npos &&
-        value.find('\0') == std::string::npos && name != k_probe_marker) {
+        value.find('\0') == std::string::npos && name != k_probe_marker &&
+        name != k_session_variable) {
       append_field(request, name + "=" + value);
     }
   }
@@ -709,6 +744,12 @@ class SessionPool {
     if (slot->session && !slot->session->retired()) {
       return slot->session;
     }
+    if (slot->session && !slot->session->took_any()) {
+      slot->broken = true;  // its processes run through execs of their own from now on
+    }
+    if (slot->broken) {
+      return nullptr;
+    }
     auto started = std::make_shared<ExecSession>(env, credentials, resources);
     if (!started->error().empty()) {
       return nullptr;
@@ -721,6 +762,7 @@ class SessionPool {
   struct Slot {
     std::mutex mutex;
     std::shared_ptr<ExecSession> session;
+    bool broken = false;  // a session of its key never started a process
   };
   std::mutex m_mutex;
   int m_scopes = 0;

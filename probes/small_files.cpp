@@ -80,14 +80,25 @@ std::size_t longest_line(std::string_view text) {
 // link in the container leads to the container's file, never to the
 // host's file of that name, which the kernel would follow from the agent's
 // own root.
-int open_path_as_seen(const std::filesystem::path& path) {
-  const std::string text = path.string();
+// The length of the "/proc/PID/root" that `text` starts with, or 0.
+std::size_t process_root_length(const std::string& text) {
   constexpr std::string_view k_proc = "/proc/";
   const auto pid_end = text.starts_with(k_proc) ? text.find('/', k_proc.size()) : std::string::npos;
-  if (pid_end != std::string::npos && text.compare(pid_end, 6, "/root/") == 0 &&
-      is_process_root(text.substr(0, pid_end + 5))) {
-    const SystemRoot tree(text.substr(0, pid_end + 5));
-    return tree.open_inside(text.substr(pid_end + 5), O_PATH, true);
+  return pid_end != std::string::npos && text.compare(pid_end, 6, "/root/") == 0 &&
+                 is_process_root(text.substr(0, pid_end + 5))
+             ? pid_end + 5
+             : 0;
+}
+
+bool under_process_root(const std::string& text) {
+  return process_root_length(text) > 0;
+}
+
+int open_path_as_seen(const std::filesystem::path& path) {
+  const std::string text = path.string();
+  if (const std::size_t root = process_root_length(text); root > 0) {
+    const SystemRoot tree(text.substr(0, root));
+    return tree.open_inside(text.substr(root), O_PATH, true);
   }
   return ::open(path.c_str(), O_PATH | O_CLOEXEC);
 }
@@ -283,16 +294,34 @@ std::string text_field(const nlohmann::ordered_json& object, const char* key) {
   return it->is_string() ? it->get<std::string>() : common::json_text(*it);
 }
 
-bool path_exists(const std::filesystem::path& path) {
+namespace {
+
+// stat(2) of `path`, under a process's root resolved as open_path_as_seen
+// resolves it (a link to "/opt/..." in a container is the container's).
+bool stat_as_seen(const std::filesystem::path& path, struct stat& info) {
   note_reading(path);
-  std::error_code error;
-  return std::filesystem::exists(path, error);
+  if (!under_process_root(path.string())) {
+    return ::stat(path.c_str(), &info) == 0;
+  }
+  const int fd = open_path_as_seen(path);
+  if (fd < 0) {
+    return false;
+  }
+  const bool found = ::fstat(fd, &info) == 0;
+  ::close(fd);
+  return found;
+}
+
+}  // namespace
+
+bool path_exists(const std::filesystem::path& path) {
+  struct stat info {};
+  return stat_as_seen(path, info);
 }
 
 bool dir_exists(const std::filesystem::path& path) {
-  note_reading(path);
-  std::error_code error;
-  return std::filesystem::is_directory(path, error);
+  struct stat info {};
+  return stat_as_seen(path, info) && S_ISDIR(info.st_mode);
 }
 
 std::map<std::string, std::string> parse_key_values(const std::string& text) {

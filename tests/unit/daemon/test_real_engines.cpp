@@ -100,7 +100,8 @@ void make_env(const fs::path& prefix, const std::string& inside) {
       << "VIRTUAL_ENV=" << inside
       << "\nexport VIRTUAL_ENV\n"
          "PATH=\"$VIRTUAL_ENV/bin:$PATH\"\nexport PATH\n"
-         "export dir=/etc marker=spoofed session=spoofed argv=/bin/false count=0 limits=\n";
+         "export dir=/etc marker=spoofed session=spoofed argv=/bin/false count=0 limits=\n"
+         "export entry=kept vars=kept\n";
   fs::create_directories(site / "torch");
   std::ofstream(site / "torch/__init__.py") << "from . import version\n"
                                                "__version__ = version.__version__\n";
@@ -187,8 +188,12 @@ class EngineFixture : public ::testing::Test {
            "    expect_output: \"^" +
            m_marker +
            "\\n\"\n"
-           // Where the env's processes start: its prefix, whatever it exports.
+           // Where the env's processes start: its prefix, whatever it exports;
+           // and what it exports reaches them as it set it.
            "  - {id: workdir, kind: command, run: pwd, expect_output: '^/opt/venvs/'}\n"
+           "  - {id: own-variables, kind: command,\n"
+           "     run: 'echo \"$dir $entry $vars $argv\"', expect_output: '^/etc kept kept "
+           "/bin/false\\n'}\n"
            "  - id: pid-namespace\n"
            "    kind: smoke\n"
            "    code: |\n"
@@ -265,8 +270,8 @@ class EngineFixture : public ::testing::Test {
       ASSERT_NE(env, nullptr);
       EXPECT_EQ((*env)["container"], "box") << text;
       EXPECT_EQ((*env)["verdict"], verdict) << common::json_text(*env);
-      for (const char* id :
-           {"marker", "workdir", "pid-namespace", "interpreter", "limits", "path-first"}) {
+      for (const char* id : {"marker", "workdir", "own-variables", "pid-namespace", "interpreter",
+                             "limits", "path-first"}) {
         const Json* check = testing::find_check(*env, id);
         ASSERT_NE(check, nullptr) << text;
         EXPECT_EQ((*check)["status"], "pass") << id << ": " << common::json_text(*check);
@@ -319,6 +324,30 @@ class EngineFixture : public ::testing::Test {
     std::cout << "[ timing   ] " << engine() << ", " << how << ": scan took " << scan.seconds
               << " s (the report's duration_ms: " << reported << ")\n";
     RecordProperty(engine() + " " + entry_name(entry) + " seconds", std::to_string(scan.seconds));
+  }
+
+  // A path of the running container, as the test (root, on the host)
+  // reaches it: through its process's root.
+  fs::path in_container(const fs::path& inside) const {
+    return fs::path("/proc/" + std::to_string(m_container->pid()) + "/root") /
+           inside.relative_path();
+  }
+  // The app env's site-packages, as the container names it.
+  static fs::path app_site() {
+    return fs::path("/opt/venvs/app/lib") / ("python" + testing::system_python_version()) /
+           "site-packages";
+  }
+  // Moves the container's directory `inside` to `elsewhere` (an absolute
+  // path the host does not have) and links it back into place, as images
+  // link a vendor's files from /opt.
+  void link_from_elsewhere(const fs::path& inside, const fs::path& elsewhere) const {
+    ASSERT_FALSE(fs::exists(elsewhere)) << "the host must not have " << elsewhere;
+    fs::create_directories(in_container(elsewhere).parent_path());
+    // Copied, not renamed: the image's directories are in a lower layer of
+    // the container's overlay, which refuses to rename them (EXDEV).
+    fs::copy(in_container(inside), in_container(elsewhere), fs::copy_options::recursive);
+    fs::remove_all(in_container(inside));
+    fs::create_symlink(elsewhere, in_container(inside));
   }
 
   testing::TempDir m_dir;
@@ -471,17 +500,8 @@ TEST_P(RealEngine, AnAbsoluteLinkInTheContainerIsFollowedInsideIt) {
 // host's directory of that name.
 TEST_P(RealEngine, ASitePackagesLinkedElsewhereInTheContainerIsReadThere) {
   const fs::path moved = "/opt/envcontract-test-vendor/app-site-packages";
-  ASSERT_FALSE(fs::exists(moved)) << "the host must not have " << moved;
-  const fs::path inside_root = "/proc/" + std::to_string(m_container->pid()) + "/root";
-  const fs::path site = inside_root / "opt/venvs/app/lib" /
-                        ("python" + testing::system_python_version()) / "site-packages";
-  fs::create_directories(inside_root / moved.relative_path().parent_path());
-  // Copied, not renamed: the image's directories are in a lower layer of
-  // the container's overlay, which refuses to rename them (EXDEV).
-  fs::copy(site, inside_root / moved.relative_path(), fs::copy_options::recursive);
-  fs::remove_all(site);
-  fs::create_symlink(moved, site);
-  const fs::path dist_info = inside_root / moved.relative_path() / "vendorpkg-1.2.3.dist-info";
+  link_from_elsewhere(app_site(), moved);
+  const fs::path dist_info = in_container(moved / "vendorpkg-1.2.3.dist-info");
   fs::create_directories(dist_info);
   std::ofstream(dist_info / "METADATA")
       << "Metadata-Version: 2.1\nName: vendorpkg\nVersion: 1.2.3\n";
@@ -497,6 +517,21 @@ TEST_P(RealEngine, ASitePackagesLinkedElsewhereInTheContainerIsReadThere) {
     ASSERT_NE(check, nullptr) << text;
     EXPECT_EQ((*check)["status"], "pass") << common::json_text(*check);
   }
+}
+
+// A package linked into place from elsewhere in the container (a vendor's
+// torch under /opt) is there for the env, as for its interpreter: never
+// "not installed" because the host has no /opt/... of that name.
+TEST_P(RealEngine, APackageLinkedIntoPlaceInTheContainerIsFound) {
+  link_from_elsewhere(app_site() / "torch", "/opt/envcontract-test-vendor/torch");
+
+  const auto result = scan(entry(), k_torch_met);
+  const std::string text = common::json_text(result.report);
+  const Json* app = env_named(result.report, "box:app");
+  ASSERT_NE(app, nullptr) << text;
+  const Json* check = testing::find_check(*app, "torch");
+  ASSERT_NE(check, nullptr) << text;
+  EXPECT_EQ((*check)["status"], "pass") << common::json_text(*check);
 }
 
 TEST_P(RealEngine, AfterAScanNothingOfTheProbesIsLeftInsideOrOutside) {

@@ -1,9 +1,9 @@
-#include "contracts/spelling.hpp"
+#include "common/spelling.hpp"
 
 #include <algorithm>
 #include <cctype>
 
-namespace envcontract::contracts {
+namespace envcontract::common {
 namespace {
 
 char fold(char c) {
@@ -59,4 +59,4 @@ std::string did_you_mean(std::string_view word, const std::vector<std::string>& 
   return match ? " (did you mean '" + *match + "'?)" : std::string();
 }
 
-}  // namespace envcontract::contracts
+}  // namespace envcontract::common

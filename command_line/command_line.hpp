@@ -14,7 +14,7 @@ class App;
 class Option;
 }  // namespace CLI
 
-namespace envcontract::contracts {
+namespace envcontract::command_line {
 
 // A command line ready for CLI11, or the problem that stops it ("" none).
 struct CommandLine {
@@ -46,4 +46,4 @@ CLI::Option* add_format_option(CLI::App* verb, std::string& format,
 // CLI11 has printed).
 std::optional<int> parse_command_line(CLI::App& app, const CommandLine& line);
 
-}  // namespace envcontract::contracts
+}  // namespace envcontract::command_line

@@ -1,13 +1,13 @@
-#include "contracts/command_line.hpp"
+#include "command_line/command_line.hpp"
 
 #include <CLI/CLI.hpp>
 #include <algorithm>
 #include <cctype>
 #include <optional>
 
-#include "contracts/spelling.hpp"
+#include "common/spelling.hpp"
 
-namespace envcontract::contracts {
+namespace envcontract::command_line {
 namespace {
 
 std::string joined(const std::vector<std::string>& words, const char* separator) {
@@ -145,7 +145,7 @@ std::string unknown_flag(std::string_view program, const std::vector<const CLI::
                               : ", not of " + chain.back()->get_name());
   }
   std::string said = command + ": unknown flag '" + name + "'";
-  const auto near = closest_match(name, flag_names(*chain.back()));
+  const auto near = common::closest_match(name, flag_names(*chain.back()));
   if (near) {
     return said + " (did you mean '" + *near + "'?)";
   }
@@ -159,7 +159,7 @@ std::string unknown_command(std::string_view program, const std::vector<const CL
     names.push_back(verb->get_name());
   }
   return command_of(program, chain) + ": unknown command '" + word + "'" +
-         did_you_mean(word, names) + "; the commands are: " + joined(names, ", ");
+         common::did_you_mean(word, names) + "; the commands are: " + joined(names, ", ");
 }
 
 }  // namespace
@@ -269,4 +269,4 @@ std::optional<int> parse_command_line(CLI::App& app, const CommandLine& line) {
   return std::nullopt;
 }
 
-}  // namespace envcontract::contracts
+}  // namespace envcontract::command_line

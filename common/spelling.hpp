@@ -5,7 +5,7 @@
 #include <string_view>
 #include <vector>
 
-namespace envcontract::contracts {
+namespace envcontract::common {
 
 // The candidate closest to `word` by edit distance, if it is close enough to
 // be a plausible typo (at most a third of the word's length, at least 1).
@@ -18,4 +18,4 @@ std::size_t spelling_distance(std::string_view a, std::string_view b);
 // " (did you mean 'x'?)" or "" when nothing is close: ready to append to a message.
 std::string did_you_mean(std::string_view word, const std::vector<std::string>& candidates);
 
-}  // namespace envcontract::contracts
+}  // namespace envcontract::common
