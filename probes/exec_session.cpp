@@ -43,14 +43,15 @@ using Clock = std::chrono::steady_clock;
 // `kill 0` reaches nothing else; a bash without job control is refused).
 // The script's own names are prefixed so that no entry of the env's is
 // lost or changes what runs. A subshell around each waits for it and
-// answers "ended ID STATUS"; the server answers "started ID" once it has
-// started it. Answers are one short write each (atomic on a FIFO), after a
-// newline, so processes run side by side and a stray write of the user's
-// cannot glue onto one. Nothing but the server holds the client's stdio:
-// when the server ends, however, the client ends with it.
+// answers "ended ID STATUS"; the server says "ready" once it is up and
+// answers "started ID" once it has started a process. Answers are one short write each (atomic on a
+// FIFO), after a newline, so processes run side by side and a stray write of the user's cannot glue
+// onto one. Nothing but the server holds the client's stdio: when the server ends, however, the
+// client ends with it.
 constexpr const char* k_server = R"sh(
 exec 3>"$1" || exit 126
 (set -m) 2>/dev/null || exit 125
+printf '\nready\n' >&3
 __envcontract_session=$ENVCONTRACT_PROBE
 for __envcontract_name in $(compgen -e); do
   export -n "$__envcontract_name"
@@ -94,11 +95,14 @@ while IFS= read -r -d '' __envcontract_id && IFS= read -r -d '' __envcontract_di
 done
 )sh";
 
-// How long a request may take to be written, and then to be taken (a
-// server that reads nothing, stopped by a process of its user, or that
-// cannot fork, is not waited for longer): the process is then run elsewhere.
+// How long a request may take to be written, and then to be taken once
+// the server is up (a server that reads nothing, stopped by a process of
+// its user, or that cannot fork, is not waited for longer), and how long
+// the client may take to start the server (an engine on a loaded host
+// takes seconds): the process is then run elsewhere.
 constexpr std::chrono::seconds k_request_limit{10};
-constexpr std::chrono::seconds k_take_limit{5};
+constexpr std::chrono::seconds k_take_limit{10};
+constexpr std::chrono::seconds k_start_limit{60};
 // The variable that names a process's session: at the session's end, what
 // carries it (a request taken after it was given up) is ended.
 constexpr const char* k_session_variable = "ENVCONTRACT_SESSION";
@@ -297,6 +301,7 @@ class ExecSession {
   bool m_ended_client = false;
   bool m_retired = false;
   bool m_took_any = false;            // the server started a process
+  Clock::time_point m_ready_at{};     // when the server said it was up
   std::set<unsigned> m_started;       // ids the server said it started
   std::map<unsigned, int> m_ended;    // id -> the status the server answered
   std::map<unsigned, int> m_waiting;  // id -> an eventfd to wake its waiter
@@ -335,6 +340,13 @@ void ExecSession::take_answer(std::string_view line) {
   // user may write here too) is dropped.
   constexpr std::string_view k_started = "started ";
   constexpr std::string_view k_ended = "ended ";
+  if (line == "ready") {
+    std::lock_guard lock(m_mutex);
+    if (m_ready_at == Clock::time_point()) {
+      m_ready_at = Clock::now();
+    }
+    return;
+  }
   if (line.starts_with(k_started)) {
     line.remove_prefix(k_started.size());
     unsigned id = 0;
@@ -567,6 +579,7 @@ std::optional<ProcessResult> ExecSession::run(const ProcessSpec& inside,
   std::optional<int> status;
   bool session_ended = false;
   bool taken = false;  // the server said it started it
+  Clock::time_point ready_at{};
   bool timed_out = false;
   bool cancelled = false;
   Clock::time_point stopped_at = Clock::time_point::max();
@@ -612,6 +625,7 @@ std::optional<ProcessResult> ExecSession::run(const ProcessSpec& inside,
       }
       taken = taken || m_started.contains(id);
       session_ended = m_ended_client;
+      ready_at = m_ready_at;
     }
     if (status) {
       if (drain_deadline == Clock::time_point::max()) {
@@ -629,7 +643,9 @@ std::optional<ProcessResult> ExecSession::run(const ProcessSpec& inside,
     if (session_ended) {
       break;
     }
-    if (!taken && Clock::now() >= sent_at + k_take_limit) {
+    const bool ready = ready_at != Clock::time_point();
+    if (!taken && (ready ? Clock::now() >= std::max(sent_at, ready_at) + k_take_limit
+                         : Clock::now() >= sent_at + k_start_limit)) {
       // The server does not take it (stopped, unable to fork): given up,
       // and the process runs elsewhere; should the server take it later,
       // the session's end ends it.
