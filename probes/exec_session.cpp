@@ -683,10 +683,7 @@ std::optional<ProcessResult> ExecSession::run(const ProcessSpec& inside,
 
   result.duration = std::chrono::duration_cast<std::chrono::milliseconds>(
       (stopped_at != Clock::time_point::max() ? stopped_at : Clock::now()) - started);
-  result.out = out_capture.text();
-  result.err = err_capture.text();
-  result.out_bytes = out_capture.total_bytes();
-  result.err_bytes = err_capture.total_bytes();
+  result.take_output(out_capture, err_capture);
   if (timed_out) {
     result.outcome = ProcessResult::Outcome::timed_out;
     result.signal = SIGKILL;
@@ -706,8 +703,13 @@ std::optional<ProcessResult> ExecSession::run(const ProcessSpec& inside,
     result.outcome = ProcessResult::Outcome::cancelled;
     result.signal = SIGKILL;
     std::lock_guard lock(m_mutex);
+    // The client's last words (the engine's own message), on one line: the
+    // reason becomes a stage's one-line summary.
+    // (npos + 1 is 0: no such character, all of it.)
+    std::string last = m_stderr.substr(0, m_stderr.find_last_not_of(" \n") + 1);
+    last = last.substr(last.rfind('\n') + 1);
     result.cancel_reason = "the container's exec session ended while it ran" +
-                           (m_stderr.empty() ? std::string() : ": " + m_stderr);
+                           (last.empty() ? std::string() : ": " + last.substr(0, 300));
   }
   return result;
 }

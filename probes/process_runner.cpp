@@ -593,6 +593,14 @@ std::string ProcessResult::left_behind_text() const {
                      : "";
 }
 
+void ProcessResult::take_output(const OutputCapture& out_capture,
+                                const OutputCapture& err_capture) {
+  out = out_capture.text();
+  err = err_capture.text();
+  out_bytes = out_capture.total_bytes();
+  err_bytes = err_capture.total_bytes();
+}
+
 std::string ProcessResult::describe() const {
   switch (outcome) {
     case Outcome::exited:
@@ -894,10 +902,7 @@ ProcessResult run_process(const ProcessSpec& spec, const ProcessLimits& limits,
   // killing and any grace after it are not its time.
   result.duration = std::chrono::duration_cast<std::chrono::milliseconds>(
       (stopped_at != Clock::time_point::max() ? stopped_at : Clock::now()) - started);
-  result.out = out_capture.text();
-  result.err = err_capture.text();
-  result.out_bytes = out_capture.total_bytes();
-  result.err_bytes = err_capture.total_bytes();
+  result.take_output(out_capture, err_capture);
   // The child never ran the program (it is not there, not executable...):
   // that, even when the time-out or a cancellation came as it failed.
   const auto failure = exited && !left_behind ? start_failure(spawned.start_report) : std::nullopt;

@@ -14,6 +14,7 @@
 #include "facts/activation.hpp"
 #include "probes/cancellation.hpp"
 #include "probes/containment.hpp"
+#include "probes/output_capture.hpp"
 #include "probes/unique_fd.hpp"
 
 // The one place that starts processes (through spawn.hpp).
@@ -119,6 +120,8 @@ struct ProcessResult {
   std::string left_behind_text() const;  // " (and could not be killed: ...)" or ""
   // "exit 0", "killed by SIGSEGV", "timed out after 30s", "stopped: ...", "failed to start: ..."
   std::string describe() const;
+  // Its stdout and stderr, as captured (head and tail within the bound).
+  void take_output(const OutputCapture& out_capture, const OutputCapture& err_capture);
 };
 
 // Called with the child's pid when the timeout expires, before the process
