@@ -63,21 +63,29 @@ struct TorchView {
   std::optional<std::string> version;
   std::optional<std::string> cuda;
   std::optional<std::string> hip;
-  std::string location;
+  std::string location;       // as the env sees it (inside its container or rootfs)
+  std::string host_location;  // where the agent read it, when that differs
   std::string source;
 
   Json json() const {
-    return {{"version", optional_json(version)},
-            {"cuda", optional_json(cuda)},
-            {"hip", optional_json(hip)},
-            {"location", location},
-            {"source", source}};
+    Json view = {{"version", optional_json(version)},
+                 {"cuda", optional_json(cuda)},
+                 {"hip", optional_json(hip)},
+                 {"location", location}};
+    if (!host_location.empty()) {
+      view["host_location"] = host_location;
+    }
+    view["source"] = source;
+    return view;
   }
 };
 
 TorchView torch_view(const EnvFactsView& facts) {
   const auto& files = facts.files().torch;
-  TorchView view{files.version, files.cuda, files.hip, files.location.string(), "files"};
+  const std::string read_at = files.location.string();
+  const std::string seen = facts.seen_by_env(read_at);
+  TorchView view{files.version, files.cuda, files.hip, seen, seen == read_at ? "" : read_at,
+                 "files"};
   if (const auto* identity = facts.stage(facts::stage_names::identity)) {
     for (const auto& record : identity->records) {
       if (record.type == "torch") {
@@ -150,11 +158,14 @@ void torch(const Check&, const TorchParams& params, const EnvFactsView& facts,
   const auto plus = version.find('+');
   const std::string base = version.substr(0, plus);
   const std::string local = plus == std::string::npos ? "" : version.substr(plus + 1);
-  const Json evidence = {{"version", optional_json(view.version)},
-                         {"cuda", optional_json(view.cuda)},
-                         {"hip", optional_json(view.hip)},
-                         {"location", view.location},
-                         {"libraries", torch_files.libraries}};
+  Json evidence = {{"version", optional_json(view.version)},
+                   {"cuda", optional_json(view.cuda)},
+                   {"hip", optional_json(view.hip)},
+                   {"location", view.location},
+                   {"libraries", torch_files.libraries}};
+  if (!view.host_location.empty()) {
+    evidence["host_location"] = view.host_location;
+  }
   const std::string cpu_base = params.base.empty() ? base : params.base;
   const std::string cpu_remedy = "install the CPU build of torch " + cpu_base +
                                  " in this env (pip install torch==" + cpu_base +
@@ -190,7 +201,7 @@ void torch(const Check&, const TorchParams& params, const EnvFactsView& facts,
     const std::string actual =
         known ? "torch " + version
         : view.source == "files"
-            ? "torch at " + facts.seen_by_env(view.location) + " tells no version (" +
+            ? "torch at " + view.location + " tells no version (" +
                   (torch_files.problem.empty() ? "torch/version.py has no literal __version__"
                                                : torch_files.problem) +
                   ")"
@@ -206,16 +217,11 @@ void torch(const Check&, const TorchParams& params, const EnvFactsView& facts,
   }
   // Path rules name paths as the env sees them: inside its container or
   // rootfs, not where the agent read it (kept in the evidence).
-  const std::string location = facts.seen_by_env(view.location);
-  Json path_evidence = evidence;
-  path_evidence["location"] = location;
-  if (location != view.location) {
-    path_evidence["host_location"] = view.location;
-  }
+  const std::string& location = view.location;
   for (const auto& forbidden : params.forbidden_paths) {
     if (location.starts_with(forbidden)) {
       fail(result, "forbidden_path",
-           "torch resolves from " + location + ", under the forbidden " + forbidden, path_evidence,
+           "torch resolves from " + location + ", under the forbidden " + forbidden, evidence,
            "install torch into this env itself; do not use the image's own torch");
       return;
     }
@@ -225,7 +231,7 @@ void torch(const Check&, const TorchParams& params, const EnvFactsView& facts,
     if (file.find(part) != std::string::npos) {
       fail(result, "forbidden_path",
            "torch resolves from " + file + ", which contains the forbidden '" + part + "'",
-           path_evidence, "install the torch build the contract names into this env itself");
+           evidence, "install the torch build the contract names into this env itself");
       return;
     }
   }
@@ -235,7 +241,7 @@ void torch(const Check&, const TorchParams& params, const EnvFactsView& facts,
                    [&](const std::string& prefix) { return location.starts_with(prefix); })) {
     fail(result, "outside_required_paths",
          "torch resolves from " + location + ", outside " + common::json_text(Json(required)),
-         path_evidence, "install torch where the contract requires it");
+         evidence, "install torch where the contract requires it");
     return;
   }
   pass(result);
@@ -253,7 +259,13 @@ void triton(const Check&, const TritonParams& params, const EnvFactsView& facts,
          wanted.empty() ? "install triton" : "install " + wanted + ", which provides triton");
     return;
   }
-  const Json triton = to_json(triton_files);
+  Json triton = to_json(triton_files);
+  // Named as the env sees it, as torch's is.
+  if (const std::string read_at = triton_files.location.string(), seen = facts.seen_by_env(read_at);
+      seen != read_at) {
+    triton["location"] = seen;
+    triton["host_location"] = read_at;
+  }
   result.actual = triton;
   const std::string& provider = triton_files.provider;
   const std::string& provider_version = triton_files.provider_version;

@@ -56,9 +56,9 @@ done > "$out"
 std::vector<fs::path> sorted_files(const fs::path& dir, const std::string& extension) {
   std::vector<fs::path> files;
   std::error_code error;
-  for (fs::directory_iterator it(dir, error), end; !error && it != end; it.increment(error)) {
-    if (it->path().extension() == extension) {
-      files.push_back(it->path());
+  for (const std::string& name : list_names(dir, error)) {
+    if (fs::path(name).extension() == extension) {
+      files.push_back(dir / name);
     }
   }
   std::sort(files.begin(), files.end());

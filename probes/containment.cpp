@@ -19,6 +19,8 @@
 #include <thread>
 #include <utility>
 
+#include "probes/proc_stat.hpp"
+
 namespace envcontract::probes {
 
 namespace {
@@ -376,6 +378,25 @@ std::vector<pid_t> find_marked_processes_in(const std::string& marker, pid_t mem
     return {};  // gone: nothing of it is left to find
   }
   return marked_processes(marker, link.string());
+}
+
+pid_t first_started_of(const std::vector<pid_t>& pids, uid_t uid,
+                       const std::function<bool(pid_t)>& also) {
+  pid_t first = 0;
+  std::uint64_t first_start = 0;
+  for (const pid_t pid : pids) {
+    struct stat process {};
+    if (::stat(("/proc/" + std::to_string(pid)).c_str(), &process) != 0 || process.st_uid != uid ||
+        (also && !also(pid))) {
+      continue;
+    }
+    const std::uint64_t started = process_start_time(pid);
+    if (started != 0 && (first == 0 || started < first_start)) {
+      first = pid;
+      first_start = started;
+    }
+  }
+  return first;
 }
 
 void reap_adopted(std::vector<pid_t> pids) {

@@ -3,6 +3,7 @@
 #include <sys/types.h>
 
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <string>
 #include <vector>
@@ -75,6 +76,14 @@ std::vector<pid_t> find_marked_processes(const std::string& marker);
 // environment is slow to read (mapped from a filesystem that does not
 // answer) is never read, whatever it put in its environment.
 std::vector<pid_t> find_marked_processes_in(const std::string& marker, pid_t member);
+
+// The first-started of `pids` whose /proc/PID is owned by `uid` (the
+// process's effective uid, while it is dumpable) and that `also` accepts
+// (every one when it is empty); 0 when there is none. Which of the
+// processes carrying a marker is the command itself, not a shell or client
+// around it.
+pid_t first_started_of(const std::vector<pid_t>& pids, uid_t uid,
+                       const std::function<bool(pid_t)>& also = {});
 
 // Waits (bounded) for each of `pids` to be gone, reaping those that became
 // our children (the agent is their subreaper), so no zombie is left.

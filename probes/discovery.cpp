@@ -48,9 +48,7 @@ std::string owner_of(const fs::path& path) {
 // name (as conda-meta/NAME) in `recorded_in`.
 std::string conda_python_version(const fs::path& prefix, std::string& recorded_in) {
   std::error_code error;
-  for (fs::directory_iterator it(prefix / "conda-meta", error), end; !error && it != end;
-       it.increment(error)) {
-    const std::string name = it->path().filename().string();
+  for (const std::string& name : list_names(prefix / "conda-meta", error)) {
     if (!name.starts_with("python-") || !name.ends_with(".json")) {
       continue;
     }
@@ -91,9 +89,7 @@ std::string venv_python_version(const fs::path& prefix) {
 std::string layout_python_version(const fs::path& prefix) {
   std::error_code error;
   std::string best;
-  for (fs::directory_iterator it(prefix / "lib", error), end; !error && it != end;
-       it.increment(error)) {
-    const std::string name = it->path().filename().string();
+  for (const std::string& name : list_names(prefix / "lib", error)) {
     if (!name.starts_with("python")) {
       continue;
     }
@@ -101,7 +97,7 @@ std::string layout_python_version(const fs::path& prefix) {
     const auto dot = version.find('.');
     // Exactly N.N: python3.10, not python3.10.13 or python3.10t.
     if (first_release_number(version) == version && dot != std::string::npos &&
-        version.find('.', dot + 1) == std::string::npos && dir_exists(it->path())) {
+        version.find('.', dot + 1) == std::string::npos && dir_exists(prefix / "lib" / name)) {
       best = std::max(best, version);
     }
   }

@@ -104,9 +104,8 @@ RecordSummary summarize_record(const std::optional<std::string>& text) {
 std::vector<Distribution> scan_site_packages_distributions(const fs::path& site_packages) {
   std::vector<Distribution> distributions;
   std::error_code error;
-  for (fs::directory_iterator it(site_packages, error), end; !error && it != end;
-       it.increment(error)) {
-    const fs::path path = it->path();
+  for (const ListedEntry& entry : list_directory(site_packages, error)) {
+    const fs::path& path = entry.path;
     const std::string name = path.filename().string();
     Distribution distribution;
     std::optional<std::string> metadata;
@@ -123,10 +122,8 @@ std::vector<Distribution> scan_site_packages_distributions(const fs::path& site_
       // A link that loops or leads where its reader may not go is read as
       // a file, and that read fails: never an exception that costs the
       // env every other distribution.
-      std::error_code status_error;
-      metadata = is_directory(it->status(status_error))
-                     ? read_env_file(path / "PKG-INFO", file_limits::metadata)
-                     : read_env_file(path, file_limits::metadata);
+      metadata = entry.is_directory ? read_env_file(path / "PKG-INFO", file_limits::metadata)
+                                    : read_env_file(path, file_limits::metadata);
     } else {
       continue;
     }
@@ -161,9 +158,8 @@ std::vector<Distribution> scan_site_packages_distributions(const fs::path& site_
 std::vector<Distribution> scan_conda_packages(const fs::path& prefix) {
   std::vector<Distribution> packages;
   std::error_code error;
-  for (fs::directory_iterator it(prefix / "conda-meta", error), end; !error && it != end;
-       it.increment(error)) {
-    const fs::path path = it->path();
+  for (const std::string& name : list_names(prefix / "conda-meta", error)) {
+    const fs::path path = prefix / "conda-meta" / name;
     if (path.extension() != ".json") {
       continue;
     }

@@ -1,4 +1,5 @@
 #include "probes/env_safety.hpp"
+#include "probes/small_files.hpp"
 #include "probes/stall_guard.hpp"
 #include "probes/system_root.hpp"
 
@@ -126,9 +127,9 @@ class Checker {
   void check_pth_files(const fs::path& site) {
     std::error_code error;
     std::vector<fs::path> pth_files;
-    for (fs::directory_iterator it(site, error), end; !error && it != end; it.increment(error)) {
-      if (it->path().extension() == ".pth") {
-        pth_files.push_back(it->path());
+    for (const std::string& name : list_names(site, error)) {
+      if (fs::path(name).extension() == ".pth") {
+        pth_files.push_back(site / name);
       }
     }
     std::sort(pth_files.begin(), pth_files.end());

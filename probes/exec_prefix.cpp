@@ -8,7 +8,6 @@
 #include <sstream>
 
 #include "probes/containment.hpp"
-#include "probes/proc_stat.hpp"
 #include "probes/small_files.hpp"
 #include "probes/system_root.hpp"
 
@@ -109,31 +108,19 @@ pid_t command_started_by_runtime(pid_t client, uid_t uid, pid_t container_proces
   if (::stat("/", &ours) != 0) {
     return client;
   }
-  pid_t first = client;
-  std::uint64_t first_start = 0;
   if (container_process <= 0) {
     return client;  // no container process known: nothing is looked for host-wide
   }
-  for (const pid_t marked : find_marked_processes_in(marker, container_process)) {
-    struct stat theirs {};
-    struct stat process {};
-    const std::string dir = "/proc/" + std::to_string(marked);
-    const std::string root = dir + "/root";
-    // /proc/PID is owned by the process's effective uid (while it is dumpable).
-    // `client` itself too: run through an exec session (probes/exec_session.hpp)
-    // the process sampled is the command inside, marked, not a client.
-    if (::stat(dir.c_str(), &process) != 0 || process.st_uid != uid ||
-        ::stat(root.c_str(), &theirs) != 0 ||
-        (theirs.st_dev == ours.st_dev && theirs.st_ino == ours.st_ino)) {
-      continue;
-    }
-    const std::uint64_t started = process_start_time(marked);
-    if (started != 0 && (first == client || started < first_start)) {
-      first = marked;
-      first_start = started;
-    }
-  }
-  return first;
+  // `client` itself too: run through an exec session (probes/exec_session.hpp)
+  // the process sampled is the command inside, marked, not a client.
+  const pid_t first =
+      first_started_of(find_marked_processes_in(marker, container_process), uid, [&](pid_t marked) {
+        struct stat theirs {};
+        const std::string root = "/proc/" + std::to_string(marked) + "/root";
+        return ::stat(root.c_str(), &theirs) == 0 &&
+               !(theirs.st_dev == ours.st_dev && theirs.st_ino == ours.st_ino);
+      });
+  return first > 0 ? first : client;
 }
 
 }  // namespace

@@ -22,7 +22,6 @@
 #include "probes/containment.hpp"
 #include "probes/exec_prefix.hpp"
 #include "probes/output_capture.hpp"
-#include "probes/proc_stat.hpp"
 #include "probes/scratch_directory.hpp"
 
 namespace envcontract::probes {
@@ -451,22 +450,7 @@ void ExecSession::read_answers() {
 }
 
 pid_t ExecSession::first_marked(const std::string& marker) const {
-  pid_t first = 0;
-  std::uint64_t first_start = 0;
-  for (const pid_t marked : marked_with(marker)) {
-    struct stat process {};
-    // /proc/PID is owned by the process's effective uid (while it is dumpable).
-    if (::stat(("/proc/" + std::to_string(marked)).c_str(), &process) != 0 ||
-        process.st_uid != m_uid) {
-      continue;
-    }
-    const std::uint64_t started = process_start_time(marked);
-    if (started != 0 && (first == 0 || started < first_start)) {
-      first = marked;
-      first_start = started;
-    }
-  }
-  return first;
+  return first_started_of(marked_with(marker), m_uid);
 }
 
 std::vector<pid_t> ExecSession::marked_with(const std::string& marker) const {

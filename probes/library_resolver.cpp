@@ -1,6 +1,5 @@
 #include "probes/library_resolver.hpp"
 
-#include <dirent.h>
 #include <fcntl.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -179,20 +178,13 @@ constexpr std::size_t k_max_kept_misses = 64;
 constexpr std::size_t k_max_searched_per_miss = 256;
 
 // Calls `visit` with the name of each entry of `dir` (nothing when it cannot
-// be listed).
+// be listed), resolved as the env sees it (small_files.hpp's list_names).
 template <typename Visit>
 void for_each_name(const fs::path& dir, Visit visit) {
   record_listing(dir);
-  const std::unique_ptr<DIR, int (*)(DIR*)> listing(::opendir(dir.c_str()), ::closedir);
-  if (!listing) {
-    return;
-  }
-  std::size_t listed = 0;
-  while (const dirent* entry = ::readdir(listing.get())) {
-    if (++listed > k_max_listed_names) {
-      break;
-    }
-    visit(std::string_view(entry->d_name));
+  std::error_code unlisted;
+  for (const std::string& name : list_names(dir, unlisted, k_max_listed_names)) {
+    visit(std::string_view(name));
   }
 }
 

@@ -63,6 +63,12 @@ LibraryLinkage analyse(const fs::path& path, const fs::path& executable,
   return library;
 }
 
+// Bounds of the walk of a site dir's tree, far above any real one: a bind
+// mount of a directory into itself would otherwise never end, and each
+// level holds a directory open.
+constexpr std::size_t k_max_listed_dirs = 100000;
+constexpr std::size_t k_max_depth = 64;
+
 }  // namespace
 
 LinkageFacts gather_linkage_facts(const PythonEnv& env, const std::vector<fs::path>& site_packages,
@@ -73,20 +79,29 @@ LinkageFacts gather_linkage_facts(const PythonEnv& env, const std::vector<fs::pa
   LinkageFacts facts;
   facts.activation = activation;
   const SearchEnvironment search = search_environment(environment, ld_cache, env.system_root);
-  std::error_code error;
   const fs::path executable = loaded_interpreter(env);
   std::vector<fs::path> libraries;
   const std::set<fs::path> hidden_set(hidden.begin(), hidden.end());
+  // Each site dir's tree, as the env sees it (in a container, a link to
+  // "/opt/..." is the container's); links are not entered nor counted: what
+  // they lead to is counted where it lives, as recursive_directory_iterator
+  // would.
   for (const auto& site : site_packages) {
-    for (fs::recursive_directory_iterator it(site, error), end; !error && it != end;
-         it.increment(error)) {
-      if (!hidden_set.empty() && hidden_set.contains(it->path())) {
-        it.disable_recursion_pending();
-        continue;
-      }
-      if (it->is_regular_file(error) && !it->is_symlink(error) && is_shared_library(it->path())) {
-        libraries.push_back(it->path());
-      }
+    const bool whole =
+        walk_tree(site, k_max_listed_dirs, k_max_depth, [&](const ListedEntry& entry) {
+          if (entry.is_link || (!hidden_set.empty() && hidden_set.contains(entry.path))) {
+            return false;
+          }
+          if (entry.is_regular && is_shared_library(entry.path)) {
+            libraries.push_back(entry.path);
+          }
+          return true;
+        });
+    if (!whole) {
+      FileProblemLog::record(site, "more than " + std::to_string(k_max_listed_dirs) +
+                                       " directories, or deeper than " +
+                                       std::to_string(k_max_depth) +
+                                       " levels: the rest were not looked at for libraries");
     }
   }
   std::sort(libraries.begin(), libraries.end());

@@ -321,8 +321,7 @@ class SearchPathBuilder {
     }
     std::vector<std::string> pth_files;
     std::error_code error;
-    for (fs::directory_iterator it(site, error), end; !error && it != end; it.increment(error)) {
-      const std::string name = it->path().filename().string();
+    for (const std::string& name : list_names(site, error)) {
       if (name.ends_with(".pth") && !name.starts_with(".")) {
         pth_files.push_back(name);
       }

@@ -1,11 +1,13 @@
 #include "probes/small_files.hpp"
 
+#include <dirent.h>
 #include <fcntl.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
 #include <algorithm>
 #include <cerrno>
+#include <memory>
 #include <sstream>
 
 #include "common/json_text.hpp"
@@ -322,6 +324,176 @@ bool path_exists(const std::filesystem::path& path) {
 bool dir_exists(const std::filesystem::path& path) {
   struct stat info {};
   return stat_as_seen(path, info) && S_ISDIR(info.st_mode);
+}
+
+namespace {
+
+using Listing = std::unique_ptr<DIR, int (*)(DIR*)>;
+
+// `dir` opened for readdir, resolved as open_path_as_seen resolves it.
+Listing open_listing(const std::filesystem::path& dir, std::error_code& error) {
+  error.clear();
+  note_reading(dir);
+  Listing none(nullptr, ::closedir);
+  const int handle = open_path_as_seen(dir);
+  if (handle < 0) {
+    error = std::error_code(errno, std::generic_category());
+    return none;
+  }
+  // O_PATH lists nothing: the directory is reopened by its handle, so what
+  // is listed is what was resolved.
+  const std::string reopen = "/proc/self/fd/" + std::to_string(handle);
+  const int fd = ::open(reopen.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+  const int open_errno = errno;
+  ::close(handle);
+  if (fd < 0) {
+    error = std::error_code(open_errno, std::generic_category());
+    return none;
+  }
+  Listing listing(::fdopendir(fd), ::closedir);
+  if (!listing) {
+    error = std::error_code(errno, std::generic_category());
+    ::close(fd);
+  }
+  return listing;
+}
+
+// Calls `visit(entry)` for each entry but "." and ".." until it returns
+// false; `error` says why reading stopped early.
+template <typename Visit>
+void for_each_entry(const Listing& listing, std::error_code& error, Visit visit) {
+  errno = 0;
+  while (const dirent* entry = ::readdir(listing.get())) {
+    const std::string_view name = entry->d_name;
+    if (name != "." && name != ".." && !visit(*entry)) {
+      return;
+    }
+    errno = 0;
+  }
+  if (errno != 0) {
+    error = std::error_code(errno, std::generic_category());
+  }
+}
+
+}  // namespace
+
+std::vector<ListedEntry> list_directory(const std::filesystem::path& dir, std::error_code& error,
+                                        std::size_t max_entries) {
+  std::vector<ListedEntry> entries;
+  const Listing listing = open_listing(dir, error);
+  if (!listing) {
+    return entries;
+  }
+  for_each_entry(listing, error, [&](const dirent& entry) {
+    if (max_entries != 0 && entries.size() >= max_entries) {
+      return false;
+    }
+    ListedEntry listed{dir / entry.d_name};
+    unsigned char type = entry.d_type;
+    if (type == DT_UNKNOWN) {
+      // Some file systems do not say: lstat, relative to the listed
+      // directory, so it is this directory's entry that is asked about.
+      struct stat info {};
+      type = ::fstatat(::dirfd(listing.get()), entry.d_name, &info, AT_SYMLINK_NOFOLLOW) != 0
+                 ? DT_UNKNOWN
+             : S_ISLNK(info.st_mode) ? DT_LNK
+             : S_ISDIR(info.st_mode) ? DT_DIR
+             : S_ISREG(info.st_mode) ? DT_REG
+                                     : DT_UNKNOWN;
+    }
+    if (type == DT_LNK) {
+      listed.is_link = true;
+      struct stat info {};
+      if (stat_as_seen(listed.path, info)) {
+        listed.is_directory = S_ISDIR(info.st_mode);
+        listed.is_regular = S_ISREG(info.st_mode);
+      }
+    } else {
+      listed.is_directory = type == DT_DIR;
+      listed.is_regular = type == DT_REG;
+    }
+    entries.push_back(std::move(listed));
+    return true;
+  });
+  return entries;
+}
+
+bool walk_tree(const std::filesystem::path& dir, std::size_t max_dirs, std::size_t max_depth,
+               const std::function<bool(const ListedEntry&)>& visit) {
+  struct Level {
+    Listing listing;
+    std::filesystem::path path;
+  };
+  std::vector<Level> levels;
+  std::error_code error;
+  if (Listing top = open_listing(dir, error)) {
+    levels.push_back({std::move(top), dir});
+  }
+  std::size_t listed = levels.size();
+  bool whole = true;
+  while (!levels.empty()) {
+    Level& level = levels.back();
+    errno = 0;
+    const dirent* entry = ::readdir(level.listing.get());
+    if (entry == nullptr) {
+      levels.pop_back();
+      continue;
+    }
+    const std::string_view name = entry->d_name;
+    if (name == "." || name == "..") {
+      continue;
+    }
+    const int parent = ::dirfd(level.listing.get());
+    unsigned char type = entry->d_type;
+    if (type == DT_UNKNOWN) {
+      struct stat info {};
+      if (::fstatat(parent, entry->d_name, &info, AT_SYMLINK_NOFOLLOW) == 0) {
+        type = S_ISLNK(info.st_mode)   ? DT_LNK
+               : S_ISDIR(info.st_mode) ? DT_DIR
+               : S_ISREG(info.st_mode) ? DT_REG
+                                       : DT_UNKNOWN;
+      }
+    }
+    const ListedEntry listed_entry{level.path / name, type == DT_LNK, type == DT_DIR,
+                                   type == DT_REG};
+    if (!visit(listed_entry) || !listed_entry.is_directory) {
+      continue;
+    }
+    if (levels.size() > max_depth || listed >= max_dirs) {
+      whole = false;
+      continue;
+    }
+    const int child =
+        ::openat(parent, entry->d_name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+    if (child < 0) {
+      continue;  // gone, swapped for a link, or not ours to read: not entered
+    }
+    Listing child_listing(::fdopendir(child), ::closedir);
+    if (!child_listing) {
+      ::close(child);
+      continue;
+    }
+    ++listed;
+    levels.push_back({std::move(child_listing), listed_entry.path});
+  }
+  return whole;
+}
+
+std::vector<std::string> list_names(const std::filesystem::path& dir, std::error_code& error,
+                                    std::size_t max_entries) {
+  std::vector<std::string> names;
+  const Listing listing = open_listing(dir, error);
+  if (!listing) {
+    return names;
+  }
+  for_each_entry(listing, error, [&](const dirent& entry) {
+    if (max_entries != 0 && names.size() >= max_entries) {
+      return false;
+    }
+    names.emplace_back(entry.d_name);
+    return true;
+  });
+  return names;
 }
 
 std::map<std::string, std::string> parse_key_values(const std::string& text) {

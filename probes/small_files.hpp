@@ -1,6 +1,7 @@
 #pragma once
 
 #include <filesystem>
+#include <functional>
 #include <map>
 #include <optional>
 #include <set>
@@ -128,5 +129,36 @@ std::string text_field(const nlohmann::ordered_json& object, const char* key);
 // Existence tests that never throw: an unreadable path simply does not count.
 bool path_exists(const std::filesystem::path& path);
 bool dir_exists(const std::filesystem::path& path);
+
+// One entry of a listed directory.
+struct ListedEntry {
+  std::filesystem::path path;  // the directory's path / the entry's name
+  bool is_link = false;
+  bool is_directory = false;  // a link counts as what it leads to ...
+  bool is_regular = false;    // ... resolved as the env would resolve it
+};
+
+// The entries of `dir` ("." and ".." left out), at most `max_entries` of
+// them (0: no bound), in readdir's order; `error` says why it could not be
+// listed. Under a process's root (/proc/PID/root/..., a running
+// container's files) the directory and each link among its entries are
+// resolved inside that root: an absolute link in the container leads to the
+// container's directory, never to the host's directory of that name.
+std::vector<ListedEntry> list_directory(const std::filesystem::path& dir, std::error_code& error,
+                                        std::size_t max_entries = 0);
+// Walks the tree below `dir` (resolved as list_directory resolves it),
+// entering each subdirectory by a handle opened from its parent's with
+// O_NOFOLLOW: a link is never entered, not even one an env's owner swaps in
+// for a directory between two listings. `visit` gets each entry (its type
+// as readdir says, a link not followed) and says whether to enter it when
+// it is a directory. At most `max_dirs` directories are listed, none deeper
+// than `max_depth` below `dir`; false when either bound cut the walk short.
+bool walk_tree(const std::filesystem::path& dir, std::size_t max_dirs, std::size_t max_depth,
+               const std::function<bool(const ListedEntry&)>& visit);
+
+// The names alone, with no stat of a link (a library directory holds
+// hundreds of them), resolved the same way.
+std::vector<std::string> list_names(const std::filesystem::path& dir, std::error_code& error,
+                                    std::size_t max_entries = 0);
 
 }  // namespace envcontract::probes

@@ -98,20 +98,14 @@ void index_modules(StaticFacts& facts, const std::string& python_version, const 
   for (const auto& entry : order) {
     std::map<std::string, Found> here;
     std::error_code error;
-    std::size_t children = 0;
-    note_reading(entry);
-    for (fs::directory_iterator it(entry, error), end;
-         !error && it != end && ++children <= k_max_children; it.increment(error)) {
-      // The entry's type as readdir gave it: no stat per child, except to
-      // follow a link (or where the file system does not say).
-      std::error_code type_error;
-      const bool link = it->is_symlink(type_error);
-      const bool directory = link ? dir_exists(it->path()) : it->is_directory(type_error);
-      auto found = classify(entry, it->path().filename().string(), tag, directory);
+    // The entry's type as readdir gave it: no stat per child, except to
+    // follow a link (or where the file system does not say).
+    for (const ListedEntry& child : list_directory(entry, error, k_max_children)) {
+      auto found = classify(entry, child.path.filename().string(), tag, child.is_directory);
       if (!found) {
         continue;
       }
-      found->second.link = link;
+      found->second.link = child.is_link;
       auto [at, inserted] = here.emplace(found->first, found->second);
       if (!inserted && found->second.rank < at->second.rank) {
         at->second = found->second;
@@ -219,10 +213,7 @@ TorchFacts torch_facts(const StaticFacts& facts) {
     }
   }
   std::error_code error;
-  for (fs::directory_iterator it(torch.location / "lib", error), end; !error && it != end;
-       it.increment(error)) {
-    torch.libraries.push_back(it->path().filename().string());
-  }
+  torch.libraries = list_names(torch.location / "lib", error);
   std::sort(torch.libraries.begin(), torch.libraries.end());
   return torch;
 }
@@ -274,10 +265,9 @@ TritonFacts triton_facts(const StaticFacts& facts) {
     }
   }
   std::error_code error;
-  for (fs::directory_iterator it(triton.location / "backends", error), end; !error && it != end;
-       it.increment(error)) {
-    if (dir_exists(it->path()) && it->path().filename() != "__pycache__") {
-      triton.backends.push_back(it->path().filename().string());
+  for (const ListedEntry& backend : list_directory(triton.location / "backends", error)) {
+    if (backend.is_directory && backend.path.filename() != "__pycache__") {
+      triton.backends.push_back(backend.path.filename().string());
     }
   }
   std::sort(triton.backends.begin(), triton.backends.end());
@@ -318,14 +308,9 @@ std::vector<ForeignSite> other_python_sites(const PythonEnv& env, const StaticFa
     }
     ForeignSite foreign{site, python, {}, scan_site_packages_distributions(site)};
     std::error_code error;
-    std::size_t children = 0;
-    note_reading(site);
-    for (fs::directory_iterator it(site, error), end;
-         !error && it != end && ++children <= k_max_children; it.increment(error)) {
-      std::error_code type_error;
-      const bool directory = it->is_directory(type_error);
-      if (auto found =
-              classify(site, it->path().filename().string(), extension_tag(python), directory)) {
+    for (const ListedEntry& child : list_directory(site, error, k_max_children)) {
+      if (auto found = classify(site, child.path.filename().string(), extension_tag(python),
+                                child.is_directory)) {
         foreign.modules.push_back(found->first);
       }
     }
@@ -342,11 +327,9 @@ std::vector<ForeignSite> other_python_sites(const PythonEnv& env, const StaticFa
 std::vector<fs::path> find_site_packages(const PythonEnv& env) {
   std::vector<fs::path> found;
   std::error_code error;
-  for (fs::directory_iterator it(env.prefix / "lib", error), end; !error && it != end;
-       it.increment(error)) {
-    const std::string name = it->path().filename().string();
-    if (name.starts_with("python") && dir_exists(it->path() / "site-packages")) {
-      found.push_back(it->path() / "site-packages");
+  for (const std::string& name : list_names(env.prefix / "lib", error)) {
+    if (name.starts_with("python") && dir_exists(env.prefix / "lib" / name / "site-packages")) {
+      found.push_back(env.prefix / "lib" / name / "site-packages");
     }
   }
   // A prefix may carry several lib/pythonX.Y; the interpreter's own comes first.

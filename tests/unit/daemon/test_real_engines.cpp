@@ -534,6 +534,33 @@ TEST_P(RealEngine, APackageLinkedIntoPlaceInTheContainerIsFound) {
   EXPECT_EQ((*check)["status"], "pass") << common::json_text(*check);
 }
 
+// A directory below a package linked from elsewhere in the container (a
+// vendor triton's backends under /opt) is listed there: never "no backends"
+// because the host has no /opt/... of that name.
+TEST_P(RealEngine, ADirectoryLinkedFromElsewhereInThePackageIsListedInTheContainer) {
+  const fs::path triton = app_site() / "triton";
+  fs::create_directories(in_container(triton / "backends/xpu"));
+  fs::create_directories(in_container(triton / "backends/__pycache__"));
+  std::ofstream(in_container(triton / "__init__.py")) << "__version__ = '3.6.0'\n";
+  const fs::path dist_info = app_site() / "triton-3.6.0.dist-info";
+  fs::create_directories(in_container(dist_info));
+  std::ofstream(in_container(dist_info / "METADATA"))
+      << "Metadata-Version: 2.1\nName: triton\nVersion: 3.6.0\n";
+  std::ofstream(in_container(dist_info / "RECORD")) << "triton/__init__.py,,\n";
+  link_from_elsewhere(triton / "backends", "/opt/envcontract-test-vendor/triton-backends");
+
+  const auto result = scan(entry(), "  - {id: triton, kind: triton, backends: [xpu]}\n");
+  const std::string text = common::json_text(result.report);
+  const Json* app = env_named(result.report, "box:app");
+  ASSERT_NE(app, nullptr) << text;
+  const Json* check = testing::find_check(*app, "triton");
+  ASSERT_NE(check, nullptr) << text;
+  EXPECT_EQ((*check)["status"], "pass") << common::json_text(*check);
+  // Named as the env sees it; where the agent read it is kept beside.
+  EXPECT_EQ((*check)["actual"]["location"], triton.string()) << common::json_text(*check);
+  EXPECT_EQ((*check)["actual"]["host_location"], in_container(triton).string());
+}
+
 TEST_P(RealEngine, AfterAScanNothingOfTheProbesIsLeftInsideOrOutside) {
   const auto met = scan(entry(), inside_checks() + k_torch_met);
   EXPECT_EQ(met.report["verdict"], "compliant") << common::json_text(met.report);

@@ -1,7 +1,14 @@
 #include "probes/small_files.hpp"
 
 #include <gtest/gtest.h>
+#include <signal.h>
+#include <sys/prctl.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <fstream>
 
 #include "tests/support/temp_dir.hpp"
 
@@ -135,6 +142,162 @@ TEST(SmallFiles, AssignmentsOnlyOfPlainLiterals) {
   EXPECT_EQ(values.size(), 2U);
   EXPECT_EQ(values.at("e"), std::optional<std::string>("ok"));
   EXPECT_EQ(values.at("f"), std::optional<std::string>("typed"));
+}
+
+const ListedEntry* listed(const std::vector<ListedEntry>& entries, const std::string& name) {
+  const auto it = std::find_if(entries.begin(), entries.end(), [&](const ListedEntry& entry) {
+    return entry.path.filename() == name;
+  });
+  return it == entries.end() ? nullptr : &*it;
+}
+
+TEST(SmallFiles, AListingSaysWhatEachEntryIsAndWhereALinkLeads) {
+  testing::TempDir dir;
+  std::filesystem::create_directories(dir.path() / "pkg/sub");
+  std::ofstream(dir.path() / "pkg/module.py") << "x = 1\n";
+  std::filesystem::create_directory_symlink(dir.path() / "pkg/sub", dir.path() / "pkg/to_dir");
+  std::filesystem::create_symlink("module.py", dir.path() / "pkg/to_file");
+  std::filesystem::create_symlink("nowhere", dir.path() / "pkg/dangling");
+  std::error_code error;
+  const auto entries = list_directory(dir.path() / "pkg", error);
+  ASSERT_FALSE(error) << error.message();
+  ASSERT_EQ(entries.size(), 5U);
+  const auto* sub = listed(entries, "sub");
+  ASSERT_NE(sub, nullptr);
+  EXPECT_TRUE(sub->is_directory && !sub->is_link && !sub->is_regular);
+  EXPECT_EQ(sub->path, dir.path() / "pkg/sub");
+  const auto* module = listed(entries, "module.py");
+  ASSERT_NE(module, nullptr);
+  EXPECT_TRUE(module->is_regular && !module->is_link && !module->is_directory);
+  const auto* to_dir = listed(entries, "to_dir");
+  ASSERT_NE(to_dir, nullptr);
+  EXPECT_TRUE(to_dir->is_link && to_dir->is_directory);
+  const auto* to_file = listed(entries, "to_file");
+  ASSERT_NE(to_file, nullptr);
+  EXPECT_TRUE(to_file->is_link && to_file->is_regular);
+  const auto* dangling = listed(entries, "dangling");
+  ASSERT_NE(dangling, nullptr);
+  EXPECT_TRUE(dangling->is_link && !dangling->is_directory && !dangling->is_regular);
+
+  EXPECT_EQ(list_directory(dir.path() / "pkg", error, 2).size(), 2U);
+  EXPECT_EQ(list_names(dir.path() / "pkg", error).size(), 5U);
+  EXPECT_TRUE(list_directory(dir.path() / "missing", error).empty());
+  EXPECT_EQ(error, std::errc::no_such_file_or_directory);
+  EXPECT_TRUE(list_directory(dir.path() / "pkg/module.py", error).empty());
+  EXPECT_EQ(error, std::errc::not_a_directory);
+}
+
+TEST(SmallFiles, AWalkNeverEntersALinkAndSaysWhenItsBoundsCutItShort) {
+  testing::TempDir dir;
+  std::filesystem::create_directories(dir.path() / "site/pkg/lib/deep");
+  std::ofstream(dir.path() / "site/pkg/lib/libfoo.so") << "";
+  std::ofstream(dir.path() / "site/pkg/lib/deep/libbar.so") << "";
+  std::filesystem::create_directory_symlink("/", dir.path() / "site/pkg/to_root");
+  std::filesystem::create_symlink("nowhere", dir.path() / "site/dangling");
+  std::vector<std::string> seen;
+  const auto walk = [&](std::size_t max_dirs, std::size_t max_depth) {
+    seen.clear();
+    return walk_tree(dir.path() / "site", max_dirs, max_depth, [&](const ListedEntry& entry) {
+      seen.push_back(entry.path.lexically_relative(dir.path() / "site").string() +
+                     (entry.is_link        ? "@"
+                      : entry.is_directory ? "/"
+                                           : ""));
+      return !entry.is_link;
+    });
+  };
+  EXPECT_TRUE(walk(100, 10));
+  std::sort(seen.begin(), seen.end());
+  EXPECT_EQ(seen, (std::vector<std::string>{"dangling@", "pkg/", "pkg/lib/", "pkg/lib/deep/",
+                                            "pkg/lib/deep/libbar.so", "pkg/lib/libfoo.so",
+                                            "pkg/to_root@"}));
+  // pkg is 1 below the top, lib 2, deep 3.
+  EXPECT_FALSE(walk(100, 2));
+  EXPECT_EQ(std::count(seen.begin(), seen.end(), "pkg/lib/deep/libbar.so"), 0);
+  EXPECT_EQ(std::count(seen.begin(), seen.end(), "pkg/lib/libfoo.so"), 1);
+  EXPECT_FALSE(walk(2, 10));
+  EXPECT_EQ(std::count(seen.begin(), seen.end(), "pkg/lib/libfoo.so"), 0);
+}
+
+// A process whose root is `dir` (as a container's processes have the
+// container's tree): /proc/PID/root/... is how the agent reads its files.
+class ChrootedProcess {
+ public:
+  explicit ChrootedProcess(const std::filesystem::path& dir) : m_dir(dir) {
+    m_pid = ::fork();
+    if (m_pid == 0) {
+      // Only async-signal-safe calls after fork; it ends with the test
+      // process, even one that crashes.
+      ::prctl(PR_SET_PDEATHSIG, SIGKILL);
+      if (::chroot(dir.c_str()) == 0) {
+        ::pause();
+      }
+      ::_exit(1);
+    }
+  }
+  ~ChrootedProcess() {
+    if (m_pid > 0) {  // never kill(-1): that is every process
+      ::kill(m_pid, SIGKILL);
+      ::waitpid(m_pid, nullptr, 0);
+    }
+  }
+  ChrootedProcess(const ChrootedProcess&) = delete;
+  ChrootedProcess& operator=(const ChrootedProcess&) = delete;
+  // Its root as the agent names it, once it has entered it (the link
+  // names the directory from the agent's own root).
+  std::filesystem::path root() const {
+    if (m_pid <= 0) {
+      return {};
+    }
+    const std::string root = "/proc/" + std::to_string(m_pid) + "/root";
+    for (int tries = 0; tries < 500; ++tries) {
+      std::error_code error;
+      if (std::filesystem::read_symlink(root, error) == std::filesystem::canonical(m_dir)) {
+        return root;
+      }
+      ::usleep(10000);
+    }
+    return {};
+  }
+
+ private:
+  std::filesystem::path m_dir;
+  pid_t m_pid = -1;
+};
+
+// The tree links /opt/vendor (absolute, as images do); the host has a
+// directory of the same name with other files. A listing under the
+// process's root follows the link inside the tree, for the directory
+// listed and for an entry's type.
+TEST(SmallFiles, UnderAProcessRootLinksAreFollowedInsideItsTree) {
+  if (::geteuid() != 0) {
+    GTEST_SKIP() << "chroot(2) needs root: this test runs as root in CI";
+  }
+  testing::TempDir tree;
+  testing::TempDir host;
+  const std::filesystem::path vendor = host.path() / "vendor";
+  std::filesystem::create_directories(vendor / "host-only");
+  std::filesystem::create_directories(tree.path() / vendor.relative_path() / "backends/xpu");
+  std::filesystem::create_directories(tree.path() / "pkg");
+  // Absolute, and naming a path the host has too: followed from the host's
+  // root it would list the host's directory.
+  std::filesystem::create_directory_symlink(vendor / "backends", tree.path() / "pkg/backends");
+  std::filesystem::create_directory_symlink(vendor, tree.path() / "pkg/vendor");
+  ChrootedProcess process(tree.path());
+  const auto root = process.root();
+  ASSERT_FALSE(root.empty()) << "the child never entered its root";
+
+  std::error_code error;
+  const auto backends = list_directory(root / "pkg/backends", error);
+  ASSERT_FALSE(error) << error.message();
+  ASSERT_EQ(backends.size(), 1U);
+  EXPECT_EQ(backends[0].path.filename(), "xpu");
+  EXPECT_TRUE(backends[0].is_directory);
+  const auto names = list_names(root / "pkg/vendor", error);
+  EXPECT_EQ(names, std::vector<std::string>{"backends"});
+  const auto pkg = list_directory(root / "pkg", error);
+  const auto* linked = listed(pkg, "backends");
+  ASSERT_NE(linked, nullptr);
+  EXPECT_TRUE(linked->is_link && linked->is_directory);
 }
 
 }  // namespace
