@@ -17,6 +17,7 @@
 #include "probes/dynamic_probe.hpp"
 #include "probes/import_safety.hpp"
 #include "probes/kept_facts.hpp"
+#include "probes/small_files.hpp"
 #include "probes/stall_guard.hpp"
 #include "probes/system_root.hpp"
 
@@ -139,6 +140,9 @@ std::chrono::microseconds since(std::chrono::steady_clock::time_point start) {
 void read_env(EnvReading& reading, const Cancellation& cancellation) {
   using Clock = std::chrono::steady_clock;
   auto& env = reading.env;
+  // An image's rootfs is read as its processes see it: a link to "/opt/..."
+  // in it is its own /opt, not the host's.
+  const ReadingInsideTree inside_tree(env.env.system_root);
   auto start = Clock::now();
   contained(env, "activation", &cancellation, [&] {
     env.activation = reading.caches->activations.get(env.env, &cancellation, reading.resources);

@@ -9,6 +9,7 @@
 #include <cerrno>
 #include <memory>
 #include <sstream>
+#include <utility>
 
 #include "common/json_text.hpp"
 #include "probes/stall_guard.hpp"
@@ -76,29 +77,38 @@ std::size_t longest_line(std::string_view text) {
   return longest;
 }
 
-// An O_PATH handle of `path`. Under a process's root (/proc/PID/root/...,
-// how the agent reads a running container's files) the rest is resolved as
-// that process would resolve it (openat2's RESOLVE_IN_ROOT): an absolute
-// link in the container leads to the container's file, never to the
-// host's file of that name, which the kernel would follow from the agent's
-// own root.
-// The length of the "/proc/PID/root" that `text` starts with, or 0.
-std::size_t process_root_length(const std::string& text) {
+// The tree this thread reads below (ReadingInsideTree), "" for none.
+thread_local std::string t_tree_root;
+
+// The length of the root that `text` lies below, or 0: a process's root
+// ("/proc/PID/root", how the agent reads a running container's files) or
+// the tree this thread reads (an image's rootfs, a --root tree).
+std::size_t root_length(const std::string& text) {
   constexpr std::string_view k_proc = "/proc/";
   const auto pid_end = text.starts_with(k_proc) ? text.find('/', k_proc.size()) : std::string::npos;
-  return pid_end != std::string::npos && text.compare(pid_end, 6, "/root/") == 0 &&
-                 is_process_root(text.substr(0, pid_end + 5))
-             ? pid_end + 5
+  if (pid_end != std::string::npos && text.compare(pid_end, 6, "/root/") == 0 &&
+      is_process_root(text.substr(0, pid_end + 5))) {
+    return pid_end + 5;
+  }
+  const std::string& tree = t_tree_root;
+  return !tree.empty() && text.size() > tree.size() + 1 && text.starts_with(tree) &&
+                 text[tree.size()] == '/'
+             ? tree.size()
              : 0;
 }
 
-bool under_process_root(const std::string& text) {
-  return process_root_length(text) > 0;
+bool under_a_root(const std::string& text) {
+  return root_length(text) > 0;
 }
 
+// An O_PATH handle of `path`. Below a root (root_length) the rest is
+// resolved as the root's own processes would resolve it (openat2's
+// RESOLVE_IN_ROOT): an absolute link in a container or an image leads to
+// its own file, never to the host's file of that name, which the kernel
+// would follow from the agent's own root.
 int open_path_as_seen(const std::filesystem::path& path) {
   const std::string text = path.string();
-  if (const std::size_t root = process_root_length(text); root > 0) {
+  if (const std::size_t root = root_length(text); root > 0) {
     const SystemRoot tree(text.substr(0, root));
     return tree.open_inside(text.substr(root), O_PATH, true);
   }
@@ -106,6 +116,21 @@ int open_path_as_seen(const std::filesystem::path& path) {
 }
 
 }  // namespace
+
+ReadingInsideTree::ReadingInsideTree(const std::filesystem::path& root)
+    : m_previous(std::exchange(t_tree_root, std::string())) {
+  const std::string normal = root.lexically_normal().string();
+  const std::string trimmed =
+      normal.size() > 1 && normal.ends_with('/') ? normal.substr(0, normal.size() - 1) : normal;
+  // The host's "/" is no tree, and a process's root is known by its name.
+  if (root.is_absolute() && trimmed != "/" && !is_process_root(trimmed)) {
+    t_tree_root = trimmed;
+  }
+}
+
+ReadingInsideTree::~ReadingInsideTree() {
+  t_tree_root = std::move(m_previous);
+}
 
 int open_regular_file(const std::filesystem::path& path, struct stat& info, std::string& refusal) {
   // Looked at before it is opened: opening a device has effects of its own
@@ -302,7 +327,7 @@ namespace {
 // resolves it (a link to "/opt/..." in a container is the container's).
 bool stat_as_seen(const std::filesystem::path& path, struct stat& info) {
   note_reading(path);
-  if (!under_process_root(path.string())) {
+  if (!under_a_root(path.string())) {
     return ::stat(path.c_str(), &info) == 0;
   }
   const int fd = open_path_as_seen(path);

@@ -126,6 +126,23 @@ std::string first_release_number(std::string_view text);
 // surprise, as nlohmann's value() would.
 std::string text_field(const nlohmann::ordered_json& object, const char* key);
 
+// While one lives, its thread's reads of paths below `root`, a tree on the
+// host's disk (an image's rootfs, a --root tree), resolve inside it as
+// reads below a running container's /proc/PID/root always do: an absolute
+// link in the tree leads to the tree's own file (small_files' reads,
+// listings and existence tests). "/" changes nothing. Scopes nest; the
+// innermost tree counts.
+class ReadingInsideTree {
+ public:
+  explicit ReadingInsideTree(const std::filesystem::path& root);
+  ~ReadingInsideTree();
+  ReadingInsideTree(const ReadingInsideTree&) = delete;
+  ReadingInsideTree& operator=(const ReadingInsideTree&) = delete;
+
+ private:
+  std::string m_previous;
+};
+
 // Existence tests that never throw: an unreadable path simply does not count.
 bool path_exists(const std::filesystem::path& path);
 bool dir_exists(const std::filesystem::path& path);

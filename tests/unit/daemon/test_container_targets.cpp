@@ -370,6 +370,34 @@ TEST_F(ContainerTarget, AnInterpreterLinkResolvesInTheContainer) {
   EXPECT_EQ(check_of(report["envs"][0], "env:interpreter"), nullptr) << text;
 }
 
+// A package's directory linked from elsewhere in the image (a vendor
+// triton's backends under /opt): read in the rootfs, whether it is a
+// container's or a --root tree, never in the host's /opt of that name
+// (which the host here does not have).
+TEST_F(ContainerTarget, ALinkInTheImageIsFollowedInsideItsRootfs) {
+  const fs::path vendor = "/opt/envcontract-test-vendor/triton-backends";
+  if (fs::exists(vendor)) {
+    GTEST_SKIP() << "this host has " << vendor << ": the link would resolve here too";
+  }
+  const auto site = testing::system_venv_site(rootfs() / "opt/venvs/app");
+  fs::create_directories(site / "triton");
+  std::ofstream(site / "triton/__init__.py") << "__version__ = '3.6.0'\n";
+  fs::create_directories(site / "triton-3.6.0.dist-info");
+  std::ofstream(site / "triton-3.6.0.dist-info/METADATA")
+      << "Metadata-Version: 2.1\nName: triton\nVersion: 3.6.0\n";
+  std::ofstream(site / "triton-3.6.0.dist-info/RECORD") << "triton/__init__.py,,\n";
+  fs::create_directories(rootfs() / vendor.relative_path() / "xpu");
+  fs::create_directory_symlink(vendor, site / "triton/backends");
+  run_command({"/bin/chmod", "-R", "a+rX", rootfs().string()});
+  for (const bool as_container : {true, false}) {
+    SCOPED_TRACE(as_container ? "container target" : "--root");
+    const auto report = scan("  - {id: triton, kind: triton, backends: [xpu]}\n", as_container);
+    const std::string text = common::json_text(report);
+    ASSERT_EQ(report["envs"].size(), 1U) << text;
+    expect_passed(report["envs"][0], {"triton"});
+  }
+}
+
 // conda's list of envs in a container names the container's own paths, even
 // where the host has an env at the same path.
 TEST_F(ContainerTarget, AContainersListOfEnvsNamesItsOwnPaths) {

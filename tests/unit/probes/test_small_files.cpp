@@ -9,6 +9,7 @@
 
 #include <algorithm>
 #include <fstream>
+#include <set>
 
 #include "tests/support/temp_dir.hpp"
 
@@ -216,6 +217,42 @@ TEST(SmallFiles, AWalkNeverEntersALinkAndSaysWhenItsBoundsCutItShort) {
   EXPECT_EQ(std::count(seen.begin(), seen.end(), "pkg/lib/libfoo.so"), 1);
   EXPECT_FALSE(walk(2, 10));
   EXPECT_EQ(std::count(seen.begin(), seen.end(), "pkg/lib/libfoo.so"), 0);
+}
+
+// An image's rootfs on the host's disk: while a thread reads inside it, an
+// absolute link in it leads to the tree's own file; outside the scope (or
+// on another tree) the link is the host's, as the kernel follows it.
+TEST(SmallFiles, InsideATreeItsAbsoluteLinksAreItsOwn) {
+  testing::TempDir tree;
+  testing::TempDir host;
+  const std::filesystem::path vendor = host.path() / "vendor";
+  std::filesystem::create_directories(vendor / "host-only");
+  std::ofstream(vendor / "VERSION") << "host\n";
+  std::filesystem::create_directories(tree.path() / vendor.relative_path() / "backends/xpu");
+  std::ofstream(tree.path() / vendor.relative_path() / "VERSION") << "tree\n";
+  std::filesystem::create_directories(tree.path() / "pkg");
+  std::filesystem::create_directory_symlink(vendor, tree.path() / "pkg/vendor");
+  const auto pkg = tree.path() / "pkg";
+  const auto read_version = [&] {
+    return read_file_bounded(pkg / "vendor/VERSION", file_limits::small_text).text.value_or("");
+  };
+  std::error_code error;
+  {
+    const ReadingInsideTree inside(tree.path().string() + "/");
+    EXPECT_EQ(read_version(), "tree\n");
+    EXPECT_TRUE(dir_exists(pkg / "vendor/backends/xpu"));
+    EXPECT_FALSE(path_exists(pkg / "vendor/host-only"));
+    const auto names = list_names(pkg / "vendor", error);
+    EXPECT_EQ(std::set<std::string>(names.begin(), names.end()),
+              (std::set<std::string>{"backends", "VERSION"}));
+    {
+      const ReadingInsideTree host_again("/");  // the innermost scope counts
+      EXPECT_EQ(read_version(), "host\n");
+    }
+    EXPECT_EQ(read_version(), "tree\n");
+  }
+  EXPECT_EQ(read_version(), "host\n");
+  EXPECT_TRUE(path_exists(pkg / "vendor/host-only"));
 }
 
 // A process whose root is `dir` (as a container's processes have the
