@@ -7,6 +7,8 @@ file(GLOB SHIPPED_CONTRACTS ${PROJECT_SOURCE_DIR}/contracts/platforms/*.yaml)
 install(FILES ${SHIPPED_CONTRACTS} DESTINATION ${CMAKE_INSTALL_DATADIR}/envcontract/contracts)
 install(FILES ${PROJECT_SOURCE_DIR}/packaging/prometheus/envcontract-rules.yml
         DESTINATION ${CMAKE_INSTALL_DATADIR}/envcontract/prometheus)
+install(PROGRAMS ${PROJECT_SOURCE_DIR}/packaging/ci/github-job-started.sh
+        DESTINATION ${CMAKE_INSTALL_DATADIR}/envcontract/ci)
 install(FILES ${PROJECT_SOURCE_DIR}/packaging/envcontractd.service
               ${PROJECT_SOURCE_DIR}/packaging/envcontract-fleet.service
         DESTINATION /lib/systemd/system)
@@ -15,6 +17,7 @@ install(FILES ${PROJECT_SOURCE_DIR}/packaging/agent.yaml ${PROJECT_SOURCE_DIR}/p
 install(FILES
           ${PROJECT_SOURCE_DIR}/docs/agent.md
           ${PROJECT_SOURCE_DIR}/docs/api.md
+          ${PROJECT_SOURCE_DIR}/docs/ci.md
           ${PROJECT_SOURCE_DIR}/docs/containers.md
           ${PROJECT_SOURCE_DIR}/docs/contracts.md
           ${PROJECT_SOURCE_DIR}/docs/deploy.md

@@ -12,6 +12,7 @@
 #include "contracts/values.hpp"
 #include "daemon/facts_command.hpp"
 #include "daemon/fleet_command.hpp"
+#include "daemon/gate_cli.hpp"
 #include "daemon/logging.hpp"
 #include "daemon/probe_command.hpp"
 #include "daemon/provision_cli.hpp"
@@ -348,6 +349,7 @@ int run_envcontractd(int argc, char** argv) {
   auto* serve = add_serve(app, serve_arguments);
   ProvisioningCli provisioning(app);
   FleetCli fleet(app);
+  GateCli gate(app);
   // -o before the verb, as fleetctl takes it: `envcontractd -o json plan`
   // is `envcontractd plan -o json` (command_line/command_line.hpp).
   std::string leading_output;
@@ -378,6 +380,9 @@ int run_envcontractd(int argc, char** argv) {
     return run(probe_arguments);
   }
   if (const auto status = fleet.run()) {
+    return *status;
+  }
+  if (const auto status = gate.run()) {
     return *status;
   }
   return provisioning.run().value_or(2);

@@ -1,0 +1,260 @@
+#include "report/ci_output.hpp"
+
+#include <cctype>
+#include <vector>
+
+#include "common/json_fields.hpp"
+
+namespace envcontract::report {
+
+namespace {
+
+using common::array_field;
+using common::object_field;
+using common::string_field;
+
+bool is_status(const Json& check, const char* status) {
+  return string_field(check, "status") == status;
+}
+
+// Checks that keep a job from starting: failing ones, and ones that could
+// not be judged, of a required severity.
+bool stops_the_job(const Json& check) {
+  return string_field(check, "severity") != "warning" &&
+         (is_status(check, "fail") || is_status(check, "error"));
+}
+
+std::string env_label(const Json& env) {
+  const std::string name = string_field(env, "name");
+  return name.empty() ? string_field(env, "prefix") : name;
+}
+
+std::string contract_name(const Json& report) {
+  const std::string name = string_field(object_field(report, "contract"), "name");
+  return name.empty() ? "the contract" : name;
+}
+
+std::string joined(const std::vector<std::string>& names) {
+  std::string text;
+  for (const auto& name : names) {
+    text += (text.empty() ? "" : ", ") + name;
+  }
+  return text;
+}
+
+struct Annotation {
+  const char* level;  // error, warning
+  std::string title;
+  std::string message;
+};
+
+Annotation annotation_of(const std::string& where, const Json& check) {
+  const Json& diagnosis = object_field(check, "diagnosis");
+  const std::string id = string_field(check, "id");
+  std::string summary = string_field(diagnosis, "summary");
+  const std::string remedy = string_field(diagnosis, "remedy");
+  if (summary.empty()) {
+    summary = "check " + id + " did not pass";
+  }
+  if (is_status(check, "fail")) {
+    return {"error", "envcontract: " + where + ": " + id,
+            summary + (remedy.empty() ? "" : "\nWhat to do: " + remedy)};
+  }
+  return {"warning", "envcontract: " + where + ": " + id + " could not be judged",
+          summary + (remedy.empty() ? "" : "\nWhat to do: " + remedy)};
+}
+
+std::string command(const Annotation& annotation) {
+  return std::string("::") + annotation.level + " title=" + github_property(annotation.title) +
+         "::" + github_data(annotation.message) + "\n";
+}
+
+std::string cell(const std::string& text) {
+  return text.empty() ? " " : markdown_text(text);
+}
+
+void table_of(std::string& out, const std::string& where, const Json& checks) {
+  out += "| " + markdown_text(where) + " | status | cause | summary | what to do |\n";
+  out += "|---|---|---|---|---|\n";
+  for (const auto& check : checks) {
+    const Json& diagnosis = object_field(check, "diagnosis");
+    out += "| " + cell(string_field(check, "id")) + " | " + cell(string_field(check, "status")) +
+           " | " + cell(string_field(diagnosis, "cause")) + " | " +
+           cell(string_field(diagnosis, "summary")) + " | " +
+           cell(string_field(diagnosis, "remedy")) + " |\n";
+  }
+  out += "\n";
+}
+
+}  // namespace
+
+GateDecision gate_decision(const Json& report) {
+  std::vector<std::string> compliant;
+  std::vector<std::string> drifting;
+  std::vector<std::string> unjudged;
+  for (const auto& env : array_field(report, "envs")) {
+    const std::string verdict = string_field(env, "verdict");
+    (verdict == "compliant" ? compliant
+     : verdict == "drift"   ? drifting
+                            : unjudged)
+        .push_back(env_label(env));
+  }
+  std::vector<std::string> broken_targets;
+  for (const auto& target : array_field(report, "targets")) {
+    for (const auto& check : array_field(target, "checks")) {
+      if (is_status(check, "fail") && string_field(check, "severity") != "warning") {
+        broken_targets.push_back(string_field(target, "name") + "'s " + string_field(check, "id"));
+      }
+    }
+  }
+  const std::string contract = contract_name(report);
+  using Outcome = GateDecision::Outcome;
+  if (!broken_targets.empty()) {
+    return {Outcome::drift, joined(broken_targets) + " breaks " + contract};
+  }
+  if (!compliant.empty()) {
+    return {Outcome::go, joined(compliant) + (compliant.size() == 1 ? " complies" : " comply") +
+                             " with " + contract};
+  }
+  if (!drifting.empty()) {
+    return {Outcome::drift,
+            joined(drifting) + (drifting.size() == 1 ? " breaks " : " break ") + contract};
+  }
+  if (!unjudged.empty()) {
+    return {Outcome::unknown, joined(unjudged) + " could not be judged against " + contract};
+  }
+  return {Outcome::unknown, "no env was found to judge against " + contract};
+}
+
+std::string github_annotations(const Json& report, const GateDecision& decision,
+                               const std::string& bypass) {
+  std::string out;
+  if (decision.outcome == GateDecision::Outcome::go) {
+    out += command({"notice", "envcontract", decision.why});
+  } else {
+    for (const auto& target : array_field(report, "targets")) {
+      for (const auto& check : array_field(target, "checks")) {
+        if (is_status(check, "fail") && stops_the_job(check)) {
+          out += command(annotation_of("target " + string_field(target, "name"), check));
+        }
+      }
+    }
+    for (const auto& env : array_field(report, "envs")) {
+      for (const auto& check : array_field(env, "checks")) {
+        if (stops_the_job(check)) {
+          out += command(annotation_of(env_label(env), check));
+        }
+      }
+    }
+    if (array_field(report, "envs").empty()) {
+      out += command({"error", "envcontract", decision.why});
+    }
+  }
+  // A target that could not be judged does not stop the job; it is said.
+  for (const auto& target : array_field(report, "targets")) {
+    for (const auto& check : array_field(target, "checks")) {
+      if (is_status(check, "error")) {
+        out += command(annotation_of("target " + string_field(target, "name"), check));
+      }
+    }
+  }
+  if (!bypass.empty() && decision.outcome != GateDecision::Outcome::go) {
+    out += command({"warning", "envcontract gate bypassed",
+                    "the job starts although " + decision.why + ": " + bypass});
+  }
+  return out;
+}
+
+std::string markdown_summary(const Json& report, const GateDecision& decision,
+                             const std::string& bypass) {
+  using Outcome = GateDecision::Outcome;
+  const char* headline = decision.outcome == Outcome::go ? "go"
+                         : decision.outcome == Outcome::drift
+                             ? "stopped: the env breaks the contract"
+                             : "stopped: cannot tell";
+  std::string out = "### envcontract gate: ";
+  out += !bypass.empty() && decision.outcome != Outcome::go ? "bypassed" : headline;
+  out += "\n\n" + markdown_text(decision.why) + "\n\n";
+  if (!bypass.empty() && decision.outcome != Outcome::go) {
+    out += "Bypassed: " + markdown_text(bypass) + "\n\n";
+  }
+  const std::string host = string_field(report, "host");
+  const std::string path = string_field(object_field(report, "contract"), "path");
+  out += "Contract " + markdown_text(contract_name(report)) +
+         (path.empty() ? "" : " (" + markdown_text(path) + ")") +
+         (host.empty() ? "" : ", host " + markdown_text(host)) + "\n\n";
+  for (const auto& target : array_field(report, "targets")) {
+    table_of(out, "target " + string_field(target, "name"), array_field(target, "checks"));
+  }
+  for (const auto& env : array_field(report, "envs")) {
+    out += "**" + markdown_text(env_label(env)) +
+           "**: " + markdown_text(string_field(env, "verdict")) + " (" +
+           markdown_text(string_field(env, "prefix")) + ")\n\n";
+    table_of(out, "check", array_field(env, "checks"));
+  }
+  return out;
+}
+
+std::string gitlab_section(const std::string& name, const std::string& header,
+                           const std::string& body, long long started, long long ended) {
+  // GitLab's markers (docs.gitlab.com, "Custom collapsible sections"): the
+  // ANSI "erase line" hides them where the log is shown.
+  const std::string erase = "\033[0K";
+  return erase + "section_start:" + std::to_string(started) + ":" + name + "[collapsed=true]\r" +
+         erase + header + "\n" + body + erase + "section_end:" + std::to_string(ended) + ":" +
+         name + "\r" + erase + "\n";
+}
+
+std::string github_data(std::string_view text) {
+  std::string out;
+  for (const char c : text) {
+    switch (c) {
+      case '%':
+        out += "%25";
+        break;
+      case '\r':
+        out += "%0D";
+        break;
+      case '\n':
+        out += "%0A";
+        break;
+      default:
+        out += c;
+    }
+  }
+  return out;
+}
+
+std::string github_property(std::string_view text) {
+  std::string out;
+  for (const char c : github_data(text)) {
+    if (c == ':') {
+      out += "%3A";
+    } else if (c == ',') {
+      out += "%2C";
+    } else {
+      out += c;
+    }
+  }
+  return out;
+}
+
+std::string markdown_text(std::string_view text) {
+  std::string out;
+  for (const char c : text) {
+    const auto byte = static_cast<unsigned char>(c);
+    if (c == '\n' || c == '\r' || c == '\t') {
+      out += ' ';
+    } else if (byte < 0x20 || byte == 0x7f) {
+      continue;  // control characters show nothing a reader needs
+    } else if (std::ispunct(byte) != 0) {
+      out += '\\';
+      out += c;
+    } else {
+      out += c;
+    }
+  }
+  return out;
+}
+
+}  // namespace envcontract::report
