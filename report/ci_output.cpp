@@ -17,11 +17,14 @@ bool is_status(const Json& check, const char* status) {
   return string_field(check, "status") == status;
 }
 
-// Checks that keep a job from starting: failing ones, and ones that could
-// not be judged, of a required severity.
+bool is_required(const Json& check) {
+  return string_field(check, "severity") == "required";
+}
+
+// Checks that keep a job from starting: required ones that fail or could
+// not be judged.
 bool stops_the_job(const Json& check) {
-  return string_field(check, "severity") != "warning" &&
-         (is_status(check, "fail") || is_status(check, "error"));
+  return is_required(check) && (is_status(check, "fail") || is_status(check, "error"));
 }
 
 std::string env_label(const Json& env) {
@@ -57,7 +60,8 @@ Annotation annotation_of(const std::string& where, const Json& check) {
     summary = "check " + id + " did not pass";
   }
   if (is_status(check, "fail")) {
-    return {"error", "envcontract: " + where + ": " + id,
+    return {is_required(check) ? "error" : "warning",
+            "envcontract: " + where + ": " + id + (is_required(check) ? "" : " (advisory)"),
             summary + (remedy.empty() ? "" : "\nWhat to do: " + remedy)};
   }
   return {"warning", "envcontract: " + where + ": " + id + " could not be judged",
@@ -102,7 +106,7 @@ GateDecision gate_decision(const Json& report) {
   std::vector<std::string> broken_targets;
   for (const auto& target : array_field(report, "targets")) {
     for (const auto& check : array_field(target, "checks")) {
-      if (is_status(check, "fail") && string_field(check, "severity") != "warning") {
+      if (is_status(check, "fail") && is_required(check)) {
         broken_targets.push_back(string_field(target, "name") + "'s " + string_field(check, "id"));
       }
     }
@@ -139,10 +143,13 @@ std::string github_annotations(const Json& report, const GateDecision& decision,
         }
       }
     }
-    for (const auto& env : array_field(report, "envs")) {
-      for (const auto& check : array_field(env, "checks")) {
-        if (stops_the_job(check)) {
-          out += command(annotation_of(env_label(env), check));
+    // What stops the job, then what is only advised.
+    for (const bool required : {true, false}) {
+      for (const auto& env : array_field(report, "envs")) {
+        for (const auto& check : array_field(env, "checks")) {
+          if (required ? stops_the_job(check) : !is_required(check) && is_status(check, "fail")) {
+            out += command(annotation_of(env_label(env), check));
+          }
         }
       }
     }

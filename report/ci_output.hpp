@@ -30,8 +30,9 @@ struct GateDecision {
 GateDecision gate_decision(const Json& report);
 
 // One GitHub Actions workflow command per check that stops the job: `::error`
-// for a failing check (its summary and remedy), `::warning` for one that
-// could not be judged; `::notice` for a go. With `bypass` ("" for none) a
+// for a failing required check (its summary and remedy), `::warning` for
+// one that could not be judged, then a `::warning` per failing advisory
+// check; `::notice` for a go. With `bypass` ("" for none) a
 // job stopped by the gate starts anyway, and a warning says so and why.
 std::string github_annotations(const Json& report, const GateDecision& decision,
                                const std::string& bypass);

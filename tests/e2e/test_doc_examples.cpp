@@ -154,7 +154,7 @@ TEST(DocExamples, EveryConsoleExampleShowsWhatTheToolsDo) {
   int skipped = 0;
   for (const char* file :
        {"README.md", "docs/agent.md", "docs/api.md", "docs/fleetctl.md", "docs/contracts.md",
-        "docs/security.md", "docs/probes.md", "docs/provisioning.md"}) {
+        "docs/security.md", "docs/probes.md", "docs/provisioning.md", "docs/ci.md"}) {
     CommandResult previous;
     for (const auto& example : doc_examples(fs::path(ENVCONTRACT_SOURCE_DIR) / file)) {
       const std::string where =

@@ -142,8 +142,7 @@ TEST_F(GateCli, OnGithubACompliantEnvGoesAndTheSummaryIsAppended) {
   const auto result = gate(github("cuda"));
   EXPECT_EQ(result.exit_code, 0) << result.out << result.err;
   EXPECT_EQ(starting_with(result.out, "::notice "),
-            std::vector<std::string>{"::notice title=envcontract::xpu210v complies with "
-                                     "newest-main-cuda"})
+            std::vector<std::string>{"::notice title=envcontract::xpu210v complies with cuda"})
       << result.out;
   EXPECT_TRUE(starting_with(result.out, "::error ").empty()) << result.out;
   const std::string summary_text = read_file(summary());
