@@ -23,7 +23,8 @@ for path in ./usr/bin/envcontractd ./usr/bin/fleetctl ./lib/systemd/system/envco
   ./usr/share/doc/envcontract/agent.md ./usr/share/doc/envcontract/containers.md \
   ./usr/share/doc/envcontract/examples/envcontractd-nsenter.conf \
   ./usr/share/doc/envcontract/examples/envcontractd-podman.conf ./usr/share/man/man1/envcontractd.1.gz \
-  ./usr/share/man/man1/fleetctl.1.gz ./usr/share/envcontract/prometheus/envcontract-rules.yml; do
+  ./usr/share/man/man1/fleetctl.1.gz ./usr/share/envcontract/prometheus/envcontract-rules.yml \
+  ./usr/share/envcontract/ci/github-job-started.sh ./usr/share/doc/envcontract/ci.md; do
   grep -q " $path\$" "$work/contents" || {
     echo "missing from the package: $path"
     exit 1
@@ -58,6 +59,13 @@ if dpkg-deb -f "$deb" Description | grep -q '^ *;'; then
   dpkg-deb -f "$deb" Description
   exit 1
 fi
+
+# The CI runner's hook (docs/ci.md) is a program the runner runs.
+grep -q '^-rwxr-xr-x .* ./usr/share/envcontract/ci/github-job-started.sh$' "$work/contents" || {
+  echo "github-job-started.sh is not installed executable:"
+  grep 'github-job-started' "$work/contents"
+  exit 1
+}
 
 # Every document the shipped docs, unit files and configs name (docs/NAME.md,
 # a schema) is shipped beside them.
