@@ -78,8 +78,16 @@ bool is_process_root(const std::filesystem::path& root) {
 std::filesystem::path canonical_in(const std::filesystem::path& root,
                                    const std::filesystem::path& path, std::error_code& error) {
   error.clear();
-  if (root.empty() || root == "/" || !is_process_root(root)) {
+  if (root.empty() || root == "/") {
     return std::filesystem::weakly_canonical(path, error);
+  }
+  const bool process_root = is_process_root(root);
+  // A tree on the host's disk is named by the kernel from the agent's "/":
+  // under the tree's own real path.
+  const std::filesystem::path real_root =
+      process_root ? std::filesystem::path() : std::filesystem::weakly_canonical(root, error);
+  if (error) {
+    return path;
   }
   const SystemRoot tree(root);
   if (!tree.error().empty()) {
@@ -101,8 +109,23 @@ std::filesystem::path canonical_in(const std::filesystem::path& root,
         error = unread ? unread : std::make_error_code(std::errc::invalid_argument);
         return path;
       }
-      // The kernel names it as the tree's processes do: from the tree's "/".
-      return under_root(root, rest.empty() ? named : named / rest);
+      // Below a process's root the kernel names it as the tree's processes
+      // do, from the tree's "/"; below a tree on the host's disk, from the
+      // agent's "/", under the tree's real path.
+      std::filesystem::path seen = named;
+      if (!process_root) {
+        const std::string text = named.string();
+        const std::string top = real_root.string();
+        if (text == top) {
+          seen = "/";
+        } else if (text.starts_with(top + "/")) {
+          seen = text.substr(top.size());
+        } else {
+          error = std::make_error_code(std::errc::invalid_argument);  // not below the tree
+          return path;
+        }
+      }
+      return under_root(root, rest.empty() ? seen : seen / rest);
     }
     if (errno != ENOENT || inside == inside.root_path()) {
       error = std::error_code(errno, std::generic_category());

@@ -43,8 +43,9 @@ bool is_process_root(const std::filesystem::path& root);
 // resolved inside `root`, as the tree's own processes would resolve them (an
 // absolute link starts again at the tree's "/", ".." stops there), and named
 // again under `root`; the part that does not exist is appended as it is.
-// For the host ("/") or a tree that is not a process root:
-// std::filesystem::weakly_canonical, as before.
+// `root` is a process's root (a running container's) or a tree on the
+// host's disk (an image's rootfs, a --root tree); for the host ("/"):
+// std::filesystem::weakly_canonical.
 std::filesystem::path canonical_in(const std::filesystem::path& root,
                                    const std::filesystem::path& path, std::error_code& error);
 

@@ -398,6 +398,37 @@ TEST_F(ContainerTarget, ALinkInTheImageIsFollowedInsideItsRootfs) {
   }
 }
 
+// The package itself linked from elsewhere in the image (a vendor's torch
+// under /opt): found and its version read inside the rootfs, never through
+// the host's /opt.
+TEST_F(ContainerTarget, APackageLinkedIntoPlaceInTheImageIsFoundThere) {
+  const fs::path vendor = "/opt/envcontract-test-vendor/torch";
+  if (fs::exists(vendor)) {
+    GTEST_SKIP() << "this host has " << vendor << ": the link would resolve here too";
+  }
+  const auto site = testing::system_venv_site(rootfs() / "opt/venvs/app");
+  fs::create_directories((rootfs() / vendor.relative_path()).parent_path());
+  fs::copy(site / "torch", rootfs() / vendor.relative_path(), fs::copy_options::recursive);
+  fs::remove_all(site / "torch");
+  fs::create_directory_symlink(vendor, site / "torch");
+  run_command({"/bin/chmod", "-R", "a+rX", rootfs().string()});
+  for (const bool as_container : {true, false}) {
+    SCOPED_TRACE(as_container ? "container target" : "--root");
+    const auto report =
+        scan("  - {id: torch, kind: torch, base: \"2.10.0\", cuda: none}\n", as_container);
+    const std::string text = common::json_text(report);
+    ASSERT_EQ(report["envs"].size(), 1U) << text;
+    const Json* torch = check_of(report["envs"][0], "torch");
+    ASSERT_NE(torch, nullptr) << text;
+    // Where its interpreter finds it (torch.__file__ keeps the link's path).
+    EXPECT_EQ(
+        (*torch)["actual"]["location"],
+        "/opt/venvs/app/lib/python" + testing::system_python_version() + "/site-packages/torch")
+        << common::json_text(*torch);
+    expect_passed(report["envs"][0], {"torch"});
+  }
+}
+
 // conda's list of envs in a container names the container's own paths, even
 // where the host has an env at the same path.
 TEST_F(ContainerTarget, AContainersListOfEnvsNamesItsOwnPaths) {
