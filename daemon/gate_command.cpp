@@ -1,8 +1,13 @@
 #include "daemon/gate_command.hpp"
 
+#include <fcntl.h>
+#include <unistd.h>
+
+#include <cerrno>
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
+#include <cstring>
 #include <fstream>
 #include <ostream>
 #include <random>
@@ -14,6 +19,7 @@
 #include "probes/discovery.hpp"
 #include "report/ci_output.hpp"
 #include "report/junit.hpp"
+#include "report/printable.hpp"
 #include "report/report_table.hpp"
 
 namespace envcontract::daemon {
@@ -21,6 +27,7 @@ namespace envcontract::daemon {
 namespace {
 
 namespace fs = std::filesystem;
+using Json = report::Json;
 
 constexpr const char* k_prefix = "envcontract gate: ";
 
@@ -48,6 +55,25 @@ long long unix_now() {
   return std::chrono::duration_cast<std::chrono::seconds>(
              std::chrono::system_clock::now().time_since_epoch())
       .count();
+}
+
+// A string of an env's, or of the job's checkout, on one line of the job's
+// log: no line break to start a line of its own (a workflow command), no
+// control character to drive a terminal or fake a GitLab section marker.
+std::string one_line(const std::string& text) {
+  return report::printable(text);
+}
+
+std::vector<std::string> lines_of(const std::string& text) {
+  std::vector<std::string> lines;
+  std::istringstream in(text);
+  for (std::string line; std::getline(in, line);) {
+    lines.push_back(line);
+  }
+  if (lines.empty()) {
+    lines.emplace_back();
+  }
+  return lines;
 }
 
 // The contract inputs with what the job's environment adds to the flags.
@@ -93,7 +119,8 @@ common::Result<ChosenEnvs> choose_envs(const GateOptions& options) {
   if (!wanted.empty() && wanted.find('/') != std::string::npos) {
     std::error_code error;
     if (!fs::is_directory(wanted, error)) {
-      return common::Error{"--env " + wanted + " is not a directory: name the env's prefix"};
+      return common::Error{"--env " + one_line(wanted) +
+                           " is not a directory: name the env's prefix"};
     }
     return ChosenEnvs{{fs::absolute(wanted)}, "--env"};
   }
@@ -105,17 +132,19 @@ common::Result<ChosenEnvs> choose_envs(const GateOptions& options) {
       if (env.name == wanted) {
         named.push_back(env.prefix);
       }
-      known += (known.empty() ? "" : ", ") + env.name;
+      known += (known.empty() ? "" : ", ") + one_line(env.name);
     }
     if (named.size() != 1) {
-      return common::Error{
-          (named.empty() ? "no env is named " + wanted : "several envs are named " + wanted) +
-          " (found: " + (known.empty() ? std::string("none") : known) +
-          "); name it by its prefix (--env /path/to/env)"};
+      return common::Error{(named.empty() ? "no env is named " + one_line(wanted)
+                                          : "several envs are named " + one_line(wanted)) +
+                           " (found: " + (known.empty() ? std::string("none") : known) +
+                           "); name it by its prefix (--env /path/to/env)"};
     }
     return ChosenEnvs{named, "--env " + wanted};
   }
-  for (const char* name : {"CONDA_PREFIX", "VIRTUAL_ENV"}) {
+  // A venv activated over conda's base (a runner whose shell activates
+  // base) is the env the job uses: VIRTUAL_ENV first.
+  for (const char* name : {"VIRTUAL_ENV", "CONDA_PREFIX"}) {
     if (const std::string prefix = variable(options, name); !prefix.empty()) {
       std::error_code error;
       if (!fs::is_directory(prefix, error)) {
@@ -143,13 +172,46 @@ std::string stop_commands_token() {
   return token;
 }
 
-void append_step_summary(const std::string& file, const std::string& markdown, std::ostream& err) {
+// GitHub keeps a step summary of 1 MiB at most: a longer one is cut at a
+// line, saying so, rather than refused.
+constexpr std::size_t k_max_summary_bytes = 512 * 1024;
+
+void append_step_summary(const std::string& file, std::string markdown, std::ostream& err) {
+  if (markdown.size() > k_max_summary_bytes) {
+    markdown.resize(markdown.rfind('\n', k_max_summary_bytes) + 1);
+    markdown += "\n(cut here: a step summary holds 1 MiB; the job's log has every check)\n";
+  }
   std::ofstream summary(file, std::ios::app);
   summary << markdown;
   summary.flush();
   if (!summary) {
     err << k_prefix << "cannot append the summary to " << file
         << " ($GITHUB_STEP_SUMMARY): the annotations above say the same\n";
+  }
+}
+
+// The JUnit file, written where the job's checkout may hold anything: a
+// link there is refused, never followed to a file the runner's user owns.
+void write_junit(const fs::path& file, const Json& report, std::ostream& err) {
+  const std::string xml =
+      report::junit_xml({{report.value("host", std::string("localhost")), &report, ""}});
+  const int fd = ::open(file.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW | O_CLOEXEC, 0644);
+  bool written = fd >= 0;
+  for (std::size_t done = 0; written && done < xml.size();) {
+    const ssize_t wrote = ::write(fd, xml.data() + done, xml.size() - done);
+    if (wrote < 0 && errno == EINTR) {
+      continue;
+    }
+    written = wrote > 0;
+    done += written ? static_cast<std::size_t>(wrote) : 0;
+  }
+  const int saved = errno;
+  if (fd >= 0) {
+    ::close(fd);
+  }
+  if (!written) {
+    err << k_prefix << "cannot write " << one_line(file.string()) << ": " << std::strerror(saved)
+        << " (a link there is not followed)\n";
   }
 }
 
@@ -167,42 +229,62 @@ std::map<std::string, std::string> gate_variables_from_environment() {
 
 int run_gate(const GateOptions& options, std::ostream& out, std::ostream& err) {
   const long long started = unix_now();
+  const bool github = variable(options, "GITHUB_ACTIONS") == "true";
+  std::string bypass = options.bypass;
+  if (bypass.empty()) {
+    bypass = variable(options, "ENVCONTRACT_GATE_BYPASS");
+  }
+  // Before any judgement: a job that cannot be judged (no contract in its
+  // checkout, no env) is stopped too, and a bypass lets it start as well.
+  const auto cannot_tell = [&](const std::string& why) {
+    const auto lines = lines_of(why);
+    for (const auto& line : lines) {
+      err << k_prefix << one_line(line) << "\n";
+    }
+    if (bypass.empty()) {
+      return 2;
+    }
+    if (github) {
+      out << report::github_annotations(
+          Json::object(), {report::GateDecision::Outcome::unknown, one_line(lines.front())},
+          bypass);
+      out.flush();
+    }
+    err << k_prefix << "BYPASSED: the job starts although it could not be judged ("
+        << one_line(bypass) << ")\n";
+    return 0;
+  };
   const auto inputs = contract_inputs(options);
   const auto chosen = choose_gate_contract(inputs);
   if (!chosen) {
-    err << k_prefix << chosen.error() << "\n";
-    return 2;
+    return cannot_tell(chosen.error());
   }
-  err << k_prefix << "contract " << common::shown_path(chosen->file) << " (" << chosen->why
-      << ")\n";
+  err << k_prefix << "contract " << one_line(common::shown_path(chosen->file)) << " ("
+      << one_line(chosen->why) << ")\n";
   auto loaded = load_contract(chosen->file, {}, inputs.workspace);
   if (!loaded) {
-    err << loaded.error();
-    return 2;
+    return cannot_tell(loaded.error());
   }
   const auto envs = choose_envs(options);
   if (!envs) {
-    err << k_prefix << envs.error() << "\n";
-    return 2;
+    return cannot_tell(envs.error());
   }
   ScanSettings settings = options.settings;
   if (!envs->prefixes.empty()) {
     settings.facts.discovery.roots.clear();
     settings.facts.discovery.prefixes = envs->prefixes;
   }
-  err << k_prefix << "env: " << envs->why
-      << (envs->prefixes.empty() ? "" : " " + common::shown_path(envs->prefixes.front())) << "\n";
+  err << k_prefix << "env: " << one_line(envs->why)
+      << (envs->prefixes.empty() ? "" : " " + one_line(common::shown_path(envs->prefixes.front())))
+      << "\n";
 
   Scanner scanner;
   const auto report = scan_with_progress(scanner, *loaded.value(), settings, false, err);
   const auto decision = report::gate_decision(report);
-  std::string bypass = options.bypass;
-  if (bypass.empty()) {
-    bypass = variable(options, "ENVCONTRACT_GATE_BYPASS");
-  }
+  const std::string why = one_line(decision.why);
 
   const std::string table = report::render_table(report, {true, false});
-  if (variable(options, "GITHUB_ACTIONS") == "true") {
+  if (github) {
     const std::string token = stop_commands_token();
     out << report::github_annotations(report, decision, bypass) << "::stop-commands::" << token
         << "\n"
@@ -211,21 +293,19 @@ int run_gate(const GateOptions& options, std::ostream& out, std::ostream& err) {
       append_step_summary(file, report::markdown_summary(report, decision, bypass), err);
     }
   } else if (variable(options, "GITLAB_CI") == "true") {
-    out << k_prefix << decision.why << "\n"
+    out << k_prefix << why << "\n"
         << report::gitlab_section("envcontract_gate", "envcontract: the env's checks", table,
                                   started, unix_now());
   } else {
-    out << table << k_prefix << decision.why << "\n";
+    out << table << k_prefix << why << "\n";
   }
+  // What follows on stderr comes after the report, wherever both go.
+  out.flush();
   if (!options.junit.empty()) {
-    std::ofstream junit(options.junit);
-    junit << report::junit_xml({{report.value("host", std::string("localhost")), &report, ""}});
-    if (!junit.flush()) {
-      err << k_prefix << "cannot write " << options.junit.string() << "\n";
-    }
+    write_junit(options.junit, report, err);
   }
   if (decision.outcome != report::GateDecision::Outcome::go && !bypass.empty()) {
-    err << k_prefix << "BYPASSED: the job starts although " << decision.why << " (" << bypass
+    err << k_prefix << "BYPASSED: the job starts although " << why << " (" << one_line(bypass)
         << ")\n";
     return 0;
   }

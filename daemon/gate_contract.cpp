@@ -9,6 +9,7 @@
 
 #include "common/shown_path.hpp"
 #include "daemon/contract_detection.hpp"
+#include "report/printable.hpp"
 
 namespace envcontract::daemon {
 
@@ -19,14 +20,30 @@ namespace fs = std::filesystem;
 // A platform config is a few KiB; a larger file in the checkout is not one.
 constexpr std::size_t k_max_config_bytes = 1024 * 1024;
 
-// The workspace's platform configs, sorted.
+// Whether `path` is a file of the checkout itself: not a link (a change
+// under review could link a config to any file the runner's user may read,
+// whose lines the contract's errors would then show), not a FIFO, at most
+// k_max_config_bytes.
+bool is_plain_config(const fs::path& path) {
+  std::error_code error;
+  const auto status = fs::symlink_status(path, error);
+  return !error && fs::is_regular_file(status) &&
+         fs::file_size(path, error) <= k_max_config_bytes && !error;
+}
+
+// The workspace's platform configs, sorted; links are not followed, the
+// directory's own included.
 std::vector<fs::path> platform_configs(const fs::path& workspace) {
   std::vector<fs::path> configs;
+  const fs::path dir = workspace / ".github/configs";
   std::error_code error;
-  for (fs::directory_iterator it(workspace / ".github/configs", error), end; !error && it != end;
-       it.increment(error)) {
+  if (!fs::is_directory(fs::symlink_status(dir, error)) ||
+      !fs::is_directory(fs::symlink_status(workspace / ".github", error))) {
+    return configs;
+  }
+  for (fs::directory_iterator it(dir, error), end; !error && it != end; it.increment(error)) {
     const auto extension = it->path().extension();
-    if ((extension == ".yml" || extension == ".yaml") && it->is_regular_file(error)) {
+    if ((extension == ".yml" || extension == ".yaml") && is_plain_config(it->path())) {
       configs.push_back(it->path());
     }
   }
@@ -63,7 +80,7 @@ std::optional<std::vector<std::string>> runner_labels_of(const fs::path& config)
 std::string names_of(const std::vector<fs::path>& configs) {
   std::string names;
   for (const auto& config : configs) {
-    names += (names.empty() ? "" : ", ") + config.stem().string();
+    names += (names.empty() ? "" : ", ") + report::printable(config.stem().string());
   }
   return names.empty() ? "none" : names;
 }
@@ -90,8 +107,8 @@ common::Result<GateContract> choose_gate_contract(const GateContractInputs& inpu
         return GateContract{config, "platform " + inputs.platform};
       }
     }
-    return common::Error{"no platform config " + inputs.platform + ".yml in " + where +
-                         " (there: " + names_of(configs) +
+    return common::Error{"no platform config " + report::printable(inputs.platform) + ".yml in " +
+                         where + " (there: " + names_of(configs) +
                          "); name the platform the job runs for (--platform) or the contract "
                          "(--contract FILE)"};
   }

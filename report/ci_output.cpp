@@ -116,10 +116,9 @@ GateDecision gate_decision(const Json& report) {
   if (!broken_targets.empty()) {
     return {Outcome::drift, joined(broken_targets) + " breaks " + contract};
   }
-  if (!compliant.empty()) {
-    return {Outcome::go, joined(compliant) + (compliant.size() == 1 ? " complies" : " comply") +
-                             " with " + contract};
-  }
+  // Every env judged must comply: one that complies beside one that does
+  // not proves nothing of the env the job will use (and anyone who can make
+  // a directory where discovery looks could add one).
   if (!drifting.empty()) {
     return {Outcome::drift,
             joined(drifting) + (drifting.size() == 1 ? " breaks " : " break ") + contract};
@@ -127,12 +126,21 @@ GateDecision gate_decision(const Json& report) {
   if (!unjudged.empty()) {
     return {Outcome::unknown, joined(unjudged) + " could not be judged against " + contract};
   }
+  if (!compliant.empty()) {
+    return {Outcome::go, joined(compliant) + (compliant.size() == 1 ? " complies" : " comply") +
+                             " with " + contract};
+  }
   return {Outcome::unknown, "no env was found to judge against " + contract};
 }
 
 std::string github_annotations(const Json& report, const GateDecision& decision,
                                const std::string& bypass) {
   std::string out;
+  // First: GitHub shows the first few annotations of a step only.
+  if (!bypass.empty() && decision.outcome != GateDecision::Outcome::go) {
+    out += command({"warning", "envcontract gate bypassed",
+                    "the job starts although " + decision.why + ": " + bypass});
+  }
   if (decision.outcome == GateDecision::Outcome::go) {
     out += command({"notice", "envcontract", decision.why});
   } else {
@@ -164,10 +172,6 @@ std::string github_annotations(const Json& report, const GateDecision& decision,
         out += command(annotation_of("target " + string_field(target, "name"), check));
       }
     }
-  }
-  if (!bypass.empty() && decision.outcome != GateDecision::Outcome::go) {
-    out += command({"warning", "envcontract gate bypassed",
-                    "the job starts although " + decision.why + ": " + bypass});
   }
   return out;
 }

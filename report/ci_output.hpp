@@ -22,18 +22,18 @@ struct GateDecision {
   int exit_code() const { return outcome == Outcome::go ? 0 : outcome == Outcome::drift ? 1 : 2; }
 };
 
-// The gate's rule: go when an env judged complies and no target (the job's
-// image) is known to break the contract; drift when an env or a target
-// breaks it; otherwise (no env, envs that could not be judged) unknown. A
-// target that could not be judged (no image reference here) is shown, and
-// does not stop the job: it is not about the env.
+// The gate's rule: go when every env judged complies and no target (the
+// job's image) is known to break the contract; drift when an env or a
+// target breaks it; otherwise (no env, an env that could not be judged)
+// unknown. A target that could not be judged (no image reference here) is
+// shown, and does not stop the job: it is not about the env.
 GateDecision gate_decision(const Json& report);
 
 // One GitHub Actions workflow command per check that stops the job: `::error`
 // for a failing required check (its summary and remedy), `::warning` for
 // one that could not be judged, then a `::warning` per failing advisory
-// check; `::notice` for a go. With `bypass` ("" for none) a
-// job stopped by the gate starts anyway, and a warning says so and why.
+// check; `::notice` for a go. With `bypass` ("" for none) a job stopped by
+// the gate starts anyway, and a warning, first, says so and why.
 std::string github_annotations(const Json& report, const GateDecision& decision,
                                const std::string& bypass);
 

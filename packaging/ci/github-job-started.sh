@@ -9,8 +9,9 @@
 # The job's checkout does not exist yet, so the contract is the host's:
 # ENVCONTRACT_GATE_CONTRACT (a file; default: auto, chosen from this host's
 # devices and tools). ENVCONTRACT_GATE_ENV names the env the jobs use (a
-# prefix or a name; default: every env found). Both can be set in the same
-# .env file; ENVCONTRACT_GATE_BYPASS lets jobs start anyway, saying why.
+# prefix or a name; default: every env found, and every one must comply).
+# Both can be set in the same .env file; ENVCONTRACT_GATE_BYPASS lets jobs
+# start anyway, saying why.
 set -eu
 contract=${ENVCONTRACT_GATE_CONTRACT:-auto}
 if [ -n "${ENVCONTRACT_GATE_ENV:-}" ]; then

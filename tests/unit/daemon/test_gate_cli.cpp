@@ -250,6 +250,69 @@ TEST_F(GateCli, TheRunnersJobStartedHookStopsADriftingJob) {
   EXPECT_EQ(goes.exit_code, 0) << goes.out << goes.err;
 }
 
+// Strings of an env's, or of the checkout's, never become a line of their
+// own in the job's log: a workflow command, a GitLab section marker.
+TEST_F(GateCli, AnEnvsNamesCannotWriteWorkflowCommands) {
+  const fs::path root = m_dir.path() / "envs";
+  const fs::path hostile = root / "x\n::error::pwned\r\033[0Ksection_end:1:y";
+  fs::create_directories(hostile / "bin");
+  std::ofstream(hostile / "pyvenv.cfg") << "home = /usr/bin\nversion = 3.11.2\n";
+  fs::create_symlink("/usr/bin/python3", hostile / "bin/python");
+  auto variables = github("kunlunxin");
+  variables.erase("VIRTUAL_ENV");
+  const auto result = gate(variables, {"--env", "nosuchenv", "--root", root.string()});
+  EXPECT_EQ(result.exit_code, 2) << result.out << result.err;
+  EXPECT_NE(result.err.find("no env is named nosuchenv (found: x\\x0a::error::pwned\\x0d\\x1b"),
+            std::string::npos)
+      << result.err;
+  for (const auto& output : {result.out, result.err}) {
+    EXPECT_TRUE(starting_with(output, "::error::pwned").empty()) << output;
+    EXPECT_EQ(output.find('\r'), std::string::npos) << output;
+    EXPECT_EQ(output.find('\033'), std::string::npos) << output;
+  }
+}
+
+// The JUnit file is written in the checkout, where a change under review
+// could have put a link to a file of the runner's user: never followed.
+TEST_F(GateCli, AJunitFileThatIsALinkIsRefused) {
+  const auto victim = m_dir.path() / "runner-credentials";
+  std::ofstream(victim) << "keep me\n";
+  const auto junit = workspace() / "envcontract-gate.xml";
+  fs::create_symlink(victim, junit);
+  const auto result = gate({{"GITLAB_CI", "true"}, {"CI_PROJECT_DIR", workspace().string()}},
+                           {"--platform", "kunlunxin", "--env", venv(), "--junit", junit.string()});
+  EXPECT_EQ(result.exit_code, 1) << result.err;
+  EXPECT_NE(result.err.find("cannot write " + junit.string()), std::string::npos) << result.err;
+  EXPECT_EQ(read_file(victim), "keep me\n");
+}
+
+// A venv activated over conda's base is the env the job uses.
+TEST_F(GateCli, TheJobsVenvComesBeforeCondasBase) {
+  auto variables = github("kunlunxin");
+  variables["CONDA_PREFIX"] = (testing::demo_host() / "miniconda3").string();
+  const auto result = gate(variables);
+  EXPECT_NE(result.err.find("env: the job's VIRTUAL_ENV " + venv()), std::string::npos)
+      << result.err;
+}
+
+// A job that cannot be judged at all (no platform config in its checkout)
+// starts with a bypass too, saying so.
+TEST_F(GateCli, ABypassAlsoLetsAJobThatCannotBeJudgedStart) {
+  fs::remove_all(workspace() / ".github");
+  auto variables = github("kunlunxin");
+  const auto stopped = gate(variables);
+  EXPECT_EQ(stopped.exit_code, 2) << stopped.err;
+  variables["ENVCONTRACT_GATE_BYPASS"] = "configs moved in this branch";
+  const auto started = gate(variables);
+  EXPECT_EQ(started.exit_code, 0) << started.err;
+  EXPECT_EQ(starting_with(started.out, "::warning title=envcontract gate bypassed::").size(), 1U)
+      << started.out;
+  EXPECT_NE(started.err.find("BYPASSED: the job starts although it could not be judged (configs "
+                             "moved in this branch)"),
+            std::string::npos)
+      << started.err;
+}
+
 TEST_F(GateCli, ElsewhereTheTableAndTheDecision) {
   const auto result =
       gate({}, {"--workspace", workspace().string(), "--platform", "kunlunxin", "--env", venv()});

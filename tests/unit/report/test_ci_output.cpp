@@ -60,6 +60,17 @@ TEST(CiOutput, TheGateStopsOnAFailingEnvAndGoesWhenOneComplies) {
   EXPECT_EQ(gate_decision(report).outcome, GateDecision::Outcome::drift);
   EXPECT_EQ(gate_decision(report).why, "ci's image breaks kunlunxin");
 
+  // Every env judged must comply: a compliant one beside one that breaks
+  // the contract proves nothing of the env the job will use.
+  Json two = report;
+  two["envs"].push_back(drifting_report()["envs"][0]);
+  two["envs"][1]["name"] = "planted";
+  two["targets"][0]["checks"][0]["status"] = "error";
+  EXPECT_EQ(gate_decision(two).outcome, GateDecision::Outcome::drift);
+  EXPECT_EQ(gate_decision(two).why, "planted breaks kunlunxin");
+  two["envs"][1]["verdict"] = "compliant";
+  EXPECT_EQ(gate_decision(two).why, "xpu210v, planted comply with kunlunxin");
+
   Json unjudged = drifting_report();
   unjudged["envs"][0]["verdict"] = "error";
   EXPECT_EQ(gate_decision(unjudged).exit_code(), 2);
@@ -79,10 +90,11 @@ TEST(CiOutput, OneAnnotationPerCheckThatStopsTheJob) {
             "::warning title=envcontract%3A target ci%3A image could not be judged::the host's "
             "image reference could not be read%0AWhat to do: tell the agent where the image "
             "reference is\n");
+  // The bypass first: GitHub shows a step's first annotations only.
   EXPECT_EQ(github_annotations(report, decision, "hotfix for #12, approved by ops"),
-            github_annotations(report, decision, "") +
-                "::warning title=envcontract gate bypassed::the job starts although xpu210v "
-                "breaks kunlunxin: hotfix for #12, approved by ops\n");
+            "::warning title=envcontract gate bypassed::the job starts although xpu210v "
+            "breaks kunlunxin: hotfix for #12, approved by ops\n" +
+                github_annotations(report, decision, ""));
   Json compliant = report;
   compliant["envs"][0]["verdict"] = "compliant";
   EXPECT_EQ(github_annotations(compliant, gate_decision(compliant), ""),
