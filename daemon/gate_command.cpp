@@ -1,6 +1,7 @@
 #include "daemon/gate_command.hpp"
 
 #include <fcntl.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <cerrno>
@@ -145,7 +146,7 @@ common::Result<ChosenEnvs> choose_envs(const GateOptions& options) {
     if (const std::string prefix = variable(options, name); !prefix.empty()) {
       std::error_code error;
       if (!fs::is_directory(prefix, error)) {
-        return common::Error{std::string("the job's ") + name + " (" + prefix +
+        return common::Error{std::string("the job's ") + name + " (" + one_line(prefix) +
                              ") is not a directory: activate the env the job uses, or name it "
                              "(--env)"};
       }
@@ -188,11 +189,18 @@ void append_step_summary(const std::string& file, std::string markdown, std::ost
 }
 
 // The JUnit file, written where the job's checkout may hold anything: a
-// link there is refused, never followed to a file the runner's user owns.
+// link there is refused, never followed to a file the runner's user owns,
+// and a FIFO there is refused at once (O_NONBLOCK) rather than waited on.
 void write_junit(const fs::path& file, const Json& report, std::ostream& err) {
   const std::string xml =
       report::junit_xml({{report.value("host", std::string("localhost")), &report, ""}});
-  const int fd = ::open(file.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW | O_CLOEXEC, 0644);
+  int fd = ::open(file.c_str(), O_WRONLY | O_CREAT | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC, 0644);
+  struct stat info {};
+  if (fd >= 0 && (::fstat(fd, &info) != 0 || !S_ISREG(info.st_mode) || ::ftruncate(fd, 0) != 0)) {
+    errno = S_ISREG(info.st_mode) ? errno : EINVAL;
+    ::close(fd);
+    fd = -1;
+  }
   bool written = fd >= 0;
   for (std::size_t done = 0; written && done < xml.size();) {
     const ssize_t wrote = ::write(fd, xml.data() + done, xml.size() - done);

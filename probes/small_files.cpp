@@ -400,6 +400,23 @@ void for_each_entry(const Listing& listing, std::error_code& error, Visit visit)
   }
 }
 
+// The entry's type as readdir gave it; where the file system does not say,
+// lstat(2) of it relative to the listed directory (`dir_fd`), so it is
+// that directory's entry that is asked about.
+unsigned char entry_type(int dir_fd, const dirent& entry) {
+  if (entry.d_type != DT_UNKNOWN) {
+    return entry.d_type;
+  }
+  struct stat info {};
+  if (::fstatat(dir_fd, entry.d_name, &info, AT_SYMLINK_NOFOLLOW) != 0) {
+    return DT_UNKNOWN;
+  }
+  return S_ISLNK(info.st_mode)   ? DT_LNK
+         : S_ISDIR(info.st_mode) ? DT_DIR
+         : S_ISREG(info.st_mode) ? DT_REG
+                                 : DT_UNKNOWN;
+}
+
 }  // namespace
 
 std::vector<ListedEntry> list_directory(const std::filesystem::path& dir, std::error_code& error,
@@ -414,18 +431,7 @@ std::vector<ListedEntry> list_directory(const std::filesystem::path& dir, std::e
       return false;
     }
     ListedEntry listed{dir / entry.d_name};
-    unsigned char type = entry.d_type;
-    if (type == DT_UNKNOWN) {
-      // Some file systems do not say: lstat, relative to the listed
-      // directory, so it is this directory's entry that is asked about.
-      struct stat info {};
-      type = ::fstatat(::dirfd(listing.get()), entry.d_name, &info, AT_SYMLINK_NOFOLLOW) != 0
-                 ? DT_UNKNOWN
-             : S_ISLNK(info.st_mode) ? DT_LNK
-             : S_ISDIR(info.st_mode) ? DT_DIR
-             : S_ISREG(info.st_mode) ? DT_REG
-                                     : DT_UNKNOWN;
-    }
+    const unsigned char type = entry_type(::dirfd(listing.get()), entry);
     if (type == DT_LNK) {
       listed.is_link = true;
       struct stat info {};
@@ -469,16 +475,7 @@ bool walk_tree(const std::filesystem::path& dir, std::size_t max_dirs, std::size
       continue;
     }
     const int parent = ::dirfd(level.listing.get());
-    unsigned char type = entry->d_type;
-    if (type == DT_UNKNOWN) {
-      struct stat info {};
-      if (::fstatat(parent, entry->d_name, &info, AT_SYMLINK_NOFOLLOW) == 0) {
-        type = S_ISLNK(info.st_mode)   ? DT_LNK
-               : S_ISDIR(info.st_mode) ? DT_DIR
-               : S_ISREG(info.st_mode) ? DT_REG
-                                       : DT_UNKNOWN;
-      }
-    }
+    const unsigned char type = entry_type(parent, *entry);
     const ListedEntry listed_entry{level.path / name, type == DT_LNK, type == DT_DIR,
                                    type == DT_REG};
     if (!visit(listed_entry) || !listed_entry.is_directory) {

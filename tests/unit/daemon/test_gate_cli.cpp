@@ -3,6 +3,7 @@
 // step summary file, the demo host's venv (a CUDA torch where Kunlunxin's
 // CI wants a CPU one).
 #include <gtest/gtest.h>
+#include <sys/stat.h>
 
 #include <filesystem>
 #include <fstream>
@@ -284,6 +285,14 @@ TEST_F(GateCli, AJunitFileThatIsALinkIsRefused) {
   EXPECT_EQ(result.exit_code, 1) << result.err;
   EXPECT_NE(result.err.find("cannot write " + junit.string()), std::string::npos) << result.err;
   EXPECT_EQ(read_file(victim), "keep me\n");
+
+  // A FIFO there is refused too, never waited on for a reader.
+  fs::remove(junit);
+  ASSERT_EQ(::mkfifo(junit.c_str(), 0644), 0);
+  const auto fifo = gate({{"GITLAB_CI", "true"}, {"CI_PROJECT_DIR", workspace().string()}},
+                         {"--platform", "kunlunxin", "--env", venv(), "--junit", junit.string()});
+  EXPECT_EQ(fifo.exit_code, 1) << fifo.err;
+  EXPECT_NE(fifo.err.find("cannot write " + junit.string()), std::string::npos) << fifo.err;
 }
 
 // A venv activated over conda's base is the env the job uses.
