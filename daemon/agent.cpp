@@ -161,6 +161,7 @@ void Agent::stop() {
   // A running scan ends within a poll: its probes are killed, and what it
   // returns is neither stored nor served (it is a partial picture).
   m_scanner.cancel("the agent is stopping");
+  m_gate.cancel("the agent is stopping");
   if (m_provision_jobs) {
     m_provision_jobs->stop();  // kills a running step or scan, and waits
   }
@@ -292,6 +293,59 @@ report::Json Agent::provisions(std::size_t limit) {
 
 report::Json Agent::history(const HistoryQuery& query) {
   return m_store->history(query);
+}
+
+std::size_t gate_counter_index(GateDecisionRecord::Outcome outcome, bool bypassed,
+                               GateDecisionRecord::JudgedBy judged_by) {
+  return static_cast<std::size_t>(outcome) * 4 + (bypassed ? 2 : 0) +
+         (judged_by == GateDecisionRecord::JudgedBy::job ? 1 : 0);
+}
+
+namespace {
+
+// What a stored decision is counted as, and logged as.
+std::size_t counted(AgentCounters& counters, const GateDecisionRecord& record) {
+  const auto index = gate_counter_index(record.outcome, !record.bypass.empty(), record.judged_by);
+  ++counters.gate_decisions[index];
+  spdlog::info("gate: {} for {} (job {} {}, judged by the {}){}", to_string(record.outcome),
+               record.env.empty() ? "every env" : record.env, record.ci, record.job_id,
+               to_string(record.judged_by),
+               record.bypass.empty() ? "" : ", bypassed: " + record.bypass);
+  return index;
+}
+
+}  // namespace
+
+GateAnswer Agent::gate(const GateRequest& request) {
+  auto answer = m_gate.judge(request, *snapshot(), settings_from(m_config));
+  if (answer.refusal != GateAnswer::Refusal::none) {
+    return answer;
+  }
+  try {
+    answer.record.id = m_store->record_gate_decision(answer.record);
+  } catch (const std::exception& e) {
+    ++m_counters.store_failures;
+    spdlog::warn("the gate decision for {} was not recorded: {}", answer.record.env, e.what());
+  }
+  counted(m_counters, answer.record);
+  return answer;
+}
+
+common::Result<std::int64_t> Agent::record_job_gate_decision(GateDecisionRecord record) {
+  record.judged_by = GateDecisionRecord::JudgedBy::job;
+  record.at = common::now_rfc3339();
+  try {
+    record.id = m_store->record_gate_decision(record);
+  } catch (const std::exception& e) {
+    ++m_counters.store_failures;
+    return common::Error{std::string("the decision was not recorded: ") + e.what()};
+  }
+  counted(m_counters, record);
+  return record.id;
+}
+
+std::vector<GateDecisionRecord> Agent::gate_decisions(std::size_t limit) {
+  return m_store->gate_decisions(limit);
 }
 
 std::vector<std::string> Agent::history_names(const std::string& scope) {

@@ -1,5 +1,6 @@
 #pragma once
 
+#include <array>
 #include <atomic>
 #include <condition_variable>
 #include <cstdint>
@@ -13,6 +14,7 @@
 
 #include "daemon/agent_config.hpp"
 #include "daemon/contract_source.hpp"
+#include "daemon/gate_service.hpp"
 #include "daemon/provision_jobs.hpp"
 #include "daemon/scanner.hpp"
 #include "daemon/store.hpp"
@@ -59,7 +61,13 @@ struct AgentCounters {
   std::atomic<std::int64_t> envs_reused{0};
   std::atomic<double> last_scan_seconds{0};
   std::atomic<double> last_scan_finished{0};  // Unix time
+  // CI gate decisions, by gate_counter_index: outcome, bypassed, judged by.
+  std::array<std::atomic<std::int64_t>, 12> gate_decisions{};
 };
+
+// Where a decision is counted in AgentCounters::gate_decisions.
+std::size_t gate_counter_index(GateDecisionRecord::Outcome outcome, bool bypassed,
+                               GateDecisionRecord::JudgedBy judged_by);
 
 // The agent's core loop: keeps the contract in force (reloading it on
 // request or when its file changes, keeping the last good one when the new
@@ -92,6 +100,15 @@ class Agent {
   // Provisions, promotions and rollbacks recorded in the store, newest first.
   report::Json provisions(std::size_t limit);
   std::vector<std::string> history_names(const std::string& scope);
+
+  // A CI job's gate (docs/ci.md): the env judged now under the agent's
+  // contract, the decision recorded and counted; or why the agent cannot
+  // answer (the job's gate then judges the env itself).
+  GateAnswer gate(const GateRequest& request);
+  // A decision the job's gate made itself, as it says: recorded and counted
+  // as judged by the job. Its id, or why it could not be recorded.
+  common::Result<std::int64_t> record_job_gate_decision(GateDecisionRecord record);
+  std::vector<GateDecisionRecord> gate_decisions(std::size_t limit);
   const AgentCounters& counters() const { return m_counters; }
   // The webhooks' delivery counts, or null when none is configured.
   const WebhookCounters* webhook_counters() const {
@@ -144,6 +161,7 @@ class Agent {
   std::filesystem::path m_contract_file;
   std::unique_ptr<Store> m_store;
   Scanner m_scanner;
+  GateService m_gate{m_scanner.probe_cache()};
   std::string m_token;
   AgentCounters m_counters;
   std::unique_ptr<Webhooks> m_webhooks;

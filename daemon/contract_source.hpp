@@ -15,6 +15,10 @@ namespace envcontract::daemon {
 struct LoadedContract {
   contracts::Contract contract;
   report::ContractIdentity identity;  // name, path, sha256 of the file's bytes
+  // SHA-256 of the contract as judged (its normalised form, `validate
+  // --print`): the same file with another checkout or other integration
+  // tests selected is another contract (a CI gate's question to the agent).
+  std::string judged_sha256;
 };
 
 using ContractHandle = std::shared_ptr<const LoadedContract>;

@@ -1,6 +1,5 @@
 #include "daemon/fleet_service.hpp"
 
-#include "common/json_text.hpp"
 #include "web/web_assets.hpp"
 
 namespace envcontract::daemon {
@@ -10,17 +9,6 @@ using report::Json;
 
 constexpr std::string_view k_hosts_prefix = "/api/v1/fleet/hosts/";
 constexpr std::string_view k_report_suffix = "/report";
-
-PlainResponse json_answer(int status, const Json& body) {
-  PlainResponse response;
-  response.status = status;
-  response.body = common::json_text(body, 2) + "\n";
-  return response;
-}
-
-PlainResponse error_answer(int status, const std::string& message) {
-  return json_answer(status, {{"error", message}});
-}
 
 const std::vector<std::string>& fleet_endpoints() {
   static const std::vector<std::string> endpoints = {"GET /", "GET /healthz", "GET /api/v1/fleet",

@@ -19,6 +19,7 @@ struct GateCli::Arguments {
   std::string env;
   std::string bypass;
   std::string junit;
+  std::string agent;
 };
 
 GateCli::GateCli(CLI::App& app) : m_arguments(std::make_unique<Arguments>()) {
@@ -49,6 +50,10 @@ GateCli::GateCli(CLI::App& app) : m_arguments(std::make_unique<Arguments>()) {
   verb->add_option("--junit", arguments.junit,
                    "also write the report as JUnit XML to this file (GitLab's "
                    "artifacts:reports:junit)");
+  verb->add_option("--agent", arguments.agent,
+                   "the local agent asked for the verdict, HOST:PORT on loopback, or none "
+                   "(default: $ENVCONTRACT_AGENT, else 127.0.0.1:9714); with no agent there, "
+                   "the gate judges the env itself");
   arguments.flags.add_contract_detection(verb);
   arguments.flags.add_discovery(verb);
   arguments.flags.add_image(verb);
@@ -83,6 +88,14 @@ std::optional<int> GateCli::run() {
   options.bypass = arguments.bypass;
   options.junit = arguments.junit;
   options.settings.facts = host_facts_options(*config);
+  options.agent = arguments.agent;
+  const auto& flags = arguments.flags;
+  if (!flags.roots.empty() || !flags.prefixes.empty() || !flags.run_root_envs_as.empty()) {
+    options.own_judgement_because = "--root, --prefix or --run-root-envs-as is the gate's own";
+  } else if (!flags.image_tag_file.empty() || !flags.image_tag_env.empty() ||
+             !flags.image_tag_command.empty()) {
+    options.own_judgement_because = "the job's image is named by the gate's --image-tag-*";
+  }
   options.variables = gate_variables_from_environment();
   return run_gate(options, std::cout, std::cerr);
 }

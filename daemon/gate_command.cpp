@@ -16,6 +16,7 @@
 
 #include "common/shown_path.hpp"
 #include "daemon/contract_source.hpp"
+#include "daemon/gate_agent.hpp"
 #include "daemon/scan_progress.hpp"
 #include "probes/discovery.hpp"
 #include "report/ci_output.hpp"
@@ -42,7 +43,16 @@ constexpr const char* k_variables[] = {"GITHUB_ACTIONS",
                                        "VIRTUAL_ENV",
                                        "ENVCONTRACT_PLATFORM",
                                        "ENVCONTRACT_RUNNER_LABELS",
-                                       "ENVCONTRACT_GATE_BYPASS"};
+                                       "ENVCONTRACT_GATE_BYPASS",
+                                       "ENVCONTRACT_AGENT",
+                                       "GITHUB_REPOSITORY",
+                                       "GITHUB_RUN_ID",
+                                       "GITHUB_RUN_ATTEMPT",
+                                       "GITHUB_JOB",
+                                       "GITHUB_SERVER_URL",
+                                       "CI_PROJECT_PATH",
+                                       "CI_JOB_ID",
+                                       "CI_JOB_URL"};
 
 std::string variable(const GateOptions& options, const std::string& name) {
   const auto it = options.variables.find(name);
@@ -220,6 +230,42 @@ void write_junit(const fs::path& file, const Json& report, std::ostream& err) {
   }
 }
 
+// The agent to ask, or why none is: "none", a remote address (the gate asks
+// the agent of the machine the job runs on; fleetctl gate asks others).
+common::Result<std::optional<fleet::HostAddress>> agent_address(const GateOptions& options) {
+  std::string text = options.agent;
+  if (text.empty()) {
+    text = variable(options, "ENVCONTRACT_AGENT");
+  }
+  if (text.empty()) {
+    text = "127.0.0.1:" + std::to_string(fleet::default_agent_port);
+  }
+  if (text == "none") {
+    return std::optional<fleet::HostAddress>();
+  }
+  const auto address = fleet::parse_host_address(text);
+  if (!address || !is_loopback(*address)) {
+    return common::Error{"--agent " + one_line(text) +
+                         " is not this machine's agent: give its loopback address "
+                         "(127.0.0.1:PORT), or none; fleetctl gate asks another host's"};
+  }
+  return std::optional<fleet::HostAddress>(*address);
+}
+
+// The prefix as the agent's discovery found it: without links, so that
+// "~/work/env" given through a linked home is the env it knows.
+std::string agent_prefix(const fs::path& prefix) {
+  std::error_code error;
+  const auto canonical = fs::canonical(prefix, error);
+  return (error ? fs::absolute(prefix) : canonical).lexically_normal().string();
+}
+
+GateDecisionRecord::Outcome record_outcome(report::GateDecision::Outcome outcome) {
+  return outcome == report::GateDecision::Outcome::go      ? GateDecisionRecord::Outcome::go
+         : outcome == report::GateDecision::Outcome::drift ? GateDecisionRecord::Outcome::drift
+                                                           : GateDecisionRecord::Outcome::unknown;
+}
+
 }  // namespace
 
 std::map<std::string, std::string> gate_variables_from_environment() {
@@ -274,6 +320,10 @@ int run_gate(const GateOptions& options, std::ostream& out, std::ostream& err) {
   if (!envs) {
     return cannot_tell(envs.error());
   }
+  const auto agent = agent_address(options);
+  if (!agent) {
+    return cannot_tell(agent.error());
+  }
   ScanSettings settings = options.settings;
   if (!envs->prefixes.empty()) {
     settings.facts.discovery.roots.clear();
@@ -283,9 +333,50 @@ int run_gate(const GateOptions& options, std::ostream& out, std::ostream& err) {
       << (envs->prefixes.empty() ? "" : " " + one_line(common::shown_path(envs->prefixes.front())))
       << "\n";
 
-  Scanner scanner;
-  const auto report = scan_with_progress(scanner, *loaded.value(), settings, false, err);
+  // The local agent judges the env now, reusing what it probed while the
+  // env's files say nothing changed, and records the decision; when it
+  // cannot (another contract, an env it does not know, no agent), the env is
+  // judged here, and the agent told what was decided.
+  const auto& contract = *loaded.value();
+  const AgentQuery query{contract.judged_sha256,
+                         contract.identity.name,
+                         contract.identity.sha256,
+                         envs->prefixes.empty() ? "" : agent_prefix(envs->prefixes.front()),
+                         gate_job(options.variables),
+                         bypass};
+  AgentVerdict asked;
+  if (agent.value() && options.own_judgement_because.empty()) {
+    asked = ask_agent(*agent.value(), query);
+  } else if (agent.value()) {
+    asked.why = "not asked: " + options.own_judgement_because;
+  }
+  Json report;
+  const std::string agent_text =
+      agent.value() ? agent.value()->host + ":" + std::to_string(agent.value()->port) : "";
+  if (asked.kind == AgentVerdict::Kind::answered) {
+    report = std::move(asked.report);
+    err << k_prefix << "judged by the agent at " << agent_text << " in "
+        << static_cast<long long>(asked.elapsed_ms) << " ms (" << asked.probed << " env(s) probed, "
+        << asked.reused << " unchanged); decision recorded as #" << asked.decision_id << "\n";
+  } else {
+    if (agent.value()) {
+      err << k_prefix << "the agent at " << agent_text
+          << (asked.kind == AgentVerdict::Kind::refused ? " cannot judge it: " : ": ")
+          << one_line(asked.why) << "; judged here"
+          << (asked.kind == AgentVerdict::Kind::refused ? "" : ", and the decision is not recorded")
+          << "\n";
+    }
+    Scanner scanner;
+    report = scan_with_progress(scanner, *loaded.value(), settings, false, err);
+  }
   const auto decision = report::gate_decision(report);
+  if (asked.kind == AgentVerdict::Kind::refused) {
+    if (const auto problem = record_own_decision(*agent.value(), query,
+                                                 record_outcome(decision.outcome), decision.why);
+        !problem.empty()) {
+      err << k_prefix << "the agent did not record the decision: " << one_line(problem) << "\n";
+    }
+  }
   const std::string why = one_line(decision.why);
 
   const std::string table = report::render_table(report, {true, false});

@@ -16,10 +16,17 @@ struct GateOptions {
   std::string bypass;           // --bypass REASON (or $ENVCONTRACT_GATE_BYPASS)
   std::filesystem::path junit;  // --junit FILE: the report as JUnit too
   ScanSettings settings;        // discovery as `scan` has it, before the env is chosen
+  // The local agent asked for the verdict ("host:port" on loopback; "none":
+  // never asked; default $ENVCONTRACT_AGENT, else 127.0.0.1:9714).
+  std::string agent;
+  // Why the agent's verdict would not be the one asked for (discovery or
+  // image flags of the gate's own), or "": then the gate judges itself.
+  std::string own_judgement_because;
   // The job's environment: the CI's variables (GITHUB_ACTIONS, GITLAB_CI,
   // GITHUB_STEP_SUMMARY, GITHUB_WORKSPACE, CI_PROJECT_DIR), the job shell's
   // env (CONDA_PREFIX, VIRTUAL_ENV), ENVCONTRACT_PLATFORM,
-  // ENVCONTRACT_RUNNER_LABELS, ENVCONTRACT_GATE_BYPASS.
+  // ENVCONTRACT_RUNNER_LABELS, ENVCONTRACT_GATE_BYPASS, ENVCONTRACT_AGENT,
+  // and what names the job (gate_agent.hpp: gate_job).
   std::map<std::string, std::string> variables;
 };
 

@@ -31,6 +31,7 @@
 #include "common/spelling.hpp"
 #include "common/time_text.hpp"
 #include "daemon/connection_admission.hpp"
+#include "daemon/gate_routes.hpp"
 #include "daemon/http_routes.hpp"
 #include "daemon/metrics.hpp"
 #include "provisioning/provision_steps.hpp"
@@ -52,6 +53,21 @@ void send_json(httplib::Response& response, int status, const Json& body) {
 void send_error(httplib::Response& response, int status, const std::string& message) {
   send_json(response, status, {{"error", message}});
 }
+
+}  // namespace
+
+PlainResponse json_answer(int status, const Json& body) {
+  PlainResponse response;
+  response.status = status;
+  response.body = common::json_text(body, 2) + "\n";
+  return response;
+}
+
+PlainResponse error_answer(int status, const std::string& message) {
+  return json_answer(status, {{"error", message}});
+}
+
+namespace {
 
 using SharedText = std::shared_ptr<const std::string>;
 
@@ -837,6 +853,7 @@ struct HttpServer::Impl {
   void plan(const httplib::Request& request, httplib::Response& response);
   void provisions(const httplib::Request& request, httplib::Response& response);
   void scan(const httplib::Request& request, httplib::Response& response);
+  void gate(Endpoint endpoint, const httplib::Request& request, httplib::Response& response);
   void provision(const httplib::Request& request, httplib::Response& response, bool promote);
   void provision_job(const std::string& id, httplib::Response& response);
   // For what changes the host: a token the agent has, presented and right.
@@ -1172,6 +1189,29 @@ void HttpServer::Impl::scan(const httplib::Request& request, httplib::Response& 
   send_json(response, 202, body);
 }
 
+// The CI gate's endpoints (daemon/gate_routes.hpp). A job's gate has no
+// token (the agent's is root's): a header no HTML form can set keeps a page
+// of another site from making a browser ask for gates or record decisions.
+void HttpServer::Impl::gate(Endpoint endpoint, const httplib::Request& request,
+                            httplib::Response& response) {
+  if (endpoint != Endpoint::gate_decisions && request.get_header_value("X-Requested-By").empty()) {
+    send_error(response, 403,
+               "a gate request needs an 'X-Requested-By' header (any value, e.g. "
+               "'X-Requested-By: envcontract-gate')");
+    return;
+  }
+  const PlainRequest plain{request.method == "HEAD" ? "GET" : request.method, request.path,
+                           request.params};
+  PlainResponse answer = endpoint == Endpoint::gate          ? gate_answer(*agent, plain)
+                         : endpoint == Endpoint::gate_record ? gate_record_answer(*agent, plain)
+                                                             : gate_decisions_answer(*agent, plain);
+  response.status = answer.status;
+  for (const auto& [name, value] : answer.headers) {
+    response.set_header(name, value);
+  }
+  response.set_content(std::move(answer.body), answer.content_type);
+}
+
 void HttpServer::Impl::scan_ticket(const std::string& text, httplib::Response& response) {
   const auto ticket = agent->ticket(std::stoll(text));  // the route takes 1 to 15 digits
   if (!ticket) {
@@ -1321,6 +1361,11 @@ httplib::Server::HandlerResponse HttpServer::Impl::dispatch(const httplib::Reque
       break;
     case Endpoint::scan_ticket:
       scan_ticket(route.argument, response);
+      break;
+    case Endpoint::gate:
+    case Endpoint::gate_record:
+    case Endpoint::gate_decisions:
+      gate(route.endpoint, request, response);
       break;
     case Endpoint::metrics:
       metrics(request, response);

@@ -29,6 +29,11 @@ struct PlainResponse {
   std::vector<std::pair<std::string, std::string>> headers;
 };
 
+// A JSON answer (the body indented, as every answer of the agent's), and an
+// error answer: {"error": message}.
+PlainResponse json_answer(int status, const report::Json& body);
+PlainResponse error_answer(int status, const std::string& message);
+
 using RequestHandler = std::function<PlainResponse(const PlainRequest&)>;
 
 // How the HTTP side serves: threads, connection bound, time-outs and which

@@ -39,6 +39,9 @@ constexpr std::array k_fixed = {
     Fixed{"/api/v1/provision", "POST", Endpoint::provision},
     Fixed{"/api/v1/promote", "POST", Endpoint::promote},
     Fixed{"/api/v1/scan", "POST", Endpoint::scan},
+    Fixed{"/api/v1/gate", "POST", Endpoint::gate},
+    Fixed{"/api/v1/gate/record", "POST", Endpoint::gate_record},
+    Fixed{"/api/v1/gate/decisions", "GET", Endpoint::gate_decisions},
     Fixed{"/", "GET", Endpoint::asset},
     Fixed{"/index.html", "GET", Endpoint::asset},
     Fixed{"/dom.js", "GET", Endpoint::asset},
@@ -102,6 +105,9 @@ const std::vector<std::string>& endpoint_list() {
                                                      "GET /api/v1/provisions/{id}",
                                                      "POST /api/v1/scan",
                                                      "GET /api/v1/scans/{id}",
+                                                     "POST /api/v1/gate",
+                                                     "POST /api/v1/gate/record",
+                                                     "GET /api/v1/gate/decisions",
                                                      "GET /metrics",
                                                      "GET / (the dashboard)"};
   return endpoints;

@@ -26,6 +26,9 @@ enum class Endpoint {
   provision_job,  // argument: the job id, digits
   scan,           // POST
   scan_ticket,    // argument: the ticket id, digits
+  gate,           // POST
+  gate_record,    // POST
+  gate_decisions,
   metrics,
   asset,  // argument: the asset path, "/" or a file of the dashboard
 };

@@ -252,6 +252,9 @@ AgentFigures agent_figures(const AgentSnapshot& snapshot, const AgentCounters& c
     figures.webhooks_failed = static_cast<double>(webhooks->failed.load());
     figures.webhooks_dropped = static_cast<double>(webhooks->dropped.load());
   }
+  for (std::size_t i = 0; i < figures.gate_decisions.size(); ++i) {
+    figures.gate_decisions[i] = static_cast<double>(counters.gate_decisions[i].load());
+  }
   figures.process = process_stats();
   return figures;
 }
@@ -302,6 +305,29 @@ std::string render_agent_metrics(const AgentFigures& figures) {
                figures.webhooks_failed);
     out.sample("envcontract_webhook_deliveries_total", {{"outcome", "dropped"}},
                figures.webhooks_dropped);
+  }
+
+  // Every combination that can happen, from zero: a rate of stopped jobs
+  // needs the series before the first one.
+  out.family("envcontract_gate_decisions_total", "counter",
+             "CI gate decisions (docs/ci.md) by outcome (go, drift, unknown), whether a stopped "
+             "job was let start anyway (bypassed), and who judged the env (the agent, or the "
+             "job's gate under a contract the agent does not hold).");
+  using Outcome = GateDecisionRecord::Outcome;
+  using JudgedBy = GateDecisionRecord::JudgedBy;
+  for (const auto outcome : {Outcome::go, Outcome::drift, Outcome::unknown}) {
+    for (const bool bypassed : {false, true}) {
+      if (outcome == Outcome::go && bypassed) {
+        continue;
+      }
+      for (const auto judged_by : {JudgedBy::agent, JudgedBy::job}) {
+        out.sample("envcontract_gate_decisions_total",
+                   {{"outcome", to_string(outcome)},
+                    {"bypassed", bypassed ? "true" : "false"},
+                    {"judged_by", to_string(judged_by)}},
+                   figures.gate_decisions[gate_counter_index(outcome, bypassed, judged_by)]);
+      }
+    }
   }
 
   if (const auto& process = figures.process; process.read) {

@@ -1,5 +1,6 @@
 #pragma once
 
+#include <array>
 #include <string>
 
 #include "daemon/agent.hpp"
@@ -54,6 +55,7 @@ struct AgentFigures {
   double webhooks_delivered = 0;
   double webhooks_failed = 0;
   double webhooks_dropped = 0;
+  std::array<double, 12> gate_decisions{};  // by gate_counter_index
   ProcessStats process;
   bool operator==(const AgentFigures&) const = default;
 };

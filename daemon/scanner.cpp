@@ -268,6 +268,27 @@ facts::DynamicFacts probe_bounded(const facts::EnvFacts& env, const probes::Prob
 
 }  // namespace
 
+std::optional<ProbeCache::Entry> ProbeCache::find(const std::string& prefix) const {
+  std::lock_guard lock(m_mutex);
+  const auto found = m_entries.find(prefix);
+  return found == m_entries.end() ? std::nullopt : std::optional<Entry>(found->second);
+}
+
+void ProbeCache::put(const std::string& prefix, Entry entry) {
+  std::lock_guard lock(m_mutex);
+  m_entries[prefix] = std::move(entry);
+}
+
+void ProbeCache::forget(const std::string& prefix) {
+  std::lock_guard lock(m_mutex);
+  m_entries.erase(prefix);
+}
+
+void ProbeCache::forget_all_but(const std::set<std::string>& prefixes) {
+  std::lock_guard lock(m_mutex);
+  std::erase_if(m_entries, [&](const auto& entry) { return !prefixes.contains(entry.first); });
+}
+
 report::Json Scanner::scan(const LoadedContract& contract, const ScanSettings& settings,
                            const ScanObserver& observer) {
   std::lock_guard scan_lock(m_scan_mutex);
@@ -354,10 +375,8 @@ report::Json Scanner::scan(const LoadedContract& contract, const ScanSettings& s
                     [](const probes::FactError& error) { return error.stage == "reading"; });
     if (env.kept) {
       // Nothing its facts were read from changed: neither did its fingerprint.
-      std::lock_guard lock(progress_mutex);
-      const auto cached = m_probes.find(env.env.prefix.string());
-      if (cached != m_probes.end()) {
-        *fingerprint_of = cached->second.fingerprint;
+      if (const auto cached = m_probes->find(env.env.prefix.string())) {
+        *fingerprint_of = cached->fingerprint;
       }
     }
     if (!unread && fingerprint_of->empty()) {
@@ -374,7 +393,7 @@ report::Json Scanner::scan(const LoadedContract& contract, const ScanSettings& s
     if (stalled) {
       std::lock_guard lock(progress_mutex);
       env.errors.push_back(facts::FactError{"reading", stalled->message(), stalled});
-      m_probes.erase(env.env.prefix.string());
+      m_probes->forget(env.env.prefix.string());
       ++done;
       if (observer.env_finished) {
         observer.env_finished(env.env.name, "error",
@@ -385,21 +404,20 @@ report::Json Scanner::scan(const LoadedContract& contract, const ScanSettings& s
       return;
     }
     const std::string fingerprint = *fingerprint_of;
-    std::optional<CachedProbe> reusable;
+    std::optional<ProbeCache::Entry> reusable;
     {
       std::lock_guard lock(progress_mutex);
       seen.insert(env.env.prefix.string());
-      const auto cached = m_probes.find(env.env.prefix.string());
-      if (settings.reprobe_interval.count() > 0 && cached != m_probes.end() &&
-          cached->second.fingerprint == fingerprint &&
-          env_started - cached->second.when < settings.reprobe_interval) {
-        reusable = cached->second;
-      }
+    }
+    if (auto cached = m_probes->find(env.env.prefix.string());
+        settings.reprobe_interval.count() > 0 && cached && cached->fingerprint == fingerprint &&
+        env_started - cached->when < settings.reprobe_interval) {
+      reusable = std::move(cached);
     }
     if (observer.env_started) {
       observer.env_started(env.env.name, reusable.has_value());
     }
-    CachedProbe result;
+    ProbeCache::Entry result;
     std::string failure;
     if (reusable) {
       result = std::move(*reusable);
@@ -431,9 +449,9 @@ report::Json Scanner::scan(const LoadedContract& contract, const ScanSettings& s
     probed += reusable ? 0 : 1;
     // A probe cut short says nothing about the env: the next scan probes it anew.
     if (failure.empty() && !cancellation->cancelled()) {
-      m_probes[env.env.prefix.string()] = std::move(result);
+      m_probes->put(env.env.prefix.string(), std::move(result));
     } else {
-      m_probes.erase(env.env.prefix.string());
+      m_probes->forget(env.env.prefix.string());
     }
     ++done;
     if (observer.partial_report && done < facts.envs.size()) {
@@ -460,7 +478,9 @@ report::Json Scanner::scan(const LoadedContract& contract, const ScanSettings& s
                             done, facts.envs.size());
     }
   });
-  std::erase_if(m_probes, [&](const auto& entry) { return !seen.contains(entry.first); });
+  if (!settings.some_envs_only) {
+    m_probes->forget_all_but(seen);
+  }
   m_last_probed = probed;
   m_last_reused = facts.envs.size() - probed;
   m_last_read = static_cast<std::size_t>(std::count_if(facts.envs.begin(), facts.envs.end(),

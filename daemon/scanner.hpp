@@ -5,6 +5,8 @@
 #include <map>
 #include <memory>
 #include <mutex>
+#include <optional>
+#include <set>
 #include <string>
 
 #include "daemon/contract_source.hpp"
@@ -33,6 +35,33 @@ struct ScanSettings {
   // Also ends the scan when cancelled (a provisioning job's, when the agent
   // stops); checked every 100 ms.
   const probes::Cancellation* cancelled_by = nullptr;
+  // The scan is of some envs only (discovery given their prefixes): what
+  // the cache holds of the others is kept. A full scan forgets envs it no
+  // longer finds.
+  bool some_envs_only = false;
+};
+
+// Each env's dynamic facts, by prefix, with the fingerprint they were probed
+// under. Shared by the agent's scans and its CI gate's (daemon/gate_service.hpp),
+// which run on different threads: a gate reuses what a scan probed, and the
+// next scan what a gate probed, while neither waits for the other.
+class ProbeCache {
+ public:
+  struct Entry {
+    std::string fingerprint;
+    facts::DynamicFacts dynamic;
+    std::string probed_at;
+    std::chrono::steady_clock::time_point when;
+  };
+
+  std::optional<Entry> find(const std::string& prefix) const;
+  void put(const std::string& prefix, Entry entry);
+  void forget(const std::string& prefix);
+  void forget_all_but(const std::set<std::string>& prefixes);
+
+ private:
+  mutable std::mutex m_mutex;
+  std::map<std::string, Entry> m_entries;
 };
 
 // What a scan tells whoever watches it (the terminal, the agent's log).
@@ -56,6 +85,11 @@ struct ScanObserver {
 // shared by the envs of one scan only. One scan at a time.
 class Scanner {
  public:
+  Scanner() = default;
+  // A scanner whose probes are `shared` with another's.
+  explicit Scanner(std::shared_ptr<ProbeCache> shared) : m_probes(std::move(shared)) {}
+  std::shared_ptr<ProbeCache> probe_cache() const { return m_probes; }
+
   report::Json scan(const LoadedContract& contract, const ScanSettings& settings,
                     const ScanObserver& observer = {});
 
@@ -73,20 +107,13 @@ class Scanner {
   std::size_t held_libraries() const { return m_caches->elf_files.size(); }
 
  private:
-  struct CachedProbe {
-    std::string fingerprint;
-    facts::DynamicFacts dynamic;
-    std::string probed_at;
-    std::chrono::steady_clock::time_point when;
-  };
-
   std::mutex m_scan_mutex;
   std::mutex m_cancel_mutex;  // guards the two below
   std::shared_ptr<probes::Cancellation> m_running;
   std::string m_cancelled_for;  // once set, every scan is cancelled from its start
   // Shared with readers left blocked past their deadline (stall_guard.hpp).
   std::shared_ptr<probes::FactCaches> m_caches = std::make_shared<probes::FactCaches>();
-  std::map<std::string, CachedProbe> m_probes;  // by env prefix
+  std::shared_ptr<ProbeCache> m_probes = std::make_shared<ProbeCache>();
   std::size_t m_last_probed = 0;
   std::size_t m_last_reused = 0;
   std::size_t m_last_read = 0;

@@ -523,6 +523,61 @@ Json Store::provisions(std::size_t limit) {
   return rows;
 }
 
+std::int64_t Store::record_gate_decision(const GateDecisionRecord& record) {
+  std::lock_guard lock(m_mutex);
+  sqlite::Transaction transaction(m_db);
+  sqlite::Statement insert(m_db,
+                           "INSERT INTO gate_decisions (at, ci, job_id, job_url, env, "
+                           "contract_name, contract_sha256, outcome, bypass, judged_by, why) "
+                           "VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11)");
+  insert.bind(1, record.at)
+      .bind(2, record.ci)
+      .bind(3, record.job_id)
+      .bind(4, record.job_url)
+      .bind(5, record.env)
+      .bind(6, record.contract_name)
+      .bind(7, record.contract_sha256)
+      .bind(8, std::string(to_string(record.outcome)))
+      .bind(9, record.bypass)
+      .bind(10, std::string(to_string(record.judged_by)))
+      .bind(11, record.why);
+  insert.run();
+  const auto id = m_db.last_insert_rowid();
+  sqlite::Statement prune(m_db, "DELETE FROM gate_decisions WHERE id <= ?1");
+  prune.bind(1, id - max_gate_decisions);
+  prune.run();
+  transaction.commit();
+  return id;
+}
+
+std::vector<GateDecisionRecord> Store::gate_decisions(std::size_t limit) {
+  std::lock_guard lock(m_mutex);
+  sqlite::Statement select(m_db,
+                           "SELECT id, at, ci, job_id, job_url, env, contract_name, "
+                           "contract_sha256, outcome, bypass, judged_by, why FROM gate_decisions "
+                           "ORDER BY id DESC LIMIT ?1");
+  select.bind(1, static_cast<std::int64_t>(limit));
+  std::vector<GateDecisionRecord> records;
+  while (select.step()) {
+    GateDecisionRecord record;
+    record.id = select.integer(0);
+    record.at = select.text(1);
+    record.ci = select.text(2);
+    record.job_id = select.text(3);
+    record.job_url = select.text(4);
+    record.env = select.text(5);
+    record.contract_name = select.text(6);
+    record.contract_sha256 = select.text(7);
+    record.outcome =
+        gate_outcome_from(select.text(8)).value_or(GateDecisionRecord::Outcome::unknown);
+    record.bypass = select.text(9);
+    record.judged_by = judged_by_from(select.text(10)).value_or(GateDecisionRecord::JudgedBy::job);
+    record.why = select.text(11);
+    records.push_back(std::move(record));
+  }
+  return records;
+}
+
 std::int64_t Store::scan_count() {
   std::lock_guard lock(m_mutex);
   return m_db.query_int("SELECT COUNT(*) FROM scans");

@@ -7,8 +7,10 @@
 #include <mutex>
 #include <optional>
 #include <string>
+#include <vector>
 
 #include "common/result.hpp"
+#include "daemon/gate_decision_record.hpp"
 #include "daemon/sqlite.hpp"
 #include "report/report.hpp"
 
@@ -48,7 +50,7 @@ struct HistoryQuery {
 class Store {
  public:
   // The schema version this build writes. Older files are migrated on open.
-  static constexpr int schema_version = 5;
+  static constexpr int schema_version = 6;
 
   // Where the package keeps the database (systemd's StateDirectory=).
   static constexpr const char* default_path = "/var/lib/envcontract/agent.db";
@@ -87,6 +89,13 @@ class Store {
 
   // The newest `limit` records, newest first, each with its id.
   report::Json provisions(std::size_t limit = 100);
+
+  // A CI gate's decision; its id. The store keeps the last
+  // max_gate_decisions: a local user who asks the gate in a loop fills no disk.
+  std::int64_t record_gate_decision(const GateDecisionRecord& record);
+  // The last `limit` decisions, newest first.
+  std::vector<GateDecisionRecord> gate_decisions(std::size_t limit = 100);
+  static constexpr std::int64_t max_gate_decisions = 10000;
 
   // Number of rows in scans and transitions (for tests and metrics).
   std::int64_t scan_count();

@@ -103,6 +103,23 @@ CREATE TABLE provisions (
 CREATE INDEX transitions_by_check_time ON transitions(subject, check_id, at);
 CREATE INDEX transitions_by_subject ON transitions(subject, id);
 )sql",
+      // 6: CI gate decisions (docs/ci.md): which job was stopped, and why.
+      R"sql(
+CREATE TABLE gate_decisions (
+  id INTEGER PRIMARY KEY,
+  at TEXT NOT NULL,
+  ci TEXT NOT NULL,
+  job_id TEXT NOT NULL,
+  job_url TEXT NOT NULL,
+  env TEXT NOT NULL,
+  contract_name TEXT NOT NULL,
+  contract_sha256 TEXT NOT NULL,
+  outcome TEXT NOT NULL,
+  bypass TEXT NOT NULL,
+  judged_by TEXT NOT NULL,
+  why TEXT NOT NULL
+);
+)sql",
   };
   return migrations;
 }

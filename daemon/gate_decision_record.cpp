@@ -1,0 +1,62 @@
+#include "daemon/gate_decision_record.hpp"
+
+#include "report/printable.hpp"
+
+namespace envcontract::daemon {
+
+const char* to_string(GateDecisionRecord::Outcome outcome) {
+  switch (outcome) {
+    case GateDecisionRecord::Outcome::go:
+      return "go";
+    case GateDecisionRecord::Outcome::drift:
+      return "drift";
+    case GateDecisionRecord::Outcome::unknown:
+      break;
+  }
+  return "unknown";
+}
+
+const char* to_string(GateDecisionRecord::JudgedBy judged_by) {
+  return judged_by == GateDecisionRecord::JudgedBy::agent ? "agent" : "job";
+}
+
+std::optional<GateDecisionRecord::Outcome> gate_outcome_from(std::string_view text) {
+  for (const auto outcome : {GateDecisionRecord::Outcome::go, GateDecisionRecord::Outcome::drift,
+                             GateDecisionRecord::Outcome::unknown}) {
+    if (text == to_string(outcome)) {
+      return outcome;
+    }
+  }
+  return std::nullopt;
+}
+
+std::optional<GateDecisionRecord::JudgedBy> judged_by_from(std::string_view text) {
+  for (const auto by : {GateDecisionRecord::JudgedBy::agent, GateDecisionRecord::JudgedBy::job}) {
+    if (text == to_string(by)) {
+      return by;
+    }
+  }
+  return std::nullopt;
+}
+
+report::Json to_json(const GateDecisionRecord& record) {
+  return {{"id", record.id},
+          {"at", record.at},
+          {"job",
+           {{"ci", record.ci.empty() ? report::Json(nullptr) : report::Json(record.ci)},
+            {"id", record.job_id},
+            {"url", record.job_url}}},
+          {"env", record.env},
+          {"contract", {{"name", record.contract_name}, {"sha256", record.contract_sha256}}},
+          {"outcome", to_string(record.outcome)},
+          {"stopped", record.stopped()},
+          {"bypass", record.bypass.empty() ? report::Json(nullptr) : report::Json(record.bypass)},
+          {"judged_by", to_string(record.judged_by)},
+          {"why", record.why}};
+}
+
+std::string claimed(std::string_view text) {
+  return report::printable(std::string(text.substr(0, 512)));
+}
+
+}  // namespace envcontract::daemon

@@ -1,0 +1,146 @@
+#include "daemon/gate_service.hpp"
+
+#include <chrono>
+#include <filesystem>
+#include <vector>
+
+#include "common/time_text.hpp"
+#include "daemon/agent.hpp"
+#include "report/ci_output.hpp"
+
+namespace envcontract::daemon {
+
+namespace {
+
+namespace fs = std::filesystem;
+
+// "/opt/envs/a/" and "/opt/envs/./a" are the same prefix; nothing on disk is
+// read to say so (the path comes from any local user).
+std::string normal_prefix(const std::string& path) {
+  std::string normal = fs::path(path).lexically_normal().string();
+  while (normal.size() > 1 && normal.back() == '/') {
+    normal.pop_back();
+  }
+  return normal;
+}
+
+// The host's envs of the agent's last report (a container's are not a
+// job's on the host): the prefixes a gate may ask about.
+std::vector<fs::path> host_env_prefixes(const report::Json& report) {
+  std::vector<fs::path> prefixes;
+  const auto envs = report.find("envs");
+  if (envs == report.end() || !envs->is_array()) {
+    return prefixes;
+  }
+  for (const auto& env : *envs) {
+    const auto container = env.find("container");
+    const auto prefix = env.find("prefix");
+    if ((container == env.end() || container->is_null()) && prefix != env.end() &&
+        prefix->is_string() && !prefix->get<std::string>().empty()) {
+      prefixes.emplace_back(prefix->get<std::string>());
+    }
+  }
+  return prefixes;
+}
+
+GateDecisionRecord::Outcome outcome_of(report::GateDecision::Outcome outcome) {
+  switch (outcome) {
+    case report::GateDecision::Outcome::go:
+      return GateDecisionRecord::Outcome::go;
+    case report::GateDecision::Outcome::drift:
+      return GateDecisionRecord::Outcome::drift;
+    case report::GateDecision::Outcome::unknown:
+      break;
+  }
+  return GateDecisionRecord::Outcome::unknown;
+}
+
+}  // namespace
+
+GateAnswer GateService::judge(const GateRequest& request, const AgentSnapshot& snapshot,
+                              ScanSettings settings) {
+  GateAnswer answer;
+  const auto refuse = [&answer](GateAnswer::Refusal refusal, std::string message) {
+    answer.refusal = refusal;
+    answer.message = std::move(message);
+    return answer;
+  };
+  if (!snapshot.contract) {
+    return refuse(GateAnswer::Refusal::no_contract,
+                  "this agent has no contract in force (GET /api/v1/contract says why)");
+  }
+  const auto& identity = snapshot.contract->identity;
+  if (!request.contract_digest.empty() &&
+      request.contract_digest != snapshot.contract->judged_sha256) {
+    return refuse(GateAnswer::Refusal::contract_differs,
+                  "the job's contract is not this agent's (" + identity.name + " from " +
+                      identity.path +
+                      " as the agent loads it: another file, checkout or selection of "
+                      "integration tests)");
+  }
+  // Only envs the agent's own discovery found: a gate never makes the agent
+  // run code from a directory a local user names.
+  const auto known =
+      snapshot.report ? host_env_prefixes(*snapshot.report) : std::vector<fs::path>{};
+  std::vector<fs::path> prefixes;
+  if (request.env.empty()) {
+    prefixes = known;
+  } else {
+    const std::string wanted = normal_prefix(request.env);
+    for (const auto& prefix : known) {
+      if (normal_prefix(prefix.string()) == wanted) {
+        prefixes.push_back(prefix);
+      }
+    }
+  }
+  if (prefixes.empty()) {
+    return refuse(
+        GateAnswer::Refusal::env_unknown,
+        snapshot.report == nullptr ? std::string("this agent has not finished its first scan")
+        : request.env.empty()
+            ? std::string("this agent's last scan found no env on the host")
+            : "this agent's last scan found no env at " + claimed(request.env) + " on the host");
+  }
+  // Counted before waiting: a local user who opens gates in a loop gets
+  // refusals, not a queue of HTTP threads.
+  struct InFlight {
+    std::atomic<int>& count;
+    ~InFlight() { --count; }
+  } in_flight{m_in_flight};
+  if (++m_in_flight > max_waiting + 1) {
+    return refuse(GateAnswer::Refusal::busy,
+                  std::to_string(max_waiting) + " gates already wait for this agent");
+  }
+
+  settings.facts.discovery.roots.clear();
+  settings.facts.discovery.prefixes = prefixes;
+  settings.facts.containers.clear();
+  settings.facts.container_discovery.reset();
+  // Read the env's files every time: what decides the job is never older
+  // than the request. Its code runs again when they changed.
+  settings.watch_changes = false;
+  settings.some_envs_only = true;
+  const auto started = std::chrono::steady_clock::now();
+  answer.report = m_scanner.scan(*snapshot.contract, settings);
+  answer.elapsed_ms =
+      std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - started).count();
+  answer.probed = m_scanner.last_probed();
+  answer.reused = m_scanner.last_reused();
+
+  const auto decision = report::gate_decision(answer.report);
+  auto& record = answer.record;
+  record.at = common::now_rfc3339();
+  record.ci = claimed(request.ci);
+  record.job_id = claimed(request.job_id);
+  record.job_url = claimed(request.job_url);
+  record.env = request.env.empty() ? "" : prefixes.front().string();
+  record.contract_name = identity.name;
+  record.contract_sha256 = identity.sha256;
+  record.outcome = outcome_of(decision.outcome);
+  record.bypass = record.outcome == GateDecisionRecord::Outcome::go ? "" : claimed(request.bypass);
+  record.judged_by = GateDecisionRecord::JudgedBy::agent;
+  record.why = decision.why;
+  return answer;
+}
+
+}  // namespace envcontract::daemon

@@ -1,0 +1,260 @@
+// `envcontractd gate` asking a real local agent (docs/ci.md): a warm agent
+// answers for an unchanged env without running it, an env changed since
+// the agent's last scan is judged on what it is now, every decision is in
+// the agent's history and /metrics, and with no agent, another contract or
+// a port held by someone else the gate judges the env itself.
+#include <gtest/gtest.h>
+#include <unistd.h>
+
+#include <filesystem>
+#include <map>
+#include <sstream>
+
+#include "tests/e2e/agent_fixture.hpp"
+#include "tests/support/background_process.hpp"
+#include "tests/support/run_command.hpp"
+#include "tests/support/system_venv.hpp"
+
+namespace envcontract::testing {
+namespace {
+
+namespace fs = std::filesystem;
+
+const std::string k_binary = ENVCONTRACTD_PATH;
+
+// An import the env's interpreter runs, and a module a job's env must not
+// have (what a stray `pip install` brings).
+const std::string k_contract = R"(schema_version: 1
+name: gate-line
+envs:
+  require: any
+checks:
+  - id: imports
+    kind: imports
+    modules: [json]
+  - id: no-shadow
+    kind: modules
+    absent: [shadowpkg]
+)";
+
+std::vector<std::string> lines_starting(const std::string& text, const std::string& start) {
+  std::vector<std::string> found;
+  std::istringstream in(text);
+  for (std::string line; std::getline(in, line);) {
+    if (line.starts_with(start)) {
+      found.push_back(line);
+    }
+  }
+  return found;
+}
+
+class GateAgent : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    make_system_venv(env());
+    write_text(contract(), k_contract);
+    m_agent = std::make_unique<AgentProcess>(
+        m_dir.path(),
+        std::vector<std::string>{"--contract", contract().string(), "--root",
+                                 (m_dir.path() / "envs").string(), "--database",
+                                 (m_dir.path() / "agent.db").string(), "--interval", "1h"});
+    const auto report = wait_for_report(*m_agent);
+    ASSERT_EQ(report["envs"].size(), 1U) << report.dump(2);
+  }
+
+  fs::path env() const { return m_dir.path() / "envs/app"; }
+  fs::path contract() const { return m_dir.path() / "contract.yaml"; }
+  std::string agent_address() const { return "127.0.0.1:" + std::to_string(m_agent->port()); }
+
+  // A GitHub Actions job's first step on the env, with only the runner's
+  // variables in its environment.
+  CommandResult gate(const std::string& agent, const std::vector<std::string>& flags = {},
+                     const std::map<std::string, std::string>& extra = {}) const {
+    std::vector<std::string> argv = {"/usr/bin/env",
+                                     "-i",
+                                     "PATH=/usr/bin:/bin",
+                                     "GITHUB_ACTIONS=true",
+                                     "GITHUB_REPOSITORY=org/repo",
+                                     "GITHUB_RUN_ID=99",
+                                     "GITHUB_RUN_ATTEMPT=2",
+                                     "GITHUB_JOB=tests",
+                                     "GITHUB_SERVER_URL=https://github.example",
+                                     "VIRTUAL_ENV=" + env().string()};
+    for (const auto& [name, value] : extra) {
+      argv.push_back(name + "=" + value);
+    }
+    argv.insert(argv.end(), {k_binary, "gate", "--agent", agent});
+    if (std::find(flags.begin(), flags.end(), "--contract") == flags.end()) {
+      argv.insert(argv.end(), {"--contract", contract().string()});
+    }
+    argv.insert(argv.end(), flags.begin(), flags.end());
+    return run_command(argv);
+  }
+
+  Json decisions() const { return get_json(*m_agent, "/api/v1/gate/decisions")["decisions"]; }
+
+  std::string counter(const std::string& labels) const {
+    const auto metrics = http_get(m_agent->url(), "/metrics").body;
+    const auto lines = lines_starting(metrics, "envcontract_gate_decisions_total{" + labels + "}");
+    return lines.size() == 1 ? lines[0].substr(lines[0].rfind(' ') + 1) : "absent";
+  }
+
+  void install_shadow() const {
+    fs::create_directories(system_venv_site(env()) / "shadowpkg");
+    write_text(system_venv_site(env()) / "shadowpkg/__init__.py", "");
+  }
+
+  TempDir m_dir;
+  std::unique_ptr<AgentProcess> m_agent;
+};
+
+TEST_F(GateAgent, AWarmAgentJudgesAnUnchangedEnvWithoutRunningItAndRecordsTheDecision) {
+  const auto result = gate(agent_address());
+  EXPECT_EQ(result.exit_code, 0) << result.out << result.err;
+  EXPECT_NE(result.err.find("envcontract gate: judged by the agent at " + agent_address() + " in "),
+            std::string::npos)
+      << result.err;
+  EXPECT_NE(result.err.find("(0 env(s) probed, 1 unchanged); decision recorded as #1"),
+            std::string::npos)
+      << result.err;
+  // What the job shows is what judging the env itself shows.
+  const auto itself = gate("none");
+  EXPECT_EQ(itself.exit_code, 0) << itself.err;
+  EXPECT_EQ(lines_starting(result.out, "::notice "),
+            std::vector<std::string>{"::notice title=envcontract::app complies with gate-line"});
+  EXPECT_EQ(lines_starting(itself.out, "::notice "), lines_starting(result.out, "::notice "));
+
+  const auto recorded = decisions();
+  ASSERT_EQ(recorded.size(), 1U) << recorded.dump(2);
+  EXPECT_EQ(recorded[0]["job"]["ci"], "github");
+  EXPECT_EQ(recorded[0]["job"]["id"], "org/repo run 99 attempt 2 job tests");
+  EXPECT_EQ(recorded[0]["job"]["url"], "https://github.example/org/repo/actions/runs/99");
+  EXPECT_EQ(recorded[0]["env"], fs::canonical(env()).string());
+  EXPECT_EQ(recorded[0]["contract"]["name"], "gate-line");
+  EXPECT_EQ(recorded[0]["outcome"], "go");
+  EXPECT_EQ(recorded[0]["stopped"], false);
+  EXPECT_EQ(recorded[0]["judged_by"], "agent");
+  EXPECT_EQ(recorded[0]["why"], "app complies with gate-line");
+  EXPECT_EQ(counter(R"(bypassed="false",judged_by="agent",outcome="go")"), "1");
+  EXPECT_EQ(counter(R"(bypassed="false",judged_by="agent",outcome="drift")"), "0");
+}
+
+TEST_F(GateAgent, AnEnvChangedSinceTheLastScanIsJudgedOnWhatItIsNow) {
+  install_shadow();
+  const auto changed = gate(agent_address());
+  EXPECT_EQ(changed.exit_code, 1) << changed.out << changed.err;
+  EXPECT_NE(changed.err.find("(1 env(s) probed, 0 unchanged)"), std::string::npos) << changed.err;
+  const auto errors = lines_starting(changed.out, "::error ");
+  ASSERT_EQ(errors.size(), 1U) << changed.out;
+  EXPECT_TRUE(
+      errors[0].starts_with("::error title=envcontract%3A app%3A no-shadow::module "
+                            "shadowpkg is installed"))
+      << errors[0];
+
+  // Fixed again: judged again, never the stopped verdict kept.
+  fs::remove_all(system_venv_site(env()) / "shadowpkg");
+  const auto fixed = gate(agent_address());
+  EXPECT_EQ(fixed.exit_code, 0) << fixed.out << fixed.err;
+  const auto recorded = decisions();
+  ASSERT_EQ(recorded.size(), 2U) << recorded.dump(2);
+  EXPECT_EQ(recorded[0]["outcome"], "go");
+  EXPECT_EQ(recorded[1]["outcome"], "drift");
+  EXPECT_EQ(recorded[1]["stopped"], true);
+  EXPECT_EQ(recorded[1]["why"], "app breaks gate-line");
+}
+
+TEST_F(GateAgent, ABypassedStopIsRecordedWithItsReason) {
+  install_shadow();
+  const auto result = gate(agent_address(), {}, {{"ENVCONTRACT_GATE_BYPASS", "hotfix, INC-7"}});
+  EXPECT_EQ(result.exit_code, 0) << result.out << result.err;
+  const auto recorded = decisions();
+  ASSERT_EQ(recorded.size(), 1U) << recorded.dump(2);
+  EXPECT_EQ(recorded[0]["outcome"], "drift");
+  EXPECT_EQ(recorded[0]["bypass"], "hotfix, INC-7");
+  EXPECT_EQ(recorded[0]["stopped"], false);
+  EXPECT_EQ(counter(R"(bypassed="true",judged_by="agent",outcome="drift")"), "1");
+}
+
+TEST_F(GateAgent, WithTheAgentDownTheGateJudgesItselfAndSaysNothingWasRecorded) {
+  install_shadow();
+  const std::string address = agent_address();
+  m_agent->stop();
+  const auto result = gate(address);
+  EXPECT_EQ(result.exit_code, 1) << result.out << result.err;
+  EXPECT_NE(result.err.find("envcontract gate: the agent at " + address + ": cannot connect to "),
+            std::string::npos)
+      << result.err;
+  EXPECT_NE(result.err.find("judged here, and the decision is not recorded"), std::string::npos)
+      << result.err;
+  EXPECT_EQ(lines_starting(result.out, "::error ").size(), 1U) << result.out;
+}
+
+TEST_F(GateAgent, UnderAnotherContractTheJobJudgesAndTheAgentRecordsTheJobsDecision) {
+  // The same text elsewhere is the same contract: the agent answers.
+  const auto copy = m_dir.write("checkout/.github/configs/line.yml", k_contract);
+  const auto same = gate(agent_address(), {"--contract", copy.string()});
+  EXPECT_EQ(same.exit_code, 0) << same.err;
+  EXPECT_NE(same.err.find("judged by the agent"), std::string::npos) << same.err;
+
+  const auto other = m_dir.write("other.yaml", k_contract + R"(  - id: no-json
+    kind: modules
+    absent: [json]
+)");
+  const auto result = gate(agent_address(), {"--contract", other.string()});
+  EXPECT_EQ(result.exit_code, 1) << result.out << result.err;
+  EXPECT_NE(result.err.find("cannot judge it: the job's contract is not this agent's (gate-line "
+                            "from " +
+                            contract().string()),
+            std::string::npos)
+      << result.err;
+  EXPECT_NE(result.err.find("; judged here\n"), std::string::npos) << result.err;
+  const auto recorded = decisions();
+  ASSERT_EQ(recorded.size(), 2U) << recorded.dump(2);
+  EXPECT_EQ(recorded[0]["judged_by"], "job");
+  EXPECT_EQ(recorded[0]["outcome"], "drift");
+  EXPECT_EQ(recorded[0]["job"]["id"], "org/repo run 99 attempt 2 job tests");
+  EXPECT_EQ(counter(R"(bypassed="false",judged_by="job",outcome="drift")"), "1");
+}
+
+TEST_F(GateAgent, APortHeldByAnotherUserIsNeverAsked) {
+  // Anyone may listen on a free port: a stand-in that says "go" to everything.
+  const int port = free_loopback_port();
+  BackgroundProcess impostor(
+      {"/usr/bin/setpriv", "--reuid=65534", "--regid=65534", "--clear-groups", "/usr/bin/python3",
+       "-m", "http.server", "--bind", "127.0.0.1", std::to_string(port)},
+      m_dir.path() / "impostor.log");
+  ASSERT_TRUE(wait_until(
+      [&] { return http_get("http://127.0.0.1:" + std::to_string(port), "/").status != 0; },
+      std::chrono::seconds(20)))
+      << impostor.log();
+  install_shadow();
+  const auto result = gate("127.0.0.1:" + std::to_string(port));
+  EXPECT_EQ(result.exit_code, 1) << result.out << result.err;
+  EXPECT_NE(result.err.find("port " + std::to_string(port) +
+                            " is held by uid 65534, not root: the agent runs as root, so what "
+                            "answers there is not asked"),
+            std::string::npos)
+      << result.err;
+}
+
+TEST_F(GateAgent, TheEndpointRefusesWhatItDoesNotTake) {
+  const std::map<std::string, std::string> ci = {{"X-Requested-By", "test"}};
+  EXPECT_EQ(http_post(m_agent->url(), "/api/v1/gate", "").status, 403);
+  const auto unknown = http_post(m_agent->url(), "/api/v1/gate?envv=/x", "", ci);
+  EXPECT_EQ(unknown.status, 400);
+  EXPECT_NE(unknown.body.find("unknown parameter 'envv'; gate takes bypass, ci, contract, env, "
+                              "job_id, job_url"),
+            std::string::npos)
+      << unknown.body;
+  EXPECT_EQ(http_post(m_agent->url(), "/api/v1/gate?env=relative/env", "", ci).status, 400);
+  EXPECT_EQ(http_post(m_agent->url(), "/api/v1/gate?contract=abc", "", ci).status, 400);
+  // A directory the agent's scan did not find is not run by the agent.
+  const auto elsewhere = http_post(m_agent->url(), "/api/v1/gate?env=/tmp", "", ci);
+  EXPECT_EQ(elsewhere.status, 404) << elsewhere.body;
+  EXPECT_EQ(http_post(m_agent->url(), "/api/v1/gate/record?outcome=maybe", "", ci).status, 400);
+  EXPECT_EQ(http_get(m_agent->url(), "/api/v1/gate/decisions?limit=0").status, 400);
+  EXPECT_TRUE(decisions().empty());
+}
+
+}  // namespace
+}  // namespace envcontract::testing
