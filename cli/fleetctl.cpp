@@ -12,6 +12,7 @@
 #include <thread>
 
 #include "cli/fleet_render.hpp"
+#include "cli/gate_verb.hpp"
 #include "command_line/command_line.hpp"
 #include "common/json_fields.hpp"
 #include "common/json_text.hpp"
@@ -506,6 +507,9 @@ int run_fleetctl(int argc, char** argv) {
       "Progress goes to stderr: a live line on a terminal, a line per state change off one.\n" +
       std::string(k_exit_codes));
 
+  GateArguments gate;
+  auto* gate_verb = add_gate_verb(app, gate);
+
   auto* contract_verb = app.add_subcommand("contract", "Work with contract files");
   contract_verb->require_subcommand(1);
   // Not the hosts' footer it would inherit: contract verbs ask no host.
@@ -542,6 +546,9 @@ int run_fleetctl(int argc, char** argv) {
   }
   if (scan_verb->parsed()) {
     return run_scan(scan);
+  }
+  if (gate_verb->parsed()) {
+    return run_gate(gate);
   }
   if (validate_verb->parsed()) {
     if (print && contract_files.size() != 1) {

@@ -1,5 +1,10 @@
 #include "contracts/contract.hpp"
 
+#include <vector>
+
+#include "common/json_text.hpp"
+#include "common/sha256.hpp"
+
 namespace envcontract::contracts {
 
 std::string to_string(Severity severity) {
@@ -77,6 +82,25 @@ Json to_json(const Contract& contract) {
   json["provision"] = contract.provision ? to_json(*contract.provision) : Json(nullptr);
   json["kept"] = contract.kept;
   return json;
+}
+
+std::string judged_sha256(const Contract& contract) {
+  auto json = to_json(contract);
+  json.erase("path");
+  std::vector<Json*> pending = {&json};
+  while (!pending.empty()) {
+    Json* value = pending.back();
+    pending.pop_back();
+    if (value->is_object()) {
+      value->erase("origin");
+    }
+    if (value->is_structured()) {
+      for (auto& item : *value) {
+        pending.push_back(&item);
+      }
+    }
+  }
+  return common::sha256_hex(common::json_text(json));
 }
 
 }  // namespace envcontract::contracts

@@ -93,4 +93,10 @@ struct Contract {
 // The normalised contract as JSON: what `envcontractd validate --print` shows.
 Json to_json(const Contract& contract);
 
+// SHA-256 of the contract as judged: its normalised form without where it
+// was read from (its path, each entry's file:line). The same text at
+// another path is the same contract; the same file with another checkout or
+// other integration tests selected is not (a CI gate's question to an agent).
+std::string judged_sha256(const Contract& contract);
+
 }  // namespace envcontract::contracts

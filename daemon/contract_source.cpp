@@ -4,39 +4,12 @@
 #include <cstring>
 #include <fstream>
 #include <sstream>
-#include <vector>
 
-#include "common/json_text.hpp"
 #include "common/sha256.hpp"
 #include "common/shown_path.hpp"
 #include "contracts/contract_loader.hpp"
 
 namespace envcontract::daemon {
-
-namespace {
-
-// The normalised contract without where it was read from (its path, each
-// entry's file:line): the same text at another path judges the same.
-contracts::Json judged_form(const contracts::Contract& contract) {
-  auto json = contracts::to_json(contract);
-  json.erase("path");
-  std::vector<contracts::Json*> pending = {&json};
-  while (!pending.empty()) {
-    auto* value = pending.back();
-    pending.pop_back();
-    if (value->is_object()) {
-      value->erase("origin");
-    }
-    if (value->is_structured()) {
-      for (auto& item : *value) {
-        pending.push_back(&item);
-      }
-    }
-  }
-  return json;
-}
-
-}  // namespace
 
 common::Result<ContractHandle> load_contract(const std::filesystem::path& path,
                                              const std::vector<std::string>& run_tests,
@@ -71,7 +44,7 @@ common::Result<ContractHandle> load_contract(const std::filesystem::path& path,
   result->identity = {loaded.contract->name, std::filesystem::absolute(path).string(),
                       common::sha256_hex(text.str()), loaded.contract->platform};
   result->contract = std::move(*loaded.contract);
-  result->judged_sha256 = common::sha256_hex(common::json_text(judged_form(result->contract)));
+  result->judged_sha256 = contracts::judged_sha256(result->contract);
   return ContractHandle(std::move(result));
 }
 

@@ -260,12 +260,6 @@ std::string agent_prefix(const fs::path& prefix) {
   return (error ? fs::absolute(prefix) : canonical).lexically_normal().string();
 }
 
-GateDecisionRecord::Outcome record_outcome(report::GateDecision::Outcome outcome) {
-  return outcome == report::GateDecision::Outcome::go      ? GateDecisionRecord::Outcome::go
-         : outcome == report::GateDecision::Outcome::drift ? GateDecisionRecord::Outcome::drift
-                                                           : GateDecisionRecord::Outcome::unknown;
-}
-
 }  // namespace
 
 std::map<std::string, std::string> gate_variables_from_environment() {
@@ -338,22 +332,22 @@ int run_gate(const GateOptions& options, std::ostream& out, std::ostream& err) {
   // cannot (another contract, an env it does not know, no agent), the env is
   // judged here, and the agent told what was decided.
   const auto& contract = *loaded.value();
-  const AgentQuery query{contract.judged_sha256,
-                         contract.identity.name,
-                         contract.identity.sha256,
-                         envs->prefixes.empty() ? "" : agent_prefix(envs->prefixes.front()),
-                         gate_job(options.variables),
-                         bypass};
-  AgentVerdict asked;
+  const fleet::GateQuery query{contract.judged_sha256,
+                               contract.identity.name,
+                               contract.identity.sha256,
+                               envs->prefixes.empty() ? "" : agent_prefix(envs->prefixes.front()),
+                               fleet::gate_job(options.variables),
+                               bypass};
+  fleet::GateVerdict asked;
   if (agent.value() && options.own_judgement_because.empty()) {
-    asked = ask_agent(*agent.value(), query);
+    asked = ask_local_agent(*agent.value(), query);
   } else if (agent.value()) {
     asked.why = "not asked: " + options.own_judgement_because;
   }
   Json report;
   const std::string agent_text =
       agent.value() ? agent.value()->host + ":" + std::to_string(agent.value()->port) : "";
-  if (asked.kind == AgentVerdict::Kind::answered) {
+  if (asked.kind == fleet::GateVerdict::Kind::answered) {
     report = std::move(asked.report);
     err << k_prefix << "judged by the agent at " << agent_text << " in "
         << static_cast<long long>(asked.elapsed_ms) << " ms (" << asked.probed << " env(s) probed, "
@@ -361,18 +355,20 @@ int run_gate(const GateOptions& options, std::ostream& out, std::ostream& err) {
   } else {
     if (agent.value()) {
       err << k_prefix << "the agent at " << agent_text
-          << (asked.kind == AgentVerdict::Kind::refused ? " cannot judge it: " : ": ")
+          << (asked.kind == fleet::GateVerdict::Kind::refused ? " cannot judge it: " : ": ")
           << one_line(asked.why) << "; judged here"
-          << (asked.kind == AgentVerdict::Kind::refused ? "" : ", and the decision is not recorded")
+          << (asked.kind == fleet::GateVerdict::Kind::refused
+                  ? ""
+                  : ", and the decision is not recorded")
           << "\n";
     }
     Scanner scanner;
     report = scan_with_progress(scanner, *loaded.value(), settings, false, err);
   }
   const auto decision = report::gate_decision(report);
-  if (asked.kind == AgentVerdict::Kind::refused) {
-    if (const auto problem = record_own_decision(*agent.value(), query,
-                                                 record_outcome(decision.outcome), decision.why);
+  if (asked.kind == fleet::GateVerdict::Kind::refused) {
+    if (const auto problem = record_with_local_agent(
+            *agent.value(), query, report::to_string(decision.outcome), decision.why);
         !problem.empty()) {
       err << k_prefix << "the agent did not record the decision: " << one_line(problem) << "\n";
     }

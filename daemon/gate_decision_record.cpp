@@ -4,18 +4,6 @@
 
 namespace envcontract::daemon {
 
-const char* to_string(GateDecisionRecord::Outcome outcome) {
-  switch (outcome) {
-    case GateDecisionRecord::Outcome::go:
-      return "go";
-    case GateDecisionRecord::Outcome::drift:
-      return "drift";
-    case GateDecisionRecord::Outcome::unknown:
-      break;
-  }
-  return "unknown";
-}
-
 const char* to_string(GateDecisionRecord::JudgedBy judged_by) {
   return judged_by == GateDecisionRecord::JudgedBy::agent ? "agent" : "job";
 }
@@ -23,7 +11,7 @@ const char* to_string(GateDecisionRecord::JudgedBy judged_by) {
 std::optional<GateDecisionRecord::Outcome> gate_outcome_from(std::string_view text) {
   for (const auto outcome : {GateDecisionRecord::Outcome::go, GateDecisionRecord::Outcome::drift,
                              GateDecisionRecord::Outcome::unknown}) {
-    if (text == to_string(outcome)) {
+    if (text == report::to_string(outcome)) {
       return outcome;
     }
   }
@@ -48,7 +36,7 @@ report::Json to_json(const GateDecisionRecord& record) {
             {"url", record.job_url}}},
           {"env", record.env},
           {"contract", {{"name", record.contract_name}, {"sha256", record.contract_sha256}}},
-          {"outcome", to_string(record.outcome)},
+          {"outcome", report::to_string(record.outcome)},
           {"stopped", record.stopped()},
           {"bypass", record.bypass.empty() ? report::Json(nullptr) : report::Json(record.bypass)},
           {"judged_by", to_string(record.judged_by)},

@@ -5,6 +5,7 @@
 #include <string>
 #include <string_view>
 
+#include "report/ci_output.hpp"
 #include "report/report.hpp"
 
 namespace envcontract::daemon {
@@ -15,7 +16,7 @@ namespace envcontract::daemon {
 // claim: any local user can ask the agent, so it is recorded as given, cut
 // to a bounded size and made printable, and never decides anything.
 struct GateDecisionRecord {
-  enum class Outcome { go, drift, unknown };
+  using Outcome = report::GateDecision::Outcome;
   // agent: the agent judged the env itself; job: the job's gate judged it
   // (under a contract the agent does not hold, or an env it does not know)
   // and told the agent what it decided.
@@ -38,7 +39,6 @@ struct GateDecisionRecord {
   bool stopped() const { return outcome != Outcome::go && bypass.empty(); }
 };
 
-const char* to_string(GateDecisionRecord::Outcome outcome);
 const char* to_string(GateDecisionRecord::JudgedBy judged_by);
 std::optional<GateDecisionRecord::Outcome> gate_outcome_from(std::string_view text);
 std::optional<GateDecisionRecord::JudgedBy> judged_by_from(std::string_view text);

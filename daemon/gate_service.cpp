@@ -43,18 +43,6 @@ std::vector<fs::path> host_env_prefixes(const report::Json& report) {
   return prefixes;
 }
 
-GateDecisionRecord::Outcome outcome_of(report::GateDecision::Outcome outcome) {
-  switch (outcome) {
-    case report::GateDecision::Outcome::go:
-      return GateDecisionRecord::Outcome::go;
-    case report::GateDecision::Outcome::drift:
-      return GateDecisionRecord::Outcome::drift;
-    case report::GateDecision::Outcome::unknown:
-      break;
-  }
-  return GateDecisionRecord::Outcome::unknown;
-}
-
 }  // namespace
 
 GateAnswer GateService::judge(const GateRequest& request, const AgentSnapshot& snapshot,
@@ -136,7 +124,7 @@ GateAnswer GateService::judge(const GateRequest& request, const AgentSnapshot& s
   record.env = request.env.empty() ? "" : prefixes.front().string();
   record.contract_name = identity.name;
   record.contract_sha256 = identity.sha256;
-  record.outcome = outcome_of(decision.outcome);
+  record.outcome = decision.outcome;
   record.bypass = record.outcome == GateDecisionRecord::Outcome::go ? "" : claimed(request.bypass);
   record.judged_by = GateDecisionRecord::JudgedBy::agent;
   record.why = decision.why;

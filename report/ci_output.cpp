@@ -92,6 +92,18 @@ void table_of(std::string& out, const std::string& where, const Json& checks) {
 
 }  // namespace
 
+const char* to_string(GateDecision::Outcome outcome) {
+  switch (outcome) {
+    case GateDecision::Outcome::go:
+      return "go";
+    case GateDecision::Outcome::drift:
+      return "drift";
+    case GateDecision::Outcome::unknown:
+      break;
+  }
+  return "unknown";
+}
+
 GateDecision gate_decision(const Json& report) {
   std::vector<std::string> compliant;
   std::vector<std::string> drifting;

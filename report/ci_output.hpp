@@ -22,6 +22,9 @@ struct GateDecision {
   int exit_code() const { return outcome == Outcome::go ? 0 : outcome == Outcome::drift ? 1 : 2; }
 };
 
+// "go", "drift", "unknown".
+const char* to_string(GateDecision::Outcome outcome);
+
 // The gate's rule: go when every env judged complies and no target (the
 // job's image) is known to break the contract; drift when an env or a
 // target breaks it; otherwise (no env, an env that could not be judged)

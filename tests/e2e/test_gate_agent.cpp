@@ -256,5 +256,35 @@ TEST_F(GateAgent, TheEndpointRefusesWhatItDoesNotTake) {
   EXPECT_TRUE(decisions().empty());
 }
 
+TEST_F(GateAgent, FleetctlAsksAnotherHostsAgentTheSameQuestion) {
+  const std::string host = agent_address();
+  const auto go = run_command({FLEETCTL_PATH, "gate", host, "--env", env().string()});
+  EXPECT_EQ(go.exit_code, 0) << go.out << go.err;
+  EXPECT_NE(go.out.find("fleetctl gate: app complies with gate-line"), std::string::npos) << go.out;
+
+  install_shadow();
+  const auto stop =
+      run_command({FLEETCTL_PATH, "-o", "json", "gate", host, "--contract", contract().string()});
+  EXPECT_EQ(stop.exit_code, 1) << stop.out << stop.err;
+  const auto answer = Json::parse(stop.out, nullptr, false);
+  ASSERT_TRUE(answer.is_object()) << stop.out;
+  EXPECT_EQ(answer["decision"], "drift");
+  EXPECT_EQ(answer["why"], "app breaks gate-line");
+  EXPECT_EQ(answer["probed"], 1);
+  EXPECT_EQ(answer["report"]["envs"][0]["verdict"], "drift");
+
+  const auto other = m_dir.write("other.yaml",
+                                 "schema_version: 1\nname: other\nchecks:\n  - id: "
+                                 "python\n    kind: python\n    version: '>=3'\n");
+  const auto refused = run_command({FLEETCTL_PATH, "gate", host, "--contract", other.string()});
+  EXPECT_EQ(refused.exit_code, 2) << refused.out << refused.err;
+  EXPECT_NE(refused.err.find("the job's contract is not this agent's"), std::string::npos)
+      << refused.err;
+  const auto recorded = decisions();
+  ASSERT_EQ(recorded.size(), 2U) << recorded.dump(2);
+  EXPECT_EQ(recorded[0]["outcome"], "drift");
+  EXPECT_EQ(recorded[1]["outcome"], "go");
+}
+
 }  // namespace
 }  // namespace envcontract::testing
