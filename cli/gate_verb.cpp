@@ -129,13 +129,24 @@ int run_gate(const GateArguments& arguments) {
               << "\n";
   } else if (arguments.output == "junit") {
     std::cout << report::junit_xml({{host->text, &verdict.report, ""}});
+  } else if (const char* github = std::getenv("GITHUB_ACTIONS");
+             github != nullptr && std::string_view(github) == "true") {
+    // In a job's log an env's strings must not become workflow commands.
+    const std::string token = report::stop_commands_token();
+    std::cout << report::github_annotations(verdict.report, decision, "")
+              << "::stop-commands::" << token << "\n"
+              << report::render_table(verdict.report, {true, false}) << "::" << token << "::\n"
+              << k_prefix << report::printable(decision.why) << "\n";
   } else {
     std::cout << report::render_table(verdict.report, {true, report::colour_wanted(STDOUT_FILENO)})
               << k_prefix << report::printable(decision.why) << "\n";
   }
   std::cerr << k_prefix << host->text << " judged in " << static_cast<long long>(verdict.elapsed_ms)
-            << " ms (" << verdict.probed << " env(s) probed, " << verdict.reused
-            << " unchanged); decision recorded as #" << verdict.decision_id << "\n";
+            << " ms (" << verdict.probed << " env(s) probed, " << verdict.reused << " unchanged); "
+            << (verdict.decision_id > 0
+                    ? "decision recorded as #" + std::to_string(verdict.decision_id)
+                    : std::string("the agent could not record the decision"))
+            << "\n";
   return decision.exit_code();
 }
 

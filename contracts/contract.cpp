@@ -1,7 +1,5 @@
 #include "contracts/contract.hpp"
 
-#include <vector>
-
 #include "common/json_text.hpp"
 #include "common/sha256.hpp"
 
@@ -87,17 +85,11 @@ Json to_json(const Contract& contract) {
 std::string judged_sha256(const Contract& contract) {
   auto json = to_json(contract);
   json.erase("path");
-  std::vector<Json*> pending = {&json};
-  while (!pending.empty()) {
-    Json* value = pending.back();
-    pending.pop_back();
-    if (value->is_object()) {
-      value->erase("origin");
-    }
-    if (value->is_structured()) {
-      for (auto& item : *value) {
-        pending.push_back(&item);
-      }
+  // Only the entries' own origins: a parameter may be named "origin" (a
+  // distribution, a variable) and is judged.
+  for (const char* entries : {"targets", "checks", "waivers"}) {
+    for (auto& entry : json[entries]) {
+      entry.erase("origin");
     }
   }
   return common::sha256_hex(common::json_text(json));

@@ -69,6 +69,7 @@ ScanSettings settings_from(const AgentConfig& config) {
 
 Agent::Agent(AgentConfig config) : m_config(std::move(config)) {
   m_snapshot = std::make_shared<const AgentSnapshot>();
+  m_gate.limit_in_flight(m_config.http_threads);
 }
 
 Agent::~Agent() {
@@ -161,7 +162,7 @@ void Agent::stop() {
   // A running scan ends within a poll: its probes are killed, and what it
   // returns is neither stored nor served (it is a partial picture).
   m_scanner.cancel("the agent is stopping");
-  m_gate.cancel("the agent is stopping");
+  m_gate.stop("the agent is stopping");
   if (m_provision_jobs) {
     m_provision_jobs->stop();  // kills a running step or scan, and waits
   }

@@ -105,9 +105,13 @@ class Agent {
   // contract, the decision recorded and counted; or why the agent cannot
   // answer (the job's gate then judges the env itself).
   GateAnswer gate(const GateRequest& request);
+  // Ends the running gate scan and refuses later ones: called before the
+  // HTTP side waits for its threads to finish, which a gate holds.
+  void stop_gates() { m_gate.stop("the agent is stopping"); }
   // A decision the job's gate made itself, as it says: recorded and counted
   // as judged by the job. Its id, or why it could not be recorded.
   common::Result<std::int64_t> record_job_gate_decision(GateDecisionRecord record);
+  bool admit_job_gate_record() { return m_gate.admit_claimed_record(); }
   std::vector<GateDecisionRecord> gate_decisions(std::size_t limit);
   const AgentCounters& counters() const { return m_counters; }
   // The webhooks' delivery counts, or null when none is configured.

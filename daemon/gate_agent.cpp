@@ -45,6 +45,9 @@ std::string listener_problem(int port) {
   std::vector<unsigned long> uids = listener_uids("/proc/net/tcp", port);
   const auto six = listener_uids("/proc/net/tcp6", port);
   uids.insert(uids.end(), six.begin(), six.end());
+  if (uids.empty()) {
+    return "nothing listens on port " + std::to_string(port) + " (is the agent running?)";
+  }
   for (const auto uid : uids) {
     if (uid != 0) {
       return "port " + std::to_string(port) + " is held by uid " + std::to_string(uid) +

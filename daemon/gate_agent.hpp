@@ -8,9 +8,13 @@
 namespace envcontract::daemon {
 
 // Why the agent's port on this machine cannot be trusted with a job's
-// verdict, or "" when every socket listening there is root's. Any local
-// user can listen on a free port: an agent that is not running must not be
-// stood in for by a process that answers "go" for every env.
+// verdict, or "" when something listens there and every socket listening
+// there is root's. Any local user can listen on a free port: an agent that
+// is not running must not be stood in for by a process that answers "go"
+// for every env. While root listens on the port, no other user can (a
+// second listener on it needs SO_REUSEPORT and the same uid): what answers
+// the connection made next is root's, but for an agent that stops in
+// between and a listener that takes its port in that instant.
 std::string listener_problem(int port);
 
 // "127.0.0.1", "::1", "localhost": the gate asks only the agent of the

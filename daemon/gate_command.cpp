@@ -11,7 +11,6 @@
 #include <cstring>
 #include <fstream>
 #include <ostream>
-#include <random>
 #include <sstream>
 
 #include "common/shown_path.hpp"
@@ -164,20 +163,6 @@ common::Result<ChosenEnvs> choose_envs(const GateOptions& options) {
     }
   }
   return ChosenEnvs{{}, "every env found"};
-}
-
-// A token no env can guess: between `::stop-commands::TOKEN` and `::TOKEN::`
-// the runner takes no line for a workflow command, so nothing an env's
-// strings put in the table can become one.
-std::string stop_commands_token() {
-  std::random_device random;
-  std::string token = "envcontract-";
-  for (int i = 0; i < 4; ++i) {
-    char hex[9];
-    std::snprintf(hex, sizeof hex, "%08x", static_cast<unsigned>(random()));
-    token += hex;
-  }
-  return token;
 }
 
 // GitHub keeps a step summary of 1 MiB at most: a longer one is cut at a
@@ -351,7 +336,10 @@ int run_gate(const GateOptions& options, std::ostream& out, std::ostream& err) {
     report = std::move(asked.report);
     err << k_prefix << "judged by the agent at " << agent_text << " in "
         << static_cast<long long>(asked.elapsed_ms) << " ms (" << asked.probed << " env(s) probed, "
-        << asked.reused << " unchanged); decision recorded as #" << asked.decision_id << "\n";
+        << asked.reused << " unchanged); "
+        << (asked.decision_id > 0 ? "decision recorded as #" + std::to_string(asked.decision_id)
+                                  : std::string("the agent could not record the decision"))
+        << "\n";
   } else {
     if (agent.value()) {
       err << k_prefix << "the agent at " << agent_text
@@ -377,7 +365,7 @@ int run_gate(const GateOptions& options, std::ostream& out, std::ostream& err) {
 
   const std::string table = report::render_table(report, {true, false});
   if (github) {
-    const std::string token = stop_commands_token();
+    const std::string token = report::stop_commands_token();
     out << report::github_annotations(report, decision, bypass) << "::stop-commands::" << token
         << "\n"
         << table << "::" << token << "::\n";

@@ -80,6 +80,7 @@ PlainResponse gate_answer(Agent& agent, const PlainRequest& request) {
       return busy;
     }
     case Refusal::no_contract:
+    case Refusal::stopping:
       return error_answer(503, answer.message);
   }
   return json_answer(200, {{"decision", to_json(answer.record)},
@@ -95,6 +96,13 @@ PlainResponse gate_record_answer(Agent& agent, const PlainRequest& request) {
                                          "job_id", "job_url", "bypass", "why"},
                                         "gate/record")) {
     return *problem;
+  }
+  if (!agent.admit_job_gate_record()) {
+    auto busy =
+        error_answer(429, "more than " + std::to_string(GateService::max_claimed_per_minute) +
+                              " decisions of jobs' own were recorded in the last minute");
+    busy.headers.emplace_back("Retry-After", "60");
+    return busy;
   }
   const auto outcome = gate_outcome_from(parameter(request, "outcome"));
   if (!outcome) {

@@ -45,6 +45,16 @@ std::vector<fs::path> host_env_prefixes(const report::Json& report) {
 
 }  // namespace
 
+bool GateService::admit_claimed_record() {
+  std::lock_guard lock(m_claimed_mutex);
+  const auto now = std::chrono::steady_clock::now();
+  if (now - m_claimed_window >= std::chrono::minutes(1)) {
+    m_claimed_window = now;
+    m_claimed_in_window = 0;
+  }
+  return ++m_claimed_in_window <= max_claimed_per_minute;
+}
+
 GateAnswer GateService::judge(const GateRequest& request, const AgentSnapshot& snapshot,
                               ScanSettings settings) {
   GateAnswer answer;
@@ -66,8 +76,8 @@ GateAnswer GateService::judge(const GateRequest& request, const AgentSnapshot& s
                       " as the agent loads it: another file, checkout or selection of "
                       "integration tests)");
   }
-  // Only envs the agent's own discovery found: a gate never makes the agent
-  // run code from a directory a local user names.
+  // Only envs the agent's own scan found: a gate never makes the agent run
+  // code from a directory a local user names.
   const auto known =
       snapshot.report ? host_env_prefixes(*snapshot.report) : std::vector<fs::path>{};
   std::vector<fs::path> prefixes;
@@ -95,25 +105,47 @@ GateAnswer GateService::judge(const GateRequest& request, const AgentSnapshot& s
     std::atomic<int>& count;
     ~InFlight() { --count; }
   } in_flight{m_in_flight};
-  if (++m_in_flight > max_waiting + 1) {
+  if (++m_in_flight > m_max_in_flight) {
     return refuse(GateAnswer::Refusal::busy,
-                  std::to_string(max_waiting) + " gates already wait for this agent");
+                  std::to_string(m_max_in_flight - 1) + " gates already wait for this agent");
   }
 
-  settings.facts.discovery.roots.clear();
-  settings.facts.discovery.prefixes = prefixes;
+  // Discovery as the agent's scans have it (an env in an image's tree is
+  // that image's, run as its rule says), keeping only the env(s) asked
+  // about: one that discovery no longer finds there (a prefix swapped for a
+  // link, a root no longer configured) is not read. A container's envs are
+  // not a job's on the host: containers are not resolved.
+  settings.facts.only_prefixes.emplace(prefixes.begin(), prefixes.end());
   settings.facts.containers.clear();
   settings.facts.container_discovery.reset();
   // Read the env's files every time: what decides the job is never older
   // than the request. Its code runs again when they changed.
   settings.watch_changes = false;
   settings.some_envs_only = true;
-  const auto started = std::chrono::steady_clock::now();
-  answer.report = m_scanner.scan(*snapshot.contract, settings);
-  answer.elapsed_ms =
-      std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - started).count();
-  answer.probed = m_scanner.last_probed();
-  answer.reused = m_scanner.last_reused();
+  {
+    std::lock_guard lock(m_scan_mutex);
+    if (m_stopping) {
+      return refuse(GateAnswer::Refusal::stopping, "the agent is stopping");
+    }
+    const auto started = std::chrono::steady_clock::now();
+    answer.report = m_scanner.scan(*snapshot.contract, settings);
+    answer.elapsed_ms =
+        std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - started)
+            .count();
+    answer.probed = m_scanner.last_probed();
+    answer.reused = m_scanner.last_reused();
+  }
+  // A scan cut short by the agent's stop says nothing of the env.
+  if (m_stopping) {
+    return refuse(GateAnswer::Refusal::stopping, "the agent is stopping");
+  }
+  const auto envs = answer.report.find("envs");
+  if (envs == answer.report.end() || !envs->is_array() || envs->empty()) {
+    return refuse(GateAnswer::Refusal::env_unknown,
+                  "this agent's discovery no longer finds " +
+                      (request.env.empty() ? std::string("an env on the host")
+                                           : "an env at " + claimed(request.env)));
+  }
 
   const auto decision = report::gate_decision(answer.report);
   auto& record = answer.record;

@@ -193,6 +193,11 @@ class ConnectionStream final : public httplib::Stream {
     m_held.reserve(k_gather_bytes);
   }
 
+  // The answer of a request whose handler worked past the request's
+  // deadline (a CI gate that ran the env's probes) gets `timeout` of its own
+  // to be written, as a request gets to arrive.
+  void answer_within(std::chrono::milliseconds timeout) { m_deadline = Clock::now() + timeout; }
+
   // Waits up to `idle` for the next request's first byte; false when the
   // peer closed or stayed silent.
   bool wait_for_request(std::chrono::milliseconds idle) {
@@ -1205,6 +1210,9 @@ void HttpServer::Impl::gate(Endpoint endpoint, const httplib::Request& request,
   PlainResponse answer = endpoint == Endpoint::gate          ? gate_answer(*agent, plain)
                          : endpoint == Endpoint::gate_record ? gate_record_answer(*agent, plain)
                                                              : gate_decisions_answer(*agent, plain);
+  if (t_stream != nullptr) {
+    t_stream->answer_within(settings.timeout);
+  }
   response.status = answer.status;
   for (const auto& [name, value] : answer.headers) {
     response.set_header(name, value);

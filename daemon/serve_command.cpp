@@ -177,6 +177,7 @@ int serve(const ServeOptions& options) {
                               [&] { return agent_status_line(agent); }},
       watchdog);
   wait_for_stop(agent, signals);
+  agent.stop_gates();
   return 0;  // the notifier, then the HTTP side, then the agent stop on the way out
 }
 

@@ -543,8 +543,14 @@ std::int64_t Store::record_gate_decision(const GateDecisionRecord& record) {
       .bind(11, record.why);
   insert.run();
   const auto id = m_db.last_insert_rowid();
-  sqlite::Statement prune(m_db, "DELETE FROM gate_decisions WHERE id <= ?1");
-  prune.bind(1, id - max_gate_decisions);
+  // Each kind kept to its own bound: decisions jobs claim never push the
+  // agent's own out.
+  sqlite::Statement prune(m_db,
+                          "DELETE FROM gate_decisions WHERE judged_by = ?1 AND id <= (SELECT id "
+                          "FROM gate_decisions WHERE judged_by = ?1 ORDER BY id DESC LIMIT 1 "
+                          "OFFSET ?2)");
+  prune.bind(1, std::string(to_string(record.judged_by)))
+      .bind(2, static_cast<std::int64_t>(max_gate_decisions));
   prune.run();
   transaction.commit();
   return id;

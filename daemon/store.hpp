@@ -91,7 +91,8 @@ class Store {
   report::Json provisions(std::size_t limit = 100);
 
   // A CI gate's decision; its id. The store keeps the last
-  // max_gate_decisions: a local user who asks the gate in a loop fills no disk.
+  // max_gate_decisions of each kind (judged by the agent, by a job): a
+  // local user who asks the gate in a loop fills no disk.
   std::int64_t record_gate_decision(const GateDecisionRecord& record);
   // The last `limit` decisions, newest first.
   std::vector<GateDecisionRecord> gate_decisions(std::size_t limit = 100);

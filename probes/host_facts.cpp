@@ -379,6 +379,11 @@ HostFacts gather_host_facts(const HostFactsOptions& options,
     merge_candidates(*search, std::move(*found));
   }
   facts.problems.insert(facts.problems.end(), search->problems.begin(), search->problems.end());
+  if (options.only_prefixes) {
+    std::erase_if(search->candidates, [&](const EnvCandidate& candidate) {
+      return !options.only_prefixes->contains(candidate.prefix);
+    });
+  }
   {
     // Units gone (a home removed) leave no memory.
     std::lock_guard lock(caches->mutex);

@@ -8,6 +8,7 @@
 #include <memory>
 #include <mutex>
 #include <optional>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -67,6 +68,10 @@ struct HostFactsOptions {
   // What else the kept facts were gathered for (the contract that asked):
   // facts kept under another key are read again.
   std::string keep_key;
+  // Set: only the envs discovery finds at these prefixes are read (a CI
+  // gate's env), each as the whole discovery finds it (under its root, an
+  // image's tree or the host's), never a prefix discovery does not find.
+  std::optional<std::set<std::filesystem::path>> only_prefixes;
 };
 
 // What the facts of a host keep between scans: activations of unchanged envs

@@ -1,6 +1,8 @@
 #include "report/ci_output.hpp"
 
 #include <cctype>
+#include <cstdio>
+#include <random>
 #include <vector>
 
 #include "common/json_fields.hpp"
@@ -91,6 +93,17 @@ void table_of(std::string& out, const std::string& where, const Json& checks) {
 }
 
 }  // namespace
+
+std::string stop_commands_token() {
+  std::random_device random;
+  std::string token = "envcontract-";
+  for (int i = 0; i < 4; ++i) {
+    char hex[9];
+    std::snprintf(hex, sizeof hex, "%08x", static_cast<unsigned>(random()));
+    token += hex;
+  }
+  return token;
+}
 
 const char* to_string(GateDecision::Outcome outcome) {
   switch (outcome) {

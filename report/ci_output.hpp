@@ -50,6 +50,11 @@ std::string markdown_summary(const Json& report, const GateDecision& decision,
 std::string gitlab_section(const std::string& name, const std::string& header,
                            const std::string& body, long long started, long long ended);
 
+// A token no env can guess: between `::stop-commands::TOKEN` and
+// `::TOKEN::` the runner takes no line for a workflow command, so nothing
+// an env's strings put in a table can become one.
+std::string stop_commands_token();
+
 // Workflow command escaping (the Actions toolkit's): a message's data, and a
 // property's value (title=...), which also escapes ':' and ','.
 std::string github_data(std::string_view text);

@@ -10,6 +10,7 @@
 #include <map>
 #include <sstream>
 
+#include "common/json_text.hpp"
 #include "tests/e2e/agent_fixture.hpp"
 #include "tests/support/background_process.hpp"
 #include "tests/support/run_command.hpp"
@@ -59,7 +60,7 @@ class GateAgent : public ::testing::Test {
                                  (m_dir.path() / "envs").string(), "--database",
                                  (m_dir.path() / "agent.db").string(), "--interval", "1h"});
     const auto report = wait_for_report(*m_agent);
-    ASSERT_EQ(report["envs"].size(), 1U) << report.dump(2);
+    ASSERT_EQ(report["envs"].size(), 1U) << common::json_text(report, 2);
   }
 
   fs::path env() const { return m_dir.path() / "envs/app"; }
@@ -125,7 +126,7 @@ TEST_F(GateAgent, AWarmAgentJudgesAnUnchangedEnvWithoutRunningItAndRecordsTheDec
   EXPECT_EQ(lines_starting(itself.out, "::notice "), lines_starting(result.out, "::notice "));
 
   const auto recorded = decisions();
-  ASSERT_EQ(recorded.size(), 1U) << recorded.dump(2);
+  ASSERT_EQ(recorded.size(), 1U) << common::json_text(recorded, 2);
   EXPECT_EQ(recorded[0]["job"]["ci"], "github");
   EXPECT_EQ(recorded[0]["job"]["id"], "org/repo run 99 attempt 2 job tests");
   EXPECT_EQ(recorded[0]["job"]["url"], "https://github.example/org/repo/actions/runs/99");
@@ -156,7 +157,7 @@ TEST_F(GateAgent, AnEnvChangedSinceTheLastScanIsJudgedOnWhatItIsNow) {
   const auto fixed = gate(agent_address());
   EXPECT_EQ(fixed.exit_code, 0) << fixed.out << fixed.err;
   const auto recorded = decisions();
-  ASSERT_EQ(recorded.size(), 2U) << recorded.dump(2);
+  ASSERT_EQ(recorded.size(), 2U) << common::json_text(recorded, 2);
   EXPECT_EQ(recorded[0]["outcome"], "go");
   EXPECT_EQ(recorded[1]["outcome"], "drift");
   EXPECT_EQ(recorded[1]["stopped"], true);
@@ -168,7 +169,7 @@ TEST_F(GateAgent, ABypassedStopIsRecordedWithItsReason) {
   const auto result = gate(agent_address(), {}, {{"ENVCONTRACT_GATE_BYPASS", "hotfix, INC-7"}});
   EXPECT_EQ(result.exit_code, 0) << result.out << result.err;
   const auto recorded = decisions();
-  ASSERT_EQ(recorded.size(), 1U) << recorded.dump(2);
+  ASSERT_EQ(recorded.size(), 1U) << common::json_text(recorded, 2);
   EXPECT_EQ(recorded[0]["outcome"], "drift");
   EXPECT_EQ(recorded[0]["bypass"], "hotfix, INC-7");
   EXPECT_EQ(recorded[0]["stopped"], false);
@@ -181,7 +182,10 @@ TEST_F(GateAgent, WithTheAgentDownTheGateJudgesItselfAndSaysNothingWasRecorded) 
   m_agent->stop();
   const auto result = gate(address);
   EXPECT_EQ(result.exit_code, 1) << result.out << result.err;
-  EXPECT_NE(result.err.find("envcontract gate: the agent at " + address + ": cannot connect to "),
+  EXPECT_NE(result.err.find("envcontract gate: the agent at " + address +
+                            ": nothing listens on "
+                            "port " +
+                            address.substr(address.find(':') + 1) + " (is the agent running?)"),
             std::string::npos)
       << result.err;
   EXPECT_NE(result.err.find("judged here, and the decision is not recorded"), std::string::npos)
@@ -209,7 +213,7 @@ TEST_F(GateAgent, UnderAnotherContractTheJobJudgesAndTheAgentRecordsTheJobsDecis
       << result.err;
   EXPECT_NE(result.err.find("; judged here\n"), std::string::npos) << result.err;
   const auto recorded = decisions();
-  ASSERT_EQ(recorded.size(), 2U) << recorded.dump(2);
+  ASSERT_EQ(recorded.size(), 2U) << common::json_text(recorded, 2);
   EXPECT_EQ(recorded[0]["judged_by"], "job");
   EXPECT_EQ(recorded[0]["outcome"], "drift");
   EXPECT_EQ(recorded[0]["job"]["id"], "org/repo run 99 attempt 2 job tests");
@@ -256,6 +260,27 @@ TEST_F(GateAgent, TheEndpointRefusesWhatItDoesNotTake) {
   EXPECT_TRUE(decisions().empty());
 }
 
+TEST_F(GateAgent, DecisionsJobsClaimAreBoundedAndNeverTakenForTheAgents) {
+  const std::map<std::string, std::string> ci = {{"X-Requested-By", "test"}};
+  int recorded = 0;
+  int refused = 0;
+  for (int i = 0; i < 70; ++i) {
+    const auto posted = http_post(m_agent->url(),
+                                  "/api/v1/gate/record?outcome=go&env=/opt/envs/x&why=said%20so",
+                                  "", ci);
+    recorded += posted.status == 201 ? 1 : 0;
+    refused += posted.status == 429 ? 1 : 0;
+  }
+  EXPECT_EQ(recorded, 60);
+  EXPECT_EQ(refused, 10);
+  const auto kept = decisions();
+  ASSERT_EQ(kept.size(), 60U);
+  EXPECT_EQ(kept[0]["judged_by"], "job");
+  EXPECT_EQ(kept[0]["why"], "said so");
+  EXPECT_EQ(counter(R"(bypassed="false",judged_by="job",outcome="go")"), "60");
+  EXPECT_EQ(counter(R"(bypassed="false",judged_by="agent",outcome="go")"), "0");
+}
+
 TEST_F(GateAgent, FleetctlAsksAnotherHostsAgentTheSameQuestion) {
   const std::string host = agent_address();
   const auto go = run_command({FLEETCTL_PATH, "gate", host, "--env", env().string()});
@@ -281,9 +306,41 @@ TEST_F(GateAgent, FleetctlAsksAnotherHostsAgentTheSameQuestion) {
   EXPECT_NE(refused.err.find("the job's contract is not this agent's"), std::string::npos)
       << refused.err;
   const auto recorded = decisions();
-  ASSERT_EQ(recorded.size(), 2U) << recorded.dump(2);
+  ASSERT_EQ(recorded.size(), 2U) << common::json_text(recorded, 2);
   EXPECT_EQ(recorded[0]["outcome"], "drift");
   EXPECT_EQ(recorded[1]["outcome"], "go");
+}
+
+// An image's tree on the host (`--root`): its envs' owners are the image
+// author's word, so its code never runs as the host user its files name.
+// A gate asking for such an env gets it judged under the same rule as the
+// agent's scans.
+TEST(GateAgentImageTree, AnEnvInAnImagesTreeRunsAsTheImageRuleSaysNotAsItsFilesOwner) {
+  TempDir dir;
+  const auto image = dir.path() / "image";
+  fs::create_directories(image / "etc");
+  write_text(image / "etc/os-release", "ID=debian\n");
+  const auto env = make_system_venv(image / "opt/venvs/app");
+  for (const auto& entry : fs::recursive_directory_iterator(image / "opt")) {
+    ASSERT_EQ(::lchown(entry.path().c_str(), 1003, 1003), 0) << entry.path();
+  }
+  ASSERT_EQ(::lchown((image / "opt").c_str(), 1003, 1003), 0);
+  const auto contract = dir.write("contract.yaml", k_contract);
+  AgentProcess agent(dir.path(), {"--contract", contract.string(), "--root", image.string(),
+                                  "--database", (dir.path() / "agent.db").string()});
+  const auto scanned = wait_for_report(agent);
+  ASSERT_EQ(scanned["envs"].size(), 1U) << common::json_text(scanned, 2);
+  const auto scanned_uid = scanned["envs"][0]["run_as"]["uid"];
+  EXPECT_NE(scanned_uid, 1003) << common::json_text(scanned["envs"][0]["run_as"], 2);
+
+  const auto answer =
+      http_post(agent.url(), "/api/v1/gate?env=" + env.string(), "", {{"X-Requested-By", "test"}});
+  ASSERT_EQ(answer.status, 200) << answer.body;
+  const auto body = Json::parse(answer.body, nullptr, false);
+  ASSERT_TRUE(body.is_object()) << answer.body;
+  const auto& run_as = body["report"]["envs"][0]["run_as"];
+  EXPECT_EQ(run_as["uid"], scanned_uid) << common::json_text(run_as, 2);
+  EXPECT_EQ(run_as["reason"], scanned["envs"][0]["run_as"]["reason"]);
 }
 
 }  // namespace

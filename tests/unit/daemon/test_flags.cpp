@@ -82,7 +82,8 @@ TEST(Flags, AnUnknownFlagGetsTheNearestFlagOfItsVerb) {
       {{k_daemon, "scan", "--contract", "c.yaml", "--allowed-host", "a.example"},
        "envcontractd scan: --allowed-host is a flag of serve, fleet, not of scan\n"},
       {{k_fleetctl, "--timeout", "5s", "check", "localhost"},
-       "fleetctl: --timeout is a flag of check, history, diff, scan (give it after the verb)\n"},
+       "fleetctl: --timeout is a flag of check, history, diff, scan, gate (give it after the "
+       "verb)\n"},
       {{k_daemon, "validate", "-o", "json", "c.yaml"},
        "envcontractd validate: -o (the output format) is for scan, plan, snapshot; validate "
        "prints one format\n"},
@@ -135,7 +136,7 @@ TEST(Flags, OutputFormatBeforeOrAfterEveryVerbThatHasOne) {
   EXPECT_EQ(fleet.exit_code, 2);
   EXPECT_EQ(fleet.err,
             "fleetctl contract validate: -o (the output format) is for check, history, diff, "
-            "scan; validate prints one format\n");
+            "scan, gate; validate prints one format\n");
 }
 
 // The help line of each shared flag: the same text on every verb that takes
