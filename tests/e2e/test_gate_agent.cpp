@@ -265,9 +265,8 @@ TEST_F(GateAgent, DecisionsJobsClaimAreBoundedAndNeverTakenForTheAgents) {
   int recorded = 0;
   int refused = 0;
   for (int i = 0; i < 70; ++i) {
-    const auto posted = http_post(m_agent->url(),
-                                  "/api/v1/gate/record?outcome=go&env=/opt/envs/x&why=said%20so",
-                                  "", ci);
+    const auto posted = http_post(
+        m_agent->url(), "/api/v1/gate/record?outcome=go&env=/opt/envs/x&why=said%20so", "", ci);
     recorded += posted.status == 201 ? 1 : 0;
     refused += posted.status == 429 ? 1 : 0;
   }
