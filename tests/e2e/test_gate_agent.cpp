@@ -11,8 +11,10 @@
 #include <sstream>
 
 #include "common/json_text.hpp"
+#include "report/ci_output.hpp"
 #include "tests/e2e/agent_fixture.hpp"
 #include "tests/support/background_process.hpp"
+#include "tests/support/demo_host.hpp"
 #include "tests/support/run_command.hpp"
 #include "tests/support/system_venv.hpp"
 
@@ -308,6 +310,65 @@ TEST_F(GateAgent, FleetctlAsksAnotherHostsAgentTheSameQuestion) {
   ASSERT_EQ(recorded.size(), 2U) << common::json_text(recorded, 2);
   EXPECT_EQ(recorded[0]["outcome"], "drift");
   EXPECT_EQ(recorded[1]["outcome"], "go");
+}
+
+// A GitHub runner's job on the demo host's venv (a CUDA torch where
+// Kunlunxin's CI wants a CPU one), its workspace holding Torch-FL's real
+// platform config: the host's agent holds the same config (the host's copy),
+// so it answers, and the job shows what judging the env itself shows.
+TEST(GateAgentRunner, TheJobsPlatformConfigIsTheAgentsWhenItsTextIsTheSame) {
+  TempDir dir;
+  const std::string configs = ENVCONTRACT_SOURCE_DIR "/tests/data/contracts";
+  fs::create_directories(dir.path() / "workspace/.github/configs");
+  fs::create_directories(dir.path() / "host");
+  fs::copy_file(configs + "/platform-config-kunlunxin.yml",
+                dir.path() / "workspace/.github/configs/kunlunxin.yml");
+  fs::copy_file(configs + "/platform-config-kunlunxin.yml", dir.path() / "host/kunlunxin.yml");
+  const std::string venv = (demo_host() / "venvs/xpu210v").string();
+  AgentProcess agent(dir.path(),
+                     {"--contract", (dir.path() / "host/kunlunxin.yml").string(), "--prefix", venv,
+                      "--database", (dir.path() / "agent.db").string()});
+  wait_for_report(agent);
+  const auto job = [&](const std::string& address, const std::string& summary) {
+    return run_command({"/usr/bin/env", "-i", "PATH=/usr/bin:/bin", "GITHUB_ACTIONS=true",
+                        "GITHUB_WORKSPACE=" + (dir.path() / "workspace").string(),
+                        "GITHUB_STEP_SUMMARY=" + (dir.path() / summary).string(),
+                        "GITHUB_REPOSITORY=flagos/torch-fl", "GITHUB_RUN_ID=7",
+                        "ENVCONTRACT_PLATFORM=kunlunxin", "VIRTUAL_ENV=" + venv,
+                        "ENVCONTRACT_AGENT=" + address, k_binary, "gate"});
+  };
+  const auto asked = job("127.0.0.1:" + std::to_string(agent.port()), "asked.md");
+  const auto alone = job("none", "alone.md");
+  EXPECT_EQ(asked.exit_code, 1) << asked.out << asked.err;
+  EXPECT_EQ(alone.exit_code, 1) << alone.err;
+  EXPECT_NE(asked.err.find("judged by the agent at 127.0.0.1:"), std::string::npos) << asked.err;
+  EXPECT_EQ(alone.err.find("judged by the agent"), std::string::npos) << alone.err;
+  const auto errors = lines_starting(asked.out, "::error ");
+  EXPECT_EQ(errors.size(), 2U) << asked.out;
+  EXPECT_EQ(errors, lines_starting(alone.out, "::error "));
+  // The same summary, but that it names the agent's copy of the contract.
+  const auto without_contract_line = [](const std::string& text) {
+    std::vector<std::string> kept;
+    std::istringstream in(text);
+    for (std::string line; std::getline(in, line);) {
+      if (!line.starts_with("Contract kunlunxin (")) {
+        kept.push_back(line);
+      }
+    }
+    return kept;
+  };
+  const auto asked_summary = read_text(dir.path() / "asked.md");
+  EXPECT_NE(asked_summary.find("Contract kunlunxin (" +
+                               report::markdown_text((dir.path() / "host/kunlunxin.yml").string())),
+            std::string::npos)
+      << asked_summary;
+  EXPECT_EQ(without_contract_line(asked_summary),
+            without_contract_line(read_text(dir.path() / "alone.md")));
+  const auto recorded = get_json(agent, "/api/v1/gate/decisions")["decisions"];
+  ASSERT_EQ(recorded.size(), 1U) << common::json_text(recorded, 2);
+  EXPECT_EQ(recorded[0]["job"]["id"], "flagos/torch-fl run 7");
+  EXPECT_EQ(recorded[0]["contract"]["name"], "kunlunxin");
+  EXPECT_EQ(recorded[0]["why"], "xpu210v breaks kunlunxin");
 }
 
 // An image's tree on the host (`--root`): its envs' owners are the image
