@@ -427,6 +427,31 @@ class Discoverer {
     return resolved && path_exists(*resolved);
   }
 
+  // The tree an env at `resolved` belongs to: the image root (a configured
+  // root that is a system's tree, not "/") it lies in, however it was
+  // reached; a user's environments.txt or .condarc naming an env inside an
+  // image must not make the image's code the host's (its owners are the
+  // image author's word). Else the root being searched.
+  fs::path tree_of(const fs::path& resolved) {
+    if (!m_image_roots) {
+      m_image_roots.emplace();
+      for (const auto& root : m_options.roots) {
+        std::error_code error;
+        const auto canonical = fs::weakly_canonical(root, error);
+        if (!error && canonical != "/" && is_system_root(canonical)) {
+          m_image_roots->push_back(canonical);
+        }
+      }
+    }
+    fs::path tree = m_scan_root;
+    for (const auto& root : *m_image_roots) {
+      if (lies_within(resolved, root) && root.string().size() > tree.string().size()) {
+        tree = root;
+      }
+    }
+    return tree;
+  }
+
   // Adds the env at `prefix` (once, however it is reached). A conda
   // installation brings its envs/ along.
   bool add(const fs::path& prefix, const std::string& how) {
@@ -477,7 +502,7 @@ class Discoverer {
     auto [it, inserted] =
         m_candidates.emplace(*resolved, EnvCandidate{*resolved,
                                                      {},
-                                                     owner ? owner->root : m_scan_root,
+                                                     owner ? owner->root : tree_of(*resolved),
                                                      kind,
                                                      mount,
                                                      conda_installation,
@@ -494,7 +519,8 @@ class Discoverer {
       // tree keeps being read as root, as its homes are: its owners' uids
       // may not pass the directories above it.
       std::optional<ReadingAs> as_owner;
-      if (!owner && m_target == nullptr && (m_scan_root == "/" || !is_system_root(m_scan_root))) {
+      const auto& tree = it->second.scan_root;
+      if (!owner && m_target == nullptr && (tree == "/" || !is_system_root(tree))) {
         const auto reader = home_reader(*resolved);
         if (reader) {
           as_owner.emplace(*reader);
@@ -818,6 +844,7 @@ class Discoverer {
 
   const DiscoveryOptions& m_options;
   std::shared_ptr<const MountTable> m_mounts;
+  std::optional<std::vector<fs::path>> m_image_roots;  // tree_of's, made at its first call
   std::set<fs::path> m_reported_mounts;
   fs::path m_scan_root = "/";                 // the root being walked: safety checks stop there
   const ContainerTarget* m_target = nullptr;  // the container being searched, if any

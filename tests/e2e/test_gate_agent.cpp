@@ -4,6 +4,7 @@
 // the agent's history and /metrics, and with no agent, another contract or
 // a port held by someone else the gate judges the env itself.
 #include <gtest/gtest.h>
+#include <pwd.h>
 #include <unistd.h>
 
 #include <filesystem>
@@ -401,6 +402,39 @@ TEST(GateAgentImageTree, AnEnvInAnImagesTreeRunsAsTheImageRuleSaysNotAsItsFilesO
   const auto& run_as = body["report"]["envs"][0]["run_as"];
   EXPECT_EQ(run_as["uid"], scanned_uid) << common::json_text(run_as, 2);
   EXPECT_EQ(run_as["reason"], scanned["envs"][0]["run_as"]["reason"]);
+}
+
+// The same env reached from the host, not by the image's own walk: a
+// user's environments.txt naming it (the walk stops 4 levels down) must
+// not make it the host's, run as the uid its files name.
+TEST(GateAgentImageTree, AnImagesEnvNamedInAUsersListStaysTheImages) {
+  TempDir dir;
+  const auto image = dir.path() / "image";
+  fs::create_directories(image / "etc");
+  write_text(image / "etc/os-release", "ID=debian\n");
+  const auto env = make_system_venv(image / "opt/deep/a/b/c/app");
+  for (const auto& entry : fs::recursive_directory_iterator(image / "opt")) {
+    ASSERT_EQ(::lchown(entry.path().c_str(), 1003, 1003), 0) << entry.path();
+  }
+  const auto* nobody = ::getpwnam("nobody");
+  ASSERT_NE(nobody, nullptr);
+  const auto home = dir.path() / "host/home/mallory";
+  fs::create_directories(home / ".conda");
+  write_text(home / ".conda/environments.txt", env.string() + "\n");
+  for (const auto& path : {home, home / ".conda", home / ".conda/environments.txt"}) {
+    ASSERT_EQ(::lchown(path.c_str(), nobody->pw_uid, nobody->pw_gid), 0) << path;
+  }
+  const auto contract = dir.write("contract.yaml", k_contract);
+  AgentProcess agent(dir.path(),
+                     {"--contract", contract.string(), "--root", (dir.path() / "host").string(),
+                      "--root", image.string(), "--database", (dir.path() / "agent.db").string()});
+  const auto scanned = wait_for_report(agent);
+  ASSERT_EQ(scanned["envs"].size(), 1U) << common::json_text(scanned, 2);
+  const auto& run_as = scanned["envs"][0]["run_as"];
+  EXPECT_NE(run_as["uid"], 1003) << common::json_text(run_as, 2);
+  EXPECT_NE(run_as["reason"].get<std::string>().find("an env of an image's tree"),
+            std::string::npos)
+      << common::json_text(run_as, 2);
 }
 
 }  // namespace
