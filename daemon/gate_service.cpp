@@ -2,6 +2,7 @@
 
 #include <chrono>
 #include <filesystem>
+#include <map>
 #include <vector>
 
 #include "common/time_text.hpp"
@@ -25,9 +26,9 @@ std::string normal_prefix(const std::string& path) {
 }
 
 // The host's envs of the agent's last report (a container's are not a
-// job's on the host): the prefixes a gate may ask about.
-std::vector<fs::path> host_env_prefixes(const report::Json& report) {
-  std::vector<fs::path> prefixes;
+// job's on the host): the prefixes a gate may ask about, with their names.
+std::map<fs::path, std::string> host_envs(const report::Json& report) {
+  std::map<fs::path, std::string> prefixes;
   const auto envs = report.find("envs");
   if (envs == report.end() || !envs->is_array()) {
     return prefixes;
@@ -37,7 +38,10 @@ std::vector<fs::path> host_env_prefixes(const report::Json& report) {
     const auto prefix = env.find("prefix");
     if ((container == env.end() || container->is_null()) && prefix != env.end() &&
         prefix->is_string() && !prefix->get<std::string>().empty()) {
-      prefixes.emplace_back(prefix->get<std::string>());
+      const auto name = env.find("name");
+      prefixes.emplace(prefix->get<std::string>(), name != env.end() && name->is_string()
+                                                       ? name->get<std::string>()
+                                                       : std::string());
     }
   }
   return prefixes;
@@ -79,15 +83,15 @@ GateAnswer GateService::judge(const GateRequest& request, const AgentSnapshot& s
   // Only envs the agent's own scan found: a gate never makes the agent run
   // code from a directory a local user names.
   const auto known =
-      snapshot.report ? host_env_prefixes(*snapshot.report) : std::vector<fs::path>{};
-  std::vector<fs::path> prefixes;
+      snapshot.report ? host_envs(*snapshot.report) : std::map<fs::path, std::string>{};
+  std::map<fs::path, std::string> prefixes;
   if (request.env.empty()) {
     prefixes = known;
   } else {
     const std::string wanted = normal_prefix(request.env);
-    for (const auto& prefix : known) {
+    for (const auto& [prefix, name] : known) {
       if (normal_prefix(prefix.string()) == wanted) {
-        prefixes.push_back(prefix);
+        prefixes.emplace(prefix, name);
       }
     }
   }
@@ -107,7 +111,10 @@ GateAnswer GateService::judge(const GateRequest& request, const AgentSnapshot& s
   } in_flight{m_in_flight};
   if (++m_in_flight > m_max_in_flight) {
     return refuse(GateAnswer::Refusal::busy,
-                  std::to_string(m_max_in_flight - 1) + " gates already wait for this agent");
+                  m_max_in_flight == 0
+                      ? std::string("this agent answers no gate with fewer than 4 HTTP threads "
+                                    "(http_threads)")
+                      : std::to_string(m_max_in_flight - 1) + " gates already wait for this agent");
   }
 
   // Discovery as the agent's scans have it (an env in an image's tree is
@@ -115,7 +122,7 @@ GateAnswer GateService::judge(const GateRequest& request, const AgentSnapshot& s
   // about: one that discovery no longer finds there (a prefix swapped for a
   // link, a root no longer configured) is not read. A container's envs are
   // not a job's on the host: containers are not resolved.
-  settings.facts.only_prefixes.emplace(prefixes.begin(), prefixes.end());
+  settings.facts.only_envs = prefixes;
   settings.facts.containers.clear();
   settings.facts.container_discovery.reset();
   // Read the env's files every time: what decides the job is never older
@@ -153,7 +160,7 @@ GateAnswer GateService::judge(const GateRequest& request, const AgentSnapshot& s
   record.ci = claimed(request.ci);
   record.job_id = claimed(request.job_id);
   record.job_url = claimed(request.job_url);
-  record.env = request.env.empty() ? "" : prefixes.front().string();
+  record.env = request.env.empty() ? "" : prefixes.begin()->first.string();
   record.contract_name = identity.name;
   record.contract_sha256 = identity.sha256;
   record.outcome = decision.outcome;

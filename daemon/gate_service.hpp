@@ -59,9 +59,11 @@ class GateService {
       : m_scanner(std::move(shared_probes)) {}
 
   // How many gates may be judged or wait at once: each holds an HTTP thread
-  // while it does, so at most a quarter of them (and 9).
+  // while it does, so at most a quarter of them (and 9); none with fewer
+  // than 4 threads, whose one thread a gate's scan could hold past the
+  // liveness bound.
   void limit_in_flight(unsigned http_threads) {
-    m_max_in_flight = std::clamp(static_cast<int>(http_threads / 4), 1, max_waiting + 1);
+    m_max_in_flight = std::clamp(static_cast<int>(http_threads / 4), 0, max_waiting + 1);
   }
 
   // `settings`: the agent's scan settings; the gate keeps their limits and

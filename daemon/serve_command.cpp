@@ -150,6 +150,12 @@ int serve(const ServeOptions& options) {
   config.http_max_connections = connection_bound(config.http_max_connections);
   Agent agent(config);
   HttpServer http(agent, ENVCONTRACT_VERSION);
+  // On every way out (a stop, a failed start, an exception), before the
+  // HTTP side waits for its threads: a CI gate holds one while it scans.
+  struct GatesStop {
+    Agent& agent;
+    ~GatesStop() { agent.stop_gates(); }
+  } gates_stop{agent};
   const auto port = http.bind(*address);
   if (!port) {
     return cannot_start(port.error());
@@ -177,7 +183,6 @@ int serve(const ServeOptions& options) {
                               [&] { return agent_status_line(agent); }},
       watchdog);
   wait_for_stop(agent, signals);
-  agent.stop_gates();
   return 0;  // the notifier, then the HTTP side, then the agent stop on the way out
 }
 

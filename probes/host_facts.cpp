@@ -379,10 +379,23 @@ HostFacts gather_host_facts(const HostFactsOptions& options,
     merge_candidates(*search, std::move(*found));
   }
   facts.problems.insert(facts.problems.end(), search->problems.begin(), search->problems.end());
-  if (options.only_prefixes) {
+  if (options.only_envs) {
     std::erase_if(search->candidates, [&](const EnvCandidate& candidate) {
-      return !options.only_prefixes->contains(candidate.prefix);
+      return !options.only_envs->contains(candidate.prefix);
     });
+    // What discovery met elsewhere on the host (other users' homes) is
+    // not the env's, and a gate's report goes into a CI job's log.
+    const auto about_an_env = [&](const std::filesystem::path& path) {
+      return std::any_of(
+          options.only_envs->begin(), options.only_envs->end(), [&](const auto& env) {
+            const auto& prefix = env.first.string();
+            return path.string() == prefix || path.string().starts_with(prefix + "/");
+          });
+    };
+    std::erase_if(facts.problems, [&](const facts::DiscoveryProblem& problem) {
+      return !about_an_env(problem.path);
+    });
+    facts.incomplete.clear();
   }
   {
     // Units gone (a home removed) leave no memory.
@@ -593,6 +606,12 @@ HostFacts gather_host_facts(const HostFactsOptions& options,
   name_envs_apart(described);
   for (std::size_t i = 0; i < facts.envs.size(); ++i) {
     facts.envs[i].env.name = described[i].name;
+    if (options.only_envs) {
+      const auto named = options.only_envs->find(facts.envs[i].env.prefix);
+      if (named != options.only_envs->end() && !named->second.empty()) {
+        facts.envs[i].env.name = named->second;
+      }
+    }
   }
   return facts;
 }

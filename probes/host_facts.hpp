@@ -70,8 +70,10 @@ struct HostFactsOptions {
   std::string keep_key;
   // Set: only the envs discovery finds at these prefixes are read (a CI
   // gate's env), each as the whole discovery finds it (under its root, an
-  // image's tree or the host's), never a prefix discovery does not find.
-  std::optional<std::set<std::filesystem::path>> only_prefixes;
+  // image's tree or the host's), never a prefix discovery does not find;
+  // each named as the full scan named it (its waivers are by name), and the
+  // host's discovery problems kept only where they are about it.
+  std::optional<std::map<std::filesystem::path, std::string>> only_envs;
 };
 
 // What the facts of a host keep between scans: activations of unchanged envs

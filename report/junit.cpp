@@ -35,8 +35,18 @@ std::string xml(const std::string& text) {
       case '\'':
         out += "&apos;";
         break;
+      // A line break stays in the value as a character reference: no value
+      // (an env's import error, a test's output) can start a line of its
+      // own where the XML is printed, such as a CI log that would take it
+      // for a workflow command.
+      case '\n':
+        out += "&#10;";
+        break;
+      case '\r':
+        out += "&#13;";
+        break;
       default:
-        if (byte >= 0x20 || c == '\n' || c == '\t' || c == '\r') {
+        if (byte >= 0x20 || c == '\t') {
           out += c;
         }
     }

@@ -313,6 +313,34 @@ TEST_F(GateAgent, FleetctlAsksAnotherHostsAgentTheSameQuestion) {
   EXPECT_EQ(recorded[1]["outcome"], "go");
 }
 
+// Two envs of one name on the host: the full scan names each by its prefix
+// (a waiver by name must not reach the other), and a gate's report names
+// its env the same. What discovery met elsewhere on the host (a configured
+// prefix that is no env) is not in the gate's report, which a job's log shows.
+TEST(GateAgentNames, AGatesEnvIsNamedAsTheScanNamesItAndOthersProblemsStayOut) {
+  TempDir dir;
+  const auto first = make_system_venv(dir.path() / "team-a/app");
+  make_system_venv(dir.path() / "team-b/app");
+  fs::create_directories(dir.path() / "not-an-env");
+  const auto contract = dir.write("contract.yaml", k_contract);
+  AgentProcess agent(
+      dir.path(),
+      {"--contract", contract.string(), "--root", (dir.path() / "team-a").string(), "--root",
+       (dir.path() / "team-b").string(), "--prefix", (dir.path() / "not-an-env").string(),
+       "--database", (dir.path() / "agent.db").string()});
+  const auto scanned = wait_for_report(agent);
+  ASSERT_EQ(scanned["envs"].size(), 2U) << common::json_text(scanned, 2);
+  EXPECT_FALSE(scanned["problems"].empty()) << common::json_text(scanned["problems"], 2);
+  const auto answer = http_post(agent.url(), "/api/v1/gate?env=" + first.string(), "",
+                                {{"X-Requested-By", "test"}});
+  ASSERT_EQ(answer.status, 200) << answer.body;
+  const auto body = Json::parse(answer.body, nullptr, false);
+  ASSERT_EQ(body["report"]["envs"].size(), 1U) << answer.body;
+  EXPECT_EQ(body["report"]["envs"][0]["name"], first.string());
+  EXPECT_TRUE(body["report"]["problems"].empty())
+      << common::json_text(body["report"]["problems"], 2);
+}
+
 // A GitHub runner's job on the demo host's venv (a CUDA torch where
 // Kunlunxin's CI wants a CPU one), its workspace holding Torch-FL's real
 // platform config: the host's agent holds the same config (the host's copy),
