@@ -345,8 +345,8 @@ common::Result<std::int64_t> Agent::record_job_gate_decision(GateDecisionRecord 
   return record.id;
 }
 
-std::vector<GateDecisionRecord> Agent::gate_decisions(std::size_t limit) {
-  return m_store->gate_decisions(limit);
+std::vector<GateDecisionRecord> Agent::gate_decisions(const GateDecisionQuery& query) {
+  return m_store->gate_decisions(query);
 }
 
 std::vector<std::string> Agent::history_names(const std::string& scope) {

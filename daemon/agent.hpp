@@ -112,7 +112,7 @@ class Agent {
   // as judged by the job. Its id, or why it could not be recorded.
   common::Result<std::int64_t> record_job_gate_decision(GateDecisionRecord record);
   bool admit_job_gate_record() { return m_gate.admit_claimed_record(); }
-  std::vector<GateDecisionRecord> gate_decisions(std::size_t limit);
+  std::vector<GateDecisionRecord> gate_decisions(const GateDecisionQuery& query);
   const AgentCounters& counters() const { return m_counters; }
   // The webhooks' delivery counts, or null when none is configured.
   const WebhookCounters* webhook_counters() const {

@@ -43,6 +43,13 @@ const char* to_string(GateDecisionRecord::JudgedBy judged_by);
 std::optional<GateDecisionRecord::Outcome> gate_outcome_from(std::string_view text);
 std::optional<GateDecisionRecord::JudgedBy> judged_by_from(std::string_view text);
 
+// Which decisions GET /api/v1/gate/decisions lists, newest first.
+struct GateDecisionQuery {
+  std::optional<GateDecisionRecord::JudgedBy> judged_by;  // none: both kinds
+  std::int64_t before = 0;                                // only older ids; 0: from the newest
+  std::size_t limit = 100;
+};
+
 // Its JSON form (GET /api/v1/gate/decisions).
 report::Json to_json(const GateDecisionRecord& record);
 

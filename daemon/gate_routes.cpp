@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <charconv>
+#include <optional>
 #include <set>
 
 #include "daemon/agent.hpp"
@@ -37,6 +38,15 @@ std::optional<PlainResponse> parameters_problem(const PlainRequest& request,
 std::string parameter(const PlainRequest& request, const std::string& name) {
   const auto found = request.params.find(name);
   return found == request.params.end() ? "" : found->second;
+}
+
+std::optional<std::int64_t> positive_number(const std::string& text) {
+  std::int64_t value = 0;
+  const auto [end, error] = std::from_chars(text.data(), text.data() + text.size(), value);
+  if (error != std::errc() || end != text.data() + text.size() || value < 1) {
+    return std::nullopt;
+  }
+  return value;
 }
 
 bool is_sha256(const std::string& text) {
@@ -127,19 +137,34 @@ PlainResponse gate_record_answer(Agent& agent, const PlainRequest& request) {
 }
 
 PlainResponse gate_decisions_answer(Agent& agent, const PlainRequest& request) {
-  if (auto problem = parameters_problem(request, {"limit"}, "gate/decisions")) {
+  if (auto problem =
+          parameters_problem(request, {"limit", "judged_by", "before"}, "gate/decisions")) {
     return *problem;
   }
-  std::size_t limit = 100;
+  GateDecisionQuery query;
   if (const std::string text = parameter(request, "limit"); !text.empty()) {
-    const auto [end, error] = std::from_chars(text.data(), text.data() + text.size(), limit);
-    if (error != std::errc() || end != text.data() + text.size() || limit == 0 || limit > 1000) {
+    const auto limit = positive_number(text);
+    if (!limit || *limit > 1000) {
       return error_answer(400, "limit is a number from 1 to 1000");
+    }
+    query.limit = static_cast<std::size_t>(*limit);
+  }
+  if (const std::string text = parameter(request, "before"); !text.empty()) {
+    const auto before = positive_number(text);
+    if (!before) {
+      return error_answer(400, "before is a decision's id: the next page starts below it");
+    }
+    query.before = *before;
+  }
+  if (const std::string judge = parameter(request, "judged_by"); !judge.empty()) {
+    query.judged_by = judged_by_from(judge);
+    if (!query.judged_by) {
+      return error_answer(400, "judged_by is agent or job");
     }
   }
   auto decisions = Json::array();
   try {
-    for (const auto& record : agent.gate_decisions(limit)) {
+    for (const auto& record : agent.gate_decisions(query)) {
       decisions.push_back(to_json(record));
     }
   } catch (const std::exception& e) {

@@ -556,13 +556,16 @@ std::int64_t Store::record_gate_decision(const GateDecisionRecord& record) {
   return id;
 }
 
-std::vector<GateDecisionRecord> Store::gate_decisions(std::size_t limit) {
+std::vector<GateDecisionRecord> Store::gate_decisions(const GateDecisionQuery& query) {
   std::lock_guard lock(m_mutex);
   sqlite::Statement select(m_db,
                            "SELECT id, at, ci, job_id, job_url, env, contract_name, "
                            "contract_sha256, outcome, bypass, judged_by, why FROM gate_decisions "
+                           "WHERE (?2 = '' OR judged_by = ?2) AND (?3 = 0 OR id < ?3) "
                            "ORDER BY id DESC LIMIT ?1");
-  select.bind(1, static_cast<std::int64_t>(limit));
+  select.bind(1, static_cast<std::int64_t>(query.limit))
+      .bind(2, query.judged_by ? std::string(to_string(*query.judged_by)) : std::string())
+      .bind(3, query.before);
   std::vector<GateDecisionRecord> records;
   while (select.step()) {
     GateDecisionRecord record;

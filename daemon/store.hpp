@@ -94,8 +94,8 @@ class Store {
   // max_gate_decisions of each kind (judged by the agent, by a job): a
   // local user who asks the gate in a loop fills no disk.
   std::int64_t record_gate_decision(const GateDecisionRecord& record);
-  // The last `limit` decisions, newest first.
-  std::vector<GateDecisionRecord> gate_decisions(std::size_t limit = 100);
+  // The decisions `query` asks for, newest first.
+  std::vector<GateDecisionRecord> gate_decisions(const GateDecisionQuery& query);
   static constexpr std::int64_t max_gate_decisions = 10000;
 
   // Number of rows in scans and transitions (for tests and metrics).

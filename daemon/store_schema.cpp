@@ -119,6 +119,7 @@ CREATE TABLE gate_decisions (
   judged_by TEXT NOT NULL,
   why TEXT NOT NULL
 );
+CREATE INDEX gate_decisions_by_judge ON gate_decisions(judged_by, id);
 )sql",
   };
   return migrations;

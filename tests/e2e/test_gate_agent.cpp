@@ -281,6 +281,23 @@ TEST_F(GateAgent, DecisionsJobsClaimAreBoundedAndNeverTakenForTheAgents) {
   EXPECT_EQ(kept[0]["why"], "said so");
   EXPECT_EQ(counter(R"(bypassed="false",judged_by="job",outcome="go")"), "60");
   EXPECT_EQ(counter(R"(bypassed="false",judged_by="agent",outcome="go")"), "0");
+
+  // The agent's own decisions are found however many a job claims, a page
+  // at a time.
+  ASSERT_EQ(gate(agent_address()).exit_code, 0);
+  const auto agents = get_json(*m_agent, "/api/v1/gate/decisions?judged_by=agent")["decisions"];
+  ASSERT_EQ(agents.size(), 1U) << common::json_text(agents, 2);
+  EXPECT_EQ(agents[0]["judged_by"], "agent");
+  const auto page =
+      get_json(*m_agent, "/api/v1/gate/decisions?judged_by=job&limit=10")["decisions"];
+  ASSERT_EQ(page.size(), 10U);
+  const auto next =
+      get_json(*m_agent, "/api/v1/gate/decisions?judged_by=job&limit=10&before=" +
+                             std::to_string(page[9]["id"].get<std::int64_t>()))["decisions"];
+  ASSERT_EQ(next.size(), 10U);
+  EXPECT_LT(next[0]["id"].get<std::int64_t>(), page[9]["id"].get<std::int64_t>());
+  EXPECT_EQ(http_get(m_agent->url(), "/api/v1/gate/decisions?judged_by=someone").status, 400);
+  EXPECT_EQ(http_get(m_agent->url(), "/api/v1/gate/decisions?before=-1").status, 400);
 }
 
 TEST_F(GateAgent, FleetctlAsksAnotherHostsAgentTheSameQuestion) {
