@@ -1,15 +1,40 @@
 #include "tests/support/processes.hpp"
 
+#include <fcntl.h>
+#include <unistd.h>
+
 #include <filesystem>
-#include <fstream>
-#include <iterator>
 
 namespace envcontract::testing {
 
+namespace {
+
+// A file of /proc/PID: "" when the process is gone or exits while it is
+// read (read fails with ESRCH then, which std::ifstream turns into an
+// exception of libstdc++'s own).
+std::string read_proc_file(const std::filesystem::path& path) {
+  std::string contents;
+  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) {
+    return contents;
+  }
+  char buffer[4096];
+  for (;;) {
+    const ssize_t got = ::read(fd, buffer, sizeof buffer);
+    if (got <= 0) {
+      break;
+    }
+    contents.append(buffer, static_cast<std::size_t>(got));
+  }
+  ::close(fd);
+  return contents;
+}
+
+}  // namespace
+
 bool process_running(pid_t pid) {
-  std::ifstream stat("/proc/" + std::to_string(pid) + "/stat");
-  std::string text;
-  std::getline(stat, text);
+  const std::string stat = read_proc_file("/proc/" + std::to_string(pid) + "/stat");
+  const std::string text = stat.substr(0, stat.find('\n'));
   // "pid (comm) S ...": the name may hold parentheses, the state follows the last one.
   const auto close = text.rfind(')');
   return close != std::string::npos && close + 2 < text.size() && text[close + 2] != 'Z';
@@ -23,8 +48,7 @@ std::vector<pid_t> processes_with_environment(const std::string& entry) {
       continue;
     }
     const pid_t pid = std::stoi(name);
-    std::ifstream environ(process.path() / "environ", std::ios::binary);
-    const std::string contents((std::istreambuf_iterator<char>(environ)), {});
+    const std::string contents = read_proc_file(process.path() / "environ");
     if (process_running(pid) && contents.find(entry) != std::string::npos) {
       found.push_back(pid);
     }

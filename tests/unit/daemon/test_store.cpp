@@ -270,8 +270,12 @@ TEST(Store, ADiskFullWriteFailsCleanlyAndWritesResume) {
   rlimit tight = saved;
   tight.rlim_cur = std::filesystem::file_size(path) + 4096;
   ::setrlimit(RLIMIT_FSIZE, &tight);
-  auto big = report_at("2026-11-30T09:05:00Z",
-                       {{"env-a", Json::array({check("c", "fail", "x", std::string(8000, 'y'))})}});
+  // Larger than the database file itself, whatever its schema holds.
+  auto checks = Json::array();
+  for (int i = 0; i < 40; ++i) {
+    checks.push_back(check("c" + std::to_string(i), "fail", "x", std::string(8000, 'y')));
+  }
+  auto big = report_at("2026-11-30T09:05:00Z", {{"env-a", checks}});
   bool failed = false;
   try {
     store->record_scan(big);
