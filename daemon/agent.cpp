@@ -305,14 +305,13 @@ std::size_t gate_counter_index(GateDecisionRecord::Outcome outcome, bool bypasse
 namespace {
 
 // What a stored decision is counted as, and logged as.
-std::size_t counted(AgentCounters& counters, const GateDecisionRecord& record) {
+void counted(AgentCounters& counters, const GateDecisionRecord& record) {
   const auto index = gate_counter_index(record.outcome, !record.bypass.empty(), record.judged_by);
   ++counters.gate_decisions[index];
   spdlog::info("gate: {} for {} (job {} {}, judged by the {}){}", to_string(record.outcome),
                record.env.empty() ? "every env" : record.env, record.ci, record.job_id,
                to_string(record.judged_by),
                record.bypass.empty() ? "" : ", bypassed: " + record.bypass);
-  return index;
 }
 
 }  // namespace

@@ -10,6 +10,7 @@
 #include <filesystem>
 #include <map>
 #include <sstream>
+#include <stdexcept>
 
 #include "common/json_text.hpp"
 #include "report/ci_output.hpp"
@@ -417,6 +418,24 @@ TEST(GateAgentRunner, TheJobsPlatformConfigIsTheAgentsWhenItsTextIsTheSame) {
   EXPECT_EQ(recorded[0]["why"], "xpu210v breaks kunlunxin");
 }
 
+// An image's tree (an os-release marks it) holding a venv at `relative`
+// whose files, and every directory from opt/ down, the image's author gave
+// to uid 1003.
+fs::path make_image_env(const fs::path& image, const std::string& relative) {
+  fs::create_directories(image / "etc");
+  write_text(image / "etc/os-release", "ID=debian\n");
+  const auto env = make_system_venv(image / relative);
+  for (const auto& entry : fs::recursive_directory_iterator(image / "opt")) {
+    if (::lchown(entry.path().c_str(), 1003, 1003) != 0) {
+      throw std::runtime_error("cannot give " + entry.path().string() + " to uid 1003");
+    }
+  }
+  if (::lchown((image / "opt").c_str(), 1003, 1003) != 0) {
+    throw std::runtime_error("cannot give " + (image / "opt").string() + " to uid 1003");
+  }
+  return env;
+}
+
 // An image's tree on the host (`--root`): its envs' owners are the image
 // author's word, so its code never runs as the host user its files name.
 // A gate asking for such an env gets it judged under the same rule as the
@@ -424,13 +443,7 @@ TEST(GateAgentRunner, TheJobsPlatformConfigIsTheAgentsWhenItsTextIsTheSame) {
 TEST(GateAgentImageTree, AnEnvInAnImagesTreeRunsAsTheImageRuleSaysNotAsItsFilesOwner) {
   TempDir dir;
   const auto image = dir.path() / "image";
-  fs::create_directories(image / "etc");
-  write_text(image / "etc/os-release", "ID=debian\n");
-  const auto env = make_system_venv(image / "opt/venvs/app");
-  for (const auto& entry : fs::recursive_directory_iterator(image / "opt")) {
-    ASSERT_EQ(::lchown(entry.path().c_str(), 1003, 1003), 0) << entry.path();
-  }
-  ASSERT_EQ(::lchown((image / "opt").c_str(), 1003, 1003), 0);
+  const auto env = make_image_env(image, "opt/venvs/app");
   const auto contract = dir.write("contract.yaml", k_contract);
   AgentProcess agent(dir.path(), {"--contract", contract.string(), "--root", image.string(),
                                   "--database", (dir.path() / "agent.db").string()});
@@ -455,12 +468,7 @@ TEST(GateAgentImageTree, AnEnvInAnImagesTreeRunsAsTheImageRuleSaysNotAsItsFilesO
 TEST(GateAgentImageTree, AnImagesEnvNamedInAUsersListStaysTheImages) {
   TempDir dir;
   const auto image = dir.path() / "image";
-  fs::create_directories(image / "etc");
-  write_text(image / "etc/os-release", "ID=debian\n");
-  const auto env = make_system_venv(image / "opt/deep/a/b/c/app");
-  for (const auto& entry : fs::recursive_directory_iterator(image / "opt")) {
-    ASSERT_EQ(::lchown(entry.path().c_str(), 1003, 1003), 0) << entry.path();
-  }
+  const auto env = make_image_env(image, "opt/deep/a/b/c/app");
   const auto* nobody = ::getpwnam("nobody");
   ASSERT_NE(nobody, nullptr);
   const auto home = dir.path() / "host/home/mallory";
