@@ -1234,7 +1234,7 @@ void HttpServer::Impl::metrics(const httplib::Request& request, httplib::Respons
   // The report's series are the same text until the next report or
   // contract, and the agent's until one of its figures changes: each is
   // rendered once for every scrape of it.
-  const auto figures = agent_figures(*snapshot, agent->counters(), agent->webhook_counters());
+  const auto figures = agent_figures(*snapshot, *agent);
   SharedText report_series;
   SharedText agent_series;
   {

@@ -132,6 +132,12 @@ class Exposition {
     }
     m_out << " " << number(value) << "\n";
   }
+  // A family of one unlabelled sample.
+  void single(const std::string& name, const std::string& type, const std::string& help,
+              double value) {
+    family(name, type, help);
+    sample(name, {}, value);
+  }
   std::string text() const { return m_out.str(); }
 
  private:
@@ -159,8 +165,8 @@ std::string render_report_metrics(const AgentSnapshot& snapshot, const std::stri
   for (const char* each : {"compliant", "drift", "error"}) {
     out.sample("envcontract_host_verdict", {{"verdict", each}}, verdict == each ? 1 : 0);
   }
-  out.family("envcontract_host_compliant", "gauge", "1 when the host complies with its contract.");
-  out.sample("envcontract_host_compliant", {}, verdict == "compliant" ? 1 : 0);
+  out.single("envcontract_host_compliant", "gauge", "1 when the host complies with its contract.",
+             verdict == "compliant" ? 1 : 0);
 
   std::map<std::string, int> by_verdict = {{"compliant", 0}, {"drift", 0}, {"error", 0}};
   out.family("envcontract_env_compliant", "gauge", "1 when the env complies, per env.");
@@ -232,8 +238,9 @@ std::string render_report_metrics(const AgentSnapshot& snapshot, const std::stri
   return out.text();
 }
 
-AgentFigures agent_figures(const AgentSnapshot& snapshot, const AgentCounters& counters,
-                           const WebhookCounters* webhooks) {
+AgentFigures agent_figures(const AgentSnapshot& snapshot, const Agent& agent) {
+  const AgentCounters& counters = agent.counters();
+  const WebhookCounters* webhooks = agent.webhook_counters();
   AgentFigures figures;
   figures.scans = static_cast<double>(counters.scans.load());
   figures.scan_failures = static_cast<double>(counters.scan_failures.load());
@@ -255,45 +262,50 @@ AgentFigures agent_figures(const AgentSnapshot& snapshot, const AgentCounters& c
   for (std::size_t i = 0; i < figures.gate_decisions.size(); ++i) {
     figures.gate_decisions[i] = static_cast<double>(counters.gate_decisions[i].load());
   }
+  const auto seconds = [](std::chrono::milliseconds span) {
+    return std::chrono::duration<double>(span).count();
+  };
+  figures.scan_interval_seconds = seconds(agent.config().interval);
+  figures.scan_deadline_seconds = seconds(agent.config().scan_deadline);
   figures.process = process_stats();
   return figures;
 }
 
-std::string render_agent_metrics(const AgentSnapshot& snapshot, const AgentCounters& counters,
-                                 const WebhookCounters* webhooks) {
-  return render_agent_metrics(agent_figures(snapshot, counters, webhooks));
-}
-
 std::string render_agent_metrics(const AgentFigures& figures) {
   Exposition out;
-  out.family("envcontract_scans_total", "counter", "Scans finished since the agent started.");
-  out.sample("envcontract_scans_total", {}, figures.scans);
-  out.family("envcontract_scan_failures_total", "counter", "Scans that failed to finish.");
-  out.sample("envcontract_scan_failures_total", {}, figures.scan_failures);
-  out.family("envcontract_scan_in_progress", "gauge", "1 while a scan runs.");
-  out.sample("envcontract_scan_in_progress", {}, figures.scanning ? 1 : 0);
-  out.family("envcontract_last_scan_duration_seconds", "gauge", "How long the last scan took.");
-  out.sample("envcontract_last_scan_duration_seconds", {}, figures.last_scan_seconds);
-  out.family("envcontract_last_scan_timestamp_seconds", "gauge",
-             "When the last scan finished (Unix time); 0 before the first.");
-  out.sample("envcontract_last_scan_timestamp_seconds", {}, figures.last_scan_finished);
-  out.family("envcontract_envs_probed_total", "counter",
-             "Envs whose dynamic probes ran (their files or the reprobe interval said so).");
-  out.sample("envcontract_envs_probed_total", {}, figures.envs_probed);
-  out.family("envcontract_envs_reused_total", "counter",
-             "Envs whose dynamic facts were reused because nothing about them changed.");
-  out.sample("envcontract_envs_reused_total", {}, figures.envs_reused);
-  out.family("envcontract_contract_reloads_total", "counter", "Contract reloads that took effect.");
-  out.sample("envcontract_contract_reloads_total", {}, figures.reloads);
-  out.family("envcontract_contract_reload_failures_total", "counter",
-             "Contract reloads rejected because the new contract was invalid.");
-  out.sample("envcontract_contract_reload_failures_total", {}, figures.reload_failures);
-  out.family("envcontract_store_failures_total", "counter",
-             "Scans the agent could not record in its database (served, not kept).");
-  out.sample("envcontract_store_failures_total", {}, figures.store_failures);
-  out.family("envcontract_contract_reload_error", "gauge",
-             "1 while the latest contract file is invalid (the last good one is in force).");
-  out.sample("envcontract_contract_reload_error", {}, figures.reload_error ? 1 : 0);
+  out.single("envcontract_scans_total", "counter", "Scans finished since the agent started.",
+             figures.scans);
+  out.single("envcontract_scan_failures_total", "counter", "Scans that failed to finish.",
+             figures.scan_failures);
+  out.single("envcontract_scan_in_progress", "gauge", "1 while a scan runs.",
+             figures.scanning ? 1 : 0);
+  out.single("envcontract_last_scan_duration_seconds", "gauge", "How long the last scan took.",
+             figures.last_scan_seconds);
+  out.single("envcontract_last_scan_timestamp_seconds", "gauge",
+             "When the last scan finished (Unix time); 0 before the first.",
+             figures.last_scan_finished);
+  out.single("envcontract_scan_interval_seconds", "gauge",
+             "How often the agent scans unasked (its `interval`).", figures.scan_interval_seconds);
+  out.single("envcontract_scan_deadline_seconds", "gauge",
+             "The longest a scan may run before the agent's watchdog stops it (`scan_deadline`).",
+             figures.scan_deadline_seconds);
+  out.single("envcontract_envs_probed_total", "counter",
+             "Envs whose dynamic probes ran (their files or the reprobe interval said so).",
+             figures.envs_probed);
+  out.single("envcontract_envs_reused_total", "counter",
+             "Envs whose dynamic facts were reused because nothing about them changed.",
+             figures.envs_reused);
+  out.single("envcontract_contract_reloads_total", "counter", "Contract reloads that took effect.",
+             figures.reloads);
+  out.single("envcontract_contract_reload_failures_total", "counter",
+             "Contract reloads rejected because the new contract was invalid.",
+             figures.reload_failures);
+  out.single("envcontract_store_failures_total", "counter",
+             "Scans the agent could not record in its database (served, not kept).",
+             figures.store_failures);
+  out.single("envcontract_contract_reload_error", "gauge",
+             "1 while the latest contract file is invalid (the last good one is in force).",
+             figures.reload_error ? 1 : 0);
 
   if (figures.webhooks) {
     out.family("envcontract_webhook_deliveries_total", "counter",
@@ -349,10 +361,10 @@ std::string render_agent_metrics(const AgentFigures& figures) {
   return out.text();
 }
 
-std::string render_metrics(const AgentSnapshot& snapshot, const AgentCounters& counters,
-                           const std::string& version, const WebhookCounters* webhooks) {
-  return render_report_metrics(snapshot, version) +
-         render_agent_metrics(snapshot, counters, webhooks);
+std::string render_metrics(const Agent& agent, const std::string& version) {
+  const auto snapshot = agent.snapshot();
+  return render_report_metrics(*snapshot, version) +
+         render_agent_metrics(agent_figures(*snapshot, agent));
 }
 
 }  // namespace envcontract::daemon

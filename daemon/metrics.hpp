@@ -12,16 +12,13 @@ namespace envcontract::daemon {
 // counters. Only failing checks get a series, so cardinality stays bounded
 // by what is wrong.
 // `webhooks`: the deliveries' counts, null when no webhook is configured.
-std::string render_metrics(const AgentSnapshot& snapshot, const AgentCounters& counters,
-                           const std::string& version, const WebhookCounters* webhooks = nullptr);
+std::string render_metrics(const Agent& agent, const std::string& version);
 
 // The two halves of render_metrics: what depends only on the snapshot's
 // report and contract (the same text until the next snapshot: the HTTP side
 // keeps it), and the agent's counters and footprint (the footprint read at
 // most once a second).
 std::string render_report_metrics(const AgentSnapshot& snapshot, const std::string& version);
-std::string render_agent_metrics(const AgentSnapshot& snapshot, const AgentCounters& counters,
-                                 const WebhookCounters* webhooks);
 
 // The agent's own figures from /proc/self.
 struct ProcessStats {
@@ -56,11 +53,15 @@ struct AgentFigures {
   double webhooks_failed = 0;
   double webhooks_dropped = 0;
   std::array<double, 12> gate_decisions{};  // by gate_counter_index
+  // The agent's schedule, for alert rules that judge a scan's age by it
+  // (EnvcontractScansTooRare): a daily agent is not late after an hour.
+  double scan_interval_seconds = 0;
+  double scan_deadline_seconds = 0;
   ProcessStats process;
   bool operator==(const AgentFigures&) const = default;
 };
-AgentFigures agent_figures(const AgentSnapshot& snapshot, const AgentCounters& counters,
-                           const WebhookCounters* webhooks);
+// `snapshot`: the agent's, taken once by the caller for all its series.
+AgentFigures agent_figures(const AgentSnapshot& snapshot, const Agent& agent);
 std::string render_agent_metrics(const AgentFigures& figures);
 
 }  // namespace envcontract::daemon

@@ -2,7 +2,12 @@
 // on the demo host (whose torch-fl-cpu env hangs in its first device op),
 // evaluates packaging/prometheus/envcontract-rules.yml and sends the alert
 // to a real Alertmanager, which posts it to a webhook receiver of the
-// test's own.
+// test's own. Then the agent stops answering (SIGSTOP) for a while: the
+// alert must neither resolve during the outage nor page again after it.
+#include <csignal>
+#include <regex>
+#include <thread>
+
 #include "tests/e2e/agent_fixture.hpp"
 #include "tests/support/background_process.hpp"
 #include "tests/support/demo_host.hpp"
@@ -28,6 +33,25 @@ std::vector<Json> posted_alerts(const WebhookReceiver& receiver) {
     }
   }
   return alerts;
+}
+
+// The Alertmanager configuration docs/fleet.md shows ("# alertmanager.yml"),
+// its route as written but for its waits, shortened to a second, and its
+// receivers replaced by webhooks of `receiver` named after them.
+std::string documented_alertmanager_config(const WebhookReceiver& receiver) {
+  const std::string doc =
+      read_text(std::filesystem::path(ENVCONTRACT_SOURCE_DIR) / "docs/fleet.md");
+  const auto begin = doc.find("# alertmanager.yml\n");
+  const auto receivers = doc.find("\nreceivers:\n", begin);
+  if (begin == std::string::npos || receivers == std::string::npos) {
+    return "";
+  }
+  std::string route = doc.substr(begin, receivers + 1 - begin);
+  route = std::regex_replace(route, std::regex("(group_wait|group_interval): \\w+"), "$1: 1s");
+  return route + "receivers:\n  - name: accelerator-team-mail\n    webhook_configs: [{url: \"" +
+         receiver.url("/mail") +
+         "\"}]\n  - name: accelerator-oncall\n    webhook_configs: [{url: \"" +
+         receiver.url("/page") + "\"}]\n";
 }
 
 TEST(Alerting, AHangingCheckReachesAlertmanagerThroughTheShippedRules) {
@@ -74,10 +98,11 @@ TEST(Alerting, AHangingCheckReachesAlertmanagerThroughTheShippedRules) {
                  "scrape_configs:\n  - job_name: envcontract\n    static_configs:\n"
                  "      - targets: ['" +
                  target + "']\n");
+  const std::string prometheus_url = "http://127.0.0.1:" + std::to_string(free_loopback_port());
   BackgroundProcess prometheus(
       {k_prometheus, "--config.file=" + (dir.path() / "prometheus.yml").string(),
        "--storage.tsdb.path=" + (dir.path() / "prometheus").string(),
-       "--web.listen-address=127.0.0.1:" + std::to_string(free_loopback_port())},
+       "--web.listen-address=" + prometheus_url.substr(std::string("http://").size())},
       dir.path() / "prometheus.log");
 
   const auto hanging = [&] {
@@ -106,6 +131,112 @@ TEST(Alerting, AHangingCheckReachesAlertmanagerThroughTheShippedRules) {
     EXPECT_EQ(alert["annotations"]["summary"],
               "check first-device-op hangs in env torch-fl-cpu on " + target);
   }
+
+  // The outage: Prometheus' scrapes of the stopped agent time out, `up` is
+  // 0 and every series of the agent goes stale.
+  const auto hang_notifications = [&](const std::string& status) {
+    int count = 0;
+    for (const auto& alert : posted_alerts(receiver)) {
+      count +=
+          alert["labels"]["alertname"] == "EnvcontractCheckHanging" && alert["status"] == status
+              ? 1
+              : 0;
+    }
+    return count;
+  };
+  const int firing_before = hang_notifications("firing");
+  const auto up_is = [&](const char* value) {
+    const auto answer = http_get(prometheus_url, "/api/v1/query?query=up");
+    const auto body = Json::parse(answer.body, nullptr, false);
+    return body.is_object() && body.contains("data") && !body["data"]["result"].empty() &&
+           body["data"]["result"][0]["value"][1] == value;
+  };
+  agent.signal(SIGSTOP);
+  const bool went_down = wait_until([&] { return up_is("0"); }, std::chrono::seconds(30));
+  if (went_down) {
+    // Several evaluations of the rules (every second) with the agent down.
+    std::this_thread::sleep_for(std::chrono::seconds(6));
+  }
+  agent.signal(SIGCONT);
+  ASSERT_TRUE(went_down) << "Prometheus never saw the stopped agent down\n" << prometheus.log();
+  EXPECT_EQ(hang_notifications("resolved"), 0)
+      << "the agent's outage resolved the hang it had reported";
+  ASSERT_TRUE(wait_until([&] { return up_is("1"); }, std::chrono::seconds(30))) << prometheus.log();
+  // Alertmanager would post a change within its group_interval (1 s).
+  std::this_thread::sleep_for(std::chrono::seconds(4));
+  EXPECT_EQ(hang_notifications("resolved"), 0);
+  EXPECT_EQ(hang_notifications("firing"), firing_before)
+      << "the hang was told again when its agent came back";
+}
+
+// The documented route groups fleet-wide: alerts posted to a real
+// Alertmanager as Prometheus posts them (its v2 API), ten hosts drifting
+// and three hanging at once, reach the receivers as one mail and one page.
+TEST(Alerting, TheDocumentedRouteTellsAFleetWideEventOnce) {
+  if (!std::filesystem::exists(k_alertmanager)) {
+    GTEST_SKIP() << k_alertmanager
+                 << " is not installed (prometheus-alertmanager; scripts/test installs it)";
+  }
+  TempDir dir;
+  WebhookReceiver receiver;
+  const std::string config = documented_alertmanager_config(receiver);
+  ASSERT_NE(config, "") << "docs/fleet.md has no alertmanager.yml example";
+  write_text(dir.path() / "alertmanager.yml", config);
+  const std::string url = "http://127.0.0.1:" + std::to_string(free_loopback_port());
+  BackgroundProcess alertmanager(
+      {k_alertmanager, "--config.file=" + (dir.path() / "alertmanager.yml").string(),
+       "--storage.path=" + (dir.path() / "alertmanager").string(),
+       "--web.listen-address=" + url.substr(std::string("http://").size()),
+       "--cluster.listen-address="},
+      dir.path() / "alertmanager.log");
+
+  auto alerts = Json::array();
+  for (int i = 0; i < 10; ++i) {
+    alerts.push_back({{"labels",
+                       {{"alertname", "EnvcontractHostDrifting"},
+                        {"instance", "host-" + std::to_string(i) + ":9714"},
+                        {"job", "envcontract"},
+                        {"severity", "warning"}}}});
+  }
+  for (int i = 0; i < 3; ++i) {
+    alerts.push_back({{"labels",
+                       {{"alertname", "EnvcontractCheckHanging"},
+                        {"instance", "host-" + std::to_string(i) + ":9714"},
+                        {"job", "envcontract"},
+                        {"env", "torch-fl-cpu"},
+                        {"check", "first-device-op"},
+                        {"cause", "hang"},
+                        {"severity", "critical"}}}});
+  }
+  ASSERT_TRUE(wait_until(
+      [&] {
+        return http_post(url, "/api/v2/alerts", alerts.dump(),
+                         {{"Content-Type", "application/json"}})
+                   .status == 200;
+      },
+      std::chrono::seconds(30)))
+      << alertmanager.log();
+  ASSERT_TRUE(receiver.wait_for(2, std::chrono::seconds(30))) << alertmanager.log();
+  // Anything more would come within the group interval (1 s).
+  std::this_thread::sleep_for(std::chrono::seconds(3));
+
+  std::map<std::string, std::vector<std::set<std::string>>> hosts_by_receiver;
+  for (const auto& request : receiver.requests()) {
+    const auto body = Json::parse(request.body, nullptr, false);
+    ASSERT_TRUE(body.is_object()) << request.body;
+    std::set<std::string> hosts;
+    for (const auto& alert : body["alerts"]) {
+      hosts.insert(alert["labels"]["instance"].get<std::string>());
+      EXPECT_EQ(alert["labels"]["alertname"],
+                request.path == "/page" ? "EnvcontractCheckHanging" : "EnvcontractHostDrifting");
+    }
+    hosts_by_receiver[request.path].push_back(hosts);
+  }
+  ASSERT_EQ(hosts_by_receiver["/mail"].size(), 1U) << "ten drifting hosts, one mail";
+  EXPECT_EQ(hosts_by_receiver["/mail"][0].size(), 10U);
+  ASSERT_EQ(hosts_by_receiver["/page"].size(), 1U) << "three hanging hosts, one page";
+  EXPECT_EQ(hosts_by_receiver["/page"][0],
+            (std::set<std::string>{"host-0:9714", "host-1:9714", "host-2:9714"}));
 }
 
 }  // namespace

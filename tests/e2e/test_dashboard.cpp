@@ -322,7 +322,9 @@ return { images: document.querySelectorAll("img").length, title: document.title,
 
 TEST(Metrics, PassPromtoolAndCountWhatFails) {
   TempDir dir;
-  AgentProcess agent(dir.path(), arguments_for(dir, {"miniconda3/envs/torch-fl-xpu-py311"}));
+  auto arguments = arguments_for(dir, {"miniconda3/envs/torch-fl-xpu-py311"});
+  arguments.insert(arguments.end(), {"--interval", "24h"});
+  AgentProcess agent(dir.path(), arguments);
   wait_for_report(agent);
   const auto metrics = http_get(agent.url(), "/metrics");
   ASSERT_EQ(metrics.status, 200);
@@ -345,6 +347,9 @@ TEST(Metrics, PassPromtoolAndCountWhatFails) {
   EXPECT_GT(resident, 1e6) << text;
   EXPECT_LT(resident, 1e9) << text;
   EXPECT_GE(gauge("process_threads"), 2.0);
+  // Its schedule, by which the shipped rules judge a scan late.
+  EXPECT_EQ(gauge("envcontract_scan_interval_seconds"), 86400.0) << text;
+  EXPECT_EQ(gauge("envcontract_scan_deadline_seconds"), 3600.0) << text;
   EXPECT_GE(gauge("process_open_fds"), 3.0);
   EXPECT_GE(gauge("process_cpu_seconds_total"), 0.0);
   const double started = gauge("process_start_time_seconds");

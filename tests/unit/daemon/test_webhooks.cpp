@@ -326,8 +326,7 @@ TEST(Webhooks, TheAgentPostsWhatChangedBetweenItsScans) {
   ASSERT_EQ(agent.ticket(ticket)->state, "done");
   std::this_thread::sleep_for(300ms);
   EXPECT_EQ(receiver.requests().size(), 1U);
-  const auto metrics =
-      render_metrics(*agent.snapshot(), agent.counters(), "test", agent.webhook_counters());
+  const auto metrics = render_metrics(agent, "test");
   EXPECT_NE(metrics.find("envcontract_webhook_deliveries_total{outcome=\"delivered\"} 1\n"),
             std::string::npos)
       << metrics;
