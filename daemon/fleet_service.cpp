@@ -1,5 +1,7 @@
 #include "daemon/fleet_service.hpp"
 
+#include <cmath>
+
 #include "web/web_assets.hpp"
 
 namespace envcontract::daemon {
@@ -66,7 +68,14 @@ PlainResponse FleetService::fleet(const PlainRequest& request) {
                              {"source", snapshot.source}});
   }
   auto view = fleet::fleet_view(*snapshot.hosts, *filter, snapshot.source, snapshot.history);
+  // How old the hosts are, always: an answer older than the source's
+  // refresh says why (docs/fleet.md, "How fresh an answer is").
   view["as_of"] = snapshot.as_of;
+  view["age_seconds"] = std::round(snapshot.age_seconds * 10) / 10;
+  view["refresh_seconds"] = snapshot.refresh_seconds;
+  if (!snapshot.stale.empty()) {
+    view["stale"] = snapshot.stale;
+  }
   if (!snapshot.problem.empty()) {
     view["problem"] = "showing the fleet as of " + snapshot.as_of + ": " + snapshot.problem;
   }

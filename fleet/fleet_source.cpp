@@ -1,14 +1,29 @@
 #include "fleet/fleet_source.hpp"
 
+#include <cmath>
 #include <system_error>
 
 #include "common/time_text.hpp"
 #include "fleet/prometheus_fleet.hpp"
 
 namespace envcontract::fleet {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+double seconds_between(Clock::time_point from, Clock::time_point to) {
+  return std::chrono::duration<double>(to - from).count();
+}
+
+std::string whole_seconds(double seconds) {
+  return std::to_string(std::lround(seconds)) + " s";
+}
+
+}  // namespace
 
 PrometheusSource::PrometheusSource(Options options) : m_options(std::move(options)) {
   m_last.source = "prometheus " + m_options.prometheus.base_url() + " job " + m_options.job;
+  m_last.refresh_seconds = std::chrono::duration<double>(m_options.fresh_for).count();
 }
 
 PrometheusSource::~PrometheusSource() {
@@ -25,8 +40,8 @@ PrometheusSource::~PrometheusSource() {
 
 FleetSnapshot PrometheusSource::snapshot() {
   std::unique_lock lock(m_mutex);
-  const auto now = std::chrono::steady_clock::now();
-  const bool fresh = m_read_once && now - m_read_at < m_options.fresh_for;
+  const auto asked = Clock::now();
+  const bool fresh = m_read_once && asked - m_read_at < m_options.fresh_for;
   if (!fresh && !m_reading && !m_stopping) {
     if (m_reader.joinable()) {
       m_reader.join();  // the last read: finished, since m_reading is false
@@ -35,14 +50,56 @@ FleetSnapshot PrometheusSource::snapshot() {
       // The read waits for the lock this holds: the flag is set before it runs.
       m_reader = std::thread([this] { read(); });
       m_reading = true;
+      m_read_started_at = asked;
     } catch (const std::system_error& error) {
       m_last.problem = std::string("cannot start a read of Prometheus: ") + error.what();
     }
   }
   if (!m_read_once) {
     m_read_done.wait_for(lock, m_options.first_wait, [this] { return m_read_once; });
+  } else if (m_reading && asked - m_hosts_read_at >= m_options.fresh_for) {
+    // The hosts held are older than promised: the read in flight is worth
+    // a short wait rather than an old answer.
+    m_read_done.wait_for(lock, m_options.read_wait, [this] { return !m_reading; });
   }
-  return m_last;
+  FleetSnapshot answer = m_last;
+  if (!answer.hosts) {
+    return answer;
+  }
+  const auto now = Clock::now();
+  answer.age_seconds = seconds_between(m_hosts_read_at, now);
+  if (answer.age_seconds >= answer.refresh_seconds) {
+    if (!m_last.problem.empty()) {
+      answer.stale = "the latest read of Prometheus failed: " + m_last.problem;
+    } else if (m_reading) {
+      answer.stale = "a read of Prometheus has run for " +
+                     whole_seconds(seconds_between(m_read_started_at, now)) +
+                     " without an answer yet";
+    } else {
+      answer.stale = "no read of Prometheus since (the view reads it on demand)";
+    }
+  }
+  return answer;
+}
+
+void PrometheusSource::keep_known(std::vector<HostReport>& hosts, const std::string& now) {
+  std::map<std::string, Known> known;
+  for (auto& host : hosts) {
+    const std::string& instance = host.address.text;
+    if (host.report) {
+      known[instance] = {std::make_shared<const Json>(*host.report), now};
+      continue;
+    }
+    const auto earlier = m_known.find(instance);
+    if (earlier == m_known.end()) {
+      continue;  // what Prometheus' history gave, if anything
+    }
+    host.last_known = *earlier->second.summary;
+    host.last_known_from =
+        "the view's read of Prometheus at " + earlier->second.read_at + ", while it was up";
+    known[instance] = std::move(earlier->second);
+  }
+  m_known = std::move(known);
 }
 
 void PrometheusSource::read() {
@@ -61,9 +118,11 @@ void PrometheusSource::read() {
   }
   std::lock_guard lock(m_mutex);
   if (hosts) {
-    m_last.hosts = std::make_shared<const std::vector<HostReport>>(std::move(hosts.value()));
     m_last.as_of = common::now_rfc3339();
+    keep_known(hosts.value(), m_last.as_of);
+    m_last.hosts = std::make_shared<const std::vector<HostReport>>(std::move(hosts.value()));
     m_last.problem.clear();
+    m_hosts_read_at = Clock::now();
     if (history) {
       m_last.history = std::move(history.value());
     } else {
@@ -73,14 +132,23 @@ void PrometheusSource::read() {
   } else {
     m_last.problem = hosts.error();
   }
-  m_read_at = std::chrono::steady_clock::now();
+  m_read_at = Clock::now();
   m_read_once = true;
   m_reading = false;
   m_read_done.notify_all();
 }
 
 InventorySource::InventorySource(std::string inventory_path, InventoryPoller::Options options)
-    : m_source("inventory " + inventory_path), m_poller(std::move(options)) {
+    : m_source("inventory " + inventory_path),
+      m_refresh([&options] {
+        // A poll asks `concurrency` hosts at a time, each within the time-out.
+        const auto rounds =
+            (options.hosts.size() + options.concurrency - 1) / std::max(1U, options.concurrency);
+        return options.interval +
+               std::chrono::duration_cast<std::chrono::milliseconds>(options.client.timeout) *
+                   static_cast<long>(std::max<std::size_t>(1, rounds));
+      }()),
+      m_poller(std::move(options)) {
   m_poller.start();
 }
 
@@ -91,6 +159,20 @@ FleetSnapshot InventorySource::snapshot() {
   snapshot.history = std::move(polled.history);
   snapshot.as_of = std::move(polled.at);
   snapshot.source = m_source;
+  snapshot.refresh_seconds = std::chrono::duration<double>(m_refresh).count();
+  const auto now = Clock::now();
+  if (polled.polls == 0) {
+    snapshot.stale = "the first poll of the inventory's agents has not finished";
+    return snapshot;
+  }
+  snapshot.age_seconds = seconds_between(polled.finished, now);
+  if (snapshot.age_seconds >= snapshot.refresh_seconds) {
+    snapshot.stale = polled.polling
+                         ? "the poll of the inventory's agents has run for " +
+                               whole_seconds(seconds_between(polled.polling_since, now)) +
+                               " without finishing"
+                         : "the inventory's agents have not been polled since";
+  }
   return snapshot;
 }
 

@@ -3,6 +3,7 @@
 #include <atomic>
 #include <chrono>
 #include <condition_variable>
+#include <map>
 #include <memory>
 #include <mutex>
 #include <string>
@@ -17,13 +18,18 @@
 // state) or an inventory of agents asked directly.
 namespace envcontract::fleet {
 
-// The fleet at one moment.
+// The fleet at one moment, and how old that moment is when it is served.
 struct FleetSnapshot {
   std::shared_ptr<const std::vector<HostReport>> hosts;  // null: none could be had yet
   ComplianceHistory history;
-  std::string source;   // "prometheus http://... job envcontract", "inventory /etc/..."
-  std::string as_of;    // RFC 3339: when the hosts were read
-  std::string problem;  // why the latest read failed (the hosts are then older ones, or none)
+  std::string source;      // "prometheus http://... job envcontract", "inventory /etc/..."
+  std::string as_of;       // RFC 3339: when the hosts were read
+  std::string problem;     // why the latest read failed (the hosts are then older ones, or none)
+  double age_seconds = 0;  // of the hosts, when this snapshot was taken
+  double refresh_seconds = 0;  // the age the source keeps its hosts under when all goes well
+  // Why the hosts are older than refresh_seconds ("" when they are not): the
+  // source's reads fail, or one has not finished. Never left unsaid.
+  std::string stale;
 };
 
 class FleetSource {
@@ -34,10 +40,15 @@ class FleetSource {
 
 // Asks Prometheus on demand, at most once per `fresh_for` (answers and
 // failures alike): a page open on many screens does not multiply the
-// queries. A read runs on a thread of its own while requests are answered
-// with the last one, so a slow Prometheus holds up no request; only the
-// first read is waited for, at most `first_wait`. When Prometheus does not
-// answer, the last hosts it gave are served with the problem.
+// queries. A read runs on a thread of its own; a request whose hosts would
+// be older than `fresh_for` waits for it, at most `read_wait` (the very
+// first read: `first_wait`), and past that is answered with the last hosts
+// and why they are old (a read in flight, Prometheus' error). So an idle
+// view never answers with an old fleet as if it were current.
+//
+// Hosts that are down keep what was last known of them: the view's own
+// last read of them while they were up, or after a restart of the view
+// what Prometheus' history holds (verdict, contract, last scan).
 class PrometheusSource final : public FleetSource {
  public:
   struct Options {
@@ -48,6 +59,7 @@ class PrometheusSource final : public FleetSource {
     int history_points = 168;
     std::chrono::milliseconds fresh_for{5'000};
     std::chrono::milliseconds first_wait{10'000};
+    std::chrono::milliseconds read_wait{2'000};
   };
   explicit PrometheusSource(Options options);
   ~PrometheusSource() override;
@@ -56,6 +68,14 @@ class PrometheusSource final : public FleetSource {
  private:
   void read();  // on m_reader
 
+  // What the view last read of each host while it was up: kept for when
+  // it is down (hosts Prometheus no longer lists are forgotten).
+  struct Known {
+    std::shared_ptr<const Json> summary;
+    std::string read_at;  // RFC 3339
+  };
+  void keep_known(std::vector<HostReport>& hosts, const std::string& now);  // under m_mutex
+
   Options m_options;
   std::mutex m_mutex;
   std::condition_variable m_read_done;
@@ -63,10 +83,17 @@ class PrometheusSource final : public FleetSource {
   bool m_read_once = false;  // a read finished, answer or failure
   bool m_reading = false;
   std::atomic<bool> m_stopping{false};
-  std::chrono::steady_clock::time_point m_read_at{};
+  std::chrono::steady_clock::time_point m_read_at{};          // the last read, answer or failure
+  std::chrono::steady_clock::time_point m_hosts_read_at{};    // the last read that gave hosts
+  std::chrono::steady_clock::time_point m_read_started_at{};  // the read in flight
+  std::map<std::string, Known> m_known;
   std::thread m_reader;
 };
 
+// The fleet of an inventory's agents, polled every interval (InventoryPoller).
+// Its hosts are as old as the last finished poll: older than the interval
+// and one poll's bound (the client's time-out for each round of
+// `concurrency` hosts), they are served with why.
 class InventorySource final : public FleetSource {
  public:
   InventorySource(std::string inventory_path, InventoryPoller::Options options);
@@ -74,6 +101,7 @@ class InventorySource final : public FleetSource {
 
  private:
   std::string m_source;
+  std::chrono::milliseconds m_refresh;
   InventoryPoller m_poller;
 };
 

@@ -1,7 +1,9 @@
 #include "fleet/fleet_view.hpp"
 
 #include <algorithm>
+#include <cctype>
 #include <set>
+#include <string_view>
 
 #include "common/json_fields.hpp"
 
@@ -12,7 +14,9 @@ using common::array_field;
 using common::object_field;
 using common::string_field;
 
-constexpr std::size_t k_top_causes = 5;
+// A hang is the cause that cost days in the incident behind this project:
+// a row names it first, however few envs it is in.
+constexpr std::string_view k_first_cause = "hang";
 
 const std::vector<std::string>& known_states() {
   static const std::vector<std::string> states = {"compliant", "drift", "error", "pending",
@@ -71,14 +75,19 @@ void count_owners(const Json& report, std::map<std::string, int>& checks,
   }
 }
 
-// "name" -> count, as [{key: name, "count": count}] with the most first.
-Json ranked(const std::map<std::string, int>& counts, const char* key, std::size_t most) {
+// "name" -> count, as [{key: name, "count": count}] with the most first,
+// but `first` before all.
+Json ranked(const std::map<std::string, int>& counts, const char* key,
+            std::string_view first = {}) {
   std::vector<std::pair<std::string, int>> order(counts.begin(), counts.end());
-  std::stable_sort(order.begin(), order.end(),
-                   [](const auto& a, const auto& b) { return a.second > b.second; });
+  std::stable_sort(order.begin(), order.end(), [first](const auto& a, const auto& b) {
+    const bool a_first = a.first == first;
+    const bool b_first = b.first == first;
+    return a_first != b_first ? a_first : a.second > b.second;
+  });
   auto out = Json::array();
-  for (std::size_t i = 0; i < order.size() && i < most; ++i) {
-    out.push_back({{key, order[i].first}, {"count", order[i].second}});
+  for (const auto& [name, count] : order) {
+    out.push_back({{key, name}, {"count", count}});
   }
   return out;
 }
@@ -98,23 +107,41 @@ int state_rank(const std::string& state) {
   return static_cast<int>(it - order.begin());
 }
 
+// What the view knows of a host: its report, or for a host without one now
+// what was last known of it; null when nothing is.
+const Json* facts_of(const HostReport& host) {
+  return host.report ? &*host.report : host.last_known ? &*host.last_known : nullptr;
+}
+
+// Filter values are compared without regard to case: "ASCEND" finds the
+// ascend hosts (platforms, causes and verdicts are lower case; a check's
+// id differing only in case from another's would be a confusing contract).
+bool same_value(const std::string& wanted, const std::string& value) {
+  return wanted.size() == value.size() &&
+         std::equal(wanted.begin(), wanted.end(), value.begin(), [](char a, char b) {
+           return std::tolower(static_cast<unsigned char>(a)) ==
+                  std::tolower(static_cast<unsigned char>(b));
+         });
+}
+
 bool matches(const HostReport& host, const Json& row, const FleetFilter& filter) {
   if (!filter.verdict.empty() && state_of(host) != filter.verdict) {
     return false;
   }
-  if (!filter.platform.empty() && string_field(row, "platform") != filter.platform) {
+  if (!filter.platform.empty() && !same_value(filter.platform, string_field(row, "platform"))) {
     return false;
   }
   if (filter.cause.empty() && filter.check.empty()) {
     return true;
   }
-  if (!host.report) {
+  const Json* facts = facts_of(host);
+  if (facts == nullptr) {
     return false;
   }
-  const auto checks = failing_checks(*host.report);
+  const auto checks = failing_checks(*facts);
   return std::any_of(checks.begin(), checks.end(), [&](const FailingCheck& each) {
-    return (filter.check.empty() || each.check == filter.check) &&
-           (filter.cause.empty() || each.cause == filter.cause);
+    return (filter.check.empty() || same_value(filter.check, each.check)) &&
+           (filter.cause.empty() || same_value(filter.cause, each.cause));
   });
 }
 
@@ -157,13 +184,16 @@ common::Result<FleetFilter> parse_fleet_filter(
       return common::Error{"give '" + name + "' once"};
     }
     if (name == "verdict") {
-      if (std::find(known_states().begin(), known_states().end(), value) == known_states().end()) {
+      const auto known =
+          std::find_if(known_states().begin(), known_states().end(),
+                       [&](const std::string& each) { return same_value(each, value); });
+      if (known == known_states().end()) {
         return common::Error{
             "verdict must be one of compliant, drift, error, pending, "
             "unavailable; got '" +
             value + "'"};
       }
-      filter.verdict = value;
+      filter.verdict = *known;
     } else if (name == "cause") {
       filter.cause = value;
     } else if (name == "check") {
@@ -198,7 +228,8 @@ CompliancePoint count_verdicts(const std::vector<HostReport>& hosts, const std::
 
 Json host_row(const HostReport& host) {
   static const Json no_report = Json::object();
-  const Json& report = host.report ? *host.report : no_report;  // never a copy of the report
+  const Json* facts = facts_of(host);
+  const Json& report = facts != nullptr ? *facts : no_report;  // never a copy of the report
   const Json& contract = object_field(report, "contract");
   Json row = {{"host", host.address.text},
               {"agent_url", host.address.port > 0 ? host.address.base_url() + "/" : ""},
@@ -217,11 +248,17 @@ Json host_row(const HostReport& host) {
   std::map<std::string, int> causes;
   std::map<std::string, int> checks;
   count_owners(report, checks, causes);
-  row["top_causes"] = ranked(causes, "cause", k_top_causes);
-  row["failing_checks"] = ranked(checks, "check", checks.size());
-  row["last_scan"] = host.report ? string_field(report, "scanned_at") : host.last_seen;
+  row["top_causes"] = ranked(causes, "cause", k_first_cause);
+  row["failing_checks"] = ranked(checks, "check");
+  row["last_scan"] = string_field(report, "scanned_at");  // "" : unknown
   row["last_seen"] = host.last_seen;
   row["last_verdict"] = host.last_verdict;
+  // Contract, platform, envs and causes above are what was last known of a
+  // host that is down, not what it is now.
+  row["last_known"] = !host.report && host.last_known;
+  if (!host.report && host.last_known) {
+    row["last_known_from"] = host.last_known_from;
+  }
   row["error"] = host.error;
   if (host.report && state_of(host) != host.state()) {
     row["error"] = "its verdict '" + host.state() + "' is none the fleet view knows";
@@ -240,8 +277,8 @@ Json fleet_view(const std::vector<HostReport>& hosts, const FleetFilter& filter,
     if (const std::string platform = string_field(row, "platform"); !platform.empty()) {
       platforms.insert(platform);
     }
-    if (host.report) {
-      for (const auto& each : failing_checks(*host.report)) {
+    if (const Json* facts = facts_of(host)) {
+      for (const auto& each : failing_checks(*facts)) {
         checks_known.insert(each.check);
         if (!each.cause.empty()) {
           causes_known.insert(each.cause);
@@ -269,10 +306,10 @@ Json fleet_view(const std::vector<HostReport>& hosts, const FleetFilter& filter,
   for (auto& [host, row] : shown) {
     const std::string state = state_of(*host);
     counts[state] = counts.value(state, 0) + 1;
-    if (host->report) {
+    if (const Json* facts = facts_of(*host)) {
       std::map<std::string, int> checks;
       std::map<std::string, int> causes;
-      count_owners(*host->report, checks, causes);
+      count_owners(*facts, checks, causes);
       for (const auto& [check, envs] : checks) {
         auto& count = by_check[check];
         ++count.first;
@@ -286,10 +323,14 @@ Json fleet_view(const std::vector<HostReport>& hosts, const FleetFilter& filter,
     }
     rows.push_back(std::move(row));
   }
-  const auto listed = [](const std::map<std::string, std::pair<int, int>>& counted,
-                         const char* key) {
+  // Most hosts first, then most envs; `first` before all.
+  const auto listed = [](const std::map<std::string, std::pair<int, int>>& counted, const char* key,
+                         std::string_view first = {}) {
     std::vector<std::pair<std::string, std::pair<int, int>>> order(counted.begin(), counted.end());
-    std::stable_sort(order.begin(), order.end(), [](const auto& a, const auto& b) {
+    std::stable_sort(order.begin(), order.end(), [first](const auto& a, const auto& b) {
+      if ((a.first == first) != (b.first == first)) {
+        return a.first == first;
+      }
       return a.second.first != b.second.first ? a.second.first > b.second.first
                                               : a.second.second > b.second.second;
     });
@@ -304,7 +345,7 @@ Json fleet_view(const std::vector<HostReport>& hosts, const FleetFilter& filter,
           {"total_hosts", hosts.size()},
           {"counts", std::move(counts)},
           {"checks", listed(by_check, "check")},
-          {"causes", listed(by_cause, "cause")},
+          {"causes", listed(by_cause, "cause", k_first_cause)},
           {"platforms", platforms},
           {"checks_known", checks_known},
           {"causes_known", causes_known},

@@ -21,6 +21,14 @@ struct HostReport {
   bool up = false;           // it answered (asked directly), or Prometheus' last scrape of it did
   std::string last_seen;     // RFC 3339: when it last answered with a report, "" never or unknown
   std::string last_verdict;  // its verdict then, kept for a host that has no report now
+  // A host without a report now (down): what was last known of it, a
+  // report_summary (contract, platform, image, verdict, scan time, failing
+  // checks and causes), so that it stays under every filter it matched.
+  // Never judged again: its state stays "unavailable".
+  std::optional<Json> last_known;
+  // Where last_known came from: "the view's last read", "Prometheus'
+  // history (...)"; says what of it is missing.
+  std::string last_known_from;
 
   // "compliant", "drift", "error" (the agent's verdict) or "unavailable" (no report: unreachable,
   // no scan yet, not an agent).

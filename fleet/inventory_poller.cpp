@@ -39,6 +39,11 @@ void InventoryPoller::start() {
 }
 
 void InventoryPoller::poll_once() {
+  {
+    std::lock_guard lock(m_mutex);
+    m_polling = true;
+    m_polling_since = std::chrono::steady_clock::now();
+  }
   auto answers =
       fetch_reports(m_options.hosts, m_options.client, m_options.concurrency, &m_stopping, true);
   if (m_stopping) {
@@ -49,9 +54,13 @@ void InventoryPoller::poll_once() {
   for (std::size_t i = 0; i < answers.size() && i < before->size(); ++i) {
     auto& answer = answers[i];
     if (!answer.report) {
-      // Unreachable now: what it was when last seen stays.
-      answer.last_seen = (*before)[i].last_seen;
-      answer.last_verdict = (*before)[i].last_verdict;
+      // Unreachable now: what it was when last seen stays, as last known.
+      const auto& earlier = (*before)[i];
+      answer.last_seen = earlier.last_seen;
+      answer.last_verdict = earlier.last_verdict;
+      answer.last_known = earlier.report ? earlier.report : earlier.last_known;
+      answer.last_known_from =
+          earlier.report ? "its answer at " + earlier.last_seen : earlier.last_known_from;
     }
   }
   auto after = std::make_shared<const std::vector<HostReport>>(std::move(answers));
@@ -63,6 +72,8 @@ void InventoryPoller::poll_once() {
   }
   ++m_polls;
   m_polled_at = now;
+  m_finished = std::chrono::steady_clock::now();
+  m_polling = false;
 }
 
 InventoryPoller::Polled InventoryPoller::latest() const {
@@ -74,6 +85,9 @@ InventoryPoller::Polled InventoryPoller::latest() const {
   polled.history.points.assign(m_history.begin(), m_history.end());
   polled.at = m_polled_at;
   polled.polls = m_polls;
+  polled.finished = m_finished;
+  polled.polling = m_polling;
+  polled.polling_since = m_polling_since;
   return polled;
 }
 

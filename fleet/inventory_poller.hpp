@@ -51,6 +51,9 @@ class InventoryPoller {
     ComplianceHistory history;
     std::string at;  // RFC 3339: when the latest poll finished, "" none yet
     std::size_t polls = 0;
+    std::chrono::steady_clock::time_point finished{};  // of the latest poll (polls > 0)
+    bool polling = false;                              // a poll is running
+    std::chrono::steady_clock::time_point polling_since{};
   };
   Polled latest() const;
 
@@ -63,6 +66,9 @@ class InventoryPoller {
   std::deque<CompliancePoint> m_history;
   std::size_t m_polls = 0;
   std::string m_polled_at;
+  std::chrono::steady_clock::time_point m_finished{};
+  bool m_polling = false;
+  std::chrono::steady_clock::time_point m_polling_since{};
   std::thread m_thread;
 };
 

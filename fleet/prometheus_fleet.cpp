@@ -88,6 +88,9 @@ std::vector<std::pair<std::string, std::string>> fleet_queries(const std::string
       // For agents that are down: the verdict their last scrape carried.
       {"last_verdict", "last_over_time(envcontract_host_verdict" + selector + "[1d]) == 1"},
       {"info", "envcontract_info" + selector},
+      // For agents that are down: what they last said of their contract
+      // and image (one series each, unless the contract changed that day).
+      {"last_info", "last_over_time(envcontract_info" + selector + "[1d])"},
       {"env", "envcontract_env_compliant" + selector},
       {"failing", "envcontract_check_failing" + selector},
       // Of agents that are down too: when they last scanned.
@@ -103,6 +106,7 @@ std::vector<HostReport> reports_from_samples(const std::map<std::string, Json>& 
     bool agent = false;    // it serves envcontract metrics
     std::string verdict;
     std::string last_verdict;
+    std::vector<Json> last_info;  // the info series of the last day, kept for a host that is down
     Json report = Json::object();
     std::map<std::string, Json> envs;     // name -> {"name", "verdict", "checks"}
     std::map<std::string, Json> targets;  // name -> {"name", "checks"}
@@ -135,15 +139,17 @@ std::vector<HostReport> reports_from_samples(const std::map<std::string, Json>& 
   each("verdict", [](Host& host, const Json& sample) { host.verdict = label(sample, "verdict"); });
   each("last_verdict",
        [](Host& host, const Json& sample) { host.last_verdict = label(sample, "verdict"); });
-  each("info", [](Host& host, const Json& sample) {
-    host.report["contract"] = {{"name", label(sample, "contract")},
-                               {"sha256", label(sample, "contract_sha256")}};
+  const auto describe = [](Json& report, const Json& sample) {
+    report["contract"] = {{"name", label(sample, "contract")},
+                          {"sha256", label(sample, "contract_sha256")}};
     if (const std::string platform = label(sample, "platform"); !platform.empty()) {
-      host.report["contract"]["platform"] = platform;
+      report["contract"]["platform"] = platform;
     }
-    host.report["agent_version"] = label(sample, "version");
-    host.report["image"] = {{"value", label(sample, "image")}};
-  });
+    report["agent_version"] = label(sample, "version");
+    report["image"] = {{"value", label(sample, "image")}};
+  };
+  each("info", [&](Host& host, const Json& sample) { describe(host.report, sample); });
+  each("last_info", [](Host& host, const Json& sample) { host.last_info.push_back(sample); });
   each("last_scan", [](Host& host, const Json& sample) {
     host.report["scanned_at"] = rfc3339(sample_value(sample));
   });
@@ -205,6 +211,21 @@ std::vector<HostReport> reports_from_samples(const std::map<std::string, Json>& 
                                  : "it serves no envcontract metrics: is it an agent?";
       if (!host.last_verdict.empty()) {
         entry.error += " (its last verdict: " + host.last_verdict + ")";
+      }
+      if (!host.up && !host.last_verdict.empty()) {
+        // What Prometheus' history still tells of it; its failing checks
+        // are not there (their series end with the agent's answers).
+        Json known = {{"verdict", host.last_verdict},
+                      {"scanned_at", string_field(host.report, "scanned_at")}};
+        entry.last_known_from =
+            "Prometheus' history: its last verdict and scan time; not its failing checks";
+        if (host.last_info.size() == 1) {
+          describe(known, host.last_info.front());
+          entry.last_known_from =
+              "Prometheus' history: its last verdict, contract and scan time; not its failing "
+              "checks";
+        }
+        entry.last_known = std::move(known);
       }
       reports.push_back(std::move(entry));
       continue;

@@ -139,6 +139,11 @@ function hostRow(row) {
     verdict.append(el("div", { class: "host-error" }, "last seen " + row.last_seen +
       (row.last_verdict ? " (" + row.last_verdict + ")" : "")));
   }
+  if (row.last_known) {
+    // Contract, platform, causes and last scan are not today's: say so.
+    verdict.append(el("div", { class: "host-error last-known" },
+      "last known, from " + (row.last_known_from || "an earlier read")));
+  }
   const tr = el("tr", { class: "host", "data-host": row.host, "data-state": row.state },
     el("th", { scope: "row" }, row.host), verdict, el("td", {}, agent),
     el("td", {}, row.contract), el("td", {}, row.platform), el("td", { class: "cause" }, row.image),
@@ -178,8 +183,11 @@ function render(view) {
     }
   }
   document.getElementById("meta").textContent = view.counts.hosts + " of " + view.total_hosts +
-    " hosts shown · " + view.source + " · as of " + view.as_of;
-  showProblem(view.problem || "");
+    " hosts shown · " + view.source + " · as of " + view.as_of +
+    (view.age_seconds !== undefined ? " (" + Math.round(view.age_seconds) + " s old)" : "");
+  // Hosts older than the view's refresh are never shown as if current.
+  showProblem(view.problem || (view.stale
+    ? "These hosts are " + Math.round(view.age_seconds) + " s old: " + view.stale : ""));
   const filters = currentFilters();
   document.getElementById("verdict").value = filters.verdict || "";
   fillSelect("platform", view.platforms, filters.platform);

@@ -4,6 +4,9 @@
 // their verdicts and causes, and the stopped one as down with its last verdict.
 #include <gtest/gtest.h>
 
+#include <csignal>
+#include <thread>
+
 #include "common/json_text.hpp"
 #include "tests/e2e/agent_fixture.hpp"
 #include "tests/support/background_process.hpp"
@@ -89,11 +92,13 @@ TEST(FleetPrometheus, ThreeAgentsAsPrometheusScrapesThem) {
              "      - targets: ['" +
                  target(*ok) + "', '" + target(*drift) + "', '" + target(*leaving) + "']\n");
   const int port = free_loopback_port();
-  BackgroundProcess prometheus(
-      {k_prometheus, "--config.file=" + (dir.path() / "prometheus.yml").string(),
-       "--storage.tsdb.path=" + (dir.path() / "prometheus").string(),
-       "--web.listen-address=127.0.0.1:" + std::to_string(port)},
+  auto prometheus_process = std::make_unique<BackgroundProcess>(
+      std::vector<std::string>{k_prometheus,
+                               "--config.file=" + (dir.path() / "prometheus.yml").string(),
+                               "--storage.tsdb.path=" + (dir.path() / "prometheus").string(),
+                               "--web.listen-address=127.0.0.1:" + std::to_string(port)},
       dir.path() / "prometheus.log");
+  const BackgroundProcess& prometheus = *prometheus_process;
   const std::string url = "http://127.0.0.1:" + std::to_string(port);
 
   Fleet fleet;
@@ -239,12 +244,58 @@ TEST(FleetPrometheus, ThreeAgentsAsPrometheusScrapesThem) {
   EXPECT_EQ(down["up"], false);
   EXPECT_EQ(down["last_verdict"], "compliant");
   EXPECT_NE(down["last_scan"], "");
+  // What the view read of it while it was up stays, marked as last known.
+  EXPECT_EQ(down["last_known"], true);
+  EXPECT_EQ(down["contract"], "fleet-ok");
+  EXPECT_NE(down["last_known_from"].get<std::string>().find("the view's read of Prometheus"),
+            std::string::npos)
+      << down;
   if (chromium) {
     const auto dom = rendered_dom(view_url + "/?verdict=unavailable", dir.path() / "profile2");
     EXPECT_NE(dom.find("data-host=\"" + gone + "\" data-state=\"unavailable\""), std::string::npos)
         << dom;
     EXPECT_EQ(dom.find("data-host=\"" + target(*ok) + "\""), std::string::npos)
         << "the filter shows only the host that is down";
+    EXPECT_NE(dom.find("last known, from the view's read of Prometheus"), std::string::npos) << dom;
+  }
+
+  // After an idle spell longer than the view's refresh (5 s), the first
+  // answer is a fresh read, not the one the last request left behind.
+  const auto idle_and_ask = [&] {
+    std::this_thread::sleep_for(std::chrono::seconds(6));
+    const auto answer = http_get(view_url, "/api/v1/fleet");
+    EXPECT_EQ(answer.status, 200) << answer.body;
+    return Json::parse(answer.body, nullptr, false);
+  };
+  const auto after_idle = idle_and_ask();
+  EXPECT_EQ(after_idle["refresh_seconds"], 5.0);
+  EXPECT_LT(after_idle["age_seconds"].get<double>(), 5.0) << common::json_text(after_idle, 1);
+  EXPECT_FALSE(after_idle.contains("stale")) << after_idle["stale"];
+  EXPECT_FALSE(after_idle.contains("problem")) << after_idle["problem"];
+  // A Prometheus that stops answering (SIGSTOP): the read in flight is
+  // waited for 2 s, then the answer says it is old and why.
+  ::kill(prometheus.pid(), SIGSTOP);
+  const auto frozen = idle_and_ask();
+  ::kill(prometheus.pid(), SIGCONT);
+  EXPECT_GE(frozen["age_seconds"].get<double>(), 6.0);
+  EXPECT_NE(frozen.value("stale", "").find("a read of Prometheus has run for "), std::string::npos)
+      << common::json_text(frozen, 1);
+  EXPECT_FALSE(frozen.contains("problem")) << "nothing failed yet";
+  // With Prometheus gone, the first answer says so and how old its hosts are.
+  prometheus_process.reset();
+  const auto without_prometheus = idle_and_ask();
+  EXPECT_GE(without_prometheus["age_seconds"].get<double>(), 6.0);
+  EXPECT_NE(without_prometheus.value("stale", "").find("the latest read of Prometheus failed"),
+            std::string::npos)
+      << common::json_text(without_prometheus, 1);
+  EXPECT_NE(without_prometheus.value("problem", "").find("cannot connect"), std::string::npos)
+      << without_prometheus.value("problem", "");
+  EXPECT_EQ(without_prometheus["hosts"].size(), 3U) << "the last hosts it read, not none";
+  if (chromium) {
+    const auto dom = rendered_dom(view_url + "/", dir.path() / "profile3");
+    EXPECT_NE(dom.find("showing the fleet as of " + without_prometheus["as_of"].get<std::string>()),
+              std::string::npos)
+        << dom;
   }
   if (!chromium) {
     GTEST_SKIP() << "chromium is not installed (scripts/test installs it): the API was checked, "

@@ -107,6 +107,13 @@ TEST_F(FleetViewInventory, AnInventorysAgentsTheirCausesAndOneThatStops) {
   ASSERT_EQ(drifting["top_causes"].size(), 1U) << drifting;
   EXPECT_EQ(drifting["top_causes"][0]["cause"], "version_mismatch");
   EXPECT_NE(drifting["last_seen"], "");
+  const std::string drifting_scan = drifting["last_scan"];
+  EXPECT_NE(drifting_scan, "");
+  // How old the answer is, and that it is as fresh as the polls promise
+  // (every second, each host within its 3 s time-out).
+  EXPECT_EQ(m_seen["refresh_seconds"], 4.0);
+  EXPECT_LT(m_seen["age_seconds"].get<double>(), 4.0) << m_seen["age_seconds"];
+  EXPECT_FALSE(m_seen.contains("stale")) << m_seen["stale"];
   const Json& unreachable = row(m_seen, nobody);
   EXPECT_EQ(unreachable["state"], "unavailable");
   EXPECT_EQ(unreachable["up"], false);
@@ -178,8 +185,17 @@ return { host: host.getAttribute("data-host"), details: details ? details.textCo
   EXPECT_EQ(stopped["up"], false);
   EXPECT_EQ(stopped["last_verdict"], "drift");
   EXPECT_NE(stopped["last_seen"], "");
-  EXPECT_EQ(stopped["last_scan"], stopped["last_seen"]);
+  // What was last known of it stays, marked so, and under its filters.
+  EXPECT_EQ(stopped["last_known"], true);
+  EXPECT_EQ(stopped["last_scan"], drifting_scan);
+  EXPECT_EQ(stopped["platform"], "kunlunxin");
+  EXPECT_EQ(stopped["top_causes"][0]["cause"], "version_mismatch");
   EXPECT_EQ(m_seen["counts"]["unavailable"], 2);
+  const auto kunlunxin = Json::parse(http_get(url, "/api/v1/fleet?platform=kunlunxin").body);
+  EXPECT_EQ(kunlunxin["counts"]["unavailable"], 1) << common::json_text(kunlunxin, 1);
+  const auto by_cause = Json::parse(http_get(url, "/api/v1/fleet?cause=version_mismatch").body);
+  ASSERT_EQ(by_cause["hosts"].size(), 1U) << common::json_text(by_cause, 1);
+  EXPECT_EQ(by_cause["hosts"][0]["host"], gone);
   if (!chromium) {
     GTEST_SKIP() << "chromium is not installed (scripts/test installs it): the API was checked, "
                     "the page was not driven";

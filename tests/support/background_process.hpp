@@ -20,6 +20,7 @@ class BackgroundProcess {
 
   bool running() const;
   std::string log() const;
+  pid_t pid() const { return m_pid; }
 
  private:
   pid_t m_pid = -1;

@@ -102,7 +102,9 @@ TEST(FleetView, RowsCountEachEnvOnceAndListTheWorstHostsFirst) {
   EXPECT_EQ(down["up"], false);
   EXPECT_EQ(down["last_seen"], "2026-12-01T09:00:00Z");
   EXPECT_EQ(down["last_verdict"], "compliant");
-  EXPECT_EQ(down["last_scan"], "2026-12-01T09:00:00Z");
+  // When it last answered is not when it last scanned: nothing is known of that.
+  EXPECT_EQ(down["last_scan"], "");
+  EXPECT_EQ(down["last_known"], false);
   EXPECT_NE(down["error"].get<std::string>().find("cannot connect"), std::string::npos);
 
   EXPECT_EQ(view["checks"][0], (Json{{"check", "torch-cpu-build"}, {"hosts", 1}, {"envs", 2}}));
@@ -136,6 +138,81 @@ TEST(FleetView, FiltersKeepTheFleetsChoicesAndCountOnlyWhatIsShown) {
   // An advisory finding is no reason to list a host.
   EXPECT_EQ(by({{"cause", "missing_library"}})["hosts"], Json::array());
   EXPECT_EQ(by({{"verdict", "unavailable"}})["hosts"][0]["host"], "node-3:9714");
+}
+
+// A host whose agent went down keeps what was last known of it: contract,
+// platform, causes and last scan, marked as last known; it stays
+// unavailable, and every filter it matched (but a verdict's) still finds it.
+TEST(FleetView, ADownHostKeepsWhatWasLastKnownUnderEveryFilter) {
+  auto hosts = three_hosts();
+  HostReport went_down =
+      host("node-4", "drift", "kunlunxin",
+           Json::array({{{"name", "torch-fl-cpu"},
+                         {"verdict", "drift"},
+                         {"checks",
+                          {check("import-order", "fail", "missing_library"),
+                           check("first-device-op", "fail", "hang")}}},
+                        {{"name", "torch-fl-xpu"},
+                         {"verdict", "drift"},
+                         {"checks", {check("import-order", "fail", "missing_library")}}}}));
+  went_down.last_known = report_summary(*went_down.report);
+  went_down.last_known_from = "its answer at 2026-12-01T10:00:05Z";
+  went_down.report.reset();
+  went_down.up = false;
+  went_down.error = "cannot connect to node-4 port 9714";
+  went_down.last_seen = "2026-12-01T10:00:05Z";
+  went_down.last_verdict = "drift";
+  hosts.push_back(went_down);
+
+  const auto by = [&](std::multimap<std::string, std::string> params) {
+    const auto filter = parse_fleet_filter(params);
+    EXPECT_TRUE(filter) << filter.error();
+    return fleet_view(hosts, *filter, "inventory test", {});
+  };
+  const auto all = by({});
+  const Json& row = row_of(all, "node-4");
+  EXPECT_EQ(row["state"], "unavailable");
+  EXPECT_EQ(row["up"], false);
+  EXPECT_EQ(row["last_known"], true);
+  EXPECT_EQ(row["last_known_from"], "its answer at 2026-12-01T10:00:05Z");
+  EXPECT_EQ(row["contract"], "kunlunxin-contract");
+  EXPECT_EQ(row["platform"], "kunlunxin");
+  EXPECT_EQ(row["last_scan"], "2026-12-01T10:00:00Z");
+  EXPECT_EQ(row["drifting_envs"], 2);
+  // The hang first, though fewer envs have it than the missing library.
+  EXPECT_EQ(row["top_causes"], (Json::array({{{"cause", "hang"}, {"count", 1}},
+                                             {{"cause", "missing_library"}, {"count", 2}}})));
+  EXPECT_EQ(all["counts"]["unavailable"], 2);
+
+  const auto kunlunxin = by({{"platform", "kunlunxin"}});
+  EXPECT_EQ(kunlunxin["counts"]["hosts"], 2);
+  EXPECT_EQ(kunlunxin["counts"]["unavailable"], 1) << "the down host, under its platform";
+  const auto hanging = by({{"cause", "hang"}});
+  ASSERT_EQ(hanging["hosts"].size(), 1U);
+  EXPECT_EQ(hanging["hosts"][0]["host"], "node-4");
+  EXPECT_EQ(hanging["causes"][0], (Json{{"cause", "hang"}, {"hosts", 1}, {"envs", 1}}));
+  EXPECT_EQ(by({{"verdict", "unavailable"}, {"check", "import-order"}})["counts"]["hosts"], 1);
+  EXPECT_EQ(by({{"verdict", "drift"}, {"cause", "hang"}})["hosts"], Json::array())
+      << "its verdict now is unknown, not drift";
+  EXPECT_NE(std::find(all["causes_known"].begin(), all["causes_known"].end(), "hang"),
+            all["causes_known"].end());
+}
+
+// Filter values are matched whatever their case: "ASCEND" is the ascend
+// platform, not an empty fleet.
+TEST(FleetView, FilterValuesIgnoreCase) {
+  const auto hosts = three_hosts();
+  const auto by = [&](std::multimap<std::string, std::string> params) {
+    const auto filter = parse_fleet_filter(params);
+    EXPECT_TRUE(filter) << filter.error();
+    return fleet_view(hosts, *filter, "inventory test", {});
+  };
+  EXPECT_EQ(by({{"platform", "ASCEND"}})["hosts"][0]["host"], "node-2");
+  EXPECT_EQ(by({{"cause", "Cuda_Build"}})["hosts"][0]["host"], "node-1");
+  EXPECT_EQ(by({{"check", "TORCH-CPU-BUILD"}})["hosts"][0]["host"], "node-1");
+  const auto drifting = by({{"verdict", "DRIFT"}});
+  EXPECT_EQ(drifting["filter"], (Json{{"verdict", "drift"}}));
+  EXPECT_EQ(drifting["hosts"][0]["host"], "node-1");
 }
 
 TEST(FleetView, BadFiltersAreErrorsThatNameTheAllowedOnes) {
@@ -222,6 +299,45 @@ TEST(FleetView, SeriesOfAPrometheusPairCountOnce) {
   const auto view = fleet_view(reports, {}, "prometheus", {});
   EXPECT_EQ(view["hosts"][0]["platform"], "p");
   EXPECT_EQ(view["checks"][0], (Json{{"check", "torch-cpu-build"}, {"hosts", 1}, {"envs", 1}}));
+}
+
+// An agent Prometheus cannot scrape keeps what Prometheus' history holds of
+// it: its last verdict and scan time, and its contract and platform when
+// one info series of the last day names them (two: the contract changed
+// that day, and which came last is not in the answer: left unsaid).
+TEST(FleetView, ADownAgentKeepsWhatPrometheusHistoryHolds) {
+  const auto results = [](const Json& last_info) {
+    return std::map<std::string, Json>{
+        {"up", Json::parse(R"([{"metric": {"instance": "node-1:9714"}, "value": [1, "0"]}])")},
+        {"last_verdict", Json::parse(R"([{"metric": {"instance": "node-1:9714", "verdict": "drift"},
+                          "value": [1, "1"]}])")},
+        {"last_scan", Json::parse(R"([{"metric": {"instance": "node-1:9714"},
+                                       "value": [1, "1796025833"]}])")},
+        {"last_info", last_info}};
+  };
+  const Json one_contract = Json::parse(R"([{"metric": {"instance": "node-1:9714",
+      "contract": "kunlunxin", "platform": "kunlunxin", "image": "r.example/k:2.1.2"},
+      "value": [1, "1"]}])");
+  const auto reports = reports_from_samples(results(one_contract), "http://prometheus:9090");
+  ASSERT_EQ(reports.size(), 1U);
+  EXPECT_EQ(reports[0].state(), "unavailable");
+  ASSERT_TRUE(reports[0].last_known);
+  EXPECT_NE(reports[0].last_known_from.find("contract"), std::string::npos);
+  const auto row = host_row(reports[0]);
+  EXPECT_EQ(row["platform"], "kunlunxin");
+  EXPECT_EQ(row["contract"], "kunlunxin");
+  EXPECT_EQ(row["image"], "r.example/k:2.1.2");
+  EXPECT_EQ(row["last_scan"], "2026-11-30T08:03:53Z");
+  EXPECT_EQ(row["last_known"], true);
+
+  auto two_contracts = one_contract;
+  two_contracts.push_back(one_contract[0]);
+  two_contracts[1]["metric"]["contract"] = "kunlunxin-old";
+  const auto unsure = reports_from_samples(results(two_contracts), "http://prometheus:9090");
+  ASSERT_TRUE(unsure[0].last_known);
+  EXPECT_EQ(unsure[0].last_known_from.find("contract"), std::string::npos);
+  EXPECT_EQ(host_row(unsure[0])["contract"], "");
+  EXPECT_EQ(host_row(unsure[0])["last_scan"], "2026-11-30T08:03:53Z");
 }
 
 // A verdict the view does not know (a newer agent's, through Prometheus'
