@@ -350,10 +350,59 @@ std::string diff_table(const Json& unsafe_diff, const std::string& a, const std:
   return out.str();
 }
 
-std::string fleet_junit(const std::vector<HostReport>& hosts) {
+namespace {
+
+// A report cut to what every fleet source knows (JunitDetail::failing_checks).
+Json failing_checks_only(const Json& report) {
+  const auto failing = [](const Json& owner) {
+    auto checks = Json::array();
+    for (const auto& check : array_field(owner, "checks")) {
+      const std::string status = string_field(check, "status");
+      if (status == "fail" || status == "error") {
+        checks.push_back(check);
+      }
+    }
+    return checks;
+  };
+  auto targets = Json::array();
+  for (const auto& target : array_field(report, "targets")) {
+    if (auto checks = failing(target); !checks.empty()) {
+      targets.push_back({{"name", string_field(target, "name")}, {"checks", std::move(checks)}});
+    }
+  }
+  auto envs = Json::array();
+  for (const auto& env : array_field(report, "envs")) {
+    auto checks = failing(env);
+    if (checks.empty()) {
+      // Prometheus has no series of the checks that pass: the env's
+      // compliance is the one case both sources can state.
+      const bool complies = string_field(env, "verdict") == "compliant";
+      checks.push_back(
+          {{"id", "complies"},
+           {"status", complies ? "pass" : "error"},
+           {"diagnosis",
+            {{"summary", complies ? ""
+                                  : "the env's verdict is " + string_field(env, "verdict") +
+                                        " with no failing check known"}}}});
+    }
+    envs.push_back({{"name", string_field(env, "name")}, {"checks", std::move(checks)}});
+  }
+  return {{"targets", std::move(targets)}, {"envs", std::move(envs)}};
+}
+
+}  // namespace
+
+std::string fleet_junit(const std::vector<HostReport>& hosts, JunitDetail detail) {
+  std::vector<Json> cut;
+  cut.reserve(hosts.size());  // JunitHost points into it: no reallocation
   std::vector<report::JunitHost> named;
   for (const auto& host : hosts) {
-    named.push_back({host.address.text, host.report ? &*host.report : nullptr, host.error});
+    const Json* report = host.report ? &*host.report : nullptr;
+    if (report != nullptr && detail == JunitDetail::failing_checks) {
+      cut.push_back(failing_checks_only(*report));
+      report = &cut.back();
+    }
+    named.push_back({host.address.text, report, host.error});
   }
   return report::junit_xml(named);
 }

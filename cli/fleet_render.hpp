@@ -18,8 +18,17 @@ std::string fleet_table(const std::vector<HostReport>& hosts, const report::Tabl
 // "37 of 120 hosts drift; 2 unreachable; top causes: cuda_build 31, image_mismatch 12"
 std::string fleet_summary(const std::vector<HostReport>& hosts);
 
+// How much of each report the JUnit shows.
+enum class JunitDetail {
+  every_check,  // a testcase per check, passing ones too: hosts named on the command line
+  // What Prometheus and an inventory both know, so that a fleet's JUnit is
+  // the same from either: per env, a testcase per failing check, or one
+  // passing `complies`; a target only with its failing checks.
+  failing_checks,
+};
+
 // The hosts' reports as JUnit XML (report/junit.hpp), hosts named as given.
-std::string fleet_junit(const std::vector<HostReport>& hosts);
+std::string fleet_junit(const std::vector<HostReport>& hosts, JunitDetail detail);
 
 // {"hosts": [{"host", "state", "error", "report"}], "summary": {...}}
 Json fleet_json(const std::vector<HostReport>& hosts);

@@ -91,9 +91,10 @@ std::optional<HostAddress> host_argument(const std::string& text) {
 }
 
 // Prints the hosts' reports in the chosen format and returns the exit status.
-int print_reports(const std::vector<HostReport>& hosts, const Common& common) {
+int print_reports(const std::vector<HostReport>& hosts, const Common& common,
+                  JunitDetail junit_detail = JunitDetail::every_check) {
   if (common.output == "junit") {
-    std::cout << fleet_junit(hosts);
+    std::cout << fleet_junit(hosts, junit_detail);
   } else if (common.output == "json") {
     if (hosts.size() == 1 && hosts.front().report) {
       std::cout << common::json_text(*hosts.front().report, 2) << "\n";
@@ -141,7 +142,9 @@ int run_check_prometheus(const CheckArguments& arguments, const ClientOptions& o
   if (colon == std::string::npos || (bracket != std::string::npos && colon < bracket)) {
     address->port = 9090;
   }
-  const auto hosts = reports_from_prometheus(*address, arguments.job, options);
+  ClientOptions asking_prometheus = options;
+  asking_prometheus.server = "Prometheus";
+  const auto hosts = reports_from_prometheus(*address, arguments.job, asking_prometheus);
   if (!hosts) {
     std::cerr << "fleetctl: " << hosts.error() << "\n";
     return 2;
@@ -158,7 +161,7 @@ int run_check_prometheus(const CheckArguments& arguments, const ClientOptions& o
   } else if (arguments.common.output == "json") {
     std::cout << common::json_text(fleet_json(*hosts), 2) << "\n";
   } else {
-    std::cout << fleet_junit(*hosts);
+    std::cout << fleet_junit(*hosts, JunitDetail::failing_checks);
   }
   return fleet_exit_status(*hosts);
 }
@@ -201,8 +204,10 @@ int run_check(const CheckArguments& arguments) {
   for (const auto& repeat : repeated) {
     std::cerr << "fleetctl: note: " << repeat << " is named twice; it is checked once\n";
   }
-  return print_reports(fetch_reports(hosts, *options, arguments.common.concurrency),
-                       arguments.common);
+  // An inventory is a fleet: its JUnit is the one Prometheus gives of it.
+  return print_reports(
+      fetch_reports(hosts, *options, arguments.common.concurrency), arguments.common,
+      arguments.inventory.empty() ? JunitDetail::every_check : JunitDetail::failing_checks);
 }
 
 // --- history -----------------------------------------------------------------

@@ -172,6 +172,7 @@ std::optional<int> FleetCli::run() {
     options.client = client;
     // Prometheus' answers list every agent's failing checks: more room.
     options.client.max_response_bytes = 256 << 20;
+    options.client.server = "Prometheus";
     options.history_range = *history;
     options.first_wait = *timeout;
     source = std::make_unique<fleet::PrometheusSource>(std::move(options));

@@ -34,7 +34,7 @@ std::string describe(httplib::Error error) {
 
 // httplib says only "connection" when a name does not resolve; operators
 // need to tell a typo or a DNS outage from an agent that is down.
-std::string connection_failure(const HostAddress& host) {
+std::string connection_failure(const HostAddress& host, const std::string& server) {
   addrinfo hints{};
   hints.ai_socktype = SOCK_STREAM;
   addrinfo* found = nullptr;
@@ -47,7 +47,8 @@ std::string connection_failure(const HostAddress& host) {
            " (a typo, or DNS is unreachable)";
   }
   return "cannot connect to " + host.host + " port " + std::to_string(host.port) +
-         " (connection refused or host unreachable: is the agent running and listening there?)";
+         " (connection refused or host unreachable: is " + server +
+         " running and listening there?)";
 }
 
 }  // namespace
@@ -138,7 +139,7 @@ Response request(const HostAddress& host, const std::string& method, const std::
     // The name is looked up again only while time remains: a resolver that
     // is down must not hold fleetctl past --timeout a second time.
     response.error = error == httplib::Error::Connection && Clock::now() < deadline
-                         ? connection_failure(host)
+                         ? connection_failure(host, options.server)
                          : describe(error);
     return response;
   }

@@ -12,6 +12,9 @@ struct ClientOptions {
   std::chrono::milliseconds timeout{10'000};  // the whole request, connect to last byte
   std::size_t max_response_bytes = 64 << 20;  // a report of thousands of envs fits
   std::string token;                          // sent as a bearer token when set
+  // What is asked, for the hint of a refused connection: "the agent",
+  // "Prometheus".
+  std::string server = "the agent";
 };
 
 struct Response {

@@ -5,6 +5,7 @@
 #include <gtest/gtest.h>
 
 #include <csignal>
+#include <regex>
 #include <thread>
 
 #include "common/json_text.hpp"
@@ -59,6 +60,22 @@ Fleet fleet_from(const std::string& prometheus) {
     }
   }
   return fleet;
+}
+
+// Each testcase of a JUnit document as "CLASSNAME NAME OUTCOME" (pass,
+// failure, error, skipped), sorted.
+std::vector<std::string> junit_outcomes(const std::string& xml) {
+  static const std::regex testcase(
+      R"re(<testcase classname="([^"]*)" name="([^"]*)"[^>]*?(/>|>\s*<(failure|error|skipped)))re");
+  std::vector<std::string> cases;
+  for (auto it = std::sregex_iterator(xml.begin(), xml.end(), testcase);
+       it != std::sregex_iterator(); ++it) {
+    const auto& match = *it;
+    cases.push_back(match[1].str() + " " + match[2].str() + " " +
+                    (match[3] == "/>" ? std::string("pass") : match[4].str()));
+  }
+  std::sort(cases.begin(), cases.end());
+  return cases;
 }
 
 TEST(FleetPrometheus, ThreeAgentsAsPrometheusScrapesThem) {
@@ -141,6 +158,28 @@ TEST(FleetPrometheus, ThreeAgentsAsPrometheusScrapesThem) {
   fs::create_directories(ENVCONTRACT_ARTIFACTS_DIR);
   write_text(fs::path(ENVCONTRACT_ARTIFACTS_DIR) / "fleet-prometheus.txt", table.out);
 
+  // The fleet's JUnit is the same from Prometheus as from an inventory of
+  // the same agents: the same suites, cases and outcomes.
+  const auto inventory =
+      dir.write("fleet.txt", target(*ok) + "\n" + target(*drift) + "\n" + target(*leaving) + "\n");
+  const auto from_prometheus =
+      run_command({FLEETCTL_PATH, "check", "--prometheus", url, "-o", "junit"});
+  const auto from_inventory =
+      run_command({FLEETCTL_PATH, "check", "--inventory", inventory.string(), "-o", "junit"});
+  EXPECT_EQ(from_prometheus.exit_code, 1);
+  EXPECT_EQ(from_inventory.exit_code, 1);
+  const auto junit_cases = junit_outcomes(from_prometheus.out);
+  EXPECT_EQ(junit_cases, junit_outcomes(from_inventory.out)) << from_prometheus.out << "\n---\n"
+                                                             << from_inventory.out;
+  EXPECT_NE(std::find(junit_cases.begin(), junit_cases.end(),
+                      target(*drift) + "/torch-fl-cpu torch-pin failure"),
+            junit_cases.end())
+      << from_prometheus.out;
+  EXPECT_NE(std::find(junit_cases.begin(), junit_cases.end(),
+                      target(*ok) + "/torch-fl-cpu complies pass"),
+            junit_cases.end())
+      << from_prometheus.out;
+
   // What is not Prometheus, or not there, is an error naming the query.
   const auto not_prometheus =
       run_command({FLEETCTL_PATH, "check", "--prometheus", "http://" + target(*ok)});
@@ -151,6 +190,8 @@ TEST(FleetPrometheus, ThreeAgentsAsPrometheusScrapesThem) {
       {FLEETCTL_PATH, "check", "--prometheus", "http://127.0.0.1:1", "--timeout", "2s"});
   EXPECT_EQ(nobody.exit_code, 2);
   EXPECT_NE(nobody.err.find("cannot connect to 127.0.0.1 port 1"), std::string::npos) << nobody.err;
+  EXPECT_NE(nobody.err.find("is Prometheus running and listening there?"), std::string::npos)
+      << nobody.err;
   const auto both = run_command({FLEETCTL_PATH, "check", "--prometheus", url, "node-1"});
   EXPECT_EQ(both.exit_code, 2);
   EXPECT_NE(both.err.find("--prometheus lists the hosts itself"), std::string::npos) << both.err;
