@@ -7,9 +7,18 @@ const STATE_SYMBOL = { compliant: "✓", drift: "✗", error: "!", pending: "…
 const FILTERS = ["verdict", "platform", "check", "cause"];
 const REFRESH_MS = 30000;
 const RETRY_MS = 3000;
+const COLUMNS = 8;
+// Past this many hosts shown, groups start collapsed: the page stays a
+// summary at 1,000 hosts.
+const OPEN_GROUPS_UP_TO = 50;
+// Rows of the fleet's causes and checks shown before "more".
+const SUMMARY_ROWS = 10;
+const STATE_ORDER = ["error", "unavailable", "drift", "pending", "compliant"];
 // expanded: the hosts people opened; details: their rows, fetched once per
-// opening and kept across refreshes.
-const fleetState = { view: null, expanded: new Set(), details: new Map(), asked: 0, timer: null };
+// opening and kept across refreshes. groups: groups people opened (true) or
+// closed (false), over the default.
+const fleetState = { view: null, expanded: new Set(), details: new Map(), groups: new Map(),
+  moreRows: new Set(), asked: 0, timer: null };
 
 
 // A verdict by symbol and word, never by colour alone.
@@ -30,9 +39,18 @@ function currentFilters() {
   return filters;
 }
 
-function setFilters(filters) {
+// How the hosts are grouped: the page's own choice, kept in its address
+// beside the filters but never sent to the API.
+function currentGrouping() {
+  const chosen = new URLSearchParams(window.location.search).get("group");
+  return ["cause", "contract", "platform", "none"].includes(chosen) ? chosen : "cause";
+}
+
+function setFilters(filters, grouping) {
   const params = new URLSearchParams();
   for (const name of FILTERS) if (filters[name]) params.set(name, filters[name]);
+  const group = grouping || currentGrouping();
+  if (group !== "cause") params.set("group", group);
   const query = params.toString();
   window.history.replaceState(null, "", query ? "?" + query : window.location.pathname);
   load();
@@ -87,7 +105,7 @@ function filterLink(name, value) {
 }
 
 async function hostDetails(row) {
-  const cell = el("td", { colSpan: 9 }, "asking the agent…");
+  const cell = el("td", { colSpan: COLUMNS }, "asking the agent…");
   const path = "/api/v1/fleet/hosts/" + encodeURIComponent(row.host) + "/report";
   try {
     const response = await fetch(path, { headers: { Accept: "application/json" } });
@@ -123,9 +141,9 @@ async function openDetails(tr, row) {
 
 function hostRow(row) {
   const agent = row.agent_url
-    ? el("a", { href: row.agent_url, onclick: (event) => event.stopPropagation() },
-      row.up ? "up" : "down")
-    : (row.up ? "up" : "down");
+    ? el("a", { href: row.agent_url, class: "agent-link",
+      onclick: (event) => event.stopPropagation() }, row.up ? "up" : "down")
+    : el("span", { class: "agent-link" }, row.up ? "up" : "down");
   const causes = el("span", {});
   for (const cause of row.top_causes || []) {
     if (causes.childNodes.length) causes.append(", ");
@@ -144,11 +162,14 @@ function hostRow(row) {
     verdict.append(el("div", { class: "host-error last-known" },
       "last known, from " + (row.last_known_from || "an earlier read")));
   }
+  // The image's tag is what differs between hosts: the whole name is in its title.
+  const image = el("td", { class: "cause image", title: row.image },
+    row.image.length > 48 ? "…" + row.image.slice(-47) : row.image);
   const tr = el("tr", { class: "host", "data-host": row.host, "data-state": row.state },
-    el("th", { scope: "row" }, row.host), verdict, el("td", {}, agent),
-    el("td", {}, row.contract), el("td", {}, row.platform), el("td", { class: "cause" }, row.image),
+    el("th", { scope: "row" }, row.host, " ", agent), verdict,
+    el("td", {}, row.contract), el("td", {}, row.platform), image,
     el("td", {}, row.envs ? row.drifting_envs + " of " + row.envs : ""), el("td", {}, causes),
-    el("td", {}, row.last_scan || ""));
+    el("td", { class: "when" }, row.last_scan || ""));
   tr.addEventListener("click", () => {
     const next = tr.nextSibling;
     if (next && next.classList && next.classList.contains("details")) {
@@ -163,14 +184,82 @@ function hostRow(row) {
   return tr;
 }
 
+// The fleet's causes or checks, most hosts first: the first SUMMARY_ROWS,
+// and a row that shows the rest.
 function countRows(tableId, entries, key) {
   const body = document.querySelector("#" + tableId + " tbody");
   body.replaceChildren();
-  for (const entry of entries || []) {
-    body.append(el("tr", {}, el("td", {}, filterLink(key, entry[key])), el("td", {}, entry.hosts),
-      el("td", {}, entry.envs)));
+  const all = entries || [];
+  const shown = fleetState.moreRows.has(tableId) ? all : all.slice(0, SUMMARY_ROWS);
+  for (const entry of shown) {
+    body.append(el("tr", { "data-key": entry[key] }, el("td", {}, filterLink(key, entry[key])),
+      el("td", {}, entry.hosts), el("td", {}, entry.envs)));
   }
-  if (!body.childNodes.length) body.append(el("tr", {}, el("td", { colSpan: 3 }, "none")));
+  if (shown.length < all.length) {
+    body.append(el("tr", { class: "more" }, el("td", { colSpan: 3 },
+      el("button", { type: "button", onclick: () => {
+        fleetState.moreRows.add(tableId);
+        countRows(tableId, entries, key);
+      } }, (all.length - shown.length) + " more"))));
+  }
+  if (!all.length) body.append(el("tr", {}, el("td", { colSpan: 3 }, "none")));
+}
+
+// The group a host is listed under: its main cause (a hang first, then the
+// cause of most envs), its contract or its platform.
+function groupOf(row, grouping) {
+  if (grouping === "none") return "all hosts";
+  if (grouping === "contract") return row.contract || "(no contract known)";
+  if (grouping === "platform") return row.platform || "(no platform)";
+  if (row.top_causes && row.top_causes.length) return row.top_causes[0].cause;
+  if (row.state === "compliant") return "(complies)";
+  if (row.state === "unavailable") return "(down, nothing known)";
+  if (row.state === "pending") return "(first scan running)";
+  return "(no failing check known)";
+}
+
+// The hosts in groups, worst first (by the worst verdict in each, then size).
+function groupedRows(rows, grouping) {
+  const groups = new Map();
+  for (const row of rows) {
+    const name = groupOf(row, grouping);
+    if (!groups.has(name)) groups.set(name, []);
+    groups.get(name).push(row);
+  }
+  const worst = (list) => Math.min(...list.map((row) => {
+    const rank = STATE_ORDER.indexOf(row.state);
+    return rank < 0 ? 0 : rank;
+  }));
+  return [...groups.entries()].sort((a, b) =>
+    worst(a[1]) - worst(b[1]) || b[1].length - a[1].length || a[0].localeCompare(b[0]));
+}
+
+function groupBody(name, rows, open, grouping) {
+  const body = el("tbody", { class: "group", "data-group": name });
+  const counts = el("span", { class: "group-counts" });
+  for (const state of STATE_ORDER) {
+    const count = rows.filter((row) => row.state === state).length;
+    if (count) counts.append(" ", stateBadge(state), " " + count);
+  }
+  const head = el("tr", { class: "group-head", "aria-expanded": String(open) },
+    el("th", { colSpan: COLUMNS },
+      el("span", { class: "toggle" }, open ? "▾ " : "▸ "),
+      el("span", { class: grouping === "cause" ? "cause" : "" }, name),
+      " · " + rows.length + (rows.length === 1 ? " host" : " hosts"), counts));
+  head.addEventListener("click", () => {
+    fleetState.groups.set(name, !open);
+    body.replaceWith(groupBody(name, rows, !open, grouping));
+  });
+  body.append(head);
+  if (open) {
+    for (const row of rows) {
+      const tr = hostRow(row);
+      body.append(tr);
+      // A refresh keeps the hosts people opened open.
+      if (fleetState.expanded.has(row.host)) openDetails(tr, row);
+    }
+  }
+  return body;
 }
 
 function render(view) {
@@ -194,17 +283,26 @@ function render(view) {
   fillSelect("check", view.checks_known, filters.check);
   fillSelect("cause", view.causes_known, filters.cause);
   document.getElementById("trend").replaceChildren(trend(view.history));
-  const body = document.querySelector("#host-table tbody");
-  body.replaceChildren();
-  for (const row of view.hosts) {
-    const tr = hostRow(row);
-    body.append(tr);
-    // A refresh keeps the hosts people opened open.
-    if (fleetState.expanded.has(row.host)) openDetails(tr, row);
-  }
-  if (!view.hosts.length) body.append(el("tr", {}, el("td", { colSpan: 9 }, "no host matches")));
-  countRows("check-table", view.checks, "check");
+  document.getElementById("trend-scope").textContent =
+    view.history && view.history.scope ? "· " + view.history.scope : "";
   countRows("cause-table", view.causes, "cause");
+  countRows("check-table", view.checks, "check");
+
+  const grouping = currentGrouping();
+  document.getElementById("group").value = grouping;
+  const table = document.getElementById("host-table");
+  for (const old of table.querySelectorAll("tbody")) old.remove();
+  const groups = groupedRows(view.hosts, grouping);
+  document.getElementById("host-count").textContent = "· " + view.hosts.length + " in " +
+    groups.length + (groups.length === 1 ? " group" : " groups");
+  const openByDefault = view.hosts.length <= OPEN_GROUPS_UP_TO || groups.length === 1;
+  for (const [name, rows] of groups) {
+    const chosen = fleetState.groups.get(name);
+    table.append(groupBody(name, rows, chosen === undefined ? openByDefault : chosen, grouping));
+  }
+  if (!view.hosts.length) {
+    table.append(el("tbody", {}, el("tr", {}, el("td", { colSpan: COLUMNS }, "no host matches"))));
+  }
 }
 
 // Asks for the fleet now and again after REFRESH_MS (RETRY_MS after a
@@ -243,4 +341,8 @@ for (const name of FILTERS) {
   });
 }
 document.getElementById("clear").addEventListener("click", () => setFilters({}));
+document.getElementById("group").addEventListener("change", (event) => {
+  fleetState.groups.clear();
+  setFilters(currentFilters(), event.target.value);
+});
 load();
