@@ -67,7 +67,10 @@ PlainResponse FleetService::fleet(const PlainRequest& request) {
                                                                 : snapshot.problem},
                              {"source", snapshot.source}});
   }
-  auto view = fleet::fleet_view(*snapshot.hosts, *filter, snapshot.source, snapshot.history);
+  // The chart follows the filters: the hosts they show, over time.
+  const bool filtered = !filter->to_json().empty();
+  auto view = fleet::fleet_view(*snapshot.hosts, *filter, snapshot.source,
+                                filtered ? m_source->history(*filter) : snapshot.history);
   // How old the hosts are, always: an answer older than the source's
   // refresh says why (docs/fleet.md, "How fresh an answer is").
   view["as_of"] = snapshot.as_of;

@@ -82,6 +82,37 @@ FleetSnapshot PrometheusSource::snapshot() {
   return answer;
 }
 
+ComplianceHistory PrometheusSource::history(const FleetFilter& filter) {
+  const std::string key = filter.to_json().dump();
+  constexpr auto kept_for = std::chrono::minutes(1);
+  constexpr std::size_t most_kept = 64;
+  {
+    std::lock_guard lock(m_histories_mutex);
+    const auto found = m_histories.find(key);
+    if (found != m_histories.end() && Clock::now() - found->second.read_at < kept_for) {
+      return found->second.history;
+    }
+  }
+  auto asked =
+      history_from_prometheus(m_options.prometheus, m_options.job, filter, m_options.history_range,
+                              m_options.history_points, m_options.client);
+  ComplianceHistory history;
+  if (asked) {
+    history = std::move(asked.value());
+  } else {
+    history.problem = asked.error();
+  }
+  std::lock_guard lock(m_histories_mutex);
+  if (m_histories.size() >= most_kept && !m_histories.contains(key)) {
+    const auto oldest = std::min_element(
+        m_histories.begin(), m_histories.end(),
+        [](const auto& a, const auto& b) { return a.second.read_at < b.second.read_at; });
+    m_histories.erase(oldest);
+  }
+  m_histories[key] = {history, Clock::now()};
+  return history;
+}
+
 void PrometheusSource::keep_known(std::vector<HostReport>& hosts, const std::string& now) {
   std::map<std::string, Known> known;
   for (auto& host : hosts) {
@@ -109,7 +140,7 @@ void PrometheusSource::read() {
     hosts = reports_from_prometheus(m_options.prometheus, m_options.job, m_options.client);
     if (hosts && !m_stopping) {
       history =
-          history_from_prometheus(m_options.prometheus, m_options.job, m_options.history_range,
+          history_from_prometheus(m_options.prometheus, m_options.job, {}, m_options.history_range,
                                   m_options.history_points, m_options.client);
     }
   } catch (const std::exception& error) {
@@ -174,6 +205,10 @@ FleetSnapshot InventorySource::snapshot() {
                          : "the inventory's agents have not been polled since";
   }
   return snapshot;
+}
+
+ComplianceHistory InventorySource::history(const FleetFilter& filter) {
+  return m_poller.history_matching(filter);
 }
 
 }  // namespace envcontract::fleet

@@ -36,6 +36,9 @@ class FleetSource {
  public:
   virtual ~FleetSource() = default;
   virtual FleetSnapshot snapshot() = 0;
+  // The compliance over time of the hosts `filter` shows (a filter with no
+  // field set: the snapshot's own history).
+  virtual ComplianceHistory history(const FleetFilter& filter) = 0;
 };
 
 // Asks Prometheus on demand, at most once per `fresh_for` (answers and
@@ -64,6 +67,9 @@ class PrometheusSource final : public FleetSource {
   explicit PrometheusSource(Options options);
   ~PrometheusSource() override;
   FleetSnapshot snapshot() override;
+  // Asked of Prometheus on the request's thread, each filter's at most once
+  // a minute (the latest 64 filters' are kept).
+  ComplianceHistory history(const FleetFilter& filter) override;
 
  private:
   void read();  // on m_reader
@@ -88,6 +94,13 @@ class PrometheusSource final : public FleetSource {
   std::chrono::steady_clock::time_point m_read_started_at{};  // the read in flight
   std::map<std::string, Known> m_known;
   std::thread m_reader;
+
+  struct KeptHistory {
+    ComplianceHistory history;
+    std::chrono::steady_clock::time_point read_at;
+  };
+  std::mutex m_histories_mutex;
+  std::map<std::string, KeptHistory> m_histories;  // by the filter's JSON
 };
 
 // The fleet of an inventory's agents, polled every interval (InventoryPoller).
@@ -98,6 +111,7 @@ class InventorySource final : public FleetSource {
  public:
   InventorySource(std::string inventory_path, InventoryPoller::Options options);
   FleetSnapshot snapshot() override;
+  ComplianceHistory history(const FleetFilter& filter) override;
 
  private:
   std::string m_source;

@@ -124,27 +124,6 @@ bool same_value(const std::string& wanted, const std::string& value) {
          });
 }
 
-bool matches(const HostReport& host, const Json& row, const FleetFilter& filter) {
-  if (!filter.verdict.empty() && state_of(host) != filter.verdict) {
-    return false;
-  }
-  if (!filter.platform.empty() && !same_value(filter.platform, string_field(row, "platform"))) {
-    return false;
-  }
-  if (filter.cause.empty() && filter.check.empty()) {
-    return true;
-  }
-  const Json* facts = facts_of(host);
-  if (facts == nullptr) {
-    return false;
-  }
-  const auto checks = failing_checks(*facts);
-  return std::any_of(checks.begin(), checks.end(), [&](const FailingCheck& each) {
-    return (filter.check.empty() || same_value(filter.check, each.check)) &&
-           (filter.cause.empty() || same_value(filter.cause, each.cause));
-  });
-}
-
 Json history_json(const ComplianceHistory& history) {
   auto points = Json::array();
   for (const auto& point : history.points) {
@@ -157,6 +136,9 @@ Json history_json(const ComplianceHistory& history) {
   Json out = {{"step_seconds", history.step_seconds}, {"points", std::move(points)}};
   if (!history.problem.empty()) {
     out["problem"] = history.problem;
+  }
+  if (!history.scope.empty()) {
+    out["scope"] = history.scope;
   }
   return out;
 }
@@ -226,6 +208,29 @@ CompliancePoint count_verdicts(const std::vector<HostReport>& hosts, const std::
   return point;
 }
 
+bool host_matches(const HostReport& host, const FleetFilter& filter) {
+  if (!filter.verdict.empty() && state_of(host) != filter.verdict) {
+    return false;
+  }
+  const Json* facts = facts_of(host);
+  if (!filter.platform.empty() &&
+      (facts == nullptr ||
+       !same_value(filter.platform, string_field(object_field(*facts, "contract"), "platform")))) {
+    return false;
+  }
+  if (filter.cause.empty() && filter.check.empty()) {
+    return true;
+  }
+  if (facts == nullptr) {
+    return false;
+  }
+  const auto checks = failing_checks(*facts);
+  return std::any_of(checks.begin(), checks.end(), [&](const FailingCheck& each) {
+    return (filter.check.empty() || same_value(filter.check, each.check)) &&
+           (filter.cause.empty() || same_value(filter.cause, each.cause));
+  });
+}
+
 Json host_row(const HostReport& host) {
   static const Json no_report = Json::object();
   const Json* facts = facts_of(host);
@@ -285,7 +290,7 @@ Json fleet_view(const std::vector<HostReport>& hosts, const FleetFilter& filter,
         }
       }
     }
-    if (matches(host, row, filter)) {
+    if (host_matches(host, filter)) {
       shown.emplace_back(&host, std::move(row));
     }
   }

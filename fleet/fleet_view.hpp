@@ -43,7 +43,12 @@ struct ComplianceHistory {
   int step_seconds = 0;
   std::vector<CompliancePoint> points;  // oldest first
   std::string problem;                  // why there is none (Prometheus refused the query)
+  std::string scope;                    // which hosts it counts, in words ("" : all)
 };
+
+// Whether a host is one `filter` shows: its state now, and its platform,
+// failing checks and causes (for a host that is down, as last known).
+bool host_matches(const HostReport& host, const FleetFilter& filter);
 
 // The counts of one set of hosts, as a point in time.
 CompliancePoint count_verdicts(const std::vector<HostReport>& hosts, const std::string& time);

@@ -64,11 +64,24 @@ void InventoryPoller::poll_once() {
     }
   }
   auto after = std::make_shared<const std::vector<HostReport>>(std::move(answers));
+  std::string states;
+  states.reserve(after->size());
+  for (const auto& host : *after) {
+    // As the view counts them: a verdict it does not know is an error.
+    const std::string state = host.state();
+    states += state == "compliant"     ? 'c'
+              : state == "drift"       ? 'd'
+              : state == "pending"     ? 'p'
+              : state == "unavailable" ? 'u'
+                                       : 'e';
+  }
   std::lock_guard lock(m_mutex);
   m_history.push_back(count_verdicts(*after, now));
+  m_poll_states.push_back(std::move(states));
   m_hosts = std::move(after);
   while (m_history.size() > m_options.history_points) {
     m_history.pop_front();
+    m_poll_states.pop_front();
   }
   ++m_polls;
   m_polled_at = now;
@@ -89,6 +102,48 @@ InventoryPoller::Polled InventoryPoller::latest() const {
   polled.polling = m_polling;
   polled.polling_since = m_polling_since;
   return polled;
+}
+
+ComplianceHistory InventoryPoller::history_matching(const FleetFilter& filter) const {
+  FleetFilter hosts_filter = filter;
+  hosts_filter.verdict.clear();  // the state of each poll, not today's
+  std::lock_guard lock(m_mutex);
+  std::vector<bool> counted(m_hosts->size());
+  for (std::size_t i = 0; i < counted.size(); ++i) {
+    counted[i] = host_matches((*m_hosts)[i], hosts_filter);
+  }
+  ComplianceHistory history;
+  history.step_seconds = static_cast<int>(
+      std::chrono::duration_cast<std::chrono::seconds>(m_options.interval).count());
+  history.scope = "the hosts that match the filters now";
+  const auto shown = [&](char state) {
+    return filter.verdict.empty() || filter.verdict.front() == state;
+  };
+  for (std::size_t poll = 0; poll < m_poll_states.size(); ++poll) {
+    const std::string& states = m_poll_states[poll];
+    CompliancePoint point;
+    point.time = m_history[poll].time;
+    for (std::size_t i = 0; i < states.size() && i < counted.size(); ++i) {
+      if (!counted[i] || !shown(states[i])) {
+        continue;
+      }
+      switch (states[i]) {
+        case 'c':
+          ++point.compliant;
+          break;
+        case 'd':
+          ++point.drift;
+          break;
+        case 'e':
+          ++point.error;
+          break;
+        default:
+          ++point.down;  // unavailable, or a first scan still running
+      }
+    }
+    history.points.push_back(std::move(point));
+  }
+  return history;
 }
 
 }  // namespace envcontract::fleet

@@ -57,6 +57,11 @@ class InventoryPoller {
   };
   Polled latest() const;
 
+  // The compliance of the polls kept, of the hosts that match `filter` now
+  // (their platform, failing checks and causes as last known), each with
+  // the state it had at that poll; a verdict filter keeps that count alone.
+  ComplianceHistory history_matching(const FleetFilter& filter) const;
+
  private:
   Options m_options;
   mutable std::mutex m_mutex;
@@ -64,6 +69,9 @@ class InventoryPoller {
   std::atomic<bool> m_stopping{false};
   std::shared_ptr<const std::vector<HostReport>> m_hosts;
   std::deque<CompliancePoint> m_history;
+  // Each poll's state of every host, in inventory order (a letter each:
+  // c, d, e, p, u), for histories of a filter's hosts: a byte per host and poll.
+  std::deque<std::string> m_poll_states;
   std::size_t m_polls = 0;
   std::string m_polled_at;
   std::chrono::steady_clock::time_point m_finished{};

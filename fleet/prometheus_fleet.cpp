@@ -308,15 +308,62 @@ common::Result<std::vector<HostReport>> reports_from_prometheus(const HostAddres
   return reports_from_samples(results, prometheus.base_url());
 }
 
-std::vector<std::pair<std::string, std::string>> compliance_queries(const std::string& job) {
-  const std::string selector = "{job=" + promql_string(job) + "}";
-  return {
-      // Each agent exports 1 for its verdict and 0 for the others; an
-      // agent scraped by a pair of servers (each series twice) counts once.
-      {"verdicts", "count by (verdict) (max by (instance, verdict) (envcontract_host_verdict" +
-                       selector + ") == 1)"},
-      {"down", "count(max by (instance) (up" + selector + ") == 0)"},
-  };
+namespace {
+
+// A regular expression matching `text` alone, whatever its case: filter
+// values are the operator's, metacharacters and all.
+std::string any_case_literal(const std::string& text) {
+  std::string pattern = "(?i)";
+  for (const char c : text) {
+    if (std::string_view("\\.+*?()|[]{}^$").find(c) != std::string_view::npos) {
+      pattern += '\\';
+    }
+    pattern += c;
+  }
+  return pattern;
+}
+
+}  // namespace
+
+std::vector<std::pair<std::string, std::string>> compliance_queries(const std::string& job,
+                                                                    const FleetFilter& filter) {
+  const std::string job_label = "job=" + promql_string(job);
+  // Hosts that match the platform, check and cause filters at each step:
+  // their series of that step say so (a host that is down has none).
+  std::string matching;
+  if (!filter.platform.empty()) {
+    matching += " and on (instance) (envcontract_info{" + job_label + ",platform=~" +
+                promql_string(any_case_literal(filter.platform)) + "})";
+  }
+  if (!filter.check.empty() || !filter.cause.empty()) {
+    std::string selector = job_label + ",severity!=\"advisory\"";
+    if (!filter.check.empty()) {
+      selector += ",check=~" + promql_string(any_case_literal(filter.check));
+    }
+    if (!filter.cause.empty()) {
+      selector += ",cause=~" + promql_string(any_case_literal(filter.cause));
+    }
+    matching += " and on (instance) (envcontract_check_failing{" + selector + "})";
+  }
+  std::string verdicts = "{" + job_label;
+  if (filter.verdict == "compliant" || filter.verdict == "drift" || filter.verdict == "error") {
+    verdicts += ",verdict=\"" + filter.verdict + "\"";
+  }
+  verdicts += "}";
+  std::vector<std::pair<std::string, std::string>> queries;
+  if (filter.verdict.empty() || verdicts.find("verdict=") != std::string::npos) {
+    // Each agent exports 1 for its verdict and 0 for the others; an
+    // agent scraped by a pair of servers (each series twice) counts once.
+    queries.emplace_back("verdicts",
+                         "count by (verdict) ((max by (instance, verdict) "
+                         "(envcontract_host_verdict" +
+                             verdicts + ") == 1)" + matching + ")");
+  }
+  if (filter.verdict.empty() || filter.verdict == "unavailable") {
+    queries.emplace_back("down",
+                         "count((max by (instance) (up{" + job_label + "}) == 0)" + matching + ")");
+  }
+  return queries;
 }
 
 ComplianceHistory history_from_samples(const std::map<std::string, Json>& results, long start,
@@ -365,16 +412,13 @@ ComplianceHistory history_from_samples(const std::map<std::string, Json>& result
   return history;
 }
 
-common::Result<ComplianceHistory> history_from_prometheus(const HostAddress& prometheus,
-                                                          const std::string& job,
-                                                          std::chrono::seconds range, int points,
-                                                          const ClientOptions& options) {
-  const int step = static_cast<int>(std::max<long>(60, range.count() / std::max(1, points)));
-  // Ending now: the latest point is the fleet as the view shows it.
-  const long end = unix_now();
-  const long start = end - range.count() / step * step;
+namespace {
+
+common::Result<ComplianceHistory> history_between(
+    const HostAddress& prometheus, const std::vector<std::pair<std::string, std::string>>& queries,
+    long start, long end, int step, const ClientOptions& options) {
   std::map<std::string, Json> results;
-  for (const auto& [name, query] : compliance_queries(job)) {
+  for (const auto& [name, query] : queries) {
     auto result = ask(prometheus,
                       "/api/v1/query_range?start=" + std::to_string(start) +
                           "&end=" + std::to_string(end) + "&step=" + std::to_string(step),
@@ -385,6 +429,48 @@ common::Result<ComplianceHistory> history_from_prometheus(const HostAddress& pro
     results[name] = std::move(result.value());
   }
   return history_from_samples(results, start, end, step);
+}
+
+int step_for(long seconds, int points) {
+  return static_cast<int>(std::max<long>(60, seconds / std::max(1, points)));
+}
+
+}  // namespace
+
+common::Result<ComplianceHistory> history_from_prometheus(const HostAddress& prometheus,
+                                                          const std::string& job,
+                                                          const FleetFilter& filter,
+                                                          std::chrono::seconds range, int points,
+                                                          const ClientOptions& options) {
+  const auto queries = compliance_queries(job, filter);
+  // Ending now: the latest point is the fleet as the view shows it.
+  const long end = unix_now();
+  int step = step_for(range.count(), points);
+  long start = end - range.count() / step * step;
+  auto history = history_between(prometheus, queries, start, end, step, options);
+  if (!history) {
+    return history;
+  }
+  // A window that fits the data: when it begins later than the range, ask
+  // again from where it begins, in finer steps (a fleet watched for a day
+  // is not a week of empty bars and a sliver).
+  const auto& found = history->points;
+  const auto first = std::find_if(found.begin(), found.end(), [](const CompliancePoint& point) {
+    return point.compliant + point.drift + point.error + point.down > 0;
+  });
+  if (first != found.begin() && first != found.end()) {
+    const long begins = start + static_cast<long>(first - found.begin() - 1) * step;
+    const int finer = step_for(end - begins, points);
+    if (finer < step) {
+      step = finer;
+      start = end - (end - begins) / step * step;
+      history = history_between(prometheus, queries, start, end, step, options);
+    }
+  }
+  if (history && !filter.to_json().empty()) {
+    history->scope = "the hosts that matched the filters at each step";
+  }
+  return history;
 }
 
 }  // namespace envcontract::fleet

@@ -35,8 +35,10 @@ common::Result<std::vector<HostReport>> reports_from_prometheus(const HostAddres
                                                                 const ClientOptions& options);
 
 // The range queries of the fleet's compliance over time, (name, query):
-// hosts per verdict, and hosts down.
-std::vector<std::pair<std::string, std::string>> compliance_queries(const std::string& job);
+// hosts per verdict, and hosts down; of the hosts that match `filter` at
+// each step (a verdict filter keeps that verdict's count alone).
+std::vector<std::pair<std::string, std::string>> compliance_queries(const std::string& job,
+                                                                    const FleetFilter& filter);
 
 // Compliance over time from the range queries' answers (their `data.result`
 // matrices, by the names of compliance_queries), one point per step from
@@ -44,10 +46,12 @@ std::vector<std::pair<std::string, std::string>> compliance_queries(const std::s
 ComplianceHistory history_from_samples(const std::map<std::string, Json>& results, long start,
                                        long end, int step_seconds);
 
-// Asks Prometheus for the fleet's compliance over the last `range`, in
-// `points` steps.
+// Asks Prometheus for the compliance over the last `range`, in `points`
+// steps, of the hosts that match `filter`; when the data begins later than
+// the range, over the time it covers.
 common::Result<ComplianceHistory> history_from_prometheus(const HostAddress& prometheus,
                                                           const std::string& job,
+                                                          const FleetFilter& filter,
                                                           std::chrono::seconds range, int points,
                                                           const ClientOptions& options);
 

@@ -129,6 +129,16 @@ TEST_F(FleetViewInventory, AnInventorysAgentsTheirCausesAndOneThatStops) {
   const auto by_platform = Json::parse(http_get(url, "/api/v1/fleet?platform=ascend").body);
   ASSERT_EQ(by_platform["hosts"].size(), 1U) << by_platform;
   EXPECT_EQ(by_platform["hosts"][0]["host"], address(*ok));
+  // Its chart counts that host alone, at every poll.
+  const auto& points = by_platform["history"]["points"];
+  ASSERT_FALSE(points.empty()) << by_platform["history"];
+  for (const auto& point : points) {
+    EXPECT_EQ(point["compliant"].get<int>() + point["drift"].get<int>() +
+                  point["error"].get<int>() + point["down"].get<int>(),
+              1)
+        << point;
+  }
+  EXPECT_EQ(by_platform["history"]["scope"], "the hosts that match the filters now");
   const auto bad = http_get(url, "/api/v1/fleet?verdict=green");
   EXPECT_EQ(bad.status, 400);
   EXPECT_NE(bad.body.find("verdict must be one of compliant, drift"), std::string::npos);

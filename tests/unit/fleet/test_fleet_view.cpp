@@ -357,12 +357,44 @@ TEST(FleetView, AnUnknownVerdictIsThatHostsError) {
 
 // The history's queries count an agent once however many servers scrape it.
 TEST(FleetView, HistoryQueriesCountEachInstanceOnce) {
-  const auto queries = compliance_queries("envcontract");
+  const auto queries = compliance_queries("envcontract", {});
   ASSERT_EQ(queries.size(), 2U);
   EXPECT_EQ(queries[0].second,
-            "count by (verdict) (max by (instance, verdict) "
-            "(envcontract_host_verdict{job=\"envcontract\"}) == 1)");
-  EXPECT_EQ(queries[1].second, "count(max by (instance) (up{job=\"envcontract\"}) == 0)");
+            "count by (verdict) ((max by (instance, verdict) "
+            "(envcontract_host_verdict{job=\"envcontract\"}) == 1))");
+  EXPECT_EQ(queries[1].second, "count((max by (instance) (up{job=\"envcontract\"}) == 0))");
+}
+
+// The history follows the filters: hosts that match them at each step,
+// values matched whatever their case and taken literally.
+TEST(FleetView, HistoryQueriesFollowTheFilters) {
+  FleetFilter filter;
+  filter.platform = "Kunlun.xin";
+  filter.cause = "hang";
+  const auto queries = compliance_queries("envcontract", filter);
+  ASSERT_EQ(queries.size(), 2U);
+  const std::string matching =
+      " and on (instance) (envcontract_info{job=\"envcontract\",platform=~\"(?i)Kunlun\\\\.xin\"})"
+      " and on (instance) (envcontract_check_failing{job=\"envcontract\",severity!=\"advisory\","
+      "cause=~\"(?i)hang\"})";
+  EXPECT_EQ(queries[0].second,
+            "count by (verdict) ((max by (instance, verdict) "
+            "(envcontract_host_verdict{job=\"envcontract\"}) == 1)" +
+                matching + ")");
+  EXPECT_EQ(queries[1].second,
+            "count((max by (instance) (up{job=\"envcontract\"}) == 0)" + matching + ")");
+
+  filter = {};
+  filter.verdict = "drift";
+  const auto drifting = compliance_queries("envcontract", filter);
+  ASSERT_EQ(drifting.size(), 1U) << "hosts down are not drifting hosts";
+  EXPECT_NE(drifting[0].second.find("verdict=\"drift\""), std::string::npos);
+  filter.verdict = "unavailable";
+  const auto down = compliance_queries("envcontract", filter);
+  ASSERT_EQ(down.size(), 1U);
+  EXPECT_EQ(down[0].first, "down");
+  filter.verdict = "pending";
+  EXPECT_TRUE(compliance_queries("envcontract", filter).empty()) << "no series says pending";
 }
 
 // What an inventory-fed view keeps of a report: enough for every row,
