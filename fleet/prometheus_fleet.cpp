@@ -467,6 +467,16 @@ common::Result<ComplianceHistory> history_from_prometheus(const HostAddress& pro
       history = history_between(prometheus, queries, start, end, step, options);
     }
   }
+  if (history) {
+    // Steps before the data begins say nothing: left out.
+    auto& steps = history->points;
+    const auto data = std::find_if(steps.begin(), steps.end(), [](const CompliancePoint& point) {
+      return point.compliant + point.drift + point.error + point.down > 0;
+    });
+    if (data != steps.end()) {
+      steps.erase(steps.begin(), data);
+    }
+  }
   if (history && !filter.to_json().empty()) {
     history->scope = "the hosts that matched the filters at each step";
   }

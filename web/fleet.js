@@ -213,7 +213,7 @@ function groupOf(row, grouping) {
   if (grouping === "platform") return row.platform || "(no platform)";
   if (row.top_causes && row.top_causes.length) return row.top_causes[0].cause;
   if (row.state === "compliant") return "(complies)";
-  if (row.state === "unavailable") return "(down, nothing known)";
+  if (row.state === "unavailable") return "(down, no cause known)";
   if (row.state === "pending") return "(first scan running)";
   return "(no failing check known)";
 }
@@ -230,7 +230,9 @@ function groupedRows(rows, grouping) {
     const rank = STATE_ORDER.indexOf(row.state);
     return rank < 0 ? 0 : rank;
   }));
-  return [...groups.entries()].sort((a, b) =>
+  // A hang's group leads, as a hang leads every list of causes.
+  const first = (name) => (grouping === "cause" && name === "hang" ? 0 : 1);
+  return [...groups.entries()].sort((a, b) => first(a[0]) - first(b[0]) ||
     worst(a[1]) - worst(b[1]) || b[1].length - a[1].length || a[0].localeCompare(b[0]));
 }
 

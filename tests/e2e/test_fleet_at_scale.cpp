@@ -1,0 +1,318 @@
+// The fleet view over 1,000 hosts: a synthetic day of a fleet's series
+// (what 1,000 agents export: up, verdicts, info, envs, failing checks),
+// written as OpenMetrics, turned into TSDB blocks by promtool and served by
+// a real Prometheus. The view answers every count and filter, keeps what is
+// known of hosts that went down before it started, draws a chart that fits
+// the day and follows the filters, and a page that reads at that size
+// (screenshot: test-artifacts/fleet-1000.png).
+#include <gtest/gtest.h>
+
+#include <chrono>
+#include <fstream>
+#include <sstream>
+
+#include "common/json_text.hpp"
+#include "tests/e2e/agent_fixture.hpp"
+#include "tests/support/background_process.hpp"
+#include "tests/support/run_command.hpp"
+
+namespace envcontract {
+namespace {
+
+using namespace testing;  // NOLINT: the fixture's helpers
+namespace fs = std::filesystem;
+using Clock = std::chrono::steady_clock;
+
+constexpr const char* k_prometheus = "/usr/bin/prometheus";
+constexpr const char* k_promtool = "/usr/bin/promtool";
+constexpr int k_hosts = 1000;
+constexpr long k_minute = 60;
+constexpr long k_hour = 60 * k_minute;
+
+// One synthetic host of the fleet, and what it was at any time of the day.
+struct SyntheticHost {
+  int index;
+  long now;
+
+  std::string instance() const {
+    char name[32];
+    std::snprintf(name, sizeof name, "node-%04d:9714", index);
+    return name;
+  }
+  std::string platform() const {
+    const int slot = index % 10;
+    return slot < 4 ? "kunlunxin" : slot < 7 ? "ascend" : slot < 9 ? "mthreads" : "iluvatar";
+  }
+  // Its agent stopped answering an hour ago.
+  bool down() const { return index % 37 == 5; }
+  bool answered_at(long t) const { return !down() || t <= now - k_hour; }
+  // A device op that spins: since two hours ago.
+  bool hangs_at(long t) const { return index % 50 == 7 && t > now - 2 * k_hour; }
+  // A CUDA torch in a CPU-torch contract, all day.
+  bool cuda_build() const { return index % 10 == 3; }
+  // An image left behind by the last push, six hours ago.
+  bool old_image_at(long t) const { return index % 25 == 11 && t > now - 6 * k_hour; }
+  // A bad push on the ascend hosts, rolled back after two hours.
+  bool bad_push_at(long t) const {
+    return platform() == "ascend" && t > now - 10 * k_hour && t < now - 8 * k_hour;
+  }
+  bool drifts_at(long t) const {
+    return hangs_at(t) || cuda_build() || old_image_at(t) || bad_push_at(t);
+  }
+};
+
+// The series of the whole fleet as OpenMetrics, a sample every 4 minutes
+// (queries look back 5): over the last 12 hours for `up` and the verdict
+// the host had (what the chart asks), and over the last 80 minutes and the
+// next 12 for everything an agent exports. Agents export a 0 for the other
+// verdicts too; the recent samples do, so that a host's last verdict is its
+// last one; the older ones leave them out, to keep the file small.
+std::string synthetic_fleet(long now) {
+  std::vector<long> day;
+  for (long t = now - 12 * k_hour; t < now - 80 * k_minute; t += 4 * k_minute) {
+    day.push_back(t);
+  }
+  std::vector<long> recent;
+  for (long t = day.back() + 4 * k_minute; t <= now + 12 * k_minute; t += 4 * k_minute) {
+    recent.push_back(t);
+  }
+  std::vector<long> all = day;
+  all.insert(all.end(), recent.begin(), recent.end());
+  std::vector<SyntheticHost> hosts;
+  for (int i = 0; i < k_hosts; ++i) {
+    hosts.push_back({i, now});
+  }
+  std::ostringstream out;
+  const auto labels = [](const SyntheticHost& host, const std::string& more) {
+    return "{instance=\"" + host.instance() + "\",job=\"envcontract\"" + more + "}";
+  };
+  out << "# TYPE up gauge\n";
+  for (const auto& host : hosts) {
+    for (const long t : all) {
+      out << "up" << labels(host, "") << " " << (host.answered_at(t) ? 1 : 0) << " " << t << "\n";
+    }
+  }
+  out << "# TYPE envcontract_host_verdict gauge\n";
+  for (const auto& host : hosts) {
+    for (const char* verdict : {"compliant", "drift", "error"}) {
+      for (const long t : all) {
+        const bool is = std::string(verdict) == (host.drifts_at(t) ? "drift" : "compliant");
+        if (host.answered_at(t) && (is || t >= recent.front())) {
+          out << "envcontract_host_verdict"
+              << labels(host, ",verdict=\"" + std::string(verdict) + "\"") << " " << (is ? 1 : 0)
+              << " " << t << "\n";
+        }
+      }
+    }
+  }
+  const auto recent_series = [&](const char* family, const auto& write) {
+    out << "# TYPE " << family << " gauge\n";
+    for (const auto& host : hosts) {
+      for (const long t : recent) {
+        if (host.answered_at(t)) {
+          write(host, t);
+        }
+      }
+    }
+  };
+  recent_series("envcontract_info", [&](const SyntheticHost& host, long t) {
+    out << "envcontract_info"
+        << labels(host, ",contract=\"" + host.platform() + "\",contract_sha256=\"0\",image=\"" +
+                            "harbor.example/flagos-runtime/flagos-runtime-" + host.platform() +
+                            (host.old_image_at(t) ? ":2.1.2" : ":2.2.0") + "\",platform=\"" +
+                            host.platform() + "\",version=\"0.1.0\"")
+        << " 1 " << t << "\n";
+  });
+  recent_series("envcontract_last_scan_timestamp_seconds", [&](const SyntheticHost& host, long t) {
+    out << "envcontract_last_scan_timestamp_seconds" << labels(host, "") << " " << t - 60 << " "
+        << t << "\n";
+  });
+  recent_series("envcontract_env_compliant", [&](const SyntheticHost& host, long t) {
+    for (const char* env : {"torch-fl", "vllm", "hf-test", "base"}) {
+      const bool failing =
+          std::string(env) == "torch-fl" && (host.hangs_at(t) || host.cuda_build());
+      out << "envcontract_env_compliant" << labels(host, ",env=\"" + std::string(env) + "\"") << " "
+          << (failing ? 0 : 1) << " " << t << "\n";
+    }
+  });
+  recent_series("envcontract_check_failing", [&](const SyntheticHost& host, long t) {
+    const auto failing = [&](const std::string& where, const char* check, const char* cause) {
+      out << "envcontract_check_failing"
+          << labels(host, ",cause=\"" + std::string(cause) + "\",check=\"" + check + "\"," + where +
+                              ",severity=\"required\",status=\"fail\"")
+          << " 1 " << t << "\n";
+    };
+    if (host.hangs_at(t)) {
+      failing("env=\"torch-fl\"", "first-device-op", "hang");
+    }
+    if (host.cuda_build()) {
+      failing("env=\"torch-fl\"", "torch-cpu-build", "cuda_build");
+    }
+    if (host.old_image_at(t)) {
+      failing("target=\"ci\"", "image", "image_mismatch");
+    }
+  });
+  out << "# EOF\n";
+  return out.str();
+}
+
+long unix_now() {
+  return std::chrono::duration_cast<std::chrono::seconds>(
+             std::chrono::system_clock::now().time_since_epoch())
+      .count();
+}
+
+int total(const Json& point) {
+  return point["compliant"].get<int>() + point["drift"].get<int>() + point["error"].get<int>() +
+         point["down"].get<int>();
+}
+
+TEST(FleetAtScale, AThousandHostsFromPrometheusReadAsASummary) {
+  for (const char* program : {k_prometheus, k_promtool}) {
+    if (!fs::exists(program)) {
+      GTEST_SKIP() << program << " is not installed (prometheus; scripts/test installs it)";
+    }
+  }
+  TempDir dir;
+  const long now = unix_now();
+  write_text(dir.path() / "fleet.om", synthetic_fleet(now));
+  const auto blocks =
+      run_command({k_promtool, "tsdb", "create-blocks-from", "openmetrics", "--quiet",
+                   (dir.path() / "fleet.om").string(), (dir.path() / "tsdb").string()});
+  ASSERT_EQ(blocks.exit_code, 0) << blocks.out << blocks.err;
+  fs::remove(dir.path() / "fleet.om");
+  write_text(dir.path() / "prometheus.yml", "global:\n  scrape_interval: 1m\n");
+  const std::string prometheus_url = "http://127.0.0.1:" + std::to_string(free_loopback_port());
+  BackgroundProcess prometheus(
+      {k_prometheus, "--config.file=" + (dir.path() / "prometheus.yml").string(),
+       "--storage.tsdb.path=" + (dir.path() / "tsdb").string(),
+       "--web.listen-address=" + prometheus_url.substr(7)},
+      dir.path() / "prometheus.log");
+  const std::string view_url = "http://127.0.0.1:" + std::to_string(free_loopback_port());
+  BackgroundProcess view({ENVCONTRACTD_PATH, "fleet", "--prometheus", prometheus_url, "--listen",
+                          view_url.substr(7), "--history", "7d", "--timeout", "20s"},
+                         dir.path() / "view.log");
+
+  // What the model says the fleet is now.
+  int down = 0;
+  int drifting = 0;
+  int kunlunxin = 0;
+  int hanging = 0;
+  for (int i = 0; i < k_hosts; ++i) {
+    const SyntheticHost host{i, now};
+    down += host.down() ? 1 : 0;
+    drifting += !host.down() && host.drifts_at(now) ? 1 : 0;
+    kunlunxin += host.platform() == "kunlunxin" ? 1 : 0;
+    // Hosts down since before the view started have no causes known to it.
+    hanging += !host.down() && host.hangs_at(now) ? 1 : 0;
+  }
+
+  Json fleet;
+  const auto ask = [&](const std::string& path) {
+    const auto answer = http_get(view_url, path);
+    fleet = Json::parse(answer.body, nullptr, false);
+    return answer.status == 200 && fleet.is_object() && fleet.value("total_hosts", 0) == k_hosts;
+  };
+  ASSERT_TRUE(wait_until([&] { return ask("/api/v1/fleet"); }, std::chrono::seconds(60)))
+      << common::json_text(fleet, 1) << "\nprometheus:\n"
+      << prometheus.log() << "\nview:\n"
+      << view.log();
+  EXPECT_EQ(fleet["counts"]["unavailable"], down);
+  EXPECT_EQ(fleet["counts"]["drift"], drifting);
+  EXPECT_EQ(fleet["counts"]["compliant"], k_hosts - down - drifting);
+  // The hang leads the fleet's causes, though fewer hosts have it.
+  ASSERT_FALSE(fleet["causes"].empty());
+  EXPECT_EQ(fleet["causes"][0]["cause"], "hang") << fleet["causes"];
+
+  // The chart fits the day of data, not the week asked for, and its last
+  // point is the fleet now.
+  const auto& points = fleet["history"]["points"];
+  ASSERT_GE(points.size(), 24U) << fleet["history"];
+  EXPECT_LE(fleet["history"]["step_seconds"].get<int>(), 3600) << fleet["history"]["step_seconds"];
+  EXPECT_EQ(total(points.back()), k_hosts) << points.back();
+  EXPECT_EQ(points.back()["down"], down);
+  // The bad push's two hours show as ascend hosts drifting.
+  int most_drifting = 0;
+  for (const auto& point : points) {
+    most_drifting = std::max(most_drifting, point["drift"].get<int>());
+  }
+  EXPECT_GT(most_drifting, 300) << fleet["history"];
+
+  // A host down since before the view started keeps what Prometheus' history holds.
+  const SyntheticHost gone{5, now};
+  ASSERT_TRUE(gone.down());
+  ASSERT_TRUE(ask("/api/v1/fleet?verdict=unavailable"));
+  Json row;
+  for (const auto& each : fleet["hosts"]) {
+    if (each["host"] == gone.instance()) {
+      row = each;
+    }
+  }
+  EXPECT_EQ(row["last_known"], true) << row;
+  EXPECT_EQ(row["platform"], gone.platform()) << row;
+  EXPECT_NE(row["last_known_from"].get<std::string>().find("Prometheus' history"),
+            std::string::npos)
+      << row;
+
+  // Filters, whatever their case, and a chart of the hosts they show.
+  ASSERT_TRUE(ask("/api/v1/fleet?platform=KUNLUNXIN"));
+  EXPECT_EQ(fleet["counts"]["hosts"], kunlunxin) << "down hosts count under their platform";
+  EXPECT_EQ(fleet["history"]["scope"], "the hosts that matched the filters at each step");
+  const auto& kunlunxin_points = fleet["history"]["points"];
+  ASSERT_FALSE(kunlunxin_points.empty());
+  int kunlunxin_up = 0;
+  for (int i = 0; i < k_hosts; ++i) {
+    const SyntheticHost host{i, now};
+    kunlunxin_up += host.platform() == "kunlunxin" && !host.down() ? 1 : 0;
+  }
+  EXPECT_EQ(total(kunlunxin_points.back()), kunlunxin_up) << kunlunxin_points.back();
+  ASSERT_TRUE(ask("/api/v1/fleet?cause=hang"));
+  EXPECT_EQ(fleet["counts"]["hosts"], hanging);
+
+  // How long the view takes to answer for 1,000 hosts, read once.
+  std::vector<double> took;
+  for (int i = 0; i < 20; ++i) {
+    const auto started = Clock::now();
+    ASSERT_TRUE(ask("/api/v1/fleet"));
+    took.push_back(std::chrono::duration<double, std::milli>(Clock::now() - started).count());
+  }
+  std::sort(took.begin(), took.end());
+  std::cout << "fleet view, " << k_hosts << " hosts: /api/v1/fleet p50 " << took[10] << " ms, max "
+            << took.back() << " ms, " << http_get(view_url, "/api/v1/fleet").body.size()
+            << " bytes\n";
+
+  if (!fs::exists("/usr/bin/chromium")) {
+    GTEST_SKIP() << "chromium is not installed (scripts/test installs it): the API was checked, "
+                    "the page was not drawn";
+  }
+  // The page: the fleet's summary above the hosts, the hosts in groups
+  // (collapsed at this size), the whole of it a few screens high.
+  const auto script = dir.write("layout.js", R"js(
+const wait = (ms) => new Promise((done) => setTimeout(done, ms));
+for (let i = 0; i < 200 && !document.querySelector("tr.group-head"); i++) await wait(100);
+const top = (selector) => document.querySelector(selector).getBoundingClientRect().top;
+const heads = [...document.querySelectorAll("tr.group-head")].map((row) => row.textContent);
+return { heads, rows: document.querySelectorAll("tr.host").length,
+  causesTop: top("#cause-table"), hostsTop: top("#host-table"),
+  firstCause: document.querySelector("#cause-table tbody tr").getAttribute("data-key"),
+  height: document.documentElement.scrollHeight,
+  count: document.getElementById("host-count").textContent };
+)js");
+  const auto driven =
+      run_command({"/usr/bin/python3", ENVCONTRACT_SOURCE_DIR "/tests/support/browser.py",
+                   (dir.path() / "profile").string(), view_url + "/", script.string(), "90"});
+  ASSERT_EQ(driven.exit_code, 0) << driven.err;
+  const auto page = Json::parse(driven.out, nullptr, false);
+  ASSERT_TRUE(page.is_object()) << driven.out;
+  EXPECT_LT(page["causesTop"].get<double>(), page["hostsTop"].get<double>())
+      << "the fleet's causes come before the hosts";
+  EXPECT_EQ(page["firstCause"], "hang");
+  EXPECT_EQ(page["rows"], 0) << "groups start collapsed past 50 hosts";
+  ASSERT_FALSE(page["heads"].empty());
+  EXPECT_NE(page["heads"][0].get<std::string>().find("hang"), std::string::npos) << page["heads"];
+  EXPECT_LT(page["height"].get<double>(), 2600.0) << "the whole page in two screens";
+  keep_screenshot(view_url + "/", dir.path() / "shot", "fleet-1000");
+}
+
+}  // namespace
+}  // namespace envcontract
