@@ -74,7 +74,8 @@ PlainResponse FleetService::fleet(const PlainRequest& request) {
   // How old the hosts are, always: an answer older than the source's
   // refresh says why (docs/fleet.md, "How fresh an answer is").
   view["as_of"] = snapshot.as_of;
-  view["age_seconds"] = std::round(snapshot.age_seconds * 10) / 10;
+  // Rounded down: an age shown at the refresh interval has its `stale`.
+  view["age_seconds"] = std::floor(snapshot.age_seconds * 10) / 10;
   view["refresh_seconds"] = snapshot.refresh_seconds;
   if (!snapshot.stale.empty()) {
     view["stale"] = snapshot.stale;

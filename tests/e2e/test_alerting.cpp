@@ -5,10 +5,10 @@
 // test's own. Then the agent stops answering (SIGSTOP) for a while: the
 // alert must neither resolve during the outage nor page again after it.
 #include <csignal>
-#include <regex>
 #include <thread>
 
 #include "tests/e2e/agent_fixture.hpp"
+#include "tests/e2e/documented_alertmanager.hpp"
 #include "tests/support/background_process.hpp"
 #include "tests/support/demo_host.hpp"
 #include "tests/support/webhook_receiver.hpp"
@@ -33,25 +33,6 @@ std::vector<Json> posted_alerts(const WebhookReceiver& receiver) {
     }
   }
   return alerts;
-}
-
-// The Alertmanager configuration docs/fleet.md shows ("# alertmanager.yml"),
-// its route as written but for its waits, shortened to a second, and its
-// receivers replaced by webhooks of `receiver` named after them.
-std::string documented_alertmanager_config(const WebhookReceiver& receiver) {
-  const std::string doc =
-      read_text(std::filesystem::path(ENVCONTRACT_SOURCE_DIR) / "docs/fleet.md");
-  const auto begin = doc.find("# alertmanager.yml\n");
-  const auto receivers = doc.find("\nreceivers:\n", begin);
-  if (begin == std::string::npos || receivers == std::string::npos) {
-    return "";
-  }
-  std::string route = doc.substr(begin, receivers + 1 - begin);
-  route = std::regex_replace(route, std::regex("(group_wait|group_interval): \\w+"), "$1: 1s");
-  return route + "receivers:\n  - name: accelerator-team-mail\n    webhook_configs: [{url: \"" +
-         receiver.url("/mail") +
-         "\"}]\n  - name: accelerator-oncall\n    webhook_configs: [{url: \"" +
-         receiver.url("/page") + "\"}]\n";
 }
 
 TEST(Alerting, AHangingCheckReachesAlertmanagerThroughTheShippedRules) {

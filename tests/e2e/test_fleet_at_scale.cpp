@@ -8,13 +8,18 @@
 #include <gtest/gtest.h>
 
 #include <chrono>
-#include <fstream>
+#include <csignal>
+#include <regex>
 #include <sstream>
+#include <thread>
 
 #include "common/json_text.hpp"
 #include "tests/e2e/agent_fixture.hpp"
+#include "tests/e2e/documented_alertmanager.hpp"
 #include "tests/support/background_process.hpp"
+#include "tests/support/demo_host.hpp"
 #include "tests/support/run_command.hpp"
+#include "tests/support/webhook_receiver.hpp"
 
 namespace envcontract {
 namespace {
@@ -25,6 +30,7 @@ using Clock = std::chrono::steady_clock;
 
 constexpr const char* k_prometheus = "/usr/bin/prometheus";
 constexpr const char* k_promtool = "/usr/bin/promtool";
+constexpr const char* k_alertmanager = "/usr/bin/prometheus-alertmanager";
 constexpr int k_hosts = 1000;
 constexpr long k_minute = 60;
 constexpr long k_hour = 60 * k_minute;
@@ -312,6 +318,246 @@ return { heads, rows: document.querySelectorAll("tr.host").length,
   EXPECT_NE(page["heads"][0].get<std::string>().find("hang"), std::string::npos) << page["heads"];
   EXPECT_LT(page["height"].get<double>(), 2600.0) << "the whole page in two screens";
   keep_screenshot(view_url + "/", dir.path() / "shot", "fleet-1000");
+}
+
+// A contract of `platform` whose check the demo host's torch-fl-cpu env
+// passes, or one it fails (a torch pin it does not meet).
+std::string small_contract(const std::string& platform, bool drifting) {
+  return "schema_version: 1\nname: " + platform + (drifting ? "-pinned" : "-ok") +
+         "\nplatform: " + platform + "\nchecks:\n" +
+         (drifting ? "  - {id: torch-pin, kind: distributions, pins: {torch: \"==9.9\"}}\n"
+                   : "  - {id: no-leak, kind: distributions, absent: [leak]}\n");
+}
+
+// The alerts Alertmanager posted to `path`, one list of (alertname, status,
+// instance) per notification.
+std::vector<std::vector<std::string>> notifications(const WebhookReceiver& receiver,
+                                                    const std::string& path) {
+  std::vector<std::vector<std::string>> found;
+  for (const auto& request : receiver.requests()) {
+    const auto body = Json::parse(request.body, nullptr, false);
+    if (request.path != path || !body.is_object() || !body.contains("alerts")) {
+      continue;
+    }
+    std::vector<std::string> alerts;
+    for (const auto& alert : body["alerts"]) {
+      alerts.push_back(alert["labels"].value("alertname", "") + " " + alert.value("status", "") +
+                       " " + alert["labels"].value("instance", ""));
+    }
+    found.push_back(std::move(alerts));
+  }
+  return found;
+}
+
+// Fifty real agents (small hosts: one env, two platforms, ten drifting)
+// scraped by a real Prometheus with the shipped rules, alerting through a
+// real Alertmanager with the documented route, and the fleet view over that
+// Prometheus. Timings shortened for a test: scrapes and rule evaluations
+// every 2 s, the drift alert's `for:` 15 s, Alertmanager's group_wait 10 s.
+TEST(FleetAtScale, FiftyAgentsThroughPrometheusAndAlertmanager) {
+  for (const char* program : {k_prometheus, k_alertmanager}) {
+    if (!fs::exists(program)) {
+      GTEST_SKIP() << program
+                   << " is not installed (prometheus, prometheus-alertmanager; scripts/test "
+                      "installs them)";
+    }
+  }
+  constexpr int agents_count = 50;
+  TempDir dir;
+  const auto env = (demo_host() / "miniconda3/envs/torch-fl-cpu").string();
+  std::vector<std::unique_ptr<AgentProcess>> agents;
+  std::vector<fs::path> contracts;
+  const auto platform_of = [](int i) { return i < agents_count / 2 ? "kunlunxin" : "ascend"; };
+  const auto drifts = [](int i) { return i % 5 == 0; };
+  for (int i = 0; i < agents_count; ++i) {
+    const auto home = dir.path() / ("agent-" + std::to_string(i));
+    fs::create_directories(home);
+    contracts.push_back(home / "contract.yaml");
+    write_text(contracts.back(), small_contract(platform_of(i), drifts(i)));
+    agents.push_back(std::make_unique<AgentProcess>(
+        home,
+        std::vector<std::string>{"--contract", contracts.back().string(), "--prefix", env,
+                                 "--database", (home / "agent.db").string(), "--interval", "1h"}));
+  }
+  const auto target = [&](int i) { return "127.0.0.1:" + std::to_string(agents[i]->port()); };
+
+  WebhookReceiver receiver;
+  std::string route = documented_alertmanager_config(receiver);
+  ASSERT_NE(route, "");
+  route = std::regex_replace(route, std::regex("group_wait: 1s"), "group_wait: 10s");
+  write_text(dir.path() / "alertmanager.yml", route);
+  const std::string alertmanager_url = "http://127.0.0.1:" + std::to_string(free_loopback_port());
+  BackgroundProcess alertmanager(
+      {k_alertmanager, "--config.file=" + (dir.path() / "alertmanager.yml").string(),
+       "--storage.path=" + (dir.path() / "alertmanager").string(),
+       "--web.listen-address=" + alertmanager_url.substr(7), "--cluster.listen-address="},
+      dir.path() / "alertmanager.log");
+
+  std::string rules =
+      read_text(fs::path(ENVCONTRACT_SOURCE_DIR) / "packaging/prometheus/envcontract-rules.yml");
+  rules = std::regex_replace(rules, std::regex("for: 30m"), "for: 15s");
+  write_text(dir.path() / "rules.yml", rules);
+  std::string targets;
+  for (int i = 0; i < agents_count; ++i) {
+    targets += (i == 0 ? "'" : ", '") + target(i) + "'";
+  }
+  write_text(dir.path() / "prometheus.yml",
+             "global:\n  scrape_interval: 2s\n  evaluation_interval: 2s\n"
+             "rule_files:\n  - " +
+                 (dir.path() / "rules.yml").string() +
+                 "\nalerting:\n  alertmanagers:\n    - static_configs:\n        - targets: ['" +
+                 alertmanager_url.substr(7) +
+                 "']\nscrape_configs:\n  - job_name: envcontract\n    static_configs:\n"
+                 "      - targets: [" +
+                 targets + "]\n");
+  const std::string prometheus_url = "http://127.0.0.1:" + std::to_string(free_loopback_port());
+  BackgroundProcess prometheus(
+      {k_prometheus, "--config.file=" + (dir.path() / "prometheus.yml").string(),
+       "--storage.tsdb.path=" + (dir.path() / "tsdb").string(),
+       "--web.listen-address=" + prometheus_url.substr(7)},
+      dir.path() / "prometheus.log");
+  const std::string view_url = "http://127.0.0.1:" + std::to_string(free_loopback_port());
+  BackgroundProcess view({ENVCONTRACTD_PATH, "fleet", "--prometheus", prometheus_url, "--listen",
+                          view_url.substr(7), "--history", "1h", "--timeout", "10s"},
+                         dir.path() / "view.log");
+
+  Json fleet;
+  // Every answer of the view is as fresh as it says, or says why not.
+  int answers = 0;
+  int unexplained_old = 0;
+  const auto ask = [&](const std::string& path) {
+    const auto answer = http_get(view_url, path);
+    fleet = Json::parse(answer.body, nullptr, false);
+    if (answer.status != 200 || !fleet.is_object()) {
+      return false;
+    }
+    ++answers;
+    if (fleet["age_seconds"].get<double>() >= fleet["refresh_seconds"].get<double>() &&
+        !fleet.contains("stale")) {
+      ++unexplained_old;
+    }
+    return true;
+  };
+  const auto row_of = [&](const std::string& host) {
+    for (const auto& row : fleet["hosts"]) {
+      if (row["host"] == host) {
+        return row;
+      }
+    }
+    return Json();
+  };
+  const auto started = Clock::now();
+  const auto seconds_since = [](Clock::time_point since) {
+    return std::chrono::duration<double>(Clock::now() - since).count();
+  };
+  ASSERT_TRUE(wait_until(
+      [&] {
+        return ask("/api/v1/fleet") && fleet["counts"]["drift"] == 10 &&
+               fleet["counts"]["compliant"] == agents_count - 10;
+      },
+      std::chrono::seconds(90)))
+      << common::json_text(fleet["counts"], 1) << prometheus.log() << view.log();
+  const double judged_after = seconds_since(started);
+
+  // Ten hosts drifting together: one notification listing the ten.
+  const auto drifting_notices = [&] {
+    std::vector<std::vector<std::string>> found;
+    for (auto& each : notifications(receiver, "/mail")) {
+      if (!each.empty() && each.front().starts_with("EnvcontractHostDrifting")) {
+        found.push_back(each);
+      }
+    }
+    return found;
+  };
+  ASSERT_TRUE(wait_until([&] { return !drifting_notices().empty(); }, std::chrono::seconds(90)))
+      << alertmanager.log() << prometheus.log();
+  const double alerted_after = seconds_since(started);
+  const auto first_notice = drifting_notices().front();
+  EXPECT_EQ(first_notice.size(), 10U) << "the ten drifting hosts in one notification";
+  for (int i = 0; i < agents_count; i += 5) {
+    EXPECT_NE(std::find(first_notice.begin(), first_notice.end(),
+                        "EnvcontractHostDrifting firing " + target(i)),
+              first_notice.end())
+        << target(i);
+  }
+
+  // A drifting host is fixed (its contract changed): the view shows it
+  // compliant within a scrape and a refresh of the agent's report.
+  const int fixed = 5;  // kunlunxin, drifting
+  write_text(contracts[fixed], small_contract(platform_of(fixed), false));
+  const auto change = Clock::now();
+  ASSERT_TRUE(wait_until(
+      [&] {
+        return get_json(*agents[fixed], "/api/v1/report").value("verdict", "") == "compliant";
+      },
+      std::chrono::seconds(60)));
+  const double agent_after = seconds_since(change);
+  const auto agent_compliant = Clock::now();
+  ASSERT_TRUE(wait_until(
+      [&] { return ask("/api/v1/fleet") && row_of(target(fixed))["state"] == "compliant"; },
+      std::chrono::seconds(30)))
+      << row_of(target(fixed));
+  const double view_after = seconds_since(agent_compliant);
+  EXPECT_LT(view_after, 2 + 5 + 2.0) << "a scrape, a refresh and a read";
+
+  // Three kunlunxin agents stop answering, one of them drifting: they stay
+  // under their platform and causes, as last known, and the drift alert is
+  // not resolved by the outage.
+  const std::vector<int> stopped = {10, 11, 12};
+  for (const int i : stopped) {
+    agents[i]->signal(SIGSTOP);
+  }
+  const auto outage = Clock::now();
+  const bool down = wait_until(
+      [&] {
+        return ask("/api/v1/fleet?platform=KUNLUNXIN") && fleet["counts"]["unavailable"] == 3;
+      },
+      std::chrono::seconds(60));
+  const double down_after = seconds_since(outage);
+  const Json kunlunxin = fleet;
+  const Json stopped_drifting = row_of(target(10));
+  std::this_thread::sleep_for(std::chrono::seconds(6));  // three evaluations with them down
+  const auto resolved_during_outage = [&] {
+    for (const auto& each : notifications(receiver, "/mail")) {
+      for (const auto& alert : each) {
+        if (alert == "EnvcontractHostDrifting resolved " + target(10)) {
+          return true;
+        }
+      }
+    }
+    return false;
+  }();
+  for (const int i : stopped) {
+    agents[i]->signal(SIGCONT);
+  }
+  ASSERT_TRUE(down) << common::json_text(fleet["counts"], 1);
+  EXPECT_EQ(kunlunxin["counts"]["hosts"], agents_count / 2)
+      << "down hosts count under their platform";
+  EXPECT_EQ(stopped_drifting["state"], "unavailable");
+  EXPECT_EQ(stopped_drifting["last_known"], true) << stopped_drifting;
+  EXPECT_EQ(stopped_drifting["top_causes"][0]["cause"], "version_mismatch") << stopped_drifting;
+  EXPECT_FALSE(resolved_during_outage) << "the outage resolved a drift nobody fixed";
+  // The fixed host's drift is resolved, in a notification of its own group.
+  ASSERT_TRUE(wait_until(
+      [&] {
+        for (const auto& each : notifications(receiver, "/mail")) {
+          for (const auto& alert : each) {
+            if (alert == "EnvcontractHostDrifting resolved " + target(fixed)) {
+              return true;
+            }
+          }
+        }
+        return false;
+      },
+      std::chrono::seconds(60)))
+      << alertmanager.log();
+  EXPECT_GT(answers, 3);
+  EXPECT_EQ(unexplained_old, 0) << "answers older than the view's refresh without a word";
+  std::cout << agents_count << " agents: all judged in the view " << judged_after
+            << " s after start; drift notified " << alerted_after
+            << " s after start (for: 15s, group_wait: 10s); a fix: agent compliant " << agent_after
+            << " s after the change, the view " << view_after << " s after the agent; "
+            << stopped.size() << " agents stopped: shown down after " << down_after << " s\n";
 }
 
 }  // namespace
