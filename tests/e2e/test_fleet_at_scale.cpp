@@ -173,6 +173,30 @@ int total(const Json& point) {
          point["down"].get<int>();
 }
 
+std::string loopback_url() {
+  return "http://127.0.0.1:" + std::to_string(free_loopback_port());
+}
+
+// A real Prometheus on dir/prometheus.yml and dir/tsdb, and the fleet view
+// over it, keeping `history` for its chart.
+struct PrometheusWithView {
+  PrometheusWithView(const fs::path& dir, const std::string& history)
+      : prometheus_url(loopback_url()),
+        view_url(loopback_url()),
+        prometheus({k_prometheus, "--config.file=" + (dir / "prometheus.yml").string(),
+                    "--storage.tsdb.path=" + (dir / "tsdb").string(),
+                    "--web.listen-address=" + prometheus_url.substr(7)},
+                   dir / "prometheus.log"),
+        view({ENVCONTRACTD_PATH, "fleet", "--prometheus", prometheus_url, "--listen",
+              view_url.substr(7), "--history", history, "--timeout", "20s"},
+             dir / "view.log") {}
+
+  std::string prometheus_url;
+  std::string view_url;
+  BackgroundProcess prometheus;
+  BackgroundProcess view;
+};
+
 TEST(FleetAtScale, AThousandHostsFromPrometheusReadAsASummary) {
   for (const char* program : {k_prometheus, k_promtool}) {
     if (!fs::exists(program)) {
@@ -188,16 +212,10 @@ TEST(FleetAtScale, AThousandHostsFromPrometheusReadAsASummary) {
   ASSERT_EQ(blocks.exit_code, 0) << blocks.out << blocks.err;
   fs::remove(dir.path() / "fleet.om");
   write_text(dir.path() / "prometheus.yml", "global:\n  scrape_interval: 1m\n");
-  const std::string prometheus_url = "http://127.0.0.1:" + std::to_string(free_loopback_port());
-  BackgroundProcess prometheus(
-      {k_prometheus, "--config.file=" + (dir.path() / "prometheus.yml").string(),
-       "--storage.tsdb.path=" + (dir.path() / "tsdb").string(),
-       "--web.listen-address=" + prometheus_url.substr(7)},
-      dir.path() / "prometheus.log");
-  const std::string view_url = "http://127.0.0.1:" + std::to_string(free_loopback_port());
-  BackgroundProcess view({ENVCONTRACTD_PATH, "fleet", "--prometheus", prometheus_url, "--listen",
-                          view_url.substr(7), "--history", "7d", "--timeout", "20s"},
-                         dir.path() / "view.log");
+  PrometheusWithView served(dir.path(), "7d");
+  const std::string& view_url = served.view_url;
+  const BackgroundProcess& prometheus = served.prometheus;
+  const BackgroundProcess& view = served.view;
 
   // What the model says the fleet is now.
   int down = 0;
@@ -386,7 +404,7 @@ TEST(FleetAtScale, FiftyAgentsThroughPrometheusAndAlertmanager) {
   ASSERT_NE(route, "");
   route = std::regex_replace(route, std::regex("group_wait: 1s"), "group_wait: 10s");
   write_text(dir.path() / "alertmanager.yml", route);
-  const std::string alertmanager_url = "http://127.0.0.1:" + std::to_string(free_loopback_port());
+  const std::string alertmanager_url = loopback_url();
   BackgroundProcess alertmanager(
       {k_alertmanager, "--config.file=" + (dir.path() / "alertmanager.yml").string(),
        "--storage.path=" + (dir.path() / "alertmanager").string(),
@@ -410,16 +428,10 @@ TEST(FleetAtScale, FiftyAgentsThroughPrometheusAndAlertmanager) {
                  "']\nscrape_configs:\n  - job_name: envcontract\n    static_configs:\n"
                  "      - targets: [" +
                  targets + "]\n");
-  const std::string prometheus_url = "http://127.0.0.1:" + std::to_string(free_loopback_port());
-  BackgroundProcess prometheus(
-      {k_prometheus, "--config.file=" + (dir.path() / "prometheus.yml").string(),
-       "--storage.tsdb.path=" + (dir.path() / "tsdb").string(),
-       "--web.listen-address=" + prometheus_url.substr(7)},
-      dir.path() / "prometheus.log");
-  const std::string view_url = "http://127.0.0.1:" + std::to_string(free_loopback_port());
-  BackgroundProcess view({ENVCONTRACTD_PATH, "fleet", "--prometheus", prometheus_url, "--listen",
-                          view_url.substr(7), "--history", "1h", "--timeout", "10s"},
-                         dir.path() / "view.log");
+  PrometheusWithView served(dir.path(), "1h");
+  const std::string& view_url = served.view_url;
+  const BackgroundProcess& prometheus = served.prometheus;
+  const BackgroundProcess& view = served.view;
 
   Json fleet;
   // Every answer of the view is as fresh as it says, or says why not.
