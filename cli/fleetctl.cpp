@@ -4,6 +4,7 @@
 
 #include <CLI/CLI.hpp>
 #include <algorithm>
+#include <chrono>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
@@ -63,6 +64,10 @@ void add_common(CLI::App* verb, Common& common, const std::vector<std::string>& 
   verb->add_option("--timeout", common.timeout,
                    "per host and request: connect, send, answer (default 10s)");
 }
+
+// How long `check` waits for an agent that has accepted the connection and
+// sends nothing (docs/fleetctl.md).
+constexpr std::chrono::milliseconds k_agent_silence{4'000};
 
 // Parses --timeout; prints the problem and returns nullopt when it is bad.
 std::optional<ClientOptions> client_options(const Common& common) {
@@ -204,9 +209,13 @@ int run_check(const CheckArguments& arguments) {
   for (const auto& repeat : repeated) {
     std::cerr << "fleetctl: note: " << repeat << " is named twice; it is checked once\n";
   }
+  // An agent serves the report it holds: one that stays silent for seconds
+  // is stopped or stuck, and the others' answers do not wait for --timeout.
+  ClientOptions asking_agents = *options;
+  asking_agents.silence = std::min(asking_agents.timeout, k_agent_silence);
   // An inventory is a fleet: its JUnit is the one Prometheus gives of it.
   return print_reports(
-      fetch_reports(hosts, *options, arguments.common.concurrency), arguments.common,
+      fetch_reports(hosts, asking_agents, arguments.common.concurrency), arguments.common,
       arguments.inventory.empty() ? JunitDetail::every_check : JunitDetail::failing_checks);
 }
 

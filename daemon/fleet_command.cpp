@@ -6,6 +6,7 @@
 #include <systemd/sd-daemon.h>
 
 #include <CLI/CLI.hpp>
+#include <algorithm>
 #include <cctype>
 #include <csignal>
 #include <iostream>
@@ -142,6 +143,9 @@ std::optional<int> FleetCli::run() {
   }
   fleet::ClientOptions client;
   client.timeout = *timeout;
+  // Agents answer from a report they hold: one silent for 4 s is stopped or
+  // stuck, and a poll does not wait the whole --timeout on it.
+  client.silence = std::min(client.timeout, std::chrono::milliseconds(4'000));
   // A report of hundreds of envs is a few MB: room for it, not for a
   // misbehaving server's gigabytes times the polls at once.
   client.max_response_bytes = 16 << 20;
@@ -173,6 +177,7 @@ std::optional<int> FleetCli::run() {
     // Prometheus' answers list every agent's failing checks: more room.
     options.client.max_response_bytes = 256 << 20;
     options.client.server = "Prometheus";
+    options.client.silence = {};  // a query over a big fleet may think for seconds
     options.history_range = *history;
     options.first_wait = *timeout;
     source = std::make_unique<fleet::PrometheusSource>(std::move(options));

@@ -63,9 +63,12 @@ Response request(const HostAddress& host, const std::string& method, const std::
                           static_cast<time_t>((d.count() % 1000) * 1000));
   };
   const auto [sec, usec] = seconds_of(options.timeout);
+  const bool silence_bound = options.silence.count() > 0 && options.silence < options.timeout;
+  const auto [read_sec, read_usec] = seconds_of(silence_bound ? options.silence : options.timeout);
   client.set_connection_timeout(sec, usec);
-  client.set_read_timeout(sec, usec);
+  client.set_read_timeout(read_sec, read_usec);
   client.set_write_timeout(sec, usec);
+  const auto began = Clock::now();
   client.set_keep_alive(false);
   httplib::Headers headers = {{"Accept", "application/json"}};
   if (!options.token.empty()) {
@@ -133,6 +136,14 @@ Response request(const HostAddress& host, const std::string& method, const std::
   if (too_slow || (!sent && Clock::now() > deadline)) {
     response.error = "no complete answer within " + seconds(options.timeout);
     response.body.clear();
+    return response;
+  }
+  if (!sent && error == httplib::Error::Read && silence_bound &&
+      Clock::now() - began >= options.silence - std::chrono::milliseconds(100)) {
+    // httplib tells a read that timed out from a broken connection by nothing
+    // but the time it took.
+    response.error = "it accepted the connection and sent nothing for " + seconds(options.silence) +
+                     " (is it stopped or stuck?)";
     return response;
   }
   if (!sent) {

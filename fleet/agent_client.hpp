@@ -10,6 +10,10 @@ namespace envcontract::fleet {
 
 struct ClientOptions {
   std::chrono::milliseconds timeout{10'000};  // the whole request, connect to last byte
+  // The longest the server may send nothing while the request runs (0: the
+  // whole timeout). An agent answers from a report it holds ready: one that
+  // accepts and stays silent is stopped or stuck, and is given up then.
+  std::chrono::milliseconds silence{0};
   std::size_t max_response_bytes = 64 << 20;  // a report of thousands of envs fits
   std::string token;                          // sent as a bearer token when set
   // What is asked, for the hint of a refused connection: "the agent",

@@ -173,6 +173,29 @@ TEST(Fleetctl, ManyHostsGetALineEachAndAFleetSummary) {
 
 // A name that does not resolve is not "connection refused": the operator
 // looks for a typo or a DNS outage, not for a stopped agent.
+// An agent that accepts and answers nothing (stopped: SIGSTOP) is given up
+// after 4 s of silence, not the whole --timeout, and said to be so.
+TEST(Fleetctl, AFrozenAgentCostsSecondsNotTheWholeTimeout) {
+  TwoAgents agents;
+  TempDir dir;
+  const auto inventory =
+      dir.write("hosts.txt", host_of(agents.drift) + "\n" + host_of(agents.compliant) + "\n");
+  agents.compliant.signal(SIGSTOP);
+  const auto started = std::chrono::steady_clock::now();
+  const auto checked = fleetctl({"check", "--inventory", inventory.string(), "-o", "json"});
+  const double took =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
+  agents.compliant.signal(SIGCONT);
+  EXPECT_EQ(checked.exit_code, 2) << checked.out << checked.err;
+  EXPECT_LT(took, 8.0) << "the default --timeout is 10 s";
+  const auto json = Json::parse(checked.out, nullptr, false);
+  ASSERT_TRUE(json.is_object()) << checked.out;
+  EXPECT_EQ(json["hosts"][0]["state"], "drift") << "the other host's answer is kept";
+  EXPECT_EQ(json["hosts"][1]["error"],
+            "it accepted the connection and sent nothing for 4.0 s (is it stopped or stuck?)")
+      << json["hosts"][1];
+}
+
 TEST(Fleetctl, UnresolvableAndRefusedHostsAreToldApart) {
   const auto unresolvable = fleetctl({"check", "no-such-host.invalid", "--timeout", "5s"});
   EXPECT_EQ(unresolvable.exit_code, 2);
