@@ -3,6 +3,7 @@
 #include <cmath>
 #include <system_error>
 
+#include "common/json_text.hpp"
 #include "common/time_text.hpp"
 #include "fleet/prometheus_fleet.hpp"
 
@@ -83,7 +84,7 @@ FleetSnapshot PrometheusSource::snapshot() {
 }
 
 ComplianceHistory PrometheusSource::history(const FleetFilter& filter) {
-  const std::string key = filter.to_json().dump();
+  const std::string key = common::json_text(filter.to_json());
   constexpr auto kept_for = std::chrono::minutes(1);
   constexpr std::size_t most_kept = 64;
   {

@@ -7,6 +7,7 @@
 #include <csignal>
 #include <thread>
 
+#include "common/json_text.hpp"
 #include "tests/e2e/agent_fixture.hpp"
 #include "tests/e2e/documented_alertmanager.hpp"
 #include "tests/support/background_process.hpp"
@@ -191,7 +192,7 @@ TEST(Alerting, TheDocumentedRouteTellsAFleetWideEventOnce) {
   }
   ASSERT_TRUE(wait_until(
       [&] {
-        return http_post(url, "/api/v2/alerts", alerts.dump(),
+        return http_post(url, "/api/v2/alerts", common::json_text(alerts),
                          {{"Content-Type", "application/json"}})
                    .status == 200;
       },

@@ -292,6 +292,9 @@ TEST(FleetAtScale, AThousandHostsFromPrometheusReadAsASummary) {
   EXPECT_EQ(total(kunlunxin_points.back()), kunlunxin_up) << kunlunxin_points.back();
   ASSERT_TRUE(ask("/api/v1/fleet?cause=hang"));
   EXPECT_EQ(fleet["counts"]["hosts"], hanging);
+  // A filter value that is not UTF-8 is a filter nothing matches, not a failure.
+  ASSERT_TRUE(ask("/api/v1/fleet?platform=%FF%FE")) << common::json_text(fleet, 1);
+  EXPECT_EQ(fleet["counts"]["hosts"], 0);
 
   // How long the view takes to answer for 1,000 hosts, read once.
   std::vector<double> took;
