@@ -364,11 +364,38 @@ Json failing_checks_only(const Json& report) {
     }
     return checks;
   };
-  auto targets = Json::array();
-  for (const auto& target : array_field(report, "targets")) {
-    if (auto checks = failing(target); !checks.empty()) {
-      targets.push_back({{"name", string_field(target, "name")}, {"checks", std::move(checks)}});
+  // Prometheus names a target's series by the target alone, a container's
+  // too (docs/containers.md): so are they listed here, each check once.
+  std::vector<std::pair<std::string, Json>> by_name;
+  const auto add_target = [&](const Json& target) {
+    const std::string name = string_field(target, "name");
+    auto listed = std::find_if(by_name.begin(), by_name.end(),
+                               [&](const auto& each) { return each.first == name; });
+    for (auto& check : failing(target)) {
+      if (listed == by_name.end()) {
+        by_name.emplace_back(name, Json::array());
+        listed = std::prev(by_name.end());
+      }
+      auto& checks = listed->second;
+      const bool known = std::any_of(checks.begin(), checks.end(), [&](const Json& each) {
+        return string_field(each, "id") == string_field(check, "id");
+      });
+      if (!known) {
+        checks.push_back(std::move(check));
+      }
     }
+  };
+  for (const auto& target : array_field(report, "targets")) {
+    add_target(target);
+  }
+  for (const auto& container : array_field(report, "containers")) {
+    for (const auto& target : array_field(container, "targets")) {
+      add_target(target);
+    }
+  }
+  auto targets = Json::array();
+  for (auto& [name, checks] : by_name) {
+    targets.push_back({{"name", name}, {"checks", std::move(checks)}});
   }
   auto envs = Json::array();
   for (const auto& env : array_field(report, "envs")) {

@@ -67,23 +67,50 @@ PlainResponse FleetService::fleet(const PlainRequest& request) {
                                                                 : snapshot.problem},
                              {"source", snapshot.source}});
   }
-  // The chart follows the filters: the hosts they show, over time.
-  const bool filtered = !filter->to_json().empty();
-  auto view = fleet::fleet_view(*snapshot.hosts, *filter, snapshot.source,
-                                filtered ? m_source->history(*filter) : snapshot.history);
-  // How old the hosts are, always: an answer older than the source's
-  // refresh says why (docs/fleet.md, "How fresh an answer is").
+  auto view = fleet::fleet_view(*snapshot.hosts, *filter, snapshot.source, snapshot.history);
+  if (!filter->to_json().empty()) {
+    // The chart follows the filters: the hosts they show, over time.
+    view["history"] = fleet::history_json(filtered_history(*filter, view));
+  }
+  // How old the hosts are, always, taken when the answer is made: one
+  // older than the source's refresh says why (docs/fleet.md, "How fresh an
+  // answer is"). Rounded down: an age shown at the refresh has its `stale`.
   view["as_of"] = snapshot.as_of;
-  // Rounded down: an age shown at the refresh interval has its `stale`.
-  view["age_seconds"] = std::floor(snapshot.age_seconds * 10) / 10;
+  view["age_seconds"] = std::floor(snapshot.age_seconds() * 10) / 10;
   view["refresh_seconds"] = snapshot.refresh_seconds;
-  if (!snapshot.stale.empty()) {
-    view["stale"] = snapshot.stale;
+  if (const std::string stale = snapshot.stale(); !stale.empty()) {
+    view["stale"] = stale;
   }
   if (!snapshot.problem.empty()) {
     view["problem"] = "showing the fleet as of " + snapshot.as_of + ": " + snapshot.problem;
   }
   return json_answer(200, view);
+}
+
+fleet::ComplianceHistory FleetService::filtered_history(const fleet::FleetFilter& filter,
+                                                        const Json& view) {
+  // Only values some host of the fleet has now are asked for: a request's
+  // made-up values (or bytes that are not text) cost no query.
+  const auto known = [&](const std::string& value, const char* list) {
+    if (value.empty()) {
+      return true;
+    }
+    for (const auto& each : view[list]) {
+      if (fleet::same_value(value, each.get<std::string>())) {
+        return true;
+      }
+    }
+    return false;
+  };
+  if (!known(filter.platform, "platforms") || !known(filter.check, "checks_known") ||
+      !known(filter.cause, "causes_known")) {
+    fleet::ComplianceHistory none;
+    none.problem =
+        "no host of the fleet has this platform, failing check or cause now: no chart is asked "
+        "for it";
+    return none;
+  }
+  return m_source->history(filter);
 }
 
 PlainResponse FleetService::host_report(const std::string& host) {

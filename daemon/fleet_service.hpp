@@ -20,6 +20,8 @@ class FleetService {
  private:
   PlainResponse fleet(const PlainRequest& request);
   PlainResponse host_report(const std::string& host);
+  fleet::ComplianceHistory filtered_history(const fleet::FleetFilter& filter,
+                                            const report::Json& view);
   static PlainResponse asset(const std::string& path);
 
   std::unique_ptr<fleet::FleetSource> m_source;

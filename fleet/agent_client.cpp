@@ -90,7 +90,9 @@ Response request(const HostAddress& host, const std::string& method, const std::
     req.set_header("X-Requested-By", "fleetctl");
   }
   // Read timeouts bound each read; the deadline bounds a server that drips.
+  bool answered = false;  // a byte of the body came
   req.content_receiver = [&](const char* data, size_t length, uint64_t, uint64_t) {
+    answered = true;
     if (response.body.size() + length > options.max_response_bytes) {
       too_large = true;
       return false;
@@ -142,8 +144,9 @@ Response request(const HostAddress& host, const std::string& method, const std::
       Clock::now() - began >= options.silence - std::chrono::milliseconds(100)) {
     // httplib tells a read that timed out from a broken connection by nothing
     // but the time it took.
-    response.error = "it accepted the connection and sent nothing for " + seconds(options.silence) +
-                     " (is it stopped or stuck?)";
+    response.error = std::string(answered ? "its answer stopped for "
+                                          : "it accepted the connection and sent nothing for ") +
+                     seconds(options.silence) + " (is it stopped or stuck?)";
     return response;
   }
   if (!sent) {

@@ -37,6 +37,23 @@ PrometheusSource::~PrometheusSource() {
   if (reader.joinable()) {
     reader.join();  // outside the lock: the read takes it to finish
   }
+  std::thread history_reader;
+  {
+    std::lock_guard lock(m_histories_mutex);
+    history_reader = std::move(m_history_reader);
+  }
+  m_histories_changed.notify_all();
+  if (history_reader.joinable()) {
+    history_reader.join();
+  }
+}
+
+double FleetSnapshot::age_seconds() const {
+  return hosts ? seconds_between(read_at, Clock::now()) : 0;
+}
+
+std::string FleetSnapshot::stale() const {
+  return hosts && age_seconds() >= refresh_seconds ? why_old : "";
 }
 
 FleetSnapshot PrometheusSource::snapshot() {
@@ -64,21 +81,15 @@ FleetSnapshot PrometheusSource::snapshot() {
     m_read_done.wait_for(lock, m_options.read_wait, [this] { return !m_reading; });
   }
   FleetSnapshot answer = m_last;
-  if (!answer.hosts) {
-    return answer;
-  }
-  const auto now = Clock::now();
-  answer.age_seconds = seconds_between(m_hosts_read_at, now);
-  if (answer.age_seconds >= answer.refresh_seconds) {
-    if (!m_last.problem.empty()) {
-      answer.stale = "the latest read of Prometheus failed: " + m_last.problem;
-    } else if (m_reading) {
-      answer.stale = "a read of Prometheus has run for " +
-                     whole_seconds(seconds_between(m_read_started_at, now)) +
+  answer.read_at = m_hosts_read_at;
+  if (!m_last.problem.empty()) {
+    answer.why_old = "the latest read of Prometheus failed: " + m_last.problem;
+  } else if (m_reading) {
+    answer.why_old = "a read of Prometheus has run for " +
+                     whole_seconds(seconds_between(m_read_started_at, Clock::now())) +
                      " without an answer yet";
-    } else {
-      answer.stale = "no read of Prometheus since (the view reads it on demand)";
-    }
+  } else {
+    answer.why_old = "no read of Prometheus since (the view reads it on demand)";
   }
   return answer;
 }
@@ -86,32 +97,83 @@ FleetSnapshot PrometheusSource::snapshot() {
 ComplianceHistory PrometheusSource::history(const FleetFilter& filter) {
   const std::string key = common::json_text(filter.to_json());
   constexpr auto kept_for = std::chrono::minutes(1);
-  constexpr std::size_t most_kept = 64;
-  {
-    std::lock_guard lock(m_histories_mutex);
+  constexpr std::size_t most_waiting = 8;
+  std::unique_lock lock(m_histories_mutex);
+  const auto fresh = [&] {
     const auto found = m_histories.find(key);
-    if (found != m_histories.end() && Clock::now() - found->second.read_at < kept_for) {
-      return found->second.history;
+    return found != m_histories.end() && Clock::now() - found->second.read_at < kept_for;
+  };
+  if (!fresh() && !m_stopping) {
+    const bool asked = std::any_of(m_histories_wanted.begin(), m_histories_wanted.end(),
+                                   [&](const auto& wanted) { return wanted.first == key; });
+    if (!asked) {
+      if (m_histories_wanted.size() >= most_waiting) {
+        ComplianceHistory busy;
+        busy.problem =
+            "too many charts of other filters are being read from Prometheus; this one is not "
+            "asked (try again shortly)";
+        return busy;
+      }
+      if (!m_history_reader.joinable()) {
+        try {
+          m_history_reader = std::thread([this] { read_histories(); });
+        } catch (const std::system_error& error) {
+          ComplianceHistory failed;
+          failed.problem = std::string("cannot start a read of Prometheus: ") + error.what();
+          return failed;
+        }
+      }
+      m_histories_wanted.emplace_back(key, filter);
+      m_histories_changed.notify_all();
     }
+    m_histories_changed.wait_for(lock, m_options.read_wait, fresh);
   }
-  auto asked =
-      history_from_prometheus(m_options.prometheus, m_options.job, filter, m_options.history_range,
-                              m_options.history_points, m_options.client);
-  ComplianceHistory history;
-  if (asked) {
-    history = std::move(asked.value());
-  } else {
-    history.problem = asked.error();
+  const auto found = m_histories.find(key);
+  if (found == m_histories.end()) {
+    ComplianceHistory waiting;
+    waiting.problem =
+        "the chart of these filters is being read from Prometheus: it comes with the next "
+        "refresh";
+    return waiting;
   }
-  std::lock_guard lock(m_histories_mutex);
-  if (m_histories.size() >= most_kept && !m_histories.contains(key)) {
-    const auto oldest = std::min_element(
-        m_histories.begin(), m_histories.end(),
-        [](const auto& a, const auto& b) { return a.second.read_at < b.second.read_at; });
-    m_histories.erase(oldest);
+  return found->second.history;  // fresh, or the last one while a newer is read
+}
+
+void PrometheusSource::read_histories() {
+  constexpr std::size_t most_kept = 64;
+  std::unique_lock lock(m_histories_mutex);
+  for (;;) {
+    m_histories_changed.wait(lock, [this] { return m_stopping || !m_histories_wanted.empty(); });
+    if (m_stopping) {
+      return;
+    }
+    const auto [key, filter] = m_histories_wanted.front();
+    lock.unlock();
+    ComplianceHistory history;
+    try {
+      auto asked = history_from_prometheus(m_options.prometheus, m_options.job, filter,
+                                           m_options.history_range, m_options.history_points,
+                                           m_options.client);
+      if (asked) {
+        history = std::move(asked.value());
+      } else {
+        history.problem = asked.error();
+      }
+    } catch (const std::exception& error) {
+      // On a thread of its own: nothing may escape (std::terminate).
+      history.problem = std::string("reading Prometheus failed: ") + error.what();
+    }
+    lock.lock();
+    m_histories_wanted.pop_front();
+    if (m_histories.size() >= most_kept && !m_histories.contains(key)) {
+      const auto oldest = std::min_element(
+          m_histories.begin(), m_histories.end(),
+          [](const auto& a, const auto& b) { return a.second.read_at < b.second.read_at; });
+      m_histories.erase(oldest);
+    }
+    m_histories[key] = {std::move(history), Clock::now()};
+    m_histories_changed.notify_all();
   }
-  m_histories[key] = {history, Clock::now()};
-  return history;
 }
 
 void PrometheusSource::keep_known(std::vector<HostReport>& hosts, const std::string& now) {
@@ -137,8 +199,13 @@ void PrometheusSource::keep_known(std::vector<HostReport>& hosts, const std::str
 void PrometheusSource::read() {
   common::Result<std::vector<HostReport>> hosts = common::Error{"not read"};
   common::Result<ComplianceHistory> history = common::Error{"not asked: the agents were not read"};
+  std::string read_at_text;
+  Clock::time_point read_at{};
   try {
     hosts = reports_from_prometheus(m_options.prometheus, m_options.job, m_options.client);
+    // The hosts are of this moment, however long the history takes after.
+    read_at_text = common::now_rfc3339();
+    read_at = Clock::now();
     if (hosts && !m_stopping) {
       history =
           history_from_prometheus(m_options.prometheus, m_options.job, {}, m_options.history_range,
@@ -150,11 +217,11 @@ void PrometheusSource::read() {
   }
   std::lock_guard lock(m_mutex);
   if (hosts) {
-    m_last.as_of = common::now_rfc3339();
+    m_last.as_of = read_at_text;
     keep_known(hosts.value(), m_last.as_of);
     m_last.hosts = std::make_shared<const std::vector<HostReport>>(std::move(hosts.value()));
     m_last.problem.clear();
-    m_hosts_read_at = Clock::now();
+    m_hosts_read_at = read_at;
     if (history) {
       m_last.history = std::move(history.value());
     } else {
@@ -194,17 +261,17 @@ FleetSnapshot InventorySource::snapshot() {
   snapshot.refresh_seconds = std::chrono::duration<double>(m_refresh).count();
   const auto now = Clock::now();
   if (polled.polls == 0) {
-    snapshot.stale = "the first poll of the inventory's agents has not finished";
+    // The hosts are placeholders saying they were not asked yet.
+    snapshot.read_at = now;
+    snapshot.why_old = "the first poll of the inventory's agents has not finished";
     return snapshot;
   }
-  snapshot.age_seconds = seconds_between(polled.finished, now);
-  if (snapshot.age_seconds >= snapshot.refresh_seconds) {
-    snapshot.stale = polled.polling
+  snapshot.read_at = polled.finished;
+  snapshot.why_old = polled.polling
                          ? "the poll of the inventory's agents has run for " +
                                whole_seconds(seconds_between(polled.polling_since, now)) +
                                " without finishing"
                          : "the inventory's agents have not been polled since";
-  }
   return snapshot;
 }
 

@@ -3,6 +3,7 @@
 #include <atomic>
 #include <chrono>
 #include <condition_variable>
+#include <deque>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -22,14 +23,18 @@ namespace envcontract::fleet {
 struct FleetSnapshot {
   std::shared_ptr<const std::vector<HostReport>> hosts;  // null: none could be had yet
   ComplianceHistory history;
-  std::string source;      // "prometheus http://... job envcontract", "inventory /etc/..."
-  std::string as_of;       // RFC 3339: when the hosts were read
-  std::string problem;     // why the latest read failed (the hosts are then older ones, or none)
-  double age_seconds = 0;  // of the hosts, when this snapshot was taken
+  std::string source;   // "prometheus http://... job envcontract", "inventory /etc/..."
+  std::string as_of;    // RFC 3339: when the hosts were read
+  std::string problem;  // why the latest read failed (the hosts are then older ones, or none)
+  std::chrono::steady_clock::time_point read_at{};  // of the hosts: their age when answered
   double refresh_seconds = 0;  // the age the source keeps its hosts under when all goes well
-  // Why the hosts are older than refresh_seconds ("" when they are not): the
-  // source's reads fail, or one has not finished. Never left unsaid.
-  std::string stale;
+  // Why the hosts would be older than refresh_seconds (the source's reads
+  // fail, one has not finished): said with any answer made when they are.
+  std::string why_old;
+
+  // The hosts' age now, and `why_old` when it reaches refresh_seconds ("" else).
+  double age_seconds() const;
+  std::string stale() const;
 };
 
 class FleetSource {
@@ -67,8 +72,10 @@ class PrometheusSource final : public FleetSource {
   explicit PrometheusSource(Options options);
   ~PrometheusSource() override;
   FleetSnapshot snapshot() override;
-  // Asked of Prometheus on the request's thread, each filter's at most once
-  // a minute (the latest 64 filters' are kept).
+  // Read by a thread of its own, one filter at a time, each filter's at
+  // most once a minute (the latest 64 are kept, 8 may wait): a request
+  // waits for its filter's read at most `read_wait`, then its chart says it
+  // comes with the next refresh.
   ComplianceHistory history(const FleetFilter& filter) override;
 
  private:
@@ -95,12 +102,17 @@ class PrometheusSource final : public FleetSource {
   std::map<std::string, Known> m_known;
   std::thread m_reader;
 
+  void read_histories();  // on m_history_reader
+
   struct KeptHistory {
     ComplianceHistory history;
     std::chrono::steady_clock::time_point read_at;
   };
   std::mutex m_histories_mutex;
+  std::condition_variable m_histories_changed;
   std::map<std::string, KeptHistory> m_histories;  // by the filter's JSON
+  std::deque<std::pair<std::string, FleetFilter>> m_histories_wanted;
+  std::thread m_history_reader;  // started with the first filtered chart asked
 };
 
 // The fleet of an inventory's agents, polled every interval (InventoryPoller).

@@ -113,6 +113,8 @@ const Json* facts_of(const HostReport& host) {
   return host.report ? &*host.report : host.last_known ? &*host.last_known : nullptr;
 }
 
+}  // namespace
+
 // Filter values are compared without regard to case: "ASCEND" finds the
 // ascend hosts (platforms, causes and verdicts are lower case; a check's
 // id differing only in case from another's would be a confusing contract).
@@ -143,8 +145,6 @@ Json history_json(const ComplianceHistory& history) {
   return out;
 }
 
-}  // namespace
-
 Json FleetFilter::to_json() const {
   Json out = Json::object();
   for (const auto& [name, value] : {std::pair{"verdict", verdict},
@@ -166,9 +166,11 @@ common::Result<FleetFilter> parse_fleet_filter(
       return common::Error{"give '" + name + "' once"};
     }
     if (name == "verdict") {
+      const std::string& given =
+          value;  // a structured binding: not capturable before C++20's P1091 in clang 14
       const auto known =
           std::find_if(known_states().begin(), known_states().end(),
-                       [&](const std::string& each) { return same_value(each, value); });
+                       [&given](const std::string& each) { return same_value(each, given); });
       if (known == known_states().end()) {
         return common::Error{
             "verdict must be one of compliant, drift, error, pending, "

@@ -46,6 +46,10 @@ struct ComplianceHistory {
   std::string scope;                    // which hosts it counts, in words ("" : all)
 };
 
+// Whether a filter's value matches a host's: the same letters whatever
+// their case ("ASCEND" is the ascend platform).
+bool same_value(const std::string& wanted, const std::string& value);
+
 // Whether a host is one `filter` shows: its state now, and its platform,
 // failing checks and causes (for a host that is down, as last known).
 bool host_matches(const HostReport& host, const FleetFilter& filter);
@@ -59,6 +63,10 @@ CompliancePoint count_verdicts(const std::vector<HostReport>& hosts, const std::
 // list every value of the unfiltered fleet, for the page's filters.
 Json fleet_view(const std::vector<HostReport>& hosts, const FleetFilter& filter,
                 const std::string& source, const ComplianceHistory& history);
+
+// A history as the view's JSON writes it: step_seconds, points, and its
+// problem and scope when it has them.
+Json history_json(const ComplianceHistory& history);
 
 // A host's row of the view (exposed for tests).
 Json host_row(const HostReport& host);

@@ -89,6 +89,11 @@ void InventoryPoller::poll_once() {
   m_polling = false;
 }
 
+std::shared_ptr<const std::vector<HostReport>> InventoryPoller::latest_hosts() const {
+  std::lock_guard lock(m_mutex);
+  return m_hosts;
+}
+
 InventoryPoller::Polled InventoryPoller::latest() const {
   std::lock_guard lock(m_mutex);
   Polled polled;
@@ -107,11 +112,14 @@ InventoryPoller::Polled InventoryPoller::latest() const {
 ComplianceHistory InventoryPoller::history_matching(const FleetFilter& filter) const {
   FleetFilter hosts_filter = filter;
   hosts_filter.verdict.clear();  // the state of each poll, not today's
-  std::lock_guard lock(m_mutex);
-  std::vector<bool> counted(m_hosts->size());
+  // Which hosts match, outside the lock (the hosts are immutable once
+  // published; the inventory's order is every poll's).
+  const auto hosts = latest_hosts();
+  std::vector<bool> counted(hosts->size());
   for (std::size_t i = 0; i < counted.size(); ++i) {
-    counted[i] = host_matches((*m_hosts)[i], hosts_filter);
+    counted[i] = host_matches((*hosts)[i], hosts_filter);
   }
+  std::lock_guard lock(m_mutex);
   ComplianceHistory history;
   history.step_seconds = static_cast<int>(
       std::chrono::duration_cast<std::chrono::seconds>(m_options.interval).count());

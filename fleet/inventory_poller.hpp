@@ -63,6 +63,8 @@ class InventoryPoller {
   ComplianceHistory history_matching(const FleetFilter& filter) const;
 
  private:
+  std::shared_ptr<const std::vector<HostReport>> latest_hosts() const;
+
   Options m_options;
   mutable std::mutex m_mutex;
   std::condition_variable m_wake;

@@ -14,14 +14,21 @@ namespace {
 using common::object_field;
 using common::string_field;
 
-// A PromQL string literal: the job name is the operator's, quotes and all.
+// A PromQL string literal: the job name is the operator's, quotes, line
+// breaks and all.
 std::string promql_string(const std::string& text) {
   std::string quoted = "\"";
   for (const char c : text) {
     if (c == '"' || c == '\\') {
       quoted += '\\';
+      quoted += c;
+    } else if (static_cast<unsigned char>(c) < 0x20) {
+      char escaped[8];
+      std::snprintf(escaped, sizeof escaped, "\\x%02x", static_cast<unsigned char>(c));
+      quoted += escaped;
+    } else {
+      quoted += c;
     }
-    quoted += c;
   }
   return quoted + "\"";
 }
@@ -443,6 +450,13 @@ common::Result<ComplianceHistory> history_from_prometheus(const HostAddress& pro
                                                           std::chrono::seconds range, int points,
                                                           const ClientOptions& options) {
   const auto queries = compliance_queries(job, filter);
+  if (queries.empty()) {
+    ComplianceHistory none;
+    none.problem =
+        "Prometheus holds no pending state (an agent exports no verdict while its first scan "
+        "runs): there is no chart of it";
+    return none;
+  }
   // Ending now: the latest point is the fleet as the view shows it.
   const long end = unix_now();
   int step = step_for(range.count(), points);

@@ -275,10 +275,10 @@ function render(view) {
   }
   document.getElementById("meta").textContent = view.counts.hosts + " of " + view.total_hosts +
     " hosts shown · " + view.source + " · as of " + view.as_of +
-    (view.age_seconds !== undefined ? " (" + Math.round(view.age_seconds) + " s old)" : "");
+    (view.age_seconds !== undefined ? " (" + Math.floor(view.age_seconds) + " s old)" : "");
   // Hosts older than the view's refresh are never shown as if current.
   showProblem(view.problem || (view.stale
-    ? "These hosts are " + Math.round(view.age_seconds) + " s old: " + view.stale : ""));
+    ? "These hosts are " + Math.floor(view.age_seconds) + " s old: " + view.stale : ""));
   const filters = currentFilters();
   document.getElementById("verdict").value = filters.verdict || "";
   fillSelect("platform", view.platforms, filters.platform);
