@@ -9,6 +9,7 @@
 
 #include "cli/fleet_render.hpp"
 #include "common/json_text.hpp"
+#include "fleet/fleet_view.hpp"
 #include "fleet/host_reports.hpp"
 #include "report/evidence_text.hpp"
 #include "report/report_table.hpp"
@@ -32,7 +33,15 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
   (void)cli::fleet_table(hosts, style);
   (void)cli::fleet_summary(hosts);
   (void)common::json_text(cli::fleet_json(hosts));
-  (void)cli::fleet_junit(hosts);
+  (void)cli::fleet_junit(hosts, cli::JunitDetail::every_check);
+  (void)cli::fleet_junit(hosts, cli::JunitDetail::failing_checks);
+  // The same answer as what is last known of a host that is down, under filters.
+  fleet::HostReport down;
+  down.last_known = json;
+  fleet::FleetFilter filter;
+  filter.platform = "Kunlunxin";
+  filter.cause = "hang";
+  (void)common::json_text(fleet::fleet_view({host, down}, filter, "fuzz", {}));
   (void)fleet::fleet_exit_status(hosts);
   const auto diff = cli::diff_reports(json, cli::Json::object());
   (void)cli::diff_table(diff, "a", "b");
