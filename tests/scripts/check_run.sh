@@ -61,9 +61,9 @@ grep -q '^== building envcontractd and fleetctl in build/run' "$log" || {
   exit 1
 }
 # The main job needs the two tools only: the tests are scripts/test's to build.
-if grep -Eq 'unit_tests|_bench' "$log"; then
+if grep -Eq 'unit_tests|e2e_tests|_bench' "$log"; then
   echo "scripts/run builds the tests or benchmarks:" >&2
-  grep -E 'unit_tests|_bench' "$log" | head -5 >&2
+  grep -E 'unit_tests|e2e_tests|_bench' "$log" | head -5 >&2
   exit 1
 fi
 echo "scripts/run: started the agent at $url, took the rescan it prints, stopped by Ctrl-C with exit 0"
