@@ -27,6 +27,7 @@
 #include "probes/run_as.hpp"
 #include "tests/support/contract_text.hpp"
 #include "tests/support/demo_host.hpp"
+#include "tests/support/probe_plans.hpp"
 #include "tests/support/processes.hpp"
 #include "tests/support/run_command.hpp"
 #include "tests/support/temp_dir.hpp"
@@ -35,13 +36,7 @@
 namespace envcontract::probes {
 namespace {
 
-// A plan as a contract with a torch check makes it: identity (import torch)
-// runs first, and what imports torch waits for it.
-ProbePlan torch_contract_plan() {
-  ProbePlan plan;
-  plan.torch_identity = true;
-  return plan;
-}
+using testing::torch_contract_plan;
 
 namespace fs = std::filesystem;
 using namespace std::chrono_literals;

@@ -18,19 +18,14 @@
 #include "probes/dynamic_probe.hpp"
 #include "tests/e2e/agent_fixture.hpp"
 #include "tests/support/demo_host.hpp"
+#include "tests/support/probe_plans.hpp"
 #include "tests/support/processes.hpp"
 #include "tests/support/temp_dir.hpp"
 
 namespace envcontract::probes {
 namespace {
 
-// A plan as a contract with a torch check makes it: identity (import torch)
-// runs first, and what imports torch waits for it.
-ProbePlan torch_contract_plan() {
-  ProbePlan plan;
-  plan.torch_identity = true;
-  return plan;
-}
+using testing::torch_contract_plan;
 
 namespace fs = std::filesystem;
 using namespace std::chrono_literals;

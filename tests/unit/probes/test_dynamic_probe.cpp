@@ -16,17 +16,12 @@
 #include "common/json_text.hpp"
 #include "probes/discovery.hpp"
 #include "tests/support/demo_host.hpp"
+#include "tests/support/probe_plans.hpp"
 
 namespace envcontract::probes {
 namespace {
 
-// A plan as a contract with a torch check makes it: identity (import torch)
-// runs first, and what imports torch waits for it.
-ProbePlan torch_contract_plan() {
-  ProbePlan plan;
-  plan.torch_identity = true;
-  return plan;
-}
+using testing::torch_contract_plan;
 
 using namespace std::chrono_literals;
 using testing::demo_host;
