@@ -257,114 +257,113 @@ std::map<std::string, std::string> gate_variables_from_environment() {
   return variables;
 }
 
-int run_gate(const GateOptions& options, std::ostream& out, std::ostream& err) {
-  const long long started = unix_now();
-  const bool github = variable(options, "GITHUB_ACTIONS") == "true";
-  std::string bypass = options.bypass;
-  if (bypass.empty()) {
-    bypass = variable(options, "ENVCONTRACT_GATE_BYPASS");
-  }
-  // Before any judgement: a job that cannot be judged (no contract in its
-  // checkout, no env) is stopped too, and a bypass lets it start as well.
-  const auto cannot_tell = [&](const std::string& why) {
-    const auto lines = lines_of(why);
-    for (const auto& line : lines) {
-      err << k_prefix << one_line(line) << "\n";
-    }
-    if (bypass.empty()) {
-      return 2;
-    }
-    if (github) {
-      out << report::github_annotations(
-          Json::object(), {report::GateDecision::Outcome::unknown, one_line(lines.front())},
-          bypass);
-      out.flush();
-    }
-    err << k_prefix << "BYPASSED: the job starts although it could not be judged ("
-        << one_line(bypass) << ")\n";
-    return 0;
-  };
+namespace {
+
+// What a gate judges: the contract of the job's checkout, its env, and the
+// local agent to ask (none: judged here).
+struct GateSubject {
+  ContractHandle contract;
+  ScanSettings settings;
+  fleet::GateQuery query;
+  std::optional<fleet::HostAddress> agent;
+};
+
+// The subject from the gate's options, said on `err` as it is chosen; or
+// why the job cannot be judged.
+common::Result<GateSubject> gate_subject(const GateOptions& options, const std::string& bypass,
+                                         std::ostream& err) {
   const auto inputs = contract_inputs(options);
   const auto chosen = choose_gate_contract(inputs);
   if (!chosen) {
-    return cannot_tell(chosen.error());
+    return common::Error{chosen.error()};
   }
   err << k_prefix << "contract " << one_line(common::shown_path(chosen->file)) << " ("
       << one_line(chosen->why) << ")\n";
   auto loaded = load_contract(chosen->file, {}, inputs.workspace);
   if (!loaded) {
-    return cannot_tell(loaded.error());
+    return common::Error{loaded.error()};
   }
   const auto envs = choose_envs(options);
   if (!envs) {
-    return cannot_tell(envs.error());
+    return common::Error{envs.error()};
   }
-  const auto agent = agent_address(options);
+  auto agent = agent_address(options);
   if (!agent) {
-    return cannot_tell(agent.error());
+    return common::Error{agent.error()};
   }
-  ScanSettings settings = options.settings;
+  GateSubject subject;
+  subject.contract = std::move(loaded.value());
+  subject.settings = options.settings;
   if (!envs->prefixes.empty()) {
-    settings.facts.discovery.roots.clear();
-    settings.facts.discovery.prefixes = envs->prefixes;
+    subject.settings.facts.discovery.roots.clear();
+    subject.settings.facts.discovery.prefixes = envs->prefixes;
   }
   err << k_prefix << "env: " << one_line(envs->why)
       << (envs->prefixes.empty() ? "" : " " + one_line(common::shown_path(envs->prefixes.front())))
       << "\n";
+  const auto& contract = *subject.contract;
+  subject.query = {contract.judged_sha256,
+                   contract.identity.name,
+                   contract.identity.sha256,
+                   envs->prefixes.empty() ? "" : agent_prefix(envs->prefixes.front()),
+                   fleet::gate_job(options.variables),
+                   bypass};
+  subject.agent = std::move(agent.value());
+  return subject;
+}
 
-  // The local agent judges the env now, reusing what it probed while the
-  // env's files say nothing changed, and records the decision; when it
-  // cannot (another contract, an env it does not know, no agent), the env is
-  // judged here, and the agent told what was decided.
-  const auto& contract = *loaded.value();
-  const fleet::GateQuery query{contract.judged_sha256,
-                               contract.identity.name,
-                               contract.identity.sha256,
-                               envs->prefixes.empty() ? "" : agent_prefix(envs->prefixes.front()),
-                               fleet::gate_job(options.variables),
-                               bypass};
+// The env's report: the local agent judges it now, reusing what it probed
+// while the env's files say nothing changed, and records the decision; when
+// it cannot (another contract, an env it does not know, no agent), the env
+// is judged here, and the agent told what was decided.
+Json judge_gate(const GateOptions& options, const GateSubject& subject, std::ostream& err) {
   fleet::GateVerdict asked;
-  if (agent.value() && options.own_judgement_because.empty()) {
-    asked = ask_local_agent(*agent.value(), query);
-  } else if (agent.value()) {
+  if (subject.agent && options.own_judgement_because.empty()) {
+    asked = ask_local_agent(*subject.agent, subject.query);
+  } else if (subject.agent) {
     asked.why = "not asked: " + options.own_judgement_because;
   }
-  Json report;
   const std::string agent_text =
-      agent.value() ? agent.value()->host + ":" + std::to_string(agent.value()->port) : "";
+      subject.agent ? subject.agent->host + ":" + std::to_string(subject.agent->port) : "";
   if (asked.kind == fleet::GateVerdict::Kind::answered) {
-    report = std::move(asked.report);
     err << k_prefix << "judged by the agent at " << agent_text << " in "
         << static_cast<long long>(asked.elapsed_ms) << " ms (" << asked.probed << " env(s) probed, "
         << asked.reused << " unchanged); "
         << (asked.decision_id > 0 ? "decision recorded as #" + std::to_string(asked.decision_id)
                                   : std::string("the agent could not record the decision"))
         << "\n";
-  } else {
-    if (agent.value()) {
-      err << k_prefix << "the agent at " << agent_text
-          << (asked.kind == fleet::GateVerdict::Kind::refused ? " cannot judge it: " : ": ")
-          << one_line(asked.why) << "; judged here"
-          << (asked.kind == fleet::GateVerdict::Kind::refused
-                  ? ""
-                  : ", and the decision is not recorded")
-          << "\n";
-    }
-    Scanner scanner;
-    report = scan_with_progress(scanner, *loaded.value(), settings, false, err);
+    return std::move(asked.report);
   }
-  const auto decision = report::gate_decision(report);
+  if (subject.agent) {
+    err << k_prefix << "the agent at " << agent_text
+        << (asked.kind == fleet::GateVerdict::Kind::refused ? " cannot judge it: " : ": ")
+        << one_line(asked.why) << "; judged here"
+        << (asked.kind == fleet::GateVerdict::Kind::refused ? ""
+                                                            : ", and the decision is not recorded")
+        << "\n";
+  }
+  Scanner scanner;
+  Json report = scan_with_progress(scanner, *subject.contract, subject.settings, false, err);
   if (asked.kind == fleet::GateVerdict::Kind::refused) {
+    const auto decision = report::gate_decision(report);
     if (const auto problem = record_with_local_agent(
-            *agent.value(), query, report::to_string(decision.outcome), decision.why);
+            *subject.agent, subject.query, report::to_string(decision.outcome), decision.why);
         !problem.empty()) {
       err << k_prefix << "the agent did not record the decision: " << one_line(problem) << "\n";
     }
   }
-  const std::string why = one_line(decision.why);
+  return report;
+}
 
+// The report where the CI shows it (GitHub's annotations and step summary,
+// a GitLab section, or the table), the JUnit file, and the decision's exit
+// status (0 for a bypassed stop).
+int tell_gate(const GateOptions& options, const Json& report, const std::string& bypass,
+              long long started, std::ostream& out, std::ostream& err) {
+  const auto decision = report::gate_decision(report);
+  const std::string why = one_line(decision.why);
   const std::string table = report::render_table(report, {true, false});
-  if (github) {
+  if (variable(options, "GITHUB_ACTIONS") == "true") {
     const std::string token = report::stop_commands_token();
     out << report::github_annotations(report, decision, bypass) << "::stop-commands::" << token
         << "\n"
@@ -393,6 +392,39 @@ int run_gate(const GateOptions& options, std::ostream& out, std::ostream& err) {
       << (decision.outcome == report::GateDecision::Outcome::go ? "go" : "the job is stopped")
       << "\n";
   return decision.exit_code();
+}
+
+}  // namespace
+
+int run_gate(const GateOptions& options, std::ostream& out, std::ostream& err) {
+  const long long started = unix_now();
+  std::string bypass = options.bypass;
+  if (bypass.empty()) {
+    bypass = variable(options, "ENVCONTRACT_GATE_BYPASS");
+  }
+  const auto subject = gate_subject(options, bypass, err);
+  if (!subject) {
+    // A job that cannot be judged (no contract in its checkout, no env) is
+    // stopped too, and a bypass lets it start as well.
+    const auto lines = lines_of(subject.error());
+    for (const auto& line : lines) {
+      err << k_prefix << one_line(line) << "\n";
+    }
+    if (bypass.empty()) {
+      return 2;
+    }
+    if (variable(options, "GITHUB_ACTIONS") == "true") {
+      out << report::github_annotations(
+          Json::object(), {report::GateDecision::Outcome::unknown, one_line(lines.front())},
+          bypass);
+      out.flush();
+    }
+    err << k_prefix << "BYPASSED: the job starts although it could not be judged ("
+        << one_line(bypass) << ")\n";
+    return 0;
+  }
+  const Json report = judge_gate(options, *subject, err);
+  return tell_gate(options, report, bypass, started, out, err);
 }
 
 }  // namespace envcontract::daemon
