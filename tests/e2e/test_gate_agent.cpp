@@ -114,12 +114,22 @@ class GateAgent : public ::testing::Test {
 };
 
 TEST_F(GateAgent, AWarmAgentJudgesAnUnchangedEnvWithoutRunningItAndRecordsTheDecision) {
-  const auto result = gate(agent_address());
+  auto result = gate(agent_address());
+  // The env's interpreter is the system's: a test run beside this one can
+  // change its inode's change time (a demo host built by hard-linking
+  // interpreters), and the agent then rightly probes the env again. The
+  // next gate finds nothing changed since, and must reuse.
+  std::size_t gates = 1;
+  if (result.err.find("(1 env(s) probed, 0 unchanged)") != std::string::npos) {
+    result = gate(agent_address());
+    gates = 2;
+  }
   EXPECT_EQ(result.exit_code, 0) << result.out << result.err;
   EXPECT_NE(result.err.find("envcontract gate: judged by the agent at " + agent_address() + " in "),
             std::string::npos)
       << result.err;
-  EXPECT_NE(result.err.find("(0 env(s) probed, 1 unchanged); decision recorded as #1"),
+  EXPECT_NE(result.err.find("(0 env(s) probed, 1 unchanged); decision recorded as #" +
+                            std::to_string(gates)),
             std::string::npos)
       << result.err;
   // What the job shows is what judging the env itself shows.
@@ -129,8 +139,8 @@ TEST_F(GateAgent, AWarmAgentJudgesAnUnchangedEnvWithoutRunningItAndRecordsTheDec
             std::vector<std::string>{"::notice title=envcontract::app complies with gate-line"});
   EXPECT_EQ(lines_starting(itself.out, "::notice "), lines_starting(result.out, "::notice "));
 
-  const auto recorded = decisions();
-  ASSERT_EQ(recorded.size(), 1U) << common::json_text(recorded, 2);
+  const auto recorded = decisions();  // the latest first
+  ASSERT_EQ(recorded.size(), gates) << common::json_text(recorded, 2);
   EXPECT_EQ(recorded[0]["job"]["ci"], "github");
   EXPECT_EQ(recorded[0]["job"]["id"], "org/repo run 99 attempt 2 job tests");
   EXPECT_EQ(recorded[0]["job"]["url"], "https://github.example/org/repo/actions/runs/99");
@@ -140,7 +150,7 @@ TEST_F(GateAgent, AWarmAgentJudgesAnUnchangedEnvWithoutRunningItAndRecordsTheDec
   EXPECT_EQ(recorded[0]["stopped"], false);
   EXPECT_EQ(recorded[0]["judged_by"], "agent");
   EXPECT_EQ(recorded[0]["why"], "app complies with gate-line");
-  EXPECT_EQ(counter(R"(bypassed="false",judged_by="agent",outcome="go")"), "1");
+  EXPECT_EQ(counter(R"(bypassed="false",judged_by="agent",outcome="go")"), std::to_string(gates));
   EXPECT_EQ(counter(R"(bypassed="false",judged_by="agent",outcome="drift")"), "0");
 }
 
