@@ -169,9 +169,12 @@ Environment parse_nul_separated(const std::string& text) {
   return environment;
 }
 
-// Variables bash sets for itself, not the scripts' doing.
+// Variables bash sets for itself and the agent's markers, not the scripts'
+// doing. (Counted as the activation's, the session's marker made every env
+// probed through an engine's exec look as if its activation changed how
+// libraries load, and so probed twice.)
 void drop_shell_noise(Environment& environment) {
-  for (const char* name : {"_", "SHLVL", "PWD", "OLDPWD", "ENVCONTRACT_PROBE"}) {
+  for (const char* name : {"_", "SHLVL", "PWD", "OLDPWD", k_probe_marker, k_session_marker}) {
     environment.erase(name);
   }
 }

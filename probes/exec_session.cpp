@@ -102,9 +102,6 @@ done
 constexpr std::chrono::seconds k_request_limit{10};
 constexpr std::chrono::seconds k_take_limit{10};
 constexpr std::chrono::seconds k_start_limit{60};
-// The variable that names a process's session: at the session's end, what
-// carries it (a request taken after it was given up) is ended.
-constexpr const char* k_session_variable = "ENVCONTRACT_SESSION";
 // After a process was killed (time-out, cancellation), how long the server
 // has to say that it ended before the session is given up.
 constexpr std::chrono::seconds k_end_grace{5};
@@ -230,7 +227,7 @@ class ExecSession {
     // What a wrapper started as the server was killed: twice, the second
     // for what the first one's victims had started.
     for (int sweep = 0; sweep < 2; ++sweep) {
-      kill_marked(std::string(k_session_variable) + "=" + m_marker_value);
+      kill_marked(std::string(k_session_marker) + "=" + m_marker_value);
     }
   }
 
@@ -536,7 +533,7 @@ std::optional<ProcessResult> ExecSession::run(const ProcessSpec& inside,
     // A NUL would end the entry early: such a value cannot be passed whole.
     if (!name.empty() && name.find('\0') == std::string::npos &&
         value.find('\0') == std::string::npos && name != k_probe_marker &&
-        name != k_session_variable) {
+        name != k_session_marker) {
       append_field(request, name + "=" + value);
     }
   }

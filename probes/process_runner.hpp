@@ -76,6 +76,11 @@ struct ProcessSpec {
 // The name of the variable that marks a probe's processes where no cgroup of
 // ours holds them, and the marker of the process `pid` ("" when it has none).
 inline constexpr const char* k_probe_marker = "ENVCONTRACT_PROBE";
+// The variable that names the exec session a process was started by
+// (probes/exec_session.hpp): at the session's end, what carries it (a
+// request taken after the session was given up) is ended. Like the
+// marker, the agent's, never a fact of the env's.
+inline constexpr const char* k_session_marker = "ENVCONTRACT_SESSION";
 std::string probe_marker_of(pid_t pid);
 
 // The limits as the exec bootstrap sets them inside a container: words of

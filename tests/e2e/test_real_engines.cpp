@@ -436,6 +436,32 @@ TEST_P(RealEngine, OneEngineExecPerEnvNotPerProcess) {
   EXPECT_EQ(execs, expected) << listed;
 }
 
+// The changes an env's activation makes are its scripts' alone: a venv's
+// own script changes PATH and VIRTUAL_ENV, nothing else. The agent's
+// markers in the processes it starts inside are not among them: counted
+// as changes, they made every env probed through an engine's exec look as
+// if its activation changed how libraries load, and so probed twice, bare
+// and activated (a second import of torch per env: twice nsenter's time on
+// a real torch, bench/container_bench).
+TEST_P(RealEngine, TheAgentsMarkersAreNotChangesOfTheActivation) {
+  for (const char* prefix : {"/opt/venvs/app", "/opt/venvs/tools"}) {
+    std::ofstream(in_container(fs::path(prefix) / "bin/activate"))
+        << "VIRTUAL_ENV=" << prefix
+        << "\nexport VIRTUAL_ENV\nPATH=\"$VIRTUAL_ENV/bin:$PATH\"\nexport PATH\n";
+  }
+  const auto met = scan(entry(), k_torch_met);
+  EXPECT_EQ(met.exit_code, 0) << met.err;
+  ASSERT_EQ(met.report["envs"].size(), 2U) << common::json_text(met.report);
+  for (const auto& env : met.report["envs"]) {
+    SCOPED_TRACE(env.value("name", ""));
+    for (const auto& change : env["activation"]["changes"]) {
+      const std::string name = change.value("name", "");
+      EXPECT_TRUE(name == "PATH" || name == "VIRTUAL_ENV") << common::json_text(change);
+    }
+    EXPECT_EQ(env["activation"]["changes"].size(), 2U) << common::json_text(env["activation"]);
+  }
+}
+
 // An env's code that kills its session's server (a process of its own
 // user, which it may signal) fails at most the check that did it: the
 // env's next process runs in a new session, and nothing is left.

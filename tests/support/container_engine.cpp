@@ -267,7 +267,8 @@ void EngineSession::remove_orphans() const {
 }
 
 EngineContainer::EngineContainer(const EngineSession& session, const fs::path& rootfs,
-                                 const std::vector<std::string>& command, const fs::path& scratch)
+                                 const std::vector<std::string>& command, const fs::path& scratch,
+                                 const std::vector<std::string>& run_flags)
     : m_session(session) {
   static std::atomic<int> counter = 0;
   const std::string unique = std::to_string(::getpid()) + "-" + std::to_string(++counter);
@@ -298,6 +299,7 @@ EngineContainer::EngineContainer(const EngineSession& session, const fs::path& r
   std::vector<std::string> run = {"run", "-d", "--name", m_name, "--network", "none"};
   const auto flags = session.run_flags();
   run.insert(run.end(), flags.begin(), flags.end());
+  run.insert(run.end(), run_flags.begin(), run_flags.end());
   run.push_back(m_image);
   run.insert(run.end(), command.begin(), command.end());
   const auto started = session.client(run);

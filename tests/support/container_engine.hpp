@@ -72,11 +72,13 @@ struct HostProcess {
 // An image imported from `rootfs` (a tar of it made under `scratch`) and a
 // long-running container of it running `command`, detached, without a
 // network; names are unique to this process (envcontract-test-PID-N), and
-// both are removed with the object.
+// both are removed with the object. `run_flags` go to `run` before the
+// image (volumes, for instance).
 class EngineContainer {
  public:
   EngineContainer(const EngineSession& session, const std::filesystem::path& rootfs,
-                  const std::vector<std::string>& command, const std::filesystem::path& scratch);
+                  const std::vector<std::string>& command, const std::filesystem::path& scratch,
+                  const std::vector<std::string>& run_flags = {});
   ~EngineContainer();
   EngineContainer(const EngineContainer&) = delete;
   EngineContainer& operator=(const EngineContainer&) = delete;
