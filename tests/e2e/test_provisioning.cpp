@@ -17,6 +17,8 @@
 #include "tests/e2e/agent_fixture.hpp"
 #include "tests/support/demo_host.hpp"
 #include "tests/support/run_command.hpp"
+#include "tests/support/system_venv.hpp"
+#include "tests/support/temp_dir.hpp"
 
 namespace envcontract {
 namespace {
@@ -543,6 +545,41 @@ TEST_F(Provisioning, OverHttpRefusedWithoutATokenOrWhenNotEnabled) {
 
 // A contract from a golden env: it validates, the env it came from complies
 // with it, and every env of the demo host drifts from it.
+// A snapshot is of one env, named when discovery finds several, and never
+// of one whose facts are partial: its activation failing, it would state
+// less than the env is.
+TEST(Snapshot, NamesItsEnvAndRefusesOneWhoseFactsArePartial) {
+  const auto unnamed = run_command({ENVCONTRACTD_PATH, "snapshot", "--root", demo_host().string()});
+  EXPECT_EQ(unnamed.exit_code, 2);
+  EXPECT_NE(unnamed.err.find("envcontractd snapshot: name the env to snapshot (--env); the envs "
+                             "found are: base, torch-fl-activate, torch-fl-cpu, "),
+            std::string::npos)
+      << unnamed.err;
+  const auto typo = run_command(
+      {ENVCONTRACTD_PATH, "snapshot", "--root", demo_host().string(), "--env", "torch-fl-cpux"});
+  EXPECT_EQ(typo.exit_code, 2);
+  EXPECT_NE(typo.err.find("no env named 'torch-fl-cpux' (did you mean 'torch-fl-cpu'?); the envs "
+                          "found are: base, "),
+            std::string::npos)
+      << typo.err;
+
+  testing::TempDir dir;
+  testing::open_to_all(dir.path());
+  const auto broken = testing::make_system_venv(dir.path() / "broken");
+  testing::open_to_all(broken);
+  write_text(broken / "bin/activate", "echo activating >&2\nexit 3\n");
+  const auto output = dir.path() / "broken.yaml";
+  const auto refused = run_command({ENVCONTRACTD_PATH, "snapshot", "--prefix", broken.string(),
+                                    "--output-file", output.string()});
+  EXPECT_EQ(refused.exit_code, 2);
+  EXPECT_NE(refused.err.find("envcontractd snapshot: the facts of broken are incomplete "
+                             "(activation: activation exit 3: activating); a snapshot would "
+                             "state less than the env is"),
+            std::string::npos)
+      << refused.err;
+  EXPECT_FALSE(fs::exists(output));
+}
+
 TEST_F(Provisioning, ASnapshotOfACompliantEnvPassesOnItAndFailsOnTheDemoHostsEnvs) {
   const auto built = provision("golden", m_contract);
   ASSERT_EQ(built.exit_code, 0) << built.out << built.err;
