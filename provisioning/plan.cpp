@@ -100,172 +100,213 @@ class EnvPlanner {
     if (status == "pass") {
       return;
     }
+    const Finding finding(check);
     if (status == "waived") {
       // Accepted for a while by the contract: nothing to do about it now.
-      m_plan.unplanned.push_back(
-          {text_of(check, "id"), "waived", text_of(member(check, "diagnosis"), "summary")});
+      m_plan.unplanned.push_back({finding.id, "waived", finding.summary});
       return;
     }
-    const std::string id = text_of(check, "id");
-    const std::string kind = text_of(check, "kind");
-    const auto& diagnosis = member(check, "diagnosis");
-    const std::string cause = text_of(diagnosis, "cause");
-    const std::string summary = text_of(diagnosis, "summary");
-    const auto& evidence = member(diagnosis, "evidence");
-    const auto& expected = member(check, "expected");
-    const auto& actual = member(check, "actual");
+    if (plan_package_cause(check, finding) || plan_other_cause(check, finding)) {
+      return;
+    }
+    if (const auto fix = manual_fixes().find(finding.cause); fix != manual_fixes().end()) {
+      manual(finding.summary, fix->second, finding.id);
+      return;
+    }
+    m_plan.unplanned.push_back(
+        {finding.id, finding.cause,
+         "no plan for this cause (docs/provisioning.md): " + finding.summary});
+  }
 
-    if (cause == "blocked") {
-      m_plan.unplanned.push_back(
-          {id, cause, "runs once " + text_of(evidence, "blocked_by") + " passes"});
-    } else if (cause == "needs_checkout" || cause == "waived") {
-      m_plan.unplanned.push_back({id, cause, summary});
-    } else if (cause == "cuda_build" || cause == "cuda_missing" ||
-               (cause == "version_mismatch" && kind == "torch")) {
-      install("torch", default_torch_spec(expected), summary, id, false);
+  // What a failing check of the report says, as the planner reads it.
+  struct Finding {
+    explicit Finding(const Json& check)
+        : id(text_of(check, "id")),
+          kind(text_of(check, "kind")),
+          cause(text_of(member(check, "diagnosis"), "cause")),
+          summary(text_of(member(check, "diagnosis"), "summary")),
+          evidence(member(member(check, "diagnosis"), "evidence")),
+          expected(member(check, "expected")),
+          actual(member(check, "actual")) {}
+    std::string id;
+    std::string kind;
+    std::string cause;
+    std::string summary;
+    const Json& evidence;
+    const Json& expected;
+    const Json& actual;
+  };
+
+  // Causes no step mends: who or what does, as the plan tells it.
+  static const std::map<std::string, std::string, std::less<>>& manual_fixes() {
+    static const std::string devices =
+        "the host's administrator: the accelerator driver loaded, its device nodes present and "
+        "passed to this env (*_VISIBLE_DEVICES, the container's --device)";
+    static const std::string runtime =
+        "the platform team: the vendor runtime and driver versions this build of the plugin "
+        "needs (the evidence shows where it ";
+    static const std::string search_path =
+        "the env's search path cleaned: the PYTHONPATH, .pth file or sitecustomize that brings "
+        "in another copy";
+    static const std::string own_code = "a look at its output: the failure is the env's own code";
+    static const std::map<std::string, std::string, std::less<>> fixes = {
+        {"too_few_devices", devices},
+        {"missing_device_nodes", devices},
+        {"ended_process", "the module or library the env loads that ends the process"},
+        {"wrong_python", "the env recreated, or its packages installed for the Python it runs"},
+        {"hang", runtime + "waits)"},
+        {"crash", runtime + "crashed)"},
+        {"glibc_too_old", "a host or image with a newer C library"},
+        {"missing_tool", "the tool installed on the host or in the image"},
+        {"forbidden_library", "the vendor runtime as the contract wants it on the loader's path"},
+        {"forbidden_path", search_path},
+        {"facts_disagree", search_path},
+        {"outside_required_paths", "torch installed where the contract requires it"},
+        {"stale_distribution", "the older record removed, then the distribution reinstalled"},
+        {"missing_file", "what provides the file installed"},
+        {"unreadable_file", "the file replaced by a regular one, or removed"},
+        {"stalled_read",
+         "whoever runs the filesystem that does not answer (findmnt -T PATH): mend or unmount "
+         "it"},
+        {"unsafe_permissions", "the env's owner: make it writable by its owner only (chmod go-w)"},
+        {"imports_unchecked", "the env's owner: make it writable by its owner only (chmod go-w)"},
+        {"unreadable_env",
+         "the env's permissions (its user must read it), or whom it runs as (run_root_envs_as, "
+         "for root's own envs)"},
+        {"run_as_unavailable", "the agent's configuration: a user that exists (run_root_envs_as)"},
+        {"smoke_failed", own_code},
+        {"command_failed", own_code},
+        {"integration_test_failed", own_code},
+    };
+    return fixes;
+  }
+
+  // A cause mended by installing or removing distributions (or, for
+  // torch and Python themselves, by a new env); false for any other.
+  bool plan_package_cause(const Json& check, const Finding& f) {
+    if (f.cause == "cuda_build" || f.cause == "cuda_missing" ||
+        (f.cause == "version_mismatch" && f.kind == "torch")) {
+      install("torch", default_torch_spec(f.expected), f.summary, f.id, false);
       route_fresh(
           "torch itself is replaced: every extension in the env (the vendor plugin, "
           "torch_fl) was built against the old one");
-    } else if (cause == "version_mismatch" && kind == "python") {
-      route_fresh("only a new env changes the Python version (" + summary + ")");
-      m_plan.unplanned.push_back({id, cause, "a new env with the right Python (provision)"});
-    } else if (cause == "version_mismatch") {
+    } else if (f.cause == "version_mismatch" && f.kind == "python") {
+      route_fresh("only a new env changes the Python version (" + f.summary + ")");
+      m_plan.unplanned.push_back({f.id, f.cause, "a new env with the right Python (provision)"});
+    } else if (f.cause == "version_mismatch") {
       const std::string name = distribution_in(check);
       if (const auto spec = recipe_spec(name); !spec.empty()) {
-        install(name, spec, summary, id, false);
+        install(name, spec, f.summary, f.id, false);
       } else {
-        manual(summary, "install " + name + " at the version the contract wants", id);
+        manual(f.summary, "install " + name + " at the version the contract wants", f.id);
       }
-    } else if (cause == "missing_package") {
+    } else if (f.cause == "missing_package") {
       const std::string name = distribution_in(check);
-      const std::string spec = kind == "torch"             ? default_torch_spec(expected)
+      const std::string spec = f.kind == "torch"           ? default_torch_spec(f.expected)
                                : recipe_spec(name).empty() ? name
                                                            : recipe_spec(name);
-      install(name, spec, summary, id, false);
-    } else if (cause == "forbidden_package") {
-      remove(distribution_in(check), summary, id);
-    } else if (cause == "stock_triton") {
-      const std::string provider = text_of(expected, "provider");
-      for (const auto& found : member(evidence, "providers")) {
+      install(name, spec, f.summary, f.id, false);
+    } else if (f.cause == "forbidden_package") {
+      remove(distribution_in(check), f.summary, f.id);
+    } else if (f.cause == "stock_triton") {
+      const std::string provider = text_of(f.expected, "provider");
+      for (const auto& found : member(f.evidence, "providers")) {
         if (found.is_string() && found.get<std::string>() != provider) {
-          remove(found.get<std::string>(), summary, id);
+          remove(found.get<std::string>(), f.summary, f.id);
         }
       }
-      install(provider, recipe_spec(provider).empty() ? provider : recipe_spec(provider), summary,
-              id, false);
-    } else if (cause == "triton_backend_missing") {
-      const std::string provider = text_of(evidence, "provider");
+      install(provider, recipe_spec(provider).empty() ? provider : recipe_spec(provider), f.summary,
+              f.id, false);
+    } else if (f.cause == "triton_backend_missing") {
+      const std::string provider = text_of(f.evidence, "provider");
       if (const auto spec = recipe_spec(provider); !spec.empty()) {
-        install(provider, spec, summary, id, true);
+        install(provider, spec, f.summary, f.id, true);
       } else {
-        manual(summary, "a " + provider + " build for this platform (" + summary + ")", id);
+        manual(f.summary, "a " + provider + " build for this platform (" + f.summary + ")", f.id);
       }
-    } else if (cause == "forbidden_file") {
-      for (const auto& path : member(evidence, "paths")) {
+    } else if (f.cause == "import_error") {
+      plan_import_error(f);
+    } else {
+      return false;
+    }
+    return true;
+  }
+
+  // A module that is not there is installed (or left to the step that
+  // installs its package); any other import error is the env's to mend.
+  void plan_import_error(const Finding& f) {
+    const std::string error = text_of(f.evidence, "error");
+    const std::string marker = "No module named '";
+    const auto at = error.find(marker);
+    if (at == std::string::npos) {
+      manual(f.summary, "the import error above fixed in this env: " + error, f.id);
+      return;
+    }
+    std::string module = error.substr(at + marker.size());
+    module = module.substr(0, module.find_first_of("'."));
+    if (!attach_to_package_step(module, f.id)) {
+      install(module, recipe_spec(module).empty() ? module : recipe_spec(module), f.summary, f.id,
+              false);
+    }
+  }
+
+  // A cause mended by a file, a library's package, a variable, a new env or
+  // a new scan, or one that waits for another; false for any other.
+  bool plan_other_cause(const Json& check, const Finding& f) {
+    if (f.cause == "blocked") {
+      m_plan.unplanned.push_back(
+          {f.id, f.cause, "runs once " + text_of(f.evidence, "blocked_by") + " passes"});
+    } else if (f.cause == "needs_checkout" || f.cause == "waived") {
+      m_plan.unplanned.push_back({f.id, f.cause, f.summary});
+    } else if (f.cause == "forbidden_file") {
+      for (const auto& path : member(f.evidence, "paths")) {
         if (path.is_string()) {
-          file_step(path.get<std::string>(), summary, id);
+          file_step(path.get<std::string>(), f.summary, f.id);
         }
       }
-    } else if (cause == "forbidden_needed") {
-      const auto& matched = member(actual, "matched");
-      const std::string library = matched.is_array() && !matched.empty() && matched[0].is_string()
-                                      ? matched[0].get<std::string>()
-                                      : text_of(expected, "library");
-      if (!attach_to_package_step(package_of_path(library), id)) {
-        const std::string package = package_of_path(library);
-        if (const auto spec = recipe_spec(package); !spec.empty()) {
-          install(package, spec, summary, id, true);
-        } else {
-          manual(summary,
-                 "a build of " + (package.empty() ? library : package) +
-                     " that does not need what the contract forbids",
-                 id);
-        }
-      }
-    } else if (cause == "environment_mismatch" || cause == "search_path_mismatch") {
-      set_variable(check, summary, id);
-    } else if (cause == "missing_library" || cause == "abi_signature_mismatch" ||
-               cause == "undefined_symbol") {
-      loader_failure(check, summary, id);
-    } else if (cause == "import_error") {
-      const std::string error = text_of(evidence, "error");
-      const std::string marker = "No module named '";
-      if (const auto at = error.find(marker); at != std::string::npos) {
-        std::string module = error.substr(at + marker.size());
-        module = module.substr(0, module.find_first_of("'."));
-        if (!attach_to_package_step(module, id)) {
-          install(module, recipe_spec(module).empty() ? module : recipe_spec(module), summary, id,
-                  false);
-        }
-      } else {
-        manual(summary, "the import error above fixed in this env: " + error, id);
-      }
-    } else if (cause == "too_few_devices" || cause == "missing_device_nodes") {
-      manual(summary,
-             "the host's administrator: the accelerator driver loaded, its device nodes "
-             "present and passed to this env (*_VISIBLE_DEVICES, the container's --device)",
-             id);
-    } else if (cause == "ended_process") {
-      manual(summary, "the module or library the env loads that ends the process", id);
-    } else if (cause == "wrong_python") {
-      manual(summary, "the env recreated, or its packages installed for the Python it runs", id);
-    } else if (cause == "hang" || cause == "crash") {
-      manual(summary,
-             "the platform team: the vendor runtime and driver versions this build of the "
-             "plugin needs (the evidence shows where it " +
-                 std::string(cause == "hang" ? "waits" : "crashed") + ")",
-             id);
-    } else if (cause == "glibc_too_old") {
-      manual(summary, "a host or image with a newer C library", id);
-    } else if (cause == "missing_tool") {
-      manual(summary, "the tool installed on the host or in the image", id);
-    } else if (cause == "missing_library" || cause == "forbidden_library") {
-      manual(summary, "the vendor runtime as the contract wants it on the loader's path", id);
-    } else if (cause == "forbidden_path" || cause == "facts_disagree") {
-      manual(summary,
-             "the env's search path cleaned: the PYTHONPATH, .pth file or sitecustomize that "
-             "brings in another copy",
-             id);
-    } else if (cause == "outside_required_paths") {
-      manual(summary, "torch installed where the contract requires it", id);
-    } else if (cause == "stale_distribution") {
-      manual(summary, "the older record removed, then the distribution reinstalled", id);
-    } else if (cause == "missing_file") {
-      manual(summary, "what provides the file installed", id);
-    } else if (cause == "unreadable_file") {
-      manual(summary, "the file replaced by a regular one, or removed", id);
-    } else if (cause == "stalled_read") {
-      manual(summary,
-             "whoever runs the filesystem that does not answer (findmnt -T PATH): mend or "
-             "unmount it",
-             id);
-    } else if (cause == "unsafe_permissions" || cause == "imports_unchecked") {
-      manual(summary, "the env's owner: make it writable by its owner only (chmod go-w)", id);
-    } else if (cause == "unreadable_env") {
-      manual(summary,
-             "the env's permissions (its user must read it), or whom it runs as "
-             "(run_root_envs_as, for root's own envs)",
-             id);
-    } else if (cause == "run_as_unavailable") {
-      manual(summary, "the agent's configuration: a user that exists (run_root_envs_as)", id);
-    } else if (cause == "smoke_failed" || cause == "command_failed" ||
-               cause == "integration_test_failed") {
-      manual(summary, "a look at its output: the failure is the env's own code", id);
-    } else if (cause == "broken_env") {
-      route_fresh("the env is broken: " + summary);
-      m_plan.unplanned.push_back({id, cause, "a new env replaces it (provision)"});
-    } else if (cause == "facts_error" || cause == "judge_error" || cause == "probe_error" ||
-               cause == "stopped") {
+    } else if (f.cause == "forbidden_needed") {
+      plan_forbidden_needed(f);
+    } else if (f.cause == "environment_mismatch" || f.cause == "search_path_mismatch") {
+      set_variable(check, f.summary, f.id);
+    } else if (f.cause == "missing_library" || f.cause == "abi_signature_mismatch" ||
+               f.cause == "undefined_symbol") {
+      loader_failure(check, f.summary, f.id);
+    } else if (f.cause == "broken_env") {
+      route_fresh("the env is broken: " + f.summary);
+      m_plan.unplanned.push_back({f.id, f.cause, "a new env replaces it (provision)"});
+    } else if (f.cause == "facts_error" || f.cause == "judge_error" || f.cause == "probe_error" ||
+               f.cause == "stopped") {
       add({StepAction::rescan,
            "",
            "",
-           summary,
+           f.summary,
            "",
            "a scan that completes (the agent's side)",
-           {id}});
+           {f.id}});
     } else {
-      m_plan.unplanned.push_back(
-          {id, cause, "no plan for this cause (docs/provisioning.md): " + summary});
+      return false;
+    }
+    return true;
+  }
+
+  // A library linked to what the contract forbids: answered by its
+  // package's step, or the recipe's build of that package, else by hand.
+  void plan_forbidden_needed(const Finding& f) {
+    const auto& matched = member(f.actual, "matched");
+    const std::string library = matched.is_array() && !matched.empty() && matched[0].is_string()
+                                    ? matched[0].get<std::string>()
+                                    : text_of(f.expected, "library");
+    const std::string package = package_of_path(library);
+    if (attach_to_package_step(package, f.id)) {
+      return;
+    }
+    if (const auto spec = recipe_spec(package); !spec.empty()) {
+      install(package, spec, f.summary, f.id, true);
+    } else {
+      manual(f.summary,
+             "a build of " + (package.empty() ? library : package) +
+                 " that does not need what the contract forbids",
+             f.id);
     }
   }
 
