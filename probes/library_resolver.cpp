@@ -53,15 +53,20 @@ common::Result<std::shared_ptr<const ElfFile>> ElfCache::get(const fs::path& pat
   if (::faccessat(AT_FDCWD, path.c_str(), R_OK, AT_EACCESS) != 0) {
     return common::Error{std::string("cannot read: ") + std::strerror(errno)};
   }
+  const Identity identity{info.st_dev, info.st_ino, static_cast<std::uintmax_t>(info.st_size),
+                          mtime, ctime};
   std::uint64_t generation = 0;
   {
     std::lock_guard lock(m_mutex);
     generation = m_generation;
     const auto it = m_entries.find(path);
-    if (it != m_entries.end() && it->second.size == static_cast<std::uintmax_t>(info.st_size) &&
-        it->second.mtime == mtime && it->second.ctime == ctime &&
-        it->second.device == info.st_dev && it->second.inode == info.st_ino) {
+    if (it != m_entries.end() && it->second.identity == identity) {
       return noted(path, it->second.file);
+    }
+    // Another name of a file already parsed: the same bytes.
+    if (const auto parsed = m_parsed.find(identity); parsed != m_parsed.end()) {
+      m_entries[path] = {identity, parsed->second};
+      return parsed->second;
     }
   }
   auto file = ElfFile::open(path);
@@ -75,19 +80,24 @@ common::Result<std::shared_ptr<const ElfFile>> ElfCache::get(const fs::path& pat
                          after.st_ctim.tv_sec == info.st_ctim.tv_sec &&
                          after.st_ctim.tv_nsec == info.st_ctim.tv_nsec;
   std::lock_guard lock(m_mutex);
-  const std::uint64_t bytes = file ? file.value()->bytes_held() : 0;
   // Past its bound the cache keeps no more: a file is then parsed again by
   // the next env that needs it, rather than crafted files of one env
-  // filling the agent's memory until the scan ends.
+  // filling the agent's memory until the scan ends. (A file replaced since
+  // keeps its old bytes until the cache is cleared: another name may still
+  // be the old file.)
   if (m_generation == generation && unchanged) {
-    auto& entry = m_entries[path];
-    const std::uint64_t replaced = entry.file ? entry.file.value()->bytes_held() : 0;
-    if (m_bytes - replaced + bytes <= m_max_bytes) {
-      m_bytes = m_bytes - replaced + bytes;
-      entry = {
-          static_cast<std::uintmax_t>(info.st_size), mtime, ctime, info.st_dev, info.st_ino, file};
+    if (!file) {
+      m_entries[path] = {identity, file};
+    } else if (const auto [parsed, added] = m_parsed.try_emplace(identity, nullptr); !added) {
+      // Parsed meanwhile by another reader: that copy is the one kept.
+      m_entries[path] = {identity, parsed->second};
+    } else if (const std::uint64_t bytes = file.value()->bytes_held();
+               m_bytes + bytes <= m_max_bytes) {
+      m_bytes += bytes;
+      parsed->second = file.value();
+      m_entries[path] = {identity, file};
     } else {
-      m_bytes -= replaced;
+      m_parsed.erase(parsed);
       m_entries.erase(path);
     }
   }
@@ -96,9 +106,11 @@ common::Result<std::shared_ptr<const ElfFile>> ElfCache::get(const fs::path& pat
 
 void ElfCache::clear() {
   decltype(m_entries) entries;
+  decltype(m_parsed) parsed;
   {
     std::lock_guard lock(m_mutex);
     entries.swap(m_entries);
+    parsed.swap(m_parsed);
     m_bytes = 0;
     ++m_generation;
   }

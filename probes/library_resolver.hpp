@@ -39,18 +39,27 @@ class ElfCache {
  private:
   // Which file was parsed: a file rewritten in place keeps its inode, and
   // can be given its old size and modification time, not its change time.
-  struct Entry {
+  // Hard links to one file (conda's package cache links every env's
+  // libraries to its own copy; trees copied with `cp -al`) are one file,
+  // parsed once whatever path names them.
+  struct Identity {
+    std::uint64_t device = 0;
+    std::uint64_t inode = 0;
     std::uintmax_t size = 0;
     std::int64_t mtime = 0;
     std::int64_t ctime = 0;
-    std::uint64_t device = 0;
-    std::uint64_t inode = 0;
+    auto operator<=>(const Identity&) const = default;
+  };
+  // What a path was last found to be.
+  struct Entry {
+    Identity identity;
     common::Result<std::shared_ptr<const ElfFile>> file = common::Error{"not read yet"};
   };
   mutable std::mutex m_mutex;
   std::map<std::filesystem::path, Entry> m_entries;
+  std::map<Identity, std::shared_ptr<const ElfFile>> m_parsed;  // each file parsed, once
   std::uint64_t m_max_bytes;
-  std::uint64_t m_bytes = 0;       // bytes_held of the kept files
+  std::uint64_t m_bytes = 0;       // bytes_held of the parsed files kept
   std::uint64_t m_generation = 0;  // clear() calls so far
 };
 

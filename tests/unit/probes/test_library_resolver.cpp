@@ -268,6 +268,46 @@ TEST(ElfCache, ParsesOnceUntilTheFileChangesOrIsCleared) {
   EXPECT_EQ(rebuilt.value()->definitions("once").size(), 1U);
 }
 
+// Hard links to one library (conda's package cache links every env's copy
+// to its own; trees copied with `cp -al`) are parsed once and held once,
+// whatever path names them; a copy of the same bytes is a file of its own.
+TEST(ElfCache, HardLinksToOneFileAreParsedAndHeldOnce) {
+  testing::TempDir dir;
+  const auto path = dir.path() / "libshared.so";
+  testing::build_shared_library(path, "int shared(void) { return 1; }");
+  fs::create_directories(dir.path() / "env2/lib");
+  const auto linked = dir.path() / "env2/lib/libshared.so";
+  fs::create_hard_link(path, linked);
+  const auto copied = dir.path() / "libcopy.so";
+  fs::copy_file(path, copied);
+  ElfCache cache;
+  const auto first = cache.get(path);
+  ASSERT_TRUE(first.ok());
+  const std::uint64_t one = cache.bytes_held();
+  EXPECT_GT(one, 0U);
+  const auto other_name = cache.get(linked);
+  ASSERT_TRUE(other_name.ok());
+  EXPECT_EQ(first.value().get(), other_name.value().get());
+  EXPECT_EQ(cache.bytes_held(), one);
+  EXPECT_EQ(cache.size(), 2U);  // both names are known
+  const auto copy = cache.get(copied);
+  ASSERT_TRUE(copy.ok());
+  EXPECT_NE(first.value().get(), copy.value().get());
+  EXPECT_EQ(cache.bytes_held(), 2 * one);
+  // One name's file rebuilt: parsed anew for it; the other name is still the
+  // old file (read again: unlinking a name changes the inode's change time).
+  fs::remove(linked);
+  testing::build_shared_library(linked,
+                                "int shared(void) { return 1; } int more(void) { return 2; }");
+  const auto rebuilt = cache.get(linked);
+  ASSERT_TRUE(rebuilt.ok());
+  EXPECT_EQ(rebuilt.value()->definitions("more").size(), 1U);
+  const auto old_file = cache.get(path);
+  ASSERT_TRUE(old_file.ok());
+  EXPECT_TRUE(old_file.value()->definitions("more").empty());
+  EXPECT_EQ(old_file.value()->definitions("shared").size(), 1U);
+}
+
 // "/nowhere/d0:/nowhere/d1:..." of `count` directories.
 std::string search_list(std::size_t count) {
   std::string list;
