@@ -73,7 +73,7 @@ double resident_mb() {
 double peak_resident_mb() {
   rusage usage{};
   ::getrusage(RUSAGE_SELF, &usage);
-  return static_cast<double>(usage.ru_maxrss) / 1e3;  // KiB
+  return static_cast<double>(usage.ru_maxrss) * 1024 / 1e6;  // KiB, in MB as resident_mb()
 }
 
 // `copies` of the demo host's envs under `host` (hard links where the file
@@ -141,8 +141,9 @@ std::optional<bool> print_curve(const fs::path& demo, const fs::path& work,
             "linear (within 1.5x)", growth > 0 && growth <= 1.5);
   bool bounded = true;
   if (max_envs >= k_large_host_envs) {
-    // Issue 53: a host of 1,000 envs scanned in bounded memory, the peak of
-    // the scanning process (its probes' children excluded) at the largest.
+    // Issue 53: a host of 1,000 envs scanned in bounded memory: the peak of
+    // the scanning process so far (its probes' children excluded), its
+    // largest scan or anything it did before.
     const double peak = peak_resident_mb();
     bounded = peak < k_large_host_peak_mb;
     bench_row("peak RSS of cold scans of hosts of 8 to " + std::to_string(max_envs) + " envs",

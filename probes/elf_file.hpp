@@ -42,6 +42,8 @@ class ElfFile {
   ElfFile(const ElfFile&) = delete;
   ElfFile& operator=(const ElfFile&) = delete;
 
+  // The path it was opened by: from ElfCache, any name of the file (its hard
+  // links share one parse), so not where an env found it.
   const std::filesystem::path& path() const { return m_path; }
   int elf_class() const { return m_class; }       // 32 or 64
   unsigned machine() const { return m_machine; }  // EM_X86_64, ...

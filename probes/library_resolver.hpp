@@ -18,7 +18,9 @@
 namespace envcontract::probes {
 
 // Parsed ELF files shared across the envs of one scan (libc is read once),
-// keyed by path and read again when size or modification time change. The
+// known by path and by the file a path names (device, inode, size,
+// modification and change time: hard links to one file share its parse),
+// and read again when the file changes. The
 // scanner clears it after each scan: a parsed library keeps its symbol
 // tables in memory (tens of MB for a real libtorch), which an idle agent on
 // a training host must not hold (docs/performance.md, "Footprint").

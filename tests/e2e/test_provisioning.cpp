@@ -543,8 +543,6 @@ TEST_F(Provisioning, OverHttpRefusedWithoutATokenOrWhenNotEnabled) {
   EXPECT_EQ(testing::get_json(disabled, "/api/v1/plan")["provisioning"]["enabled"], false);
 }
 
-// A contract from a golden env: it validates, the env it came from complies
-// with it, and every env of the demo host drifts from it.
 // A snapshot is of one env, named when discovery finds several, and never
 // of one whose facts are partial: its activation failing, it would state
 // less than the env is.
@@ -580,6 +578,8 @@ TEST(Snapshot, NamesItsEnvAndRefusesOneWhoseFactsArePartial) {
   EXPECT_FALSE(fs::exists(output));
 }
 
+// A contract from a golden env: it validates, the env it came from complies
+// with it, and every env of the demo host drifts from it.
 TEST_F(Provisioning, ASnapshotOfACompliantEnvPassesOnItAndFailsOnTheDemoHostsEnvs) {
   const auto built = provision("golden", m_contract);
   ASSERT_EQ(built.exit_code, 0) << built.out << built.err;
