@@ -46,15 +46,13 @@ common::Result<std::shared_ptr<const ElfFile>> ElfCache::get(const fs::path& pat
     FileProblemLog::record(path, "is not a regular file, where a shared library was expected");
     return common::Error{"cannot read: not a regular file"};
   }
-  // The cache serves every env; whether this env's user may read the file is
-  // asked anew each time (the calling thread reads as that user, ReadingAs).
-  if (::faccessat(AT_FDCWD, path.c_str(), R_OK, AT_EACCESS) != 0) {
-    return common::Error{std::string("cannot read: ") + std::strerror(errno)};
-  }
-  // And the file looked up is the one this user opened: the path may name
-  // another file by now (a link of the env's changed under the reader), and
-  // a parse of a file the user may not read is never theirs. (Non-blocking:
-  // a FIFO put there meanwhile is refused below, never waited on.)
+  // The cache serves every env: whether this env's user may read the file
+  // is asked anew each time, by opening it (the calling thread reads as that
+  // user, ReadingAs), and the file looked up is the one opened: the path may
+  // name another file by now (a link of the env's changed under the reader),
+  // and a parse of a file the user may not read is never theirs.
+  // (Non-blocking: a FIFO put there meanwhile is refused below, never waited
+  // on.)
   const int opened = ::open(path.c_str(), O_RDONLY | O_NONBLOCK | O_NOCTTY | O_CLOEXEC);
   if (opened < 0) {
     return common::Error{std::string("cannot read: ") + std::strerror(errno)};
