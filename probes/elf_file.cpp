@@ -8,6 +8,7 @@
 
 #include <algorithm>
 #include <cstring>
+#include <functional>
 #include <map>
 #include <set>
 
@@ -198,6 +199,187 @@ void read_verdef(SectionReader& reader, Elf_Scn* section, std::size_t strings,
   }
 }
 
+// The sections the facts come from (any may be absent).
+struct DynamicSections {
+  Elf_Scn* dynamic = nullptr;
+  Elf_Scn* dynsym = nullptr;
+  Elf_Scn* versym = nullptr;
+  Elf_Scn* verneed = nullptr;
+  Elf_Scn* verdef = nullptr;
+  bool has_symtab = false;
+};
+
+// "" or why the section headers cannot be walked.
+std::string find_sections(Elf* elf, DynamicSections& found) {
+  std::size_t section_count = 0;
+  if (elf_getshdrnum(elf, &section_count) != 0 || section_count == 0) {
+    return "no section headers: cannot read its dynamic section";
+  }
+  for (Elf_Scn* section = elf_nextscn(elf, nullptr); section != nullptr;
+       section = elf_nextscn(elf, section)) {
+    GElf_Shdr header;
+    if (gelf_getshdr(section, &header) == nullptr) {
+      return "corrupt section header: " + libelf_error();
+    }
+    switch (header.sh_type) {
+      case SHT_DYNAMIC:
+        found.dynamic = section;
+        break;
+      case SHT_DYNSYM:
+        found.dynsym = section;
+        break;
+      case SHT_SYMTAB:
+        found.has_symtab = true;
+        break;
+      case SHT_GNU_versym:
+        found.versym = section;
+        break;
+      case SHT_GNU_verneed:
+        found.verneed = section;
+        break;
+      case SHT_GNU_verdef:
+        found.verdef = section;
+        break;
+      default:
+        break;
+    }
+  }
+  return {};
+}
+
+// The section's link: the string table its names are in.
+std::size_t linked_strings(Elf_Scn* section) {
+  GElf_Shdr header;
+  return gelf_getshdr(section, &header) != nullptr ? header.sh_link : 0;
+}
+
+struct DynamicEntries {
+  std::vector<std::string_view> needed;
+  std::string_view soname;
+  std::string_view rpath;
+  std::string_view runpath;
+};
+
+// "" or why the dynamic section cannot be read.
+std::string read_dynamic(Elf* elf, SectionReader& reader, Elf_Scn* dynamic,
+                         DynamicEntries& entries) {
+  const std::size_t strings = linked_strings(dynamic);
+  Elf_Data* data = reader.data(dynamic);
+  if (data == nullptr || !reader.usable_string_table(strings)) {
+    return reader.oversized() ? oversized_message() : "corrupt dynamic section: " + libelf_error();
+  }
+  const std::size_t entry_size = gelf_fsize(elf, ELF_T_DYN, 1, EV_CURRENT);
+  const std::size_t count = entry_size != 0 ? data->d_size / entry_size : 0;
+  for (std::size_t i = 0; i < count; ++i) {
+    GElf_Dyn entry;
+    if (gelf_getdyn(data, static_cast<int>(i), &entry) == nullptr || entry.d_tag == DT_NULL) {
+      break;
+    }
+    switch (entry.d_tag) {
+      case DT_NEEDED:
+        entries.needed.push_back(reader.string_at(strings, entry.d_un.d_val));
+        break;
+      case DT_SONAME:
+        entries.soname = reader.string_at(strings, entry.d_un.d_val);
+        break;
+      case DT_RPATH:
+        entries.rpath = reader.string_at(strings, entry.d_un.d_val);
+        break;
+      case DT_RUNPATH:
+        entries.runpath = reader.string_at(strings, entry.d_un.d_val);
+        break;
+      default:
+        break;
+    }
+  }
+  return {};
+}
+
+VersionTables read_versions(SectionReader& reader, const DynamicSections& sections) {
+  VersionTables versions;
+  if (sections.verneed != nullptr) {
+    read_verneed(reader, sections.verneed, linked_strings(sections.verneed), versions);
+  }
+  if (sections.verdef != nullptr) {
+    read_verdef(reader, sections.verdef, linked_strings(sections.verdef), versions);
+  }
+  return versions;
+}
+
+// The symbol's version, from .gnu.version and the version tables.
+void version_symbol(Elf_Data* version_data, std::size_t index, const VersionTables& versions,
+                    DynamicSymbol& symbol) {
+  GElf_Versym version_index = 0;
+  if (version_data == nullptr ||
+      gelf_getversym(version_data, static_cast<int>(index), &version_index) == nullptr) {
+    return;
+  }
+  symbol.hidden = (version_index & 0x8000) != 0;
+  const auto found = versions.by_index.find(version_index & 0x7fff);
+  // Indexes 0 (local) and 1 (global, unversioned) carry no version.
+  if ((version_index & 0x7fff) > 1 && found != versions.by_index.end()) {
+    symbol.version = found->second.first;
+    symbol.version_library = found->second.second;
+  }
+}
+
+// "" or why the dynamic symbol table is refused or cannot be read.
+std::string read_symbols(Elf* elf, SectionReader& reader, const DynamicSections& sections,
+                         const VersionTables& versions, std::vector<DynamicSymbol>& symbols) {
+  GElf_Shdr header;
+  gelf_getshdr(sections.dynsym, &header);
+  const std::size_t entry_size = gelf_fsize(elf, ELF_T_SYM, 1, EV_CURRENT);
+  // Counted from the header, before the table is read.
+  if (entry_size != 0 && header.sh_size / entry_size > k_max_dynamic_symbols) {
+    return std::string(k_refused_elf) + std::to_string(header.sh_size / entry_size) +
+           " dynamic symbols, more than the " + std::to_string(k_max_dynamic_symbols) +
+           " read of one file (real libraries have up to a few hundred thousand): its symbols "
+           "are not read, so nothing it provides or needs can be checked";
+  }
+  Elf_Data* data = reader.data(sections.dynsym);
+  if (data == nullptr || !reader.usable_string_table(header.sh_link)) {
+    return reader.oversized() ? oversized_message()
+                              : "corrupt dynamic symbol table: " + libelf_error();
+  }
+  Elf_Data* version_data = sections.versym ? reader.data(sections.versym) : nullptr;
+  const std::size_t count =
+      entry_size != 0 ? std::min(data->d_size / entry_size, k_max_dynamic_symbols) : 0;
+  symbols.reserve(count);
+  // Entry 0 is the null symbol.
+  for (std::size_t i = 1; i < count; ++i) {
+    GElf_Sym raw;
+    if (gelf_getsym(data, static_cast<int>(i), &raw) == nullptr) {
+      break;
+    }
+    DynamicSymbol symbol;
+    symbol.name = reader.string_at(header.sh_link, raw.st_name);
+    symbol.defined = raw.st_shndx != SHN_UNDEF;
+    if (symbol.name.empty() || (!symbol.defined && GELF_ST_BIND(raw.st_info) == STB_LOCAL)) {
+      continue;
+    }
+    symbol.weak = GELF_ST_BIND(raw.st_info) == STB_WEAK;
+    symbol.type = GELF_ST_TYPE(raw.st_info);
+    version_symbol(version_data, i, versions, symbol);
+    symbols.push_back(symbol);
+  }
+  return {};
+}
+
+// A version table or string table left unread would leave facts wrong, not
+// just missing: the file is reported as not read instead.
+std::string refusal_of(const SectionReader& reader) {
+  if (reader.oversized()) {
+    return oversized_message();
+  }
+  if (reader.overspent()) {
+    return std::string(k_refused_elf) + "its symbol and library names add up to more than " +
+           std::to_string(k_name_bytes_per_table_byte) +
+           " times the string tables that hold them: a crafted file (a table with no end to its "
+           "names), not one a linker wrote; its symbols are not read";
+  }
+  return {};
+}
+
 }  // namespace
 
 ElfFile::~ElfFile() {
@@ -217,8 +399,7 @@ common::Result<std::shared_ptr<const ElfFile>> ElfFile::open(const fs::path& pat
   return std::shared_ptr<const ElfFile>(std::move(file));
 }
 
-std::string ElfFile::load(const fs::path& path) {
-  m_path = path;
+std::string ElfFile::open_elf(const fs::path& path) {
   static const bool initialised = elf_version(EV_CURRENT) != EV_NONE;
   if (!initialised) {
     return "libelf is out of date";
@@ -258,168 +439,46 @@ std::string ElfFile::load(const fs::path& path) {
   }
   m_class = header.e_ident[EI_CLASS] == ELFCLASS32 ? 32 : 64;
   m_machine = header.e_machine;
+  return {};
+}
 
-  std::size_t section_count = 0;
-  if (elf_getshdrnum(elf, &section_count) != 0 || section_count == 0) {
-    return "no section headers: cannot read its dynamic section";
+std::string ElfFile::load(const fs::path& path) {
+  m_path = path;
+  if (std::string error = open_elf(path); !error.empty()) {
+    return error;
   }
-  Elf_Scn* dynamic = nullptr;
-  Elf_Scn* dynsym = nullptr;
-  Elf_Scn* versym = nullptr;
-  Elf_Scn* verneed = nullptr;
-  Elf_Scn* verdef = nullptr;
-  for (Elf_Scn* section = elf_nextscn(elf, nullptr); section != nullptr;
-       section = elf_nextscn(elf, section)) {
-    GElf_Shdr section_header;
-    if (gelf_getshdr(section, &section_header) == nullptr) {
-      return "corrupt section header: " + libelf_error();
-    }
-    switch (section_header.sh_type) {
-      case SHT_DYNAMIC:
-        dynamic = section;
-        break;
-      case SHT_DYNSYM:
-        dynsym = section;
-        break;
-      case SHT_SYMTAB:
-        m_has_symtab = true;
-        break;
-      case SHT_GNU_versym:
-        versym = section;
-        break;
-      case SHT_GNU_verneed:
-        verneed = section;
-        break;
-      case SHT_GNU_verdef:
-        verdef = section;
-        break;
-      default:
-        break;
-    }
+  Elf* elf = static_cast<Elf*>(m_elf);
+  DynamicSections sections;
+  if (std::string error = find_sections(elf, sections); !error.empty()) {
+    return error;
   }
-
+  m_has_symtab = sections.has_symtab;
   SectionReader reader(elf);
-  if (dynamic != nullptr) {
-    GElf_Shdr section_header;
-    gelf_getshdr(dynamic, &section_header);
-    const std::size_t strings = section_header.sh_link;
-    Elf_Data* data = reader.data(dynamic);
-    if (data == nullptr || !reader.usable_string_table(strings)) {
-      return reader.oversized() ? oversized_message()
-                                : "corrupt dynamic section: " + libelf_error();
+  if (sections.dynamic != nullptr) {
+    DynamicEntries entries;
+    if (std::string error = read_dynamic(elf, reader, sections.dynamic, entries); !error.empty()) {
+      return error;
     }
-    const std::size_t entry_size = gelf_fsize(elf, ELF_T_DYN, 1, EV_CURRENT);
-    const std::size_t count = entry_size != 0 ? data->d_size / entry_size : 0;
-    for (std::size_t i = 0; i < count; ++i) {
-      GElf_Dyn entry;
-      if (gelf_getdyn(data, static_cast<int>(i), &entry) == nullptr || entry.d_tag == DT_NULL) {
-        break;
-      }
-      switch (entry.d_tag) {
-        case DT_NEEDED:
-          m_needed.push_back(reader.string_at(strings, entry.d_un.d_val));
-          break;
-        case DT_SONAME:
-          m_soname = reader.string_at(strings, entry.d_un.d_val);
-          break;
-        case DT_RPATH:
-          m_rpath = reader.string_at(strings, entry.d_un.d_val);
-          break;
-        case DT_RUNPATH:
-          m_runpath = reader.string_at(strings, entry.d_un.d_val);
-          break;
-        default:
-          break;
-      }
-    }
+    m_needed = std::move(entries.needed);
+    m_soname = entries.soname;
+    m_rpath = entries.rpath;
+    m_runpath = entries.runpath;
   }
-
-  VersionTables versions;
-  if (verneed != nullptr) {
-    GElf_Shdr section_header;
-    gelf_getshdr(verneed, &section_header);
-    read_verneed(reader, verneed, section_header.sh_link, versions);
-  }
-  if (verdef != nullptr) {
-    GElf_Shdr section_header;
-    gelf_getshdr(verdef, &section_header);
-    read_verdef(reader, verdef, section_header.sh_link, versions);
-  }
+  const VersionTables versions = read_versions(reader, sections);
   m_defined_versions = versions.defined;
   m_needed_versions = versions.needed;
-
-  if (dynsym != nullptr) {
-    GElf_Shdr section_header;
-    gelf_getshdr(dynsym, &section_header);
-    const std::size_t entry_size = gelf_fsize(elf, ELF_T_SYM, 1, EV_CURRENT);
-    // Counted from the header, before the table is read.
-    if (entry_size != 0 && section_header.sh_size / entry_size > k_max_dynamic_symbols) {
-      return std::string(k_refused_elf) + std::to_string(section_header.sh_size / entry_size) +
-             " dynamic symbols, more than the " + std::to_string(k_max_dynamic_symbols) +
-             " read of one file (real libraries have up to a few hundred thousand): its symbols "
-             "are not read, so nothing it provides or needs can be checked";
-    }
-    Elf_Data* data = reader.data(dynsym);
-    if (data == nullptr || !reader.usable_string_table(section_header.sh_link)) {
-      return reader.oversized() ? oversized_message()
-                                : "corrupt dynamic symbol table: " + libelf_error();
-    }
-    Elf_Data* version_data = versym ? reader.data(versym) : nullptr;
-    const std::size_t count =
-        entry_size != 0 ? std::min(data->d_size / entry_size, k_max_dynamic_symbols) : 0;
-    m_symbols.reserve(count);
-    // Entry 0 is the null symbol.
-    for (std::size_t i = 1; i < count; ++i) {
-      GElf_Sym raw;
-      if (gelf_getsym(data, static_cast<int>(i), &raw) == nullptr) {
-        break;
-      }
-      DynamicSymbol symbol;
-      symbol.name = reader.string_at(section_header.sh_link, raw.st_name);
-      if (symbol.name.empty()) {
-        continue;
-      }
-      symbol.defined = raw.st_shndx != SHN_UNDEF;
-      symbol.weak = GELF_ST_BIND(raw.st_info) == STB_WEAK;
-      symbol.type = GELF_ST_TYPE(raw.st_info);
-      if (!symbol.defined && GELF_ST_BIND(raw.st_info) == STB_LOCAL) {
-        continue;
-      }
-      GElf_Versym version_index = 0;
-      if (version_data != nullptr &&
-          gelf_getversym(version_data, static_cast<int>(i), &version_index) != nullptr) {
-        symbol.hidden = (version_index & 0x8000) != 0;
-        const auto found = versions.by_index.find(version_index & 0x7fff);
-        // Indexes 0 (local) and 1 (global, unversioned) carry no version.
-        if ((version_index & 0x7fff) > 1 && found != versions.by_index.end()) {
-          symbol.version = found->second.first;
-          symbol.version_library = found->second.second;
-        }
-      }
-      m_symbols.push_back(symbol);
+  if (sections.dynsym != nullptr) {
+    if (std::string error = read_symbols(elf, reader, sections, versions, m_symbols);
+        !error.empty()) {
+      return error;
     }
   }
-  // A version table or string table left unread would leave facts wrong,
-  // not just missing: the file is reported as not read instead.
-  if (reader.oversized()) {
-    return oversized_message();
+  if (std::string error = refusal_of(reader); !error.empty()) {
+    return error;
   }
-  if (reader.overspent()) {
-    return std::string(k_refused_elf) + "its symbol and library names add up to more than " +
-           std::to_string(k_name_bytes_per_table_byte) +
-           " times the string tables that hold them: a crafted file (a table with no end to its "
-           "names), not one a linker wrote; its symbols are not read";
-  }
-  for (std::uint32_t i = 0; i < m_symbols.size(); ++i) {
-    if (m_symbols[i].defined) {
-      m_defined_by_name.push_back(i);
-    }
-  }
-  std::sort(
-      m_defined_by_name.begin(), m_defined_by_name.end(),
-      [this](std::uint32_t a, std::uint32_t b) { return m_symbols[a].name < m_symbols[b].name; });
+  index_definitions();
   m_bytes_held = reader.bytes_read() + m_symbols.capacity() * sizeof(DynamicSymbol) +
-                 m_defined_by_name.capacity() * sizeof(std::uint32_t);
+                 m_definitions.capacity() * sizeof(std::uint64_t);
   // Everything kept points into sections already read: the file itself is
   // no longer needed, and an agent must not hold thousands of descriptors.
   elf_cntl(elf, ELF_C_FDDONE);
@@ -428,13 +487,42 @@ std::string ElfFile::load(const fs::path& path) {
   return {};
 }
 
+// The index packs a name's hash above the symbol's place in the table, so it
+// sorts as integers: sorting the names themselves (long C++ names sharing
+// long prefixes) took a third of the scan's reading of an env over Debian's
+// torch. Equal names stay side by side, as before.
+namespace {
+constexpr unsigned k_index_bits = 22;  // k_max_dynamic_symbols is 2^22
+static_assert((std::size_t{1} << k_index_bits) >= k_max_dynamic_symbols);
+constexpr std::uint64_t k_index_mask = (std::uint64_t{1} << k_index_bits) - 1;
+
+std::uint64_t name_key(std::string_view name) {
+  return static_cast<std::uint64_t>(std::hash<std::string_view>{}(name)) & ~k_index_mask;
+}
+}  // namespace
+
+void ElfFile::index_definitions() {
+  m_definitions.clear();
+  for (std::uint32_t i = 0; i < m_symbols.size(); ++i) {
+    if (m_symbols[i].defined) {
+      m_definitions.push_back(name_key(m_symbols[i].name) | i);
+    }
+  }
+  std::sort(m_definitions.begin(), m_definitions.end());
+  m_definitions.shrink_to_fit();
+}
+
 std::vector<const DynamicSymbol*> ElfFile::definitions(std::string_view name) const {
   std::vector<const DynamicSymbol*> found;
-  auto it = std::lower_bound(
-      m_defined_by_name.begin(), m_defined_by_name.end(), name,
-      [this](std::uint32_t index, std::string_view key) { return m_symbols[index].name < key; });
-  for (; it != m_defined_by_name.end() && m_symbols[*it].name == name; ++it) {
-    found.push_back(&m_symbols[*it]);
+  const std::uint64_t key = name_key(name);
+  // Names whose hashes agree above the index bits share a run; equal names
+  // are among them.
+  for (auto it = std::lower_bound(m_definitions.begin(), m_definitions.end(), key);
+       it != m_definitions.end() && (*it & ~k_index_mask) == key; ++it) {
+    const DynamicSymbol& symbol = m_symbols[*it & k_index_mask];
+    if (symbol.name == name) {
+      found.push_back(&symbol);
+    }
   }
   return found;
 }

@@ -62,8 +62,9 @@ class ElfFile {
   };
   const std::vector<NeededVersion>& needed_versions() const { return m_needed_versions; }
 
-  // Defined symbols named `name` (any version), found by binary search over
-  // an index built once at load: no per-lookup allocation.
+  // Defined symbols named `name` (any version), in the order of the table,
+  // found by binary search over an index of their names' hashes built once
+  // at load.
   std::vector<const DynamicSymbol*> definitions(std::string_view name) const;
 
   // About what this parsed file holds in memory: the sections read and the
@@ -72,7 +73,10 @@ class ElfFile {
 
  private:
   ElfFile() = default;
+  // Each "" or what is wrong with the file.
   std::string load(const std::filesystem::path& path);
+  std::string open_elf(const std::filesystem::path& path);  // the file and its ELF header
+  void index_definitions();
 
   std::filesystem::path m_path;
   int m_fd = -1;          // open while loading only
@@ -87,7 +91,9 @@ class ElfFile {
   std::vector<DynamicSymbol> m_symbols;
   std::vector<std::string_view> m_defined_versions;
   std::vector<NeededVersion> m_needed_versions;
-  std::vector<std::uint32_t> m_defined_by_name;  // indexes into m_symbols, sorted by name
+  // Each defined symbol's name hash (high bits) and index into m_symbols
+  // (low bits), sorted.
+  std::vector<std::uint64_t> m_definitions;
   std::uint64_t m_bytes_held = 0;
 };
 

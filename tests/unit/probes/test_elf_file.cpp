@@ -97,6 +97,51 @@ TEST(ElfFile, ReadsSymbolVersions) {
   }));
 }
 
+// The index of definitions finds every defined symbol of a real library by
+// its name, and only symbols of that name.
+TEST(ElfFile, EveryDefinitionIsFoundByItsName) {
+  const auto libc = open_ok("/lib/x86_64-linux-gnu/libc.so.6");
+  ASSERT_NE(libc, nullptr);
+  std::size_t defined = 0;
+  for (const auto& symbol : libc->symbols()) {
+    if (!symbol.defined) {
+      continue;
+    }
+    ++defined;
+    const auto found = libc->definitions(symbol.name);
+    ASSERT_NE(std::find(found.begin(), found.end(), &symbol), found.end()) << symbol.name;
+    for (const auto* definition : found) {
+      EXPECT_EQ(definition->name, symbol.name);
+    }
+  }
+  EXPECT_GT(defined, 1000U);
+  EXPECT_TRUE(libc->definitions("envcontract_no_such_symbol").empty());
+  EXPECT_TRUE(libc->definitions("").empty());
+}
+
+// Two versions of one name (an old one kept for old binaries, the default
+// one for new) are both definitions, in the order of the symbol table.
+TEST(ElfFile, EveryVersionOfANameIsADefinitionInTableOrder) {
+  testing::TempDir dir;
+  const fs::path script = dir.path() / "versions.map";
+  std::ofstream(script) << "V1 { global: twice; local: *; };\nV2 { global: twice; } V1;\n";
+  testing::build_shared_library(dir.path() / "libtwice.so",
+                                "int twice_old(void) { return 1; }\n"
+                                "int twice_new(void) { return 2; }\n"
+                                "__asm__(\".symver twice_old,twice@V1\");\n"
+                                "__asm__(\".symver twice_new,twice@@V2\");\n",
+                                {"-Wl,--version-script=" + script.string()});
+  const auto elf = open_ok(dir.path() / "libtwice.so");
+  ASSERT_NE(elf, nullptr);
+  const auto found = elf->definitions("twice");
+  ASSERT_EQ(found.size(), 2U);
+  EXPECT_LT(found[0], found[1]);  // in the table's order
+  std::vector<std::string_view> versions = {found[0]->version, found[1]->version};
+  std::sort(versions.begin(), versions.end());
+  EXPECT_EQ(versions, (std::vector<std::string_view>{"V1", "V2"}));
+  EXPECT_NE(found[0]->hidden, found[1]->hidden);  // twice@V1 is not the default
+}
+
 TEST(ElfFile, StrippedLibraryHasNoSymtab) {
   testing::TempDir dir;
   testing::build_shared_library(dir.path() / "libstripped.so", "int f(void) { return 0; }", {"-s"});
