@@ -406,10 +406,7 @@ void distributions(const Check&, const DistributionsParams& params, const EnvFac
 
 void modules(const Check&, const ModulesParams& params, const EnvFactsView& facts,
              CheckResult& result) {
-  const auto& present = facts.files().modules;
-  auto has = [&](const std::string& name) {
-    return std::find(present.begin(), present.end(), name) != present.end();
-  };
+  auto has = [&](const std::string& name) { return facts.files().module_files.contains(name); };
   for (const auto& name : params.present) {
     if (!has(name)) {
       if (fail_if_installed_for_another_python(result, facts, name)) {

@@ -1,6 +1,7 @@
 #include "facts/module_files.hpp"
 
 #include <algorithm>
+#include <limits>
 #include <stdexcept>
 
 namespace envcontract::facts {
@@ -32,13 +33,26 @@ std::uint32_t ModuleFiles::directory_index(std::string_view directory) {
   return at->second;
 }
 
+ModuleFiles::Text ModuleFiles::keep(std::string_view text) {
+  // An env's text of names stays far below 4 GiB (a name is at most a few
+  // hundred bytes, a host's envs a few thousand names each); past it, the
+  // facts could not be told apart, so the agent says so rather than wrap.
+  if (m_text.size() + text.size() > std::numeric_limits<std::uint32_t>::max()) {
+    throw std::length_error("an env's module names add up to more than 4 GiB");
+  }
+  const Text kept{static_cast<std::uint32_t>(m_text.size()),
+                  static_cast<std::uint32_t>(text.size())};
+  m_text.append(text);
+  return kept;
+}
+
 void ModuleFiles::add(const std::string& name, const std::string& location,
                       const std::string& real) {
   // Names come in order from the env's reader. Any other order is sorted
   // once, in finish(): inserting each in its place would move all the
   // modules after it, quadratic in a hostile env's tens of thousands.
-  if (m_in_order && !m_modules.empty() && !(m_modules.back().name < name)) {
-    if (m_modules.back().name == name) {
+  if (m_in_order && !m_modules.empty() && !(view(m_modules.back().name) < name)) {
+    if (view(m_modules.back().name) == name) {
       return;
     }
     m_in_order = false;
@@ -46,12 +60,9 @@ void ModuleFiles::add(const std::string& name, const std::string& location,
   const auto [directory, file] = split_last(location);
   const auto [real_directory, real_file] = split_last(real);
   Module module;
-  module.name = name;
-  module.file = std::string(file);
-  module.real_is_file = real_file == file;
-  if (!module.real_is_file) {
-    module.real_file = std::string(real_file);
-  }
+  module.name = keep(name);
+  module.file = keep(file);
+  module.real_file = real_file == file ? module.file : keep(real_file);
   module.directory = directory_index(directory);
   module.real_directory = directory_index(real_directory);
   m_modules.push_back(std::move(module));
@@ -59,22 +70,28 @@ void ModuleFiles::add(const std::string& name, const std::string& location,
 
 void ModuleFiles::finish() {
   if (!m_in_order) {
-    const auto by_name = [](const Module& a, const Module& b) { return a.name < b.name; };
+    const auto by_name = [this](const Module& a, const Module& b) {
+      return view(a.name) < view(b.name);
+    };
     std::stable_sort(m_modules.begin(), m_modules.end(), by_name);
-    const auto same_name = [](const Module& a, const Module& b) { return a.name == b.name; };
+    const auto same_name = [this](const Module& a, const Module& b) {
+      return view(a.name) == view(b.name);
+    };
     m_modules.erase(std::unique(m_modules.begin(), m_modules.end(), same_name), m_modules.end());
     m_in_order = true;
   }
   m_modules.shrink_to_fit();
+  m_text.shrink_to_fit();
   m_directories.shrink_to_fit();
   m_directory_index = {};
 }
 
 ModuleFile ModuleFiles::file_of(const Module& module) const {
   ModuleFile file;
-  file.location = m_directories[module.directory] + module.file;
-  file.real =
-      m_directories[module.real_directory] + (module.real_is_file ? module.file : module.real_file);
+  file.location = m_directories[module.directory];
+  file.location += view(module.file);
+  file.real = m_directories[module.real_directory];
+  file.real += view(module.real_file);
   return file;
 }
 
@@ -91,15 +108,24 @@ void ModuleFiles::check_in_order() const {
   }
 }
 
-std::optional<ModuleFile> ModuleFiles::find(std::string_view name) const {
+const ModuleFiles::Module* ModuleFiles::lookup(std::string_view name) const {
   check_in_order();
   const auto at = std::lower_bound(
       m_modules.begin(), m_modules.end(), name,
-      [](const Module& module, std::string_view key) { return module.name < key; });
-  if (at == m_modules.end() || at->name != name) {
+      [this](const Module& module, std::string_view key) { return view(module.name) < key; });
+  return at == m_modules.end() || view(at->name) != name ? nullptr : &*at;
+}
+
+std::optional<ModuleFile> ModuleFiles::find(std::string_view name) const {
+  const Module* module = lookup(name);
+  if (module == nullptr) {
     return std::nullopt;
   }
-  return file_of(*at);
+  return file_of(*module);
+}
+
+bool ModuleFiles::contains(std::string_view name) const {
+  return lookup(name) != nullptr;
 }
 
 ModuleFile ModuleFiles::at(std::string_view name) const {
@@ -110,9 +136,19 @@ ModuleFile ModuleFiles::at(std::string_view name) const {
   return std::move(*found);
 }
 
-const std::string& ModuleFiles::name(std::size_t i) const {
+std::string_view ModuleFiles::name(std::size_t i) const {
   check_in_order();
-  return m_modules[i].name;
+  return view(m_modules[i].name);
+}
+
+std::vector<std::string> ModuleFiles::names() const {
+  check_in_order();
+  std::vector<std::string> all;
+  all.reserve(m_modules.size());
+  for (const auto& module : m_modules) {
+    all.emplace_back(view(module.name));
+  }
+  return all;
 }
 
 ModuleFile ModuleFiles::file(std::size_t i) const {

@@ -8,10 +8,12 @@
 #include <vector>
 
 // Where `import NAME` finds each top-level module of an env. An env has
-// hundreds (the standard library's among them) and its facts are kept
-// between scans, so each module is its name, its file's name and the index
-// of its directory among the env's few dozen, not a path of its own: a
-// std::filesystem::path per module, twice, was most of the kept facts.
+// hundreds (the standard library's among them), its facts are kept between
+// scans and a host's are all held while it is scanned, so each module is its
+// name and its file's name, both in one buffer of text of the env's, and the
+// index of its directory among the env's few dozen, not a path of its own: a
+// std::filesystem::path per module, twice, was most of the kept facts, and
+// three strings per module most of a 1,000-env scan's peak.
 namespace envcontract::facts {
 
 struct ModuleFile {
@@ -31,32 +33,43 @@ class ModuleFiles {
   void finish();
 
   std::optional<ModuleFile> find(std::string_view name) const;
-  std::size_t count(std::string_view name) const { return find(name) ? 1 : 0; }
+  bool contains(std::string_view name) const;
+  std::size_t count(std::string_view name) const { return contains(name) ? 1 : 0; }
   ModuleFile at(std::string_view name) const;  // throws std::out_of_range
 
   // In name order.
   std::size_t size() const { return m_modules.size(); }
-  const std::string& name(std::size_t i) const;
+  std::string_view name(std::size_t i) const;  // valid while this lives unchanged
+  std::vector<std::string> names() const;
   ModuleFile file(std::size_t i) const;
   // The directory holding the module's real file: what a change to it
   // shows in. "" for a bare relative name.
   std::string real_directory(std::size_t i) const;
 
  private:
+  // A piece of m_text.
+  struct Text {
+    std::uint32_t offset = 0;
+    std::uint32_t size = 0;
+  };
   struct Module {
-    std::string name;
-    std::string file;       // what follows the last slash of its location
-    std::string real_file;  // ... and of its real path, unless real_is_file
+    Text name;
+    Text file;       // what follows the last slash of its location
+    Text real_file;  // ... and of its real path (the same as `file` when they agree)
     std::uint32_t directory = 0;
     std::uint32_t real_directory = 0;
-    bool real_is_file = true;  // the real path's last part is `file`
   };
   std::uint32_t directory_index(std::string_view directory);
+  Text keep(std::string_view text);
+  std::string_view view(Text text) const { return {m_text.data() + text.offset, text.size}; }
   ModuleFile file_of(const Module& module) const;
+  // The module named `name`, or null.
+  const Module* lookup(std::string_view name) const;
 
   void check_in_order() const;
 
   std::vector<Module> m_modules;  // in name order once finished
+  std::string m_text;             // every module's name and file names
   bool m_in_order = true;
   // Up to and with the last slash, so that a path is its directory followed
   // by its file, whatever slashes it had.

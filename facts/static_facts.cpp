@@ -109,11 +109,11 @@ Json to_json(const StaticFacts& facts) {
   json["site_packages"] = sites;
   json["torch"] = facts.torch.present ? to_json(facts.torch) : Json(nullptr);
   json["triton"] = facts.triton.present ? to_json(facts.triton) : Json(nullptr);
-  json["modules"] = facts.modules;
+  json["modules"] = facts.module_files.names();
   json["search_path"] = to_json(facts.search_path);
   Json paths = Json::object();
   for (std::size_t i = 0; i < facts.module_files.size(); ++i) {
-    paths[facts.module_files.name(i)] = facts.module_files.file(i).real;
+    paths[std::string(facts.module_files.name(i))] = facts.module_files.file(i).real;
   }
   json["module_paths"] = paths;
   auto shadowed = Json::array();

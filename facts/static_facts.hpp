@@ -120,8 +120,8 @@ struct StaticFacts {
   SearchPath search_path;
   std::vector<std::filesystem::path> site_packages;  // the site dirs of search_path, in order
   std::vector<Distribution> distributions;           // pip's and conda's, in path order
-  std::vector<std::string> modules;  // importable top-level names along the path, sorted
-  // Where `import NAME` finds each of them.
+  // The importable top-level names along the path, and where `import NAME`
+  // finds each of them.
   ModuleFiles module_files;
   std::vector<ShadowedModule> shadowed;
   TorchFacts torch;

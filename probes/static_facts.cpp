@@ -142,7 +142,6 @@ void index_modules(StaticFacts& facts, const std::string& python_version, const 
     return at->second / found.path.filename();
   };
   for (const auto& [name, found] : index) {
-    facts.modules.push_back(name);
     facts.module_files.add(name, found.path.string(), canonical_of(found).string());
   }
   facts.module_files.finish();

@@ -98,6 +98,29 @@ TEST(ModuleFiles, ListsModulesInNameOrderAndKeepsTheFirstOfAName) {
   EXPECT_EQ(modules.name(2), "zlib");
   EXPECT_EQ(modules.file(1).location, "/usr/lib/python3.11/json");
   EXPECT_EQ(modules.real_directory(2), "/usr/lib/python3.11/lib-dynload");
+  EXPECT_EQ(modules.names(), (std::vector<std::string>{"abc", "json", "zlib"}));
+}
+
+// Names, file names and the real path's file name where it differs share
+// one buffer; each module still gives back exactly its own, whatever the
+// order of adding, and after more are added to a finished list.
+TEST(ModuleFiles, EachModuleGivesBackItsOwnTextAfterReordering) {
+  ModuleFiles modules;
+  modules.add("b", k_site + "/b.py", "/srv/real/b_real.py");
+  modules.add("a", k_site + "/a.py", k_site + "/a.py");
+  modules.add("c", k_site + "/c", "/srv/c");
+  modules.finish();
+  modules.add("aa", "/opt/aa.so", "/opt/lib/aa.cpython-311-x86_64-linux-gnu.so");
+  modules.finish();
+  EXPECT_EQ(modules.names(), (std::vector<std::string>{"a", "aa", "b", "c"}));
+  EXPECT_EQ(modules.at("a").real, k_site + "/a.py");
+  EXPECT_EQ(modules.at("aa").location, "/opt/aa.so");
+  EXPECT_EQ(modules.at("aa").real, "/opt/lib/aa.cpython-311-x86_64-linux-gnu.so");
+  EXPECT_EQ(modules.at("b").location, k_site + "/b.py");
+  EXPECT_EQ(modules.at("b").real, "/srv/real/b_real.py");
+  EXPECT_EQ(modules.at("c").real, "/srv/c");
+  EXPECT_TRUE(modules.contains("aa"));
+  EXPECT_FALSE(modules.contains("a."));
 }
 
 TEST(ModuleFiles, AnUnknownModuleIsNotFound) {

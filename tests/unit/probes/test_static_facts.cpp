@@ -62,8 +62,8 @@ TEST(StaticFacts, CudaTorchOfTheHfTestEnv) {
   EXPECT_EQ(facts.torch.distribution_version, "2.10.0+cu129");
   EXPECT_TRUE(contains(facts.torch.libraries, "libtorch_cuda.so"));
   EXPECT_TRUE(contains(facts.torch.libraries, "libc10_cuda.so"));
-  EXPECT_TRUE(contains(facts.modules, "torch_xmlir"));
-  EXPECT_TRUE(contains(facts.modules, "torch_fl"));
+  EXPECT_TRUE(facts.module_files.contains("torch_xmlir"));
+  EXPECT_TRUE(facts.module_files.contains("torch_fl"));
   EXPECT_EQ(facts.torch.location,
             demo_host() / "miniconda3/envs/torch-fl-hf-test/lib/python3.10/site-packages/torch");
 }
@@ -73,7 +73,7 @@ TEST(StaticFacts, CpuTorchAndFlagTreeOfTheProvisionedEnv) {
   EXPECT_EQ(facts.torch.version, "2.10.0+cpu");
   EXPECT_EQ(facts.torch.cuda, std::nullopt);
   EXPECT_FALSE(contains(facts.torch.libraries, "libtorch_cuda.so"));
-  EXPECT_FALSE(contains(facts.modules, "torch_xmlir"));
+  EXPECT_FALSE(facts.module_files.contains("torch_xmlir"));
   ASSERT_TRUE(facts.triton.present);
   EXPECT_EQ(facts.triton.provider, "flagtree");
   EXPECT_EQ(facts.triton.provider_version, "0.7.0+xpu3.6");
@@ -252,8 +252,8 @@ TEST(StaticFacts, SiteDirsOfAnotherPythonAreListedApart) {
             "Metadata-Version: 2.1\nName: vendornum\nVersion: 1.26.4\n");
   dir.write("env/lib/python3/site-packages/shared.py", "");
   const auto facts = facts_of_venv(dir, {{"ours.py", ""}});
-  EXPECT_TRUE(contains(facts.modules, "ours"));
-  EXPECT_FALSE(contains(facts.modules, "vendornum"));
+  EXPECT_TRUE(facts.module_files.contains("ours"));
+  EXPECT_FALSE(facts.module_files.contains("vendornum"));
   ASSERT_EQ(facts.other_python_sites.size(), 1U);
   const auto& other = facts.other_python_sites.front();
   EXPECT_EQ(other.python, "3.10");
@@ -268,7 +268,7 @@ TEST(StaticFacts, VenvWithoutCondaMetadata) {
   EXPECT_EQ(facts.torch.version, "2.10.0+cu129");
   EXPECT_FALSE(facts.triton.present);
   EXPECT_EQ(find_distribution(facts, "python", "conda-meta"), nullptr);
-  EXPECT_TRUE(contains(facts.modules, "torch_xmlir"));
+  EXPECT_TRUE(facts.module_files.contains("torch_xmlir"));
 }
 
 TEST(StaticFacts, BaseWithoutTorch) {
