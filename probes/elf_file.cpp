@@ -476,9 +476,13 @@ std::string ElfFile::load(const fs::path& path) {
   if (std::string error = refusal_of(reader); !error.empty()) {
     return error;
   }
-  index_definitions();
+  // The index of definitions is made when first asked for (a system
+  // library deep in a closure often never is), but counted now: what the
+  // cache holds must not grow behind its back.
+  const auto defined = std::count_if(m_symbols.begin(), m_symbols.end(),
+                                     [](const DynamicSymbol& symbol) { return symbol.defined; });
   m_bytes_held = reader.bytes_read() + m_symbols.capacity() * sizeof(DynamicSymbol) +
-                 m_definitions.capacity() * sizeof(std::uint64_t);
+                 static_cast<std::uint64_t>(defined) * sizeof(std::uint64_t);
   // Everything kept points into sections already read: the file itself is
   // no longer needed, and an agent must not hold thousands of descriptors.
   elf_cntl(elf, ELF_C_FDDONE);
@@ -501,7 +505,7 @@ std::uint64_t name_key(std::string_view name) {
 }
 }  // namespace
 
-void ElfFile::index_definitions() {
+void ElfFile::index_definitions() const {
   m_definitions.clear();
   for (std::uint32_t i = 0; i < m_symbols.size(); ++i) {
     if (m_symbols[i].defined) {
@@ -514,6 +518,8 @@ void ElfFile::index_definitions() {
 
 std::vector<const DynamicSymbol*> ElfFile::definitions(std::string_view name) const {
   std::vector<const DynamicSymbol*> found;
+  // Readers on several threads share one parsed file: the first makes it.
+  std::call_once(m_definitions_made, [this] { index_definitions(); });
   const std::uint64_t key = name_key(name);
   // Names whose hashes agree above the index bits share a run; equal names
   // are among them.

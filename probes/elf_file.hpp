@@ -3,6 +3,7 @@
 #include <cstdint>
 #include <filesystem>
 #include <memory>
+#include <mutex>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -63,8 +64,8 @@ class ElfFile {
   const std::vector<NeededVersion>& needed_versions() const { return m_needed_versions; }
 
   // Defined symbols named `name` (any version), in the order of the table,
-  // found by binary search over an index of their names' hashes built once
-  // at load.
+  // found by binary search over an index of their names' hashes, made at the
+  // first call (safe from several threads).
   std::vector<const DynamicSymbol*> definitions(std::string_view name) const;
 
   // About what this parsed file holds in memory: the sections read and the
@@ -76,7 +77,7 @@ class ElfFile {
   // Each "" or what is wrong with the file.
   std::string load(const std::filesystem::path& path);
   std::string open_elf(const std::filesystem::path& path);  // the file and its ELF header
-  void index_definitions();
+  void index_definitions() const;
 
   std::filesystem::path m_path;
   int m_fd = -1;          // open while loading only
@@ -93,7 +94,8 @@ class ElfFile {
   std::vector<NeededVersion> m_needed_versions;
   // Each defined symbol's name hash (high bits) and index into m_symbols
   // (low bits), sorted.
-  std::vector<std::uint64_t> m_definitions;
+  mutable std::vector<std::uint64_t> m_definitions;
+  mutable std::once_flag m_definitions_made;
   std::uint64_t m_bytes_held = 0;
 };
 

@@ -119,6 +119,27 @@ TEST(ElfFile, EveryDefinitionIsFoundByItsName) {
   EXPECT_TRUE(libc->definitions("").empty());
 }
 
+// The index is made at the first lookup, which readers of one parsed file
+// on several threads may make at once: each finds what it asked for.
+TEST(ElfFile, TheFirstLookupsFromSeveralThreadsAtOnceAllFind) {
+  const auto libc = open_ok("/lib/x86_64-linux-gnu/libc.so.6");
+  ASSERT_NE(libc, nullptr);
+  std::atomic<int> found{0};
+  std::vector<std::thread> readers;
+  const std::vector<std::string> names = {"malloc", "free", "printf", "memcpy"};
+  for (int i = 0; i < 8; ++i) {
+    readers.emplace_back([&, i] {
+      if (!libc->definitions(names[static_cast<std::size_t>(i) % names.size()]).empty()) {
+        ++found;
+      }
+    });
+  }
+  for (auto& reader : readers) {
+    reader.join();
+  }
+  EXPECT_EQ(found.load(), 8);
+}
+
 // Two versions of one name (an old one kept for old binaries, the default
 // one for new) are both definitions, in the order of the symbol table.
 TEST(ElfFile, EveryVersionOfANameIsADefinitionInTableOrder) {
