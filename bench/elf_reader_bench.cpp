@@ -1,7 +1,8 @@
 // Reading a huge library: a 512 MB shared object with 300,000 dynamic
-// symbols, generated here. Measures ElfFile::open (map, parse, index) and a
-// lookup of every symbol, against a baseline measured in the same run:
-// `nm -D --defined-only`, the command people ran by hand in the incident.
+// symbols, generated here. Measures ElfFile::open (read and parse) with the
+// first lookup (which makes the index of definitions), then a lookup of
+// every symbol, against a baseline measured in the same run: `nm -D
+// --defined-only`, the command people ran by hand in the incident.
 // Target (issue #5): opening must not take seconds; we hold it to 1 s.
 //
 // Usage: elf_reader_bench [WORK_DIR]
@@ -77,6 +78,10 @@ int main(int argc, char** argv) {
   }
   const auto& elf = opened.value();
   start = Clock::now();
+  (void)elf->definitions("huge_blob");
+  const double index_ms = elapsed_ms(start);
+  const double ready_ms = open_ms + index_ms;
+  start = Clock::now();
   std::size_t found = 0;
   for (const auto& symbol : elf->symbols()) {
     found += elf->definitions(symbol.name).size();
@@ -86,15 +91,17 @@ int main(int argc, char** argv) {
   std::printf("ELF reader, %.0f MB library with %zu dynamic symbols (built in %.0f ms)\n",
               static_cast<double>(fs::file_size(library)) / 1e6, elf->symbols().size(), build_ms);
   std::printf("  baseline: nm -D --defined-only    %8.1f ms\n", nm_ms);
-  std::printf("  ElfFile::open (map, parse, index) %8.1f ms  (%.2fx the baseline)\n", open_ms,
-              open_ms / nm_ms);
-  std::printf("  lookup of every symbol            %8.1f ms  (%zu found)\n", lookup_ms, found);
+  std::printf("  ElfFile::open (read, parse)       %8.1f ms\n", open_ms);
+  std::printf("  its first lookup (the index)      %8.1f ms\n", index_ms);
+  std::printf("  open and index                    %8.1f ms  (%.2fx the baseline)\n", ready_ms,
+              ready_ms / nm_ms);
+  std::printf("  then a lookup of every symbol     %8.1f ms  (%zu found)\n", lookup_ms, found);
   std::printf("  target for open                   %8.1f ms\n", k_target_ms);
   bench_row("open a " + bench_figure(static_cast<double>(fs::file_size(library)) / 1e6, 0, " MB") +
                 " library of " + std::to_string(elf->symbols().size()) + " dynamic symbols",
-            bench_figure(open_ms, 1, " ms"),
+            bench_figure(ready_ms, 1, " ms, open and index"),
             "nm -D --defined-only: " + bench_figure(nm_ms, 1, " ms"),
-            bench_figure(open_ms / nm_ms, 2, "x"), "under 1 s", open_ms <= k_target_ms);
+            bench_figure(ready_ms / nm_ms, 2, "x"), "under 1 s", ready_ms <= k_target_ms);
   std::error_code ignored;
   fs::remove_all(dir, ignored);
   if (found < static_cast<std::size_t>(k_symbols)) {
