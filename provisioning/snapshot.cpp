@@ -150,8 +150,9 @@ std::string yaml_quoted(const std::string& text) {
   return out + "\"";
 }
 
-std::string snapshot_yaml(const SnapshotInput& in) {
-  std::ostringstream out;
+namespace {
+
+void write_header(std::ostream& out, const SnapshotInput& in) {
   out << comment("Written by `envcontractd snapshot` from the env " + in.env + " (" + in.prefix +
                      ")\non host " + in.host + " at " + in.taken_at +
                      ". It states what that env is, so that\nother envs can be held to it. "
@@ -169,57 +170,60 @@ std::string snapshot_yaml(const SnapshotInput& in) {
         << "    image: " << yaml_quoted(in.image) << "\n\n";
   }
   out << "envs:\n  require: any\n\nchecks:\n";
+}
 
+void write_python(std::ostream& out, const SnapshotInput& in) {
   const std::string python = minor_version(in.python_version);
   out << comment("Python " + python + " (" + in.python_version + " in the env).", 2)
       << "  - id: python-version\n    kind: python\n    version: " << yaml_quoted(python) << "\n\n";
+}
 
-  if (in.torch) {
-    const auto& torch = *in.torch;
-    out << comment("torch " + torch.version + ", " +
-                       (torch.cuda ? "a CUDA " + *torch.cuda + " build."
-                                   : "a build without CUDA (torch.version.cuda is None)."),
-                   2)
-        << "  - id: torch-build\n    kind: torch\n    base: " << yaml_quoted(torch.base) << "\n";
-    if (!torch.local.empty()) {
-      out << "    local: " << yaml_quoted(torch.local) << "\n";
-    }
-    out << "    cuda: " << (torch.cuda ? yaml_quoted(*torch.cuda) : std::string("none")) << "\n";
-    if (!torch.cuda && !torch.hip) {
-      out << "    hip: none\n";
-    }
-    out << "\n";
-    if (!torch.cuda && !torch.cuda_library_present) {
-      out << comment("Its torch carries no CUDA library.", 2)
-          << "  - id: no-libtorch-cuda\n    kind: files\n"
-          << "    absent: [\"{site}/torch/lib/libtorch_cuda.so\"]\n\n";
-    }
+void write_torch(std::ostream& out, const SnapshotTorch& torch) {
+  out << comment("torch " + torch.version + ", " +
+                     (torch.cuda ? "a CUDA " + *torch.cuda + " build."
+                                 : "a build without CUDA (torch.version.cuda is None)."),
+                 2)
+      << "  - id: torch-build\n    kind: torch\n    base: " << yaml_quoted(torch.base) << "\n";
+  if (!torch.local.empty()) {
+    out << "    local: " << yaml_quoted(torch.local) << "\n";
   }
-
-  if (in.triton) {
-    const auto& triton = *in.triton;
-    out << comment("triton from " + triton.provider + " " + triton.provider_version +
-                       ", with the backends it carries.",
-                   2)
-        << "  - id: triton-provider\n    kind: triton\n    provider: "
-        << yaml_quoted(triton.provider) << "\n    backends: " << flow_list(triton.backends)
-        << "\n\n";
+  out << "    cuda: " << (torch.cuda ? yaml_quoted(*torch.cuda) : std::string("none")) << "\n";
+  if (!torch.cuda && !torch.hip) {
+    out << "    hip: none\n";
   }
-
-  if (!in.imported.empty() || !in.import_failures.empty()) {
-    std::string why = "These imported, in this order, in one process.";
-    for (const auto& [module, error] : in.import_failures) {
-      why += "\nLeft out: " + module + " did not import: " + error;
-    }
-    out << comment(why, 2);
-    if (in.imported.empty()) {
-      out << comment("(nothing imported: no imports check)", 2) << "\n";
-    } else {
-      out << "  - id: imports\n    kind: imports\n    modules: " << flow_list(in.imported)
-          << "\n\n";
-    }
+  out << "\n";
+  if (!torch.cuda && !torch.cuda_library_present) {
+    out << comment("Its torch carries no CUDA library.", 2)
+        << "  - id: no-libtorch-cuda\n    kind: files\n"
+        << "    absent: [\"{site}/torch/lib/libtorch_cuda.so\"]\n\n";
   }
+}
 
+void write_triton(std::ostream& out, const SnapshotTriton& triton) {
+  out << comment("triton from " + triton.provider + " " + triton.provider_version +
+                     ", with the backends it carries.",
+                 2)
+      << "  - id: triton-provider\n    kind: triton\n    provider: " << yaml_quoted(triton.provider)
+      << "\n    backends: " << flow_list(triton.backends) << "\n\n";
+}
+
+void write_imports(std::ostream& out, const SnapshotInput& in) {
+  if (in.imported.empty() && in.import_failures.empty()) {
+    return;
+  }
+  std::string why = "These imported, in this order, in one process.";
+  for (const auto& [module, error] : in.import_failures) {
+    why += "\nLeft out: " + module + " did not import: " + error;
+  }
+  out << comment(why, 2);
+  if (in.imported.empty()) {
+    out << comment("(nothing imported: no imports check)", 2) << "\n";
+  } else {
+    out << "  - id: imports\n    kind: imports\n    modules: " << flow_list(in.imported) << "\n\n";
+  }
+}
+
+void write_activation(std::ostream& out, const SnapshotInput& in) {
   if (!in.variables.empty() || !in.variables_set.empty()) {
     std::string why = "What activation sets here.";
     if (!in.variables_set.empty()) {
@@ -244,7 +248,9 @@ std::string snapshot_yaml(const SnapshotInput& in) {
         << "  - id: library-path-first\n    kind: search_path\n    starts_with: "
         << flow_list({in.library_path_first}) << "\n\n";
   }
+}
 
+void write_pins(std::ostream& out, const SnapshotInput& in) {
   // A name or version the metadata got wrong, or a second record of one
   // name (a stale dist-info), is left out rather than pinned.
   std::vector<std::pair<std::string, std::string>> pins;
@@ -255,59 +261,83 @@ std::string snapshot_yaml(const SnapshotInput& in) {
       pins.emplace_back(name, version);
     }
   }
-  if (in.pin && !pins.empty()) {
-    out << comment("Every distribution at the version installed (--pin): loosen what may vary.", 2)
-        << "  - id: pinned-distributions\n    kind: distributions\n    pins:\n";
-    for (const auto& [name, version] : pins) {
-      out << "      " << yaml_quoted(name) << ": " << yaml_quoted("==" + version) << "\n";
-    }
-    out << "\n";
+  if (!in.pin || pins.empty()) {
+    return;
   }
+  out << comment("Every distribution at the version installed (--pin): loosen what may vary.", 2)
+      << "  - id: pinned-distributions\n    kind: distributions\n    pins:\n";
+  for (const auto& [name, version] : pins) {
+    out << "      " << yaml_quoted(name) << ": " << yaml_quoted("==" + version) << "\n";
+  }
+  out << "\n";
+}
 
+void write_devices(std::ostream& out, const SnapshotDevices& devices) {
+  const std::string base = devices.base_op + " " + std::to_string(devices.base_value);
+  std::string count = base;
+  std::string why = "From the base contract.";
+  // Only a lower bound is tightened to what was counted, and only when
+  // the count meets it: "== 8" or a count that fails stays as it was.
+  const bool lower_bound = devices.base_op == ">=" || devices.base_op == ">";
+  const bool meets =
+      devices.observed && (devices.base_op == ">=" ? *devices.observed >= devices.base_value
+                                                   : *devices.observed > devices.base_value);
+  if (lower_bound && meets && *devices.observed > 0) {
+    count = ">= " + std::to_string(*devices.observed);
+    why += " It counted " + std::to_string(*devices.observed) +
+           " here; fewer is drift (the base contract asked " + base + ").";
+  } else if (devices.observed) {
+    why += " It counted " + std::to_string(*devices.observed) +
+           " here; the base contract's count is kept.";
+  } else {
+    why += " It did not count devices here (" + devices.problem +
+           "): the base contract's count is kept.";
+  }
+  out << comment(why, 2) << "  - id: " << devices.id << "\n    kind: devices\n";
+  if (devices.advisory) {
+    out << "    severity: advisory\n";
+  }
+  out << "    expression: " << yaml_quoted(devices.expression)
+      << "\n    imports: " << flow_list(devices.imports) << "\n    count: " << yaml_quoted(count)
+      << "\n    timeout: " << duration_text(devices.timeout) << "\n\n";
+}
+
+void write_smoke(std::ostream& out, const SnapshotSmoke& smoke) {
+  out << comment("From the base contract, as it is; here it " + smoke.outcome + ".", 2)
+      << "  - id: " << smoke.id << "\n    kind: smoke\n";
+  if (smoke.advisory) {
+    out << "    severity: advisory\n";
+  }
+  if (!smoke.description.empty()) {
+    out << "    description: " << yaml_quoted(smoke.description) << "\n";
+  }
+  if (!smoke.expect_output.empty()) {
+    out << "    expect_output: " << yaml_quoted(smoke.expect_output) << "\n";
+  }
+  out << "    timeout: " << duration_text(smoke.timeout)
+      << "\n    code: " << code_scalar(smoke.code, 6) << "\n";
+}
+
+}  // namespace
+
+std::string snapshot_yaml(const SnapshotInput& in) {
+  std::ostringstream out;
+  write_header(out, in);
+  write_python(out, in);
+  if (in.torch) {
+    write_torch(out, *in.torch);
+  }
+  if (in.triton) {
+    write_triton(out, *in.triton);
+  }
+  write_imports(out, in);
+  write_activation(out, in);
+  write_pins(out, in);
   for (const auto& devices : in.devices) {
-    const std::string base = devices.base_op + " " + std::to_string(devices.base_value);
-    std::string count = base;
-    std::string why = "From the base contract.";
-    // Only a lower bound is tightened to what was counted, and only when
-    // the count meets it: "== 8" or a count that fails stays as it was.
-    const bool lower_bound = devices.base_op == ">=" || devices.base_op == ">";
-    const bool meets =
-        devices.observed && (devices.base_op == ">=" ? *devices.observed >= devices.base_value
-                                                     : *devices.observed > devices.base_value);
-    if (lower_bound && meets && *devices.observed > 0) {
-      count = ">= " + std::to_string(*devices.observed);
-      why += " It counted " + std::to_string(*devices.observed) +
-             " here; fewer is drift (the base contract asked " + base + ").";
-    } else if (devices.observed) {
-      why += " It counted " + std::to_string(*devices.observed) +
-             " here; the base contract's count is kept.";
-    } else {
-      why += " It did not count devices here (" + devices.problem +
-             "): the base contract's count is kept.";
-    }
-    out << comment(why, 2) << "  - id: " << devices.id << "\n    kind: devices\n";
-    if (devices.advisory) {
-      out << "    severity: advisory\n";
-    }
-    out << "    expression: " << yaml_quoted(devices.expression)
-        << "\n    imports: " << flow_list(devices.imports) << "\n    count: " << yaml_quoted(count)
-        << "\n    timeout: " << duration_text(devices.timeout) << "\n\n";
+    write_devices(out, devices);
   }
-
   for (const auto& smoke : in.smokes) {
-    out << comment("From the base contract, as it is; here it " + smoke.outcome + ".", 2)
-        << "  - id: " << smoke.id << "\n    kind: smoke\n";
-    if (smoke.advisory) {
-      out << "    severity: advisory\n";
-    }
-    if (!smoke.description.empty()) {
-      out << "    description: " << yaml_quoted(smoke.description) << "\n";
-    }
-    if (!smoke.expect_output.empty()) {
-      out << "    expect_output: " << yaml_quoted(smoke.expect_output) << "\n";
-    }
-    out << "    timeout: " << duration_text(smoke.timeout)
-        << "\n    code: " << code_scalar(smoke.code, 6) << "\n";
+    write_smoke(out, smoke);
   }
   return out.str();
 }
