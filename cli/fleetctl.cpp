@@ -448,6 +448,105 @@ int run_scan(const ScanArguments& arguments) {
   return print_reports(fetch_reports({*host}, *options, 1), arguments.common);
 }
 
+CLI::App* add_check_verb(CLI::App& app, CheckArguments& check) {
+  auto* verb = app.add_subcommand(
+      "check", "Fetch and print hosts' reports: one host in full, many as a fleet summary");
+  verb->add_option("HOST", check.hosts, "hosts to ask");
+  verb->add_option("--inventory", check.inventory, "file of hosts, one per line (# comments)")
+      ->check(CLI::ExistingFile);
+  verb->add_option("--prometheus", check.prometheus,
+                   "the fleet as this Prometheus scrapes it (http://HOST:9090): every agent "
+                   "of --job, with its verdict, envs and failing checks' causes");
+  verb->add_option("--job", check.job,
+                   "the scrape job of the agents in Prometheus' config (default envcontract)");
+  add_common(verb, check.common, {"table", "json", "junit"}, true);
+  verb->add_option("--concurrency", check.common.concurrency, "hosts asked at once (default 16)");
+  verb->footer(
+      "Formats: table (one host: summary line, then env x failing check; many hosts: a line "
+      "each and the fleet summary), json (one host: its report; many: {hosts, summary}), "
+      "junit (a testsuite per env, a testcase per check).\n" +
+      std::string(k_exit_codes));
+  return verb;
+}
+
+CLI::App* add_history_verb(CLI::App& app, HistoryArguments& history) {
+  auto* verb = app.add_subcommand("history", "Show how a host's checks changed over time");
+  verb->add_option("HOST", history.host, "the host")->required();
+  verb->add_option("--env", history.env, "only this env");
+  verb->add_option("--target", history.target, "only this target");
+  verb->add_option("--check", history.check,
+                   "only this check id (@verdict: the env's or host's verdict)");
+  verb->add_option("--since", history.since,
+                   "only changes since this time (RFC 3339 or a date: 2026-11-24)");
+  verb->add_option("--limit", history.limit, "at most this many rows (default 1000)")
+      ->check(CLI::Range(1U, 10000U));
+  add_common(verb, history.common, {"table", "json"}, false);
+  verb->footer("Exit status: 0 shown, 2 error.");
+  return verb;
+}
+
+CLI::App* add_diff_verb(CLI::App& app, DiffArguments& diff) {
+  auto* verb = app.add_subcommand(
+      "diff", "What differs between two hosts: contract, image, envs and their checks");
+  verb->add_option("A", diff.a, "first host")->required();
+  verb->add_option("B", diff.b, "second host")->required();
+  add_common(verb, diff.common, {"table", "json"}, false);
+  verb->footer("Exit status: 0 no difference, 1 differences, 2 error.");
+  return verb;
+}
+
+CLI::App* add_scan_verb(CLI::App& app, ScanArguments& scan) {
+  auto* verb =
+      app.add_subcommand("scan", "Start a scan on a host, wait for it and print the report");
+  verb->add_option("HOST", scan.host, "the host")->required();
+  verb->add_option("--token-file", scan.token_file,
+                   "file holding the agent's bearer token (default: the file "
+                   "$FLEETCTL_TOKEN_FILE names, else the token itself in $FLEETCTL_TOKEN)");
+  verb->add_option("--wait-timeout", scan.wait_timeout,
+                   "how long to wait for the scan (default 30m)");
+  verb->add_flag("--no-wait", scan.no_wait, "queue the scan and return");
+  add_common(verb, scan.common, {"table", "json", "junit"}, true);
+  verb->footer(
+      "Progress goes to stderr: a live line on a terminal, a line per state change off one.\n" +
+      std::string(k_exit_codes));
+  return verb;
+}
+
+struct ValidateArguments {
+  std::vector<std::string> files;
+  bool print = false;
+};
+
+// `contract validate`, the one verb of `contract`.
+CLI::App* add_contract_verbs(CLI::App& app, ValidateArguments& validate) {
+  auto* contract_verb = app.add_subcommand("contract", "Work with contract files");
+  contract_verb->require_subcommand(1);
+  // Not the hosts' footer it would inherit: contract verbs ask no host.
+  contract_verb->footer("Exit status: 0 all valid, 1 any invalid, 2 usage error.");
+  auto* verb = contract_verb->add_subcommand(
+      "validate", "Check contract files as the agent does; print 'ok' or every error");
+  verb->add_option("FILE", validate.files,
+                   "contract files (YAML), or directories of them (CI configs too)")
+      ->required()
+      ->check(CLI::ExistingPath);
+  verb->add_flag("--print", validate.print,
+                 "print the normalised contract as JSON (exactly one FILE)");
+  verb->footer("Exit status: 0 all valid, 1 any invalid, 2 usage error.");
+  return verb;
+}
+
+int run_validate(const ValidateArguments& validate) {
+  if (validate.print && validate.files.size() != 1) {
+    std::cerr << "fleetctl contract validate: --print takes exactly one FILE\n";
+    return 2;
+  }
+  const std::vector<std::filesystem::path> paths(validate.files.begin(), validate.files.end());
+  return contracts::validate_files(paths,
+                                   validate.print ? contracts::ValidateOutput::normalized_json
+                                                  : contracts::ValidateOutput::verdicts,
+                                   std::cout, std::cerr);
+}
+
 }  // namespace
 
 int run_fleetctl(int argc, char** argv) {
@@ -464,82 +563,17 @@ int run_fleetctl(int argc, char** argv) {
                  "output format, before or after the verb (-o json check HOST)");
 
   CheckArguments check;
-  auto* check_verb = app.add_subcommand(
-      "check", "Fetch and print hosts' reports: one host in full, many as a fleet summary");
-  check_verb->add_option("HOST", check.hosts, "hosts to ask");
-  check_verb->add_option("--inventory", check.inventory, "file of hosts, one per line (# comments)")
-      ->check(CLI::ExistingFile);
-  check_verb->add_option("--prometheus", check.prometheus,
-                         "the fleet as this Prometheus scrapes it (http://HOST:9090): every agent "
-                         "of --job, with its verdict, envs and failing checks' causes");
-  check_verb->add_option(
-      "--job", check.job,
-      "the scrape job of the agents in Prometheus' config (default envcontract)");
-  add_common(check_verb, check.common, {"table", "json", "junit"}, true);
-  check_verb->add_option("--concurrency", check.common.concurrency,
-                         "hosts asked at once (default 16)");
-  check_verb->footer(
-      "Formats: table (one host: summary line, then env x failing check; many hosts: a line "
-      "each and the fleet summary), json (one host: its report; many: {hosts, summary}), "
-      "junit (a testsuite per env, a testcase per check).\n" +
-      std::string(k_exit_codes));
-
+  auto* check_verb = add_check_verb(app, check);
   HistoryArguments history;
-  auto* history_verb = app.add_subcommand("history", "Show how a host's checks changed over time");
-  history_verb->add_option("HOST", history.host, "the host")->required();
-  history_verb->add_option("--env", history.env, "only this env");
-  history_verb->add_option("--target", history.target, "only this target");
-  history_verb->add_option("--check", history.check,
-                           "only this check id (@verdict: the env's or host's verdict)");
-  history_verb->add_option("--since", history.since,
-                           "only changes since this time (RFC 3339 or a date: 2026-11-24)");
-  history_verb->add_option("--limit", history.limit, "at most this many rows (default 1000)")
-      ->check(CLI::Range(1U, 10000U));
-  add_common(history_verb, history.common, {"table", "json"}, false);
-  history_verb->footer("Exit status: 0 shown, 2 error.");
-
+  auto* history_verb = add_history_verb(app, history);
   DiffArguments diff;
-  auto* diff_verb = app.add_subcommand(
-      "diff", "What differs between two hosts: contract, image, envs and their checks");
-  diff_verb->add_option("A", diff.a, "first host")->required();
-  diff_verb->add_option("B", diff.b, "second host")->required();
-  add_common(diff_verb, diff.common, {"table", "json"}, false);
-  diff_verb->footer("Exit status: 0 no difference, 1 differences, 2 error.");
-
+  auto* diff_verb = add_diff_verb(app, diff);
   ScanArguments scan;
-  auto* scan_verb =
-      app.add_subcommand("scan", "Start a scan on a host, wait for it and print the report");
-  scan_verb->add_option("HOST", scan.host, "the host")->required();
-  scan_verb->add_option("--token-file", scan.token_file,
-                        "file holding the agent's bearer token (default: the file "
-                        "$FLEETCTL_TOKEN_FILE names, else the token itself in $FLEETCTL_TOKEN)");
-  scan_verb->add_option("--wait-timeout", scan.wait_timeout,
-                        "how long to wait for the scan (default 30m)");
-  scan_verb->add_flag("--no-wait", scan.no_wait, "queue the scan and return");
-  add_common(scan_verb, scan.common, {"table", "json", "junit"}, true);
-  scan_verb->footer(
-      "Progress goes to stderr: a live line on a terminal, a line per state change off one.\n" +
-      std::string(k_exit_codes));
-
+  auto* scan_verb = add_scan_verb(app, scan);
   GateArguments gate;
   auto* gate_verb = add_gate_verb(app, gate);
-
-  auto* contract_verb = app.add_subcommand("contract", "Work with contract files");
-  contract_verb->require_subcommand(1);
-  // Not the hosts' footer it would inherit: contract verbs ask no host.
-  contract_verb->footer("Exit status: 0 all valid, 1 any invalid, 2 usage error.");
-  std::vector<std::string> contract_files;
-  bool print = false;
-  auto* validate_verb = contract_verb->add_subcommand(
-      "validate", "Check contract files as the agent does; print 'ok' or every error");
-  validate_verb
-      ->add_option("FILE", contract_files,
-                   "contract files (YAML), or directories of them (CI configs too)")
-      ->required()
-      ->check(CLI::ExistingPath);
-  validate_verb->add_flag("--print", print,
-                          "print the normalised contract as JSON (exactly one FILE)");
-  validate_verb->footer("Exit status: 0 all valid, 1 any invalid, 2 usage error.");
+  ValidateArguments validate;
+  auto* validate_verb = add_contract_verbs(app, validate);
 
   const auto line = command_line::read_command_line("fleetctl", app, argc, argv);
   if (!line.problem.empty()) {
@@ -565,15 +599,7 @@ int run_fleetctl(int argc, char** argv) {
     return run_gate(gate);
   }
   if (validate_verb->parsed()) {
-    if (print && contract_files.size() != 1) {
-      std::cerr << "fleetctl contract validate: --print takes exactly one FILE\n";
-      return 2;
-    }
-    const std::vector<std::filesystem::path> paths(contract_files.begin(), contract_files.end());
-    return contracts::validate_files(
-        paths,
-        print ? contracts::ValidateOutput::normalized_json : contracts::ValidateOutput::verdicts,
-        std::cout, std::cerr);
+    return run_validate(validate);
   }
   return 2;
 }

@@ -115,6 +115,103 @@ FleetCli::FleetCli(CLI::App& app) : m_arguments(std::make_unique<Arguments>()) {
 
 FleetCli::~FleetCli() = default;
 
+namespace {
+
+fleet::ClientOptions agent_client_options(std::chrono::milliseconds timeout) {
+  fleet::ClientOptions client;
+  client.timeout = timeout;
+  // Agents answer from a report they hold: one silent for 4 s is stopped or
+  // stuck, and a poll does not wait the whole --timeout on it.
+  client.silence = std::min(client.timeout, std::chrono::milliseconds(4'000));
+  // A report of hundreds of envs is a few MB: room for it, not for a
+  // misbehaving server's gigabytes times the polls at once.
+  client.max_response_bytes = 16 << 20;
+  return client;
+}
+
+// Null when --prometheus is not an address (said on stderr).
+std::unique_ptr<fleet::FleetSource> prometheus_source(const std::string& prometheus,
+                                                      const std::string& job,
+                                                      const fleet::ClientOptions& client,
+                                                      std::chrono::seconds history,
+                                                      std::chrono::milliseconds timeout) {
+  const auto address = fleet::parse_host_address(prometheus);
+  if (!address) {
+    std::cerr << "envcontractd fleet: --prometheus must be an http:// address or HOST:PORT, "
+                 "got '"
+              << prometheus << "'\n";
+    return nullptr;
+  }
+  fleet::PrometheusSource::Options options;
+  options.prometheus = *address;
+  options.job = job;
+  options.client = client;
+  // Prometheus' answers list every agent's failing checks: more room.
+  options.client.max_response_bytes = 256 << 20;
+  options.client.server = "Prometheus";
+  options.client.silence = {};  // a query over a big fleet may think for seconds
+  options.history_range = history;
+  options.first_wait = timeout;
+  return std::make_unique<fleet::PrometheusSource>(std::move(options));
+}
+
+// Null when the inventory cannot be read (said on stderr).
+std::unique_ptr<fleet::FleetSource> inventory_source(const std::string& inventory,
+                                                     unsigned concurrency,
+                                                     const fleet::ClientOptions& client,
+                                                     std::chrono::milliseconds interval) {
+  auto hosts = fleet::read_inventory(inventory);
+  if (!hosts) {
+    std::cerr << hosts.error() << "\n";
+    return nullptr;
+  }
+  std::vector<std::string> repeated;
+  fleet::InventoryPoller::Options options;
+  options.hosts = fleet::distinct_hosts(*hosts, repeated);
+  for (const auto& each : repeated) {
+    spdlog::warn("inventory: {} is listed once", each);
+  }
+  options.client = client;
+  options.concurrency = std::max(1U, concurrency);
+  options.interval = interval;
+  return std::make_unique<fleet::InventorySource>(std::filesystem::absolute(inventory).string(),
+                                                  std::move(options));
+}
+
+// Serves the view until SIGTERM or SIGINT (blocked, and waited for, here).
+int serve_fleet_view(FleetService& service, const HttpSettings& settings,
+                     const ListenAddress& listen, const std::string& ready_file,
+                     const sigset_t& signals) {
+  HttpServer http(settings,
+                  [&service](const PlainRequest& request) { return service.answer(request); });
+  const auto bound = http.bind(listen);
+  if (!bound) {
+    spdlog::critical("{}", bound.error());
+    return 2;
+  }
+  if (const auto serving = http.start(); !serving) {
+    spdlog::critical("{}", serving.error());
+    return 2;
+  }
+  const std::string url = served_url(listen, bound.value());
+  spdlog::info("envcontractd {} serving the fleet view at {}", ENVCONTRACT_VERSION, url);
+  if (const auto ready = announce_ready(ready_file, url); !ready) {
+    spdlog::critical("{}", ready.error());
+    return 2;  // the HTTP server stops and its thread is joined on the way out
+  }
+  for (;;) {
+    int received = 0;
+    if (sigwait(&signals, &received) == 0) {
+      spdlog::info("{}: stopping", received == SIGTERM ? "SIGTERM" : "SIGINT");
+      break;
+    }
+  }
+  sd_notify(0, "STOPPING=1");
+  return 0;
+}
+
+}  // namespace
+
 std::optional<int> FleetCli::run() {
   const auto& arguments = *m_arguments;
   if (!arguments.verb->parsed()) {
@@ -141,14 +238,7 @@ std::optional<int> FleetCli::run() {
               << arguments.concurrency << "\n";
     return 2;
   }
-  fleet::ClientOptions client;
-  client.timeout = *timeout;
-  // Agents answer from a report they hold: one silent for 4 s is stopped or
-  // stuck, and a poll does not wait the whole --timeout on it.
-  client.silence = std::min(client.timeout, std::chrono::milliseconds(4'000));
-  // A report of hundreds of envs is a few MB: room for it, not for a
-  // misbehaving server's gigabytes times the polls at once.
-  client.max_response_bytes = 16 << 20;
+  const fleet::ClientOptions client = agent_client_options(*timeout);
   configure_logging(arguments.log_level);
 
   const sigset_t signals = [] {
@@ -161,45 +251,13 @@ std::optional<int> FleetCli::run() {
   pthread_sigmask(SIG_BLOCK, &signals, nullptr);
   std::signal(SIGPIPE, SIG_IGN);
 
-  std::unique_ptr<fleet::FleetSource> source;
-  if (!arguments.prometheus.empty()) {
-    const auto address = fleet::parse_host_address(arguments.prometheus);
-    if (!address) {
-      std::cerr << "envcontractd fleet: --prometheus must be an http:// address or HOST:PORT, "
-                   "got '"
-                << arguments.prometheus << "'\n";
-      return 2;
-    }
-    fleet::PrometheusSource::Options options;
-    options.prometheus = *address;
-    options.job = arguments.job;
-    options.client = client;
-    // Prometheus' answers list every agent's failing checks: more room.
-    options.client.max_response_bytes = 256 << 20;
-    options.client.server = "Prometheus";
-    options.client.silence = {};  // a query over a big fleet may think for seconds
-    options.history_range = *history;
-    options.first_wait = *timeout;
-    source = std::make_unique<fleet::PrometheusSource>(std::move(options));
-  } else {
-    auto hosts = fleet::read_inventory(arguments.inventory);
-    if (!hosts) {
-      std::cerr << hosts.error() << "\n";
-      return 2;
-    }
-    std::vector<std::string> repeated;
-    fleet::InventoryPoller::Options options;
-    options.hosts = fleet::distinct_hosts(*hosts, repeated);
-    for (const auto& each : repeated) {
-      spdlog::warn("inventory: {} is listed once", each);
-    }
-    options.client = client;
-    options.concurrency = std::max(1U, arguments.concurrency);
-    options.interval = *interval;
-    source = std::make_unique<fleet::InventorySource>(
-        std::filesystem::absolute(arguments.inventory).string(), std::move(options));
+  auto source =
+      arguments.prometheus.empty()
+          ? inventory_source(arguments.inventory, arguments.concurrency, client, *interval)
+          : prometheus_source(arguments.prometheus, arguments.job, client, *history, *timeout);
+  if (source == nullptr) {
+    return 2;
   }
-
   FleetService service(std::move(source), client, ENVCONTRACT_VERSION);
   HttpSettings settings;
   settings.listen = arguments.listen;
@@ -210,32 +268,7 @@ std::optional<int> FleetCli::run() {
   settings.allowed_hosts_setting = "the fleet view's --allowed-host";
   settings.timeout_setting = "twice the fleet view's --timeout and 5 s";
   settings.threads = 8;
-  HttpServer http(settings,
-                  [&service](const PlainRequest& request) { return service.answer(request); });
-  const auto bound = http.bind(*listen);
-  if (!bound) {
-    spdlog::critical("{}", bound.error());
-    return 2;
-  }
-  if (const auto serving = http.start(); !serving) {
-    spdlog::critical("{}", serving.error());
-    return 2;
-  }
-  const std::string url = served_url(*listen, bound.value());
-  spdlog::info("envcontractd {} serving the fleet view at {}", ENVCONTRACT_VERSION, url);
-  if (const auto ready = announce_ready(arguments.ready_file, url); !ready) {
-    spdlog::critical("{}", ready.error());
-    return 2;  // the HTTP server stops and its thread is joined on the way out
-  }
-  for (;;) {
-    int received = 0;
-    if (sigwait(&signals, &received) == 0) {
-      spdlog::info("{}: stopping", received == SIGTERM ? "SIGTERM" : "SIGINT");
-      break;
-    }
-  }
-  sd_notify(0, "STOPPING=1");
-  return 0;
+  return serve_fleet_view(service, settings, *listen, arguments.ready_file, signals);
 }
 
 }  // namespace envcontract::daemon
