@@ -105,20 +105,35 @@ std::vector<std::pair<std::string, std::string>> fleet_queries(const std::string
   };
 }
 
-std::vector<HostReport> reports_from_samples(const std::map<std::string, Json>& results,
-                                             const std::string& prometheus) {
-  struct Host {
-    bool up = false;
-    bool scraped = false;  // an `up` series of it exists (not so on a federating server)
-    bool agent = false;    // it serves envcontract metrics
-    std::string verdict;
-    std::string last_verdict;
-    std::vector<Json> last_info;  // the info series of the last day, kept for a host that is down
-    Json report = Json::object();
-    std::map<std::string, Json> envs;     // name -> {"name", "verdict", "checks"}
-    std::map<std::string, Json> targets;  // name -> {"name", "checks"}
-  };
-  std::map<std::string, Host> hosts;
+namespace {
+
+// One agent as Prometheus' series tell of it.
+struct SampledHost {
+  bool up = false;
+  bool scraped = false;  // an `up` series of it exists (not so on a federating server)
+  bool agent = false;    // it serves envcontract metrics
+  std::string verdict;
+  std::string last_verdict;
+  std::vector<Json> last_info;  // the info series of the last day, kept for a host that is down
+  Json report = Json::object();
+  std::map<std::string, Json> envs;     // name -> {"name", "verdict", "checks"}
+  std::map<std::string, Json> targets;  // name -> {"name", "checks"}
+};
+
+// The report's contract, agent version and image, from an info series.
+void describe_from_info(Json& report, const Json& sample) {
+  report["contract"] = {{"name", label(sample, "contract")},
+                        {"sha256", label(sample, "contract_sha256")}};
+  if (const std::string platform = label(sample, "platform"); !platform.empty()) {
+    report["contract"]["platform"] = platform;
+  }
+  report["agent_version"] = label(sample, "version");
+  report["image"] = {{"value", label(sample, "image")}};
+}
+
+// The hosts Prometheus scrapes or holds envcontract series of.
+std::map<std::string, SampledHost> sampled_hosts(const std::map<std::string, Json>& results) {
+  std::map<std::string, SampledHost> hosts;
   for (const auto& sample : result_of(results, "up")) {
     auto& host = hosts[label(sample, "instance")];
     // Several series of one agent (a pair of Prometheus servers for high
@@ -135,6 +150,47 @@ std::vector<HostReport> reports_from_samples(const std::map<std::string, Json>& 
       host.up = true;
     }
   }
+  return hosts;
+}
+
+// A failing check's series, under its env, or under its target when it is
+// a target's (the image).
+void add_failing_check(SampledHost& host, const Json& sample) {
+  const std::string status = label(sample, "status");
+  const std::string cause = agent_label(sample, "cause");
+  Json check = {
+      {"id", agent_label(sample, "check")},
+      {"status", status},
+      {"severity", agent_label(sample, "severity")},
+      {"diagnosis", {{"cause", cause}, {"summary", cause + " (as Prometheus last scraped)"}}}};
+  // The same check of the same env from several servers is listed once.
+  const auto add = [](Json& owner, Json added) {
+    if (!owner.contains("checks")) {
+      owner["checks"] = Json::array();
+    }
+    for (const auto& listed : owner["checks"]) {
+      if (listed["id"] == added["id"]) {
+        return;
+      }
+    }
+    owner["checks"].push_back(std::move(added));
+  };
+  const std::string env_name = agent_label(sample, "env");
+  if (env_name.empty()) {
+    const std::string target = agent_label(sample, "target");
+    auto& targets = host.targets[target];
+    targets["name"] = target;
+    add(targets, std::move(check));
+    return;
+  }
+  auto& env = host.envs[env_name];
+  env["name"] = env_name;
+  add(env, std::move(check));
+}
+
+// Each series of the queries but `up` read into the hosts it names.
+void read_series(std::map<std::string, SampledHost>& hosts,
+                 const std::map<std::string, Json>& results) {
   const auto each = [&](const char* query, const auto& use) {
     for (const auto& sample : result_of(results, query)) {
       const auto found = hosts.find(label(sample, "instance"));
@@ -143,24 +199,18 @@ std::vector<HostReport> reports_from_samples(const std::map<std::string, Json>& 
       }
     }
   };
-  each("verdict", [](Host& host, const Json& sample) { host.verdict = label(sample, "verdict"); });
+  each("verdict",
+       [](SampledHost& host, const Json& sample) { host.verdict = label(sample, "verdict"); });
   each("last_verdict",
-       [](Host& host, const Json& sample) { host.last_verdict = label(sample, "verdict"); });
-  const auto describe = [](Json& report, const Json& sample) {
-    report["contract"] = {{"name", label(sample, "contract")},
-                          {"sha256", label(sample, "contract_sha256")}};
-    if (const std::string platform = label(sample, "platform"); !platform.empty()) {
-      report["contract"]["platform"] = platform;
-    }
-    report["agent_version"] = label(sample, "version");
-    report["image"] = {{"value", label(sample, "image")}};
-  };
-  each("info", [&](Host& host, const Json& sample) { describe(host.report, sample); });
-  each("last_info", [](Host& host, const Json& sample) { host.last_info.push_back(sample); });
-  each("last_scan", [](Host& host, const Json& sample) {
+       [](SampledHost& host, const Json& sample) { host.last_verdict = label(sample, "verdict"); });
+  each("info",
+       [](SampledHost& host, const Json& sample) { describe_from_info(host.report, sample); });
+  each("last_info",
+       [](SampledHost& host, const Json& sample) { host.last_info.push_back(sample); });
+  each("last_scan", [](SampledHost& host, const Json& sample) {
     host.report["scanned_at"] = rfc3339(sample_value(sample));
   });
-  each("env", [](Host& host, const Json& sample) {
+  each("env", [](SampledHost& host, const Json& sample) {
     const std::string name = agent_label(sample, "env");
     auto& env = host.envs[name];
     env["name"] = name;
@@ -169,40 +219,74 @@ std::vector<HostReport> reports_from_samples(const std::map<std::string, Json>& 
       env["checks"] = Json::array();
     }
   });
-  each("failing", [](Host& host, const Json& sample) {
-    const std::string status = label(sample, "status");
-    const std::string cause = agent_label(sample, "cause");
-    Json check = {
-        {"id", agent_label(sample, "check")},
-        {"status", status},
-        {"severity", agent_label(sample, "severity")},
-        {"diagnosis", {{"cause", cause}, {"summary", cause + " (as Prometheus last scraped)"}}}};
-    // The same check of the same env from several servers is listed once.
-    const auto add = [](Json& owner, Json added) {
-      if (!owner.contains("checks")) {
-        owner["checks"] = Json::array();
-      }
-      for (const auto& listed : owner["checks"]) {
-        if (listed["id"] == added["id"]) {
-          return;
-        }
-      }
-      owner["checks"].push_back(std::move(added));
-    };
-    const std::string env_name = agent_label(sample, "env");
-    if (env_name.empty()) {
-      // A target's check (the image): the host's, under its target.
-      const std::string target = agent_label(sample, "target");
-      auto& targets = host.targets[target];
-      targets["name"] = target;
-      add(targets, std::move(check));
-      return;
-    }
-    auto& env = host.envs[env_name];
-    env["name"] = env_name;
-    add(env, std::move(check));
-  });
+  each("failing", add_failing_check);
+}
 
+// A host that is down or has no verdict: why, and what Prometheus' history
+// still tells of it.
+void describe_unjudged(HostReport& entry, const SampledHost& host) {
+  entry.error = !host.up     ? "down: Prometheus' last scrape of it failed"
+                : host.agent ? "Prometheus holds no verdict of it yet (its first scan is "
+                               "running?)"
+                             : "it serves no envcontract metrics: is it an agent?";
+  if (!host.last_verdict.empty()) {
+    entry.error += " (its last verdict: " + host.last_verdict + ")";
+  }
+  if (host.up || host.last_verdict.empty()) {
+    return;
+  }
+  // Its failing checks are not there: their series end with the agent's
+  // answers.
+  Json known = {{"verdict", host.last_verdict},
+                {"scanned_at", string_field(host.report, "scanned_at")}};
+  entry.last_known_from =
+      "Prometheus' history: its last verdict and scan time; not its failing checks";
+  if (host.last_info.size() == 1) {
+    describe_from_info(known, host.last_info.front());
+    entry.last_known_from =
+        "Prometheus' history: its last verdict, contract and scan time; not its failing "
+        "checks";
+  }
+  entry.last_known = std::move(known);
+}
+
+// The report of a host with a verdict, made of its series.
+Json judged_report(SampledHost& host, const std::string& prometheus) {
+  auto& report = host.report;
+  report["verdict"] = host.verdict;
+  report["source"] = "prometheus " + prometheus;
+  auto envs = Json::array();
+  auto compliant = Json::array();
+  for (auto& [name, env] : host.envs) {
+    if (env.value("verdict", "") == "compliant") {
+      compliant.push_back(name);
+    } else {
+      // Errors only (checks that could not be judged) make an error env.
+      const auto& checks = env["checks"];
+      const bool only_errors =
+          !checks.empty() && std::all_of(checks.begin(), checks.end(), [](const Json& check) {
+            return check.value("status", "") == "error";
+          });
+      env["verdict"] = only_errors ? "error" : "drift";
+    }
+    envs.push_back(std::move(env));
+  }
+  auto targets = Json::array();
+  for (auto& [name, target] : host.targets) {
+    targets.push_back(std::move(target));
+  }
+  report["targets"] = std::move(targets);
+  report["compliant_envs"] = std::move(compliant);
+  report["envs"] = std::move(envs);
+  return std::move(report);
+}
+
+}  // namespace
+
+std::vector<HostReport> reports_from_samples(const std::map<std::string, Json>& results,
+                                             const std::string& prometheus) {
+  auto hosts = sampled_hosts(results);
+  read_series(hosts, results);
   std::vector<HostReport> reports;
   for (auto& [instance, host] : hosts) {
     HostReport entry;
@@ -212,58 +296,10 @@ std::vector<HostReport> reports_from_samples(const std::map<std::string, Json>& 
     entry.last_verdict = host.verdict.empty() ? host.last_verdict : host.verdict;
     entry.last_seen = string_field(host.report, "scanned_at");
     if (!host.up || host.verdict.empty()) {
-      entry.error = !host.up     ? "down: Prometheus' last scrape of it failed"
-                    : host.agent ? "Prometheus holds no verdict of it yet (its first scan is "
-                                   "running?)"
-                                 : "it serves no envcontract metrics: is it an agent?";
-      if (!host.last_verdict.empty()) {
-        entry.error += " (its last verdict: " + host.last_verdict + ")";
-      }
-      if (!host.up && !host.last_verdict.empty()) {
-        // What Prometheus' history still tells of it; its failing checks
-        // are not there (their series end with the agent's answers).
-        Json known = {{"verdict", host.last_verdict},
-                      {"scanned_at", string_field(host.report, "scanned_at")}};
-        entry.last_known_from =
-            "Prometheus' history: its last verdict and scan time; not its failing checks";
-        if (host.last_info.size() == 1) {
-          describe(known, host.last_info.front());
-          entry.last_known_from =
-              "Prometheus' history: its last verdict, contract and scan time; not its failing "
-              "checks";
-        }
-        entry.last_known = std::move(known);
-      }
-      reports.push_back(std::move(entry));
-      continue;
+      describe_unjudged(entry, host);
+    } else {
+      entry.report = judged_report(host, prometheus);
     }
-    auto& report = host.report;
-    report["verdict"] = host.verdict;
-    report["source"] = "prometheus " + prometheus;
-    auto envs = Json::array();
-    auto compliant = Json::array();
-    for (auto& [name, env] : host.envs) {
-      if (env.value("verdict", "") == "compliant") {
-        compliant.push_back(name);
-      } else {
-        // Errors only (checks that could not be judged) make an error env.
-        const auto& checks = env["checks"];
-        const bool only_errors =
-            !checks.empty() && std::all_of(checks.begin(), checks.end(), [](const Json& check) {
-              return check.value("status", "") == "error";
-            });
-        env["verdict"] = only_errors ? "error" : "drift";
-      }
-      envs.push_back(std::move(env));
-    }
-    auto targets = Json::array();
-    for (auto& [name, target] : host.targets) {
-      targets.push_back(std::move(target));
-    }
-    report["targets"] = std::move(targets);
-    report["compliant_envs"] = std::move(compliant);
-    report["envs"] = std::move(envs);
-    entry.report = std::move(report);
     reports.push_back(std::move(entry));
   }
   return reports;
