@@ -121,6 +121,118 @@ std::optional<std::pair<std::string, std::string>> toolkit_problem(
   return std::nullopt;
 }
 
+// The torch judged after importing vendor modules: their record of torch's
+// view. False when that record is missing (the check is then skipped).
+bool view_after_imports(const TorchParams& params, const EnvFactsView& facts, TorchView& view,
+                        CheckResult& result) {
+  if (params.after_import.empty()) {
+    return true;
+  }
+  const auto* imports = facts.stage(facts::stage_names::imports);
+  const auto* record = imports ? find_record(*imports, "torch_after_imports") : nullptr;
+  if (record == nullptr) {
+    result.status = CheckStatus::skip;
+    result.actual = view.json();
+    result.diagnosis = Diagnosis{"probe_error",
+                                 "torch's view after importing the vendor modules is unknown: "
+                                 "the imports stage did not get that far",
+                                 Json::object(), "see the imports check"};
+    return false;
+  }
+  view.cuda = record->cuda;
+  view.hip = record->hip;
+  view.source = "after importing " + common::json_text(Json(params.after_import));
+  return true;
+}
+
+// A torch version "2.10.0+cu129" as its base and local parts.
+struct TorchVersion {
+  std::string full;
+  std::string base;
+  std::string local;
+
+  explicit TorchVersion(const std::optional<std::string>& version)
+      : full(version.value_or("")),
+        base(full.substr(0, full.find('+'))),
+        local(full.find('+') == std::string::npos ? "" : full.substr(full.find('+') + 1)) {}
+};
+
+std::string cpu_build_remedy(const TorchParams& params, const TorchVersion& version) {
+  const std::string base = params.base.empty() ? version.base : params.base;
+  return "install the CPU build of torch " + base + " in this env (pip install torch==" + base +
+         " --index-url https://download.pytorch.org/whl/cpu)";
+}
+
+// The contract's version, base or local part against the torch found.
+// False when it failed.
+bool version_agrees(const TorchParams& params, const TorchView& view,
+                    const facts::TorchFacts& torch_files, const TorchVersion& version,
+                    const Json& evidence, CheckResult& result) {
+  if ((params.version.empty() || version.full == params.version) &&
+      (params.base.empty() || version.base == params.base) &&
+      (params.local.empty() || version.local == params.local)) {
+    return true;
+  }
+  const std::string wanted = !params.version.empty()
+                                 ? params.version
+                                 : params.base + (params.local.empty() ? "" : "+" + params.local);
+  const bool cuda_local = params.local == "cpu" && version.local.starts_with("cu");
+  // A torch that does not say its version is not the one wanted either:
+  // what is missing is named, not an empty version.
+  const bool known = !version.full.empty();
+  const std::string actual =
+      known ? "torch " + version.full
+      : view.source == "files"
+          ? "torch at " + view.location + " tells no version (" +
+                (torch_files.problem.empty() ? "torch/version.py has no literal __version__"
+                                             : torch_files.problem) +
+                ")"
+          : "torch, as " + view.source + " shows it, has no __version__";
+  fail(result, cuda_local ? "cuda_build" : "version_mismatch",
+       actual + ", the contract wants " + wanted, evidence,
+       cuda_local ? cpu_build_remedy(params, version)
+       : known    ? "install torch " + wanted + " in this env"
+                  : "reinstall torch " + wanted +
+                     " in this env: its install is incomplete or not "
+                     "torch's own");
+  return false;
+}
+
+// The contract's path rules. Paths are named as the env sees them: inside
+// its container or rootfs, not where the agent read it (kept in the
+// evidence). False when one failed.
+bool paths_agree(const TorchParams& params, const TorchView& view, const Json& evidence,
+                 CheckResult& result) {
+  const std::string& location = view.location;
+  for (const auto& forbidden : params.forbidden_paths) {
+    if (location.starts_with(forbidden)) {
+      fail(result, "forbidden_path",
+           "torch resolves from " + location + ", under the forbidden " + forbidden, evidence,
+           "install torch into this env itself; do not use the image's own torch");
+      return false;
+    }
+  }
+  const std::string file = location + "/__init__.py";  // torch.__file__
+  for (const auto& part : params.forbidden_path_parts) {
+    if (file.find(part) != std::string::npos) {
+      fail(result, "forbidden_path",
+           "torch resolves from " + file + ", which contains the forbidden '" + part + "'",
+           evidence, "install the torch build the contract names into this env itself");
+      return false;
+    }
+  }
+  const auto& required = params.required_paths;
+  if (!required.empty() &&
+      std::none_of(required.begin(), required.end(),
+                   [&](const std::string& prefix) { return location.starts_with(prefix); })) {
+    fail(result, "outside_required_paths",
+         "torch resolves from " + location + ", outside " + common::json_text(Json(required)),
+         evidence, "install torch where the contract requires it");
+    return false;
+  }
+  return true;
+}
+
 }  // namespace
 
 void torch(const Check&, const TorchParams& params, const EnvFactsView& facts,
@@ -135,29 +247,11 @@ void torch(const Check&, const TorchParams& params, const EnvFactsView& facts,
     return;
   }
   TorchView view = torch_view(facts);
-  // Judged after importing vendor modules: their record of torch's view.
-  if (!params.after_import.empty()) {
-    const auto* imports = facts.stage(facts::stage_names::imports);
-    const auto* record = imports ? find_record(*imports, "torch_after_imports") : nullptr;
-    if (record != nullptr) {
-      view.cuda = record->cuda;
-      view.hip = record->hip;
-      view.source = "after importing " + common::json_text(Json(params.after_import));
-    } else {
-      result.status = CheckStatus::skip;
-      result.actual = view.json();
-      result.diagnosis = Diagnosis{"probe_error",
-                                   "torch's view after importing the vendor modules is unknown: "
-                                   "the imports stage did not get that far",
-                                   Json::object(), "see the imports check"};
-      return;
-    }
+  if (!view_after_imports(params, facts, view, result)) {
+    return;
   }
   result.actual = view.json();
-  const std::string version = view.version.value_or("");
-  const auto plus = version.find('+');
-  const std::string base = version.substr(0, plus);
-  const std::string local = plus == std::string::npos ? "" : version.substr(plus + 1);
+  const TorchVersion version(view.version);
   Json evidence = {{"version", optional_json(view.version)},
                    {"cuda", optional_json(view.cuda)},
                    {"hip", optional_json(view.hip)},
@@ -166,85 +260,25 @@ void torch(const Check&, const TorchParams& params, const EnvFactsView& facts,
   if (!view.host_location.empty()) {
     evidence["host_location"] = view.host_location;
   }
-  const std::string cpu_base = params.base.empty() ? base : params.base;
-  const std::string cpu_remedy = "install the CPU build of torch " + cpu_base +
-                                 " in this env (pip install torch==" + cpu_base +
-                                 " --index-url https://download.pytorch.org/whl/cpu)";
   if (params.cuda) {
-    if (auto problem = toolkit_problem(*params.cuda, view.cuda, "cuda", version)) {
+    if (auto problem = toolkit_problem(*params.cuda, view.cuda, "cuda", version.full)) {
       fail(result, problem->first, problem->second, evidence,
-           problem->first == "cuda_build" ? cpu_remedy
+           problem->first == "cuda_build" ? cpu_build_remedy(params, version)
                                           : "install the torch build the contract names");
       return;
     }
   }
   if (params.hip) {
-    if (auto problem = toolkit_problem(*params.hip, view.hip, "hip", version)) {
+    if (auto problem = toolkit_problem(*params.hip, view.hip, "hip", version.full)) {
       fail(result, problem->first, problem->second, evidence,
            "install the torch build the contract names");
       return;
     }
   }
-  const std::string& wanted_version = params.version;
-  const std::string& wanted_base = params.base;
-  const std::string& wanted_local = params.local;
-  if ((!wanted_version.empty() && version != wanted_version) ||
-      (!wanted_base.empty() && base != wanted_base) ||
-      (!wanted_local.empty() && local != wanted_local)) {
-    const std::string wanted = !wanted_version.empty()
-                                   ? wanted_version
-                                   : wanted_base + (wanted_local.empty() ? "" : "+" + wanted_local);
-    const bool cuda_local = wanted_local == "cpu" && local.starts_with("cu");
-    // A torch that does not say its version is not the one wanted either:
-    // what is missing is named, not an empty version.
-    const bool known = !version.empty();
-    const std::string actual =
-        known ? "torch " + version
-        : view.source == "files"
-            ? "torch at " + view.location + " tells no version (" +
-                  (torch_files.problem.empty() ? "torch/version.py has no literal __version__"
-                                               : torch_files.problem) +
-                  ")"
-            : "torch, as " + view.source + " shows it, has no __version__";
-    fail(result, cuda_local ? "cuda_build" : "version_mismatch",
-         actual + ", the contract wants " + wanted, evidence,
-         cuda_local ? cpu_remedy
-         : known    ? "install torch " + wanted + " in this env"
-                    : "reinstall torch " + wanted +
-                       " in this env: its install is incomplete or not "
-                       "torch's own");
-    return;
+  if (version_agrees(params, view, torch_files, version, evidence, result) &&
+      paths_agree(params, view, evidence, result)) {
+    pass(result);
   }
-  // Path rules name paths as the env sees them: inside its container or
-  // rootfs, not where the agent read it (kept in the evidence).
-  const std::string& location = view.location;
-  for (const auto& forbidden : params.forbidden_paths) {
-    if (location.starts_with(forbidden)) {
-      fail(result, "forbidden_path",
-           "torch resolves from " + location + ", under the forbidden " + forbidden, evidence,
-           "install torch into this env itself; do not use the image's own torch");
-      return;
-    }
-  }
-  const std::string file = location + "/__init__.py";  // torch.__file__
-  for (const auto& part : params.forbidden_path_parts) {
-    if (file.find(part) != std::string::npos) {
-      fail(result, "forbidden_path",
-           "torch resolves from " + file + ", which contains the forbidden '" + part + "'",
-           evidence, "install the torch build the contract names into this env itself");
-      return;
-    }
-  }
-  const auto& required = params.required_paths;
-  if (!required.empty() &&
-      std::none_of(required.begin(), required.end(),
-                   [&](const std::string& prefix) { return location.starts_with(prefix); })) {
-    fail(result, "outside_required_paths",
-         "torch resolves from " + location + ", outside " + common::json_text(Json(required)),
-         evidence, "install torch where the contract requires it");
-    return;
-  }
-  pass(result);
 }
 
 void triton(const Check&, const TritonParams& params, const EnvFactsView& facts,
