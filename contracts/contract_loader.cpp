@@ -269,24 +269,9 @@ void read_schema_version(MappingReader& top) {
   }
 }
 
-}  // namespace
-
-LoadResult load_contract_text(const std::string& text, const std::filesystem::path& path,
-                              const LoadOptions& options) {
-  LoadResult result;
-  ParseContext ctx(path.string(), result.diagnostics);
-  const auto root = load_yaml_text(text, ctx);
-  if (!root) {
-    return result;
-  }
-  MappingReader top(*root, "the contract", ctx);
-  if (!top.is_mapping()) {
-    return result;
-  }
-  Contract contract;
-  contract.path = path;
-  const bool platform_config = looks_like_platform_config(*root);
-
+// The contract's name, description, targets, env requirement, detection
+// and provisioning recipe.
+void read_identity(MappingReader& top, const std::filesystem::path& path, Contract& contract) {
   read_schema_version(top);
   contract.name = top.string("name").value_or(path.stem().string());
   contract.display_name = top.string("display_name").value_or("");
@@ -296,8 +281,12 @@ LoadResult load_contract_text(const std::string& text, const std::filesystem::pa
   read_env_requirement(top, contract);
   read_detection(top, contract);
   contract.provision = read_provision_recipe(top);
+}
 
-  CheckParser parser(ctx, KindContext{path.parent_path(), options.checkout});
+// The checks of every form the file holds: our own, a platform config's
+// environment_check, torch_contract and integration_tests.
+void read_check_forms(MappingReader& top, CheckParser& parser, const std::filesystem::path& path,
+                      const LoadOptions& options, Contract& contract) {
   if (top.has("checks") || top.has("schema_version")) {
     contract.forms.push_back("native");
   }
@@ -306,37 +295,34 @@ LoadResult load_contract_text(const std::string& text, const std::filesystem::pa
     contract.forms.push_back("environment_check");
     translate_environment_check(*section, parser);
   }
-  const auto torch_contract = top.get("torch_contract");
-  if (torch_contract) {
+  if (const auto torch_contract = top.get("torch_contract")) {
     translate_torch_contract(*torch_contract, parser);
   }
   if (const auto tests = top.get("integration_tests")) {
     NamedList<std::string> runner_environment;
     if (const auto environment = top.get("integration_environment")) {
-      runner_environment = read_environment_map(*environment, "integration_environment", ctx);
+      runner_environment = read_environment_map(*environment, "integration_environment", top.ctx());
     }
     translate_integration_tests(*tests, path.filename().string(), runner_environment,
                                 options.run_tests, parser);
     contract.kept["integration_tests"] = yaml_to_json(*tests);
   }
-  if (platform_config) {
-    contract.forms.push_back("platform_config");
-  }
-  if (!options.run_tests.empty() && !top.has("integration_tests")) {
-    ctx.error(*root,
-              "the agent's run_integration_tests names tests to run, but this contract has "
-              "no integration_tests: remove run_integration_tests, or name the CI "
-              "platform config as the contract");
-  }
-  if (platform_config && contract.detect.device_nodes.empty() && contract.detect.tools.empty()) {
+}
+
+// What a CI platform config holds beyond checks: the devices its container
+// is given (to detect the platform by), its time-out, its CI keys, kept for
+// --print.
+void read_platform_config_keys(MappingReader& top, Contract& contract) {
+  if (contract.detect.device_nodes.empty() && contract.detect.tools.empty()) {
     if (const auto container = top.get("container_options")) {
       contract.detect.device_nodes = container_device_nodes(*container);
     }
   }
-  if (platform_config) {
-    // CI stops a job after this many minutes: "sixty" or 0 is a broken config.
-    top.integer("timeout_minutes", Need::optional, 1, 7 * 24 * 60);
-  }
+  // CI stops a job after this many minutes: "sixty" or 0 is a broken config.
+  top.integer("timeout_minutes", Need::optional, 1, 7 * 24 * 60);
+}
+
+void keep_ci_keys(MappingReader& top, bool platform_config, Contract& contract) {
   for (const auto& key : k_ci_only_keys) {
     if (const auto value = top.get(key)) {
       contract.kept[key] = yaml_to_json(*value);
@@ -354,45 +340,85 @@ LoadResult load_contract_text(const std::string& text, const std::filesystem::pa
       contract.kept[key] = yaml_to_json(value);
     }
   }
+}
+
+// --print says of each integration test whether it runs, and as which check.
+void annotate_integration_tests(Contract& contract) {
+  auto tests = contract.kept.find("integration_tests");
+  if (tests == contract.kept.end() || !tests->is_array()) {
+    return;
+  }
+  for (auto& entry : *tests) {
+    if (!entry.is_object()) {
+      continue;
+    }
+    IntegrationEntry named;
+    // As the loader read them: YAML scalars, whatever JSON made of them.
+    const auto scalar_text = [&](const char* key) {
+      const auto found = entry.find(key);
+      return found == entry.end() || found->is_null() || found->is_structured() ? std::string()
+             : found->is_string() ? found->get<std::string>()
+                                  : common::json_text(*found);
+    };
+    named.id = scalar_text("id");
+    named.name = scalar_text("name");
+    named.phase = scalar_text("phase");
+    named.failure_policy = scalar_text("failure_policy");
+    const std::string id = integration_check_id(named);
+    const bool runs = std::any_of(
+        contract.checks.begin(), contract.checks.end(),
+        [&](const Check& check) { return check.kind == "integration_test" && check.id == id; });
+    entry["check_id"] = id;
+    entry["runs"] = runs;
+    // What CI makes of it when the file leaves them out.
+    entry["runner_phase"] = runner_phase(named);
+    entry["runner_failure_policy"] = runner_failure_policy(named);
+  }
+}
+
+}  // namespace
+
+LoadResult load_contract_text(const std::string& text, const std::filesystem::path& path,
+                              const LoadOptions& options) {
+  LoadResult result;
+  ParseContext ctx(path.string(), result.diagnostics);
+  const auto root = load_yaml_text(text, ctx);
+  if (!root) {
+    return result;
+  }
+  MappingReader top(*root, "the contract", ctx);
+  if (!top.is_mapping()) {
+    return result;
+  }
+  Contract contract;
+  contract.path = path;
+  const bool platform_config = looks_like_platform_config(*root);
+  read_identity(top, path, contract);
+  CheckParser parser(ctx, KindContext{path.parent_path(), options.checkout});
+  read_check_forms(top, parser, path, options, contract);
+  if (platform_config) {
+    contract.forms.push_back("platform_config");
+  }
+  if (!options.run_tests.empty() && !top.has("integration_tests")) {
+    ctx.error(*root,
+              "the agent's run_integration_tests names tests to run, but this contract has "
+              "no integration_tests: remove run_integration_tests, or name the CI "
+              "platform config as the contract");
+  }
+  if (platform_config) {
+    read_platform_config_keys(top, contract);
+  }
+  keep_ci_keys(top, platform_config, contract);
   contract.checks = parser.take_checks();
   const bool judges_torch = std::any_of(contract.checks.begin(), contract.checks.end(),
                                         [](const Check& check) { return check.kind == "torch"; });
-  if (platform_config && !torch_contract && !judges_torch) {
+  if (platform_config && !top.has("torch_contract") && !judges_torch) {
     ctx.warning(*root,
                 "nothing in this platform config judges the torch build (no 'torch_contract', "
                 "no torch check): add torch_contract: {base_version: ...}, or judge it in a "
                 "contract of your own");
   }
-  if (auto tests = contract.kept.find("integration_tests");
-      tests != contract.kept.end() && tests->is_array()) {
-    // --print says of each entry whether it runs, and as which check.
-    for (auto& entry : *tests) {
-      if (!entry.is_object()) {
-        continue;
-      }
-      IntegrationEntry named;
-      // As the loader read them: YAML scalars, whatever JSON made of them.
-      const auto scalar_text = [&](const char* key) {
-        const auto found = entry.find(key);
-        return found == entry.end() || found->is_null() || found->is_structured() ? std::string()
-               : found->is_string() ? found->get<std::string>()
-                                    : common::json_text(*found);
-      };
-      named.id = scalar_text("id");
-      named.name = scalar_text("name");
-      named.phase = scalar_text("phase");
-      named.failure_policy = scalar_text("failure_policy");
-      const std::string id = integration_check_id(named);
-      const bool runs = std::any_of(
-          contract.checks.begin(), contract.checks.end(),
-          [&](const Check& check) { return check.kind == "integration_test" && check.id == id; });
-      entry["check_id"] = id;
-      entry["runs"] = runs;
-      // What CI makes of it when the file leaves them out.
-      entry["runner_phase"] = runner_phase(named);
-      entry["runner_failure_policy"] = runner_failure_policy(named);
-    }
-  }
+  annotate_integration_tests(contract);
   read_waivers(top, contract);
   top.reject_unknown_keys(platform_config ? DiagnosticLevel::warning : DiagnosticLevel::error);
   if (contract.checks.empty() && contract.targets.empty() && !result.diagnostics.has_errors()) {
