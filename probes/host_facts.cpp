@@ -252,16 +252,10 @@ facts::ContainerFacts container_facts(const ContainerTarget& target) {
   return container;
 }
 
-}  // namespace
-
-HostFacts gather_host_facts(const HostFactsOptions& options,
-                            const std::shared_ptr<FactCaches>& caches) {
-  HostFacts facts;
-  facts.host = hostname();
-  facts.gathered_at = common::now_rfc3339();
-  facts.image = read_image_tag(options.image);
-
-  auto discovery_options = std::make_shared<DiscoveryOptions>(options.discovery);
+// The containers to scan, listed and resolved, given to discovery; what
+// kept one from being resolved makes the host's facts incomplete.
+void resolve_containers(const HostFactsOptions& options, HostFacts& facts,
+                        DiscoveryOptions& discovery) {
   auto containers = options.containers;
   if (options.container_discovery) {
     const auto listing = list_containers(*options.container_discovery);
@@ -279,40 +273,42 @@ HostFacts gather_host_facts(const HostFactsOptions& options,
       // Its envs are unknown: the host cannot be judged whole.
       facts.incomplete.push_back("container " + target.name + ": " + target.problem);
     }
-    discovery_options->containers.push_back(std::move(target));
+    discovery.containers.push_back(std::move(target));
   }
-  const bool mounts_given = discovery_options->mounts != nullptr;
-  if (!mounts_given) {
-    discovery_options->mounts = std::make_shared<const MountTable>(MountTable::load());
-  }
-  auto search = std::make_shared<CandidateSearch>();
-  std::set<std::string> unit_keys;
-  // Network (or FUSE) filesystems where a reader blocked in this scan: the
-  // other units and envs on one are not started (each would cost a deadline
-  // and a thread on a dead NFS server), but named.
-  std::map<std::filesystem::path, std::string> blocked_mounts;
-  std::mutex blocked_mutex;  // guards blocked_mounts: envs are read side by side
-  // The mount table the envs are told apart by: read again after discovery,
-  // which may have made autofs mount homes (an automount point is not the
-  // NFS export mounted on it once it is entered).
-  std::shared_ptr<const MountTable> mount_table = discovery_options->mounts;
-  const MountTable* mounts_now = mount_table.get();
-  const auto note_blocked = [&](const Stall& stall, const std::filesystem::path& path) {
-    const auto& mounts = *mounts_now;
-    const auto on = mounts.mount_of(path);
-    std::lock_guard lock(blocked_mutex);
+}
+
+// Network (or FUSE) filesystems where a reader blocked in this scan: the
+// other units and envs on one are not started (each would cost a deadline
+// and a thread on a dead NFS server), but named. Envs are read side by
+// side: its record is locked.
+class BlockedMounts {
+ public:
+  // The mount table paths are told apart by: the one discovery read, then
+  // the one read after it (autofs may have mounted homes meanwhile: an
+  // automount point is not the NFS export mounted on it once entered).
+  // Changed only while no reader runs.
+  void use(const MountTable* mounts) { m_mounts = mounts; }
+  const MountTable& mounts() const { return *m_mounts; }
+
+  // Records the filesystem of `path` as blocked when the stall was a reader
+  // waiting on a server.
+  void note(const Stall& stall, const std::filesystem::path& path) {
+    const auto on = m_mounts->mount_of(path);
+    std::lock_guard lock(m_mutex);
     if (!stall.running && !stall.too_many && stall.cut_short.empty() &&
         stall.same_filesystem.empty() && served_from_elsewhere(on.fstype) &&
-        (stall.last_path.empty() || mounts.mount_of(stall.last_path).point == on.point)) {
-      blocked_mounts.emplace(on.point, path.string() + " blocked");
+        (stall.last_path.empty() || m_mounts->mount_of(stall.last_path).point == on.point)) {
+      m_blocked.emplace(on.point, path.string() + " blocked");
     }
-  };
-  const auto blocked_stall = [&](const std::string& what,
-                                 const std::filesystem::path& path) -> std::optional<Stall> {
-    const auto on = mounts_now->mount_of(path);
-    std::lock_guard lock(blocked_mutex);
-    const auto blocked = blocked_mounts.find(on.point);
-    if (path.empty() || blocked == blocked_mounts.end()) {
+  }
+
+  // The stall `what` is reported with, not started, when `path` is on a
+  // filesystem where a reader blocked.
+  std::optional<Stall> stall_for(const std::string& what, const std::filesystem::path& path) {
+    const auto on = m_mounts->mount_of(path);
+    std::lock_guard lock(m_mutex);
+    const auto blocked = m_blocked.find(on.point);
+    if (path.empty() || blocked == m_blocked.end()) {
       return std::nullopt;
     }
     Stall stall;
@@ -321,7 +317,51 @@ HostFacts gather_host_facts(const HostFactsOptions& options,
     stall.same_filesystem =
         on.point.string() + " (" + on.fstype + "), where reading " + blocked->second;
     return stall;
-  };
+  }
+
+ private:
+  const MountTable* m_mounts = nullptr;
+  std::map<std::filesystem::path, std::string> m_blocked;
+  std::mutex m_mutex;
+};
+
+// A discovery unit whose reader blocked: what it found the last time it
+// finished stands in (homes to search included), and the host's facts are
+// incomplete.
+void stand_in_for_blocked_unit(const DiscoveryUnit& unit, const Stall& stall, FactCaches& caches,
+                               CandidateSearch& search, std::deque<DiscoveryUnit>& units,
+                               HostFacts& facts) {
+  facts.problems.push_back({stall.last_path, stall.message()});
+  facts.incomplete.push_back(stall.message());
+  std::lock_guard lock(caches.mutex);
+  const auto last = caches.last_discovery.find(unit.key);
+  if (last == caches.last_discovery.end()) {
+    return;
+  }
+  CandidateSearch earlier = last->second;
+  earlier.problems.clear();
+  for (auto& more : earlier.more_units) {
+    units.push_back(std::move(more));
+  }
+  earlier.more_units.clear();
+  for (auto& candidate : earlier.candidates) {
+    const bool found_live =
+        std::any_of(search.candidates.begin(), search.candidates.end(),
+                    [&](const EnvCandidate& seen) { return seen.prefix == candidate.prefix; });
+    if (!found_live) {
+      candidate.found_by.push_back("the last complete " + unit.key);
+    }
+  }
+  merge_candidates(search, std::move(earlier));
+}
+
+// Every discovery unit, and those they find (homes to search), each read
+// within the reading deadline.
+CandidateSearch discover_candidates(const HostFactsOptions& options,
+                                    const std::shared_ptr<DiscoveryOptions>& discovery_options,
+                                    FactCaches& caches, BlockedMounts& blocked, HostFacts& facts) {
+  CandidateSearch search;
+  std::set<std::string> unit_keys;
   std::deque<DiscoveryUnit> units;
   for (auto& unit : discovery_units(*discovery_options)) {
     units.push_back(std::move(unit));
@@ -331,216 +371,183 @@ HostFacts gather_host_facts(const HostFactsOptions& options,
     units.pop_front();
     unit_keys.insert(unit.key);
     auto found = std::make_shared<CandidateSearch>();
-    auto stall = blocked_stall(unit.key, unit.path);
+    auto stall = blocked.stall_for(unit.key, unit.path);
     if (!stall) {
       stall = run_bounded(unit.key, unit.key, options.reading_deadline, options.cancellation,
                           [found, discovery_options, run = unit.run](const Cancellation&) {
                             *found = run(*discovery_options);
                           });
       if (stall) {
-        note_blocked(*stall, unit.path);
+        blocked.note(*stall, unit.path);
       }
     }
     if (stall) {
-      // Its partial result belongs to the blocked reader: what it found the
-      // last time it finished stands in (homes to search included), and the
-      // host's facts are incomplete.
-      facts.problems.push_back({stall->last_path, stall->message()});
-      facts.incomplete.push_back(stall->message());
-      std::lock_guard lock(caches->mutex);
-      const auto last = caches->last_discovery.find(unit.key);
-      if (last != caches->last_discovery.end()) {
-        CandidateSearch earlier = last->second;
-        earlier.problems.clear();
-        for (auto& more : earlier.more_units) {
-          units.push_back(std::move(more));
-        }
-        earlier.more_units.clear();
-        for (auto& candidate : earlier.candidates) {
-          const bool found_live = std::any_of(
-              search->candidates.begin(), search->candidates.end(),
-              [&](const EnvCandidate& seen) { return seen.prefix == candidate.prefix; });
-          if (!found_live) {
-            candidate.found_by.push_back("the last complete " + unit.key);
-          }
-        }
-        merge_candidates(*search, std::move(earlier));
-      }
+      // Its partial result belongs to the blocked reader.
+      stand_in_for_blocked_unit(unit, *stall, caches, search, units, facts);
       continue;
     }
     {
-      std::lock_guard lock(caches->mutex);
-      caches->last_discovery[unit.key] = *found;
+      std::lock_guard lock(caches.mutex);
+      caches.last_discovery[unit.key] = *found;
     }
     for (auto& more : found->more_units) {
       units.push_back(std::move(more));
     }
     found->more_units.clear();
-    merge_candidates(*search, std::move(*found));
+    merge_candidates(search, std::move(*found));
   }
-  facts.problems.insert(facts.problems.end(), search->problems.begin(), search->problems.end());
-  if (options.only_envs) {
-    std::erase_if(search->candidates, [&](const EnvCandidate& candidate) {
-      return !options.only_envs->contains(candidate.prefix);
-    });
-    // What discovery met elsewhere on the host (other users' homes) is
-    // not the env's, and a gate's report goes into a CI job's log.
-    const auto about_an_env = [&](const std::filesystem::path& path) {
-      return std::any_of(
-          options.only_envs->begin(), options.only_envs->end(), [&](const auto& env) {
-            const auto& prefix = env.first.string();
-            return path.string() == prefix || path.string().starts_with(prefix + "/");
-          });
-    };
-    std::erase_if(facts.problems, [&](const facts::DiscoveryProblem& problem) {
-      return !about_an_env(problem.path);
-    });
-    facts.incomplete.clear();
-  }
-  {
-    // Units gone (a home removed) leave no memory.
-    std::lock_guard lock(caches->mutex);
-    std::erase_if(caches->last_discovery,
-                  [&](const auto& entry) { return !unit_keys.contains(entry.first); });
-  }
+  facts.problems.insert(facts.problems.end(), search.problems.begin(), search.problems.end());
+  // Units gone (a home removed) leave no memory.
+  std::lock_guard lock(caches.mutex);
+  std::erase_if(caches.last_discovery,
+                [&](const auto& entry) { return !unit_keys.contains(entry.first); });
+  return search;
+}
 
-  const bool keeping = caches->watch != nullptr && options.keep_unchanged_for.count() > 0;
-  // Before the mount table (unless the caller gave one, read earlier) and
-  // the loader's cache are read for this scan: what changes in them from
-  // here on leaves no env read meanwhile kept.
-  std::optional<SharedReadInputs> shared_inputs;
-  if (keeping) {
-    shared_inputs.emplace();
-  }
-  if (!mounts_given) {
-    // Unlocked: no lane reads yet (they start below), and a discovery reader
-    // left blocked holds the options' own table, not this one.
-    mount_table = std::make_shared<const MountTable>(MountTable::load());
-    mounts_now = mount_table.get();
-  }
-  const auto ld_cache = std::make_shared<const LdCache>(LdCache::load());
-  // Device nodes of the agent's own filesystem: globbed once, as the agent.
-  const auto device_nodes = glob_device_nodes(options.request.device_globs, SystemRoot("/"));
-  // Each candidate read, in the candidates' order: its facts, or why it is
-  // not an env.
-  struct Reading {
-    std::optional<EnvFacts> env;
-    bool not_an_env = false;
-    std::chrono::microseconds activation_elapsed{0};
-    std::chrono::microseconds static_elapsed{0};
-    std::chrono::microseconds linkage_elapsed{0};
+// A scan of named envs only (a CI gate's): the others are dropped, and
+// what discovery met elsewhere on the host (other users' homes) is not the
+// env's: a gate's report goes into a CI job's log.
+void keep_only_named_envs(const std::map<std::filesystem::path, std::string>& only_envs,
+                          CandidateSearch& search, HostFacts& facts) {
+  std::erase_if(search.candidates, [&](const EnvCandidate& candidate) {
+    return !only_envs.contains(candidate.prefix);
+  });
+  const auto about_an_env = [&](const std::filesystem::path& path) {
+    return std::any_of(only_envs.begin(), only_envs.end(), [&](const auto& env) {
+      const auto& prefix = env.first.string();
+      return path.string() == prefix || path.string().starts_with(prefix + "/");
+    });
   };
-  const auto& candidates = search->candidates;
-  std::vector<Reading> readings(candidates.size());
-  const auto failed_reading = [](const EnvCandidate& candidate, const std::string& why) {
-    Reading failed;
-    EnvFacts env;
-    env.env = unread_env(candidate, "the env could not be read: " + why);
-    env.errors.push_back({"reading", why, std::nullopt});
-    failed.env = std::move(env);
-    return failed;
-  };
-  if (keeping) {
-    // A mount made or removed shows other files at the same paths, and no
-    // change event says so: nothing read under the old mounts is kept.
-    std::string mounts_seen = mount_signature(*mount_table);
-    std::lock_guard lock(caches->mutex);
-    if (caches->kept_mounts != mounts_seen) {
-      caches->kept_envs.clear();
-      caches->kept_mounts = std::move(mounts_seen);
-    }
+  std::erase_if(facts.problems, [&](const facts::DiscoveryProblem& problem) {
+    return !about_an_env(problem.path);
+  });
+  facts.incomplete.clear();
+}
+
+// One candidate read: its facts, or why it is not an env.
+struct Reading {
+  std::optional<EnvFacts> env;
+  bool not_an_env = false;
+  std::chrono::microseconds activation_elapsed{0};
+  std::chrono::microseconds static_elapsed{0};
+  std::chrono::microseconds linkage_elapsed{0};
+};
+
+Reading failed_reading(const EnvCandidate& candidate, const std::string& why) {
+  Reading failed;
+  EnvFacts env;
+  env.env = unread_env(candidate, "the env could not be read: " + why);
+  env.errors.push_back({"reading", why, std::nullopt});
+  failed.env = std::move(env);
+  return failed;
+}
+
+EnvFacts unread_for_stall(const EnvCandidate& candidate, const Stall& stall) {
+  EnvFacts env;
+  env.env = unread_env(candidate, stall.message());
+  env.errors.push_back({"reading", stall.message(), stall});
+  return env;
+}
+
+// What every env's reading in one scan shares.
+struct ScanReading {
+  const HostFactsOptions& options;
+  std::shared_ptr<FactCaches> caches;
+  std::shared_ptr<const MountTable> mount_table;
+  std::shared_ptr<const LdCache> ld_cache;
+  BlockedMounts& blocked;
+  // Facts are kept for unchanged envs (the change watch runs); then what
+  // the envs share (the mount table, the loader's cache) is watched too.
+  bool keeping = false;
+  SharedReadInputs* shared_inputs = nullptr;
+};
+
+// One env, from describing it to its last fact, is one unit of reading:
+// whatever of it blocks stops only that env.
+void read_candidate(const ScanReading& scan, const EnvCandidate& candidate, Reading& out) {
+  if (const auto skipped = scan.blocked.stall_for("reading the env at " + candidate.prefix.string(),
+                                                  candidate.prefix)) {
+    out.env = unread_for_stall(candidate, *skipped);
+    return;
   }
-  const auto read_candidate = [&](const EnvCandidate& candidate, Reading& out) {
-    if (const auto skipped =
-            blocked_stall("reading the env at " + candidate.prefix.string(), candidate.prefix)) {
-      const Stall& stall = *skipped;
-      EnvFacts env;
-      env.env = unread_env(candidate, stall.message());
-      env.errors.push_back({"reading", stall.message(), stall});
-      out.env = std::move(env);
+  auto& caches = *scan.caches;
+  const std::string keep_key = kept_key(scan.options, candidate);
+  const bool keepable = scan.keeping && keep_key.size() > 0;
+  if (keepable) {
+    if (auto kept = kept_facts(caches, candidate, keep_key, scan.options.keep_unchanged_for)) {
+      out.env = std::move(*kept);
       return;
     }
-    const std::string keep_key = kept_key(options, candidate);
-    const bool keepable = keeping && keep_key.size() > 0;
-    if (keepable) {
-      if (auto kept = kept_facts(*caches, candidate, keep_key, options.keep_unchanged_for)) {
-        out.env = std::move(*kept);
-        return;
-      }
+  }
+  auto reading = std::make_shared<EnvReading>();
+  if (keepable) {
+    // Opened before the first read of the env: what changes from here on counts.
+    reading->watch = caches.watch;
+    reading->interest = reading->watch->open();
+    reading->mounts = scan.mount_table;
+  }
+  reading->request = scan.options.request;
+  reading->caches = scan.caches;
+  reading->ld_cache = scan.ld_cache;
+  reading->resources = scan.options.probe_limits;
+  auto is_env = std::make_shared<bool>(true);
+  const auto run_as = scan.options.discovery.run_as;
+  const auto stall = run_bounded(
+      "env " + candidate.prefix.string(), "reading the env at " + candidate.prefix.string(),
+      scan.options.reading_deadline, scan.options.cancellation,
+      [reading, is_env, candidate, run_as](const Cancellation& cancellation) {
+        std::optional<RecordingReads> recording;
+        if (reading->interest) {
+          recording.emplace(reading->dependencies);
+        }
+        auto env = describe_candidate(candidate, run_as);
+        if (!env) {
+          *is_env = false;
+          return;
+        }
+        reading->env.refused_files = env->refused_files;
+        reading->env.env = std::move(*env);
+        if (reading->env.env.user_mount.empty()) {
+          read_env(*reading, cancellation);
+        }
+        if (reading->interest) {
+          recording.reset();
+          settle_reading(*reading, *reading->watch);
+        }
+      });
+  if (stall) {
+    // What was read so far belongs to the blocked reader: the env is
+    // reported with the stall, and none of its code runs. Its interest
+    // in changes ends now: the read may never settle.
+    if (reading->interest) {
+      caches.watch->abandon(*reading->interest);
     }
-    // One env, from describing it to its last fact, is one unit of reading:
-    // whatever of it blocks stops only that env.
-    auto reading = std::make_shared<EnvReading>();
-    if (keepable) {
-      // Opened before the first read of the env: what changes from here on counts.
-      reading->watch = caches->watch;
-      reading->interest = reading->watch->open();
-      reading->mounts = mount_table;
+    scan.blocked.note(*stall, candidate.prefix);
+    out.env = unread_for_stall(candidate, *stall);
+  } else if (!*is_env) {
+    out.not_an_env = true;
+  } else {
+    if (keepable && reading->settled && keepable_facts(reading->env) &&
+        scan.shared_inputs->changed().empty()) {
+      keep(caches, reading->env, keep_key, reading->interest);
     }
-    reading->request = options.request;
-    reading->caches = caches;
-    reading->ld_cache = ld_cache;
-    reading->resources = options.probe_limits;
-    auto is_env = std::make_shared<bool>(true);
-    const auto run_as = options.discovery.run_as;
-    const auto stall = run_bounded(
-        "env " + candidate.prefix.string(), "reading the env at " + candidate.prefix.string(),
-        options.reading_deadline, options.cancellation,
-        [reading, is_env, candidate, run_as](const Cancellation& cancellation) {
-          std::optional<RecordingReads> recording;
-          if (reading->interest) {
-            recording.emplace(reading->dependencies);
-          }
-          auto env = describe_candidate(candidate, run_as);
-          if (!env) {
-            *is_env = false;
-            return;
-          }
-          reading->env.refused_files = env->refused_files;
-          reading->env.env = std::move(*env);
-          if (reading->env.env.user_mount.empty()) {
-            read_env(*reading, cancellation);
-          }
-          if (reading->interest) {
-            recording.reset();
-            settle_reading(*reading, *reading->watch);
-          }
-        });
-    if (stall) {
-      // What was read so far belongs to the blocked reader: the env is
-      // reported with the stall, and none of its code runs. Its interest
-      // in changes ends now: the read may never settle.
-      if (reading->interest) {
-        caches->watch->abandon(*reading->interest);
-      }
-      EnvFacts env;
-      env.env = unread_env(candidate, stall->message());
-      env.errors.push_back({"reading", stall->message(), stall});
-      note_blocked(*stall, candidate.prefix);
-      out.env = std::move(env);
-    } else if (!*is_env) {
-      out.not_an_env = true;
-    } else {
-      if (keepable && reading->settled && keepable_facts(reading->env) &&
-          shared_inputs->changed().empty()) {
-        keep(*caches, reading->env, keep_key, reading->interest);
-      }
-      out.env = std::move(reading->env);
-      out.activation_elapsed = reading->activation_elapsed;
-      out.static_elapsed = reading->static_elapsed;
-      out.linkage_elapsed = reading->linkage_elapsed;
-    }
-  };
-  // Envs are read side by side (as many at once as envs are probed, at most
-  // k_max_reading): a rescan with nothing to run is mostly this reading
-  // (docs/performance.md).
-  // Envs on one network or FUSE filesystem are read one after another in one
-  // lane, so that once one blocks the others on it are not started: each
-  // would leave a thread behind on a server that does not answer.
+    out.env = std::move(reading->env);
+    out.activation_elapsed = reading->activation_elapsed;
+    out.static_elapsed = reading->static_elapsed;
+    out.linkage_elapsed = reading->linkage_elapsed;
+  }
+}
+
+// Envs on one network or FUSE filesystem are read one after another in one
+// lane, so that once one blocks the others on it are not started: each
+// would leave a thread behind on a server that does not answer. Every
+// other env is a lane of its own.
+std::vector<std::vector<std::size_t>> reading_lanes(const std::vector<EnvCandidate>& candidates,
+                                                    const MountTable& mounts) {
   std::vector<std::vector<std::size_t>> lanes;
   std::map<std::filesystem::path, std::size_t> lane_of_mount;
   for (std::size_t i = 0; i < candidates.size(); ++i) {
-    const auto on = mounts_now->mount_of(candidates[i].prefix);
+    const auto on = mounts.mount_of(candidates[i].prefix);
     if (!served_from_elsewhere(on.fstype)) {
       lanes.push_back({i});
       continue;
@@ -551,19 +558,30 @@ HostFacts gather_host_facts(const HostFactsOptions& options,
     }
     lanes[lane->second].push_back(i);
   }
+  return lanes;
+}
+
+// Every candidate read, side by side (as many at once as envs are probed,
+// at most k_max_reading): a rescan with nothing to run is mostly this
+// reading (docs/performance.md).
+std::vector<Reading> read_candidates(const ScanReading& scan,
+                                     const std::vector<EnvCandidate>& candidates) {
+  std::vector<Reading> readings(candidates.size());
+  const auto lanes = reading_lanes(candidates, scan.blocked.mounts());
   // At most k_max_reading at once, whatever the cores: readers started
   // together are only counted against the bound on blocked ones once their
   // deadline passes, so it may be overrun by as many (docs/reliability.md).
   constexpr unsigned k_max_reading = 8;
-  const unsigned reading_at_once = std::min(
-      k_max_reading, options.concurrency != 0 ? options.concurrency
-                                              : std::max(1U, std::thread::hardware_concurrency()));
+  const unsigned reading_at_once =
+      std::min(k_max_reading, scan.options.concurrency != 0
+                                  ? scan.options.concurrency
+                                  : std::max(1U, std::thread::hardware_concurrency()));
   run_concurrently(lanes.size(), reading_at_once, [&](std::size_t lane) {
     for (const auto index : lanes[lane]) {
       // That env's error, judged as not read (every check skipped, verdict
       // error), rather than the whole scan's failure: the others are read.
       try {
-        read_candidate(candidates[index], readings[index]);
+        read_candidate(scan, candidates[index], readings[index]);
       } catch (const std::exception& e) {
         readings[index] = failed_reading(candidates[index], e.what());
       } catch (...) {
@@ -571,19 +589,30 @@ HostFacts gather_host_facts(const HostFactsOptions& options,
       }
     }
   });
-  if (keeping) {
-    // Envs gone (or no longer found) are not kept.
-    std::set<std::filesystem::path> found;
-    for (const auto& candidate : candidates) {
-      found.insert(candidate.prefix);
-    }
-    std::lock_guard lock(caches->mutex);
-    std::erase_if(caches->kept_envs,
-                  [&](const auto& entry) { return !found.contains(entry.first); });
-  } else {
-    std::lock_guard lock(caches->mutex);
-    caches->kept_envs.clear();
+  return readings;
+}
+
+// Kept facts of envs gone (or no longer found) are dropped; all of them
+// when nothing is kept.
+void forget_kept_envs(FactCaches& caches, bool keeping,
+                      const std::vector<EnvCandidate>& candidates) {
+  std::lock_guard lock(caches.mutex);
+  if (!keeping) {
+    caches.kept_envs.clear();
+    return;
   }
+  std::set<std::filesystem::path> found;
+  for (const auto& candidate : candidates) {
+    found.insert(candidate.prefix);
+  }
+  std::erase_if(caches.kept_envs, [&](const auto& entry) { return !found.contains(entry.first); });
+}
+
+// The envs read, in the candidates' order, named apart; what was not an env
+// is a problem of the host's.
+void collect_envs(const HostFactsOptions& options, const std::vector<EnvCandidate>& candidates,
+                  std::vector<Reading>& readings,
+                  const std::vector<facts::DeviceNodes>& device_nodes, HostFacts& facts) {
   std::vector<PythonEnv> described;
   for (std::size_t i = 0; i < candidates.size(); ++i) {
     auto& read = readings[i];
@@ -613,6 +642,68 @@ HostFacts gather_host_facts(const HostFactsOptions& options,
       }
     }
   }
+}
+
+}  // namespace
+
+HostFacts gather_host_facts(const HostFactsOptions& options,
+                            const std::shared_ptr<FactCaches>& caches) {
+  HostFacts facts;
+  facts.host = hostname();
+  facts.gathered_at = common::now_rfc3339();
+  facts.image = read_image_tag(options.image);
+
+  auto discovery_options = std::make_shared<DiscoveryOptions>(options.discovery);
+  resolve_containers(options, facts, *discovery_options);
+  const bool mounts_given = discovery_options->mounts != nullptr;
+  if (!mounts_given) {
+    discovery_options->mounts = std::make_shared<const MountTable>(MountTable::load());
+  }
+  std::shared_ptr<const MountTable> mount_table = discovery_options->mounts;
+  BlockedMounts blocked;
+  blocked.use(mount_table.get());
+  auto search = discover_candidates(options, discovery_options, *caches, blocked, facts);
+  if (options.only_envs) {
+    keep_only_named_envs(*options.only_envs, search, facts);
+  }
+
+  const bool keeping = caches->watch != nullptr && options.keep_unchanged_for.count() > 0;
+  // Before the mount table (unless the caller gave one, read earlier) and
+  // the loader's cache are read for this scan: what changes in them from
+  // here on leaves no env read meanwhile kept.
+  std::optional<SharedReadInputs> shared_inputs;
+  if (keeping) {
+    shared_inputs.emplace();
+  }
+  if (!mounts_given) {
+    // No lane reads yet (they start below), and a discovery reader left
+    // blocked holds the options' own table, not this one.
+    mount_table = std::make_shared<const MountTable>(MountTable::load());
+    blocked.use(mount_table.get());
+  }
+  const auto ld_cache = std::make_shared<const LdCache>(LdCache::load());
+  // Device nodes of the agent's own filesystem: globbed once, as the agent.
+  const auto device_nodes = glob_device_nodes(options.request.device_globs, SystemRoot("/"));
+  if (keeping) {
+    // A mount made or removed shows other files at the same paths, and no
+    // change event says so: nothing read under the old mounts is kept.
+    std::string mounts_seen = mount_signature(*mount_table);
+    std::lock_guard lock(caches->mutex);
+    if (caches->kept_mounts != mounts_seen) {
+      caches->kept_envs.clear();
+      caches->kept_mounts = std::move(mounts_seen);
+    }
+  }
+  const ScanReading scan{options,
+                         caches,
+                         mount_table,
+                         ld_cache,
+                         blocked,
+                         keeping,
+                         keeping ? &*shared_inputs : nullptr};
+  auto readings = read_candidates(scan, search.candidates);
+  forget_kept_envs(*caches, keeping, search.candidates);
+  collect_envs(options, search.candidates, readings, device_nodes, facts);
   return facts;
 }
 
