@@ -1,6 +1,7 @@
 #include "contracts/host_judgement.hpp"
 
 #include <algorithm>
+#include <stdexcept>
 #include <variant>
 
 #include "contracts/env_facts.hpp"
@@ -177,7 +178,8 @@ std::vector<std::string> unmet_env_rule(const Contract& contract, const HostJudg
   return reasons;
 }
 
-// One env whose judging fails is that env's error; the others are judged.
+}  // namespace
+
 EnvJudgement judge_env_contained(const Contract& contract, const facts::EnvFacts& env) {
   try {
     return judge_env(contract, env);
@@ -198,13 +200,26 @@ EnvJudgement judge_env_contained(const Contract& contract, const facts::EnvFacts
   }
 }
 
-}  // namespace
-
 HostJudgement judge_host(const Contract& contract, const facts::HostFacts& host_facts) {
+  std::vector<EnvJudgement> judged;
+  judged.reserve(host_facts.envs.size());
+  for (const auto& env : host_facts.envs) {
+    judged.push_back(judge_env_contained(contract, env));
+  }
+  return judge_host(contract, host_facts, std::move(judged));
+}
+
+HostJudgement judge_host(const Contract& contract, const facts::HostFacts& host_facts,
+                         std::vector<EnvJudgement> judged_envs) {
+  if (judged_envs.size() != host_facts.envs.size()) {
+    throw std::invalid_argument("judge_host: " + std::to_string(judged_envs.size()) +
+                                " judgements for " + std::to_string(host_facts.envs.size()) +
+                                " envs");
+  }
   HostJudgement host;
   host.targets = judge_targets(contract, host_facts.image);
-  for (const auto& env : host_facts.envs) {
-    NamedEnvJudgement judged{env.env.name, judge_env_contained(contract, env)};
+  for (std::size_t i = 0; i < host_facts.envs.size(); ++i) {
+    NamedEnvJudgement judged{host_facts.envs[i].env.name, std::move(judged_envs[i])};
     if (judged.judgement.verdict == EnvVerdict::compliant) {
       host.compliant_envs.push_back(judged.name);
     }

@@ -44,6 +44,16 @@ struct HostJudgement {
 // at least one compliant env (any), every env (all), or the named ones.
 HostJudgement judge_host(const Contract& contract, const facts::HostFacts& host_facts);
 
+// The same with its envs already judged, `judged_envs[i]` being
+// host_facts.envs[i]'s (a scan judges each env once, when its probe ends).
+// Throws std::invalid_argument when the counts differ.
+HostJudgement judge_host(const Contract& contract, const facts::HostFacts& host_facts,
+                         std::vector<EnvJudgement> judged_envs);
+
+// judge_env, with what it throws made an error of that env (the others are
+// judged): what judge_host does for each env.
+EnvJudgement judge_env_contained(const Contract& contract, const facts::EnvFacts& env);
+
 // Judges the image reference the host runs against each target. `who`
 // names what runs it in messages: "the host", "container trainer".
 std::vector<TargetJudgement> judge_targets(const Contract& contract,

@@ -167,7 +167,8 @@ namespace {
 // that env's facts and not the host's; `top` gets the report's other fields
 // (contract, image, targets) the first time.
 report::Json judged_alone(const LoadedContract& contract, const facts::HostFacts& host,
-                          std::size_t index, std::optional<report::Json>& top) {
+                          std::size_t index, const contracts::EnvJudgement& judgement,
+                          std::optional<report::Json>& top) {
   facts::HostFacts single;
   single.host = host.host;
   single.gathered_at = host.gathered_at;
@@ -178,8 +179,8 @@ report::Json judged_alone(const LoadedContract& contract, const facts::HostFacts
   single.activation_elapsed = host.activation_elapsed;
   single.linkage_elapsed = host.linkage_elapsed;
   single.envs.push_back(host.envs[index]);
-  auto built = report::build_report(contract.identity,
-                                    contracts::judge_host(contract.contract, single), single, 0);
+  auto built = report::build_report(
+      contract.identity, contracts::judge_host(contract.contract, single, {judgement}), single, 0);
   auto entry = std::move(built["envs"].at(0));
   if (!top) {
     built.erase("envs");
@@ -289,22 +290,223 @@ void ProbeCache::forget_all_but(const std::set<std::string>& prefixes) {
   std::erase_if(m_entries, [&](const auto& entry) { return !prefixes.contains(entry.first); });
 }
 
-report::Json Scanner::scan(const LoadedContract& contract, const ScanSettings& settings,
-                           const ScanObserver& observer) {
-  std::lock_guard scan_lock(m_scan_mutex);
-  // A container's envs share one engine exec per user for the scan.
-  const probes::ExecSessionScope exec_sessions;
-  const auto started = std::chrono::steady_clock::now();
-  const auto cancellation = std::make_shared<probes::Cancellation>();
-  {
-    std::lock_guard lock(m_cancel_mutex);
-    m_running = cancellation;
-    if (!m_cancelled_for.empty()) {
-      cancellation->cancel(m_cancelled_for);
+namespace {
+
+// One scan's envs after their facts are gathered: each fingerprinted, its
+// probe reused or run, judged once, and told to the observer as it ends.
+class ScanRun {
+ public:
+  ScanRun(const LoadedContract& contract, const ScanSettings& settings,
+          const ScanObserver& observer, facts::HostFacts& facts, const probes::ProbePlan& plan,
+          const std::shared_ptr<probes::Cancellation>& cancellation, ProbeCache& probes)
+      : m_contract(contract),
+        m_settings(settings),
+        m_observer(observer),
+        m_facts(facts),
+        m_plan(plan),
+        m_cancellation(cancellation),
+        m_probes(probes),
+        m_judged(facts.envs.size()),
+        m_finished(facts.envs.size()) {}
+
+  // Every env, `concurrency` at a time, then the host judged of their
+  // judgements.
+  contracts::HostJudgement run(const std::shared_ptr<const probes::ProbeLanes>& lanes) {
+    probes::run_concurrently(m_facts.envs.size(), m_settings.concurrency, [&](std::size_t index) {
+      std::optional<probes::ProbeLanes::EnvTurn> turn;
+      if (!m_facts.envs[index].kept) {
+        turn.emplace(*lanes);
+      }
+      run_env(index);
+    });
+    if (!m_settings.some_envs_only) {
+      m_probes.forget_all_but(m_seen);
+    }
+    std::vector<contracts::EnvJudgement> judged;
+    judged.reserve(m_judged.size());
+    for (std::size_t i = 0; i < m_judged.size(); ++i) {
+      // An env whose files blocked its fingerprint is judged here, with
+      // that error.
+      judged.push_back(m_judged[i]
+                           ? std::move(*m_judged[i])
+                           : contracts::judge_env_contained(m_contract.contract, m_facts.envs[i]));
+    }
+    return contracts::judge_host(m_contract.contract, m_facts, std::move(judged));
+  }
+
+  std::size_t probed() const { return m_probed; }
+
+ private:
+  using Clock = std::chrono::steady_clock;
+
+  void run_env(std::size_t index) {
+    auto& env = m_facts.envs[index];
+    const auto env_started = Clock::now();
+    std::optional<probes::Stall> stalled;
+    const std::string fingerprint = fingerprint_of(env, stalled);
+    if (stalled) {
+      std::lock_guard lock(m_progress_mutex);
+      env.errors.push_back(facts::FactError{"reading", stalled->message(), stalled});
+      m_probes.forget(env.env.prefix.string());
+      ++m_done;
+      tell_finished(env, "error", env_started);
+      return;
+    }
+    {
+      std::lock_guard lock(m_progress_mutex);
+      m_seen.insert(env.env.prefix.string());
+    }
+    std::optional<ProbeCache::Entry> reusable;
+    if (auto cached = m_probes.find(env.env.prefix.string());
+        m_settings.reprobe_interval.count() > 0 && cached && cached->fingerprint == fingerprint &&
+        env_started - cached->when < m_settings.reprobe_interval) {
+      reusable = std::move(cached);
+    }
+    if (m_observer.env_started) {
+      m_observer.env_started(env.env.name, reusable.has_value());
+    }
+    ProbeCache::Entry result;
+    std::string failure;
+    if (reusable) {
+      result = std::move(*reusable);
+    } else {
+      failure = probe(env, fingerprint, env_started, result, stalled);
+    }
+    {
+      std::lock_guard lock(m_progress_mutex);
+      record_probe(env, reusable.has_value(), std::move(result), failure, stalled);
+    }
+    // Judged once, on this env's thread, with what its probe found.
+    m_judged[index] = contracts::judge_env_contained(m_contract.contract, env);
+    std::lock_guard lock(m_progress_mutex);
+    ++m_done;
+    tell_partial_report(index);
+    tell_finished(env, contracts::to_string(m_judged[index]->verdict), env_started);
+  }
+
+  // What decides whether the env is probed again. An env that was not read
+  // (a user's mount in it, a reader that blocked) is not touched again: none
+  // of its code runs, so there is nothing to fingerprint. The fingerprint
+  // stats the env's files: bounded like every other read of them, and an
+  // env whose files block (`stalled`) is not probed.
+  std::string fingerprint_of(const facts::EnvFacts& env, std::optional<probes::Stall>& stalled) {
+    auto fingerprint = std::make_shared<std::string>();
+    const bool unread =
+        !env.env.user_mount.empty() ||
+        std::any_of(env.errors.begin(), env.errors.end(),
+                    [](const probes::FactError& error) { return error.stage == "reading"; });
+    if (env.kept) {
+      // Nothing its facts were read from changed: neither did its fingerprint.
+      if (const auto cached = m_probes.find(env.env.prefix.string())) {
+        *fingerprint = cached->fingerprint;
+      }
+    }
+    if (!unread && fingerprint->empty()) {
+      auto env_json = std::make_shared<const report::Json>(facts::to_json(env));
+      const std::string contract_sha = m_contract.identity.sha256;
+      stalled = probes::run_bounded(
+          "fingerprint " + env.env.prefix.string(),
+          "reading the files of " + env.env.prefix.string(), m_settings.facts.reading_deadline,
+          m_cancellation.get(), [fingerprint, env_json, contract_sha](const probes::Cancellation&) {
+            *fingerprint = env_fingerprint(*env_json, contract_sha);
+          });
+    }
+    return *fingerprint;
+  }
+
+  // Runs the env's probe: "" and its `result`, or why it failed. One env's
+  // failure is that env's error: the others are probed and the scan
+  // finishes.
+  std::string probe(const facts::EnvFacts& env, const std::string& fingerprint,
+                    Clock::time_point env_started, ProbeCache::Entry& result,
+                    std::optional<probes::Stall>& stalled) {
+    try {
+      std::optional<probes::Stall> probe_stall;
+      auto dynamic = probe_bounded(env, m_plan, m_settings, m_cancellation.get(), probe_stall);
+      if (probe_stall) {
+        stalled = std::move(probe_stall);
+        return stalled->message();
+      }
+      result = {fingerprint, std::move(dynamic), common::now_rfc3339(), env_started};
+      return {};
+    } catch (const std::exception& e) {
+      return e.what();
+    } catch (...) {
+      return "an unknown exception";
     }
   }
-  const Watchdog watchdog(settings.scan_deadline, *cancellation, settings.cancelled_by);
-  auto options = settings.facts;
+
+  // The probe's facts into the env's, and into the cache unless it was cut
+  // short. Under the progress lock.
+  void record_probe(facts::EnvFacts& env, bool reused, ProbeCache::Entry result,
+                    const std::string& failure, const std::optional<probes::Stall>& stalled) {
+    if (failure.empty()) {
+      env.dynamic = result.dynamic;
+      env.probed_at = result.probed_at;
+    } else {
+      env.errors.push_back(facts::FactError{"dynamic probe", failure, stalled});
+    }
+    m_probed += reused ? 0 : 1;
+    // A probe cut short says nothing about the env: the next scan probes it anew.
+    if (failure.empty() && !m_cancellation->cancelled()) {
+      m_probes.put(env.env.prefix.string(), std::move(result));
+    } else {
+      m_probes.forget(env.env.prefix.string());
+    }
+  }
+
+  // The envs judged so far, after each but the last. Under the progress lock.
+  void tell_partial_report(std::size_t index) {
+    if (!m_observer.partial_report || m_done >= m_facts.envs.size()) {
+      return;
+    }
+    try {
+      const auto entry = judged_alone(m_contract, m_facts, index, *m_judged[index], m_partial_top);
+      if (entry.value("verdict", "") == "compliant") {
+        m_compliant_envs.push_back(entry.value("name", ""));
+      }
+      m_finished[index] = common::json_text(entry);
+      m_observer.partial_report(
+          partial_report(*m_partial_top, m_finished, m_facts, m_compliant_envs));
+    } catch (const std::exception& e) {
+      spdlog::warn("no partial report after {}: {}", m_facts.envs[index].env.name, e.what());
+    }
+  }
+
+  // Under the progress lock.
+  void tell_finished(const facts::EnvFacts& env, const std::string& verdict,
+                     Clock::time_point env_started) {
+    if (m_observer.env_finished) {
+      m_observer.env_finished(
+          env.env.name, verdict,
+          std::chrono::duration_cast<std::chrono::milliseconds>(Clock::now() - env_started), m_done,
+          m_facts.envs.size());
+    }
+  }
+
+  const LoadedContract& m_contract;
+  const ScanSettings& m_settings;
+  const ScanObserver& m_observer;
+  facts::HostFacts& m_facts;
+  const probes::ProbePlan& m_plan;
+  std::shared_ptr<probes::Cancellation> m_cancellation;
+  ProbeCache& m_probes;
+  // Each env's judgement, written by its own thread only.
+  std::vector<std::optional<contracts::EnvJudgement>> m_judged;
+
+  std::mutex m_progress_mutex;  // guards what follows
+  std::size_t m_done = 0;
+  std::size_t m_probed = 0;
+  std::set<std::string> m_seen;
+  // Each finished env's report entry as text, for partial reports.
+  std::vector<std::string> m_finished;
+  std::vector<std::string> m_compliant_envs;
+  std::optional<report::Json> m_partial_top;
+};
+
+}  // namespace
+
+void Scanner::start_or_stop_watch(const ScanSettings& settings) {
   if (!settings.watch_changes && m_caches->watch) {
     // Turned off (a configuration reloaded): its reader thread stops with it.
     std::lock_guard lock(m_caches->mutex);
@@ -321,6 +523,25 @@ report::Json Scanner::scan(const LoadedContract& contract, const ScanSettings& s
                    why_not);
     }
   }
+}
+
+report::Json Scanner::scan(const LoadedContract& contract, const ScanSettings& settings,
+                           const ScanObserver& observer) {
+  std::lock_guard scan_lock(m_scan_mutex);
+  // A container's envs share one engine exec per user for the scan.
+  const probes::ExecSessionScope exec_sessions;
+  const auto started = std::chrono::steady_clock::now();
+  const auto cancellation = std::make_shared<probes::Cancellation>();
+  {
+    std::lock_guard lock(m_cancel_mutex);
+    m_running = cancellation;
+    if (!m_cancelled_for.empty()) {
+      cancellation->cancel(m_cancelled_for);
+    }
+  }
+  const Watchdog watchdog(settings.scan_deadline, *cancellation, settings.cancelled_by);
+  start_or_stop_watch(settings);
+  auto options = settings.facts;
   if (settings.watch_changes && settings.reprobe_interval.count() > 0) {
     options.keep_unchanged_for = settings.reprobe_interval;
     options.keep_key = contract.identity.sha256;
@@ -347,146 +568,12 @@ report::Json Scanner::scan(const LoadedContract& contract, const ScanSettings& s
   if (observer.started) {
     observer.started(facts.envs.size());
   }
-
-  std::mutex progress_mutex;
-  std::size_t done = 0;
-  std::size_t probed = 0;
-  std::set<std::string> seen;
-  // Each finished env's report entry as text, for partial reports.
-  std::vector<std::string> finished(facts.envs.size());
-  std::vector<std::string> compliant_envs;
-  std::optional<report::Json> partial_top;
-  probes::run_concurrently(facts.envs.size(), settings.concurrency, [&](std::size_t index) {
-    auto& env = facts.envs[index];
-    std::optional<probes::ProbeLanes::EnvTurn> turn;
-    if (!env.kept) {
-      turn.emplace(*lanes);
-    }
-    const auto env_started = std::chrono::steady_clock::now();
-    // The fingerprint stats the env's files: bounded like every other read
-    // of them, and an env whose files block is not probed.
-    auto fingerprint_of = std::make_shared<std::string>();
-    std::optional<probes::Stall> stalled;
-    // An env that was not read (a user's mount in it, a reader that blocked)
-    // is not touched again: none of its code runs, so there is nothing to fingerprint.
-    const bool unread =
-        !env.env.user_mount.empty() ||
-        std::any_of(env.errors.begin(), env.errors.end(),
-                    [](const probes::FactError& error) { return error.stage == "reading"; });
-    if (env.kept) {
-      // Nothing its facts were read from changed: neither did its fingerprint.
-      if (const auto cached = m_probes->find(env.env.prefix.string())) {
-        *fingerprint_of = cached->fingerprint;
-      }
-    }
-    if (!unread && fingerprint_of->empty()) {
-      auto env_json = std::make_shared<const report::Json>(facts::to_json(env));
-      const std::string contract_sha = contract.identity.sha256;
-      stalled = probes::run_bounded(
-          "fingerprint " + env.env.prefix.string(),
-          "reading the files of " + env.env.prefix.string(), settings.facts.reading_deadline,
-          cancellation.get(),
-          [fingerprint_of, env_json, contract_sha](const probes::Cancellation&) {
-            *fingerprint_of = env_fingerprint(*env_json, contract_sha);
-          });
-    }
-    if (stalled) {
-      std::lock_guard lock(progress_mutex);
-      env.errors.push_back(facts::FactError{"reading", stalled->message(), stalled});
-      m_probes->forget(env.env.prefix.string());
-      ++done;
-      if (observer.env_finished) {
-        observer.env_finished(env.env.name, "error",
-                              std::chrono::duration_cast<std::chrono::milliseconds>(
-                                  std::chrono::steady_clock::now() - env_started),
-                              done, facts.envs.size());
-      }
-      return;
-    }
-    const std::string fingerprint = *fingerprint_of;
-    std::optional<ProbeCache::Entry> reusable;
-    {
-      std::lock_guard lock(progress_mutex);
-      seen.insert(env.env.prefix.string());
-    }
-    if (auto cached = m_probes->find(env.env.prefix.string());
-        settings.reprobe_interval.count() > 0 && cached && cached->fingerprint == fingerprint &&
-        env_started - cached->when < settings.reprobe_interval) {
-      reusable = std::move(cached);
-    }
-    if (observer.env_started) {
-      observer.env_started(env.env.name, reusable.has_value());
-    }
-    ProbeCache::Entry result;
-    std::string failure;
-    if (reusable) {
-      result = std::move(*reusable);
-    } else {
-      // One env's failure is that env's error: the others are probed and
-      // the scan finishes.
-      try {
-        std::optional<probes::Stall> probe_stall;
-        auto dynamic = probe_bounded(env, plan, settings, cancellation.get(), probe_stall);
-        if (probe_stall) {
-          stalled = std::move(probe_stall);
-          failure = stalled->message();
-        } else {
-          result = {fingerprint, std::move(dynamic), common::now_rfc3339(), env_started};
-        }
-      } catch (const std::exception& e) {
-        failure = e.what();
-      } catch (...) {
-        failure = "an unknown exception";
-      }
-    }
-    std::lock_guard lock(progress_mutex);
-    if (failure.empty()) {
-      env.dynamic = result.dynamic;
-      env.probed_at = result.probed_at;
-    } else {
-      env.errors.push_back(facts::FactError{"dynamic probe", failure, stalled});
-    }
-    probed += reusable ? 0 : 1;
-    // A probe cut short says nothing about the env: the next scan probes it anew.
-    if (failure.empty() && !cancellation->cancelled()) {
-      m_probes->put(env.env.prefix.string(), std::move(result));
-    } else {
-      m_probes->forget(env.env.prefix.string());
-    }
-    ++done;
-    if (observer.partial_report && done < facts.envs.size()) {
-      try {
-        const auto entry = judged_alone(contract, facts, index, partial_top);
-        if (entry.value("verdict", "") == "compliant") {
-          compliant_envs.push_back(entry.value("name", ""));
-        }
-        finished[index] = common::json_text(entry);
-        observer.partial_report(partial_report(*partial_top, finished, facts, compliant_envs));
-      } catch (const std::exception& e) {
-        spdlog::warn("no partial report after {}: {}", env.env.name, e.what());
-      }
-    }
-    if (observer.env_finished) {
-      std::string verdict = "error";
-      try {
-        verdict = contracts::to_string(contracts::judge_env(contract.contract, env).verdict);
-      } catch (const std::exception&) {
-      }
-      observer.env_finished(env.env.name, verdict,
-                            std::chrono::duration_cast<std::chrono::milliseconds>(
-                                std::chrono::steady_clock::now() - env_started),
-                            done, facts.envs.size());
-    }
-  });
-  if (!settings.some_envs_only) {
-    m_probes->forget_all_but(seen);
-  }
-  m_last_probed = probed;
-  m_last_reused = facts.envs.size() - probed;
+  ScanRun run(contract, settings, observer, facts, plan, cancellation, *m_probes);
+  const auto judgement = run.run(lanes);
+  m_last_probed = run.probed();
+  m_last_reused = facts.envs.size() - run.probed();
   m_last_read = static_cast<std::size_t>(std::count_if(facts.envs.begin(), facts.envs.end(),
                                                        [](const auto& env) { return !env.kept; }));
-
-  const auto judgement = contracts::judge_host(contract.contract, facts);
   const auto elapsed =
       std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - started);
   {

@@ -107,6 +107,9 @@ class Scanner {
   std::size_t held_libraries() const { return m_caches->elf_files.size(); }
 
  private:
+  // The change watch started, or stopped when the settings turned it off.
+  void start_or_stop_watch(const ScanSettings& settings);
+
   std::mutex m_scan_mutex;
   std::mutex m_cancel_mutex;  // guards the two below
   std::shared_ptr<probes::Cancellation> m_running;

@@ -336,6 +336,33 @@ TEST(HostRule, AnEnvThatCouldNotBeReadIsAnErrorNotADrift) {
   }
 }
 
+// A scan judges each env once, as its probe ends, and the host of those
+// judgements: the same host judgement as judging them all at the end.
+TEST(HostRule, EnvsJudgedBeforehandMakeTheSameHostJudgement) {
+  const auto contract = load(
+      "schema_version: 1\nenvs: {require: all}\n"
+      "checks:\n  - id: marker\n    kind: files\n    exist: ['{prefix}/marker']\n");
+  testing::TempDir dir;
+  facts::HostFacts host;
+  host.envs.push_back(marker_env("good", dir.path(), true));
+  host.envs.push_back(marker_env("bad", dir.path(), false));
+  std::vector<contracts::EnvJudgement> judged;
+  for (const auto& env : host.envs) {
+    judged.push_back(contracts::judge_env_contained(contract, env));
+  }
+  const auto at_once = contracts::judge_host(contract, host);
+  const auto beforehand = contracts::judge_host(contract, host, judged);
+  EXPECT_EQ(beforehand.verdict, EnvVerdict::drift);
+  EXPECT_EQ(beforehand.verdict, at_once.verdict);
+  EXPECT_EQ(beforehand.compliant_envs, std::vector<std::string>{"good"});
+  EXPECT_EQ(beforehand.reasons, at_once.reasons);
+  ASSERT_EQ(beforehand.envs.size(), 2U);
+  EXPECT_EQ(beforehand.envs[1].name, "bad");
+  EXPECT_EQ(beforehand.envs[1].judgement.verdict, EnvVerdict::drift);
+  // A judgement short is the caller's mistake, said rather than misread.
+  EXPECT_THROW(contracts::judge_host(contract, host, {judged[0]}), std::invalid_argument);
+}
+
 TEST(HostRule, NoEnvAtAllIsDrift) {
   facts::HostFacts no_envs;
   no_envs.image = image("r.example/x:1");
