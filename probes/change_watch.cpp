@@ -77,6 +77,37 @@ struct ChangeWatch::Core {
   };
   enum class Index { touching, trees, entries, objects };
 
+  // What one read depended on, resolved (before the lock: following links
+  // may wait on a slow disk): paths by name, with their links' steps, and
+  // files by identity.
+  struct Resolved {
+    struct Named {
+      fs::path path;
+      Index kind;
+    };
+    struct Identified {
+      std::string device;  // as the mount table names it
+      std::uint64_t fsid = 0;
+      std::string key;
+    };
+    std::vector<Named> named;
+    std::vector<Identified> identified;
+    std::string unidentified;  // why a file could not be identified, the first
+  };
+  static Resolved resolve(const ReadDependencies& dependencies, const MountTable& mounts);
+  // Under the lock: each settles one interest `id` of `state`, and the first
+  // reason its changes cannot all be seen goes to `why_not`.
+  void index_files(std::uint64_t id, State& state,
+                   const std::vector<Resolved::Identified>& identified, const MountTable& mounts,
+                   bool& newly_marked, std::string& why_not);
+  std::vector<std::pair<std::string, Index>> keys_of(const std::vector<Resolved::Named>& named,
+                                                     const MountTable& mounts, bool& newly_marked,
+                                                     std::string& why_not);
+  void index_keys(std::uint64_t id, State& state,
+                  const std::vector<std::pair<std::string, Index>>& keys);
+  // What changed while the read ran, now that its paths are known.
+  void catch_up(std::uint64_t id, State& state);
+
   mutable std::mutex mutex;
   int fan_fd = -1;
   // A filesystem mark ends with its filesystem: unmounted and mounted again
@@ -672,44 +703,32 @@ std::shared_ptr<ChangeWatch::Interest> ChangeWatch::open() {
   return std::make_shared<Interest>(m_core, id);
 }
 
-std::string ChangeWatch::settle(Interest& interest, const ReadDependencies& dependencies,
-                                const MountTable& mounts) {
-  // Resolved before the lock: following links may wait on a slow disk.
+ChangeWatch::Core::Resolved ChangeWatch::Core::resolve(const ReadDependencies& dependencies,
+                                                       const MountTable& mounts) {
   // (Trees and entries directories come with their links' targets:
   // add_link_targets.)
-  struct Named {
-    fs::path path;
-    Core::Index kind;
-  };
-  std::vector<Named> named;
+  Resolved resolved;
   const auto add_with_links = [&](const fs::path& path) {
-    named.push_back({path, Core::Index::touching});
+    resolved.named.push_back({path, Index::touching});
     for (auto& step : link_chain(path)) {
-      named.push_back({std::move(step), Core::Index::touching});
+      resolved.named.push_back({std::move(step), Index::touching});
     }
   };
   for (const auto& tree : dependencies.trees) {
-    named.push_back({tree, Core::Index::trees});
+    resolved.named.push_back({tree, Index::trees});
   }
   for (const auto& dir : dependencies.entries) {
-    named.push_back({dir, Core::Index::entries});
+    resolved.named.push_back({dir, Index::entries});
   }
   for (const auto& path : dependencies.paths) {
     add_with_links(path);
   }
   // Each file read, by identity, and by the path its links lead to.
-  struct Identified {
-    std::string device;
-    std::uint64_t fsid = 0;
-    std::string key;
-  };
-  std::vector<Identified> identified;
-  std::string unidentified;
   for (const auto& file : dependencies.files) {
     auto identity = identify(file);
     if (!identity.problem.empty()) {
-      if (unidentified.empty()) {
-        unidentified = identity.problem;
+      if (resolved.unidentified.empty()) {
+        resolved.unidentified = identity.problem;
       }
       continue;
     }
@@ -721,30 +740,25 @@ std::string ChangeWatch::settle(Interest& interest, const ReadDependencies& depe
     }
     // The device as the mount table names it (on btrfs a file's st_dev is
     // its subvolume's, which no mount names).
-    identified.push_back(
+    resolved.identified.push_back(
         {mounts.mount_of(identity.real).device, identity.fsid, std::move(identity.key)});
   }
+  return resolved;
+}
 
-  std::lock_guard lock(m_core->mutex);
-  m_core->drain();
-  auto& state = m_core->interests.at(interest.id());
-  if (state.settled) {
-    return "settled twice";
-  }
-  state.settled = true;
-  --m_core->open_interests;
-  std::string why_not = dependencies.incomplete.empty() ? unidentified : dependencies.incomplete;
-  bool newly_marked = false;
+void ChangeWatch::Core::index_files(std::uint64_t id, State& state,
+                                    const std::vector<Resolved::Identified>& identified,
+                                    const MountTable& mounts, bool& newly_marked,
+                                    std::string& why_not) {
   for (const auto& file : identified) {
-    const std::string problem = m_core->mark(file.device, mounts, newly_marked);
+    const std::string problem = mark(file.device, mounts, newly_marked);
     if (!problem.empty()) {
       if (why_not.empty()) {
         why_not = "a file it read is on " + problem;
       }
       continue;
     }
-    if (!m_core->filesystems.contains(file.fsid) ||
-        m_core->filesystems.at(file.fsid).device != file.device) {
+    if (!filesystems.contains(file.fsid) || filesystems.at(file.fsid).device != file.device) {
       // Its changes would come with its filesystem's id, which is not this
       // file's (a btrfs subvolume's own id): they could not be matched.
       if (why_not.empty()) {
@@ -752,17 +766,21 @@ std::string ChangeWatch::settle(Interest& interest, const ReadDependencies& depe
       }
       continue;
     }
-    const std::string& key = file.key;
-    auto& ids = m_core->objects[key];
-    if (ids.empty() || ids.back() != interest.id()) {
-      ids.push_back(interest.id());
-      state.objects.push_back(key);
+    auto& ids = objects[file.key];
+    if (ids.empty() || ids.back() != id) {
+      ids.push_back(id);
+      state.objects.push_back(file.key);
     }
   }
-  std::vector<std::pair<std::string, Core::Index>> keys;
+}
+
+std::vector<std::pair<std::string, ChangeWatch::Core::Index>> ChangeWatch::Core::keys_of(
+    const std::vector<Resolved::Named>& named, const MountTable& mounts, bool& newly_marked,
+    std::string& why_not) {
+  std::vector<std::pair<std::string, Index>> keys;
   for (const auto& [path, kind] : named) {
     const auto mount = mounts.mount_of(path);
-    const std::string problem = m_core->mark(mount.device, mounts, newly_marked);
+    const std::string problem = mark(mount.device, mounts, newly_marked);
     if (!problem.empty()) {
       if (why_not.empty()) {
         why_not = path.string() + " is on " + problem;
@@ -777,43 +795,71 @@ std::string ChangeWatch::settle(Interest& interest, const ReadDependencies& depe
     }
     keys.emplace_back(key_of(mount.device, text), kind);
   }
+  return keys;
+}
+
+void ChangeWatch::Core::index_keys(std::uint64_t id, State& state,
+                                   const std::vector<std::pair<std::string, Index>>& keys) {
+  for (const auto& [key, kind] : keys) {
+    // The key and each of its ancestors touch it: a rename or removal on the way counts.
+    for (std::string at = key; !at.empty(); at = parent_key(at)) {
+      auto& ids = touching[at];
+      if (ids.empty() || ids.back() != id) {
+        ids.push_back(id);
+        state.touching.push_back(at);
+      }
+    }
+    if (kind != Index::touching) {
+      index(kind)[key].push_back(id);
+      (kind == Index::trees ? state.trees : state.entries).push_back(key);
+      if (kind == Index::trees) {
+        ++tree_lengths[key.size()];
+      }
+    }
+  }
+}
+
+void ChangeWatch::Core::catch_up(std::uint64_t id, State& state) {
+  if (last_lost > state.opened_at) {
+    note_change(state, "more changed while it was read than the agent follows");
+  }
+  for (const auto& logged : log) {
+    if (logged.first <= state.opened_at || state.change) {
+      continue;
+    }
+    match(logged.second, [&](std::uint64_t matched) {
+      if (matched == id) {
+        note_change(state, describe(logged.second) + " while it was read");
+      }
+    });
+  }
+  trim_log();
+}
+
+std::string ChangeWatch::settle(Interest& interest, const ReadDependencies& dependencies,
+                                const MountTable& mounts) {
+  // Resolved before the lock: following links may wait on a slow disk.
+  const auto resolved = Core::resolve(dependencies, mounts);
+  std::lock_guard lock(m_core->mutex);
+  m_core->drain();
+  auto& state = m_core->interests.at(interest.id());
+  if (state.settled) {
+    return "settled twice";
+  }
+  state.settled = true;
+  --m_core->open_interests;
+  std::string why_not =
+      dependencies.incomplete.empty() ? resolved.unidentified : dependencies.incomplete;
+  bool newly_marked = false;
+  m_core->index_files(interest.id(), state, resolved.identified, mounts, newly_marked, why_not);
+  const auto keys = m_core->keys_of(resolved.named, mounts, newly_marked, why_not);
   if (!why_not.empty()) {
     m_core->note_change(state, "not watched: " + why_not);
   } else if (newly_marked) {
     m_core->note_change(state, "its filesystem was not yet watched while it was read");
   }
-  for (const auto& [key, kind] : keys) {
-    // The key and each of its ancestors touch it: a rename or removal on the way counts.
-    for (std::string at = key; !at.empty(); at = parent_key(at)) {
-      auto& ids = m_core->touching[at];
-      if (ids.empty() || ids.back() != interest.id()) {
-        ids.push_back(interest.id());
-        state.touching.push_back(at);
-      }
-    }
-    if (kind != Core::Index::touching) {
-      m_core->index(kind)[key].push_back(interest.id());
-      (kind == Core::Index::trees ? state.trees : state.entries).push_back(key);
-      if (kind == Core::Index::trees) {
-        ++m_core->tree_lengths[key.size()];
-      }
-    }
-  }
-  // What changed while the read ran, now that its paths are known.
-  if (m_core->last_lost > state.opened_at) {
-    m_core->note_change(state, "more changed while it was read than the agent follows");
-  }
-  for (const auto& logged : m_core->log) {
-    if (logged.first <= state.opened_at || state.change) {
-      continue;
-    }
-    m_core->match(logged.second, [&](std::uint64_t id) {
-      if (id == interest.id()) {
-        m_core->note_change(state, Core::describe(logged.second) + " while it was read");
-      }
-    });
-  }
-  m_core->trim_log();
+  m_core->index_keys(interest.id(), state, keys);
+  m_core->catch_up(interest.id(), state);
   return why_not;
 }
 

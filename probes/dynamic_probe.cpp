@@ -330,6 +330,104 @@ std::string chain_stop_reason(const std::string& text, const std::vector<StageSp
   return text.substr(at + k_stop.size(), std::min<std::size_t>(end - at - k_stop.size(), 200));
 }
 
+// What the interpreter is asked: one stage, or a chain whose shared first
+// import it makes once, then runs each stage in a process forked from it
+// (the last in itself).
+Json chain_request(const std::vector<StageSpec>& specs) {
+  if (specs.size() == 1) {
+    return specs.front().request;
+  }
+  Json request = {{"chain", Json::array()}, {"first_import", specs.front().first_import}};
+  for (const auto& spec : specs) {
+    request["chain"].push_back(spec.request);
+  }
+  return request;
+}
+
+// The env's interpreter running the probe program from its private
+// directory, as the env's user, from the env's prefix.
+ProcessSpec probe_process(const PythonEnv& env, const Environment& environment,
+                          const ScratchDirectory& directory,
+                          const std::optional<Credentials>& credentials) {
+  ProcessSpec process;
+  process.argv = {seen_by_env(env, env.python),
+                  directory.file("probe.py").string(),
+                  directory.file("request.json").string(),
+                  directory.file("result.jsonl").string(),
+                  directory.file("stacks.txt").string(),
+                  directory.file("progress").string()};
+  process.environment = stage_environment(environment);
+  process.working_dir = seen_by_env(env, env.prefix);
+  process.credentials = credentials;
+  return process;
+}
+
+// How a chain's interpreter ended, and when each stage it showed started.
+struct ChainEnd {
+  const ProcessResult& result;
+  std::chrono::steady_clock::time_point ended_at;
+  const std::vector<std::chrono::steady_clock::time_point>& started_at;
+  const std::vector<StageSpec>& bounded;  // the stages it showed, with their time-outs
+  std::string stop_reason;
+  std::size_t reached;  // the stages it reported
+};
+
+// The result of stage `i`, from its `report`. The last stage reached owns
+// how the process ended (and the hang diagnosis, moved from `hang`), unless
+// it finished and others were to follow it (which are then run again).
+StageResult stage_reached(const PythonEnv& env, Activation activation,
+                          const std::vector<StageSpec>& specs, ProbeReport& report, std::size_t i,
+                          const ChainEnd& end, std::optional<HangDiagnosis>& hang) {
+  const ProcessResult& result = end.result;
+  StageResult stage;
+  stage.stage = specs[i].name;
+  stage.activation = activation;
+  stage.records = std::move(report.records);
+  name_paths_as_the_agent(env, stage.records);
+  // A stage that finished timed itself; the one the process ended in had
+  // the rest (the first one's includes the interpreter's start).
+  if (report.seconds >= 0) {
+    stage.duration = std::chrono::milliseconds(static_cast<long>(report.seconds * 1000));
+  } else if (i < end.started_at.size()) {
+    stage.duration =
+        std::chrono::duration_cast<std::chrono::milliseconds>(end.ended_at - end.started_at[i]);
+  }
+  const bool finished_before_the_end =
+      i + 1 < end.reached || (report.ended && i + 1 < specs.size());
+  if (finished_before_the_end) {
+    stage.process =
+        "finished in a process forked from the interpreter after import " + specs[i].first_import;
+    if (i + 1 == end.reached && !end.stop_reason.empty()) {
+      // What follows it runs in interpreters of its own, or is skipped.
+      stage.process += "; the interpreter stopped after it (" + end.stop_reason + ")";
+    }
+    judge_stage(stage, report, nullptr, specs[i].request, specs[i]);
+    return stage;
+  }
+  if (i == 0 || end.reached == 1) {
+    stage.duration = result.duration;
+  }
+  stage.process = result.describe();
+  stage.stdout_tail = tail(result.out);
+  stage.stderr_tail = tail(result.err);
+  stage.hang = std::move(hang);
+  judge_stage(stage, report, &result, specs[i].request,
+              i < end.bounded.size() ? end.bounded[i] : specs[i]);
+  // A stage whose start the progress file did not show (yet: it is read
+  // every 20 ms; or never: env code wrote something else there) was held to
+  // the time-out of the last one it did show: not its own, so not a hang of
+  // its own either.
+  if (i >= end.bounded.size() && result.outcome == ProcessResult::Outcome::timed_out) {
+    stage.status = StageStatus::stopped;
+    stage.summary = interrupted_step(stage, specs[i].request) +
+                    " was stopped at the time-out of the stage before it (" +
+                    std::to_string(end.bounded.back().timeout.count()) +
+                    " ms): the agent did not see it start in the probe's progress file" +
+                    (stage.hang ? ": " + stage.hang->summary : "");
+  }
+  return stage;
+}
+
 // Runs `specs` in order from one interpreter (a chain of stages that make
 // the same first import: the interpreter makes it once, and runs each stage
 // in a process forked from it, the last in itself), each held to its own
@@ -347,19 +445,9 @@ std::vector<StageResult> run_chain(const PythonEnv& env, const Environment& envi
   const auto credentials = credentials_of(env);
   ScratchDirectory directory("envcontract-probe", credentials, scratch_root(env),
                              scratch_root_process(env));
-  Json request;
-  if (specs.size() == 1) {
-    request = specs.front().request;
-  } else {
-    // The interpreter makes the stages' shared first import once, then runs
-    // each stage in a process forked from it (the last in itself).
-    request = {{"chain", Json::array()}, {"first_import", specs.front().first_import}};
-    for (const auto& spec : specs) {
-      request["chain"].push_back(spec.request);
-    }
-  }
   if (!directory.ok() || !directory.write("probe.py", probe_program_source()) ||
-      !directory.write("request.json", common::json_text(request)) || !directory.hand_over()) {
+      !directory.write("request.json", common::json_text(chain_request(specs))) ||
+      !directory.hand_over()) {
     StageResult stage;
     stage.stage = specs.front().name;
     stage.activation = activation;
@@ -367,16 +455,7 @@ std::vector<StageResult> run_chain(const PythonEnv& env, const Environment& envi
     stage.summary = "cannot prepare a private directory for the probe: " + directory.error();
     return {std::move(stage)};
   }
-  ProcessSpec process;
-  process.argv = {seen_by_env(env, env.python),
-                  directory.file("probe.py").string(),
-                  directory.file("request.json").string(),
-                  directory.file("result.jsonl").string(),
-                  directory.file("stacks.txt").string(),
-                  directory.file("progress").string()};
-  process.environment = stage_environment(environment);
-  process.working_dir = seen_by_env(env, env.prefix);
-  process.credentials = credentials;
+  const ProcessSpec process = probe_process(env, environment, directory, credentials);
 
   // Each stage's time-out, cut to what is left of the env's deadline when it
   // starts; the first one's covers the interpreter's start too.
@@ -465,56 +544,9 @@ std::vector<StageResult> run_chain(const PythonEnv& env, const Environment& envi
     reports.emplace_back();
   }
   const std::size_t reached = std::min(reports.size(), specs.size());
+  const ChainEnd end{result, ended_at, started_at, bounded, stop_reason, reached};
   for (std::size_t i = 0; i < reached; ++i) {
-    StageResult stage;
-    stage.stage = specs[i].name;
-    stage.activation = activation;
-    stage.records = std::move(reports[i].records);
-    name_paths_as_the_agent(env, stage.records);
-    // A stage that finished timed itself; the one the process ended in had
-    // the rest (the first one's includes the interpreter's start).
-    if (reports[i].seconds >= 0) {
-      stage.duration = std::chrono::milliseconds(static_cast<long>(reports[i].seconds * 1000));
-    } else if (i < started_at.size()) {
-      stage.duration =
-          std::chrono::duration_cast<std::chrono::milliseconds>(ended_at - started_at[i]);
-    }
-    // The last stage reached owns how the process ended, unless it finished
-    // and others were to follow it (which are then run again).
-    const bool finished_before_the_end =
-        i + 1 < reached || (reports[i].ended && i + 1 < specs.size());
-    if (finished_before_the_end) {
-      stage.process =
-          "finished in a process forked from the interpreter after import " + specs[i].first_import;
-      if (i + 1 == reached && !stop_reason.empty()) {
-        // What follows it runs in interpreters of its own, or is skipped.
-        stage.process += "; the interpreter stopped after it (" + stop_reason + ")";
-      }
-      judge_stage(stage, reports[i], nullptr, specs[i].request, specs[i]);
-    } else {
-      if (i == 0 || reached == 1) {
-        stage.duration = result.duration;
-      }
-      stage.process = result.describe();
-      stage.stdout_tail = tail(result.out);
-      stage.stderr_tail = tail(result.err);
-      stage.hang = std::move(hang);
-      judge_stage(stage, reports[i], &result, specs[i].request,
-                  i < bounded.size() ? bounded[i] : specs[i]);
-      // A stage whose start the progress file did not show (yet: it is
-      // read every 20 ms; or never: env code wrote something else there)
-      // was held to the time-out of the last one it did show: not its own,
-      // so not a hang of its own either.
-      if (i >= bounded.size() && result.outcome == ProcessResult::Outcome::timed_out) {
-        stage.status = StageStatus::stopped;
-        stage.summary = interrupted_step(stage, specs[i].request) +
-                        " was stopped at the time-out of the stage before it (" +
-                        std::to_string(bounded.back().timeout.count()) +
-                        " ms): the agent did not see it start in the probe's progress file" +
-                        (stage.hang ? ": " + stage.hang->summary : "");
-      }
-    }
-    stages.push_back(std::move(stage));
+    stages.push_back(stage_reached(env, activation, specs, reports[i], i, end, hang));
   }
   return stages;
 }

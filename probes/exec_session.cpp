@@ -463,6 +463,71 @@ void ExecSession::kill_marked(const std::string& marker) const {
   }
 }
 
+// A request to the session's server: its id, where the process runs and
+// writes, its marker, argv and environment, NUL-separated (the agent's
+// markers are the server's to set).
+std::string request_text(unsigned id, const ProcessSpec& inside, const std::string& out_path,
+                         const std::string& err_path, const std::string& marker_value) {
+  std::string request;
+  append_field(request, std::to_string(id));
+  append_field(request, inside.working_dir.empty() ? "/" : inside.working_dir.string());
+  append_field(request, out_path);
+  append_field(request, err_path);
+  append_field(request, marker_value);
+  append_field(request, std::to_string(inside.argv.size()));
+  for (const auto& word : inside.argv) {
+    append_field(request, word);
+  }
+  for (const auto& [name, value] : inside.environment) {
+    // A NUL would end the entry early: such a value cannot be passed whole.
+    if (!name.empty() && name.find('\0') == std::string::npos &&
+        value.find('\0') == std::string::npos && name != k_probe_marker &&
+        name != k_session_marker) {
+      append_field(request, name + "=" + value);
+    }
+  }
+  request.push_back('\0');
+  append_field(request, ".");
+  return request;
+}
+
+// How a process run through the session ended. `cancelled`: the
+// cancellation that stopped it, or null; `client_stderr`: what the
+// runtime's client said, for a process whose session ended under it.
+void conclude_exec(ProcessResult& result, const std::optional<int>& status, bool timed_out,
+                   const Cancellation* cancelled, const std::string& client_stderr) {
+  if (timed_out) {
+    result.outcome = ProcessResult::Outcome::timed_out;
+    result.signal = SIGKILL;
+  } else if (cancelled != nullptr) {
+    result.outcome = ProcessResult::Outcome::cancelled;
+    result.signal = SIGKILL;
+    result.cancel_reason = cancelled->reason();
+  } else if (status) {
+    // As the runtime's client reports a command's end: a status (128+N
+    // for a signal).
+    result.outcome = ProcessResult::Outcome::exited;
+    result.exit_code = *status;
+  } else {
+    // The client ended under it (the container stopped, a process of its
+    // user killed the server): how it ended is unknown, so it is not
+    // judged as an exit of its own.
+    result.outcome = ProcessResult::Outcome::cancelled;
+    result.signal = SIGKILL;
+    // The client's last words (the engine's own message), on one line: the
+    // reason becomes a stage's one-line summary.
+    // (npos + 1 is 0: no such character, all of it.)
+    std::string last = client_stderr.substr(0, client_stderr.find_last_not_of(" \n") + 1);
+    last = last.substr(last.rfind('\n') + 1);
+    result.cancel_reason = "the container's exec session ended while it ran" +
+                           (last.empty() ? std::string() : ": " + last.substr(0, 300));
+  }
+}
+
+// One function from the request to the process's end, on purpose: the
+// FIFOs, the registration with the server's reader and the marker sweep
+// are scoped to the process's life, and the loop below decides, from what
+// the server said, the FIFOs and the clock together, when that life ends.
 std::optional<ProcessResult> ExecSession::run(const ProcessSpec& inside,
                                               const ProcessLimits& limits,
                                               const TimeoutHook& on_timeout) {
@@ -519,26 +584,9 @@ std::optional<ProcessResult> ExecSession::run(const ProcessSpec& inside,
 
   const std::string marker_value = m_marker_value + "." + std::to_string(id);
   const std::string marker = std::string(k_probe_marker) + "=" + marker_value;
-  std::string request;
-  append_field(request, std::to_string(id));
-  append_field(request, inside.working_dir.empty() ? "/" : inside.working_dir.string());
-  append_field(request, m_directory.file(out_name.c_str()).string());
-  append_field(request, m_directory.file(err_name.c_str()).string());
-  append_field(request, marker_value);
-  append_field(request, std::to_string(inside.argv.size()));
-  for (const auto& word : inside.argv) {
-    append_field(request, word);
-  }
-  for (const auto& [name, value] : inside.environment) {
-    // A NUL would end the entry early: such a value cannot be passed whole.
-    if (!name.empty() && name.find('\0') == std::string::npos &&
-        value.find('\0') == std::string::npos && name != k_probe_marker &&
-        name != k_session_marker) {
-      append_field(request, name + "=" + value);
-    }
-  }
-  request.push_back('\0');
-  append_field(request, ".");
+  const std::string request =
+      request_text(id, inside, m_directory.file(out_name.c_str()).string(),
+                   m_directory.file(err_name.c_str()).string(), marker_value);
   // Whatever way this ends, nothing of the process is left running: its
   // marker is swept (after its end, its descendants; on an exception from
   // the time-out hook, the process itself).
@@ -665,33 +713,12 @@ std::optional<ProcessResult> ExecSession::run(const ProcessSpec& inside,
   result.duration = std::chrono::duration_cast<std::chrono::milliseconds>(
       (stopped_at != Clock::time_point::max() ? stopped_at : Clock::now()) - started);
   result.take_output(out_capture, err_capture);
-  if (timed_out) {
-    result.outcome = ProcessResult::Outcome::timed_out;
-    result.signal = SIGKILL;
-  } else if (cancelled) {
-    result.outcome = ProcessResult::Outcome::cancelled;
-    result.signal = SIGKILL;
-    result.cancel_reason = limits.cancellation->reason();
-  } else if (status) {
-    // As the runtime's client reports a command's end: a status (128+N
-    // for a signal).
-    result.outcome = ProcessResult::Outcome::exited;
-    result.exit_code = *status;
-  } else {
-    // The client ended under it (the container stopped, a process of its
-    // user killed the server): how it ended is unknown, so it is not
-    // judged as an exit of its own.
-    result.outcome = ProcessResult::Outcome::cancelled;
-    result.signal = SIGKILL;
+  std::string last_words;
+  if (!timed_out && !cancelled && !status) {
     std::lock_guard lock(m_mutex);
-    // The client's last words (the engine's own message), on one line: the
-    // reason becomes a stage's one-line summary.
-    // (npos + 1 is 0: no such character, all of it.)
-    std::string last = m_stderr.substr(0, m_stderr.find_last_not_of(" \n") + 1);
-    last = last.substr(last.rfind('\n') + 1);
-    result.cancel_reason = "the container's exec session ended while it ran" +
-                           (last.empty() ? std::string() : ": " + last.substr(0, 300));
+    last_words = m_stderr;
   }
+  conclude_exec(result, status, timed_out, cancelled ? limits.cancellation : nullptr, last_words);
   return result;
 }
 

@@ -618,6 +618,76 @@ std::string ProcessResult::describe() const {
   return "failed to start: " + error;
 }
 
+namespace {
+
+// Processes that a SIGKILL did not end (asleep on a filesystem that does
+// not answer): killed already, and nothing more will end them. Reaped
+// whenever they end (their filesystem answers or goes), their cgroup
+// directories removed then, on a thread of their own; counted meanwhile
+// against `runs_as`, so that no more of that user's are started behind them.
+void leave_behind(const std::vector<pid_t>& stuck, std::vector<std::string> dirs, uid_t runs_as) {
+  // Each one pinned by a pidfd, opened while its pid is still its own: the
+  // leader is our child, not reaped; the others were members of the probe's
+  // cgroup a moment ago and, killed, end only by leaving it.
+  std::vector<LeftProcess> left;
+  for (const pid_t each : stuck) {
+    UniqueFd pidfd(static_cast<int>(::syscall(SYS_pidfd_open, each, 0)));
+    if (!pidfd && errno == ESRCH) {
+      continue;  // ended (and reaped) since it was listed
+    }
+    left.push_back({each, std::move(pidfd)});
+  }
+  g_left_behind.add(runs_as);
+  const OnUnwind uncount([runs_as] { g_left_behind.remove(runs_as); });
+  std::thread([left = std::move(left), dirs = std::move(dirs), runs_as] {
+    for (const auto& each : left) {
+      wait_for_end(each);
+    }
+    for (const auto& dir : dirs) {
+      for (int attempt = 0; attempt < 200 && ::rmdir(dir.c_str()) != 0 && errno == EBUSY;
+           ++attempt) {
+        std::this_thread::sleep_for(std::chrono::milliseconds(5));
+      }
+    }
+    g_left_behind.remove(runs_as);
+  }).detach();
+}
+
+// How a process that ran its program ended, from its wait `status`.
+// `cancelled`: the cancellation that stopped it, or null.
+void conclude(ProcessResult& result, int status, bool timed_out, const Cancellation* cancelled) {
+  if (timed_out) {
+    result.outcome = ProcessResult::Outcome::timed_out;
+    result.signal = WIFSIGNALED(status) ? WTERMSIG(status) : SIGKILL;
+  } else if (cancelled != nullptr) {
+    result.outcome = ProcessResult::Outcome::cancelled;
+    result.signal = WIFSIGNALED(status) ? WTERMSIG(status) : SIGKILL;
+    result.cancel_reason = cancelled->reason();
+  } else if (WIFSIGNALED(status)) {
+    result.outcome = ProcessResult::Outcome::signaled;
+    result.signal = WTERMSIG(status);
+  } else {
+    result.outcome = ProcessResult::Outcome::exited;
+    result.exit_code = WEXITSTATUS(status);
+    // Our own setup in the child failed (fail_child): the command never ran,
+    // which is not the command failing (a directory its user may not enter
+    // is no drift of the env).
+    constexpr std::string_view setup_failed = "envcontract: cannot start the process: ";
+    if (result.exit_code == 126 && result.err.starts_with(setup_failed)) {
+      result.outcome = ProcessResult::Outcome::failed_to_start;
+      const auto line = result.err.substr(setup_failed.size());
+      result.error = line.substr(0, line.find('\n'));
+    }
+  }
+}
+
+}  // namespace
+
+// One function from the spawn to the reaping, on purpose: the child's pid is
+// ours only until it is reaped, and every step here (ending its group, the
+// hook sampling its stacks, reaping it and what it left) relies on where in
+// that life the child is: end_group, the unwinding guard and the event loop
+// share that state, and split they would each have to be told it.
 ProcessResult run_process(const ProcessSpec& spec, const ProcessLimits& limits,
                           const TimeoutHook& on_timeout) {
   ProcessResult result;
@@ -867,35 +937,8 @@ ProcessResult run_process(const ProcessSpec& spec, const ProcessLimits& limits,
     }
   }
   if (!stuck.empty()) {
-    // Killed already, and nothing more will end them: reaped whenever they
-    // end (their filesystem answers or goes), the cgroup removed then.
     result.left_behind = true;
-    std::vector<std::string> dirs = cgroup ? cgroup->release() : std::vector<std::string>();
-    // Each one pinned by a pidfd, opened while its pid is still its own:
-    // the leader is our child, not reaped; the others were members of the
-    // probe's cgroup a moment ago and, killed, end only by leaving it.
-    std::vector<LeftProcess> left;
-    for (const pid_t each : stuck) {
-      UniqueFd pidfd(static_cast<int>(::syscall(SYS_pidfd_open, each, 0)));
-      if (!pidfd && errno == ESRCH) {
-        continue;  // ended (and reaped) since it was listed
-      }
-      left.push_back({each, std::move(pidfd)});
-    }
-    g_left_behind.add(runs_as);
-    const OnUnwind uncount([runs_as] { g_left_behind.remove(runs_as); });
-    std::thread([left = std::move(left), dirs = std::move(dirs), runs_as] {
-      for (const auto& each : left) {
-        wait_for_end(each);
-      }
-      for (const auto& dir : dirs) {
-        for (int attempt = 0; attempt < 200 && ::rmdir(dir.c_str()) != 0 && errno == EBUSY;
-             ++attempt) {
-          std::this_thread::sleep_for(std::chrono::milliseconds(5));
-        }
-      }
-      g_left_behind.remove(runs_as);
-    }).detach();
+    leave_behind(stuck, cgroup ? cgroup->release() : std::vector<std::string>(), runs_as);
   }
 
   // A timed-out or cancelled process took until it was told to stop; the
@@ -908,28 +951,8 @@ ProcessResult run_process(const ProcessSpec& spec, const ProcessLimits& limits,
   const auto failure = exited && !left_behind ? start_failure(spawned.start_report) : std::nullopt;
   if (failure) {
     result.error = describe(*failure, spec.argv[0]);
-  } else if (timed_out) {
-    result.outcome = ProcessResult::Outcome::timed_out;
-    result.signal = WIFSIGNALED(status) ? WTERMSIG(status) : SIGKILL;
-  } else if (cancelled) {
-    result.outcome = ProcessResult::Outcome::cancelled;
-    result.signal = WIFSIGNALED(status) ? WTERMSIG(status) : SIGKILL;
-    result.cancel_reason = limits.cancellation->reason();
-  } else if (WIFSIGNALED(status)) {
-    result.outcome = ProcessResult::Outcome::signaled;
-    result.signal = WTERMSIG(status);
   } else {
-    result.outcome = ProcessResult::Outcome::exited;
-    result.exit_code = WEXITSTATUS(status);
-    // Our own setup in the child failed (fail_child): the command never ran,
-    // which is not the command failing (a directory its user may not enter
-    // is no drift of the env).
-    constexpr std::string_view setup_failed = "envcontract: cannot start the process: ";
-    if (result.exit_code == 126 && result.err.starts_with(setup_failed)) {
-      result.outcome = ProcessResult::Outcome::failed_to_start;
-      const auto line = result.err.substr(setup_failed.size());
-      result.error = line.substr(0, line.find('\n'));
-    }
+    conclude(result, status, timed_out, cancelled ? limits.cancellation : nullptr);
   }
   return result;
 }
