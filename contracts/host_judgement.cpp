@@ -180,9 +180,10 @@ std::vector<std::string> unmet_env_rule(const Contract& contract, const HostJudg
 
 }  // namespace
 
-EnvJudgement judge_env_contained(const Contract& contract, const facts::EnvFacts& env) {
+EnvJudgement judge_env_contained(const Contract& contract, const facts::EnvFacts& env,
+                                 std::chrono::system_clock::time_point now) {
   try {
-    return judge_env(contract, env);
+    return judge_env(contract, env, now);
   } catch (const std::exception& e) {
     CheckResult result;
     result.id = "env:judgement";

@@ -1,5 +1,6 @@
 #pragma once
 
+#include <chrono>
 #include <string>
 #include <vector>
 
@@ -52,7 +53,9 @@ HostJudgement judge_host(const Contract& contract, const facts::HostFacts& host_
 
 // judge_env, with what it throws made an error of that env (the others are
 // judged): what judge_host does for each env.
-EnvJudgement judge_env_contained(const Contract& contract, const facts::EnvFacts& env);
+EnvJudgement judge_env_contained(
+    const Contract& contract, const facts::EnvFacts& env,
+    std::chrono::system_clock::time_point now = std::chrono::system_clock::now());
 
 // Judges the image reference the host runs against each target. `who`
 // names what runs it in messages: "the host", "container trainer".

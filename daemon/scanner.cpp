@@ -327,9 +327,9 @@ class ScanRun {
     for (std::size_t i = 0; i < m_judged.size(); ++i) {
       // An env whose files blocked its fingerprint is judged here, with
       // that error.
-      judged.push_back(m_judged[i]
-                           ? std::move(*m_judged[i])
-                           : contracts::judge_env_contained(m_contract.contract, m_facts.envs[i]));
+      judged.push_back(m_judged[i] ? std::move(*m_judged[i])
+                                   : contracts::judge_env_contained(m_contract.contract,
+                                                                    m_facts.envs[i], m_judged_on));
     }
     return contracts::judge_host(m_contract.contract, m_facts, std::move(judged));
   }
@@ -377,7 +377,7 @@ class ScanRun {
       record_probe(env, reusable.has_value(), std::move(result), failure, stalled);
     }
     // Judged once, on this env's thread, with what its probe found.
-    m_judged[index] = contracts::judge_env_contained(m_contract.contract, env);
+    m_judged[index] = contracts::judge_env_contained(m_contract.contract, env, m_judged_on);
     std::lock_guard lock(m_progress_mutex);
     ++m_done;
     tell_partial_report(index);
@@ -410,6 +410,10 @@ class ScanRun {
           m_cancellation.get(), [fingerprint, env_json, contract_sha](const probes::Cancellation&) {
             *fingerprint = env_fingerprint(*env_json, contract_sha);
           });
+      if (stalled) {
+        // The job left behind may still write the string: it is its own now.
+        return {};
+      }
     }
     return *fingerprint;
   }
@@ -491,8 +495,10 @@ class ScanRun {
   const probes::ProbePlan& m_plan;
   std::shared_ptr<probes::Cancellation> m_cancellation;
   ProbeCache& m_probes;
-  // Each env's judgement, written by its own thread only.
+  // Each env's judgement, written by its own thread only, all as of one
+  // moment (a waiver that ends today ends for every env of the report).
   std::vector<std::optional<contracts::EnvJudgement>> m_judged;
+  const std::chrono::system_clock::time_point m_judged_on = std::chrono::system_clock::now();
 
   std::mutex m_progress_mutex;  // guards what follows
   std::size_t m_done = 0;

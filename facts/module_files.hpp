@@ -13,7 +13,8 @@
 // name and its file's name, both in one buffer of text of the env's, and the
 // index of its directory among the env's few dozen, not a path of its own: a
 // std::filesystem::path per module, twice, was most of the kept facts, and
-// three strings per module most of a 1,000-env scan's peak.
+// three strings per module the largest part of what a 1,000-env scan held
+// (docs/performance.md).
 namespace envcontract::facts {
 
 struct ModuleFile {

@@ -507,13 +507,15 @@ std::uint64_t name_key(std::string_view name) {
 
 void ElfFile::index_definitions() const {
   m_definitions.clear();
+  m_definitions.reserve(static_cast<std::size_t>(
+      std::count_if(m_symbols.begin(), m_symbols.end(),
+                    [](const DynamicSymbol& symbol) { return symbol.defined; })));
   for (std::uint32_t i = 0; i < m_symbols.size(); ++i) {
     if (m_symbols[i].defined) {
       m_definitions.push_back(name_key(m_symbols[i].name) | i);
     }
   }
   std::sort(m_definitions.begin(), m_definitions.end());
-  m_definitions.shrink_to_fit();
 }
 
 std::vector<const DynamicSymbol*> ElfFile::definitions(std::string_view name) const {

@@ -13,7 +13,7 @@
 namespace envcontract::probes {
 
 // One entry of an ELF file's dynamic symbol table. Strings are views into the
-// mapped file: valid while the ElfFile lives.
+// sections read: valid while the ElfFile lives.
 struct DynamicSymbol {
   std::string_view name;
   bool defined = false;
@@ -32,7 +32,8 @@ struct DynamicSymbol {
 inline constexpr std::string_view k_refused_elf = "refused: ";
 
 // An ELF shared object or executable, read without running anything:
-// mapped once, parsed with libelf, every error a message rather than a crash.
+// read once (its sections into memory, not mapped), parsed with libelf, every
+// error a message rather than a crash.
 class ElfFile {
  public:
   // The file's facts, or what is wrong with it ("not an ELF file: a linker
