@@ -16,11 +16,11 @@
 #include <string>
 
 #include "bench/report_only.hpp"
-#include "probes/elf_file.hpp"
+#include "loader/elf_file.hpp"
 
 namespace fs = std::filesystem;
 using Clock = std::chrono::steady_clock;
-using envcontract::probes::ElfFile;
+using envcontract::loader::ElfFile;
 
 namespace {
 

@@ -25,13 +25,13 @@
 #include <vector>
 
 #include "bench/report_only.hpp"
-#include "probes/elf_file.hpp"
-#include "probes/library_resolver.hpp"
-#include "probes/symbol_resolution.hpp"
+#include "loader/elf_file.hpp"
+#include "loader/library_resolver.hpp"
+#include "loader/symbol_resolution.hpp"
 
 namespace fs = std::filesystem;
 using Clock = std::chrono::steady_clock;
-using namespace envcontract::probes;
+namespace loader = envcontract::loader;
 
 namespace {
 
@@ -97,12 +97,12 @@ struct Answer {
   std::size_t symbols = 0;
 };
 
-Answer agent_job(const fs::path& library, const SearchEnvironment& search) {
+Answer agent_job(const fs::path& library, const loader::SearchEnvironment& search) {
   Answer answer;
   const auto start = Clock::now();
-  ElfCache cache;  // cold: every object parsed in this run
-  const auto closure = resolve_closure(library, {}, search, cache);
-  const auto report = resolve_symbols(closure);
+  loader::ElfCache cache;  // cold: every object parsed in this run
+  const auto closure = loader::resolve_closure(library, {}, search, cache);
+  const auto report = loader::resolve_symbols(closure);
   answer.ms = elapsed_ms(start);
   for (const auto& symbol : report.unresolved) {
     answer.unresolved.insert(symbol.demangled +
@@ -118,8 +118,8 @@ Answer agent_job(const fs::path& library, const SearchEnvironment& search) {
 // The hand-made job on the same objects: nm -D | c++filt of each, then awk.
 // `unchecked`: objects whose own undefined symbols the agent does not check
 // (a library they need is missing: that is their problem, reported as such).
-Answer hand_job(const std::vector<LoadedObject>& objects, const std::set<fs::path>& unchecked,
-                const fs::path& work) {
+Answer hand_job(const std::vector<loader::LoadedObject>& objects,
+                const std::set<fs::path>& unchecked, const fs::path& work) {
   std::string script =
       "set -eo pipefail; cd " + shell_quoted(work.string()) + "; : > defined; : > undefined\n";
   for (const auto& object : objects) {
@@ -196,8 +196,8 @@ int main(int argc, char** argv) {
     }
     libraries.push_back(work / "libplugin.so");
   }
-  SearchEnvironment search;
-  search.cache = std::make_shared<const LdCache>(LdCache::load());
+  loader::SearchEnvironment search;
+  search.cache = std::make_shared<const loader::LdCache>(loader::LdCache::load());
 
   std::printf("Linkage check of %zu of the largest shared libraries here, median of %d runs\n",
               libraries.size(), k_runs);
@@ -209,9 +209,9 @@ int main(int argc, char** argv) {
     std::vector<double> hand_runs;
     Answer agent;
     Answer hand;
-    ElfCache listing;
-    const auto closure = resolve_closure(library, {}, search, listing);
-    const auto unchecked_list = resolve_symbols(closure).unchecked;
+    loader::ElfCache listing;
+    const auto closure = loader::resolve_closure(library, {}, search, listing);
+    const auto unchecked_list = loader::resolve_symbols(closure).unchecked;
     const std::set<fs::path> unchecked(unchecked_list.begin(), unchecked_list.end());
     for (int run = 0; run < k_runs; ++run) {
       agent = agent_job(library, search);

@@ -142,7 +142,7 @@ std::string Agent::start() {
   });
   if (m_config.provisioning.enabled) {
     m_provision_jobs = std::make_unique<ProvisionJobs>(
-        [this](const ProvisionJob& job, const probes::Cancellation& cancel,
+        [this](const ProvisionJob& job, const process::Cancellation& cancel,
                const std::function<void(const std::string&)>& print) {
           return run_provision_job(job, cancel, print);
         });
@@ -196,7 +196,7 @@ std::string Agent::provisioning_problem() const {
     return "the agent's config names no provisioning.user: provisioning never runs as root";
   }
   if (::geteuid() == 0) {
-    const auto user = probes::run_as_user(provisioning.user);
+    const auto user = process::run_as_user(provisioning.user);
     if (!user.problem.empty()) {
       return "provisioning.user: " + user.problem;
     }
@@ -212,7 +212,7 @@ std::optional<ProvisionJob> Agent::provision_job(std::int64_t id) const {
 // A provision or promotion asked for over HTTP: the same verb as on the
 // command line, with the contract in force and the agent's settings, its
 // printing turned into the job's lines.
-int Agent::run_provision_job(const ProvisionJob& job, const probes::Cancellation& cancel,
+int Agent::run_provision_job(const ProvisionJob& job, const process::Cancellation& cancel,
                              const std::function<void(const std::string&)>& print) {
   const auto current = snapshot();
   if (!current->contract) {

@@ -151,7 +151,7 @@ class Agent {
   };
 
   void run();
-  int run_provision_job(const ProvisionJob& job, const probes::Cancellation& cancel,
+  int run_provision_job(const ProvisionJob& job, const process::Cancellation& cancel,
                         const std::function<void(const std::string&)>& print);
   void reload_contract(const std::string& why);
   void run_scan(std::unique_lock<std::mutex>& lock);

@@ -10,9 +10,9 @@
 #include "daemon/store.hpp"
 #include "daemon/webhooks.hpp"
 #include "probes/container_runtime.hpp"
-#include "probes/containment.hpp"
 #include "probes/image_tag.hpp"
-#include "probes/run_as.hpp"
+#include "process/containment.hpp"
+#include "process/run_as.hpp"
 
 namespace envcontract::daemon {
 
@@ -75,8 +75,8 @@ struct AgentConfig {
   std::vector<std::string> http_allowed_hosts;  // Host names served besides loopback and IPs
   // Root-owned envs' code runs as a uid of its own per env ("dynamic"), or
   // as this user; "root" only by explicit choice (docs/security.md).
-  std::string run_root_envs_as = probes::k_dynamic_probe_user;
-  probes::ResourceLimits probe_limits;                     // per probe process tree
+  std::string run_root_envs_as = process::k_dynamic_probe_user;
+  process::ResourceLimits probe_limits;                    // per probe process tree
   std::chrono::milliseconds env_deadline{15 * 60 * 1000};  // one env's probe stages together
   // Discovery, and reading one env's files: past it, a blocked reader is left behind.
   std::chrono::milliseconds reading_deadline{2 * 60 * 1000};

@@ -123,17 +123,17 @@ provisioning::ProvisionSettings provision_settings(const ProvisioningCommandOpti
 // The credentials links are switched with: the provisioning user's when the
 // agent is root, else nullopt (the agent's own). An error when root has
 // no user to take.
-common::Result<std::optional<probes::RunAs>> link_credentials(
+common::Result<std::optional<facts::RunAs>> link_credentials(
     const ProvisioningCommandOptions& options) {
   if (::geteuid() != 0) {
-    return std::optional<probes::RunAs>();
+    return std::optional<facts::RunAs>();
   }
   if (options.provisioning.user.empty()) {
     return common::Error{
         "name the provisioning user (provisioning.user, --user): links are "
         "switched with that user's rights, never root's"};
   }
-  auto run_as = probes::run_as_user(options.provisioning.user);
+  auto run_as = process::run_as_user(options.provisioning.user);
   if (!run_as.problem.empty()) {
     return common::Error{run_as.problem};
   }
@@ -141,7 +141,7 @@ common::Result<std::optional<probes::RunAs>> link_credentials(
     return common::Error{problem};
   }
   run_as.switch_credentials = true;
-  return std::optional<probes::RunAs>(run_as);
+  return std::optional<facts::RunAs>(run_as);
 }
 
 // A name in the envs directory, or an absolute path as given.

@@ -30,7 +30,7 @@ struct ProvisioningCommandOptions {
   bool json = false;         // plan: JSON instead of text
   bool progress_on_terminal = false;
   bool scan_progress = false;  // the scans' progress env by env on `err` (--progress)
-  const probes::Cancellation* cancellation = nullptr;  // stops a running step (the agent's)
+  const process::Cancellation* cancellation = nullptr;  // stops a running step (the agent's)
 };
 
 // `plan [--env NAME]`: scans, then prints each drifting env's plan.

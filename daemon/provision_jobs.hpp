@@ -13,7 +13,7 @@
 #include <vector>
 
 #include "common/result.hpp"
-#include "probes/cancellation.hpp"
+#include "process/cancellation.hpp"
 #include "report/report.hpp"
 
 // Provisions and promotions asked for over HTTP (POST /api/v1/provision,
@@ -66,7 +66,7 @@ class ProvisionJobs {
  public:
   // Runs a job: the verb, printing through `print` (one call per line);
   // returns the verb's exit status. Called on the jobs' thread.
-  using Runner = std::function<int(const ProvisionJob& job, const probes::Cancellation& cancel,
+  using Runner = std::function<int(const ProvisionJob& job, const process::Cancellation& cancel,
                                    const std::function<void(const std::string&)>& print)>;
 
   explicit ProvisionJobs(Runner runner);
@@ -95,7 +95,7 @@ class ProvisionJobs {
   std::deque<ProvisionJob> m_jobs;  // oldest first: finished, running, queued
   std::int64_t m_next_id = 1;
   bool m_stopping = false;
-  probes::Cancellation m_cancel;
+  process::Cancellation m_cancel;
   std::thread m_thread;
 };
 

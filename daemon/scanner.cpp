@@ -17,7 +17,7 @@
 #include "probes/exec_prefix.hpp"
 #include "probes/exec_session.hpp"
 #include "probes/kept_facts.hpp"
-#include "probes/stall_guard.hpp"
+#include "process/stall_guard.hpp"
 
 namespace envcontract::daemon {
 
@@ -108,8 +108,8 @@ std::string seconds_text(std::chrono::milliseconds duration) {
 // fires; ends with the scan.
 class Watchdog {
  public:
-  Watchdog(std::chrono::milliseconds deadline, probes::Cancellation& cancellation,
-           const probes::Cancellation* outside = nullptr) {
+  Watchdog(std::chrono::milliseconds deadline, process::Cancellation& cancellation,
+           const process::Cancellation* outside = nullptr) {
     if (deadline.count() <= 0 && outside == nullptr) {
       return;
     }
@@ -231,8 +231,8 @@ std::string partial_report(const report::Json& top, const std::vector<std::strin
 // stalled; the next scan does not start another behind it.
 facts::DynamicFacts probe_bounded(const facts::EnvFacts& env, const probes::ProbePlan& plan,
                                   const ScanSettings& settings,
-                                  const probes::Cancellation* cancellation,
-                                  std::optional<probes::Stall>& stall) {
+                                  const process::Cancellation* cancellation,
+                                  std::optional<facts::Stall>& stall) {
   using std::chrono::milliseconds;
   // Once timed out or cancelled, the probe samples the stacks of what hung
   // (eu-stack is given 15 s), then kills it (a process that cannot be killed
@@ -257,9 +257,9 @@ facts::DynamicFacts probe_bounded(const facts::EnvFacts& env, const probes::Prob
   const std::string key = env.env.exec.empty()
                               ? "probe " + prefix
                               : "probe in " + probes::scratch_root(env.env).string();
-  stall = probes::run_bounded(
+  stall = process::run_bounded(
       key, "the probe of " + prefix, wait, cancellation,
-      [job_env, job_activation, job_plan, dynamic](const probes::Cancellation& stop) {
+      [job_env, job_activation, job_plan, dynamic](const process::Cancellation& stop) {
         job_plan->cancellation = &stop;  // the job's: cancelled when it is left behind
         *dynamic = probes::probe_env(*job_env, *job_activation, *job_plan);
       },
@@ -298,7 +298,7 @@ class ScanRun {
  public:
   ScanRun(const LoadedContract& contract, const ScanSettings& settings,
           const ScanObserver& observer, facts::HostFacts& facts, const probes::ProbePlan& plan,
-          const std::shared_ptr<probes::Cancellation>& cancellation, ProbeCache& probes)
+          const std::shared_ptr<process::Cancellation>& cancellation, ProbeCache& probes)
       : m_contract(contract),
         m_settings(settings),
         m_observer(observer),
@@ -342,7 +342,7 @@ class ScanRun {
   void run_env(std::size_t index) {
     auto& env = m_facts.envs[index];
     const auto env_started = Clock::now();
-    std::optional<probes::Stall> stalled;
+    std::optional<facts::Stall> stalled;
     const std::string fingerprint = fingerprint_of(env, stalled);
     if (stalled) {
       std::lock_guard lock(m_progress_mutex);
@@ -389,7 +389,7 @@ class ScanRun {
   // of its code runs, so there is nothing to fingerprint. The fingerprint
   // stats the env's files: bounded like every other read of them, and an
   // env whose files block (`stalled`) is not probed.
-  std::string fingerprint_of(const facts::EnvFacts& env, std::optional<probes::Stall>& stalled) {
+  std::string fingerprint_of(const facts::EnvFacts& env, std::optional<facts::Stall>& stalled) {
     auto fingerprint = std::make_shared<std::string>();
     const bool unread =
         !env.env.user_mount.empty() ||
@@ -404,12 +404,13 @@ class ScanRun {
     if (!unread && fingerprint->empty()) {
       auto env_json = std::make_shared<const report::Json>(facts::to_json(env));
       const std::string contract_sha = m_contract.identity.sha256;
-      stalled = probes::run_bounded(
-          "fingerprint " + env.env.prefix.string(),
-          "reading the files of " + env.env.prefix.string(), m_settings.facts.reading_deadline,
-          m_cancellation.get(), [fingerprint, env_json, contract_sha](const probes::Cancellation&) {
-            *fingerprint = env_fingerprint(*env_json, contract_sha);
-          });
+      stalled =
+          process::run_bounded("fingerprint " + env.env.prefix.string(),
+                               "reading the files of " + env.env.prefix.string(),
+                               m_settings.facts.reading_deadline, m_cancellation.get(),
+                               [fingerprint, env_json, contract_sha](const process::Cancellation&) {
+                                 *fingerprint = env_fingerprint(*env_json, contract_sha);
+                               });
       if (stalled) {
         // The job left behind may still write the string: it is its own now.
         return {};
@@ -423,9 +424,9 @@ class ScanRun {
   // finishes.
   std::string probe(const facts::EnvFacts& env, const std::string& fingerprint,
                     Clock::time_point env_started, ProbeCache::Entry& result,
-                    std::optional<probes::Stall>& stalled) {
+                    std::optional<facts::Stall>& stalled) {
     try {
-      std::optional<probes::Stall> probe_stall;
+      std::optional<facts::Stall> probe_stall;
       auto dynamic = probe_bounded(env, m_plan, m_settings, m_cancellation.get(), probe_stall);
       if (probe_stall) {
         stalled = std::move(probe_stall);
@@ -443,7 +444,7 @@ class ScanRun {
   // The probe's facts into the env's, and into the cache unless it was cut
   // short. Under the progress lock.
   void record_probe(facts::EnvFacts& env, bool reused, ProbeCache::Entry result,
-                    const std::string& failure, const std::optional<probes::Stall>& stalled) {
+                    const std::string& failure, const std::optional<facts::Stall>& stalled) {
     if (failure.empty()) {
       env.dynamic = result.dynamic;
       env.probed_at = result.probed_at;
@@ -493,7 +494,7 @@ class ScanRun {
   const ScanObserver& m_observer;
   facts::HostFacts& m_facts;
   const probes::ProbePlan& m_plan;
-  std::shared_ptr<probes::Cancellation> m_cancellation;
+  std::shared_ptr<process::Cancellation> m_cancellation;
   ProbeCache& m_probes;
   // Each env's judgement, written by its own thread only, all as of one
   // moment (a waiver that ends today ends for every env of the report).
@@ -537,7 +538,7 @@ report::Json Scanner::scan(const LoadedContract& contract, const ScanSettings& s
   // A container's envs share one engine exec per user for the scan.
   const probes::ExecSessionScope exec_sessions;
   const auto started = std::chrono::steady_clock::now();
-  const auto cancellation = std::make_shared<probes::Cancellation>();
+  const auto cancellation = std::make_shared<process::Cancellation>();
   {
     std::lock_guard lock(m_cancel_mutex);
     m_running = cancellation;

@@ -26,7 +26,7 @@ struct ScanSettings {
   // an env none of whose files changed is not read again either, for as
   // long as its dynamic facts are reused (reprobe_interval).
   bool watch_changes = false;
-  probes::ResourceLimits probe_limits;  // per probe process tree
+  process::ResourceLimits probe_limits;  // per probe process tree
   // All of one env's probe stages together (zero: each stage's own timeout only).
   std::chrono::milliseconds env_deadline{15 * 60 * 1000};
   // The whole scan: past it, running probes are stopped, envs not yet probed
@@ -34,7 +34,7 @@ struct ScanSettings {
   std::chrono::milliseconds scan_deadline{60 * 60 * 1000};
   // Also ends the scan when cancelled (a provisioning job's, when the agent
   // stops); checked every 100 ms.
-  const probes::Cancellation* cancelled_by = nullptr;
+  const process::Cancellation* cancelled_by = nullptr;
   // The scan is of some envs only (discovery given their prefixes): what
   // the cache holds of the others is kept. A full scan forgets envs it no
   // longer finds.
@@ -112,7 +112,7 @@ class Scanner {
 
   std::mutex m_scan_mutex;
   std::mutex m_cancel_mutex;  // guards the two below
-  std::shared_ptr<probes::Cancellation> m_running;
+  std::shared_ptr<process::Cancellation> m_running;
   std::string m_cancelled_for;  // once set, every scan is cancelled from its start
   // Shared with readers left blocked past their deadline (stall_guard.hpp).
   std::shared_ptr<probes::FactCaches> m_caches = std::make_shared<probes::FactCaches>();

@@ -125,9 +125,9 @@ struct PythonEnv {
   // Files discovery would not read (a FIFO for pyvenv.cfg, a 60,000-digit version).
   std::vector<FileProblem> refused_files;
   // A filesystem served by a user's process inside the prefix
-  // (probes/mount_table.hpp): when set, nothing of the env is read or run.
+  // (process/mount_table.hpp): when set, nothing of the env is read or run.
   std::filesystem::path user_mount;
-  // The operating system tree it belongs to (probes/system_root.hpp): "/",
+  // The operating system tree it belongs to (process/system_root.hpp): "/",
   // or the container rootfs scanned with --root that it lies in; a
   // contract's absolute paths, PATH and device nodes are read there.
   std::filesystem::path system_root = "/";

@@ -12,8 +12,8 @@
 #include "probes/exec_prefix.hpp"
 #include "probes/exec_session.hpp"
 #include "probes/import_safety.hpp"
-#include "probes/scratch_directory.hpp"
-#include "probes/small_files.hpp"
+#include "process/scratch_directory.hpp"
+#include "process/small_files.hpp"
 
 namespace envcontract::probes {
 namespace fs = std::filesystem;
@@ -56,7 +56,7 @@ done > "$out"
 std::vector<fs::path> sorted_files(const fs::path& dir, const std::string& extension) {
   std::vector<fs::path> files;
   std::error_code error;
-  for (const std::string& name : list_names(dir, error)) {
+  for (const std::string& name : process::list_names(dir, error)) {
     if (fs::path(name).extension() == extension) {
       files.push_back(dir / name);
     }
@@ -90,12 +90,12 @@ bool changes_bash_itself(const std::string& name) {
 // etc/conda/env_vars.d/*.json, applied before activate.d as conda does.
 // Names that are not shell names, or that would change bash itself, are
 // refused with a message in `refused`.
-Environment conda_env_vars(const fs::path& prefix, std::vector<std::string>& refused) {
-  Environment variables;
+facts::Environment conda_env_vars(const fs::path& prefix, std::vector<std::string>& refused) {
+  facts::Environment variables;
   std::vector<fs::path> sources = sorted_files(prefix / "etc" / "conda" / "env_vars.d", ".json");
   sources.push_back(prefix / "conda-meta" / "state");
   for (const auto& source : sources) {
-    if (const auto text = read_env_file(source, file_limits::conda_record)) {
+    if (const auto text = process::read_env_file(source, process::file_limits::conda_record)) {
       for (auto& [name, value] : parse_conda_env_vars(*text, source.string(), refused)) {
         variables[name] = std::move(value);
       }
@@ -106,12 +106,12 @@ Environment conda_env_vars(const fs::path& prefix, std::vector<std::string>& ref
 
 }  // namespace
 
-Environment parse_conda_env_vars(const std::string& text, const std::string& source,
-                                 std::vector<std::string>& refused) {
-  Environment variables;
+facts::Environment parse_conda_env_vars(const std::string& text, const std::string& source,
+                                        std::vector<std::string>& refused) {
+  facts::Environment variables;
   // {"env_vars": {NAME: value}} or {NAME: value}: nothing deeper is kept.
   auto parsed = common::parse_outside_json(
-      text, source, {.max_bytes = file_limits::conda_record.max_bytes, .kept_depth = 2});
+      text, source, {.max_bytes = process::file_limits::conda_record.max_bytes, .kept_depth = 2});
   const Json json = parsed ? std::move(parsed).value() : Json();
   const Json* values = &json;
   if (json.is_object() && json.contains("env_vars")) {
@@ -151,8 +151,8 @@ std::vector<fs::path> activation_inputs(const PythonEnv& env) {
 
 namespace {
 
-Environment parse_nul_separated(const std::string& text) {
-  Environment environment;
+facts::Environment parse_nul_separated(const std::string& text) {
+  facts::Environment environment;
   std::size_t start = 0;
   while (start < text.size()) {
     auto end = text.find('\0', start);
@@ -173,23 +173,24 @@ Environment parse_nul_separated(const std::string& text) {
 // doing. (Counted as the activation's, the session's marker made every env
 // probed through an engine's exec look as if its activation changed how
 // libraries load, and so probed twice.)
-void drop_shell_noise(Environment& environment) {
-  for (const char* name : {"_", "SHLVL", "PWD", "OLDPWD", k_probe_marker, k_session_marker}) {
+void drop_shell_noise(facts::Environment& environment) {
+  for (const char* name :
+       {"_", "SHLVL", "PWD", "OLDPWD", process::k_probe_marker, process::k_session_marker}) {
     environment.erase(name);
   }
 }
 
 }  // namespace
 
-Environment parse_environment_dump(const std::string& text) {
+facts::Environment parse_environment_dump(const std::string& text) {
   auto environment = parse_nul_separated(text);
   drop_shell_noise(environment);
   return environment;
 }
 
-Environment bare_environment(const PythonEnv& env) {
-  Environment environment;
-  environment["PATH"] = k_system_path;
+facts::Environment bare_environment(const PythonEnv& env) {
+  facts::Environment environment;
+  environment["PATH"] = process::k_system_path;
   environment["LANG"] = "C.UTF-8";
   // Who runs it, as a login would tell it; never the agent's own.
   environment["HOME"] = env.run_as.home.empty() ? "/" : env.run_as.home.string();
@@ -219,15 +220,16 @@ std::string activation_fingerprint(const PythonEnv& env) {
 }
 
 ActivatedEnvironment activate(const PythonEnv& env, std::chrono::milliseconds timeout,
-                              const Cancellation* cancellation, const ResourceLimits& resources) {
+                              const process::Cancellation* cancellation,
+                              const process::ResourceLimits& resources) {
   ActivatedEnvironment result;
   result.bare = bare_environment(env);
   result.activated = result.bare;
   result.fingerprint = activation_fingerprint(env);
   for (const auto& input : activation_inputs(env)) {
-    if (path_exists(input) && input.extension() == ".sh") {
+    if (process::path_exists(input) && input.extension() == ".sh") {
       result.scripts.push_back(input);
-    } else if (path_exists(input) && input.filename() == "activate") {
+    } else if (process::path_exists(input) && input.filename() == "activate") {
       result.scripts.push_back(input);
     }
   }
@@ -250,14 +252,14 @@ ActivatedEnvironment activate(const PythonEnv& env, std::chrono::milliseconds ti
   const auto credentials = credentials_of(env);
   // Inside a container target, everything it is handed is named as the
   // container sees it, and its results come back named so.
-  ScratchDirectory directory("envcontract-activate", credentials, scratch_root(env),
-                             scratch_root_process(env));
+  process::ScratchDirectory directory("envcontract-activate", credentials, scratch_root(env),
+                                      scratch_root_process(env));
   if (!directory.ok() || !directory.hand_over()) {
     result.problem = "cannot create a private directory for activation: " + directory.error();
     return result;
   }
 
-  ProcessSpec spec;
+  process::ProcessSpec spec;
   spec.argv = {k_bash,
                "--noprofile",
                "--norc",
@@ -271,9 +273,9 @@ ActivatedEnvironment activate(const PythonEnv& env, std::chrono::milliseconds ti
   spec.environment = result.bare;
   spec.credentials = credentials;
   if (env.kind == EnvKind::conda) {
-    Environment variables;
+    facts::Environment variables;
     {
-      ReadingAs reading(env.reader());
+      process::ReadingAs reading(env.reader());
       if (reading.ok()) {
         variables = conda_env_vars(env.prefix, result.refused_variables);
       }
@@ -283,7 +285,7 @@ ActivatedEnvironment activate(const PythonEnv& env, std::chrono::milliseconds ti
     }
   }
   spec.working_dir = seen_by_env(env, env.prefix);
-  ProcessLimits limits;
+  process::ProcessLimits limits;
   limits.timeout = timeout;
   limits.max_output_bytes = 64 * 1024;
   limits.cancellation = cancellation;
@@ -294,15 +296,16 @@ ActivatedEnvironment activate(const PythonEnv& env, std::chrono::milliseconds ti
 
   if (!run.succeeded() || !text) {
     result.problem = "activation " + run.describe();
-    result.problem_output = trim(run.err);
+    result.problem_output = process::trim(run.err);
     return result;
   }
   result.activated = parse_environment_dump(*text);
   return result;
 }
 
-ActivatedEnvironment ActivationCache::get(const PythonEnv& env, const Cancellation* cancellation,
-                                          const ResourceLimits& resources) {
+ActivatedEnvironment ActivationCache::get(const PythonEnv& env,
+                                          const process::Cancellation* cancellation,
+                                          const process::ResourceLimits& resources) {
   const std::string fingerprint = activation_fingerprint(env);
   {
     std::lock_guard lock(m_mutex);

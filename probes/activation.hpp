@@ -7,8 +7,8 @@
 #include <vector>
 
 #include "facts/activation.hpp"
-#include "probes/process_runner.hpp"
 #include "probes/python_env.hpp"
+#include "process/process_runner.hpp"
 
 namespace envcontract::probes {
 
@@ -20,7 +20,7 @@ using facts::Activation;
 // The environment a probe process gets when nothing is activated: a clean
 // base (PATH, LANG, and HOME of the env's owner), never the agent's own
 // variables (tokens, credentials).
-Environment bare_environment(const PythonEnv& env);
+facts::Environment bare_environment(const PythonEnv& env);
 
 using facts::ActivatedEnvironment;
 
@@ -38,18 +38,18 @@ std::vector<std::filesystem::path> activation_inputs(const PythonEnv& env);
 // an activate.d script is the env's code like any other.
 ActivatedEnvironment activate(const PythonEnv& env,
                               std::chrono::milliseconds timeout = std::chrono::seconds(30),
-                              const Cancellation* cancellation = nullptr,
-                              const ResourceLimits& resources = {});
+                              const process::Cancellation* cancellation = nullptr,
+                              const process::ResourceLimits& resources = {});
 
 // The variables of conda's env_vars JSON (conda-meta/state or an
 // etc/conda/env_vars.d file named `source`): names that are not shell names,
 // or that would change bash itself, are refused with a message in `refused`.
-Environment parse_conda_env_vars(const std::string& text, const std::string& source,
-                                 std::vector<std::string>& refused);
+facts::Environment parse_conda_env_vars(const std::string& text, const std::string& source,
+                                        std::vector<std::string>& refused);
 
 // The environment the activation script dumped (NUL-separated NAME=value),
 // without the shell's own bookkeeping variables.
-Environment parse_environment_dump(const std::string& text);
+facts::Environment parse_environment_dump(const std::string& text);
 
 // What activation depends on: the scripts and files above with their sizes
 // and modification times. Cheap: stat calls only.
@@ -59,8 +59,9 @@ std::string activation_fingerprint(const PythonEnv& env);
 class ActivationCache {
  public:
   // A cancelled activation is returned but not kept: the next scan runs it again.
-  ActivatedEnvironment get(const PythonEnv& env, const Cancellation* cancellation = nullptr,
-                           const ResourceLimits& resources = {});
+  ActivatedEnvironment get(const PythonEnv& env,
+                           const process::Cancellation* cancellation = nullptr,
+                           const process::ResourceLimits& resources = {});
   std::size_t activations_run() const;
 
  private:

@@ -94,15 +94,16 @@ struct ChangeWatch::Core {
     std::vector<Identified> identified;
     std::string unidentified;  // why a file could not be identified, the first
   };
-  static Resolved resolve(const ReadDependencies& dependencies, const MountTable& mounts);
+  static Resolved resolve(const process::ReadDependencies& dependencies,
+                          const process::MountTable& mounts);
   // Under the lock: each settles one interest `id` of `state`, and the first
   // reason its changes cannot all be seen goes to `why_not`.
   void index_files(std::uint64_t id, State& state,
-                   const std::vector<Resolved::Identified>& identified, const MountTable& mounts,
-                   bool& newly_marked, std::string& why_not);
+                   const std::vector<Resolved::Identified>& identified,
+                   const process::MountTable& mounts, bool& newly_marked, std::string& why_not);
   std::vector<std::pair<std::string, Index>> keys_of(const std::vector<Resolved::Named>& named,
-                                                     const MountTable& mounts, bool& newly_marked,
-                                                     std::string& why_not);
+                                                     const process::MountTable& mounts,
+                                                     bool& newly_marked, std::string& why_not);
   void index_keys(std::uint64_t id, State& state,
                   const std::vector<std::pair<std::string, Index>>& keys);
   // What changed while the read ran, now that its paths are known.
@@ -453,7 +454,7 @@ struct ChangeWatch::Core {
   // name their filesystem by its id: two filesystems with one id (a cloned
   // disk, a snapshot, an image made to match) cannot be told apart, and
   // the second is not watched.
-  std::string mark_whole(const MountTable::Mount& whole, const std::string& device) {
+  std::string mark_whole(const process::MountTable::Mount& whole, const std::string& device) {
     struct statfs info {};
     if (::statfs(whole.point.c_str(), &info) != 0) {
       return whole.point.string() + ": " + std::strerror(errno);
@@ -523,12 +524,12 @@ struct ChangeWatch::Core {
   }
 
   // The filesystem holding `device` marked, or why it cannot be.
-  std::string mark(const std::string& device, const MountTable& mounts, bool& newly) {
+  std::string mark(const std::string& device, const process::MountTable& mounts, bool& newly) {
     if (const auto known = marks.find(device); known != marks.end()) {
       return known->second.value_or("");
     }
     std::string why;
-    const MountTable::Mount* whole = nullptr;
+    const process::MountTable::Mount* whole = nullptr;
     std::string fstype;
     for (const auto& mount : mounts.mounts()) {
       if (mount.device == device) {
@@ -703,14 +704,14 @@ std::shared_ptr<ChangeWatch::Interest> ChangeWatch::open() {
   return std::make_shared<Interest>(m_core, id);
 }
 
-ChangeWatch::Core::Resolved ChangeWatch::Core::resolve(const ReadDependencies& dependencies,
-                                                       const MountTable& mounts) {
+ChangeWatch::Core::Resolved ChangeWatch::Core::resolve(
+    const process::ReadDependencies& dependencies, const process::MountTable& mounts) {
   // (Trees and entries directories come with their links' targets:
   // add_link_targets.)
   Resolved resolved;
   const auto add_with_links = [&](const fs::path& path) {
     resolved.named.push_back({path, Index::touching});
-    for (auto& step : link_chain(path)) {
+    for (auto& step : process::link_chain(path)) {
       resolved.named.push_back({std::move(step), Index::touching});
     }
   };
@@ -748,7 +749,7 @@ ChangeWatch::Core::Resolved ChangeWatch::Core::resolve(const ReadDependencies& d
 
 void ChangeWatch::Core::index_files(std::uint64_t id, State& state,
                                     const std::vector<Resolved::Identified>& identified,
-                                    const MountTable& mounts, bool& newly_marked,
+                                    const process::MountTable& mounts, bool& newly_marked,
                                     std::string& why_not) {
   for (const auto& file : identified) {
     const std::string problem = mark(file.device, mounts, newly_marked);
@@ -775,8 +776,8 @@ void ChangeWatch::Core::index_files(std::uint64_t id, State& state,
 }
 
 std::vector<std::pair<std::string, ChangeWatch::Core::Index>> ChangeWatch::Core::keys_of(
-    const std::vector<Resolved::Named>& named, const MountTable& mounts, bool& newly_marked,
-    std::string& why_not) {
+    const std::vector<Resolved::Named>& named, const process::MountTable& mounts,
+    bool& newly_marked, std::string& why_not) {
   std::vector<std::pair<std::string, Index>> keys;
   for (const auto& [path, kind] : named) {
     const auto mount = mounts.mount_of(path);
@@ -836,8 +837,8 @@ void ChangeWatch::Core::catch_up(std::uint64_t id, State& state) {
   trim_log();
 }
 
-std::string ChangeWatch::settle(Interest& interest, const ReadDependencies& dependencies,
-                                const MountTable& mounts) {
+std::string ChangeWatch::settle(Interest& interest, const process::ReadDependencies& dependencies,
+                                const process::MountTable& mounts) {
   // Resolved before the lock: following links may wait on a slow disk.
   const auto resolved = Core::resolve(dependencies, mounts);
   std::lock_guard lock(m_core->mutex);

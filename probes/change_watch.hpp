@@ -5,8 +5,8 @@
 #include <optional>
 #include <string>
 
-#include "probes/mount_table.hpp"
-#include "probes/read_dependencies.hpp"
+#include "process/mount_table.hpp"
+#include "process/read_dependencies.hpp"
 
 // Tells whether anything an env's facts were read from has changed since
 // they were read, from the kernel's own record of changes (fanotify marks
@@ -47,8 +47,8 @@ class ChangeWatch {
   // "" or why they cannot be watched (the interest then counts as changed
   // for good). A filesystem first marked here counts as changed once: what
   // happened on it during the read was not seen.
-  std::string settle(Interest& interest, const ReadDependencies& dependencies,
-                     const MountTable& mounts);
+  std::string settle(Interest& interest, const process::ReadDependencies& dependencies,
+                     const process::MountTable& mounts);
   // What changed since the interest was opened (the first change seen), or
   // nullopt when nothing did. Reads every change the kernel has queued
   // until now first, so a change made just before this call counts.

@@ -11,7 +11,7 @@ bool name_char(char c) {
 
 }  // namespace
 
-std::string expand_variables(const std::string& text, const Environment& environment) {
+std::string expand_variables(const std::string& text, const facts::Environment& environment) {
   std::string out;
   for (std::size_t i = 0; i < text.size();) {
     if (text[i] != '$' || i + 1 == text.size()) {
@@ -37,8 +37,8 @@ std::string expand_variables(const std::string& text, const Environment& environ
   return out;
 }
 
-Environment layered_environment(Environment base,
-                                const std::vector<std::pair<std::string, std::string>>& layers) {
+facts::Environment layered_environment(
+    facts::Environment base, const std::vector<std::pair<std::string, std::string>>& layers) {
   for (const auto& [name, value] : layers) {
     base[name] = expand_variables(value, base);
   }

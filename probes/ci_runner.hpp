@@ -4,7 +4,7 @@
 #include <utility>
 #include <vector>
 
-#include "probes/process_runner.hpp"
+#include "process/process_runner.hpp"
 
 namespace envcontract::probes {
 
@@ -12,13 +12,13 @@ namespace envcontract::probes {
 // Python's os.path.expandvars does: names of letters, digits and '_'; an unset
 // one is left as written, so a mistake shows in the command's output rather
 // than as an empty string.
-std::string expand_variables(const std::string& text, const Environment& environment);
+std::string expand_variables(const std::string& text, const facts::Environment& environment);
 
 // `layers` applied over `base` in order, each value expanded against the
 // environment built so far (integration_environment, then an entry's own
 // `environment`, as the CI runner applies them).
-Environment layered_environment(Environment base,
-                                const std::vector<std::pair<std::string, std::string>>& layers);
+facts::Environment layered_environment(
+    facts::Environment base, const std::vector<std::pair<std::string, std::string>>& layers);
 
 // The argv the CI runner uses for a command: bash without profile or rc
 // files, stopping at the first failing line, unset variable or failing pipe.

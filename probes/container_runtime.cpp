@@ -14,10 +14,10 @@
 #include "common/json_from_outside.hpp"
 #include "probes/exec_prefix.hpp"
 #include "probes/image_tag.hpp"
-#include "probes/process_runner.hpp"
-#include "probes/scratch_directory.hpp"
-#include "probes/small_files.hpp"
-#include "probes/system_root.hpp"
+#include "process/process_runner.hpp"
+#include "process/scratch_directory.hpp"
+#include "process/small_files.hpp"
+#include "process/system_root.hpp"
 
 namespace envcontract::probes {
 namespace fs = std::filesystem;
@@ -51,13 +51,13 @@ const Json& object_member(const Json& object, const char* key) {
 // a process of the host. The process's start time is kept, so that a PID
 // reused later is not entered either (ScratchDirectory checks it).
 void use_process_root(facts::ExecPrefix& exec, pid_t pid) {
-  const std::uint64_t started = process_start_time(pid);
+  const std::uint64_t started = process::process_start_time(pid);
   const std::string root = "/proc/" + std::to_string(pid) + "/root";
   struct stat theirs {};
   struct stat ours {};
   if (started == 0 || ::stat(root.c_str(), &theirs) != 0 || ::stat("/", &ours) != 0 ||
       (theirs.st_dev == ours.st_dev && theirs.st_ino == ours.st_ino) ||
-      process_start_time(pid) != started) {
+      process::process_start_time(pid) != started) {
     return;
   }
   exec.root_process = pid;
@@ -124,7 +124,7 @@ std::string cannot_enter(pid_t pid) {
 }
 
 std::string first_line(const std::string& text) {
-  return trim(text.substr(0, text.find('\n')));
+  return process::trim(text.substr(0, text.find('\n')));
 }
 
 const char* runtime_of(const ContainerConfig& config) {
@@ -156,18 +156,18 @@ bool needs_runtime(const ContainerConfig& config) {
 // most; its stdout, or what went wrong (`what` names the command).
 common::Result<std::string> ask_runtime(const std::vector<std::string>& argv,
                                         const std::string& what) {
-  ProcessSpec spec;
+  process::ProcessSpec spec;
   spec.argv = argv;
-  spec.environment = {{"PATH", k_system_path}, {"LANG", "C.UTF-8"}};
+  spec.environment = {{"PATH", process::k_system_path}, {"LANG", "C.UTF-8"}};
   for (const char* name : {"DOCKER_HOST", "CONTAINER_HOST"}) {
     if (const char* value = std::getenv(name)) {
       spec.environment[name] = value;
     }
   }
-  ProcessLimits limits;
+  process::ProcessLimits limits;
   limits.timeout = std::chrono::seconds(10);
   limits.max_output_bytes = k_max_inspect_bytes;
-  const auto result = run_process(spec, limits);
+  const auto result = process::run_process(spec, limits);
   if (!result.succeeded()) {
     const std::string said = first_line(result.err);
     return common::Error{what + " " + result.describe() + (said.empty() ? "" : ": " + said)};
@@ -260,7 +260,7 @@ ContainerListing parse_container_list(const std::string& text, std::size_t limit
     if (end == std::string::npos) {
       end = text.size();
     }
-    const std::string name = trim(text.substr(start, end - start));
+    const std::string name = process::trim(text.substr(start, end - start));
     start = end + 1;
     if (name.empty()) {
       continue;
@@ -424,7 +424,7 @@ ContainerTarget resolve_container(const ContainerConfig& config) {
   }
   std::error_code error;
   if (target.problem.empty() && !target.root.empty() &&
-      (is_process_root(target.root)
+      (process::is_process_root(target.root)
            ? same_file(target.root, "/")
            : std::filesystem::weakly_canonical(target.root, error) == "/")) {
     // /proc/PID/root, or a rootfs of "/": every path would be the host's.

@@ -19,11 +19,11 @@
 #include "common/yaml_aliases.hpp"
 #include "probes/activation.hpp"
 #include "probes/interpreter_links.hpp"
-#include "probes/run_as.hpp"
-#include "probes/small_files.hpp"
-#include "probes/stall_guard.hpp"
 #include "probes/static_facts.hpp"
-#include "probes/system_root.hpp"
+#include "process/run_as.hpp"
+#include "process/small_files.hpp"
+#include "process/stall_guard.hpp"
+#include "process/system_root.hpp"
 
 namespace envcontract::probes {
 namespace fs = std::filesystem;
@@ -48,7 +48,7 @@ std::string owner_of(const fs::path& path) {
 // name (as conda-meta/NAME) in `recorded_in`.
 std::string conda_python_version(const fs::path& prefix, std::string& recorded_in) {
   std::error_code error;
-  for (const std::string& name : list_names(prefix / "conda-meta", error)) {
+  for (const std::string& name : process::list_names(prefix / "conda-meta", error)) {
     if (!name.starts_with("python-") || !name.ends_with(".json")) {
       continue;
     }
@@ -60,7 +60,7 @@ std::string conda_python_version(const fs::path& prefix, std::string& recorded_i
       continue;
     }
     const std::string_view version = middle.substr(0, dash);
-    if (first_release_number(version) == version) {
+    if (process::first_release_number(version) == version) {
       recorded_in = "conda-meta/" + name;
       return std::string(version);
     }
@@ -69,15 +69,15 @@ std::string conda_python_version(const fs::path& prefix, std::string& recorded_i
 }
 
 std::string venv_python_version(const fs::path& prefix) {
-  const auto text = read_env_file(prefix / "pyvenv.cfg", file_limits::small_text);
+  const auto text = process::read_env_file(prefix / "pyvenv.cfg", process::file_limits::small_text);
   if (!text) {
     return "";
   }
-  const auto values = parse_key_values(*text);
+  const auto values = process::parse_key_values(*text);
   for (const char* key : {"version_info", "version"}) {
     if (const auto it = values.find(key); it != values.end()) {
       // virtualenv writes version_info = 3.10.13.final.0
-      if (auto release = first_release_number(it->second); !release.empty()) {
+      if (auto release = process::first_release_number(it->second); !release.empty()) {
         return release;
       }
     }
@@ -89,15 +89,16 @@ std::string venv_python_version(const fs::path& prefix) {
 std::string layout_python_version(const fs::path& prefix) {
   std::error_code error;
   std::string best;
-  for (const std::string& name : list_names(prefix / "lib", error)) {
+  for (const std::string& name : process::list_names(prefix / "lib", error)) {
     if (!name.starts_with("python")) {
       continue;
     }
     const std::string version = name.substr(6);
     const auto dot = version.find('.');
     // Exactly N.N: python3.10, not python3.10.13 or python3.10t.
-    if (first_release_number(version) == version && dot != std::string::npos &&
-        version.find('.', dot + 1) == std::string::npos && dir_exists(prefix / "lib" / name)) {
+    if (process::first_release_number(version) == version && dot != std::string::npos &&
+        version.find('.', dot + 1) == std::string::npos &&
+        process::dir_exists(prefix / "lib" / name)) {
       best = std::max(best, version);
     }
   }
@@ -120,7 +121,7 @@ void check_interpreter(PythonEnv& env, InterpreterLinks& links) {
   std::error_code error;
   const auto status = fs::symlink_status(env.python, error);
   if (error || !fs::exists(status)) {
-    if (!path_exists(env.prefix / "bin" / "python3")) {
+    if (!process::path_exists(env.prefix / "bin" / "python3")) {
       env.problems.push_back("no Python interpreter: " + env.python.string() +
                              " is missing (a half-deleted env?)");
       return;
@@ -185,28 +186,29 @@ common::Result<std::vector<std::string>> parse_condarc_envs_dirs(const std::stri
   return dirs;
 }
 
-std::optional<PythonEnv> describe_prefix(const fs::path& prefix, const RunAsPolicy& run_as,
+std::optional<PythonEnv> describe_prefix(const fs::path& prefix, const process::RunAsPolicy& run_as,
                                          const fs::path& scan_root, const facts::ExecPrefix& exec) {
   PythonEnv env;
   std::error_code error;
   // Inside a container reached through its process's root, links resolve
   // there (realpath would name the host's path).
-  env.prefix = !exec.empty() && is_process_root(scan_root) ? canonical_in(scan_root, prefix, error)
-                                                           : fs::canonical(prefix, error);
+  env.prefix = !exec.empty() && process::is_process_root(scan_root)
+                   ? process::canonical_in(scan_root, prefix, error)
+                   : fs::canonical(prefix, error);
   if (error || !fs::exists(env.prefix, error)) {
     return std::nullopt;
   }
-  FileProblemLog refused;
+  process::FileProblemLog refused;
   std::string recorded_in;  // where python_version was read
-  if (dir_exists(env.prefix / "conda-meta")) {
+  if (process::dir_exists(env.prefix / "conda-meta")) {
     env.kind = EnvKind::conda;
     env.python_version = conda_python_version(env.prefix, recorded_in);
-  } else if (path_exists(env.prefix / "pyvenv.cfg")) {
+  } else if (process::path_exists(env.prefix / "pyvenv.cfg")) {
     env.kind = EnvKind::venv;
     env.python_version = venv_python_version(env.prefix);
     recorded_in = env.python_version.empty() ? "" : "pyvenv.cfg";
-  } else if (path_exists(env.prefix / "bin" / "python") ||
-             path_exists(env.prefix / "bin" / "python3")) {
+  } else if (process::path_exists(env.prefix / "bin" / "python") ||
+             process::path_exists(env.prefix / "bin" / "python3")) {
     env.kind = EnvKind::interpreter;
   } else {
     return std::nullopt;
@@ -214,7 +216,8 @@ std::optional<PythonEnv> describe_prefix(const fs::path& prefix, const RunAsPoli
   if (env.python_version.empty()) {
     env.python_version = layout_python_version(env.prefix);
   }
-  env.name = env_name(env.prefix, env.kind == EnvKind::conda && dir_exists(env.prefix / "envs"));
+  env.name =
+      env_name(env.prefix, env.kind == EnvKind::conda && process::dir_exists(env.prefix / "envs"));
   env.owner = owner_of(env.prefix);
   // Only an env inside the tree belongs to it: one that a root's
   // environments.txt names on the host, or that a link leads out to, is the
@@ -229,16 +232,16 @@ std::optional<PythonEnv> describe_prefix(const fs::path& prefix, const RunAsPoli
     env.system_root = scan_root;
     env.exec = exec;
     env.name = exec.target + ":" + env.name;
-  } else if (inside && is_system_root(scan_root)) {
+  } else if (inside && process::is_system_root(scan_root)) {
     env.system_root = scan_root;
   }
   // An image's tree read on the host: its owners are the image author's word.
   const bool image_tree = env.system_root != "/" && env.exec.empty();  // owners_are_facts
-  env.run_as =
-      image_tree ? run_as_for_image_env(env.prefix, run_as) : run_as_for_prefix(env.prefix, run_as);
+  env.run_as = image_tree ? process::run_as_for_image_env(env.prefix, run_as)
+                          : process::run_as_for_prefix(env.prefix, run_as);
   if (!env.exec.empty()) {
     // A container's files are read on the host as nobody's uid (facts/env.hpp).
-    env.read_as = run_as_for_image_env(env.prefix, run_as);
+    env.read_as = process::run_as_for_image_env(env.prefix, run_as);
   }
   // The interpreter first: what bin/python is and where it leads are held to
   // the safety rule too.
@@ -269,15 +272,16 @@ class Discoverer {
  public:
   explicit Discoverer(const DiscoveryOptions& options)
       : m_options(options),
-        m_mounts(options.mounts ? options.mounts
-                                : std::make_shared<const MountTable>(MountTable::load())) {}
+        m_mounts(options.mounts
+                     ? options.mounts
+                     : std::make_shared<const process::MountTable>(process::MountTable::load())) {}
 
   // One root: its walk and its conda configuration (homes are units of their own).
   void search_root(const fs::path& root) {
     if (kept_out(root)) {
       return;
     }
-    if (!dir_exists(root)) {
+    if (!process::dir_exists(root)) {
       problem(root, "root is not a readable directory");
       return;
     }
@@ -289,7 +293,7 @@ class Discoverer {
   }
 
   std::vector<fs::path> homes_of(const fs::path& root) {
-    if (kept_out(root) || !dir_exists(root)) {
+    if (kept_out(root) || !process::dir_exists(root)) {
       return {};
     }
     return home_dirs(root);
@@ -329,7 +333,7 @@ class Discoverer {
  private:
   void enter_root(const fs::path& root) {
     std::error_code error;
-    m_scan_root = m_target != nullptr ? canonical_in(m_target->root, root, error)
+    m_scan_root = m_target != nullptr ? process::canonical_in(m_target->root, root, error)
                                       : fs::weakly_canonical(root, error);
   }
 
@@ -346,7 +350,7 @@ class Discoverer {
     }
     if (m_reported_mounts.insert(mount->mount_point).second) {
       problem(mount->mount_point,
-              describe(*mount) +
+              process::describe(*mount) +
                   ": not searched for envs (the agent reads no filesystem served by a user's "
                   "process: one that stops answering would stall the reader for good)");
     }
@@ -361,8 +365,8 @@ class Discoverer {
   // inside it, as its own processes resolve them: an absolute one starts
   // again at its root, and ".." stops there.
   std::optional<fs::path> resolved_outside_user_mounts(const fs::path& path, bool* kept = nullptr) {
-    const bool in_process_root =
-        m_target != nullptr && is_process_root(m_target->root) && lies_within(path, m_target->root);
+    const bool in_process_root = m_target != nullptr && process::is_process_root(m_target->root) &&
+                                 lies_within(path, m_target->root);
     const fs::path top = in_process_root ? m_target->root : fs::path("/");
     fs::path done = top;
     std::deque<fs::path> rest;
@@ -420,11 +424,11 @@ class Discoverer {
   // only the resolved path, with no link left in it, is handed to the kernel.
   bool real_dir(const fs::path& path) {
     const auto resolved = resolved_outside_user_mounts(path);
-    return resolved && dir_exists(*resolved);
+    return resolved && process::dir_exists(*resolved);
   }
   bool real_file(const fs::path& path) {
     const auto resolved = resolved_outside_user_mounts(path);
-    return resolved && path_exists(*resolved);
+    return resolved && process::path_exists(*resolved);
   }
 
   // The tree an env at `resolved` belongs to: the image root (a configured
@@ -438,7 +442,7 @@ class Discoverer {
       for (const auto& root : m_options.roots) {
         std::error_code error;
         const auto canonical = fs::weakly_canonical(root, error);
-        if (!error && canonical != "/" && is_system_root(canonical)) {
+        if (!error && canonical != "/" && process::is_system_root(canonical)) {
           m_image_roots->push_back(canonical);
         }
       }
@@ -488,7 +492,7 @@ class Discoverer {
     } else {
       for (const auto& container : m_options.containers) {
         if (!container.problem.empty() || container.root.empty() ||
-            is_process_root(container.root)) {
+            process::is_process_root(container.root)) {
           continue;  // the host's walk never enters /proc
         }
         std::error_code error;
@@ -518,9 +522,9 @@ class Discoverer {
       // have that directory's entries named in the report. A container's
       // tree keeps being read as root, as its homes are: its owners' uids
       // may not pass the directories above it.
-      std::optional<ReadingAs> as_owner;
+      std::optional<process::ReadingAs> as_owner;
       const auto& tree = it->second.scan_root;
-      if (!owner && m_target == nullptr && (tree == "/" || !is_system_root(tree))) {
+      if (!owner && m_target == nullptr && (tree == "/" || !process::is_system_root(tree))) {
         const auto reader = home_reader(*resolved);
         if (reader) {
           as_owner.emplace(*reader);
@@ -560,7 +564,7 @@ class Discoverer {
         }
         continue;
       }
-      if (!dir_exists(*real_child)) {
+      if (!process::dir_exists(*real_child)) {
         continue;
       }
       if (!add(child, how)) {
@@ -627,7 +631,7 @@ class Discoverer {
                           " directories; name deeper env roots explicitly");
         return;
       }
-      note_reading(dir);
+      process::note_reading(dir);
       std::error_code error;
       fs::directory_iterator it(dir, error);
       if (error) {
@@ -640,7 +644,7 @@ class Discoverer {
         if (kept_out(it->path())) {
           continue;
         }
-        note_reading(it->path());
+        process::note_reading(it->path());
         std::error_code status_error;
         const auto status = it->symlink_status(status_error);
         // Symlinked directories are not followed during the walk: their
@@ -686,18 +690,18 @@ class Discoverer {
   // home owned by root as root, since only root put anything in it, unless
   // its group or others may write to it (a shared home, mode 2775): then as
   // nobody, whatever run_root_envs_as says.
-  std::optional<RunAs> home_reader(const fs::path& home) const {
+  std::optional<facts::RunAs> home_reader(const fs::path& home) const {
     struct stat info {};
     if (::stat(home.c_str(), &info) != 0) {
       return std::nullopt;
     }
     if (info.st_uid != 0) {
-      return resolve_run_as(info.st_uid, m_options.run_as);
+      return process::resolve_run_as(info.st_uid, m_options.run_as);
     }
     if ((info.st_mode & (S_IWGRP | S_IWOTH)) == 0) {
-      return resolve_run_as(0, RunAsPolicy{"root"});
+      return process::resolve_run_as(0, process::RunAsPolicy{"root"});
     }
-    return resolve_run_as(0, RunAsPolicy{"nobody"});
+    return process::resolve_run_as(0, process::RunAsPolicy{"nobody"});
   }
 
   // On this host, a home's files are its owner's to write, so they are read
@@ -707,8 +711,8 @@ class Discoverer {
   // the host's (a container's rootfs) keeps being read as root: its owners'
   // uids may not pass the directories above it.
   void search_home(const fs::path& root, const fs::path& home) {
-    std::optional<ReadingAs> as_owner;
-    if (m_target == nullptr && (root == "/" || !is_system_root(root))) {
+    std::optional<process::ReadingAs> as_owner;
+    if (m_target == nullptr && (root == "/" || !process::is_system_root(root))) {
       const auto reader = home_reader(home);
       if (!reader) {
         return;
@@ -741,7 +745,7 @@ class Discoverer {
     };
     for (const auto& [relative, how] : k_env_dirs) {
       const auto dir = resolved_outside_user_mounts(home / relative);
-      if (dir && dir_exists(*dir)) {
+      if (dir && process::dir_exists(*dir)) {
         add_children(*dir, std::string(how) + " of " + home.string());
       }
     }
@@ -774,7 +778,7 @@ class Discoverer {
     if (!real) {
       return;
     }
-    const auto read = read_file_bounded(*real, file_limits::conda_config);
+    const auto read = process::read_file_bounded(*real, process::file_limits::conda_config);
     if (!read.text) {
       if (!read.refusal.empty()) {
         problem(file, "conda configuration not read: it " + read.refusal);
@@ -801,7 +805,7 @@ class Discoverer {
     if (!real) {
       return;
     }
-    const auto read = read_file_bounded(*real, file_limits::env_list);
+    const auto read = process::read_file_bounded(*real, process::file_limits::env_list);
     const auto& text = read.text;
     if (!text) {
       problem(file, "cannot read conda's list of envs" +
@@ -811,7 +815,7 @@ class Discoverer {
     std::istringstream lines(*text);
     std::size_t not_paths = 0;
     for (std::string line; std::getline(lines, line);) {
-      const fs::path listed = trim(line);
+      const fs::path listed = process::trim(line);
       if (listed.empty()) {
         continue;
       }
@@ -843,7 +847,7 @@ class Discoverer {
   }
 
   const DiscoveryOptions& m_options;
-  std::shared_ptr<const MountTable> m_mounts;
+  std::shared_ptr<const process::MountTable> m_mounts;
   std::optional<std::vector<fs::path>> m_image_roots;  // tree_of's, made at its first call
   std::set<fs::path> m_reported_mounts;
   fs::path m_scan_root = "/";                 // the root being walked: safety checks stop there
@@ -894,7 +898,7 @@ std::vector<DiscoveryUnit> discovery_units(const DiscoveryOptions& options) {
     auto target = std::make_shared<ContainerTarget>(given);
     // A process's root is a magic link: realpath names it "/", the host's.
     target->root =
-        is_process_root(given.root) ? given.root : fs::weakly_canonical(given.root, error);
+        process::is_process_root(given.root) ? given.root : fs::weakly_canonical(given.root, error);
     for (const auto& env_root : given.env_roots) {
       const fs::path root = (target->root / env_root.relative_path()).lexically_normal();
       units.push_back({"discovery of container " + target->name + " at " + env_root.string(),
@@ -913,7 +917,7 @@ std::vector<DiscoveryUnit> discovery_units(const DiscoveryOptions& options) {
            CandidateSearch found;
            for (const auto& home : discoverer.homes_of(target->root)) {
              std::error_code ignored;
-             if (!lies_within(canonical_in(target->root, home, ignored), target->root)) {
+             if (!lies_within(process::canonical_in(target->root, home, ignored), target->root)) {
                continue;  // a home linking out of the container is not its own
              }
              found.more_units.push_back({"discovery of home " + home.string(), home.string(),
@@ -980,7 +984,7 @@ CandidateSearch find_env_candidates(const DiscoveryOptions& given) {
   // Every unit reads the one mount table.
   DiscoveryOptions options = given;
   if (!options.mounts) {
-    options.mounts = std::make_shared<const MountTable>(MountTable::load());
+    options.mounts = std::make_shared<const process::MountTable>(process::MountTable::load());
   }
   CandidateSearch all;
   std::deque<DiscoveryUnit> units;
@@ -1000,16 +1004,16 @@ CandidateSearch find_env_candidates(const DiscoveryOptions& given) {
 }
 
 std::optional<PythonEnv> describe_candidate(const EnvCandidate& candidate,
-                                            const RunAsPolicy& run_as) {
+                                            const process::RunAsPolicy& run_as) {
   std::optional<PythonEnv> env;
   if (candidate.holds_mount) {
     // Named, and none of it read: kind and name come from markers outside the mount.
     const std::string why =
-        describe(*candidate.holds_mount) +
+        process::describe(*candidate.holds_mount) +
         " inside this env: none of the env is read or run (the agent reads no filesystem served "
         "by a user's process: one that stops answering would stall the reader for good)";
     env = unread_env(candidate, why);
-    env->run_as = run_as_for_prefix(candidate.prefix, run_as);
+    env->run_as = process::run_as_for_prefix(candidate.prefix, run_as);
     env->user_mount = candidate.holds_mount->mount_point;
     env->problems.push_back(why);
   } else {

@@ -10,8 +10,8 @@
 
 #include "common/result.hpp"
 #include "probes/container_target.hpp"
-#include "probes/mount_table.hpp"
 #include "probes/python_env.hpp"
+#include "process/mount_table.hpp"
 
 namespace envcontract::probes {
 
@@ -30,11 +30,11 @@ struct DiscoveryOptions {
   // How many directories one root's walk may open: discovery stays cheap on
   // a host with a huge tree.
   std::size_t max_directories = 20000;
-  // Whose credentials each env's code runs with (probes/run_as.hpp).
-  RunAsPolicy run_as;
+  // Whose credentials each env's code runs with (process/run_as.hpp).
+  process::RunAsPolicy run_as;
   // The mounts discovery keeps out of (users' FUSE filesystems); unset: this
   // process's, read when discovery starts.
-  std::shared_ptr<const MountTable> mounts;
+  std::shared_ptr<const process::MountTable> mounts;
 };
 
 // A directory that discovery found to look like an env (it has conda-meta/,
@@ -42,12 +42,12 @@ struct DiscoveryOptions {
 struct EnvCandidate {
   std::filesystem::path prefix;  // symlinks resolved
   std::vector<std::string> found_by;
-  std::filesystem::path scan_root = "/";       // the root it was found under
-  EnvKind likely_kind = EnvKind::interpreter;  // by its markers
-  std::optional<UserMount> holds_mount;        // a user's mount at or below the prefix
-  bool conda_installation = false;             // conda-meta/ and envs/: named "base"
-  std::string owner;                           // of the prefix, as describe_prefix says it
-  facts::ExecPrefix exec;                      // found in a container target: how it runs there
+  std::filesystem::path scan_root = "/";          // the root it was found under
+  EnvKind likely_kind = EnvKind::interpreter;     // by its markers
+  std::optional<process::UserMount> holds_mount;  // a user's mount at or below the prefix
+  bool conda_installation = false;                // conda-meta/ and envs/: named "base"
+  std::string owner;                              // of the prefix, as describe_prefix says it
+  facts::ExecPrefix exec;                         // found in a container target: how it runs there
 };
 
 struct DiscoveryUnit;
@@ -81,7 +81,7 @@ CandidateSearch find_env_candidates(const DiscoveryOptions& options);
 // Its second half, one env: describe_prefix, or for an env holding a user's
 // mount what can be said without reading it. nullopt when it is no env after all.
 std::optional<PythonEnv> describe_candidate(const EnvCandidate& candidate,
-                                            const RunAsPolicy& run_as);
+                                            const process::RunAsPolicy& run_as);
 
 // What an env is called when nothing of it could be read: named from its
 // prefix as describe_prefix names it, and none of its code runs (`why`).
@@ -106,7 +106,7 @@ Discovery discover_envs(const DiscoveryOptions& options);
 // `exec`: found in a container target (whose root is `scan_root`): the env
 // belongs to it when it lies inside, and runs there.
 std::optional<PythonEnv> describe_prefix(const std::filesystem::path& prefix,
-                                         const RunAsPolicy& run_as = {},
+                                         const process::RunAsPolicy& run_as = {},
                                          const std::filesystem::path& scan_root = "/",
                                          const facts::ExecPrefix& exec = {});
 

@@ -6,7 +6,7 @@
 
 #include "common/json_from_outside.hpp"
 #include "common/python_names.hpp"
-#include "probes/small_files.hpp"
+#include "process/small_files.hpp"
 
 namespace envcontract::probes {
 namespace fs = std::filesystem;
@@ -20,7 +20,7 @@ std::vector<std::string> lines_of(const std::optional<std::string>& text) {
   }
   std::istringstream in(*text);
   for (std::string line; std::getline(in, line);) {
-    line = trim(line);
+    line = process::trim(line);
     if (!line.empty()) {
       lines.push_back(line);
     }
@@ -65,7 +65,7 @@ RecordSummary summarize_record(const std::optional<std::string>& text) {
   std::unordered_map<std::string, bool> seen;
   std::istringstream in(*text);
   for (std::string line; std::getline(in, line);) {
-    line = trim(line);
+    line = process::trim(line);
     const std::string_view file = record_path(line);
     if (file.empty()) {
       continue;
@@ -104,7 +104,7 @@ RecordSummary summarize_record(const std::optional<std::string>& text) {
 std::vector<Distribution> scan_site_packages_distributions(const fs::path& site_packages) {
   std::vector<Distribution> distributions;
   std::error_code error;
-  for (const ListedEntry& entry : list_directory(site_packages, error)) {
+  for (const process::ListedEntry& entry : process::list_directory(site_packages, error)) {
     const fs::path& path = entry.path;
     const std::string name = path.filename().string();
     Distribution distribution;
@@ -112,23 +112,26 @@ std::vector<Distribution> scan_site_packages_distributions(const fs::path& site_
     RecordSummary record;
     if (name.ends_with(".dist-info")) {
       distribution.source = "dist-info";
-      metadata = read_env_file(path / "METADATA", file_limits::metadata);
+      metadata = process::read_env_file(path / "METADATA", process::file_limits::metadata);
       distribution.installer =
-          trim(read_env_file(path / "INSTALLER", file_limits::small_text).value_or(""));
-      record = summarize_record(read_env_file(path / "RECORD", file_limits::record));
+          process::trim(process::read_env_file(path / "INSTALLER", process::file_limits::small_text)
+                            .value_or(""));
+      record =
+          summarize_record(process::read_env_file(path / "RECORD", process::file_limits::record));
       distribution.packages = std::move(record.packages);
     } else if (name.ends_with(".egg-info")) {
       distribution.source = "egg-info";
       // A link that loops or leads where its reader may not go is read as
       // a file, and that read fails: never an exception that costs the
       // env every other distribution.
-      metadata = entry.is_directory ? read_env_file(path / "PKG-INFO", file_limits::metadata)
-                                    : read_env_file(path, file_limits::metadata);
+      metadata = entry.is_directory
+                     ? process::read_env_file(path / "PKG-INFO", process::file_limits::metadata)
+                     : process::read_env_file(path, process::file_limits::metadata);
     } else {
       continue;
     }
     distribution.metadata = path;
-    const auto headers = parse_headers(metadata.value_or(""));
+    const auto headers = process::parse_headers(metadata.value_or(""));
     if (const auto found = headers.find("Name"); found != headers.end()) {
       distribution.name = found->second;
     }
@@ -144,7 +147,7 @@ std::vector<Distribution> scan_site_packages_distributions(const fs::path& site_
     }
     distribution.normalized = common::normalize_distribution_name(distribution.name);
     distribution.top_level =
-        lines_of(read_env_file(path / "top_level.txt", file_limits::small_text));
+        lines_of(process::read_env_file(path / "top_level.txt", process::file_limits::small_text));
     if (distribution.top_level.empty()) {
       distribution.top_level = std::move(record.top_level);
     }
@@ -158,7 +161,7 @@ std::vector<Distribution> scan_site_packages_distributions(const fs::path& site_
 std::vector<Distribution> scan_conda_packages(const fs::path& prefix) {
   std::vector<Distribution> packages;
   std::error_code error;
-  for (const std::string& name : list_names(prefix / "conda-meta", error)) {
+  for (const std::string& name : process::list_names(prefix / "conda-meta", error)) {
     const fs::path path = prefix / "conda-meta" / name;
     if (path.extension() != ".json") {
       continue;
@@ -169,16 +172,16 @@ std::vector<Distribution> scan_conda_packages(const fs::path& prefix) {
     package.metadata = path;
     // Conda records can be large (a "files" list per package); name and
     // version come first, but parse the whole record to be safe.
-    const auto text = read_env_file(path, file_limits::conda_record);
+    const auto text = process::read_env_file(path, process::file_limits::conda_record);
     // Only the top-level name and version are needed: everything deeper is
     // dropped while parsing, so nesting cannot make the document large.
     auto parsed = common::parse_outside_json(
         text.value_or(""), "conda-meta record",
-        {.max_bytes = file_limits::conda_record.max_bytes, .kept_depth = 1});
+        {.max_bytes = process::file_limits::conda_record.max_bytes, .kept_depth = 1});
     const Json record = parsed ? std::move(parsed).value() : Json();
     if (record.is_object() && record.contains("name") && record["name"].is_string()) {
       package.name = record["name"];
-      package.version = text_field(record, "version");
+      package.version = process::text_field(record, "version");
     } else {
       // name-version-build.json, from the file name alone.
       const std::string stem = path.stem().string();

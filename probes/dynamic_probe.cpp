@@ -26,12 +26,12 @@
 #include "probes/import_safety.hpp"
 #include "probes/probe_program.hpp"
 #include "probes/probe_report.hpp"
-#include "probes/proc_stat.hpp"
-#include "probes/process_runner.hpp"
 #include "probes/progress_watch.hpp"
-#include "probes/scratch_directory.hpp"
-#include "probes/small_files.hpp"
-#include "probes/stall_guard.hpp"
+#include "process/proc_stat.hpp"
+#include "process/process_runner.hpp"
+#include "process/scratch_directory.hpp"
+#include "process/small_files.hpp"
+#include "process/stall_guard.hpp"
 
 namespace envcontract::probes {
 namespace fs = std::filesystem;
@@ -46,7 +46,7 @@ std::string tail(const std::string& text) {
 }
 
 std::string first_line(const std::string& text) {
-  return trim(text.substr(0, text.find('\n')));
+  return process::trim(text.substr(0, text.find('\n')));
 }
 
 // What went wrong in a finished report, if anything: the first failed step.
@@ -149,8 +149,8 @@ class StageBudget {
     return spec;
   }
 
-  ProcessLimits limits(std::chrono::milliseconds timeout) const {
-    ProcessLimits limits;
+  process::ProcessLimits limits(std::chrono::milliseconds timeout) const {
+    process::ProcessLimits limits;
     limits.timeout = timeout;
     limits.resources = m_plan.resources;
     limits.cancellation = m_plan.cancellation;
@@ -176,8 +176,8 @@ StageResult not_run(const std::string& name, Activation activation, const std::s
   return stage;
 }
 
-Environment stage_environment(const Environment& base) {
-  Environment environment = base;
+facts::Environment stage_environment(const facts::Environment& base) {
+  facts::Environment environment = base;
   // Backend autoload can abort() a process when vendor libraries were loaded
   // first; the platforms' own probes turn it off, so do we (unless the env
   // says otherwise).
@@ -228,8 +228,9 @@ void judge_by_records(StageResult& stage) {
 // `process`: the stage was running when the interpreter ended, so how it
 // ended is the stage's; null when the stage finished and the same
 // interpreter went on to the next.
-void judge_stage(StageResult& stage, const ProbeReport& report, const ProcessResult* process,
-                 const Json& request, const StageSpec& spec) {
+void judge_stage(StageResult& stage, const ProbeReport& report,
+                 const process::ProcessResult* process, const Json& request,
+                 const StageSpec& spec) {
   if (process == nullptr) {
     if (!report.error.empty()) {
       stage.status = StageStatus::probe_error;
@@ -242,8 +243,8 @@ void judge_stage(StageResult& stage, const ProbeReport& report, const ProcessRes
     }
     return;
   }
-  const ProcessResult& result = *process;
-  using Outcome = ProcessResult::Outcome;
+  const process::ProcessResult& result = *process;
+  using Outcome = process::ProcessResult::Outcome;
   if (result.outcome == Outcome::failed_to_start) {
     stage.status = StageStatus::probe_error;
     stage.summary = "cannot run the env's interpreter: " + result.describe();
@@ -346,10 +347,10 @@ Json chain_request(const std::vector<StageSpec>& specs) {
 
 // The env's interpreter running the probe program from its private
 // directory, as the env's user, from the env's prefix.
-ProcessSpec probe_process(const PythonEnv& env, const Environment& environment,
-                          const ScratchDirectory& directory,
-                          const std::optional<Credentials>& credentials) {
-  ProcessSpec process;
+process::ProcessSpec probe_process(const PythonEnv& env, const facts::Environment& environment,
+                                   const process::ScratchDirectory& directory,
+                                   const std::optional<process::Credentials>& credentials) {
+  process::ProcessSpec process;
   process.argv = {seen_by_env(env, env.python),
                   directory.file("probe.py").string(),
                   directory.file("request.json").string(),
@@ -364,7 +365,7 @@ ProcessSpec probe_process(const PythonEnv& env, const Environment& environment,
 
 // How a chain's interpreter ended, and when each stage it showed started.
 struct ChainEnd {
-  const ProcessResult& result;
+  const process::ProcessResult& result;
   std::chrono::steady_clock::time_point ended_at;
   const std::vector<std::chrono::steady_clock::time_point>& started_at;
   const std::vector<StageSpec>& bounded;  // the stages it showed, with their time-outs
@@ -378,7 +379,7 @@ struct ChainEnd {
 StageResult stage_reached(const PythonEnv& env, Activation activation,
                           const std::vector<StageSpec>& specs, ProbeReport& report, std::size_t i,
                           const ChainEnd& end, std::optional<HangDiagnosis>& hang) {
-  const ProcessResult& result = end.result;
+  const process::ProcessResult& result = end.result;
   StageResult stage;
   stage.stage = specs[i].name;
   stage.activation = activation;
@@ -417,7 +418,7 @@ StageResult stage_reached(const PythonEnv& env, Activation activation,
   // every 20 ms; or never: env code wrote something else there) was held to
   // the time-out of the last one it did show: not its own, so not a hang of
   // its own either.
-  if (i >= end.bounded.size() && result.outcome == ProcessResult::Outcome::timed_out) {
+  if (i >= end.bounded.size() && result.outcome == process::ProcessResult::Outcome::timed_out) {
     stage.status = StageStatus::stopped;
     stage.summary = interrupted_step(stage, specs[i].request) +
                     " was stopped at the time-out of the stage before it (" +
@@ -437,14 +438,14 @@ StageResult stage_reached(const PythonEnv& env, Activation activation,
 // caller to run again in a new interpreter. Returns none when the interpreter
 // declined the chain before its first stage. Why the interpreter stopped
 // the chain early, before its first stage or a later one, goes to `stopped`.
-std::vector<StageResult> run_chain(const PythonEnv& env, const Environment& environment,
+std::vector<StageResult> run_chain(const PythonEnv& env, const facts::Environment& environment,
                                    Activation activation, const std::vector<StageSpec>& specs,
                                    const StageBudget& budget, std::string* stopped = nullptr) {
   using Clock = std::chrono::steady_clock;
   std::vector<StageResult> stages;
   const auto credentials = credentials_of(env);
-  ScratchDirectory directory("envcontract-probe", credentials, scratch_root(env),
-                             scratch_root_process(env));
+  process::ScratchDirectory directory("envcontract-probe", credentials, scratch_root(env),
+                                      scratch_root_process(env));
   if (!directory.ok() || !directory.write("probe.py", probe_program_source()) ||
       !directory.write("request.json", common::json_text(chain_request(specs))) ||
       !directory.hand_over()) {
@@ -455,13 +456,13 @@ std::vector<StageResult> run_chain(const PythonEnv& env, const Environment& envi
     stage.summary = "cannot prepare a private directory for the probe: " + directory.error();
     return {std::move(stage)};
   }
-  const ProcessSpec process = probe_process(env, environment, directory, credentials);
+  const process::ProcessSpec process = probe_process(env, environment, directory, credentials);
 
   // Each stage's time-out, cut to what is left of the env's deadline when it
   // starts; the first one's covers the interpreter's start too.
   std::vector<StageSpec> bounded = {budget.bounded(specs.front())};
   std::vector<Clock::time_point> started_at = {Clock::now()};
-  ProcessLimits limits = budget.limits(bounded.front().timeout);
+  process::ProcessLimits limits = budget.limits(bounded.front().timeout);
   // Only a chain reads its progress while it runs: one stage has one time-out.
   // The file is read on a thread of its own (probes/progress_watch.hpp).
   std::optional<ProgressWatch> progress;
@@ -487,13 +488,13 @@ std::vector<StageResult> run_chain(const PythonEnv& env, const Environment& envi
                              key = "stacks " + scratch_root(env).string()](const char* name,
                                                                            std::size_t limit) {
     auto text = std::make_shared<std::optional<std::string>>();
-    const auto stalled =
-        run_bounded(key, std::string("reading the probe's ") + name, std::chrono::seconds(2),
-                    nullptr, [reader, text, name, limit](const Cancellation&) {
-                      if (reader) {
-                        *text = reader->read(name, limit);
-                      }
-                    });
+    const auto stalled = process::run_bounded(
+        key, std::string("reading the probe's ") + name, std::chrono::seconds(2), nullptr,
+        [reader, text, name, limit](const process::Cancellation&) {
+          if (reader) {
+            *text = reader->read(name, limit);
+          }
+        });
     return stalled ? std::nullopt : *text;
   };
   const auto read_stacks = [&] { return read_scratch("stacks.txt", 256 * 1024); };
@@ -519,7 +520,7 @@ std::vector<StageResult> run_chain(const PythonEnv& env, const Environment& envi
       // Pinned first, then checked: the pid checked is then the one signalled.
       pidfd = candidate > 0 ? static_cast<int>(::syscall(SYS_pidfd_open, candidate, 0)) : -1;
 #endif
-      if (pidfd >= 0 && forked_child_or_self(interpreter, candidate) == candidate) {
+      if (pidfd >= 0 && process::forked_child_or_self(interpreter, candidate) == candidate) {
         stage_process = candidate;
       }
     }
@@ -536,8 +537,8 @@ std::vector<StageResult> run_chain(const PythonEnv& env, const Environment& envi
   if (stopped != nullptr) {
     *stopped = stop_reason;
   }
-  if (reports.empty() && !stop_reason.empty() && result.outcome == ProcessResult::Outcome::exited &&
-      result.exit_code == 0) {
+  if (reports.empty() && !stop_reason.empty() &&
+      result.outcome == process::ProcessResult::Outcome::exited && result.exit_code == 0) {
     return {};  // the interpreter declined the chain before its first stage: none of it ran
   }
   if (reports.empty()) {
@@ -553,12 +554,12 @@ std::vector<StageResult> run_chain(const PythonEnv& env, const Environment& envi
 
 // A shell command: its exit status and output are the facts; judging them
 // against what the contract expects is the judge's job.
-StageResult run_command_stage(const PythonEnv& env, const Environment& environment,
+StageResult run_command_stage(const PythonEnv& env, const facts::Environment& environment,
                               const ProbePlan::Command& command, const StageBudget& budget) {
   StageResult stage;
   stage.stage = stage_names::command(command.id);
   stage.activation = Activation::activated;
-  ProcessSpec process;
+  process::ProcessSpec process;
   process.argv = command.ci_runner ? ci_runner_argv(command.run)
                                    : std::vector<std::string>{"/bin/bash", "-c", command.run};
   process.environment = layered_environment(environment, command.layers);
@@ -571,7 +572,7 @@ StageResult run_command_stage(const PythonEnv& env, const Environment& environme
                             : std::filesystem::path(command.workdir);
   process.credentials = credentials_of(env);
   const auto bounded = budget.bounded({stage.stage, Json(), command.timeout});
-  const ProcessLimits limits = budget.limits(bounded.timeout);
+  const process::ProcessLimits limits = budget.limits(bounded.timeout);
   // A shell dumps no Python stacks.
   const auto result = run_env_process(env, process, limits, [&](pid_t pid) {
     stage.hang =
@@ -585,12 +586,12 @@ StageResult run_command_stage(const PythonEnv& env, const Environment& environme
   ProbeRecord record;
   record.type = "command";
   record.run = command.run;
-  if (result.outcome == ProcessResult::Outcome::exited) {
+  if (result.outcome == process::ProcessResult::Outcome::exited) {
     record.exit_code = result.exit_code;
   }
   record.output = result.out.substr(0, k_kept_output);
   stage.records.push_back(std::move(record));
-  using Outcome = ProcessResult::Outcome;
+  using Outcome = process::ProcessResult::Outcome;
   switch (result.outcome) {
     case Outcome::failed_to_start:
       stage.status = StageStatus::probe_error;
@@ -731,7 +732,8 @@ StageResult skipped_stage(const std::string& name, Activation activation) {
 // or ended its interpreter, the rest of its chain starts in a new one. Devices
 // and smoke stages are skipped once identity shows that torch does not import.
 // Results are in the order of `specs`.
-std::vector<StageResult> run_stages_in_order(const PythonEnv& env, const Environment& environment,
+std::vector<StageResult> run_stages_in_order(const PythonEnv& env,
+                                             const facts::Environment& environment,
                                              Activation activation,
                                              const std::vector<StageSpec>& specs,
                                              const StageBudget& budget) {
@@ -845,7 +847,8 @@ std::vector<std::string> chains_to_run_beside(const std::vector<StageSpec>& spec
 // finished beside where in order it was not run. (Processes and times do
 // depend on them: such a stage ran, and its chain may hold the commands
 // back until it ends.)
-std::vector<StageResult> run_python_stages(const PythonEnv& env, const Environment& environment,
+std::vector<StageResult> run_python_stages(const PythonEnv& env,
+                                           const facts::Environment& environment,
                                            Activation activation,
                                            const std::vector<StageSpec>& specs,
                                            const StageBudget& budget, const ProbeLanes* lanes) {

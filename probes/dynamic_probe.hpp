@@ -28,13 +28,13 @@ struct ProbePlan : facts::ProbeRequest {
   // Also run identity and imports without activation when activation changes
   // anything, to tell an activation artifact from a real fault.
   bool compare_bare = true;
-  // Per stage process tree (probes/containment.hpp).
-  ResourceLimits resources;
+  // Per stage process tree (process/containment.hpp).
+  process::ResourceLimits resources;
   // All stages of one env together: a stage gets what is left of it, and a
   // stage with nothing left is not run. Zero: no deadline beyond each stage's.
   std::chrono::milliseconds env_deadline{0};
   // Set by the scan's watchdog or the agent's shutdown: stops what runs.
-  const Cancellation* cancellation = nullptr;
+  const process::Cancellation* cancellation = nullptr;
   // The scan's lanes: with one spare, the bare comparison holds it, or a
   // chain of stages whose first import differs from identity's runs beside
   // the others, in an interpreter started at once, unless both it and another

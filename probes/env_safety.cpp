@@ -1,7 +1,7 @@
 #include "probes/env_safety.hpp"
-#include "probes/small_files.hpp"
-#include "probes/stall_guard.hpp"
-#include "probes/system_root.hpp"
+#include "process/small_files.hpp"
+#include "process/stall_guard.hpp"
+#include "process/system_root.hpp"
 
 #include <grp.h>
 #include <pwd.h>
@@ -29,7 +29,7 @@ std::string user_name(uid_t uid) {
 
 // A group whose write bit is harmless: one that holds nobody but the user the
 // code runs as (the user's private group), or root's group with no members.
-bool trusted_group(gid_t gid, const RunAs& run_as) {
+bool trusted_group(gid_t gid, const facts::RunAs& run_as) {
   if (gid != run_as.gid && gid != 0) {
     return false;
   }
@@ -61,7 +61,7 @@ class Checker {
  public:
   // `root`: the tree whose links resolve inside it (system_root.hpp's
   // canonical_in), "/" for the host.
-  explicit Checker(const RunAs& run_as, bool owners_are_facts = false, fs::path root = "/")
+  explicit Checker(const facts::RunAs& run_as, bool owners_are_facts = false, fs::path root = "/")
       : m_run_as(run_as), m_owners_are_facts(owners_are_facts), m_root(std::move(root)) {}
 
   // Only the tree's own files have owners the image chose; a link out of it
@@ -73,7 +73,7 @@ class Checker {
   }
 
   fs::path real(const fs::path& path, std::error_code& error) const {
-    return canonical_in(m_root, path, error);
+    return process::canonical_in(m_root, path, error);
   }
 
   // `as_parent`: a directory on the way, where a sticky world-writable
@@ -86,7 +86,7 @@ class Checker {
       return;
     }
     m_seen[path] = !as_parent;
-    note_reading(path);
+    process::note_reading(path);
     struct stat info {};
     if (::lstat(path.c_str(), &info) != 0) {
       return;  // absent: nothing to load from it
@@ -127,7 +127,7 @@ class Checker {
   void check_pth_files(const fs::path& site) {
     std::error_code error;
     std::vector<fs::path> pth_files;
-    for (const std::string& name : list_names(site, error)) {
+    for (const std::string& name : process::list_names(site, error)) {
       if (fs::path(name).extension() == ".pth") {
         pth_files.push_back(site / name);
       }
@@ -135,7 +135,7 @@ class Checker {
     std::sort(pth_files.begin(), pth_files.end());
     for (const auto& pth : pth_files) {
       check(pth, false);
-      note_reading(pth);
+      process::note_reading(pth);
       std::error_code unresolved;
       const fs::path resolved = real(pth, unresolved);
       if (!unresolved && resolved != pth) {
@@ -147,7 +147,7 @@ class Checker {
   std::vector<UnsafePath> take() { return std::move(m_unsafe); }
 
  private:
-  const RunAs& m_run_as;
+  const facts::RunAs& m_run_as;
   bool m_owners_are_facts = false;
   fs::path m_root;
   std::map<fs::path, bool> m_seen;  // path -> checked as a place code loads from
@@ -160,7 +160,7 @@ bool owners_are_facts(const facts::PythonEnv& env) {
   return env.system_root != "/" && env.exec.empty() && env.run_as.own_uid;
 }
 
-std::vector<UnsafePath> find_unsafe_paths(const SafetyInputs& inputs, const RunAs& run_as) {
+std::vector<UnsafePath> find_unsafe_paths(const SafetyInputs& inputs, const facts::RunAs& run_as) {
   Checker checker(run_as, inputs.owners_are_facts && run_as.own_uid, inputs.scan_root);
   const fs::path root = inputs.scan_root.empty() ? fs::path("/") : inputs.scan_root;
   checker.check_with_parents(inputs.prefix, root);
@@ -185,7 +185,7 @@ std::vector<UnsafePath> find_unsafe_paths(const SafetyInputs& inputs, const RunA
 
 std::vector<UnsafePath> find_unsafe_import_paths(const std::vector<fs::path>& paths,
                                                  const std::vector<fs::path>& site_dirs,
-                                                 const RunAs& run_as, bool owners_are_facts,
+                                                 const facts::RunAs& run_as, bool owners_are_facts,
                                                  const fs::path& root) {
   Checker checker(run_as, owners_are_facts && run_as.own_uid, root);
   for (const auto& path : paths) {

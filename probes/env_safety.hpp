@@ -9,7 +9,7 @@
 #include <nlohmann/json.hpp>
 
 #include "facts/env.hpp"
-#include "probes/run_as.hpp"
+#include "process/run_as.hpp"
 
 // Whether an env's code may run at all, as sshd's StrictModes decides for
 // authorized_keys: when anything the probe would execute or load could have
@@ -44,7 +44,7 @@ bool owners_are_facts(const facts::PythonEnv& env);
 // Every path among the inputs (with the prefix's parents, what bin/python
 // resolves to and its directories, and each site dir's .pth files) that
 // someone other than root and `run_as` could write. Empty: safe.
-std::vector<UnsafePath> find_unsafe_paths(const SafetyInputs& inputs, const RunAs& run_as);
+std::vector<UnsafePath> find_unsafe_paths(const SafetyInputs& inputs, const facts::RunAs& run_as);
 
 // What the interpreter imports from beyond the env's own files: PYTHONPATH,
 // the user site, a base's site dirs and standard library, where .pth files
@@ -53,7 +53,7 @@ std::vector<UnsafePath> find_unsafe_paths(const SafetyInputs& inputs, const RunA
 // up to `/`) and each .pth file of `site_dirs` is held to the same rule.
 std::vector<UnsafePath> find_unsafe_import_paths(
     const std::vector<std::filesystem::path>& paths,
-    const std::vector<std::filesystem::path>& site_dirs, const RunAs& run_as,
+    const std::vector<std::filesystem::path>& site_dirs, const facts::RunAs& run_as,
     bool owners_are_facts = false, const std::filesystem::path& root = "/");
 
 }  // namespace envcontract::probes

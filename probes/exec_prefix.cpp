@@ -7,9 +7,9 @@
 #include <cstdlib>
 #include <sstream>
 
-#include "probes/containment.hpp"
-#include "probes/small_files.hpp"
-#include "probes/system_root.hpp"
+#include "process/containment.hpp"
+#include "process/small_files.hpp"
+#include "process/system_root.hpp"
 
 namespace envcontract::probes {
 namespace {
@@ -82,7 +82,8 @@ ExecPrefix runtime_exec_prefix(const std::string& target, const std::string& cli
   // by the runtime and not ours).
   return {target,
           {client, "exec", "-i", "--user", "{uid}:{gid}", "-e", "BASH_ENV=", "-e", "ENV=", "-e",
-           "SHELLOPTS=", "-e", "BASHOPTS=", "-e", "PS4=", "-e", k_probe_marker, "--", container},
+           "SHELLOPTS=", "-e", "BASHOPTS=", "-e", "PS4=", "-e", process::k_probe_marker, "--",
+           container},
           true,
           true,
           0,
@@ -100,7 +101,7 @@ std::string exe_of(pid_t pid) {
 // the agent's (the client and its monitor, on the host, may carry it too).
 // `client` itself when there is none yet.
 pid_t command_started_by_runtime(pid_t client, uid_t uid, pid_t container_process) {
-  const std::string marker = probe_marker_of(client);
+  const std::string marker = process::probe_marker_of(client);
   if (marker.empty()) {
     return client;
   }
@@ -113,8 +114,8 @@ pid_t command_started_by_runtime(pid_t client, uid_t uid, pid_t container_proces
   }
   // `client` itself too: run through an exec session (probes/exec_session.hpp)
   // the process sampled is the command inside, marked, not a client.
-  const pid_t first =
-      first_started_of(find_marked_processes_in(marker, container_process), uid, [&](pid_t marked) {
+  const pid_t first = process::first_started_of(
+      process::find_marked_processes_in(marker, container_process), uid, [&](pid_t marked) {
         struct stat theirs {};
         const std::string root = "/proc/" + std::to_string(marked) + "/root";
         return ::stat(root.c_str(), &theirs) == 0 &&
@@ -154,8 +155,8 @@ ExecPrefix generic_exec_prefix(const std::string& target, std::vector<std::strin
   return {target, std::move(argv), switches, false, 0, 0};
 }
 
-ProcessSpec through_prefix(const ExecPrefix& prefix, const ProcessSpec& inside) {
-  ProcessSpec outer;
+process::ProcessSpec through_prefix(const ExecPrefix& prefix, const process::ProcessSpec& inside) {
+  process::ProcessSpec outer;
   const uid_t uid = inside.credentials ? inside.credentials->uid : ::geteuid();
   const gid_t gid = inside.credentials ? inside.credentials->gid : ::getegid();
   for (const auto& word : prefix.argv) {
@@ -174,7 +175,7 @@ ProcessSpec through_prefix(const ExecPrefix& prefix, const ProcessSpec& inside) 
     outer.inside_process = prefix.root_process;
   }
   outer.argv.insert(outer.argv.end(), inside.argv.begin(), inside.argv.end());
-  outer.environment["PATH"] = k_system_path;
+  outer.environment["PATH"] = process::k_system_path;
   outer.environment["LANG"] = "C.UTF-8";
   for (const char* name : {"DOCKER_HOST", "CONTAINER_HOST"}) {
     // The runtime's client needs them; nothing else gets the agent's own.
@@ -208,7 +209,7 @@ std::string seen_by_agent(const facts::PythonEnv& env, const std::string& path) 
   if (env.exec.empty() || path.empty() || path.front() != '/') {
     return path;
   }
-  return under_root(env.system_root, path).string();
+  return process::under_root(env.system_root, path).string();
 }
 
 std::filesystem::path scratch_root(const facts::PythonEnv& env) {
@@ -221,12 +222,13 @@ std::filesystem::path scratch_root(const facts::PythonEnv& env) {
   return env.system_root;
 }
 
-ProcessIdentity scratch_root_process(const facts::PythonEnv& env) {
-  return env.exec.empty() ? ProcessIdentity{}
-                          : ProcessIdentity{env.exec.root_process, env.exec.root_process_start};
+process::ProcessIdentity scratch_root_process(const facts::PythonEnv& env) {
+  return env.exec.empty()
+             ? process::ProcessIdentity{}
+             : process::ProcessIdentity{env.exec.root_process, env.exec.root_process_start};
 }
 
-ProcessSpec env_process(const facts::PythonEnv& env, const ProcessSpec& spec) {
+process::ProcessSpec env_process(const facts::PythonEnv& env, const process::ProcessSpec& spec) {
   return env.exec.empty() ? spec : through_prefix(env.exec, spec);
 }
 
@@ -244,8 +246,8 @@ pid_t command_below_prefix(pid_t pid, const ExecPrefix& prefix, uid_t uid) {
     if (exe_of(current) != program.string()) {
       return current;
     }
-    constexpr FileLimits k_children{"list of child processes", 64 * 1024, false, 0};
-    const auto children = read_file_bounded(
+    constexpr process::FileLimits k_children{"list of child processes", 64 * 1024, false, 0};
+    const auto children = process::read_file_bounded(
         "/proc/" + std::to_string(current) + "/task/" + std::to_string(current) + "/children",
         k_children);
     std::istringstream words(children.text.value_or(""));

@@ -7,8 +7,8 @@
 #include <vector>
 
 #include "facts/env.hpp"
-#include "probes/process_runner.hpp"
-#include "probes/scratch_directory.hpp"
+#include "process/process_runner.hpp"
+#include "process/scratch_directory.hpp"
 
 // Running an env's code inside the container it belongs to: the same
 // process, started through an exec prefix ("docker exec -i --user U:G NAME",
@@ -48,7 +48,7 @@ ExecPrefix generic_exec_prefix(const std::string& target, std::vector<std::strin
 // The process that runs `inside` (argv, environment, working directory and
 // stdin as the container names them, credentials of the env's user) through
 // `prefix`.
-ProcessSpec through_prefix(const ExecPrefix& prefix, const ProcessSpec& inside);
+process::ProcessSpec through_prefix(const ExecPrefix& prefix, const process::ProcessSpec& inside);
 
 // A path of `env` as its own processes name it: inside its container (the
 // container root's part taken off) when it has an exec prefix, else as is.
@@ -56,15 +56,15 @@ std::string seen_by_env(const facts::PythonEnv& env, const std::filesystem::path
 // A path that the env's processes named, as the agent names it.
 std::string seen_by_agent(const facts::PythonEnv& env, const std::string& path);
 // The tree whose /tmp holds a private directory for `env`'s processes, as
-// the agent names it (probes/scratch_directory.hpp): "/" on the host; in a
+// the agent names it (process/scratch_directory.hpp): "/" on the host; in a
 // container, the root its processes see when one of them is known, else
 // its root.
 std::filesystem::path scratch_root(const facts::PythonEnv& env);
 // The process whose root scratch_root() names, when it is one's.
-ProcessIdentity scratch_root_process(const facts::PythonEnv& env);
+process::ProcessIdentity scratch_root_process(const facts::PythonEnv& env);
 // `spec` (paths as seen_by_env gives them) as it runs for `env`: through its
 // exec prefix when it has one, as it is otherwise.
-ProcessSpec env_process(const facts::PythonEnv& env, const ProcessSpec& spec);
+process::ProcessSpec env_process(const facts::PythonEnv& env, const process::ProcessSpec& spec);
 
 // The process below `pid` (a prefix's) that runs the command: the first
 // descendant whose executable is not the prefix's own (bwrap forks twice,

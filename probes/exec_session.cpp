@@ -19,10 +19,10 @@
 #include <thread>
 #include <vector>
 
-#include "probes/containment.hpp"
 #include "probes/exec_prefix.hpp"
-#include "probes/output_capture.hpp"
-#include "probes/scratch_directory.hpp"
+#include "process/containment.hpp"
+#include "process/output_capture.hpp"
+#include "process/scratch_directory.hpp"
 
 namespace envcontract::probes {
 namespace {
@@ -139,12 +139,12 @@ bool write_within(int fd, std::string_view data, std::chrono::milliseconds limit
 
 // The session's server as the env's user runs it, answering into `answers`
 // (as the container names it).
-ProcessSpec server_spec(const std::optional<Credentials>& credentials,
-                        const std::filesystem::path& answers) {
-  ProcessSpec server;
+process::ProcessSpec server_spec(const std::optional<process::Credentials>& credentials,
+                                 const std::filesystem::path& answers) {
+  process::ProcessSpec server;
   server.argv = {"/bin/bash", "--noprofile",         "--norc",        "-c",
                  k_server,    "envcontract-session", answers.string()};
-  server.environment["PATH"] = k_system_path;
+  server.environment["PATH"] = process::k_system_path;
   server.working_dir = "/";
   server.credentials = credentials;
   return server;
@@ -153,8 +153,8 @@ ProcessSpec server_spec(const std::optional<Credentials>& credentials,
 class ExecSession {
  public:
   // Starts the client for `env`'s container and user.
-  ExecSession(const facts::PythonEnv& env, const std::optional<Credentials>& credentials,
-              const ResourceLimits& resources)
+  ExecSession(const facts::PythonEnv& env, const std::optional<process::Credentials>& credentials,
+              const process::ResourceLimits& resources)
       : m_directory("envcontract-session", credentials, scratch_root(env),
                     scratch_root_process(env)),
         m_uid(credentials ? credentials->uid : ::geteuid()) {
@@ -168,19 +168,19 @@ class ExecSession {
       return;
     }
     m_outer = through_prefix(env.exec, server_spec(credentials, m_directory.file("answers")));
-    m_client = start_attached(m_outer, resources);
+    m_client = process::start_attached(m_outer, resources);
     if (m_client.pid < 0) {
       m_error = m_client.error;
       return;
     }
     ++g_started;
     m_marker_value = m_client.marker.substr(m_client.marker.find('=') + 1);
-    m_stop = UniqueFd(::eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK));
+    m_stop = process::UniqueFd(::eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK));
     ::fcntl(m_client.in.get(), F_SETFL, ::fcntl(m_client.in.get(), F_GETFL) | O_NONBLOCK);
     // The bootstrap's part of stdin first: the server's environment.
     if (!m_stop || !write_within(m_client.in.get(), m_outer.stdin_data, k_request_limit)) {
       m_error = "the exec session took nothing on its stdin";
-      end_attached(m_client, m_outer);
+      process::end_attached(m_client, m_outer);
       return;
     }
     m_reader = std::thread([this] { read_answers(); });
@@ -223,11 +223,11 @@ class ExecSession {
       [[maybe_unused]] const auto ignored = ::write(m_stop.get(), &one, sizeof one);
       m_reader.join();
     }
-    end_attached(m_client, m_outer);
+    process::end_attached(m_client, m_outer);
     // What a wrapper started as the server was killed: twice, the second
     // for what the first one's victims had started.
     for (int sweep = 0; sweep < 2; ++sweep) {
-      kill_marked(std::string(k_session_marker) + "=" + m_marker_value);
+      kill_marked(std::string(process::k_session_marker) + "=" + m_marker_value);
     }
   }
 
@@ -253,8 +253,9 @@ class ExecSession {
 
   // The process's result; nullopt when the session ended before it took
   // the process, which never started: to be run elsewhere.
-  std::optional<ProcessResult> run(const ProcessSpec& inside, const ProcessLimits& limits,
-                                   const TimeoutHook& on_timeout);
+  std::optional<process::ProcessResult> run(const process::ProcessSpec& inside,
+                                            const process::ProcessLimits& limits,
+                                            const process::TimeoutHook& on_timeout);
 
  private:
   // The client's stdout (the server's answers) and stderr, on a thread of
@@ -281,14 +282,14 @@ class ExecSession {
   void kill_marked(const std::string& marker) const;
   std::vector<pid_t> marked_with(const std::string& marker) const;
 
-  ScratchDirectory m_directory;
+  process::ScratchDirectory m_directory;
   uid_t m_uid;
-  ScratchDirectory::FifoEnds m_answers;  // ours stays open for writing: no end of file
-  ProcessSpec m_outer;
-  AttachedProcess m_client;
+  process::ScratchDirectory::FifoEnds m_answers;  // ours stays open for writing: no end of file
+  process::ProcessSpec m_outer;
+  process::AttachedProcess m_client;
   std::string m_marker_value;
   std::string m_error;
-  UniqueFd m_stop;  // written to end the reader
+  process::UniqueFd m_stop;  // written to end the reader
   std::thread m_reader;
   std::atomic<unsigned> m_next_id{0};
   std::mutex m_write_mutex;        // one request at a time on stdin
@@ -447,14 +448,15 @@ void ExecSession::read_answers() {
 }
 
 pid_t ExecSession::first_marked(const std::string& marker) const {
-  return first_started_of(marked_with(marker), m_uid);
+  return process::first_started_of(marked_with(marker), m_uid);
 }
 
 std::vector<pid_t> ExecSession::marked_with(const std::string& marker) const {
   // Only the container's pid namespace is looked at when its process is
   // known (as run_process does for a runtime's client).
-  return m_outer.inside_process > 0 ? find_marked_processes_in(marker, m_outer.inside_process)
-                                    : find_marked_processes(marker);
+  return m_outer.inside_process > 0
+             ? process::find_marked_processes_in(marker, m_outer.inside_process)
+             : process::find_marked_processes(marker);
 }
 
 void ExecSession::kill_marked(const std::string& marker) const {
@@ -466,8 +468,9 @@ void ExecSession::kill_marked(const std::string& marker) const {
 // A request to the session's server: its id, where the process runs and
 // writes, its marker, argv and environment, NUL-separated (the agent's
 // markers are the server's to set).
-std::string request_text(unsigned id, const ProcessSpec& inside, const std::string& out_path,
-                         const std::string& err_path, const std::string& marker_value) {
+std::string request_text(unsigned id, const process::ProcessSpec& inside,
+                         const std::string& out_path, const std::string& err_path,
+                         const std::string& marker_value) {
   std::string request;
   append_field(request, std::to_string(id));
   append_field(request, inside.working_dir.empty() ? "/" : inside.working_dir.string());
@@ -481,8 +484,8 @@ std::string request_text(unsigned id, const ProcessSpec& inside, const std::stri
   for (const auto& [name, value] : inside.environment) {
     // A NUL would end the entry early: such a value cannot be passed whole.
     if (!name.empty() && name.find('\0') == std::string::npos &&
-        value.find('\0') == std::string::npos && name != k_probe_marker &&
-        name != k_session_marker) {
+        value.find('\0') == std::string::npos && name != process::k_probe_marker &&
+        name != process::k_session_marker) {
       append_field(request, name + "=" + value);
     }
   }
@@ -494,25 +497,25 @@ std::string request_text(unsigned id, const ProcessSpec& inside, const std::stri
 // How a process run through the session ended. `cancelled`: the
 // cancellation that stopped it, or null; `client_stderr`: what the
 // runtime's client said, for a process whose session ended under it.
-void conclude_exec(ProcessResult& result, const std::optional<int>& status, bool timed_out,
-                   const Cancellation* cancelled, const std::string& client_stderr) {
+void conclude_exec(process::ProcessResult& result, const std::optional<int>& status, bool timed_out,
+                   const process::Cancellation* cancelled, const std::string& client_stderr) {
   if (timed_out) {
-    result.outcome = ProcessResult::Outcome::timed_out;
+    result.outcome = process::ProcessResult::Outcome::timed_out;
     result.signal = SIGKILL;
   } else if (cancelled != nullptr) {
-    result.outcome = ProcessResult::Outcome::cancelled;
+    result.outcome = process::ProcessResult::Outcome::cancelled;
     result.signal = SIGKILL;
     result.cancel_reason = cancelled->reason();
   } else if (status) {
     // As the runtime's client reports a command's end: a status (128+N
     // for a signal).
-    result.outcome = ProcessResult::Outcome::exited;
+    result.outcome = process::ProcessResult::Outcome::exited;
     result.exit_code = *status;
   } else {
     // The client ended under it (the container stopped, a process of its
     // user killed the server): how it ended is unknown, so it is not
     // judged as an exit of its own.
-    result.outcome = ProcessResult::Outcome::cancelled;
+    result.outcome = process::ProcessResult::Outcome::cancelled;
     result.signal = SIGKILL;
     // The client's last words (the engine's own message), on one line: the
     // reason becomes a stage's one-line summary.
@@ -528,13 +531,13 @@ void conclude_exec(ProcessResult& result, const std::optional<int>& status, bool
 // FIFOs, the registration with the server's reader and the marker sweep
 // are scoped to the process's life, and the loop below decides, from what
 // the server said, the FIFOs and the clock together, when that life ends.
-std::optional<ProcessResult> ExecSession::run(const ProcessSpec& inside,
-                                              const ProcessLimits& limits,
-                                              const TimeoutHook& on_timeout) {
-  ProcessResult result;
+std::optional<process::ProcessResult> ExecSession::run(const process::ProcessSpec& inside,
+                                                       const process::ProcessLimits& limits,
+                                                       const process::TimeoutHook& on_timeout) {
+  process::ProcessResult result;
   const auto started = Clock::now();
   if (limits.cancellation != nullptr && limits.cancellation->cancelled()) {
-    result.outcome = ProcessResult::Outcome::cancelled;
+    result.outcome = process::ProcessResult::Outcome::cancelled;
     result.cancel_reason = limits.cancellation->reason();
     return result;
   }
@@ -549,7 +552,7 @@ std::optional<ProcessResult> ExecSession::run(const ProcessSpec& inside,
   auto out = m_directory.make_fifo(out_name.c_str());
   auto err = m_directory.make_fifo(err_name.c_str());
   struct Removal {
-    ScratchDirectory& directory;
+    process::ScratchDirectory& directory;
     const std::string& out;
     const std::string& err;
     ~Removal() {
@@ -562,7 +565,7 @@ std::optional<ProcessResult> ExecSession::run(const ProcessSpec& inside,
     retire();
     return std::nullopt;
   }
-  UniqueFd wake(::eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK));
+  process::UniqueFd wake(::eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK));
   if (!wake) {
     result.error = std::string("eventfd: ") + std::strerror(errno);
     return result;
@@ -583,7 +586,7 @@ std::optional<ProcessResult> ExecSession::run(const ProcessSpec& inside,
   } unregistration{*this, id};
 
   const std::string marker_value = m_marker_value + "." + std::to_string(id);
-  const std::string marker = std::string(k_probe_marker) + "=" + marker_value;
+  const std::string marker = std::string(process::k_probe_marker) + "=" + marker_value;
   const std::string request =
       request_text(id, inside, m_directory.file(out_name.c_str()).string(),
                    m_directory.file(err_name.c_str()).string(), marker_value);
@@ -601,8 +604,8 @@ std::optional<ProcessResult> ExecSession::run(const ProcessSpec& inside,
   }
   const auto sent_at = Clock::now();
 
-  OutputCapture out_capture(limits.max_output_bytes);
-  OutputCapture err_capture(limits.max_output_bytes);
+  process::OutputCapture out_capture(limits.max_output_bytes);
+  process::OutputCapture err_capture(limits.max_output_bytes);
   bool out_open = true;
   bool err_open = true;
   std::optional<int> status;
@@ -614,7 +617,7 @@ std::optional<ProcessResult> ExecSession::run(const ProcessSpec& inside,
   Clock::time_point stopped_at = Clock::time_point::max();
   Clock::time_point drain_deadline = Clock::time_point::max();
   std::array<char, 65536> buffer{};
-  const auto drain = [&](UniqueFd& fd, OutputCapture& capture, bool& open) {
+  const auto drain = [&](process::UniqueFd& fd, process::OutputCapture& capture, bool& open) {
     for (;;) {
       const ssize_t got = ::read(fd.get(), buffer.data(), buffer.size());
       if (got > 0) {
@@ -751,8 +754,8 @@ class SessionPool {
   // The open session for `key`, started now if there is none; null when
   // no scope is held or it cannot start.
   std::shared_ptr<ExecSession> session(const std::string& key, const facts::PythonEnv& env,
-                                       const std::optional<Credentials>& credentials,
-                                       const ResourceLimits& resources) {
+                                       const std::optional<process::Credentials>& credentials,
+                                       const process::ResourceLimits& resources) {
     std::shared_ptr<Slot> slot;
     {
       std::lock_guard lock(m_mutex);
@@ -812,17 +815,19 @@ std::size_t exec_sessions_started() {
   return g_started.load();
 }
 
-ProcessResult run_env_process(const facts::PythonEnv& env, const ProcessSpec& inside,
-                              const ProcessLimits& limits, const TimeoutHook& on_timeout) {
+process::ProcessResult run_env_process(const facts::PythonEnv& env,
+                                       const process::ProcessSpec& inside,
+                                       const process::ProcessLimits& limits,
+                                       const process::TimeoutHook& on_timeout) {
   if (env.exec.empty() || !env.exec.runtime_client || !inside.stdin_data.empty()) {
-    return run_process(env_process(env, inside), limits, on_timeout);
+    return process::run_process(env_process(env, inside), limits, on_timeout);
   }
   // One session per client command line (container and user), root process
   // and limits.
-  const ProcessSpec outer = through_prefix(env.exec, server_spec(inside.credentials, ""));
+  const process::ProcessSpec outer = through_prefix(env.exec, server_spec(inside.credentials, ""));
   std::string key = std::to_string(env.exec.root_process) + ":" +
                     std::to_string(env.exec.root_process_start) + ":" +
-                    limits_for_bootstrap(limits.resources, outer.unprivileged_inside);
+                    process::limits_for_bootstrap(limits.resources, outer.unprivileged_inside);
   for (const auto& word : outer.argv) {
     key += '\0' + word;
   }
@@ -837,7 +842,7 @@ ProcessResult run_env_process(const facts::PythonEnv& env, const ProcessSpec& in
       return std::move(*result);
     }
   }
-  return run_process(env_process(env, inside), limits, on_timeout);
+  return process::run_process(env_process(env, inside), limits, on_timeout);
 }
 
 }  // namespace envcontract::probes

@@ -1,7 +1,7 @@
 #pragma once
 
 #include "facts/env.hpp"
-#include "probes/process_runner.hpp"
+#include "process/process_runner.hpp"
 
 // One engine exec per container and user, not one per process. A container
 // engine's client (docker exec, podman exec) costs 0.07-0.15 s to start,
@@ -31,8 +31,10 @@ namespace envcontract::probes {
 // run_process(env_process(env, inside), ...) does: through a session of its
 // container when its exec prefix is a runtime's client and a scope is held,
 // else through its exec prefix, or directly.
-ProcessResult run_env_process(const facts::PythonEnv& env, const ProcessSpec& inside,
-                              const ProcessLimits& limits, const TimeoutHook& on_timeout = {});
+process::ProcessResult run_env_process(const facts::PythonEnv& env,
+                                       const process::ProcessSpec& inside,
+                                       const process::ProcessLimits& limits,
+                                       const process::TimeoutHook& on_timeout = {});
 
 // While one lives (scopes nest, from any thread), runtime execs go through
 // sessions; when the last one ends, every session is closed and what ran in

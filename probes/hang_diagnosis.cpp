@@ -13,9 +13,9 @@
 #include <sstream>
 #include <thread>
 
-#include "probes/proc_stat.hpp"
-#include "probes/process_runner.hpp"
-#include "probes/small_files.hpp"
+#include "process/proc_stat.hpp"
+#include "process/process_runner.hpp"
+#include "process/small_files.hpp"
 
 namespace envcontract::probes {
 namespace fs = std::filesystem;
@@ -23,7 +23,7 @@ namespace fs = std::filesystem;
 namespace {
 
 // /proc files say size 0 and are short: read up to 4 KiB of what they hold.
-constexpr FileLimits k_proc_file{"/proc file", 4096, true, 0};
+constexpr process::FileLimits k_proc_file{"/proc file", 4096, true, 0};
 
 constexpr double k_spinning_cpu_percent = 50.0;
 constexpr double k_runnable_cpu_percent = 10.0;
@@ -39,7 +39,7 @@ struct RawSample {
 
 // A task's name, state and CPU time (utime + stime, fields 14 and 15).
 std::optional<RawSample> read_task_stat(const fs::path& task) {
-  const auto stat = read_proc_stat(task / "stat");
+  const auto stat = process::read_proc_stat(task / "stat");
   if (!stat || stat->fields.size() < 13) {
     return std::nullopt;
   }
@@ -69,10 +69,10 @@ std::map<pid_t, RawSample> sample_tasks(pid_t pid) {
 
 std::string read_wchan(pid_t pid, pid_t tid) {
   const auto text =
-      read_file_bounded("/proc/" + std::to_string(pid) + "/task/" + std::to_string(tid) + "/wchan",
-                        k_proc_file)
+      process::read_file_bounded(
+          "/proc/" + std::to_string(pid) + "/task/" + std::to_string(tid) + "/wchan", k_proc_file)
           .text;
-  const std::string wchan = trim(text.value_or(""));
+  const std::string wchan = process::trim(text.value_or(""));
   return wchan == "0" ? "" : wchan;
 }
 
@@ -165,13 +165,13 @@ bool holds_ptrace_capability() {
 // alone (a debuglink is never followed beside the library, where the owner
 // could leave a FIFO, a device node or a link to root's files). Its
 // environment names no debuginfod server: nothing is fetched.
-void sample_native_stack(pid_t pid, const std::optional<Credentials>& sampler,
+void sample_native_stack(pid_t pid, const std::optional<process::Credentials>& sampler,
                          HangDiagnosis& diagnosis) {
   if (::access(k_eu_stack, X_OK) != 0) {
     diagnosis.native_stack_problem = "eu-stack is not installed (apt install elfutils)";
     return;
   }
-  ProcessSpec spec;
+  process::ProcessSpec spec;
   spec.argv = {k_eu_stack,
                std::string("--debuginfo-path=") + k_system_debug_directory,
                "-m",
@@ -184,12 +184,13 @@ void sample_native_stack(pid_t pid, const std::optional<Credentials>& sampler,
   if (spec.credentials && holds_ptrace_capability()) {
     spec.credentials->keep_ptrace = true;
   }
-  ProcessLimits limits;
+  process::ProcessLimits limits;
   limits.timeout = std::chrono::seconds(15);
-  const auto result = run_process(spec, limits);
+  const auto result = process::run_process(spec, limits);
   diagnosis.native_stack = parse_eu_stack(result.out, diagnosis.busiest_tid);
   if (diagnosis.native_stack.empty()) {
-    diagnosis.native_stack_problem = "eu-stack " + result.describe() + ": " + trim(result.err);
+    diagnosis.native_stack_problem =
+        "eu-stack " + result.describe() + ": " + process::trim(result.err);
   }
 }
 
@@ -215,14 +216,14 @@ std::vector<StackFrame> parse_eu_stack(const std::string& output, pid_t tid) {
     fields >> index >> address;
     std::string rest;
     std::getline(fields, rest);
-    rest = trim(rest);
+    rest = process::trim(rest);
     StackFrame frame;
     const auto dash = rest.rfind(" - ");
     if (dash != std::string::npos) {
-      frame.function = trim(rest.substr(0, dash));
-      frame.library = fs::path(trim(rest.substr(dash + 3))).filename().string();
+      frame.function = process::trim(rest.substr(0, dash));
+      frame.library = fs::path(process::trim(rest.substr(dash + 3))).filename().string();
     } else if (rest.starts_with("- ")) {
-      frame.library = fs::path(trim(rest.substr(2))).filename().string();
+      frame.library = fs::path(process::trim(rest.substr(2))).filename().string();
     } else {
       frame.function = rest;
     }
@@ -283,7 +284,7 @@ void classify_hang(HangDiagnosis& diagnosis) {
 }
 
 HangDiagnosis diagnose_hang(pid_t pid, const StackReader& read_python_stacks,
-                            const std::optional<Credentials>& sampler,
+                            const std::optional<process::Credentials>& sampler,
                             std::chrono::milliseconds interval, int pidfd) {
   HangDiagnosis diagnosis;
   const auto first = sample_tasks(pid);

@@ -10,8 +10,8 @@
 #include <vector>
 
 #include "facts/dynamic.hpp"
-#include "probes/process_runner.hpp"
 #include "probes/python_env.hpp"
+#include "process/process_runner.hpp"
 
 namespace envcontract::probes {
 
@@ -35,7 +35,7 @@ using StackReader = std::function<std::optional<std::string>()>;
 // start, whose pid could be reused once it ends): the signal goes through it,
 // and a process that ended while it was sampled gives no samples.
 HangDiagnosis diagnose_hang(pid_t pid, const StackReader& read_python_stacks,
-                            const std::optional<Credentials>& sampler,
+                            const std::optional<process::Credentials>& sampler,
                             std::chrono::milliseconds interval = std::chrono::milliseconds(300),
                             int pidfd = -1);
 

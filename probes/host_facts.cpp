@@ -17,9 +17,9 @@
 #include "probes/dynamic_probe.hpp"
 #include "probes/import_safety.hpp"
 #include "probes/kept_facts.hpp"
-#include "probes/small_files.hpp"
-#include "probes/stall_guard.hpp"
-#include "probes/system_root.hpp"
+#include "process/small_files.hpp"
+#include "process/stall_guard.hpp"
+#include "process/system_root.hpp"
 
 namespace envcontract::probes {
 
@@ -41,12 +41,13 @@ constexpr std::size_t k_reported_refusals = 50;
 // error of that env, and the files it refused become that env's problems.
 // A cancelled scan (watchdog, shutdown) runs no more steps.
 template <typename Step>
-void contained(EnvFacts& env, const char* stage, const Cancellation* cancellation, Step&& step) {
+void contained(EnvFacts& env, const char* stage, const process::Cancellation* cancellation,
+               Step&& step) {
   if (cancellation != nullptr && cancellation->cancelled()) {
     env.errors.push_back({stage, "not gathered: " + cancellation->reason(), {}});
     return;
   }
-  FileProblemLog refused;
+  process::FileProblemLog refused;
   try {
     step();
   } catch (const std::exception& e) {
@@ -97,13 +98,13 @@ bool readable_prefix(PythonEnv& env) {
 namespace {
 
 // Everything one env's reader needs, owned by it: past its deadline it is
-// left behind and may run on after the scan (probes/stall_guard.hpp).
+// left behind and may run on after the scan (process/stall_guard.hpp).
 struct EnvReading {
   EnvFacts env;
   facts::ProbeRequest request;
   std::shared_ptr<FactCaches> caches;
-  std::shared_ptr<const LdCache> ld_cache;
-  ResourceLimits resources;
+  std::shared_ptr<const loader::LdCache> ld_cache;
+  process::ResourceLimits resources;
   std::chrono::microseconds activation_elapsed{0};
   std::chrono::microseconds static_elapsed{0};
   std::chrono::microseconds linkage_elapsed{0};
@@ -113,19 +114,19 @@ struct EnvReading {
   // Its own hold on the watch: a reader left blocked settles after its scan,
   // when the caches may no longer have one.
   std::shared_ptr<ChangeWatch> watch;
-  std::shared_ptr<const MountTable> mounts;
-  ReadDependencies dependencies;  // the paths its readers noted
-  bool settled = false;           // the watch knows what the read depended on
+  std::shared_ptr<const process::MountTable> mounts;
+  process::ReadDependencies dependencies;  // the paths its readers noted
+  bool settled = false;                    // the watch knows what the read depended on
 };
 
 // Names what the read depended on to the watch (on the reading thread: it
 // resolves paths, which may wait on a slow disk).
 void settle_reading(EnvReading& reading, ChangeWatch& watch) {
-  ReadDependencies dependencies = std::move(reading.dependencies);
+  process::ReadDependencies dependencies = std::move(reading.dependencies);
   // What its readers read, followed by identity too (before the trees cover them).
   dependencies.files = dependencies.paths;
-  add_env_dependencies(reading.env, activation_inputs(reading.env.env), dependencies);
-  add_link_targets(dependencies);
+  process::add_env_dependencies(reading.env, activation_inputs(reading.env.env), dependencies);
+  process::add_link_targets(dependencies);
   dependencies.compact();
   reading.settled = watch.settle(*reading.interest, dependencies, *reading.mounts).empty();
 }
@@ -137,12 +138,12 @@ std::chrono::microseconds since(std::chrono::steady_clock::time_point start) {
 
 // One env's facts, step by step: activation first, because what it sets
 // (PYTHONPATH, PYTHONUSERBASE) moves the search path the static facts follow.
-void read_env(EnvReading& reading, const Cancellation& cancellation) {
+void read_env(EnvReading& reading, const process::Cancellation& cancellation) {
   using Clock = std::chrono::steady_clock;
   auto& env = reading.env;
   // An image's rootfs is read as its processes see it: a link to "/opt/..."
   // in it is its own /opt, not the host's.
-  const ReadingInsideTree inside_tree(env.env.system_root);
+  const process::ReadingInsideTree inside_tree(env.env.system_root);
   auto start = Clock::now();
   contained(env, "activation", &cancellation, [&] {
     env.activation = reading.caches->activations.get(env.env, &cancellation, reading.resources);
@@ -153,7 +154,7 @@ void read_env(EnvReading& reading, const Cancellation& cancellation) {
     // Read as the user the env's code runs as: whatever that user could
     // not read (a link to /etc/shadow, another user's private file) stays
     // out of the facts, as it would stay out of their interpreter.
-    ReadingAs as_user(env.env.reader());
+    process::ReadingAs as_user(env.env.reader());
     if (as_user.ok() && !readable_prefix(env.env)) {
       return;
     }
@@ -174,18 +175,19 @@ void read_env(EnvReading& reading, const Cancellation& cancellation) {
   start = Clock::now();
   auto& elf_files = reading.caches->elf_files;
   contained(env, "linkage", &cancellation, [&] {
-    ReadingAs as_user(env.env.reader());
+    process::ReadingAs as_user(env.env.reader());
     if (!as_user.ok()) {
       return;
     }
     if (env.env.system_root != "/") {
       // A rootfs' loader reads its own cache (its paths, under the rootfs):
       // opened inside the tree, so a link in it cannot name a host file.
-      const SystemRoot tree(env.env.system_root);
+      const process::SystemRoot tree(env.env.system_root);
       const int fd = tree.open_inside("/etc/ld.so.cache", O_RDONLY, true);
-      reading.ld_cache = std::make_shared<const LdCache>(
-          fd < 0 ? LdCache()
-                 : LdCache::load("/proc/self/fd/" + std::to_string(fd), env.env.system_root));
+      reading.ld_cache = std::make_shared<const loader::LdCache>(
+          fd < 0
+              ? loader::LdCache()
+              : loader::LdCache::load("/proc/self/fd/" + std::to_string(fd), env.env.system_root));
       if (fd >= 0) {
         ::close(fd);
       }
@@ -198,7 +200,7 @@ void read_env(EnvReading& reading, const Cancellation& cancellation) {
     }
     env.linkage = gather_linkage_facts(env.env, sites, env.activation.activated,
                                        Activation::activated, reading.ld_cache, elf_files, hidden);
-    const auto path_of = [](const Environment& environment) {
+    const auto path_of = [](const facts::Environment& environment) {
       const auto it = environment.find("LD_LIBRARY_PATH");
       return it == environment.end() ? std::string() : it->second;
     };
@@ -214,7 +216,7 @@ void read_env(EnvReading& reading, const Cancellation& cancellation) {
   // What the contract's checks asked for, in a step of its own: a failure
   // there leaves the linkage facts alone.
   contained(env, "requested facts", &cancellation, [&] {
-    ReadingAs as_user(env.env.reader());
+    process::ReadingAs as_user(env.env.reader());
     if (!as_user.ok()) {
       return;
     }
@@ -228,7 +230,7 @@ void read_env(EnvReading& reading, const Cancellation& cancellation) {
     for (const auto& module : env.static_facts.shadowed) {
       hidden.push_back(module.path.string());
     }
-    const SystemRoot root(env.env.system_root);
+    const process::SystemRoot root(env.env.system_root);
     env.path_matches = match_path_patterns(reading.request.path_patterns, anchors, hidden, root);
     const auto path = env.activation.activated.find("PATH");
     env.tools = find_tools(reading.request.tools,
@@ -287,16 +289,16 @@ class BlockedMounts {
   // the one read after it (autofs may have mounted homes meanwhile: an
   // automount point is not the NFS export mounted on it once entered).
   // Changed only while no reader runs.
-  void use(const MountTable* mounts) { m_mounts = mounts; }
-  const MountTable& mounts() const { return *m_mounts; }
+  void use(const process::MountTable* mounts) { m_mounts = mounts; }
+  const process::MountTable& mounts() const { return *m_mounts; }
 
   // Records the filesystem of `path` as blocked when the stall was a reader
   // waiting on a server.
-  void note(const Stall& stall, const std::filesystem::path& path) {
+  void note(const facts::Stall& stall, const std::filesystem::path& path) {
     const auto on = m_mounts->mount_of(path);
     std::lock_guard lock(m_mutex);
     if (!stall.running && !stall.too_many && stall.cut_short.empty() &&
-        stall.same_filesystem.empty() && served_from_elsewhere(on.fstype) &&
+        stall.same_filesystem.empty() && process::served_from_elsewhere(on.fstype) &&
         (stall.last_path.empty() || m_mounts->mount_of(stall.last_path).point == on.point)) {
       m_blocked.emplace(on.point, path.string() + " blocked");
     }
@@ -304,14 +306,15 @@ class BlockedMounts {
 
   // The stall `what` is reported with, not started, when `path` is on a
   // filesystem where a reader blocked.
-  std::optional<Stall> stall_for(const std::string& what, const std::filesystem::path& path) {
+  std::optional<facts::Stall> stall_for(const std::string& what,
+                                        const std::filesystem::path& path) {
     const auto on = m_mounts->mount_of(path);
     std::lock_guard lock(m_mutex);
     const auto blocked = m_blocked.find(on.point);
     if (path.empty() || blocked == m_blocked.end()) {
       return std::nullopt;
     }
-    Stall stall;
+    facts::Stall stall;
     stall.what = what;
     stall.last_path = path.string();
     stall.same_filesystem =
@@ -320,7 +323,7 @@ class BlockedMounts {
   }
 
  private:
-  const MountTable* m_mounts = nullptr;
+  const process::MountTable* m_mounts = nullptr;
   std::map<std::filesystem::path, std::string> m_blocked;
   std::mutex m_mutex;
 };
@@ -328,9 +331,9 @@ class BlockedMounts {
 // A discovery unit whose reader blocked: what it found the last time it
 // finished stands in (homes to search included), and the host's facts are
 // incomplete.
-void stand_in_for_blocked_unit(const DiscoveryUnit& unit, const Stall& stall, FactCaches& caches,
-                               CandidateSearch& search, std::deque<DiscoveryUnit>& units,
-                               HostFacts& facts) {
+void stand_in_for_blocked_unit(const DiscoveryUnit& unit, const facts::Stall& stall,
+                               FactCaches& caches, CandidateSearch& search,
+                               std::deque<DiscoveryUnit>& units, HostFacts& facts) {
   facts.problems.push_back({stall.last_path, stall.message()});
   facts.incomplete.push_back(stall.message());
   std::lock_guard lock(caches.mutex);
@@ -373,10 +376,11 @@ CandidateSearch discover_candidates(const HostFactsOptions& options,
     auto found = std::make_shared<CandidateSearch>();
     auto stall = blocked.stall_for(unit.key, unit.path);
     if (!stall) {
-      stall = run_bounded(unit.key, unit.key, options.reading_deadline, options.cancellation,
-                          [found, discovery_options, run = unit.run](const Cancellation&) {
-                            *found = run(*discovery_options);
-                          });
+      stall = process::run_bounded(
+          unit.key, unit.key, options.reading_deadline, options.cancellation,
+          [found, discovery_options, run = unit.run](const process::Cancellation&) {
+            *found = run(*discovery_options);
+          });
       if (stall) {
         blocked.note(*stall, unit.path);
       }
@@ -442,7 +446,7 @@ Reading failed_reading(const EnvCandidate& candidate, const std::string& why) {
   return failed;
 }
 
-EnvFacts unread_for_stall(const EnvCandidate& candidate, const Stall& stall) {
+EnvFacts unread_for_stall(const EnvCandidate& candidate, const facts::Stall& stall) {
   EnvFacts env;
   env.env = unread_env(candidate, stall.message());
   env.errors.push_back({"reading", stall.message(), stall});
@@ -453,8 +457,8 @@ EnvFacts unread_for_stall(const EnvCandidate& candidate, const Stall& stall) {
 struct ScanReading {
   const HostFactsOptions& options;
   std::shared_ptr<FactCaches> caches;
-  std::shared_ptr<const MountTable> mount_table;
-  std::shared_ptr<const LdCache> ld_cache;
+  std::shared_ptr<const process::MountTable> mount_table;
+  std::shared_ptr<const loader::LdCache> ld_cache;
   BlockedMounts& blocked;
   // Facts are kept for unchanged envs (the change watch runs); then what
   // the envs share (the mount table, the loader's cache) is watched too.
@@ -492,11 +496,11 @@ void read_candidate(const ScanReading& scan, const EnvCandidate& candidate, Read
   reading->resources = scan.options.probe_limits;
   auto is_env = std::make_shared<bool>(true);
   const auto run_as = scan.options.discovery.run_as;
-  const auto stall = run_bounded(
+  const auto stall = process::run_bounded(
       "env " + candidate.prefix.string(), "reading the env at " + candidate.prefix.string(),
       scan.options.reading_deadline, scan.options.cancellation,
-      [reading, is_env, candidate, run_as](const Cancellation& cancellation) {
-        std::optional<RecordingReads> recording;
+      [reading, is_env, candidate, run_as](const process::Cancellation& cancellation) {
+        std::optional<process::RecordingReads> recording;
         if (reading->interest) {
           recording.emplace(reading->dependencies);
         }
@@ -543,12 +547,12 @@ void read_candidate(const ScanReading& scan, const EnvCandidate& candidate, Read
 // would leave a thread behind on a server that does not answer. Every
 // other env is a lane of its own.
 std::vector<std::vector<std::size_t>> reading_lanes(const std::vector<EnvCandidate>& candidates,
-                                                    const MountTable& mounts) {
+                                                    const process::MountTable& mounts) {
   std::vector<std::vector<std::size_t>> lanes;
   std::map<std::filesystem::path, std::size_t> lane_of_mount;
   for (std::size_t i = 0; i < candidates.size(); ++i) {
     const auto on = mounts.mount_of(candidates[i].prefix);
-    if (!served_from_elsewhere(on.fstype)) {
+    if (!process::served_from_elsewhere(on.fstype)) {
       lanes.push_back({i});
       continue;
     }
@@ -657,9 +661,10 @@ HostFacts gather_host_facts(const HostFactsOptions& options,
   resolve_containers(options, facts, *discovery_options);
   const bool mounts_given = discovery_options->mounts != nullptr;
   if (!mounts_given) {
-    discovery_options->mounts = std::make_shared<const MountTable>(MountTable::load());
+    discovery_options->mounts =
+        std::make_shared<const process::MountTable>(process::MountTable::load());
   }
-  std::shared_ptr<const MountTable> mount_table = discovery_options->mounts;
+  std::shared_ptr<const process::MountTable> mount_table = discovery_options->mounts;
   BlockedMounts blocked;
   blocked.use(mount_table.get());
   auto search = discover_candidates(options, discovery_options, *caches, blocked, facts);
@@ -678,12 +683,13 @@ HostFacts gather_host_facts(const HostFactsOptions& options,
   if (!mounts_given) {
     // No lane reads yet (they start below), and a discovery reader left
     // blocked holds the options' own table, not this one.
-    mount_table = std::make_shared<const MountTable>(MountTable::load());
+    mount_table = std::make_shared<const process::MountTable>(process::MountTable::load());
     blocked.use(mount_table.get());
   }
-  const auto ld_cache = std::make_shared<const LdCache>(LdCache::load());
+  const auto ld_cache = std::make_shared<const loader::LdCache>(loader::LdCache::load());
   // Device nodes of the agent's own filesystem: globbed once, as the agent.
-  const auto device_nodes = glob_device_nodes(options.request.device_globs, SystemRoot("/"));
+  const auto device_nodes =
+      glob_device_nodes(options.request.device_globs, process::SystemRoot("/"));
   if (keeping) {
     // A mount made or removed shows other files at the same paths, and no
     // change event says so: nothing read under the old mounts is kept.

@@ -20,9 +20,9 @@
 #include "probes/image_tag.hpp"
 #include "probes/library_lookup.hpp"
 #include "probes/linkage_facts.hpp"
-#include "probes/small_files.hpp"
-#include "probes/stall_guard.hpp"
 #include "probes/static_facts.hpp"
+#include "process/small_files.hpp"
+#include "process/stall_guard.hpp"
 
 namespace envcontract::probes {
 
@@ -47,10 +47,10 @@ struct HostFactsOptions {
   // run later, by dynamic_probe).
   facts::ProbeRequest request;
   // Stops activation scripts that are running when the scan is cancelled.
-  const Cancellation* cancellation = nullptr;
+  const process::Cancellation* cancellation = nullptr;
   // What each activation's process tree may use: the probes' limits, since
   // activate.d scripts are the env's code as much as its imports are.
-  ResourceLimits probe_limits;
+  process::ResourceLimits probe_limits;
   // Envs read at once (0: the number of cores; at most 8 whatever it says);
   // envs on one network or FUSE filesystem are read one at a time all the
   // same. The summed timings of the facts (timing_ms) then exceed the time
@@ -58,7 +58,7 @@ struct HostFactsOptions {
   unsigned concurrency = 0;
   // How long discovery, and each env's facts, may take. A reader still
   // blocked past it (a filesystem that does not answer) is left behind and
-  // its env reported with what it was reading (probes/stall_guard.hpp).
+  // its env reported with what it was reading (process/stall_guard.hpp).
   // Zero: no deadline, each env read on the thread that reads it.
   std::chrono::milliseconds reading_deadline{std::chrono::minutes(2)};
   // How long an env's facts may be kept without reading its files again,
@@ -80,7 +80,7 @@ struct HostFactsOptions {
 // and parsed ELF files. Shared with readers that may outlive a scan.
 struct FactCaches {
   ActivationCache activations;
-  ElfCache elf_files;
+  loader::ElfCache elf_files;
   std::mutex mutex;  // guards what follows
   // Each discovery unit's last complete result: stands in while it blocks.
   std::map<std::string, CandidateSearch> last_discovery;

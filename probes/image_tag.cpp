@@ -3,8 +3,8 @@
 #include <cstdlib>
 #include <sstream>
 
-#include "probes/process_runner.hpp"
-#include "probes/small_files.hpp"
+#include "process/process_runner.hpp"
+#include "process/small_files.hpp"
 
 namespace envcontract::probes {
 
@@ -14,7 +14,7 @@ namespace {
 std::string first_meaningful_line(const std::string& text) {
   std::istringstream lines(text);
   for (std::string line; std::getline(lines, line);) {
-    line = trim(line);
+    line = process::trim(line);
     if (!line.empty() && !line.starts_with("#")) {
       return line;
     }
@@ -25,16 +25,16 @@ std::string first_meaningful_line(const std::string& text) {
 ImageTag from_command(const std::string& command) {
   ImageTag tag;
   tag.source = "command " + command;
-  ProcessSpec spec;
+  process::ProcessSpec spec;
   spec.argv = {"/bin/sh", "-c", command};
-  spec.environment = {{"PATH", k_system_path}, {"LANG", "C.UTF-8"}};
-  ProcessLimits limits;
+  spec.environment = {{"PATH", process::k_system_path}, {"LANG", "C.UTF-8"}};
+  process::ProcessLimits limits;
   limits.timeout = std::chrono::seconds(10);
   limits.max_output_bytes = 64 * 1024;
-  const auto result = run_process(spec, limits);
+  const auto result = process::run_process(spec, limits);
   if (!result.succeeded()) {
     tag.problem = "image tag command " + result.describe() +
-                  (result.err.empty() ? "" : ": " + trim(result.err));
+                  (result.err.empty() ? "" : ": " + process::trim(result.err));
     return tag;
   }
   tag.value = first_meaningful_line(result.out);
@@ -55,7 +55,7 @@ ImageTag read_image_tag(const ImageTagSource& source) {
     case ImageTagSource::Kind::environment: {
       tag.source = "environment " + source.value;
       const char* value = std::getenv(source.value.c_str());
-      tag.value = value ? trim(value) : "";
+      tag.value = value ? process::trim(value) : "";
       if (tag.value.empty()) {
         tag.problem = "environment variable " + source.value + " is not set";
       }
@@ -67,7 +67,7 @@ ImageTag read_image_tag(const ImageTagSource& source) {
       break;
   }
   tag.source = "file " + source.value;
-  const auto read = read_file_bounded(source.value, file_limits::small_text);
+  const auto read = process::read_file_bounded(source.value, process::file_limits::small_text);
   const auto& text = read.text;
   if (!text) {
     tag.problem =

@@ -3,7 +3,7 @@
 #include <algorithm>
 
 #include "probes/env_safety.hpp"
-#include "probes/run_as.hpp"
+#include "process/run_as.hpp"
 
 namespace envcontract::probes {
 
@@ -35,7 +35,7 @@ void refuse_unsafe_imports(PythonEnv& env, const ActivatedEnvironment& activatio
     env.imports_checked = true;
     env.imports_unchecked = "what its interpreter imports could not be checked: " + why;
   };
-  ReadingAs reading(env.reader());
+  process::ReadingAs reading(env.reader());
   if (!reading.ok()) {
     unchecked("its files cannot be read as " + env.reader().who());
     return;

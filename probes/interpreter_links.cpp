@@ -5,8 +5,8 @@
 #include <cctype>
 #include <cerrno>
 
-#include "probes/run_as.hpp"
-#include "probes/system_root.hpp"
+#include "process/run_as.hpp"
+#include "process/system_root.hpp"
 
 namespace envcontract::probes {
 namespace fs = std::filesystem;
@@ -60,14 +60,14 @@ std::string InterpreterLinks::python_version() const {
 
 InterpreterLinks follow_interpreter_links(const facts::PythonEnv& env) {
   InterpreterLinks links;
-  const ReadingAs reading(env.reader());
+  const process::ReadingAs reading(env.reader());
   if (!reading.ok()) {
     links.chain.push_back(env.python);
     links.unreadable = EPERM;
     return links;
   }
   const bool in_container = !env.exec.empty() && !env.system_root.empty() && env.system_root != "/";
-  const SystemRoot tree(in_container ? env.system_root : fs::path("/"));
+  const process::SystemRoot tree(in_container ? env.system_root : fs::path("/"));
   fs::path path = env.python;
   links.chain.push_back(path);
   for (int followed = 0;; ++followed) {
@@ -101,7 +101,8 @@ InterpreterLinks follow_interpreter_links(const facts::PythonEnv& env) {
     std::error_code error;
     path = written.is_absolute()
                ? fs::path(tree.outside(written.lexically_normal().string()))
-               : (canonical_in(tree.dir(), path.parent_path(), error) / written).lexically_normal();
+               : (process::canonical_in(tree.dir(), path.parent_path(), error) / written)
+                     .lexically_normal();
     links.written.push_back(*target);
     links.chain.push_back(path);
   }

@@ -137,7 +137,7 @@ std::string SharedReadInputs::changed() {
   return m_changed;
 }
 
-std::string mount_signature(const MountTable& mounts) {
+std::string mount_signature(const process::MountTable& mounts) {
   std::string signature;
   for (const auto& mount : mounts.mounts()) {
     signature += mount.point.string() + '\0' + mount.device + '\0' + mount.root.string() + '\0' +

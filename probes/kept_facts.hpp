@@ -10,7 +10,7 @@
 #include "probes/change_watch.hpp"
 #include "probes/discovery.hpp"
 #include "probes/host_facts.hpp"
-#include "probes/mount_table.hpp"
+#include "process/mount_table.hpp"
 
 // An env's facts kept between scans while the change watch sees nothing
 // they were read from change (FactCaches::kept_envs): which envs may be
@@ -71,6 +71,6 @@ class SharedReadInputs {
 // remount noexec changes what an env's code may do). Kept facts are
 // forgotten when it changes: a mount shows other files at the same paths,
 // and no change event says so.
-std::string mount_signature(const MountTable& mounts);
+std::string mount_signature(const process::MountTable& mounts);
 
 }  // namespace envcontract::probes

@@ -6,8 +6,8 @@
 #include <unistd.h>
 
 #include "common/pep440.hpp"
-#include "probes/small_files.hpp"
-#include "probes/system_root.hpp"
+#include "process/small_files.hpp"
+#include "process/system_root.hpp"
 
 namespace envcontract::probes {
 namespace fs = std::filesystem;
@@ -19,7 +19,7 @@ fs::path loaded_interpreter(const PythonEnv& env) {
   if (env.system_root != "/") {
     // Its links are the tree's own (bin/python -> /usr/bin/python3 means
     // the rootfs' python): resolved by the kernel inside the tree.
-    const SystemRoot root(env.system_root);
+    const process::SystemRoot root(env.system_root);
     const int fd = root.open_inside(root.inside(env.python.string()), O_PATH, true);
     if (fd < 0) {
       return {};
@@ -29,49 +29,51 @@ fs::path loaded_interpreter(const PythonEnv& env) {
     ::close(fd);
     // The kernel names it from the tree's "/" when the tree is a process's
     // root (another namespace's), from the host's otherwise.
-    return error ? fs::path() : under_root(env.system_root, real);
+    return error ? fs::path() : process::under_root(env.system_root, real);
   }
   std::error_code error;
   const fs::path real = fs::canonical(env.python, error);
   return error ? fs::path() : real;
 }
 
-SearchEnvironment search_environment(const Environment& environment,
-                                     const std::shared_ptr<const LdCache>& ld_cache,
-                                     const fs::path& root) {
-  SearchEnvironment search;
+loader::SearchEnvironment search_environment(const facts::Environment& environment,
+                                             const std::shared_ptr<const loader::LdCache>& ld_cache,
+                                             const fs::path& root) {
+  loader::SearchEnvironment search;
   search.cache = ld_cache;
   search.root = root;
   if (const auto it = environment.find("LD_LIBRARY_PATH"); it != environment.end()) {
-    for (const auto& dir : split_search_path(it->second)) {
-      search.ld_library_path.push_back(under_root(root, dir).string());
+    for (const auto& dir : loader::split_search_path(it->second)) {
+      search.ld_library_path.push_back(process::under_root(root, dir).string());
     }
   }
   for (auto& dir : search.system_dirs) {
-    dir = under_root(root, dir);
+    dir = process::under_root(root, dir);
   }
   return search;
 }
 
-std::vector<LibraryLookup> lookup_libraries(const PythonEnv& env, const Environment& environment,
+std::vector<LibraryLookup> lookup_libraries(const PythonEnv& env,
+                                            const facts::Environment& environment,
                                             const std::vector<std::string>& names,
-                                            const std::shared_ptr<const LdCache>& ld_cache,
-                                            ElfCache& elf_cache) {
+                                            const std::shared_ptr<const loader::LdCache>& ld_cache,
+                                            loader::ElfCache& elf_cache) {
   const auto search = search_environment(environment, ld_cache, env.system_root);
   const auto executable = loaded_interpreter(env);
   std::vector<LibraryLookup> lookups;
   for (const auto& name : names) {
     LibraryLookup lookup;
     lookup.name = name;
-    auto found = executable.empty()
-                     ? std::variant<LoadedObject, MissingLibrary>(MissingLibrary{
-                           name, {}, {"(the env's interpreter is missing)"}, {}, {}, {}})
-                     : locate_library(name, executable, search, elf_cache);
-    if (const auto* object = std::get_if<LoadedObject>(&found)) {
+    auto found =
+        executable.empty()
+            ? std::variant<loader::LoadedObject, facts::MissingLibrary>(facts::MissingLibrary{
+                  name, {}, {"(the env's interpreter is missing)"}, {}, {}, {}})
+            : loader::locate_library(name, executable, search, elf_cache);
+    if (const auto* object = std::get_if<loader::LoadedObject>(&found)) {
       lookup.path = object->path;
       lookup.found_via = object->found_via;
     } else {
-      const auto& miss = std::get<MissingLibrary>(found);
+      const auto& miss = std::get<facts::MissingLibrary>(found);
       lookup.searched = miss.searched;
       lookup.other_versions = miss.other_versions;
       // A search cut short is judged by the check that asked for it (no
@@ -83,8 +85,9 @@ std::vector<LibraryLookup> lookup_libraries(const PythonEnv& env, const Environm
   return lookups;
 }
 
-GlibcFacts glibc_facts(const PythonEnv& env, const Environment& environment,
-                       const std::shared_ptr<const LdCache>& ld_cache, ElfCache& elf_cache) {
+GlibcFacts glibc_facts(const PythonEnv& env, const facts::Environment& environment,
+                       const std::shared_ptr<const loader::LdCache>& ld_cache,
+                       loader::ElfCache& elf_cache) {
   GlibcFacts facts;
   const auto lookups = lookup_libraries(env, environment, {"libc.so.6"}, ld_cache, elf_cache);
   if (lookups.empty() || lookups.front().path.empty()) {
@@ -101,7 +104,7 @@ GlibcFacts glibc_facts(const PythonEnv& env, const Environment& environment,
     // GLIBC_2.36, GLIBC_2.2.5; not GLIBC_PRIVATE.
     const std::string_view number_text =
         version.starts_with("GLIBC_") ? version.substr(6) : std::string_view();
-    if (!number_text.empty() && first_release_number(number_text) == number_text) {
+    if (!number_text.empty() && process::first_release_number(number_text) == number_text) {
       const std::string number(number_text);
       if (facts.version.empty() || common::compare_versions(facts.version, number) < 0) {
         facts.version = number;

@@ -6,8 +6,8 @@
 #include <vector>
 
 #include "facts/linkage.hpp"
+#include "loader/library_resolver.hpp"
 #include "probes/activation.hpp"
-#include "probes/library_resolver.hpp"
 
 namespace envcontract::probes {
 
@@ -24,16 +24,18 @@ using facts::GlibcFacts;
 // The search environment a process with `environment` would have.
 // The search environment a process with `environment` would have in `root`
 // (the env's system root: `ld_cache` must be that tree's).
-SearchEnvironment search_environment(const Environment& environment,
-                                     const std::shared_ptr<const LdCache>& ld_cache,
-                                     const std::filesystem::path& root = "/");
+loader::SearchEnvironment search_environment(const facts::Environment& environment,
+                                             const std::shared_ptr<const loader::LdCache>& ld_cache,
+                                             const std::filesystem::path& root = "/");
 
-std::vector<LibraryLookup> lookup_libraries(const PythonEnv& env, const Environment& environment,
+std::vector<LibraryLookup> lookup_libraries(const PythonEnv& env,
+                                            const facts::Environment& environment,
                                             const std::vector<std::string>& names,
-                                            const std::shared_ptr<const LdCache>& ld_cache,
-                                            ElfCache& elf_cache);
+                                            const std::shared_ptr<const loader::LdCache>& ld_cache,
+                                            loader::ElfCache& elf_cache);
 
-GlibcFacts glibc_facts(const PythonEnv& env, const Environment& environment,
-                       const std::shared_ptr<const LdCache>& ld_cache, ElfCache& elf_cache);
+GlibcFacts glibc_facts(const PythonEnv& env, const facts::Environment& environment,
+                       const std::shared_ptr<const loader::LdCache>& ld_cache,
+                       loader::ElfCache& elf_cache);
 
 }  // namespace envcontract::probes

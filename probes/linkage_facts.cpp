@@ -3,7 +3,7 @@
 #include <set>
 
 #include "probes/library_lookup.hpp"
-#include "probes/small_files.hpp"
+#include "process/small_files.hpp"
 
 #include <algorithm>
 
@@ -18,7 +18,7 @@ bool is_shared_library(const fs::path& path) {
 }
 
 LibraryLinkage analyse(const fs::path& path, const fs::path& executable,
-                       const SearchEnvironment& search, ElfCache& cache) {
+                       const loader::SearchEnvironment& search, loader::ElfCache& cache) {
   LibraryLinkage library;
   library.path = path;
   auto file = cache.get(path);
@@ -31,8 +31,8 @@ LibraryLinkage analyse(const fs::path& path, const fs::path& executable,
   for (const auto needed : elf->needed()) {
     library.needed.emplace_back(needed);
   }
-  const auto closure = resolve_closure(path, executable, search, cache);
-  auto name_of = [](const LoadedObject& object) {
+  const auto closure = loader::resolve_closure(path, executable, search, cache);
+  auto name_of = [](const loader::LoadedObject& object) {
     return object.elf->soname().empty() ? object.path.filename().string()
                                         : std::string(object.elf->soname());
   };
@@ -56,10 +56,10 @@ LibraryLinkage analyse(const fs::path& path, const fs::path& executable,
   // unresolved), and the env's facts are reported incomplete.
   if (!closure.incomplete.empty()) {
     library.error = closure.incomplete;
-    FileProblemLog::record(path, "is not fully resolved: " + closure.incomplete);
+    process::FileProblemLog::record(path, "is not fully resolved: " + closure.incomplete);
     return library;
   }
-  library.symbols = resolve_symbols(closure);
+  library.symbols = loader::resolve_symbols(closure);
   return library;
 }
 
@@ -72,13 +72,14 @@ constexpr std::size_t k_max_depth = 64;
 }  // namespace
 
 LinkageFacts gather_linkage_facts(const PythonEnv& env, const std::vector<fs::path>& site_packages,
-                                  const Environment& environment, Activation activation,
-                                  const std::shared_ptr<const LdCache>& ld_cache,
-                                  ElfCache& elf_cache, const std::vector<fs::path>& hidden,
+                                  const facts::Environment& environment, Activation activation,
+                                  const std::shared_ptr<const loader::LdCache>& ld_cache,
+                                  loader::ElfCache& elf_cache, const std::vector<fs::path>& hidden,
                                   std::size_t max_libraries) {
   LinkageFacts facts;
   facts.activation = activation;
-  const SearchEnvironment search = search_environment(environment, ld_cache, env.system_root);
+  const loader::SearchEnvironment search =
+      search_environment(environment, ld_cache, env.system_root);
   const fs::path executable = loaded_interpreter(env);
   std::vector<fs::path> libraries;
   const std::set<fs::path> hidden_set(hidden.begin(), hidden.end());
@@ -87,8 +88,8 @@ LinkageFacts gather_linkage_facts(const PythonEnv& env, const std::vector<fs::pa
   // they lead to is counted where it lives, as recursive_directory_iterator
   // would.
   for (const auto& site : site_packages) {
-    const bool whole =
-        walk_tree(site, k_max_listed_dirs, k_max_depth, [&](const ListedEntry& entry) {
+    const bool whole = process::walk_tree(
+        site, k_max_listed_dirs, k_max_depth, [&](const process::ListedEntry& entry) {
           if (entry.is_link || (!hidden_set.empty() && hidden_set.contains(entry.path))) {
             return false;
           }
@@ -98,10 +99,10 @@ LinkageFacts gather_linkage_facts(const PythonEnv& env, const std::vector<fs::pa
           return true;
         });
     if (!whole) {
-      FileProblemLog::record(site, "more than " + std::to_string(k_max_listed_dirs) +
-                                       " directories, or deeper than " +
-                                       std::to_string(k_max_depth) +
-                                       " levels: the rest were not looked at for libraries");
+      process::FileProblemLog::record(
+          site, "more than " + std::to_string(k_max_listed_dirs) + " directories, or deeper than " +
+                    std::to_string(k_max_depth) +
+                    " levels: the rest were not looked at for libraries");
     }
   }
   std::sort(libraries.begin(), libraries.end());

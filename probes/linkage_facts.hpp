@@ -6,9 +6,9 @@
 #include <vector>
 
 #include "facts/linkage.hpp"
+#include "loader/library_resolver.hpp"
+#include "loader/symbol_resolution.hpp"
 #include "probes/activation.hpp"
-#include "probes/library_resolver.hpp"
-#include "probes/symbol_resolution.hpp"
 
 namespace envcontract::probes {
 
@@ -24,9 +24,9 @@ using facts::LinkageFacts;
 // the executable. Files that are not ELF are recorded with their error.
 LinkageFacts gather_linkage_facts(const PythonEnv& env,
                                   const std::vector<std::filesystem::path>& site_packages,
-                                  const Environment& environment, Activation activation,
-                                  const std::shared_ptr<const LdCache>& ld_cache,
-                                  ElfCache& elf_cache,
+                                  const facts::Environment& environment, Activation activation,
+                                  const std::shared_ptr<const loader::LdCache>& ld_cache,
+                                  loader::ElfCache& elf_cache,
                                   const std::vector<std::filesystem::path>& hidden = {},
                                   std::size_t max_libraries = 5000);
 

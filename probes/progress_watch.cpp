@@ -7,7 +7,7 @@
 namespace envcontract::probes {
 
 struct ProgressWatch::State {
-  std::shared_ptr<const ScratchReader> reader;
+  std::shared_ptr<const process::ScratchReader> reader;
   std::string name;
   std::size_t max_bytes = 0;
   std::chrono::milliseconds interval{};
@@ -19,7 +19,7 @@ struct ProgressWatch::State {
   bool done = false;
 };
 
-ProgressWatch::ProgressWatch(std::shared_ptr<const ScratchReader> reader, const char* name,
+ProgressWatch::ProgressWatch(std::shared_ptr<const process::ScratchReader> reader, const char* name,
                              std::size_t max_bytes, std::chrono::milliseconds interval)
     : m_state(std::make_shared<State>()) {
   m_state->reader = std::move(reader);

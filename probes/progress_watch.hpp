@@ -4,7 +4,7 @@
 #include <memory>
 #include <string>
 
-#include "probes/scratch_directory.hpp"
+#include "process/scratch_directory.hpp"
 
 namespace envcontract::probes {
 
@@ -18,7 +18,7 @@ class ProgressWatch {
  public:
   // Reads `name` through `reader` now and then every `interval`, at most
   // `max_bytes` of it.
-  ProgressWatch(std::shared_ptr<const ScratchReader> reader, const char* name,
+  ProgressWatch(std::shared_ptr<const process::ScratchReader> reader, const char* name,
                 std::size_t max_bytes,
                 std::chrono::milliseconds interval = std::chrono::milliseconds(20));
   // Stops the thread; one blocked in a read is left behind (it owns what it uses).

@@ -29,11 +29,11 @@ std::string code_refusal(const PythonEnv& env) {
   return "";
 }
 
-std::optional<Credentials> credentials_of(const PythonEnv& env) {
+std::optional<process::Credentials> credentials_of(const PythonEnv& env) {
   if (!env.run_as.switch_credentials) {
     return std::nullopt;
   }
-  return Credentials{env.run_as.uid, env.run_as.gid, env.run_as.groups};
+  return process::Credentials{env.run_as.uid, env.run_as.gid, env.run_as.groups};
 }
 
 Json to_json(const Discovery& discovery) {

@@ -8,9 +8,9 @@
 
 #include "facts/env.hpp"
 #include "probes/env_safety.hpp"
-#include "probes/process_runner.hpp"
-#include "probes/run_as.hpp"
-#include "probes/small_files.hpp"
+#include "process/process_runner.hpp"
+#include "process/run_as.hpp"
+#include "process/small_files.hpp"
 
 namespace envcontract::probes {
 
@@ -29,7 +29,7 @@ using facts::PythonEnv;
 std::string code_refusal(const PythonEnv& env);
 
 // The credentials to hand the process runner: unset when the agent keeps its own.
-std::optional<Credentials> credentials_of(const PythonEnv& env);
+std::optional<process::Credentials> credentials_of(const PythonEnv& env);
 
 using facts::DiscoveryProblem;
 

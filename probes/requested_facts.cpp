@@ -20,7 +20,8 @@ bool inside_any(const std::string& path, const std::vector<std::string>& dirs) {
 // Whether the user of `run_as` may execute `path` (a regular file of
 // `root`): checked on the mode bits, because access(2) asks for the real
 // uid, root's.
-bool executable_by(const SystemRoot& root, const std::string& path, const RunAs& run_as) {
+bool executable_by(const process::SystemRoot& root, const std::string& path,
+                   const facts::RunAs& run_as) {
   struct stat info {};
   if (!root.stat(path, info) || !S_ISREG(info.st_mode)) {
     return false;
@@ -56,7 +57,7 @@ bool executable_by(const SystemRoot& root, const std::string& path, const RunAs&
 std::vector<PathMatches> match_path_patterns(const std::vector<std::string>& patterns,
                                              const facts::PathAnchors& anchors,
                                              const std::vector<std::string>& hidden,
-                                             const SystemRoot& root) {
+                                             const process::SystemRoot& root) {
   std::vector<PathMatches> result;
   for (const auto& pattern : patterns) {
     PathMatches entry{pattern, facts::expand_path_pattern(pattern, anchors, true), {}, false, ""};
@@ -85,7 +86,7 @@ std::vector<PathMatches> match_path_patterns(const std::vector<std::string>& pat
 }
 
 std::vector<ToolLookup> find_tools(const std::vector<std::string>& names, const std::string& path,
-                                   const RunAs& run_as, const SystemRoot& root) {
+                                   const facts::RunAs& run_as, const process::SystemRoot& root) {
   std::vector<ToolLookup> result;
   for (const auto& name : names) {
     ToolLookup lookup{name, ""};
@@ -106,7 +107,7 @@ std::vector<ToolLookup> find_tools(const std::vector<std::string>& names, const 
 }
 
 std::vector<DeviceNodes> glob_device_nodes(const std::vector<std::string>& globs,
-                                           const SystemRoot& root) {
+                                           const process::SystemRoot& root) {
   std::vector<DeviceNodes> result;
   for (const auto& pattern : globs) {
     auto globbed = root.glob(pattern);

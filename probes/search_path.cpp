@@ -5,9 +5,9 @@
 #include <sstream>
 
 #include "common/python_names.hpp"
-#include "probes/small_files.hpp"
 #include "probes/static_facts.hpp"
-#include "probes/system_root.hpp"
+#include "process/small_files.hpp"
+#include "process/system_root.hpp"
 
 namespace envcontract::probes {
 namespace fs = std::filesystem;
@@ -26,7 +26,7 @@ constexpr std::size_t k_max_notes = 32;
 constexpr std::size_t k_max_editable_finders = 256;
 constexpr std::size_t k_max_editable_modules = 4096;
 
-std::string variable(const Environment& environment, const char* name) {
+std::string variable(const facts::Environment& environment, const char* name) {
   const auto it = environment.find(name);
   return it == environment.end() ? "" : it->second;
 }
@@ -47,12 +47,12 @@ std::string editable_finder_module(const std::string& line) {
   }
   const auto end = line.find_first_of("; \t\r\n", 7);
   const std::string module = line.substr(7, end == std::string::npos ? end : end - 7);
-  return module.ends_with("_finder") && is_python_identifier(module) ? module : "";
+  return module.ends_with("_finder") && process::is_python_identifier(module) ? module : "";
 }
 
 class SearchPathBuilder {
  public:
-  SearchPathBuilder(const PythonEnv& env, const Environment& environment)
+  SearchPathBuilder(const PythonEnv& env, const facts::Environment& environment)
       : m_env(env),
         m_environment(environment),
         m_version(common::python_major_minor(env.python_version)),
@@ -81,7 +81,8 @@ class SearchPathBuilder {
                   stdlib_of(m_path.base_prefix).parent_path().filename() == "lib64";
     if (!m_path.base_prefix.empty()) {
       std::error_code error;
-      const auto stdlib = canonical_in(m_env.system_root, stdlib_of(m_path.base_prefix), error);
+      const auto stdlib =
+          process::canonical_in(m_env.system_root, stdlib_of(m_path.base_prefix), error);
       m_path.stdlib = error ? fs::path() : stdlib;
     }
     const bool is_venv = m_env.kind == EnvKind::venv;
@@ -135,9 +136,9 @@ class SearchPathBuilder {
   // directory of that name, or none); elsewhere, as it is.
   fs::path where_read(const fs::path& path) const {
     fs::path where = path.lexically_normal();
-    if (is_process_root(m_env.system_root)) {
+    if (process::is_process_root(m_env.system_root)) {
       std::error_code error;
-      if (auto resolved = canonical_in(m_env.system_root, where, error); !error) {
+      if (auto resolved = process::canonical_in(m_env.system_root, where, error); !error) {
         where = std::move(resolved);
       }
     }
@@ -187,7 +188,7 @@ class SearchPathBuilder {
         continue;
       }
       const fs::path entry = in_tree(part);
-      if (dir_exists(entry)) {
+      if (process::dir_exists(entry)) {
         add_entry(entry, "PYTHONPATH", false);
       } else {
         unlisted(entry);  // a .zip, or a directory someone may yet create
@@ -199,8 +200,9 @@ class SearchPathBuilder {
   // installation, found as getpath does: the first directory at or above
   // `home` holding lib/pythonX.Y/os.py.
   bool read_pyvenv_cfg() {
-    const auto text = read_env_file(m_env.prefix / "pyvenv.cfg", file_limits::small_text);
-    const auto values = parse_key_values(text.value_or(""));
+    const auto text =
+        process::read_env_file(m_env.prefix / "pyvenv.cfg", process::file_limits::small_text);
+    const auto values = process::parse_key_values(text.value_or(""));
     bool system_site = true;
     if (const auto it = values.find("include-system-site-packages"); it != values.end()) {
       std::string value = it->second;
@@ -214,7 +216,7 @@ class SearchPathBuilder {
     }
     const fs::path top = m_env.system_root.empty() ? fs::path("/") : m_env.system_root;
     for (fs::path dir = in_tree(home->second); !dir.empty(); dir = dir.parent_path()) {
-      if (path_exists(stdlib_of(dir) / "os.py")) {
+      if (process::path_exists(stdlib_of(dir) / "os.py")) {
         m_path.base_prefix = dir;
         break;
       }
@@ -237,21 +239,22 @@ class SearchPathBuilder {
   // is named pythonX.Yt (bin/python links to it).
   static bool free_threaded(const PythonEnv& env, const std::string& version) {
     std::error_code error;
-    const auto executable = canonical_in(env.system_root, env.python, error);
+    const auto executable = process::canonical_in(env.system_root, env.python, error);
     return !error && executable.filename() == "python" + version + "t";
   }
 
   // Whether prefix/lib64 is a directory of its own (not a venv's link to lib).
   static bool distinct_lib64(const fs::path& prefix) {
     std::error_code error;
-    return dir_exists(prefix / "lib64") && !fs::equivalent(prefix / "lib64", prefix / "lib", error);
+    return process::dir_exists(prefix / "lib64") &&
+           !fs::equivalent(prefix / "lib64", prefix / "lib", error);
   }
 
   // The standard library of an installation at `prefix`: lib64/pythonX.Y
   // where the platform keeps it there, else lib/pythonX.Y.
   fs::path stdlib_of(const fs::path& prefix) const {
     const std::string dir = version_dir();
-    if (distinct_lib64(prefix) && path_exists(prefix / "lib64" / dir / "os.py")) {
+    if (distinct_lib64(prefix) && process::path_exists(prefix / "lib64" / dir / "os.py")) {
       return prefix / "lib64" / dir;
     }
     return prefix / "lib" / dir;
@@ -259,7 +262,8 @@ class SearchPathBuilder {
 
   // Debian patches site.py to use dist-packages; its text says so.
   bool uses_dist_packages(const fs::path& prefix) {
-    const auto source = read_env_file(stdlib_of(prefix) / "site.py", file_limits::python_source);
+    const auto source =
+        process::read_env_file(stdlib_of(prefix) / "site.py", process::file_limits::python_source);
     return source && source->find("dist-packages") != std::string::npos;
   }
 
@@ -301,7 +305,7 @@ class SearchPathBuilder {
   // addsitedir(): the directory, then what each of its .pth files adds.
   void add_site_dir(const fs::path& named, const std::string& origin) {
     const fs::path site = where_read(named);
-    if (!dir_exists(site)) {
+    if (!process::dir_exists(site)) {
       return;
     }
     if (!add_entry(named, origin, true)) {
@@ -321,7 +325,7 @@ class SearchPathBuilder {
     }
     std::vector<std::string> pth_files;
     std::error_code error;
-    for (const std::string& name : list_names(site, error)) {
+    for (const std::string& name : process::list_names(site, error)) {
       if (name.ends_with(".pth") && !name.starts_with(".")) {
         pth_files.push_back(name);
       }
@@ -338,7 +342,7 @@ class SearchPathBuilder {
   }
 
   void read_pth_file(const fs::path& site, const std::string& name) {
-    const auto text = read_env_file(site / name, file_limits::small_text);
+    const auto text = process::read_env_file(site / name, process::file_limits::small_text);
     if (!text) {
       return;
     }
@@ -353,7 +357,7 @@ class SearchPathBuilder {
         }
         return;  // no more lines are looked at
       }
-      if (line.starts_with("#") || trim(line).empty()) {
+      if (line.starts_with("#") || process::trim(line).empty()) {
         continue;
       }
       if (line.starts_with("import ") || line.starts_with("import\t")) {
@@ -362,7 +366,7 @@ class SearchPathBuilder {
       }
       line.erase(line.find_last_not_of(" \t\r\n\f\v") + 1);
       const fs::path dir = in_tree(fs::path(line).is_absolute() ? fs::path(line) : site / line);
-      if (path_exists(dir)) {
+      if (process::path_exists(dir)) {
         add_entry(dir, name + " in " + site.string(), false);
       } else {
         unlisted(dir);  // site.py adds it once it exists
@@ -392,7 +396,8 @@ class SearchPathBuilder {
     }
     m_finders_read.insert(finder);
     const fs::path file = site / (finder + ".py");
-    const std::string source = read_env_file(file, file_limits::editable_finder).value_or("");
+    const std::string source =
+        process::read_env_file(file, process::file_limits::editable_finder).value_or("");
     const auto mapping = parse_string_dict(source, "MAPPING");
     // Namespace packages it serves from directories of their own: code loads
     // from there too.
@@ -412,8 +417,8 @@ class SearchPathBuilder {
                    " modules of editable installs: the rest are not read");
         return;
       }
-      if (is_python_identifier(module) && fs::path(path).is_absolute() &&
-          path_exists(in_tree(path))) {
+      if (process::is_python_identifier(module) && fs::path(path).is_absolute() &&
+          process::path_exists(in_tree(path))) {
         m_path.editable.push_back({module, in_tree(path), file});
       }
     }
@@ -421,10 +426,12 @@ class SearchPathBuilder {
 
   // An absolute path read from the env's files or environment, as the agent
   // names it: inside a container's rootfs, the rootfs' own (system_root.hpp).
-  fs::path in_tree(const fs::path& path) const { return under_root(m_env.system_root, path); }
+  fs::path in_tree(const fs::path& path) const {
+    return process::under_root(m_env.system_root, path);
+  }
 
   const PythonEnv& m_env;
-  const Environment& m_environment;
+  const facts::Environment& m_environment;
   const std::string m_version;
   const bool m_free_threaded;
   bool m_platlib64 = false;  // the base keeps its standard library in lib64 (platlibdir)
@@ -466,7 +473,7 @@ void skip_blanks(const std::string& text, std::size_t& at) {
 
 }  // namespace
 
-SearchPath compute_search_path(const PythonEnv& env, const Environment& environment) {
+SearchPath compute_search_path(const PythonEnv& env, const facts::Environment& environment) {
   return SearchPathBuilder(env, environment).build();
 }
 

@@ -6,8 +6,8 @@
 #include <vector>
 
 #include "facts/static_facts.hpp"
-#include "probes/process_runner.hpp"
 #include "probes/python_env.hpp"
+#include "process/process_runner.hpp"
 
 // The module search path of an env as its interpreter builds it (CPython's
 // getpath and site.py, Debian's patched site.py included), found by reading
@@ -31,7 +31,7 @@ using facts::SearchPath;
 // include-system-site-packages = true), each site dir followed by the
 // directories its .pth files add. Only existing directories are listed, as
 // site.py does. Reads files with the limits of small_files.hpp.
-SearchPath compute_search_path(const PythonEnv& env, const Environment& environment);
+SearchPath compute_search_path(const PythonEnv& env, const facts::Environment& environment);
 
 // The string-to-string dict literal assigned to `name` in Python source,
 // such as setuptools' `MAPPING: dict[str, str] = {'pkg': '/src/pkg'}`; empty

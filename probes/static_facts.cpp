@@ -7,9 +7,9 @@
 #include "common/python_names.hpp"
 #include "probes/activation.hpp"
 #include "probes/interpreter_links.hpp"
-#include "probes/small_files.hpp"
-#include "probes/stall_guard.hpp"
-#include "probes/system_root.hpp"
+#include "process/small_files.hpp"
+#include "process/stall_guard.hpp"
+#include "process/system_root.hpp"
 
 namespace envcontract::probes {
 namespace fs = std::filesystem;
@@ -38,17 +38,18 @@ std::optional<std::pair<std::string, Found>> classify(const fs::path& entry,
                                                       const std::string& tag, bool directory) {
   const fs::path path = entry / child;
   if (directory) {
-    if (!is_python_identifier(child)) {
+    if (!process::is_python_identifier(child)) {
       return std::nullopt;
     }
-    const bool package = path_exists(path / "__init__.py") || path_exists(path / "__init__.pyc") ||
-                         path_exists(path / "__init__.abi3.so") ||
-                         path_exists(path / "__init__.so");
+    const bool package = process::path_exists(path / "__init__.py") ||
+                         process::path_exists(path / "__init__.pyc") ||
+                         process::path_exists(path / "__init__.abi3.so") ||
+                         process::path_exists(path / "__init__.so");
     return std::pair{child, Found{path, package ? 0 : 4}};
   }
   const auto dot = child.find('.');
   const std::string name = child.substr(0, dot);
-  if (dot == std::string::npos || !is_python_identifier(name)) {
+  if (dot == std::string::npos || !process::is_python_identifier(name)) {
     return std::nullopt;
   }
   const std::string suffix = child.substr(dot);
@@ -100,7 +101,8 @@ void index_modules(StaticFacts& facts, const std::string& python_version, const 
     std::error_code error;
     // The entry's type as readdir gave it: no stat per child, except to
     // follow a link (or where the file system does not say).
-    for (const ListedEntry& child : list_directory(entry, error, k_max_children)) {
+    for (const process::ListedEntry& child :
+         process::list_directory(entry, error, k_max_children)) {
       auto found = classify(entry, child.path.filename().string(), tag, child.is_directory);
       if (!found) {
         continue;
@@ -130,13 +132,13 @@ void index_modules(StaticFacts& facts, const std::string& python_version, const 
   const auto canonical_of = [&](const Found& found) {
     std::error_code error;
     if (found.link) {
-      const auto canonical = canonical_in(root, found.path, error);
+      const auto canonical = process::canonical_in(root, found.path, error);
       return error ? found.path : canonical;
     }
     const auto entry = found.path.parent_path();
     auto [at, inserted] = canonical_entries.try_emplace(entry);
     if (inserted) {
-      const auto canonical = canonical_in(root, entry, error);
+      const auto canonical = process::canonical_in(root, entry, error);
       at->second = error ? entry : canonical;
     }
     return at->second / found.path.filename();
@@ -169,7 +171,7 @@ std::vector<const Distribution*> describing(const std::vector<Distribution>& dis
 // The package `name` as the interpreter imports it, when it is a directory.
 std::optional<fs::path> find_package(const StaticFacts& facts, const std::string& name) {
   const auto found = facts.module_files.find(name);
-  if (!found || !dir_exists(found->location)) {
+  if (!found || !process::dir_exists(found->location)) {
     return std::nullopt;
   }
   return fs::path(found->location);
@@ -184,11 +186,12 @@ TorchFacts torch_facts(const StaticFacts& facts) {
   }
   torch.present = true;
   torch.location = *location;
-  const auto source = read_env_file(torch.location / "version.py", file_limits::python_source);
+  const auto source =
+      process::read_env_file(torch.location / "version.py", process::file_limits::python_source);
   if (!source) {
     torch.problem = "cannot read " + (torch.location / "version.py").string();
   } else {
-    const auto values = parse_python_assignments(*source);
+    const auto values = process::parse_python_assignments(*source);
     if (const auto it = values.find("__version__"); it != values.end() && it->second) {
       torch.version = *it->second;
     } else {
@@ -212,7 +215,7 @@ TorchFacts torch_facts(const StaticFacts& facts) {
     }
   }
   std::error_code error;
-  torch.libraries = list_names(torch.location / "lib", error);
+  torch.libraries = process::list_names(torch.location / "lib", error);
   std::sort(torch.libraries.begin(), torch.libraries.end());
   return torch;
 }
@@ -256,15 +259,16 @@ TritonFacts triton_facts(const StaticFacts& facts) {
       }
     }
   }
-  if (const auto source =
-          read_env_file(triton.location / "__init__.py", file_limits::python_source)) {
-    const auto values = parse_python_assignments(*source);
+  if (const auto source = process::read_env_file(triton.location / "__init__.py",
+                                                 process::file_limits::python_source)) {
+    const auto values = process::parse_python_assignments(*source);
     if (const auto it = values.find("__version__"); it != values.end()) {
       triton.version = it->second;
     }
   }
   std::error_code error;
-  for (const ListedEntry& backend : list_directory(triton.location / "backends", error)) {
+  for (const process::ListedEntry& backend :
+       process::list_directory(triton.location / "backends", error)) {
     if (backend.is_directory && backend.path.filename() != "__pycache__") {
       triton.backends.push_back(backend.path.filename().string());
     }
@@ -307,7 +311,7 @@ std::vector<ForeignSite> other_python_sites(const PythonEnv& env, const StaticFa
     }
     ForeignSite foreign{site, python, {}, scan_site_packages_distributions(site)};
     std::error_code error;
-    for (const ListedEntry& child : list_directory(site, error, k_max_children)) {
+    for (const process::ListedEntry& child : process::list_directory(site, error, k_max_children)) {
       if (auto found = classify(site, child.path.filename().string(), extension_tag(python),
                                 child.is_directory)) {
         foreign.modules.push_back(found->first);
@@ -326,8 +330,9 @@ std::vector<ForeignSite> other_python_sites(const PythonEnv& env, const StaticFa
 std::vector<fs::path> find_site_packages(const PythonEnv& env) {
   std::vector<fs::path> found;
   std::error_code error;
-  for (const std::string& name : list_names(env.prefix / "lib", error)) {
-    if (name.starts_with("python") && dir_exists(env.prefix / "lib" / name / "site-packages")) {
+  for (const std::string& name : process::list_names(env.prefix / "lib", error)) {
+    if (name.starts_with("python") &&
+        process::dir_exists(env.prefix / "lib" / name / "site-packages")) {
       found.push_back(env.prefix / "lib" / name / "site-packages");
     }
   }
@@ -340,7 +345,7 @@ std::vector<fs::path> find_site_packages(const PythonEnv& env) {
   return found;
 }
 
-StaticFacts gather_static_facts(const PythonEnv& env, const Environment& environment) {
+StaticFacts gather_static_facts(const PythonEnv& env, const facts::Environment& environment) {
   StaticFacts facts;
   facts.search_path = compute_search_path(env, environment);
   facts.site_packages = facts.search_path.site_dirs();

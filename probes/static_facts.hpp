@@ -31,7 +31,7 @@ std::vector<std::filesystem::path> find_site_packages(const PythonEnv& env);
 // interpreter has under `environment` (the activated one: PYTHONPATH, HOME).
 // Never runs env code; a missing or malformed file becomes a recorded
 // problem, not an exception.
-StaticFacts gather_static_facts(const PythonEnv& env, const Environment& environment);
+StaticFacts gather_static_facts(const PythonEnv& env, const facts::Environment& environment);
 // The same under the env's bare environment (no activation).
 StaticFacts gather_static_facts(const PythonEnv& env);
 

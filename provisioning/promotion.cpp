@@ -50,8 +50,8 @@ std::string replace_link_at(int dir, const std::string& name, const std::string&
 }
 
 common::Result<LinkSwitch> switch_at(const fs::path& link, const fs::path& target,
-                                     const probes::RunAs* as, bool keep_previous) {
-  std::optional<probes::ReadingAs> reading;
+                                     const facts::RunAs* as, bool keep_previous) {
+  std::optional<process::ReadingAs> reading;
   if (as != nullptr) {
     reading.emplace(*as);
     if (!reading->ok()) {
@@ -111,11 +111,11 @@ std::optional<fs::path> link_target(const fs::path& link) {
 }
 
 common::Result<LinkSwitch> switch_link(const fs::path& link, const fs::path& target,
-                                       const probes::RunAs* as) {
+                                       const facts::RunAs* as) {
   return switch_at(link, target, as, true);
 }
 
-common::Result<LinkSwitch> rollback_link(const fs::path& link, const probes::RunAs* as) {
+common::Result<LinkSwitch> rollback_link(const fs::path& link, const facts::RunAs* as) {
   const auto previous = link_target(previous_link_of(link));
   if (!previous) {
     return common::Error{common::shown_path(link) +

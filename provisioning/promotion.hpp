@@ -5,7 +5,7 @@
 #include <string>
 
 #include "common/result.hpp"
-#include "probes/run_as.hpp"
+#include "process/run_as.hpp"
 
 // Promotion: the name that CI runners and users activate is a symbolic link
 // to a built env, switched in one rename(2), so nobody ever activates a
@@ -27,12 +27,12 @@ std::filesystem::path previous_link_of(const std::filesystem::path& link);
 // user, and the kernel checks the user's rights in the directory.
 common::Result<LinkSwitch> switch_link(const std::filesystem::path& link,
                                        const std::filesystem::path& target,
-                                       const probes::RunAs* as = nullptr);
+                                       const facts::RunAs* as = nullptr);
 
 // Points `link` back at what it pointed to before the last switch (and keeps
 // the current target as the one before, so a second rollback undoes it).
 common::Result<LinkSwitch> rollback_link(const std::filesystem::path& link,
-                                         const probes::RunAs* as = nullptr);
+                                         const facts::RunAs* as = nullptr);
 
 // What `link` points to, or nullopt when it is not a symbolic link.
 std::optional<std::filesystem::path> link_target(const std::filesystem::path& link);

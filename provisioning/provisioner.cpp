@@ -51,27 +51,27 @@ std::optional<std::string> resolve_program(const std::string& program,
   return std::nullopt;
 }
 
-probes::ProcessResult run_as_user(const PreparedProvision& prepared, std::vector<std::string> argv,
-                                  const std::map<std::string, std::string>& environment,
-                                  const fs::path& working_dir, const std::string& stdin_data,
-                                  const ProvisionSettings& settings) {
-  probes::ProcessSpec spec;
+process::ProcessResult run_as_user(const PreparedProvision& prepared, std::vector<std::string> argv,
+                                   const std::map<std::string, std::string>& environment,
+                                   const fs::path& working_dir, const std::string& stdin_data,
+                                   const ProvisionSettings& settings) {
+  process::ProcessSpec spec;
   spec.argv = std::move(argv);
-  spec.environment = probes::Environment(environment.begin(), environment.end());
+  spec.environment = facts::Environment(environment.begin(), environment.end());
   spec.working_dir = working_dir;
   spec.stdin_data = stdin_data;
   spec.credentials = prepared.credentials;
-  probes::ProcessLimits limits;
+  process::ProcessLimits limits;
   limits.timeout = settings.step_timeout;
   limits.max_output_bytes = settings.max_output_bytes;
   limits.cancellation = settings.cancellation;
   limits.resources = settings.resources;
-  return probes::run_process(spec, limits);
+  return process::run_process(spec, limits);
 }
 
 }  // namespace
 
-std::string provisioning_user_problem(const probes::RunAs& user) {
+std::string provisioning_user_problem(const facts::RunAs& user) {
   if (user.is_root()) {
     return "provisioning never runs as root: name an unprivileged user (provisioning.user, "
            "--user)";
@@ -85,9 +85,9 @@ std::string provisioning_user_problem(const probes::RunAs& user) {
   return "";
 }
 
-NameLock::NameLock(const fs::path& envs_dir, const std::string& name, const probes::RunAs* as) {
+NameLock::NameLock(const fs::path& envs_dir, const std::string& name, const facts::RunAs* as) {
   const fs::path file = envs_dir / ("." + name + ".lock");
-  std::optional<probes::ReadingAs> reading;
+  std::optional<process::ReadingAs> reading;
   if (as != nullptr) {
     reading.emplace(*as);
     if (!reading->ok()) {
@@ -147,7 +147,7 @@ common::Result<PreparedProvision> prepare_provision(const contracts::ProvisionRe
           "name the user the steps run as (provisioning.user in the agent's config, or "
           "--user): provisioning never runs as root"};
     }
-    prepared.run_as = probes::run_as_user(settings.user);
+    prepared.run_as = process::run_as_user(settings.user);
     if (!prepared.run_as.problem.empty()) {
       return common::Error{prepared.run_as.problem};
     }
@@ -157,9 +157,9 @@ common::Result<PreparedProvision> prepare_provision(const contracts::ProvisionRe
     prepared.run_as.switch_credentials = true;
     prepared.run_as.reason = "the provisioning user";
     prepared.credentials =
-        probes::Credentials{prepared.run_as.uid, prepared.run_as.gid, prepared.run_as.groups};
+        process::Credentials{prepared.run_as.uid, prepared.run_as.gid, prepared.run_as.groups};
   } else {
-    prepared.run_as = probes::run_as_user(std::to_string(::geteuid()));
+    prepared.run_as = process::run_as_user(std::to_string(::geteuid()));
   }
   const auto base = find_base_python(recipe, settings.python_dirs);
   if (recipe.creates_venv() && !base) {

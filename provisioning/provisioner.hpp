@@ -10,9 +10,9 @@
 #include <nlohmann/json.hpp>
 
 #include "common/result.hpp"
-#include "probes/cancellation.hpp"
-#include "probes/process_runner.hpp"
-#include "probes/run_as.hpp"
+#include "process/cancellation.hpp"
+#include "process/process_runner.hpp"
+#include "process/run_as.hpp"
 #include "provisioning/provision_steps.hpp"
 
 // Builds a new env from the contract's recipe, beside the others and never
@@ -28,8 +28,8 @@ struct ProvisionSettings {
   std::vector<std::filesystem::path> python_dirs = {"/usr/local/bin", "/usr/bin"};
   std::chrono::milliseconds step_timeout{30 * 60 * 1000};
   std::size_t max_output_bytes = 1024 * 1024;  // per stream and step
-  probes::ResourceLimits resources;            // per step's process tree
-  const probes::Cancellation* cancellation = nullptr;
+  process::ResourceLimits resources;           // per step's process tree
+  const process::Cancellation* cancellation = nullptr;
 };
 
 // The file a failed provision leaves in the env it did not finish.
@@ -38,8 +38,8 @@ inline constexpr const char* k_failed_marker = ".envcontract-provision-failed";
 struct PreparedProvision {
   ProvisionTarget target;
   std::filesystem::path prefix;
-  probes::RunAs run_as;
-  std::optional<probes::Credentials> credentials;  // unset: the agent's own
+  facts::RunAs run_as;
+  std::optional<process::Credentials> credentials;  // unset: the agent's own
   std::vector<ProvisionStep> steps;
   // The venv route makes the prefix itself first, exclusively, under the
   // lock: nothing that appears there meanwhile (a link) is built through.
@@ -47,7 +47,7 @@ struct PreparedProvision {
 };
 
 // Why `user` may not provision, or "": root, or a member of root's group.
-std::string provisioning_user_problem(const probes::RunAs& user);
+std::string provisioning_user_problem(const facts::RunAs& user);
 
 // Everything decided before anything runs: the name, the prefix (which must
 // not exist), the user, the base interpreter and the steps. The dry run
@@ -96,7 +96,7 @@ nlohmann::ordered_json to_json(const ProvisionOutcome& outcome);
 class NameLock {
  public:
   NameLock(const std::filesystem::path& envs_dir, const std::string& name,
-           const probes::RunAs* as = nullptr);
+           const facts::RunAs* as = nullptr);
   ~NameLock();
   NameLock(const NameLock&) = delete;
   NameLock& operator=(const NameLock&) = delete;

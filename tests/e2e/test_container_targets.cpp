@@ -13,7 +13,7 @@
 #include "common/json_text.hpp"
 #include "daemon/scanner.hpp"
 #include "probes/container_runtime.hpp"
-#include "probes/stall_guard.hpp"
+#include "process/stall_guard.hpp"
 #include "tests/e2e/agent_fixture.hpp"
 #include "tests/support/compile.hpp"
 #include "tests/support/container_rootfs.hpp"
@@ -338,17 +338,17 @@ TEST_F(ContainerTarget, AProbeWhoseTmpStopsAnsweringIsLeftBehindAndTheScanEnds) 
   // Where it blocked: the container's /tmp, as the agent names it.
   EXPECT_NE(text.find("in the kernel (openat2, asleep in "), std::string::npos) << text;
   EXPECT_NE(text.find("reading " + (rootfs() / "tmp").string()), std::string::npos) << text;
-  EXPECT_EQ(probes::blocked_readers(), 1U);
+  EXPECT_EQ(process::blocked_readers(), 1U);
 
   // The next scan names the same stall at once instead of starting again.
   observer.started = nullptr;
   start = std::chrono::steady_clock::now();
   const auto again = scanner.scan(*loaded.value(), settings);
-  EXPECT_EQ(probes::blocked_readers(), 1U);
+  EXPECT_EQ(process::blocked_readers(), 1U);
   EXPECT_NE(common::json_text(again).find("is still blocked"), std::string::npos)
       << common::json_text(again);
   mount->release();
-  EXPECT_TRUE(probes::wait_for_blocked_readers(std::chrono::seconds(20)));
+  EXPECT_TRUE(process::wait_for_blocked_readers(std::chrono::seconds(20)));
 }
 
 // The official python images' layout: a venv's bin/python links to

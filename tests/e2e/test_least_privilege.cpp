@@ -24,7 +24,7 @@
 #include "probes/dynamic_probe.hpp"
 #include "probes/host_facts.hpp"
 #include "probes/import_safety.hpp"
-#include "probes/run_as.hpp"
+#include "process/run_as.hpp"
 #include "tests/support/contract_text.hpp"
 #include "tests/support/demo_host.hpp"
 #include "tests/support/probe_plans.hpp"
@@ -84,19 +84,19 @@ TEST(ReadingAsNested, AnInnerReaderGivesBackTheOuterOnesIdentity) {
   if (::geteuid() != 0) {
     GTEST_SKIP() << "skipped: needs root, to read as other users";
   }
-  const RunAs outer_user = resolve_run_as(54321, RunAsPolicy{});
-  const RunAs inner_user = resolve_run_as(54322, RunAsPolicy{});
+  const facts::RunAs outer_user = process::resolve_run_as(54321, process::RunAsPolicy{});
+  const facts::RunAs inner_user = process::resolve_run_as(54322, process::RunAsPolicy{});
   if (!outer_user.problem.empty() || !inner_user.problem.empty()) {
     GTEST_SKIP() << "skipped: " << outer_user.problem << inner_user.problem;
   }
   const auto fsuid = [] { return static_cast<uid_t>(::syscall(SYS_setfsuid, -1)); };
   const auto fsgid = [] { return static_cast<gid_t>(::syscall(SYS_setfsgid, -1)); };
   {
-    const ReadingAs outer(outer_user);
+    const process::ReadingAs outer(outer_user);
     ASSERT_TRUE(outer.ok());
     ASSERT_EQ(fsuid(), 54321U);
     {
-      const ReadingAs inner(inner_user);
+      const process::ReadingAs inner(inner_user);
       ASSERT_TRUE(inner.ok());
       EXPECT_EQ(fsuid(), 54322U);
     }
@@ -168,7 +168,7 @@ class LeastPrivilege : public ::testing::Test {
   // Activates and imports ec_whoami as the agent does.
   DynamicFacts probe(const PythonEnv& env, ActivatedEnvironment* activation_out = nullptr,
                      std::vector<std::string> modules = {"ec_whoami"},
-                     ResourceLimits resources = {}) {
+                     process::ResourceLimits resources = {}) {
     auto activation = activate(env);
     ProbePlan plan = torch_contract_plan();
     plan.imports = std::move(modules);
@@ -241,14 +241,15 @@ TEST_F(LeastPrivilege, TheWorkingDirectoryIsEnteredAsTheUser) {
   fs::permissions(locked, fs::perms::owner_all);  // root only
   fs::permissions(locked / "open", fs::perms(0755));
   std::ofstream(locked / "open" / "secret") << "root's\n";
-  ProcessSpec spec;
+  process::ProcessSpec spec;
   spec.argv = {"/bin/cat", "secret"};
   spec.environment = {{"PATH", "/usr/bin:/bin"}};
   spec.working_dir = locked / "open";
-  spec.credentials = Credentials{m_alice_uid, m_alice_gid, {m_alice_gid}};
-  const auto result = run_process(spec, {});
+  spec.credentials = process::Credentials{m_alice_uid, m_alice_gid, {m_alice_gid}};
+  const auto result = process::run_process(spec, {});
   // Not the command failing: it never ran (a check of it is an error, not a drift).
-  EXPECT_EQ(result.outcome, ProcessResult::Outcome::failed_to_start) << result.out << result.err;
+  EXPECT_EQ(result.outcome, process::ProcessResult::Outcome::failed_to_start)
+      << result.out << result.err;
   EXPECT_EQ(result.error, "entering its working directory");
   EXPECT_EQ(result.exit_code, 126);
   EXPECT_EQ(result.out, "");
@@ -257,7 +258,7 @@ TEST_F(LeastPrivilege, TheWorkingDirectoryIsEnteredAsTheUser) {
       << result.err;
   // Root itself still starts there.
   spec.credentials.reset();
-  EXPECT_EQ(run_process(spec, {}).out, "root's\n");
+  EXPECT_EQ(process::run_process(spec, {}).out, "root's\n");
 }
 
 // By default each root-owned env's code runs as a uid of its own: no
@@ -265,7 +266,7 @@ TEST_F(LeastPrivilege, TheWorkingDirectoryIsEnteredAsTheUser) {
 TEST_F(LeastPrivilege, ARootOwnedEnvRunsAsAUidOfItsOwn) {
   const fs::path prefix = make_venv("root-env");
   const auto env = describe_prefix(prefix).value();
-  const ProbeUidRange range;
+  const process::ProbeUidRange range;
   ASSERT_EQ(env.run_as.problem, "");
   EXPECT_GE(env.run_as.uid, range.first);
   EXPECT_LT(env.run_as.uid, range.first + range.count);
@@ -299,10 +300,10 @@ TEST_F(LeastPrivilege, AnImagesEnvNeverRunsAsTheHostUserItsFilesName) {
 
   for (const char* policy : {"dynamic", "root"}) {
     SCOPED_TRACE(policy);
-    const auto env = describe_prefix(prefix, RunAsPolicy{policy}, tree).value();
+    const auto env = describe_prefix(prefix, process::RunAsPolicy{policy}, tree).value();
     EXPECT_EQ(env.owner, "ectest-alice");  // a fact, still reported
     ASSERT_EQ(env.run_as.problem, "");
-    const ProbeUidRange range;
+    const process::ProbeUidRange range;
     EXPECT_GE(env.run_as.uid, range.first);
     EXPECT_LT(env.run_as.uid, range.first + range.count);
     EXPECT_EQ(env.run_as.home, "/nonexistent");
@@ -314,7 +315,7 @@ TEST_F(LeastPrivilege, AnImagesEnvNeverRunsAsTheHostUserItsFilesName) {
     expect_unprivileged(m_out / "app.module", env.run_as.uid, env.run_as.gid);
   }
   // A configured user is the operator's choice, and is kept.
-  const auto as_bob = describe_prefix(prefix, RunAsPolicy{"ectest-bob"}, tree).value();
+  const auto as_bob = describe_prefix(prefix, process::RunAsPolicy{"ectest-bob"}, tree).value();
   EXPECT_EQ(as_bob.run_as.uid, m_bob.uid);
   // Shared with other envs, a file only alice may change is her way to
   // run code as that user: refused, as on the host.
@@ -351,7 +352,7 @@ TEST_F(LeastPrivilege, AnInterpreterAnotherUserOwnsMakesTheEnvUnsafe) {
 
 TEST_F(LeastPrivilege, ARootOwnedEnvRunsAsTheConfiguredUser) {
   const fs::path prefix = make_venv("root-env");
-  RunAsPolicy as_nobody{"nobody"};
+  process::RunAsPolicy as_nobody{"nobody"};
   const auto env = describe_prefix(prefix, as_nobody).value();
   EXPECT_EQ(env.run_as.user, "nobody");
   probe(env);
@@ -361,14 +362,14 @@ TEST_F(LeastPrivilege, ARootOwnedEnvRunsAsTheConfiguredUser) {
   expect_unprivileged(m_out / "root-env.module", nobody->pw_uid, nobody->pw_gid);
 
   // Another user by configuration; root only when said, and then it says so.
-  RunAsPolicy as_bob{"ectest-bob"};
+  process::RunAsPolicy as_bob{"ectest-bob"};
   const auto as_bob_env = describe_prefix(prefix, as_bob).value();
   EXPECT_EQ(as_bob_env.run_as.uid, m_bob.uid);
-  RunAsPolicy as_root{"root"};
+  process::RunAsPolicy as_root{"root"};
   const auto root_env = describe_prefix(prefix, as_root).value();
   EXPECT_EQ(root_env.run_as.uid, 0U);
   EXPECT_NE(root_env.run_as.reason.find("root by configuration"), std::string::npos);
-  RunAsPolicy missing{"ectest-no-such-user"};
+  process::RunAsPolicy missing{"ectest-no-such-user"};
   const auto nowhere = describe_prefix(prefix, missing).value();
   EXPECT_NE(code_refusal(nowhere).find("no user 'ectest-no-such-user'"), std::string::npos);
   fs::remove(m_out / "root-env.module");
@@ -874,7 +875,7 @@ TEST_F(LeastPrivilege, EscapedForkedAndGreedyProbesAreBoundedAndEnded) {
                                        << "    chunks.append(bytearray(16 << 20))\n";
   chown_tree(prefix, m_alice_uid, m_alice_gid);
   const auto env = describe_prefix(prefix).value();
-  ResourceLimits limits;
+  process::ResourceLimits limits;
   limits.processes = 64;
   limits.memory_bytes = 256ULL << 20;
 

@@ -345,7 +345,7 @@ TEST_F(MisbehavingEnv, AFailedFailFastEntryStopsTheLaterOnesOfItsConfig) {
 
 // The agent's shutdown (or the scan's watchdog) stops a probe at once.
 TEST_F(MisbehavingEnv, ACancelledProbeStopsAndSaysWhy) {
-  Cancellation cancellation;
+  process::Cancellation cancellation;
   ProbePlan plan = torch_contract_plan();
   plan.imports = {"mb_sleep"};
   plan.imports_timeout = 60s;
@@ -615,7 +615,7 @@ TEST_F(MisbehavingEnv, TheBareComparisonHoldsALaneBeforeAChainRunsBeside) {
 // each stage not run, for the scan's reason.
 TEST_F(MisbehavingEnv, ACancelledProbeSaysTheSameOnAnyLanes) {
   write_pid_module(m_site / "mb_first.py", "def count():\n    return 2\n");
-  Cancellation cancelled;
+  process::Cancellation cancelled;
   cancelled.cancel("the scan's deadline passed");
   const auto run = [&](int lane_count) {
     auto plan = identity_then_a_chain_of_mb_first();

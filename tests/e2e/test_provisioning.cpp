@@ -315,9 +315,9 @@ TEST_F(Provisioning, TheCondaRouteRunsItsCommandTemplate) {
 }
 
 TEST_F(Provisioning, ASecondProvisionOfTheSameNameIsRefusedWhileOneRuns) {
-  probes::RunAs run_as;
+  facts::RunAs run_as;
   if (!m_user.empty()) {
-    run_as = probes::run_as_user(m_user);
+    run_as = process::run_as_user(m_user);
     run_as.switch_credentials = true;
   }
   provisioning::NameLock held(m_envs, "busy", m_user.empty() ? nullptr : &run_as);

@@ -8,8 +8,8 @@
 #include <fstream>
 #include <string>
 
-#include "probes/elf_file.hpp"
-#include "probes/ld_cache.hpp"
+#include "loader/elf_file.hpp"
+#include "loader/ld_cache.hpp"
 
 namespace {
 
@@ -27,13 +27,13 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
     std::ofstream out(scratch_file(), std::ios::binary | std::ios::trunc);
     out.write(reinterpret_cast<const char*>(data), static_cast<std::streamsize>(size));
   }
-  auto elf = envcontract::probes::ElfFile::open(scratch_file());
+  auto elf = envcontract::loader::ElfFile::open(scratch_file());
   if (elf) {
     for (const auto& symbol : (*elf)->symbols()) {
       (void)(*elf)->definitions(symbol.name);
     }
   }
-  const auto cache = envcontract::probes::LdCache::load(scratch_file());
+  const auto cache = envcontract::loader::LdCache::load(scratch_file());
   (void)cache.lookup("libc.so.6");
   return 0;
 }

@@ -6,16 +6,16 @@
 #include <string>
 
 #include "common/pep440.hpp"
-#include "probes/small_files.hpp"
+#include "process/small_files.hpp"
 
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
   using namespace envcontract;
   const std::string text(reinterpret_cast<const char*>(data), size);
-  (void)probes::parse_python_assignments(text);
-  (void)probes::parse_key_values(text);
-  (void)probes::parse_headers(text);
-  (void)probes::is_python_identifier(text);
-  const std::string release = probes::first_release_number(text);
+  (void)process::parse_python_assignments(text);
+  (void)process::parse_key_values(text);
+  (void)process::parse_headers(text);
+  (void)process::is_python_identifier(text);
+  const std::string release = process::first_release_number(text);
   if (!release.empty() && text.find(release) == std::string::npos) {
     __builtin_trap();
   }

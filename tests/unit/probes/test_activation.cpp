@@ -75,7 +75,7 @@ TEST(Activation, TheAgentsOwnEnvironmentNeverLeaks) {
   EXPECT_EQ(activation.bare.at("USER"), env.run_as.user);
   EXPECT_EQ(activation.bare.at("LOGNAME"), env.run_as.user);
   // A user named by configuration: that user's.
-  const auto as_nobody = describe_prefix(env.prefix, RunAsPolicy("nobody")).value();
+  const auto as_nobody = describe_prefix(env.prefix, process::RunAsPolicy("nobody")).value();
   const passwd* nobody = ::getpwnam("nobody");
   ASSERT_NE(nobody, nullptr);
   const auto activated_as_nobody = activate(as_nobody);
@@ -128,7 +128,7 @@ TEST(Activation, ScriptsRunUnderTheConfiguredProbeLimits) {
   testing::TempDir dir;
   const auto env = conda_env_with_script(
       dir, "limited", "export SEEN_NOFILE=\"$(ulimit -n)\" SEEN_DATA=\"$(ulimit -d)\"\n");
-  ResourceLimits limits;
+  process::ResourceLimits limits;
   limits.open_files = 123;
   limits.memory_bytes = 300ULL << 20;
   const auto direct = activate(env, std::chrono::seconds(30), nullptr, limits);

@@ -10,7 +10,7 @@
 #include <fstream>
 
 #include "probes/change_watch.hpp"
-#include "probes/read_dependencies.hpp"
+#include "process/read_dependencies.hpp"
 #include "tests/support/temp_dir.hpp"
 
 namespace envcontract::probes {
@@ -26,10 +26,10 @@ class ChangeWatchTest : public ::testing::Test {
     if (!m_watch) {
       GTEST_SKIP() << "skipped: the kernel will not watch filesystems here: " << why_not;
     }
-    m_mounts = MountTable::load();
+    m_mounts = process::MountTable::load();
     // The first read of a filesystem not yet watched counts as changed
     // (what happened during it was not seen); these tests start after it.
-    ReadDependencies first;
+    process::ReadDependencies first;
     first.trees.insert(m_dir.path());
     auto interest = m_watch->open();
     ASSERT_EQ(m_watch->settle(*interest, first, m_mounts), "");
@@ -39,7 +39,7 @@ class ChangeWatchTest : public ::testing::Test {
   }
 
   // A read that depended on `dependencies`, settled at once.
-  std::shared_ptr<ChangeWatch::Interest> read(const ReadDependencies& dependencies) {
+  std::shared_ptr<ChangeWatch::Interest> read(const process::ReadDependencies& dependencies) {
     auto interest = m_watch->open();
     EXPECT_EQ(m_watch->settle(*interest, dependencies, m_mounts), "");
     EXPECT_EQ(m_watch->changed(*interest), std::nullopt) << "nothing changed yet";
@@ -52,13 +52,13 @@ class ChangeWatchTest : public ::testing::Test {
 
   testing::TempDir m_dir;
   std::shared_ptr<ChangeWatch> m_watch;
-  MountTable m_mounts;
+  process::MountTable m_mounts;
 };
 
 TEST_F(ChangeWatchTest, AChangeUnderATreeCountsAndOneBesideItDoesNot) {
   const fs::path env = m_dir.path() / "env";
   fs::create_directories(env / "lib/site-packages/torch");
-  ReadDependencies dependencies;
+  process::ReadDependencies dependencies;
   dependencies.trees.insert(env);
   auto interest = read(dependencies);
 
@@ -75,7 +75,7 @@ TEST_F(ChangeWatchTest, AChangeUnderATreeCountsAndOneBesideItDoesNot) {
 // there later changes the resolution; another name does not.
 TEST_F(ChangeWatchTest, AnAbsentPathCountsOnceItIsCreated) {
   fs::create_directories(m_dir.path() / "lib");
-  ReadDependencies dependencies;
+  process::ReadDependencies dependencies;
   dependencies.paths.insert(m_dir.path() / "lib/libbkcl.so");
   auto interest = read(dependencies);
 
@@ -89,7 +89,7 @@ TEST_F(ChangeWatchTest, AnAbsentPathCountsOnceItIsCreated) {
 // now names something else, or reads differently for the env's user.
 TEST_F(ChangeWatchTest, ARenameOrAChmodOnTheWayToAPathCounts) {
   m_dir.write("a/b/libc10.so", "");
-  ReadDependencies dependencies;
+  process::ReadDependencies dependencies;
   dependencies.paths.insert(m_dir.path() / "a/b/libc10.so");
   auto renamed = read(dependencies);
   fs::rename(m_dir.path() / "a", m_dir.path() / "c");
@@ -106,7 +106,7 @@ TEST_F(ChangeWatchTest, ARenameOrAChmodOnTheWayToAPathCounts) {
 TEST_F(ChangeWatchTest, ADirectorysEntriesCountAndItsSubdirectoriesDoNot) {
   fs::create_directories(m_dir.path() / "bin/sub");
   m_dir.write("bin/xpu-smi", "#!/bin/sh\n");
-  ReadDependencies dependencies;
+  process::ReadDependencies dependencies;
   dependencies.entries.insert(m_dir.path() / "bin");
   auto interest = read(dependencies);
   m_dir.write("bin/sub/helper", "");
@@ -121,7 +121,7 @@ TEST_F(ChangeWatchTest, AChangeWhileTheReadRunsCounts) {
   fs::create_directories(m_dir.path() / "env/bin");
   auto interest = m_watch->open();
   m_dir.write("env/bin/activate", "export XPU_VISIBLE_DEVICES=0\n");
-  ReadDependencies dependencies;
+  process::ReadDependencies dependencies;
   dependencies.trees.insert(m_dir.path() / "env");
   ASSERT_EQ(m_watch->settle(*interest, dependencies, m_mounts), "");
   const std::string seen = change(*interest);
@@ -142,8 +142,8 @@ TEST_F(ChangeWatchTest, AChangeMadeThroughAnotherMountOfTheSameFilesCounts) {
     fs::path point;
     ~Unmount() { ::umount2(point.c_str(), MNT_DETACH); }
   } unmount{alias};
-  m_mounts = MountTable::load();
-  ReadDependencies dependencies;
+  m_mounts = process::MountTable::load();
+  process::ReadDependencies dependencies;
   dependencies.trees.insert(alias / "alice/env");
   auto interest = read(dependencies);
   m_dir.write("srv/home/alice/env/lib/libxpytorch.so", "");
@@ -153,7 +153,7 @@ TEST_F(ChangeWatchTest, AChangeMadeThroughAnotherMountOfTheSameFilesCounts) {
 
 // What the kernel does not see change is never taken as unchanged.
 TEST_F(ChangeWatchTest, AFilesystemItCannotWatchIsSaidAndCountsAsChanged) {
-  ReadDependencies dependencies;
+  process::ReadDependencies dependencies;
   dependencies.trees.insert(m_dir.path());
   dependencies.paths.insert("/proc/sys/kernel/hostname");
   auto interest = m_watch->open();
@@ -169,7 +169,7 @@ TEST_F(ChangeWatchTest, AFileRewrittenThroughAnotherNameCounts) {
   const fs::path library = m_dir.write("env/lib/libxpytorch.so", "v1\n");
   fs::create_directories(m_dir.path() / "pkgs");
   fs::create_hard_link(library, m_dir.path() / "pkgs/libxpytorch.so");
-  ReadDependencies dependencies;
+  process::ReadDependencies dependencies;
   dependencies.trees.insert(m_dir.path() / "env");
   dependencies.files.insert(library);
   auto interest = read(dependencies);
@@ -186,7 +186,7 @@ TEST_F(ChangeWatchTest, AFileReadThroughALinkCountsWhenItsTargetIsReplaced) {
   fs::create_directories(m_dir.path() / "env/lib");
   fs::create_symlink(m_dir.path() / "opt/vendor/lib/libbkcl.so",
                      m_dir.path() / "env/lib/libbkcl.so");
-  ReadDependencies dependencies;
+  process::ReadDependencies dependencies;
   dependencies.trees.insert(m_dir.path() / "env");
   dependencies.files.insert(m_dir.path() / "env/lib/libbkcl.so");
   auto interest = read(dependencies);
@@ -209,10 +209,10 @@ TEST_F(ChangeWatchTest, ALinkInTheMiddleOfAChainCounts) {
   fs::create_symlink(root / "usr/bin/python3.9", root / "etc/alternatives/python3");
   fs::create_symlink(root / "etc/alternatives/python3", root / "usr/bin/python3");
   fs::create_symlink(root / "usr/bin/python3", root / "env/bin/python");
-  EXPECT_EQ(link_chain(root / "env/bin/python"),
+  EXPECT_EQ(process::link_chain(root / "env/bin/python"),
             (std::vector<fs::path>{root / "usr/bin/python3", root / "etc/alternatives/python3",
                                    root / "usr/bin/python3.9"}));
-  ReadDependencies dependencies;
+  process::ReadDependencies dependencies;
   dependencies.paths.insert(root / "env/bin/python");
   dependencies.files.insert(root / "env/bin/python");
   auto interest = read(dependencies);
@@ -230,10 +230,10 @@ TEST_F(ChangeWatchTest, ATreeThatIsALinkIsWatchedWhereItLeads) {
   fs::create_directories(root / "env/lib/python3.10");
   fs::create_directory_symlink(root / "shared/site-packages",
                                root / "env/lib/python3.10/site-packages");
-  ReadDependencies dependencies;
+  process::ReadDependencies dependencies;
   dependencies.trees.insert(root / "env");
   dependencies.trees.insert(root / "env/lib/python3.10/site-packages");
-  add_link_targets(dependencies);
+  process::add_link_targets(dependencies);
   dependencies.compact();
   auto interest = read(dependencies);
   m_dir.write("shared/site-packages/triton.py", "backend = 'cuda'\n");
@@ -247,10 +247,10 @@ TEST_F(ChangeWatchTest, AnAbsentPathBehindALinkCountsWhereTheLinkLeads) {
   fs::create_directories(root / "opt/vendor/lib");
   fs::create_directories(root / "env");
   fs::create_directory_symlink(root / "opt/vendor/lib", root / "env/lib");
-  ReadDependencies dependencies;
+  process::ReadDependencies dependencies;
   dependencies.trees.insert(root / "env");
   dependencies.paths.insert(root / "env/lib/libbkcl.so");
-  add_link_targets(dependencies);
+  process::add_link_targets(dependencies);
   dependencies.compact();
   auto interest = read(dependencies);
   m_dir.write("opt/vendor/lib/libbkcl.so", "");
@@ -269,10 +269,10 @@ TEST_F(ChangeWatchTest, AFilesystemUnmountedAndMountedAgainIsWatchedAnew) {
     GTEST_SKIP() << "skipped: cannot mount a tmpfs here: " << std::strerror(errno);
   }
   m_dir.write("data/env/lib/libc10.so", "");
-  ReadDependencies dependencies;
+  process::ReadDependencies dependencies;
   dependencies.trees.insert(point / "env");
   dependencies.files.insert(point / "env/lib/libc10.so");
-  m_mounts = MountTable::load();
+  m_mounts = process::MountTable::load();
   auto first = m_watch->open();
   ASSERT_EQ(m_watch->settle(*first, dependencies, m_mounts), "");
   auto before = read(dependencies);
@@ -285,7 +285,7 @@ TEST_F(ChangeWatchTest, AFilesystemUnmountedAndMountedAgainIsWatchedAnew) {
     ~Unmount() { ::umount2(point.c_str(), MNT_DETACH); }
   } unmount{point};
   m_dir.write("data/env/lib/libc10.so", "");
-  m_mounts = MountTable::load();
+  m_mounts = process::MountTable::load();
   auto marking = m_watch->open();
   ASSERT_EQ(m_watch->settle(*marking, dependencies, m_mounts), "");
   EXPECT_NE(change(*marking).find("not yet watched"), std::string::npos) << "marked anew";
@@ -298,7 +298,7 @@ TEST_F(ChangeWatchTest, AFilesystemUnmountedAndMountedAgainIsWatchedAnew) {
 // one named as the kernel names a removed directory is still followed.
 TEST_F(ChangeWatchTest, ADirectoryNamedLikeARemovedOneIsFollowed) {
   fs::create_directories(m_dir.path() / "x (deleted)");
-  ReadDependencies dependencies;
+  process::ReadDependencies dependencies;
   dependencies.trees.insert(m_dir.path() / "x (deleted)");
   auto interest = read(dependencies);
   m_dir.write("x (deleted)/sitecustomize.py", "import os\n");
@@ -314,8 +314,8 @@ TEST_F(ChangeWatchTest, AWatchedFilesystemCanStillBeUnmounted) {
     GTEST_SKIP() << "skipped: cannot mount a tmpfs here: " << std::strerror(errno);
   }
   m_dir.write("data/env/lib/libbkcl.so", "");
-  m_mounts = MountTable::load();
-  ReadDependencies dependencies;
+  m_mounts = process::MountTable::load();
+  process::ReadDependencies dependencies;
   dependencies.trees.insert(point / "env");
   dependencies.files.insert(point / "env/lib/libbkcl.so");
   auto interest = m_watch->open();
@@ -336,7 +336,7 @@ TEST_F(ChangeWatchTest, AnAbandonedReadCountsAsChanged) {
   auto interest = m_watch->open();
   m_watch->abandon(*interest);
   EXPECT_NE(change(*interest).find("did not finish"), std::string::npos);
-  ReadDependencies dependencies;
+  process::ReadDependencies dependencies;
   dependencies.trees.insert(m_dir.path());
   EXPECT_EQ(m_watch->settle(*interest, dependencies, m_mounts), "settled twice");
 }
@@ -350,8 +350,8 @@ TEST(ChangeWatchLog, MoreChangesWhileAReadRunsThanAreKeptCount) {
     GTEST_SKIP() << "skipped: the kernel will not watch filesystems here: " << why_not;
   }
   testing::TempDir dir;
-  const auto mounts = MountTable::load();
-  ReadDependencies first;
+  const auto mounts = process::MountTable::load();
+  process::ReadDependencies first;
   first.trees.insert(dir.path());
   auto marking = watch->open();
   ASSERT_EQ(watch->settle(*marking, first, mounts), "");
@@ -362,7 +362,7 @@ TEST(ChangeWatchLog, MoreChangesWhileAReadRunsThanAreKeptCount) {
   }
   auto interest = watch->open();
   dir.write("env/lib/libc10.so", "");
-  ReadDependencies dependencies;
+  process::ReadDependencies dependencies;
   dependencies.trees.insert(dir.path() / "unrelated");
   ASSERT_EQ(watch->settle(*interest, dependencies, mounts), "");
   const auto seen = watch->changed(*interest);
@@ -372,14 +372,14 @@ TEST(ChangeWatchLog, MoreChangesWhileAReadRunsThanAreKeptCount) {
 
 // The paths a reader notes are recorded, and a tree covers what is under it.
 TEST(ReadDependencies, ReadsAreRecordedAndATreeCoversWhatIsUnderIt) {
-  ReadDependencies dependencies;
+  process::ReadDependencies dependencies;
   {
-    RecordingReads recording(dependencies);
-    record_read("/opt/env/lib/python3.11/site-packages/torch/__init__.py");
-    record_read("/usr/lib/x86_64-linux-gnu/libstdc++.so.6");
-    record_listing("/usr/lib/x86_64-linux-gnu");
+    process::RecordingReads recording(dependencies);
+    process::record_read("/opt/env/lib/python3.11/site-packages/torch/__init__.py");
+    process::record_read("/usr/lib/x86_64-linux-gnu/libstdc++.so.6");
+    process::record_listing("/usr/lib/x86_64-linux-gnu");
   }
-  record_read("/not/recorded/once/it/ends");
+  process::record_read("/not/recorded/once/it/ends");
   dependencies.trees.insert("/opt/env");
   dependencies.trees.insert("/opt/env/lib");
   dependencies.compact();
@@ -392,19 +392,19 @@ TEST(ReadDependencies, ReadsAreRecordedAndATreeCoversWhatIsUnderIt) {
 // A relative path names no place a change can be matched to: the read's
 // facts are then not kept.
 TEST(ReadDependencies, ARelativePathReadIsSaid) {
-  ReadDependencies dependencies;
-  RecordingReads recording(dependencies);
-  record_read("lib/python3.10/site-packages/torch/__init__.py");
+  process::ReadDependencies dependencies;
+  process::RecordingReads recording(dependencies);
+  process::record_read("lib/python3.10/site-packages/torch/__init__.py");
   EXPECT_NE(dependencies.incomplete.find("relative path"), std::string::npos);
 }
 
 TEST(ReadDependencies, MoreReadsThanAreKeptAreSaid) {
-  ReadDependencies dependencies;
-  RecordingReads recording(dependencies);
-  for (std::size_t i = 0; i <= k_max_recorded_paths; ++i) {
-    record_read("/usr/lib/lib" + std::to_string(i) + ".so");
+  process::ReadDependencies dependencies;
+  process::RecordingReads recording(dependencies);
+  for (std::size_t i = 0; i <= process::k_max_recorded_paths; ++i) {
+    process::record_read("/usr/lib/lib" + std::to_string(i) + ".so");
   }
-  EXPECT_EQ(dependencies.paths.size(), k_max_recorded_paths);
+  EXPECT_EQ(dependencies.paths.size(), process::k_max_recorded_paths);
   EXPECT_NE(dependencies.incomplete.find("more than"), std::string::npos);
 }
 
@@ -421,21 +421,21 @@ TEST(ReadDependencies, ModuleFilesWithOtherNamesAreFollowedByIdentity) {
   env.static_facts.module_files.add("alone", alone.string(), alone.string());
   env.static_facts.module_files.add("linked", linked.string(), linked.string());
   env.static_facts.module_files.finish();
-  ReadDependencies dependencies;
-  add_env_dependencies(env, {}, dependencies);
+  process::ReadDependencies dependencies;
+  process::add_env_dependencies(env, {}, dependencies);
   EXPECT_EQ(dependencies.files, std::set<fs::path>{linked});
   EXPECT_EQ(dependencies.incomplete, "");
 
   facts::EnvFacts many;
   many.env.prefix = dir.path();
-  for (std::size_t i = 0; i <= k_max_recorded_paths; ++i) {
+  for (std::size_t i = 0; i <= process::k_max_recorded_paths; ++i) {
     const std::string name = "m" + std::to_string(1000000 + i);  // added in name order
     many.static_facts.module_files.add(name, linked.string(), linked.string());
   }
   many.static_facts.module_files.finish();
-  ReadDependencies too_many;
-  add_env_dependencies(many, {}, too_many);
-  EXPECT_EQ(too_many.incomplete, "more than " + std::to_string(k_max_recorded_paths) +
+  process::ReadDependencies too_many;
+  process::add_env_dependencies(many, {}, too_many);
+  EXPECT_EQ(too_many.incomplete, "more than " + std::to_string(process::k_max_recorded_paths) +
                                      " of its modules' files have other names");
 }
 

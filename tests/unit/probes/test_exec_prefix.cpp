@@ -11,7 +11,7 @@
 #include "probes/container_runtime.hpp"
 #include "probes/exec_prefix.hpp"
 #include "probes/python_env.hpp"
-#include "probes/scratch_directory.hpp"
+#include "process/scratch_directory.hpp"
 #include "tests/support/temp_dir.hpp"
 
 namespace envcontract::probes {
@@ -21,7 +21,7 @@ namespace fs = std::filesystem;
 using Strings = std::vector<std::string>;
 
 // The words of `argv` before the bootstrap bash that every prefix runs.
-Strings prefix_words(const ProcessSpec& spec) {
+Strings prefix_words(const process::ProcessSpec& spec) {
   Strings words;
   for (const auto& word : spec.argv) {
     if (word == "/bin/bash") {
@@ -32,14 +32,14 @@ Strings prefix_words(const ProcessSpec& spec) {
   return words;
 }
 
-ProcessSpec inside_spec() {
-  ProcessSpec inside;
+process::ProcessSpec inside_spec() {
+  process::ProcessSpec inside;
   inside.argv = {"/opt/venvs/app/bin/python", "/tmp/envcontract-probe-x/probe.py"};
   inside.environment = {{"PATH", "/opt/venvs/app/bin:/usr/bin"},
                         {"HF_TOKEN", "hf_secret_value"},
                         {"LD_LIBRARY_PATH", "/opt/vendor/lib"}};
   inside.working_dir = "/opt/venvs/app";
-  inside.credentials = Credentials{1000, 1001, {1001, 27}};
+  inside.credentials = process::Credentials{1000, 1001, {1001, 27}};
   return inside;
 }
 
@@ -110,7 +110,7 @@ TEST(ExecPrefix, TheEnvsVariablesTravelOnStdinNeverInTheArgvOrThePrefixsEnvironm
 // and the rest of its stdin.
 TEST(ExecPrefix, TheCommandGetsExactlyItsEnvironmentDirectoryAndStdin) {
   testing::TempDir dir;
-  ProcessSpec inside;
+  process::ProcessSpec inside;
   inside.argv = {"/bin/bash", "-c", "env -0; printf '\\n--cwd %s\\n--stdin ' \"$PWD\"; cat"};
   inside.environment = {{"PATH", "/usr/bin:/bin"},
                         {"SPACED", "two words and = signs"},
@@ -121,7 +121,7 @@ TEST(ExecPrefix, TheCommandGetsExactlyItsEnvironmentDirectoryAndStdin) {
   inside.stdin_data = "payload after the environment";
   auto outer = through_prefix(generic_exec_prefix("t", {"/usr/bin/env"}), inside);
   outer.environment["ENVCONTRACT_PROBE"] = "marker";
-  const auto result = run_process(outer, {});
+  const auto result = process::run_process(outer, {});
   ASSERT_TRUE(result.succeeded()) << result.describe() << result.err;
   const auto cut = result.out.find("\n--cwd ");
   ASSERT_NE(cut, std::string::npos) << result.out;
@@ -157,7 +157,7 @@ TEST(ScratchDirectoryInsideARoot, LiesInTheRootsTmpAndNeverFollowsItOut) {
   const auto root = dir.path() / "rootfs";
   fs::create_directories(root / "tmp");
   {
-    ScratchDirectory scratch("envcontract-probe", std::nullopt, root);
+    process::ScratchDirectory scratch("envcontract-probe", std::nullopt, root);
     ASSERT_TRUE(scratch.ok());
     const auto named = scratch.file("probe.py");
     EXPECT_TRUE(named.string().starts_with("/tmp/envcontract-probe-")) << named;
@@ -175,7 +175,7 @@ TEST(ScratchDirectoryInsideARoot, LiesInTheRootsTmpAndNeverFollowsItOut) {
   fs::create_directories(outside);
   fs::create_symlink(outside, root / "tmp");
   {
-    ScratchDirectory scratch("envcontract-probe", std::nullopt, root);
+    process::ScratchDirectory scratch("envcontract-probe", std::nullopt, root);
     EXPECT_FALSE(scratch.ok());
   }
   EXPECT_TRUE(fs::is_empty(outside)) << "nothing made outside the container";
@@ -190,24 +190,25 @@ TEST(ScratchDirectoryInsideARoot, ThroughAProcessOnlyWhileItsPidIsThatProcess) {
   char seconds[] = "30";
   char* argv[] = {sleep_program, seconds, nullptr};
   ASSERT_EQ(::posix_spawn(&child, argv[0], nullptr, nullptr, argv, environ), 0);
-  const std::uint64_t started = process_start_time(child);
+  const std::uint64_t started = process::process_start_time(child);
   ASSERT_GT(started, 0U);
   const fs::path root = "/proc/" + std::to_string(child) + "/root";
   {
-    ScratchDirectory scratch("envcontract-probe", std::nullopt, root, {child, started});
+    process::ScratchDirectory scratch("envcontract-probe", std::nullopt, root, {child, started});
     EXPECT_TRUE(scratch.ok()) << scratch.error();
     EXPECT_TRUE(scratch.write("probe.py", "print(1)\n")) << scratch.error();
   }
   {
-    ScratchDirectory scratch("envcontract-probe", std::nullopt, root, {child, started + 1});
+    process::ScratchDirectory scratch("envcontract-probe", std::nullopt, root,
+                                      {child, started + 1});
     EXPECT_FALSE(scratch.ok());
     EXPECT_NE(scratch.error().find("has ended since the scan began"), std::string::npos)
         << scratch.error();
   }
   ::kill(child, SIGKILL);
   ::waitpid(child, nullptr, 0);
-  EXPECT_EQ(process_start_time(child), 0U) << "gone";
-  ScratchDirectory gone("envcontract-probe", std::nullopt, root, {child, started});
+  EXPECT_EQ(process::process_start_time(child), 0U) << "gone";
+  process::ScratchDirectory gone("envcontract-probe", std::nullopt, root, {child, started});
   EXPECT_FALSE(gone.ok());
 }
 

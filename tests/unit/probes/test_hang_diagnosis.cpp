@@ -20,7 +20,7 @@
 #include <thread>
 
 #include "probes/hang_diagnosis.hpp"
-#include "probes/process_runner.hpp"
+#include "process/process_runner.hpp"
 #include "tests/support/background_process.hpp"
 #include "tests/support/compile.hpp"
 #include "tests/support/run_command.hpp"
@@ -64,11 +64,11 @@ TEST(HangDiagnosisReach, TheStackSamplerHoldsOnlyCapSysPtraceAsTheOwner) {
   if ((std::stoull(own.at("CapEff"), nullptr, 16) & (1ULL << 19)) == 0) {
     GTEST_SKIP() << "skipped: this root holds no CAP_SYS_PTRACE to hand on (a container's root)";
   }
-  ProcessSpec spec;
+  process::ProcessSpec spec;
   spec.argv = {"/bin/cat", "/proc/self/status"};
-  spec.credentials = Credentials{alice->uid, alice->gid, {}};
+  spec.credentials = process::Credentials{alice->uid, alice->gid, {}};
   spec.credentials->keep_ptrace = true;
-  const auto result = run_process(spec, ProcessLimits{});
+  const auto result = process::run_process(spec, process::ProcessLimits{});
   ASSERT_TRUE(result.succeeded()) << result.describe() << result.err;
   auto lines = testing::status_fields(result.out);
   const std::string uid = std::to_string(alice->uid);
@@ -187,7 +187,7 @@ TEST(HangDiagnosisReach, TheStackSamplerOpensNoFileTheOwnerPlacedForIt) {
   }
 
   const auto diagnosis =
-      diagnose_hang(hung.pid, {}, Credentials{alice->uid, alice->gid, {}}, 300ms);
+      diagnose_hang(hung.pid, {}, process::Credentials{alice->uid, alice->gid, {}}, 300ms);
 
   std::array<char, 4096> events{};
   const auto read = ::read(watch, events.data(), events.size());

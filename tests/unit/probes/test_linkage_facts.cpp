@@ -31,8 +31,8 @@ struct EnvLinkage {
 };
 
 EnvLinkage linkage_of(const std::string& relative_prefix) {
-  static ElfCache elf_files;
-  static const auto ld_cache = std::make_shared<const LdCache>(LdCache::load());
+  static loader::ElfCache elf_files;
+  static const auto ld_cache = std::make_shared<const loader::LdCache>(loader::LdCache::load());
   const auto env = describe_prefix(demo_host() / relative_prefix).value();
   const auto sites = gather_static_facts(env).site_packages;
   const auto activation = activate(env);

@@ -5,7 +5,7 @@
 #include <gtest/gtest.h>
 
 #include "facts/stage_names.hpp"
-#include "probes/small_files.hpp"
+#include "process/small_files.hpp"
 
 namespace envcontract::probes {
 namespace {
@@ -41,11 +41,11 @@ TEST(ProbeReport, StopsTrustingAtTheFirstMalformedLine) {
 
 TEST(ProbeReport, FieldsOfTheWrongTypeAreTextNotExceptions) {
   const auto record = Json::parse(R"({"module": 5, "error": [1, "x"], "none": null})");
-  EXPECT_EQ(text_field(record, "module"), "5");
-  EXPECT_EQ(text_field(record, "error"), "[1,\"x\"]");
-  EXPECT_EQ(text_field(record, "none"), "");
-  EXPECT_EQ(text_field(record, "absent"), "");
-  EXPECT_EQ(text_field(Json::array(), "module"), "");
+  EXPECT_EQ(process::text_field(record, "module"), "5");
+  EXPECT_EQ(process::text_field(record, "error"), "[1,\"x\"]");
+  EXPECT_EQ(process::text_field(record, "none"), "");
+  EXPECT_EQ(process::text_field(record, "absent"), "");
+  EXPECT_EQ(process::text_field(Json::array(), "module"), "");
 }
 
 // Records are typed once, where they are read: judges meet no JSON. What

@@ -30,8 +30,9 @@ TEST(RequestedFacts, WhatTheEnvControlsIsMatchedLiterally) {
   anchors.prefix = prefix.string();
   anchors.sites = {(prefix / "lib").string()};
   anchors.variables = {{"ROOT", "/*"}};
-  const auto matched = match_path_patterns(
-      {"{prefix}/lib/mark*", "${ROOT}/etc/passwd", "{site}/marker"}, anchors, {}, SystemRoot("/"));
+  const auto matched =
+      match_path_patterns({"{prefix}/lib/mark*", "${ROOT}/etc/passwd", "{site}/marker"}, anchors,
+                          {}, process::SystemRoot("/"));
   ASSERT_EQ(matched.size(), 3U);
   EXPECT_EQ(matched[0].matches, std::vector<std::string>{(prefix / "lib/marker").string()});
   EXPECT_TRUE(matched[1].matches.empty()) << "${ROOT} = '/*' must not glob the host";
@@ -45,13 +46,14 @@ TEST(RequestedFacts, UnknownSiteDirsAndShadowedCopies) {
   facts::PathAnchors anchors;
   anchors.prefix = dir.path().string();
   // No site dirs known: {site} is not "nothing found", it is not looked in.
-  const auto unknown =
-      match_path_patterns({"{site}/torch/lib/libtorch_cuda.so"}, anchors, {}, SystemRoot("/"));
+  const auto unknown = match_path_patterns({"{site}/torch/lib/libtorch_cuda.so"}, anchors, {},
+                                           process::SystemRoot("/"));
   EXPECT_FALSE(unknown[0].error.empty());
   // A copy that an earlier entry shadows is never imported: not a match.
   anchors.sites = {(dir.path() / "base").string()};
-  const auto hidden = match_path_patterns({"{site}/torch/lib/libtorch_cuda.so"}, anchors,
-                                          {(dir.path() / "base/torch").string()}, SystemRoot("/"));
+  const auto hidden =
+      match_path_patterns({"{site}/torch/lib/libtorch_cuda.so"}, anchors,
+                          {(dir.path() / "base/torch").string()}, process::SystemRoot("/"));
   EXPECT_TRUE(hidden[0].error.empty());
   EXPECT_TRUE(hidden[0].matches.empty());
 }
@@ -65,7 +67,7 @@ TEST(RequestedFacts, ToolsAreFoundAsTheEnvsUser) {
                   fs::perms::owner_all | fs::perms::group_read | fs::perms::group_exec |
                       fs::perms::others_read | fs::perms::others_exec,
                   fs::perm_options::replace);
-  const auto run_as = run_as_user("nobody");
+  const auto run_as = process::run_as_user("nobody");
   ASSERT_TRUE(run_as.problem.empty()) << run_as.problem;
   for (const char* sub : {"private", "public", "dirs/smi-tool"}) {
     fs::create_directories(dir.path() / sub);
@@ -82,9 +84,9 @@ TEST(RequestedFacts, ToolsAreFoundAsTheEnvsUser) {
   const std::string path = "relative:" + (dir.path() / "dirs").string() + ":" +
                            (dir.path() / "private").string() + ":" +
                            (dir.path() / "public").string();
-  ReadingAs reading(run_as);
+  process::ReadingAs reading(run_as);
   ASSERT_TRUE(reading.ok());
-  const auto tools = find_tools({"smi-tool", "root-only"}, path, run_as, SystemRoot("/"));
+  const auto tools = find_tools({"smi-tool", "root-only"}, path, run_as, process::SystemRoot("/"));
   // Not the directory of that name, not the one in root's private dir: the
   // first that nobody may run.
   EXPECT_EQ(tools[0].path, (dir.path() / "public/smi-tool").string());
@@ -112,10 +114,10 @@ TEST(RequestedFacts, InsideARootfsPathsToolsAndDevicesAreTheRootfsOwn) {
   ASSERT_TRUE(fs::exists("/etc/passwd"));
   ASSERT_TRUE(fs::exists("/bin/sh"));
 
-  EXPECT_TRUE(is_system_root(rootfs));
-  EXPECT_TRUE(is_system_root("/"));
-  EXPECT_FALSE(is_system_root(rootfs / "opt")) << "a directory of envs is no system";
-  const SystemRoot root(rootfs);
+  EXPECT_TRUE(process::is_system_root(rootfs));
+  EXPECT_TRUE(process::is_system_root("/"));
+  EXPECT_FALSE(process::is_system_root(rootfs / "opt")) << "a directory of envs is no system";
+  const process::SystemRoot root(rootfs);
   ASSERT_EQ(root.error(), "");
 
   facts::PathAnchors anchors;
@@ -138,7 +140,7 @@ TEST(RequestedFacts, InsideARootfsPathsToolsAndDevicesAreTheRootfsOwn) {
   EXPECT_TRUE(matched[4].matches.empty()) << "the link must not reach the host's /etc/passwd";
   EXPECT_TRUE(matched[5].matches.empty()) << "'..' must stay inside the rootfs";
 
-  RunAs run_as;
+  facts::RunAs run_as;
   run_as.uid = ::geteuid();
   run_as.gid = ::getegid();
   const auto tools = find_tools({"xpu-smi", "sh"},

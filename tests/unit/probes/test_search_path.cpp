@@ -28,10 +28,10 @@ const fs::path k_debian_python = "/usr/bin/python3";
 
 // The Debian interpreter this machine has, or "" (then the tests skip).
 std::string debian_skip_reason() {
-  if (!path_exists(k_debian_python)) {
+  if (!process::path_exists(k_debian_python)) {
     return "no " + k_debian_python.string() + " (install python3)";
   }
-  if (!dir_exists("/usr/lib/python3/dist-packages/jwt")) {
+  if (!process::dir_exists("/usr/lib/python3/dist-packages/jwt")) {
     return "Debian's python3-jwt is not installed (scripts/test installs it)";
   }
   return "";
@@ -43,7 +43,8 @@ std::string debian_skip_reason() {
   }
 
 // What `python` prints for `code`, run in an environment of exactly `variables`.
-Json run_python(const fs::path& python, const Environment& variables, const std::string& code) {
+Json run_python(const fs::path& python, const facts::Environment& variables,
+                const std::string& code) {
   std::vector<std::string> argv = {"/usr/bin/env", "-i"};
   for (const auto& [name, value] : variables) {
     argv.push_back(name + "=" + value);
@@ -55,7 +56,8 @@ Json run_python(const fs::path& python, const Environment& variables, const std:
 }
 
 // sys.path beyond the standard library, as the interpreter builds it.
-std::vector<std::string> real_search_path(const fs::path& python, const Environment& variables) {
+std::vector<std::string> real_search_path(const fs::path& python,
+                                          const facts::Environment& variables) {
   const auto path = run_python(python, variables, R"(
 import json, sys, sysconfig
 standard = {sysconfig.get_paths()["stdlib"], sysconfig.get_paths()["platstdlib"]}
@@ -109,7 +111,7 @@ const Distribution* find_distribution(const StaticFacts& facts, const std::strin
 }
 
 // Where the interpreter imports `module` from.
-std::string imported_from(const fs::path& python, const Environment& variables,
+std::string imported_from(const fs::path& python, const facts::Environment& variables,
                           const std::string& module) {
   const auto file = run_python(python, variables,
                                "import json, os, " + module +
@@ -120,7 +122,7 @@ std::string imported_from(const fs::path& python, const Environment& variables,
 TEST(SearchPath, DebianSystemInterpreterUsesDistPackages) {
   SKIP_WITHOUT_DEBIAN_PYTHON();
   TempDir home;
-  const Environment variables = {{"HOME", home.path().string()}};
+  const facts::Environment variables = {{"HOME", home.path().string()}};
   const auto env = env_at("/usr");
   EXPECT_EQ(env.kind, EnvKind::interpreter);
   const auto path = compute_search_path(env, variables);
@@ -138,7 +140,7 @@ TEST(SearchPath, VenvWithSystemSitePackagesSeesDebiansPackages) {
   SKIP_WITHOUT_DEBIAN_PYTHON();
   TempDir dir;
   const auto venv = make_venv(dir.path() / "venv", true);
-  const Environment variables = {{"HOME", dir.path().string()}};
+  const facts::Environment variables = {{"HOME", dir.path().string()}};
   const auto env = env_at(venv);
   const auto path = compute_search_path(env, variables);
   EXPECT_EQ(path.base_prefix, "/usr");
@@ -207,8 +209,8 @@ TEST(SearchPath, VenvWithoutSystemSitePackagesSeesOnlyItsOwn) {
   const auto venv = make_venv(dir.path() / "venv", false);
   // A user site exists, but a venv without system site packages ignores it.
   fs::create_directories(dir.path() / "userbase/lib/python3.11/site-packages");
-  const Environment variables = {{"HOME", dir.path().string()},
-                                 {"PYTHONUSERBASE", (dir.path() / "userbase").string()}};
+  const facts::Environment variables = {{"HOME", dir.path().string()},
+                                        {"PYTHONUSERBASE", (dir.path() / "userbase").string()}};
   const auto env = env_at(venv);
   const auto path = compute_search_path(env, variables);
   EXPECT_FALSE(path.user_site);
@@ -229,9 +231,9 @@ TEST(SearchPath, UserSiteAndPythonPathComeWhereSitePyPutsThem) {
   std::ofstream(user_site / "usermod/__init__.py") << "";
   fs::create_directories(dir.path() / "extra/pathmod");
   std::ofstream(dir.path() / "extra/pathmod/__init__.py") << "";
-  const Environment variables = {{"HOME", dir.path().string()},
-                                 {"PYTHONUSERBASE", (dir.path() / "userbase").string()},
-                                 {"PYTHONPATH", (dir.path() / "extra").string()}};
+  const facts::Environment variables = {{"HOME", dir.path().string()},
+                                        {"PYTHONUSERBASE", (dir.path() / "userbase").string()},
+                                        {"PYTHONPATH", (dir.path() / "extra").string()}};
   const auto env = env_at(venv);
   const auto path = compute_search_path(env, variables);
   EXPECT_TRUE(path.user_site);
@@ -276,7 +278,7 @@ TEST(SearchPath, PthFilesAddDirectoriesInNameOrder) {
                                 << "does-not-exist\n"
                                 << "import sys\n";
   std::ofstream(site / "a.pth") << (dir.path() / "sitelocal").string() << "   \n\n";
-  const Environment variables = {{"HOME", dir.path().string()}};
+  const facts::Environment variables = {{"HOME", dir.path().string()}};
   const auto env = env_at(venv);
   const auto path = compute_search_path(env, variables);
   EXPECT_EQ(static_search_path(path), real_search_path(venv / "bin/python", variables));
@@ -319,7 +321,7 @@ TEST(SearchPath, EditableInstallsMadeByRealPip) {
                    "--no-cache-dir", "--disable-pip-version-check", "-e",
                    (dir.path() / "flat").string(), "-e", (dir.path() / "srcproj").string()});
   ASSERT_EQ(pip.exit_code, 0) << pip.err;
-  const Environment variables = {{"HOME", dir.path().string()}};
+  const facts::Environment variables = {{"HOME", dir.path().string()}};
   const auto env = env_at(venv);
   const auto path = compute_search_path(env, variables);
   EXPECT_EQ(static_search_path(path), real_search_path(venv / "bin/python", variables));
@@ -363,7 +365,7 @@ TEST(SearchPath, EditableFindersAreReadOnceAndBounded) {
     }
   };
   finder("two", 2);
-  const Environment variables = {{"HOME", dir.path().string()}};
+  const facts::Environment variables = {{"HOME", dir.path().string()}};
   auto path = compute_search_path(env_at(venv), variables);
   EXPECT_EQ(path.editable.size(), 2U);
   EXPECT_EQ(path.incomplete, "");
@@ -381,7 +383,7 @@ TEST(SearchPath, AnEarlierCopyShadowsALaterOne) {
   const auto site = site_of(venv);
   fs::create_directories(site / "jwt");
   std::ofstream(site / "jwt/__init__.py") << "";
-  const Environment variables = {{"HOME", dir.path().string()}};
+  const facts::Environment variables = {{"HOME", dir.path().string()}};
   const auto facts = gather_static_facts(env_at(venv), variables);
   EXPECT_EQ(facts.module_files.at("jwt").location,
             imported_from(venv / "bin/python", variables, "jwt"));
@@ -403,7 +405,7 @@ TEST(SearchPath, ImportPrecedenceIsFileFinders) {
   std::ofstream(site / "both.py") << "";
   std::ofstream(site / "typing.py") << "";
   std::ofstream(site / "oldext.cpython-39-x86_64-linux-gnu.so") << "";
-  const Environment variables = {{"HOME", dir.path().string()}};
+  const facts::Environment variables = {{"HOME", dir.path().string()}};
   const auto facts = gather_static_facts(env_at(venv), variables);
   for (const char* module : {"both", "typing"}) {
     const auto file = run_python(
@@ -433,8 +435,8 @@ TEST(SearchPath, ModulePathsResolveLinksAsTheInterpreterDoes) {
   fs::create_directories(dir.path() / "real-extra");
   std::ofstream(dir.path() / "real-extra/extramod.py") << "";
   fs::create_directory_symlink(dir.path() / "real-extra", dir.path() / "extra");
-  const Environment variables = {{"HOME", dir.path().string()},
-                                 {"PYTHONPATH", (dir.path() / "extra").string()}};
+  const facts::Environment variables = {{"HOME", dir.path().string()},
+                                        {"PYTHONPATH", (dir.path() / "extra").string()}};
   const auto facts = gather_static_facts(env_at(venv), variables);
   for (const char* module : {"plainmod", "linkedmod", "linkedpkg", "extramod"}) {
     const auto real = run_python(venv / "bin/python", variables,
@@ -457,7 +459,8 @@ TEST(SearchPath, ASiteDirAlreadyOnPythonPathStillReadsItsPthFiles) {
   const auto site = fs::canonical(site_of(venv));
   fs::create_directories(dir.path() / "extra");
   std::ofstream(site / "extra.pth") << (dir.path() / "extra").string() << "\n";
-  const Environment variables = {{"HOME", dir.path().string()}, {"PYTHONPATH", site.string()}};
+  const facts::Environment variables = {{"HOME", dir.path().string()},
+                                        {"PYTHONPATH", site.string()}};
   const auto path = compute_search_path(env_at(venv), variables);
   EXPECT_EQ(static_search_path(path), real_search_path(venv / "bin/python", variables));
   EXPECT_EQ(path.site_dirs(), std::vector<fs::path>{site});
@@ -519,7 +522,7 @@ TEST(SearchPath, HostilePthFilesAreBounded) {
     std::ofstream(site / ("p" + std::to_string(1000 + i) + ".pth")) << "/\n";
   }
   ASSERT_EQ(::mkfifo((site / "z.pth").c_str(), 0644), 0);
-  FileProblemLog refused;
+  process::FileProblemLog refused;
   const auto path = compute_search_path(env_at(prefix), {});
   // "/" is added once; the FIFO is never opened (it is past the bound here,
   // and read_env_file refuses FIFOs anyway); the base is named as gone.

@@ -15,13 +15,13 @@
 #include "common/json_text.hpp"
 #include "contracts/host_judgement.hpp"
 #include "contracts/judgement.hpp"
-#include "probes/containment.hpp"
 #include "probes/host_facts.hpp"
-#include "probes/mount_table.hpp"
-#include "probes/process_runner.hpp"
 #include "probes/progress_watch.hpp"
-#include "probes/scratch_directory.hpp"
-#include "probes/stall_guard.hpp"
+#include "process/containment.hpp"
+#include "process/mount_table.hpp"
+#include "process/process_runner.hpp"
+#include "process/scratch_directory.hpp"
+#include "process/stall_guard.hpp"
 #include "tests/support/contract_text.hpp"
 #include "tests/support/hung_mount.hpp"
 #include "tests/support/system_venv.hpp"
@@ -93,7 +93,7 @@ class StalledReads : public ::testing::Test {
 
 // Lines as the kernel writes them (proc(5)), escapes and optional fields included.
 TEST(MountTable, UsersFuseMountsAreFoundAndRootsAreNot) {
-  const auto table = MountTable::parse(
+  const auto table = process::MountTable::parse(
       "22 1 8:1 / / rw,relatime shared:1 - ext4 /dev/sda1 rw\n"
       "40 22 0:35 / /home/alice/my\\040files rw,nosuid,nodev shared:20 master:3 - fuse.sshfs "
       "alice@laptop: rw,user_id=1000,group_id=1000\n"
@@ -116,7 +116,8 @@ TEST(MountTable, UsersFuseMountsAreFoundAndRootsAreNot) {
   EXPECT_FALSE(table.holding("/cvmfs/sft.cern.ch/lcg/views"));
   EXPECT_TRUE(table.within("/home/alice"));
   EXPECT_FALSE(table.within("/home/bob"));
-  EXPECT_NE(describe(table.user_mounts()[1]).find("/mnt/usb is a fuseblk filesystem mounted by "),
+  EXPECT_NE(process::describe(table.user_mounts()[1])
+                .find("/mnt/usb is a fuseblk filesystem mounted by "),
             std::string::npos);
 }
 
@@ -153,7 +154,7 @@ TEST_F(StalledReads, AUsersMountIsNeitherSearchedNorRead) {
   const auto facts = gather_host_facts(options, std::make_shared<FactCaches>());
   // Nothing waited on either mount: no reader's deadline came into it.
   EXPECT_LT(seconds_since(start), 10.0);
-  EXPECT_EQ(blocked_readers(), 0U);
+  EXPECT_EQ(process::blocked_readers(), 0U);
 
   const std::string problems = problems_of(facts);
   EXPECT_NE(problems.find((home / "mnt").string() + ": " + (home / "mnt").string() +
@@ -217,7 +218,7 @@ TEST_F(StalledReads, AReadThatNeverReturnsIsLeftBehindAndNamed) {
   const double first = seconds_since(start);
   EXPECT_GE(first, 2.0);
   EXPECT_LT(first, 8.0);
-  EXPECT_EQ(blocked_readers(), 1U);
+  EXPECT_EQ(process::blocked_readers(), 1U);
 
   const auto* blocked = find(facts, "victim");
   ASSERT_NE(blocked, nullptr) << problems_of(facts);
@@ -259,7 +260,7 @@ TEST_F(StalledReads, AReadThatNeverReturnsIsLeftBehindAndNamed) {
   start = Clock::now();
   const auto again = gather_host_facts(options, std::make_shared<FactCaches>());
   EXPECT_LT(seconds_since(start), 1.9);
-  EXPECT_EQ(blocked_readers(), 1U);
+  EXPECT_EQ(process::blocked_readers(), 1U);
   const auto* still = find(again, "victim");
   ASSERT_NE(still, nullptr);
   ASSERT_EQ(still->errors.size(), 1U);
@@ -268,7 +269,7 @@ TEST_F(StalledReads, AReadThatNeverReturnsIsLeftBehindAndNamed) {
 
   // Once the filesystem goes, the reader returns and nothing is left behind.
   mount.release();
-  EXPECT_TRUE(wait_for_blocked_readers(std::chrono::seconds(10)));
+  EXPECT_TRUE(process::wait_for_blocked_readers(std::chrono::seconds(10)));
 }
 
 TEST_F(StalledReads, OtherEnvsOnANetworkFilesystemThatBlockedAreNotWaitedFor) {
@@ -287,9 +288,9 @@ TEST_F(StalledReads, OtherEnvsOnANetworkFilesystemThatBlockedAreNotWaitedFor) {
 
   HostFactsOptions options;
   options.discovery.prefixes = {share / "a-blocks", share / "b-same-share", local};
-  options.discovery.mounts = std::make_shared<const MountTable>(
-      MountTable::parse("22 1 8:1 / / rw - ext4 /dev/sda1 rw\n30 22 0:50 / " + share.string() +
-                        " rw - nfs4 filer:/share rw\n"));
+  options.discovery.mounts = std::make_shared<const process::MountTable>(
+      process::MountTable::parse("22 1 8:1 / / rw - ext4 /dev/sda1 rw\n30 22 0:50 / " +
+                                 share.string() + " rw - nfs4 filer:/share rw\n"));
   options.reading_deadline = std::chrono::seconds(2);
   // Envs are read side by side, but those on one share one after another.
   options.concurrency = 4;
@@ -297,7 +298,7 @@ TEST_F(StalledReads, OtherEnvsOnANetworkFilesystemThatBlockedAreNotWaitedFor) {
   const auto facts = gather_host_facts(options, std::make_shared<FactCaches>());
   // One deadline, not one per env on the share, and one reader left behind.
   EXPECT_LT(seconds_since(start), 3.9);
-  EXPECT_EQ(blocked_readers(), 1U);
+  EXPECT_EQ(process::blocked_readers(), 1U);
   const auto* skipped = find(facts, "b-same-share");
   ASSERT_NE(skipped, nullptr);
   ASSERT_EQ(skipped->errors.size(), 1U);
@@ -316,7 +317,7 @@ TEST_F(StalledReads, OtherEnvsOnANetworkFilesystemThatBlockedAreNotWaitedFor) {
         << env.name;
   }
   mount.release();
-  EXPECT_TRUE(wait_for_blocked_readers(std::chrono::seconds(10)));
+  EXPECT_TRUE(process::wait_for_blocked_readers(std::chrono::seconds(10)));
 }
 
 TEST_F(StalledReads, ADiscoveryUnitThatBlocksCostsItsOwnEnvsOnly) {
@@ -358,7 +359,7 @@ TEST_F(StalledReads, ADiscoveryUnitThatBlocksCostsItsOwnEnvsOnly) {
   EXPECT_NE(host.reasons[0].find(walk + " did not finish"), std::string::npos);
 
   mount.release();
-  EXPECT_TRUE(wait_for_blocked_readers(std::chrono::seconds(10)));
+  EXPECT_TRUE(process::wait_for_blocked_readers(std::chrono::seconds(10)));
 }
 
 // The user a probe runs as owns its scratch directory, and fusermount lets a
@@ -366,7 +367,7 @@ TEST_F(StalledReads, ADiscoveryUnitThatBlocksCostsItsOwnEnvsOnly) {
 // progress, the results, the stacks) made into a mount whose server never
 // answers must not block the agent, nor must removing the directory.
 TEST_F(StalledReads, AMountInAProbesScratchDirectoryIsNotEntered) {
-  auto directory = std::make_unique<ScratchDirectory>("envcontract-test", std::nullopt);
+  auto directory = std::make_unique<process::ScratchDirectory>("envcontract-test", std::nullopt);
   ASSERT_TRUE(directory->ok()) << directory->error();
   const fs::path path = directory->file("progress").parent_path();
   fs::create_directories(path / "progress");
@@ -402,17 +403,17 @@ TEST_F(StalledReads, AProcessThatCannotBeKilledIsLeftBehindNotWaitedFor) {
   const fs::path dead = m_dir.path() / "taking";
   fs::create_directories(dead);
   HungMount mount(dead, 0, true);
-  ProcessSpec spec;
+  process::ProcessSpec spec;
   spec.argv = {"/bin/cat", (dead / "file").string()};
   spec.environment = {{"PATH", "/usr/bin:/bin"}};
-  ProcessLimits limits;
+  process::ProcessLimits limits;
   limits.timeout = std::chrono::seconds(1);
   const auto start = Clock::now();
-  const auto result = run_process(spec, limits);
+  const auto result = process::run_process(spec, limits);
   const double waited = seconds_since(start);
   EXPECT_GE(waited, 5.0);  // the timeout, then the grace after SIGKILL
   EXPECT_LT(waited, 12.0);
-  EXPECT_EQ(result.outcome, ProcessResult::Outcome::timed_out);
+  EXPECT_EQ(result.outcome, process::ProcessResult::Outcome::timed_out);
   EXPECT_TRUE(result.left_behind);
   EXPECT_NE(result.describe().find("could not be killed"), std::string::npos) << result.describe();
   // Its time is the timeout's, not the killing's.
@@ -421,9 +422,9 @@ TEST_F(StalledReads, AProcessThatCannotBeKilledIsLeftBehindNotWaitedFor) {
   // The same for a grandchild: the shell dies of SIGKILL, the cat it waits
   // for does not (it is found in the probe's cgroup).
   spec.argv = {"/bin/sh", "-c", "/bin/cat " + (dead / "other").string() + "; true"};
-  const auto nested = run_process(spec, limits);
-  EXPECT_EQ(nested.outcome, ProcessResult::Outcome::timed_out);
-  if (containment_description().starts_with("cgroup")) {
+  const auto nested = process::run_process(spec, limits);
+  EXPECT_EQ(nested.outcome, process::ProcessResult::Outcome::timed_out);
+  if (process::containment_description().starts_with("cgroup")) {
     EXPECT_TRUE(nested.left_behind) << nested.describe();
   }
   mount.release();
@@ -436,20 +437,20 @@ TEST_F(StalledReads, AChildThatBlocksBeforeItsProgramRunsIsBoundedByTheTimeout) 
   const fs::path dead = m_dir.path() / "taking";
   fs::create_directories(dead);
   HungMount mount(dead, 0, true);
-  ProcessLimits limits;
+  process::ProcessLimits limits;
   limits.timeout = std::chrono::seconds(1);
-  ProcessSpec in_dead_dir;
+  process::ProcessSpec in_dead_dir;
   in_dead_dir.argv = {"/bin/true"};
   in_dead_dir.working_dir = dead / "env";
-  ProcessSpec dead_program;
+  process::ProcessSpec dead_program;
   dead_program.argv = {(dead / "env" / "bin" / "python").string(), "-c", "pass"};
   for (const auto& spec : {in_dead_dir, dead_program}) {
     const auto start = Clock::now();
     // No env code runs yet: nothing to sample (the child is a copy of the agent).
     int sampled = 0;
-    const auto result = run_process(spec, limits, [&sampled](pid_t) { ++sampled; });
+    const auto result = process::run_process(spec, limits, [&sampled](pid_t) { ++sampled; });
     EXPECT_LT(seconds_since(start), 12.0);  // the timeout, then the grace after SIGKILL
-    EXPECT_EQ(result.outcome, ProcessResult::Outcome::timed_out) << result.describe();
+    EXPECT_EQ(result.outcome, process::ProcessResult::Outcome::timed_out) << result.describe();
     EXPECT_TRUE(result.left_behind) << result.describe();
     EXPECT_EQ(sampled, 0);
   }
@@ -464,19 +465,19 @@ TEST_F(StalledReads, ProcessesLeftBehindStopOnlyTheirOwnUsersProbes) {
   fs::create_directories(dead);
   HungMount mount(dead, k_nobody, true);
   auto as = [](uid_t uid) {
-    ProcessSpec spec;
+    process::ProcessSpec spec;
     spec.environment = {{"PATH", "/usr/bin:/bin"}};
-    spec.credentials = Credentials{uid, uid, {}};
+    spec.credentials = process::Credentials{uid, uid, {}};
     return spec;
   };
-  ProcessLimits limits;
+  process::ProcessLimits limits;
   limits.timeout = std::chrono::milliseconds(500);
   // Eight at once, as a scan's workers would run them. Where a cgroup finds
   // descendants, half are a shell's child: the shell dies, its child is
   // left behind, not the agent's child (or not yet: the subreaper inherits
   // it once the shell is reaped), and is still waited for until it ends.
-  const bool nested = containment_description().starts_with("cgroup");
-  std::vector<std::future<ProcessResult>> stuck;
+  const bool nested = process::containment_description().starts_with("cgroup");
+  std::vector<std::future<process::ProcessResult>> stuck;
   for (int i = 0; i < 8; ++i) {
     stuck.push_back(std::async(std::launch::async, [&, i] {
       auto spec = as(k_nobody);
@@ -484,7 +485,7 @@ TEST_F(StalledReads, ProcessesLeftBehindStopOnlyTheirOwnUsersProbes) {
       spec.argv = nested && i % 2 == 1
                       ? std::vector<std::string>{"/bin/sh", "-c", "/bin/cat " + file + "; true"}
                       : std::vector<std::string>{"/bin/cat", file};
-      return run_process(spec, limits);
+      return process::run_process(spec, limits);
     }));
   }
   for (auto& each : stuck) {
@@ -493,22 +494,22 @@ TEST_F(StalledReads, ProcessesLeftBehindStopOnlyTheirOwnUsersProbes) {
   }
   auto spec = as(k_nobody);
   spec.argv = {"/bin/true"};
-  const auto refused = run_process(spec, limits);
+  const auto refused = process::run_process(spec, limits);
   EXPECT_EQ(refused.error,
             "8 processes run as uid 65534 are left behind, unkillable (asleep on filesystems "
             "that do not answer): no more are started as that user until they end");
   auto other = as(54321);
   other.argv = {"/bin/true"};
-  const auto ran = run_process(other, limits);
+  const auto ran = process::run_process(other, limits);
   EXPECT_TRUE(ran.succeeded()) << ran.describe();
 
   // Once their filesystem goes, they end, and the user's probes run again.
   mount.release();
   const auto end = Clock::now() + std::chrono::seconds(20);
-  ProcessResult again;
+  process::ProcessResult again;
   do {
     std::this_thread::sleep_for(std::chrono::milliseconds(100));
-    again = run_process(spec, limits);
+    again = process::run_process(spec, limits);
   } while (!again.succeeded() && Clock::now() < end);
   EXPECT_TRUE(again.succeeded()) << again.describe();
 }
@@ -516,7 +517,7 @@ TEST_F(StalledReads, ProcessesLeftBehindStopOnlyTheirOwnUsersProbes) {
 // The progress of a chain is followed from a thread of its own: it sees
 // what the child appends, and ends at once when the chain does.
 TEST(ProgressWatch, FollowsTheFileAndEndsWithTheChain) {
-  ScratchDirectory directory("envcontract-test", std::nullopt);
+  process::ScratchDirectory directory("envcontract-test", std::nullopt);
   ASSERT_TRUE(directory.ok()) << directory.error();
   const fs::path file = directory.file("progress");
   std::ofstream(file) << "identity\n";

@@ -7,7 +7,7 @@
 
 #include "probes/discovery.hpp"
 #include "probes/distributions.hpp"
-#include "probes/small_files.hpp"
+#include "process/small_files.hpp"
 #include "tests/support/demo_host.hpp"
 #include "tests/support/temp_dir.hpp"
 
@@ -192,7 +192,7 @@ TEST(StaticFacts, RecordsLinkedToOneLargeFileAreBoundedPerEnv) {
     dir.write(info + "/METADATA", "Name: p" + std::to_string(100 + i) + "\nVersion: 1.0\n");
     fs::create_symlink(dir.path() / "large-RECORD", dir.path() / info / "RECORD");
   }
-  FileProblemLog log;
+  process::FileProblemLog log;
   const auto found = scan_site_packages_distributions(dir.path() / "site-packages");
   ASSERT_EQ(found.size(), 20U) << "every distribution is still listed";
   std::size_t read_records = 0;
