@@ -19,6 +19,32 @@ struct KindContext {
   std::filesystem::path checkout;      // "{checkout}/..." paths resolve here ("": none configured)
 };
 
+// What the rest of the product needs to know of a kind beyond parsing,
+// requesting and judging it. Code outside the registry asks these, never a
+// kind's name: a new kind states them once, here, or gets the defaults.
+struct KindTraits {
+  // Its facts come from the env's activation (the variables it sets, the
+  // PATH it builds), though they are gathered with the static files: judging
+  // it runs the env's activation scripts. Every kind of a later stage runs
+  // env code anyway (runs_env_code).
+  bool reads_activation = false;
+  // A required check of the kind that fails is an import failure that other
+  // checks may only repeat (`imports`).
+  bool is_import = false;
+  // A failure of a check of the kind that repeats a failed import's error is
+  // that import's consequence, shown as skipped (`devices`, `smoke`).
+  bool repeats_import_failure = false;
+  // What a plan installs or removes for a package cause of the kind: the
+  // distribution its evidence names, or one the kind itself decides.
+  enum class PlanPackage {
+    from_evidence,  // the distribution named in the finding's evidence
+    torch,          // torch itself (a new env: every extension was built against the old one)
+    triton,         // the contract's triton provider
+    interpreter,    // Python itself: only a new env changes it
+  };
+  PlanPackage plan_package = PlanPackage::from_evidence;
+};
+
 // One entry of the check-kind registry: everything the loader, the probe plan
 // and the judgement need to know about a kind lives here and nowhere else.
 // Each entry pairs its functions with one parameter type of CheckParams
@@ -36,13 +62,20 @@ struct CheckKind {
   std::function<void(const Check& check, facts::ProbeRequest& request)> request;
   // Judges a check of this kind against one env's facts.
   std::function<void(const Check& check, const EnvFactsView& facts, CheckResult& result)> judge;
+  KindTraits traits;
 };
+
+// Whether judging a check of the kind runs the env's code or its activation.
+bool runs_env_code(const CheckKind& kind);
 
 // Every kind, in the order the docs present them.
 const std::vector<CheckKind>& check_kinds();
 
 // The kind of that name, or nullptr.
 const CheckKind* find_check_kind(std::string_view name);
+// The traits of the kind of that name; the defaults for a name the registry
+// does not know (a check of a report from a newer agent).
+const KindTraits& kind_traits(std::string_view name);
 
 // What the checks ask probes to gather, from each kind's `request`.
 facts::ProbeRequest probe_request(const std::vector<Check>& checks);

@@ -41,6 +41,12 @@ struct Check {
   const Params& parameters() const {
     return std::get<Params>(params);
   }
+  // Its parameters when they are of that type (so of the kind that owns
+  // it), or nullptr: how code outside the registry tells kinds apart.
+  template <typename Params>
+  const Params* parameters_if() const {
+    return std::get_if<Params>(&params);
+  }
 };
 
 // A host-level expectation: the container image the host must run.

@@ -365,9 +365,10 @@ void annotate_integration_tests(Contract& contract) {
     named.phase = scalar_text("phase");
     named.failure_policy = scalar_text("failure_policy");
     const std::string id = integration_check_id(named);
-    const bool runs = std::any_of(
-        contract.checks.begin(), contract.checks.end(),
-        [&](const Check& check) { return check.kind == "integration_test" && check.id == id; });
+    const bool runs =
+        std::any_of(contract.checks.begin(), contract.checks.end(), [&](const Check& check) {
+          return check.parameters_if<IntegrationTestParams>() != nullptr && check.id == id;
+        });
     entry["check_id"] = id;
     entry["runs"] = runs;
     // What CI makes of it when the file leaves them out.
@@ -410,8 +411,9 @@ LoadResult load_contract_text(const std::string& text, const std::filesystem::pa
   }
   keep_ci_keys(top, platform_config, contract);
   contract.checks = parser.take_checks();
-  const bool judges_torch = std::any_of(contract.checks.begin(), contract.checks.end(),
-                                        [](const Check& check) { return check.kind == "torch"; });
+  const bool judges_torch =
+      std::any_of(contract.checks.begin(), contract.checks.end(),
+                  [](const Check& check) { return check.parameters_if<TorchParams>() != nullptr; });
   if (platform_config && !top.has("torch_contract") && !judges_torch) {
     ctx.warning(*root,
                 "nothing in this platform config judges the torch build (no 'torch_contract', "

@@ -81,7 +81,7 @@ std::string error_line(const Diagnosis& diagnosis) {
 // for after the first is fixed.
 void skip_consequences(std::vector<CheckResult>& results) {
   const auto failed_import = std::find_if(results.begin(), results.end(), [](const auto& result) {
-    return result.kind == "imports" && result.status == CheckStatus::fail &&
+    return kind_traits(result.kind).is_import && result.status == CheckStatus::fail &&
            result.severity == Severity::required && result.diagnosis;
   });
   if (failed_import == results.end()) {
@@ -94,9 +94,8 @@ void skip_consequences(std::vector<CheckResult>& results) {
     return;
   }
   for (auto& result : results) {
-    if ((result.kind != "devices" && result.kind != "smoke") ||
-        result.status != CheckStatus::fail || !result.diagnosis ||
-        error_line(*result.diagnosis) != blocker_error) {
+    if (!kind_traits(result.kind).repeats_import_failure || result.status != CheckStatus::fail ||
+        !result.diagnosis || error_line(*result.diagnosis) != blocker_error) {
       continue;
     }
     result.status = CheckStatus::skip;
@@ -142,10 +141,10 @@ void apply_waivers(const Contract& contract, const std::string& env,
   }
 }
 
-// Kinds whose facts come from running the env's code or its activation.
+// Checks whose facts come from running the env's code or its activation.
 bool needs_env_code(const Check& check) {
-  return check.stage != ProbeStage::static_files || check.kind == "environment" ||
-         check.kind == "search_path" || check.kind == "tools" || check.kind == "libraries";
+  const auto* kind = find_check_kind(check.kind);
+  return check.stage != ProbeStage::static_files || (kind != nullptr && runs_env_code(*kind));
 }
 
 // A check the env gets of its own (not one of the contract's): required,
@@ -278,24 +277,23 @@ std::optional<CheckResult> broken_env_check(const EnvFactsView& facts) {
   // An env its user cannot read is not known to be broken: nothing of it is
   // known at all. It is not judged (error), never called drift.
   bool unknown = false;
-  // Discovery's problems with the interpreter itself (others, such as an
-  // unknown version, leave the interpreter usable).
-  for (const auto& text : env.problems) {
-    if (summary.empty() && (text.starts_with("no Python interpreter:") ||
-                            text.find("is a dangling symlink") != std::string::npos ||
-                            text.find("(a loop of symlinks)") != std::string::npos)) {
-      summary = text;
-      evidence["problems"] = env.problems;
-    } else if (summary.empty() && text.find(" filesystem mounted by ") != std::string::npos) {
-      summary = text;
+  // Discovery's problems with the interpreter itself (an unknown version
+  // leaves the interpreter usable); the first one says what is wrong.
+  using Problem = facts::EnvProblem::Kind;
+  const auto broken = std::find_if(env.problems.begin(), env.problems.end(), [](const auto& p) {
+    return p.kind != Problem::unknown_version;
+  });
+  if (broken != env.problems.end()) {
+    summary = broken->text;
+    evidence["problems"] = facts::problem_texts(env.problems);
+    if (broken->kind == Problem::user_mount) {
       remedy =
           "move the env off the mount, or unmount it (fusermount -u, as the user who mounted "
           "it): the agent judges no env that holds a filesystem served by a user's process";
-      evidence["problems"] = env.problems;
-    } else if (summary.empty() && text.find(" cannot be read by ") != std::string::npos) {
-      summary = text + ": nothing of it is known, and it is not judged";
+    } else if (broken->kind == Problem::unreadable) {
+      summary += ": nothing of it is known, and it is not judged";
       unknown = true;
-      remedy = env.run_as.reason.find("owned by root") != std::string::npos
+      remedy = env.run_as.for_root_owned_env
                    ? "let " + env.run_as.who() +
                          " pass the directories above it (chmod o+x) and read it (chmod "
                          "o+rX), or set run_root_envs_as to a user who may (docs/security.md); "
@@ -303,7 +301,6 @@ std::optional<CheckResult> broken_env_check(const EnvFactsView& facts) {
                    : "let " + env.run_as.who() +
                          " read it (chmod u+rX, and o+x on the directories above it), or chown "
                          "it to the user who uses it; or remove the env";
-      evidence["problems"] = env.problems;
     }
   }
   // The env's interpreter as the first Python stage ran it (identity when a
@@ -329,9 +326,9 @@ std::optional<CheckResult> broken_env_check(const EnvFactsView& facts) {
     const bool loader_stopped =
         identity->process == "exit 127" ||
         errors.find("error while loading shared libraries") != std::string::npos;
-    const bool not_executable = stage_summary.starts_with("cannot run the env's interpreter") &&
-                                (stage_summary.find("No such file") != std::string::npos ||
-                                 stage_summary.find("Exec format error") != std::string::npos);
+    const bool not_executable =
+        identity->exec_failure == facts::StageResult::ExecFailure::missing ||
+        identity->exec_failure == facts::StageResult::ExecFailure::not_executable;
     if (!errors.starts_with("envcontract: ") && (loader_stopped || not_executable)) {
       const std::string first = errors.substr(0, errors.find('\n'));
       summary = env.python.string() + " cannot start: " + (first.empty() ? stage_summary : first);
@@ -374,7 +371,7 @@ void explain_blocked_skips(const EnvFactsView& facts, std::vector<CheckResult>& 
   // Only a required check can stand for the failure: an advisory one does
   // not make the env drift, and would let it pass on a torch that fails.
   const auto failing_import = std::find_if(results.begin(), results.end(), [](const auto& result) {
-    return result.kind == "imports" && result.status == CheckStatus::fail &&
+    return kind_traits(result.kind).is_import && result.status == CheckStatus::fail &&
            result.severity == Severity::required && result.diagnosis;
   });
   if (failing_import != results.end()) {

@@ -206,8 +206,8 @@ void add_activation(provisioning::SnapshotInput& input, const probes::EnvFacts& 
 void add_base_checks(provisioning::SnapshotInput& input, const contracts::Contract& base,
                      const probes::DynamicFacts& dynamic) {
   for (const auto& check : base.checks) {
-    if (check.kind == "devices") {
-      const auto& params = check.parameters<contracts::DevicesParams>();
+    if (const auto* devices_params = check.parameters_if<contracts::DevicesParams>()) {
+      const auto& params = *devices_params;
       provisioning::SnapshotDevices devices{
           check.id,           params.expression, params.imports,
           params.timeout,     std::nullopt,      params.count.op,
@@ -221,8 +221,8 @@ void add_base_checks(provisioning::SnapshotInput& input, const contracts::Contra
         }
       }
       input.devices.push_back(std::move(devices));
-    } else if (check.kind == "smoke") {
-      const auto& params = check.parameters<contracts::SmokeParams>();
+    } else if (const auto* smoke_params = check.parameters_if<contracts::SmokeParams>()) {
+      const auto& params = *smoke_params;
       std::string outcome = "was not run";
       if (const auto* stage = stage_named(dynamic, facts::stage_names::smoke(check.id))) {
         outcome = stage->status == probes::StageStatus::ok

@@ -105,6 +105,14 @@ struct StageResult {
   std::string stderr_tail;
   std::chrono::milliseconds duration{0};
   std::optional<HangDiagnosis> hang;
+  // Why its interpreter never ran, when exec itself refused it.
+  enum class ExecFailure {
+    none,            // it started, or failed before its exec (the agent's own setup)
+    missing,         // no such file: the interpreter, or the ELF interpreter it names
+    not_executable,  // not a format the kernel runs
+    refused,         // another refusal: permissions, limits
+  };
+  ExecFailure exec_failure = ExecFailure::none;
 };
 
 // A stage whose outcome depends on activation.

@@ -46,11 +46,20 @@ Json to_json(const PythonEnv& env) {
           {"system_root", env.system_root.string()},
           {"container", env.exec.empty() ? Json(nullptr) : Json(env.exec.target)},
           {"found_by", env.found_by},
-          {"problems", env.problems},
+          {"problems", problem_texts(env.problems)},
           {"run_as", to_json(env.run_as)},
           {"unsafe", unsafe},
           {"imports_unchecked",
            env.imports_unchecked.empty() ? Json(nullptr) : Json(env.imports_unchecked)}};
+}
+
+std::vector<std::string> problem_texts(const std::vector<EnvProblem>& problems) {
+  std::vector<std::string> texts;
+  texts.reserve(problems.size());
+  for (const auto& problem : problems) {
+    texts.push_back(problem.text);
+  }
+  return texts;
 }
 
 Json to_json(const RunAs& run_as) {

@@ -35,6 +35,8 @@ struct RunAs {
   // Why this user: "owner of the env", "root-owned env: configured user",
   // "root by configuration", "the agent is not root".
   std::string reason;
+  // Chosen for an env root owns, by run_root_envs_as (its reason says which way).
+  bool for_root_owned_env = false;
   // When set, no env code may run: why (e.g. the configured user does not exist).
   std::string problem;
   // True when the agent can change to these credentials, i.e. it runs as
@@ -92,6 +94,22 @@ struct ExecPrefix {
 };
 
 // One Python environment a user of the host could run, as found on disk.
+// What is wrong with an env's prefix itself, as discovery found it. The
+// judge acts on its kind; people read its text (the report lists the texts).
+struct EnvProblem {
+  enum class Kind {
+    no_interpreter,   // bin/python is missing, a dangling link or a loop of links
+    user_mount,       // it holds a filesystem a user's process serves: none of it is read
+    unreadable,       // the user it is read as cannot read it: nothing of it is known
+    unknown_version,  // nothing tells its Python version (its interpreter may still run)
+  };
+  Kind kind;
+  std::string text;
+};
+
+// The problems' texts, in order: what the report shows of them.
+std::vector<std::string> problem_texts(const std::vector<EnvProblem>& problems);
+
 struct PythonEnv {
   std::string name;              // conda env name, venv dir name, "base" for a conda root
   std::filesystem::path prefix;  // canonical: symlinks resolved
@@ -104,7 +122,7 @@ struct PythonEnv {
   std::string python_version_conflict;
   std::string owner;                  // user name owning the prefix, or its numeric uid
   std::vector<std::string> found_by;  // how discovery reached it
-  std::vector<std::string> problems;  // what is wrong with the prefix itself
+  std::vector<EnvProblem> problems;   // what is wrong with the prefix itself
   RunAs run_as;                       // whose credentials its code runs with
   // Whose credentials the agent reads its files with on the host, when not
   // run_as's: a container's env, whose owner is a uid the image chose. Read

@@ -122,8 +122,9 @@ void check_interpreter(PythonEnv& env, InterpreterLinks& links) {
   const auto status = fs::symlink_status(env.python, error);
   if (error || !fs::exists(status)) {
     if (!process::path_exists(env.prefix / "bin" / "python3")) {
-      env.problems.push_back("no Python interpreter: " + env.python.string() +
-                             " is missing (a half-deleted env?)");
+      env.problems.push_back(
+          {facts::EnvProblem::Kind::no_interpreter,
+           "no Python interpreter: " + env.python.string() + " is missing (a half-deleted env?)"});
       return;
     }
     env.python = env.prefix / "bin" / "python3";
@@ -131,11 +132,13 @@ void check_interpreter(PythonEnv& env, InterpreterLinks& links) {
   links = follow_interpreter_links(env);
   if (links.missing && links.chain.size() > 1) {
     env.problems.push_back(
-        env.python.string() + " is a dangling symlink: " + links.text(env.prefix) + ", and " +
-        links.last_inside + " does not exist: its interpreter was removed or moved");
+        {facts::EnvProblem::Kind::no_interpreter,
+         env.python.string() + " is a dangling symlink: " + links.text(env.prefix) + ", and " +
+             links.last_inside + " does not exist: its interpreter was removed or moved"});
   } else if (links.loop) {
-    env.problems.push_back(env.python.string() + " never reaches a file: " +
-                           links.text(env.prefix) + " ... (a loop of symlinks)");
+    env.problems.push_back({facts::EnvProblem::Kind::no_interpreter,
+                            env.python.string() + " never reaches a file: " +
+                                links.text(env.prefix) + " ... (a loop of symlinks)"});
   }
 }
 
@@ -252,9 +255,9 @@ std::optional<PythonEnv> describe_prefix(const fs::path& prefix, const process::
                                   find_site_packages(env), scan_root, image_tree},
                                  env.run_as);
   if (env.python_version.empty() && env.problems.empty()) {
-    env.problems.push_back(
-        "cannot tell the Python version: no conda-meta python record, no "
-        "pyvenv.cfg version, no lib/pythonX.Y");
+    env.problems.push_back({facts::EnvProblem::Kind::unknown_version,
+                            "cannot tell the Python version: no conda-meta python record, no "
+                            "pyvenv.cfg version, no lib/pythonX.Y"});
   }
   env.refused_files = refused.take();
   return env;
@@ -1015,7 +1018,7 @@ std::optional<PythonEnv> describe_candidate(const EnvCandidate& candidate,
     env = unread_env(candidate, why);
     env->run_as = process::run_as_for_prefix(candidate.prefix, run_as);
     env->user_mount = candidate.holds_mount->mount_point;
-    env->problems.push_back(why);
+    env->problems.push_back({facts::EnvProblem::Kind::user_mount, why});
   } else {
     env = describe_prefix(candidate.prefix, run_as, candidate.scan_root, candidate.exec);
   }

@@ -6,6 +6,7 @@
 
 #include <algorithm>
 #include <atomic>
+#include <cerrno>
 #include <exception>
 #include <fstream>
 #include <future>
@@ -248,6 +249,11 @@ void judge_stage(StageResult& stage, const ProbeReport& report,
   if (result.outcome == Outcome::failed_to_start) {
     stage.status = StageStatus::probe_error;
     stage.summary = "cannot run the env's interpreter: " + result.describe();
+    using Exec = facts::StageResult::ExecFailure;
+    stage.exec_failure = result.exec_error == 0         ? Exec::none
+                         : result.exec_error == ENOENT  ? Exec::missing
+                         : result.exec_error == ENOEXEC ? Exec::not_executable
+                                                        : Exec::refused;
   } else if (result.outcome == Outcome::timed_out && !spec.timeout_origin.empty()) {
     // Its time-out was cut to what was left of the env's deadline: it was
     // stopped before its own time-out, which is what would show a hang.

@@ -86,10 +86,11 @@ bool readable_prefix(PythonEnv& env) {
   if (errno != EACCES && errno != EPERM) {
     return true;  // gone since discovery, or another trouble the readers report
   }
-  env.problems.push_back(env.prefix.string() + " cannot be read by " + env.reader().who() +
-                         (env.read_as ? ", the user its files are read as on the host"
-                                      : ", the user its code runs as") +
-                         " (permission denied)");
+  env.problems.push_back({facts::EnvProblem::Kind::unreadable,
+                          env.prefix.string() + " cannot be read by " + env.reader().who() +
+                              (env.read_as ? ", the user its files are read as on the host"
+                                           : ", the user its code runs as") +
+                              " (permission denied)"});
   return false;
 }
 

@@ -951,6 +951,9 @@ ProcessResult run_process(const ProcessSpec& spec, const ProcessLimits& limits,
   const auto failure = exited && !left_behind ? start_failure(spawned.start_report) : std::nullopt;
   if (failure) {
     result.error = describe(*failure, spec.argv[0]);
+    if (failure->step == StartFailure::Step::execve) {
+      result.exec_error = failure->error;
+    }
   } else {
     conclude(result, status, timed_out, cancelled ? limits.cancellation : nullptr);
   }

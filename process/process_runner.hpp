@@ -115,6 +115,10 @@ struct ProcessResult {
   std::size_t err_bytes = 0;
   std::chrono::milliseconds duration{0};
   std::string error;  // for failed_to_start: why
+  // For failed_to_start at the program's own exec: its errno (ENOENT: no
+  // such file, or no ELF interpreter; ENOEXEC: not an executable; EACCES...).
+  // 0 when the start failed before it (our own setup) or did not fail.
+  int exec_error = 0;
 
   bool succeeded() const { return outcome == Outcome::exited && exit_code == 0; }
   std::string cancel_reason;  // for cancelled: Cancellation::reason()

@@ -63,6 +63,7 @@ RunAs dynamic_run_as(const RunAsPolicy& policy, const fs::path& prefix) {
   RunAs run_as;
   run_as.reason =
       "the env is owned by root: its code runs as a uid of its own (run_root_envs_as: dynamic)";
+  run_as.for_root_owned_env = true;
   run_as.switch_credentials = true;
   run_as.home = "/nonexistent";
   if (prefix.empty()) {
@@ -157,6 +158,7 @@ RunAs resolve_run_as(uid_t owner, const RunAsPolicy& policy, const fs::path& pre
                      "', which is root; write 'root' to mean root";
   }
   run_as.reason = "the env is owned by root: run as the configured user (run_root_envs_as)";
+  run_as.for_root_owned_env = true;
   run_as.switch_credentials = true;
   return run_as;
 }

@@ -5,10 +5,13 @@
 #include <sstream>
 
 #include "common/python_names.hpp"
+#include "contracts/check_kind.hpp"
 #include "provisioning/provision_steps.hpp"
 
 namespace envcontract::provisioning {
 namespace {
+
+using Package = contracts::KindTraits::PlanPackage;
 
 std::string text_of(const Json& json, const char* key) {
   const auto found = json.find(key);
@@ -122,14 +125,15 @@ class EnvPlanner {
   struct Finding {
     explicit Finding(const Json& check)
         : id(text_of(check, "id")),
-          kind(text_of(check, "kind")),
+          package(contracts::kind_traits(text_of(check, "kind")).plan_package),
           cause(text_of(member(check, "diagnosis"), "cause")),
           summary(text_of(member(check, "diagnosis"), "summary")),
           evidence(member(member(check, "diagnosis"), "evidence")),
           expected(member(check, "expected")),
           actual(member(check, "actual")) {}
     std::string id;
-    std::string kind;
+    // What its kind's package causes are about (the registry's trait).
+    contracts::KindTraits::PlanPackage package;
     std::string cause;
     std::string summary;
     const Json& evidence;
@@ -185,12 +189,12 @@ class EnvPlanner {
   // torch and Python themselves, by a new env); false for any other.
   bool plan_package_cause(const Json& check, const Finding& f) {
     if (f.cause == "cuda_build" || f.cause == "cuda_missing" ||
-        (f.cause == "version_mismatch" && f.kind == "torch")) {
+        (f.cause == "version_mismatch" && f.package == Package::torch)) {
       install("torch", default_torch_spec(f.expected), f.summary, f.id, false);
       route_fresh(
           "torch itself is replaced: every extension in the env (the vendor plugin, "
           "torch_fl) was built against the old one");
-    } else if (f.cause == "version_mismatch" && f.kind == "python") {
+    } else if (f.cause == "version_mismatch" && f.package == Package::interpreter) {
       route_fresh("only a new env changes the Python version (" + f.summary + ")");
       m_plan.unplanned.push_back({f.id, f.cause, "a new env with the right Python (provision)"});
     } else if (f.cause == "version_mismatch") {
@@ -202,7 +206,7 @@ class EnvPlanner {
       }
     } else if (f.cause == "missing_package") {
       const std::string name = distribution_in(check);
-      const std::string spec = f.kind == "torch"           ? default_torch_spec(f.expected)
+      const std::string spec = f.package == Package::torch ? default_torch_spec(f.expected)
                                : recipe_spec(name).empty() ? name
                                                            : recipe_spec(name);
       install(name, spec, f.summary, f.id, false);
@@ -312,13 +316,13 @@ class EnvPlanner {
 
   // The distribution a package check is about.
   std::string distribution_in(const Json& check) const {
-    const std::string kind = text_of(check, "kind");
+    const auto package = contracts::kind_traits(text_of(check, "kind")).plan_package;
     const auto& diagnosis = member(check, "diagnosis");
     const auto& evidence = member(diagnosis, "evidence");
-    if (kind == "torch") {
+    if (package == Package::torch) {
       return "torch";
     }
-    if (kind == "triton") {
+    if (package == Package::triton) {
       const std::string provider = text_of(member(check, "expected"), "provider");
       return provider.empty() ? "triton" : provider;
     }

@@ -243,6 +243,24 @@ TEST(BlockedChecks, AnAdvisoryImportsCheckDoesNotHideTheFailure) {
   EXPECT_NE(find_check(env, "import:torch"), nullptr);
 }
 
+// What exec itself says of the interpreter: a file the kernel does not run
+// (ENOEXEC), or one whose `#!` interpreter is gone (ENOENT), is a broken
+// env, told by exec's error and not by the words of a message.
+TEST(BrokenEnvs, AnInterpreterExecRefusesIsNamed) {
+  TempDir dir;
+  const auto garbage = make_env(dir.path(), "garbage", "");
+  fs::remove(garbage / "bin/python");
+  std::ofstream(garbage / "bin/python") << "\x01\x02 not a program the kernel runs\n";
+  fs::permissions(garbage / "bin/python", fs::perms(0755));
+  expect_broken(scan_one(dir, garbage), "Exec format error");
+
+  const auto gone = make_env(dir.path(), "gone-interpreter", "");
+  fs::remove(gone / "bin/python");
+  std::ofstream(gone / "bin/python") << "#!/opt/gone/bin/python3.10\n";
+  fs::permissions(gone / "bin/python", fs::perms(0755));
+  expect_broken(scan_one(dir, gone), "No such file or directory");
+}
+
 TEST(BrokenEnvs, AnInterpreterThatCannotStartIsNamed) {
   TempDir dir;
   const auto prefix = make_env(dir.path(), "no-libpython", "");

@@ -846,9 +846,10 @@ TEST_F(LeastPrivilege, TheInterpretersLinksAreFollowedAsTheEnvsReader) {
   const auto readable = describe_prefix(prefix);
   ASSERT_TRUE(readable.has_value());
   ASSERT_FALSE(readable->problems.empty());
-  EXPECT_NE(readable->problems.front().find("/opt/bobsecret-5d1e/python3.10 does not exist"),
+  EXPECT_EQ(readable->problems.front().kind, facts::EnvProblem::Kind::no_interpreter);
+  EXPECT_NE(readable->problems.front().text.find("/opt/bobsecret-5d1e/python3.10 does not exist"),
             std::string::npos)
-      << readable->problems.front();
+      << readable->problems.front().text;
 }
 
 TEST_F(LeastPrivilege, EscapedForkedAndGreedyProbesAreBoundedAndEnded) {

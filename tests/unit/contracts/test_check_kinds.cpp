@@ -50,6 +50,52 @@ TEST(CheckKinds, RegistryHasEveryKindOnce) {
   EXPECT_EQ(find_check_kind("nonsense"), nullptr);
 }
 
+// The traits code outside the registry asks instead of a kind's name agree
+// with what each kind gathers: only a kind of the import stage stands for
+// an import failure, only a kind that imports (devices, smoke) can repeat
+// one, and a kind runs env code when its stage does or it reads activation.
+TEST(CheckKinds, TraitsAgreeWithWhatEachKindGathers) {
+  int imports = 0;
+  for (const auto& kind : check_kinds()) {
+    SCOPED_TRACE(std::string(kind.name));
+    if (kind.traits.is_import) {
+      ++imports;
+      EXPECT_EQ(kind.stage, ProbeStage::imports);
+    }
+    if (kind.traits.repeats_import_failure) {
+      EXPECT_TRUE(kind.stage == ProbeStage::devices || kind.stage == ProbeStage::smoke);
+    }
+    if (kind.traits.reads_activation) {
+      EXPECT_EQ(kind.stage, ProbeStage::static_files) << "every later stage runs env code anyway";
+    }
+    EXPECT_EQ(runs_env_code(kind),
+              kind.stage != ProbeStage::static_files || kind.traits.reads_activation);
+  }
+  EXPECT_EQ(imports, 1);
+  for (const char* activated : {"environment", "search_path", "tools", "libraries"}) {
+    ASSERT_NE(find_check_kind(activated), nullptr);
+    EXPECT_TRUE(runs_env_code(*find_check_kind(activated))) << activated;
+  }
+  for (const char* file_only : {"torch", "files", "linkage", "glibc", "distributions"}) {
+    ASSERT_NE(find_check_kind(file_only), nullptr);
+    EXPECT_FALSE(runs_env_code(*find_check_kind(file_only))) << file_only;
+  }
+  EXPECT_EQ(kind_traits("torch").plan_package, KindTraits::PlanPackage::torch);
+  EXPECT_EQ(kind_traits("python").plan_package, KindTraits::PlanPackage::interpreter);
+  // A kind this agent does not know (a report from a newer one) has the defaults.
+  EXPECT_FALSE(kind_traits("from_a_newer_agent").is_import);
+  EXPECT_EQ(kind_traits("from_a_newer_agent").plan_package, KindTraits::PlanPackage::from_evidence);
+}
+
+// Code outside the registry tells kinds apart by their parameters' type:
+// each kind has a type of its own, so that is the kind.
+TEST(CheckKinds, EachKindHasAParameterTypeOfItsOwn) {
+  EXPECT_EQ(std::variant_size_v<CheckParams>, check_kinds().size());
+  const auto torch = single_check("- kind: torch\n  base: \"2.10.0\"");
+  EXPECT_NE(torch.parameters_if<TorchParams>(), nullptr);
+  EXPECT_EQ(torch.parameters_if<TritonParams>(), nullptr);
+}
+
 // What each check asks probes to gather comes from its registry entry: the
 // agent has no list of kinds of its own.
 TEST(CheckKinds, ProbeRequestsComeFromTheRegistry) {

@@ -115,16 +115,18 @@ TEST(Discovery, BrokenPrefixesAreReportedNotFatal) {
   const auto* half = find_env(discovery, "half-deleted");
   ASSERT_NE(half, nullptr);
   ASSERT_EQ(half->problems.size(), 1U);
-  EXPECT_NE(half->problems[0].find("no Python interpreter"), std::string::npos);
+  EXPECT_EQ(half->problems[0].kind, facts::EnvProblem::Kind::no_interpreter);
+  EXPECT_NE(half->problems[0].text.find("no Python interpreter"), std::string::npos);
 
   const auto* dangling = find_env(discovery, "dangling");
   ASSERT_NE(dangling, nullptr);
   ASSERT_EQ(dangling->problems.size(), 1U);
-  EXPECT_NE(dangling->problems[0].find("is a dangling symlink: bin/python -> "
-                                       "/nonexistent/python3.10, and /nonexistent/python3.10 "
-                                       "does not exist"),
+  EXPECT_EQ(dangling->problems[0].kind, facts::EnvProblem::Kind::no_interpreter);
+  EXPECT_NE(dangling->problems[0].text.find("is a dangling symlink: bin/python -> "
+                                            "/nonexistent/python3.10, and /nonexistent/python3.10 "
+                                            "does not exist"),
             std::string::npos)
-      << dangling->problems[0];
+      << dangling->problems[0].text;
 
   std::set<fs::path> problem_paths;
   for (const auto& problem : discovery.problems) {

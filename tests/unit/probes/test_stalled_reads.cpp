@@ -176,9 +176,10 @@ TEST_F(StalledReads, AUsersMountIsNeitherSearchedNorRead) {
   ASSERT_NE(held, nullptr);
   EXPECT_EQ(held->env.user_mount, site_packages(holding) / "mounted");
   ASSERT_EQ(held->env.problems.size(), 1U);
-  EXPECT_NE(held->env.problems[0].find("mounted is a fuse.hung filesystem mounted by "),
+  EXPECT_EQ(held->env.problems[0].kind, facts::EnvProblem::Kind::user_mount);
+  EXPECT_NE(held->env.problems[0].text.find("mounted is a fuse.hung filesystem mounted by "),
             std::string::npos)
-      << held->env.problems[0];
+      << held->env.problems[0].text;
   EXPECT_NE(code_refusal(held->env), "");
 
   // Judged: the env is named broken, with the mount, and never compliant.
