@@ -21,6 +21,7 @@
 #include <mutex>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <system_error>
 #include <thread>
 #include <utility>
@@ -679,7 +680,15 @@ struct ConnectionLimits {
 // private but virtual in 0.11.4: overriding it is how a subclass replaces
 // the loop; process_request, which parses and routes one request, is
 // protected for that purpose). Its loop serves the connections that
-// ConnectionQueue admits.
+// ConnectionQueue admits. `override` holds the signature; what httplib
+// does around it (the accepting thread runs each task queue job, whose
+// only work is this call) is not in a signature: another release is read
+// again before it is built against, so the build stops here rather than
+// the bounds failing at run time.
+static_assert(std::string_view(CPPHTTPLIB_VERSION).starts_with("0.11."),
+              "BoundedServer replaces cpp-httplib 0.11's connection loop: check "
+              "Server::process_and_close_socket and ThreadPool's use of it in this release "
+              "(tests: HttpLimits.*), then widen this check");
 class BoundedServer final : public httplib::Server {
  public:
   ConnectionLimits limits;
