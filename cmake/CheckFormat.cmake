@@ -1,13 +1,11 @@
 # cmake -DCLANG_FORMAT=... -DSOURCE_DIR=... -P CheckFormat.cmake
+cmake_policy(SET CMP0009 NEW)  # a link in the tree is not followed into what it names
 # Fails listing every file clang-format would change.
-file(GLOB_RECURSE sources
-  ${SOURCE_DIR}/contracts/*.cpp ${SOURCE_DIR}/contracts/*.hpp
-  ${SOURCE_DIR}/daemon/*.cpp ${SOURCE_DIR}/daemon/*.hpp
-  ${SOURCE_DIR}/probes/*.cpp ${SOURCE_DIR}/probes/*.hpp ${SOURCE_DIR}/probes/*.c
-  ${SOURCE_DIR}/cli/*.cpp ${SOURCE_DIR}/cli/*.hpp
-  ${SOURCE_DIR}/web/*.cpp ${SOURCE_DIR}/web/*.hpp
-  ${SOURCE_DIR}/bench/*.cpp ${SOURCE_DIR}/bench/*.hpp
-  ${SOURCE_DIR}/tests/*.cpp ${SOURCE_DIR}/tests/*.hpp ${SOURCE_DIR}/tests/*.c)
+# Every C and C++ source of the tree, whatever its folder (a folder added
+# later is checked without being listed here), but for in-tree builds.
+file(GLOB_RECURSE sources ${SOURCE_DIR}/*.cpp ${SOURCE_DIR}/*.hpp ${SOURCE_DIR}/*.c
+  ${SOURCE_DIR}/*.h)
+list(FILTER sources EXCLUDE REGEX "^${SOURCE_DIR}/(build[^/]*|\\.cache|\\.git)/")
 set(unformatted "")
 foreach(source IN LISTS sources)
   execute_process(COMMAND ${CLANG_FORMAT} --dry-run --Werror ${source}

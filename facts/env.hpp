@@ -35,7 +35,8 @@ struct RunAs {
   // Why this user: "owner of the env", "root-owned env: configured user",
   // "root by configuration", "the agent is not root".
   std::string reason;
-  // Chosen for an env root owns, by run_root_envs_as (its reason says which way).
+  // Chosen for a root-owned env of the host by run_root_envs_as (its reason
+  // says which way); not for an image tree's env, whose owner means nothing here.
   bool for_root_owned_env = false;
   // When set, no env code may run: why (e.g. the configured user does not exist).
   std::string problem;
@@ -93,9 +94,9 @@ struct ExecPrefix {
   bool empty() const { return argv.empty(); }
 };
 
-// One Python environment a user of the host could run, as found on disk.
-// What is wrong with an env's prefix itself, as discovery found it. The
-// judge acts on its kind; people read its text (the report lists the texts).
+// What is wrong with an env's prefix itself, as discovery and its reading
+// found it. The judge acts on its kind; people read its text (the report
+// lists the texts).
 struct EnvProblem {
   enum class Kind {
     no_interpreter,   // bin/python is missing, a dangling link or a loop of links
@@ -110,6 +111,7 @@ struct EnvProblem {
 // The problems' texts, in order: what the report shows of them.
 std::vector<std::string> problem_texts(const std::vector<EnvProblem>& problems);
 
+// One Python environment a user of the host could run, as found on disk.
 struct PythonEnv {
   std::string name;              // conda env name, venv dir name, "base" for a conda root
   std::filesystem::path prefix;  // canonical: symlinks resolved

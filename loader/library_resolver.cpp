@@ -204,7 +204,7 @@ constexpr std::size_t k_max_kept_misses = 64;
 constexpr std::size_t k_max_searched_per_miss = 256;
 
 // Calls `visit` with the name of each entry of `dir` (nothing when it cannot
-// be listed), resolved as the env sees it (small_files.hpp's list_names).
+// be listed), resolved as the env sees it (process/small_files.hpp's list_names).
 template <typename Visit>
 void for_each_name(const fs::path& dir, Visit visit) {
   process::record_listing(dir);

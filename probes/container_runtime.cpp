@@ -73,7 +73,7 @@ bool same_file(const fs::path& one, const fs::path& other) {
 
 // Where a container's files are read: /proc/PID/root, when its process
 // stands in a mount namespace of its own (realpath cannot name that root, so
-// it is resolved in it: system_root.hpp); the directory itself when the
+// it is resolved in it: process/system_root.hpp); the directory itself when the
 // process only changed its root in the agent's namespace, where the kernel
 // names paths from the host's "/".
 fs::path process_root_of(pid_t pid) {

@@ -59,7 +59,7 @@ std::string group_name(gid_t gid) {
 
 class Checker {
  public:
-  // `root`: the tree whose links resolve inside it (system_root.hpp's
+  // `root`: the tree whose links resolve inside it (process/system_root.hpp's
   // canonical_in), "/" for the host.
   explicit Checker(const facts::RunAs& run_as, bool owners_are_facts = false, fs::path root = "/")
       : m_run_as(run_as), m_owners_are_facts(owners_are_facts), m_root(std::move(root)) {}

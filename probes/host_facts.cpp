@@ -15,6 +15,7 @@
 
 #include "common/time_text.hpp"
 #include "probes/dynamic_probe.hpp"
+#include "probes/env_dependencies.hpp"
 #include "probes/import_safety.hpp"
 #include "probes/kept_facts.hpp"
 #include "process/small_files.hpp"
@@ -126,7 +127,7 @@ void settle_reading(EnvReading& reading, ChangeWatch& watch) {
   process::ReadDependencies dependencies = std::move(reading.dependencies);
   // What its readers read, followed by identity too (before the trees cover them).
   dependencies.files = dependencies.paths;
-  process::add_env_dependencies(reading.env, activation_inputs(reading.env.env), dependencies);
+  add_env_dependencies(reading.env, activation_inputs(reading.env.env), dependencies);
   process::add_link_targets(dependencies);
   dependencies.compact();
   reading.settled = watch.settle(*reading.interest, dependencies, *reading.mounts).empty();

@@ -425,7 +425,7 @@ class SearchPathBuilder {
   }
 
   // An absolute path read from the env's files or environment, as the agent
-  // names it: inside a container's rootfs, the rootfs' own (system_root.hpp).
+  // names it: inside a container's rootfs, the rootfs' own (process/system_root.hpp).
   fs::path in_tree(const fs::path& path) const {
     return process::under_root(m_env.system_root, path);
   }

@@ -30,7 +30,7 @@ using facts::SearchPath;
 // enables it, the base installation's site dirs (for a venv only with
 // include-system-site-packages = true), each site dir followed by the
 // directories its .pth files add. Only existing directories are listed, as
-// site.py does. Reads files with the limits of small_files.hpp.
+// site.py does. Reads files with the limits of process/small_files.hpp.
 SearchPath compute_search_path(const PythonEnv& env, const facts::Environment& environment);
 
 // The string-to-string dict literal assigned to `name` in Python source,

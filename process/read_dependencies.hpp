@@ -6,8 +6,6 @@
 #include <string>
 #include <vector>
 
-#include "facts/host.hpp"
-
 // What one read of an env's files depended on, so that its facts can be
 // kept until one of those paths changes (probes/change_watch.hpp). Three
 // kinds, from the widest: a tree (a directory and everything under it, such
@@ -68,15 +66,4 @@ void add_link_targets(ReadDependencies& dependencies);
 void record_read(const std::filesystem::path& path);
 // A directory whose listing the facts depend on.
 void record_listing(const std::filesystem::path& dir);
-
-// What an env's facts name that their reading depended on beyond the paths
-// its readers noted: its prefix, the search path (site dirs, the standard
-// library, PYTHONPATH and .pth entries, editable source trees), the
-// directories of PATH and LD_LIBRARY_PATH, its activation scripts, the
-// directories the contract's path patterns look in, and the host files
-// every env's facts read (the loader's cache, users and groups).
-void add_env_dependencies(const facts::EnvFacts& env,
-                          const std::vector<std::filesystem::path>& activation_inputs,
-                          ReadDependencies& into);
-
 }  // namespace envcontract::process

@@ -186,6 +186,7 @@ RunAs run_as_for_image_env(const fs::path& prefix, const RunAsPolicy& policy) {
     image_policy.root_envs_user = k_dynamic_probe_user;
   }
   RunAs run_as = resolve_run_as(0, image_policy, prefix);
+  run_as.for_root_owned_env = false;  // the image's author chose root, not this host
   run_as.reason = "an env of an image's tree, run on the host: its files' owner (" + owner +
                   ") was chosen by the image's author and is no user of this host, so it runs " +
                   (image_policy.root_envs_user == k_dynamic_probe_user

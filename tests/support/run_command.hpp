@@ -12,7 +12,7 @@ struct CommandResult {
 };
 
 // Runs argv[0] with arguments (no shell), capturing stdout and stderr.
-// For tests only: the product's process runner lives in probes/.
+// For tests only: the product's process runner lives in process/.
 CommandResult run_command(const std::vector<std::string>& argv);
 
 }  // namespace envcontract::testing

@@ -10,6 +10,7 @@
 #include <fstream>
 
 #include "probes/change_watch.hpp"
+#include "probes/env_dependencies.hpp"
 #include "process/read_dependencies.hpp"
 #include "tests/support/temp_dir.hpp"
 
@@ -422,7 +423,7 @@ TEST(ReadDependencies, ModuleFilesWithOtherNamesAreFollowedByIdentity) {
   env.static_facts.module_files.add("linked", linked.string(), linked.string());
   env.static_facts.module_files.finish();
   process::ReadDependencies dependencies;
-  process::add_env_dependencies(env, {}, dependencies);
+  add_env_dependencies(env, {}, dependencies);
   EXPECT_EQ(dependencies.files, std::set<fs::path>{linked});
   EXPECT_EQ(dependencies.incomplete, "");
 
@@ -434,7 +435,7 @@ TEST(ReadDependencies, ModuleFilesWithOtherNamesAreFollowedByIdentity) {
   }
   many.static_facts.module_files.finish();
   process::ReadDependencies too_many;
-  process::add_env_dependencies(many, {}, too_many);
+  add_env_dependencies(many, {}, too_many);
   EXPECT_EQ(too_many.incomplete, "more than " + std::to_string(process::k_max_recorded_paths) +
                                      " of its modules' files have other names");
 }
