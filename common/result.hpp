@@ -18,8 +18,17 @@
 // diagnostics with their positions instead of stopping at the first.
 namespace envcontract::common {
 
+// What a caller may act on beyond reporting the message. A code is added
+// when a caller must tell one failure from another: it never reads the
+// message's words for that.
+enum class ErrorCode {
+  failed,   // reported as it is
+  refused,  // input refused as beyond what its kind allows (a crafted file of an env)
+};
+
 struct Error {
   std::string message;  // what went wrong and, where we know it, what to do
+  ErrorCode code = ErrorCode::failed;
 };
 
 template <typename T>
@@ -45,6 +54,8 @@ class [[nodiscard]] Result {
     static const std::string none;
     return ok() ? none : std::get<1>(m_state).message;
   }
+  // What kind of failure it is (ErrorCode::failed when there is a value).
+  ErrorCode error_code() const { return ok() ? ErrorCode::failed : std::get<1>(m_state).code; }
 
  private:
   std::variant<T, Error> m_state;

@@ -110,11 +110,24 @@ class SectionReader {
   bool m_overspent = false;
 };
 
-std::string oversized_message() {
-  return std::string(k_refused_elf) + "its dynamic sections add up to more than " +
-         std::to_string(k_max_section_bytes_per_file >> 20) +
-         " MiB, the bound read of one file (real libraries take tens of MB at most): its "
-         "symbols are not read";
+// Why a file was not read, or nothing when it was.
+using Failure = std::optional<common::Error>;
+
+Failure failed(std::string why) {
+  return common::Error{std::move(why)};
+}
+
+// A file beyond the bounds of what a linker writes: refused, and reported
+// as a hostile file of the env that holds it (library_resolver.cpp).
+Failure refused(const std::string& why) {
+  return common::Error{std::string(k_refused_elf) + why, common::ErrorCode::refused};
+}
+
+Failure oversized() {
+  return refused("its dynamic sections add up to more than " +
+                 std::to_string(k_max_section_bytes_per_file >> 20) +
+                 " MiB, the bound read of one file (real libraries take tens of MB at most): its "
+                 "symbols are not read");
 }
 
 bool looks_like_linker_script(const char* data, std::size_t size) {
@@ -210,16 +223,16 @@ struct DynamicSections {
 };
 
 // "" or why the section headers cannot be walked.
-std::string find_sections(Elf* elf, DynamicSections& found) {
+Failure find_sections(Elf* elf, DynamicSections& found) {
   std::size_t section_count = 0;
   if (elf_getshdrnum(elf, &section_count) != 0 || section_count == 0) {
-    return "no section headers: cannot read its dynamic section";
+    return failed("no section headers: cannot read its dynamic section");
   }
   for (Elf_Scn* section = elf_nextscn(elf, nullptr); section != nullptr;
        section = elf_nextscn(elf, section)) {
     GElf_Shdr header;
     if (gelf_getshdr(section, &header) == nullptr) {
-      return "corrupt section header: " + libelf_error();
+      return failed("corrupt section header: " + libelf_error());
     }
     switch (header.sh_type) {
       case SHT_DYNAMIC:
@@ -261,12 +274,11 @@ struct DynamicEntries {
 };
 
 // "" or why the dynamic section cannot be read.
-std::string read_dynamic(Elf* elf, SectionReader& reader, Elf_Scn* dynamic,
-                         DynamicEntries& entries) {
+Failure read_dynamic(Elf* elf, SectionReader& reader, Elf_Scn* dynamic, DynamicEntries& entries) {
   const std::size_t strings = linked_strings(dynamic);
   Elf_Data* data = reader.data(dynamic);
   if (data == nullptr || !reader.usable_string_table(strings)) {
-    return reader.oversized() ? oversized_message() : "corrupt dynamic section: " + libelf_error();
+    return reader.oversized() ? oversized() : failed("corrupt dynamic section: " + libelf_error());
   }
   const std::size_t entry_size = gelf_fsize(elf, ELF_T_DYN, 1, EV_CURRENT);
   const std::size_t count = entry_size != 0 ? data->d_size / entry_size : 0;
@@ -324,22 +336,22 @@ void version_symbol(Elf_Data* version_data, std::size_t index, const VersionTabl
 }
 
 // "" or why the dynamic symbol table is refused or cannot be read.
-std::string read_symbols(Elf* elf, SectionReader& reader, const DynamicSections& sections,
-                         const VersionTables& versions, std::vector<DynamicSymbol>& symbols) {
+Failure read_symbols(Elf* elf, SectionReader& reader, const DynamicSections& sections,
+                     const VersionTables& versions, std::vector<DynamicSymbol>& symbols) {
   GElf_Shdr header;
   gelf_getshdr(sections.dynsym, &header);
   const std::size_t entry_size = gelf_fsize(elf, ELF_T_SYM, 1, EV_CURRENT);
   // Counted from the header, before the table is read.
   if (entry_size != 0 && header.sh_size / entry_size > k_max_dynamic_symbols) {
-    return std::string(k_refused_elf) + std::to_string(header.sh_size / entry_size) +
-           " dynamic symbols, more than the " + std::to_string(k_max_dynamic_symbols) +
-           " read of one file (real libraries have up to a few hundred thousand): its symbols "
-           "are not read, so nothing it provides or needs can be checked";
+    return refused(std::to_string(header.sh_size / entry_size) +
+                   " dynamic symbols, more than the " + std::to_string(k_max_dynamic_symbols) +
+                   " read of one file (real libraries have up to a few hundred thousand): its "
+                   "symbols are not read, so nothing it provides or needs can be checked");
   }
   Elf_Data* data = reader.data(sections.dynsym);
   if (data == nullptr || !reader.usable_string_table(header.sh_link)) {
-    return reader.oversized() ? oversized_message()
-                              : "corrupt dynamic symbol table: " + libelf_error();
+    return reader.oversized() ? oversized()
+                              : failed("corrupt dynamic symbol table: " + libelf_error());
   }
   Elf_Data* version_data = sections.versym ? reader.data(sections.versym) : nullptr;
   const std::size_t count =
@@ -367,15 +379,15 @@ std::string read_symbols(Elf* elf, SectionReader& reader, const DynamicSections&
 
 // A version table or string table left unread would leave facts wrong, not
 // just missing: the file is reported as not read instead.
-std::string refusal_of(const SectionReader& reader) {
+Failure refusal_of(const SectionReader& reader) {
   if (reader.oversized()) {
-    return oversized_message();
+    return oversized();
   }
   if (reader.overspent()) {
-    return std::string(k_refused_elf) + "its symbol and library names add up to more than " +
-           std::to_string(k_name_bytes_per_table_byte) +
-           " times the string tables that hold them: a crafted file (a table with no end to its "
-           "names), not one a linker wrote; its symbols are not read";
+    return refused("its symbol and library names add up to more than " +
+                   std::to_string(k_name_bytes_per_table_byte) +
+                   " times the string tables that hold them: a crafted file (a table with no end "
+                   "to its names), not one a linker wrote; its symbols are not read");
   }
   return {};
 }
@@ -393,36 +405,36 @@ ElfFile::~ElfFile() {
 
 common::Result<std::shared_ptr<const ElfFile>> ElfFile::open(const fs::path& path) {
   std::shared_ptr<ElfFile> file(new ElfFile());
-  if (std::string error = file->load(path); !error.empty()) {
-    return common::Error{std::move(error)};
+  if (auto error = file->load(path)) {
+    return std::move(*error);
   }
   return std::shared_ptr<const ElfFile>(std::move(file));
 }
 
-std::string ElfFile::open_elf(const fs::path& path) {
+std::optional<common::Error> ElfFile::open_elf(const fs::path& path) {
   static const bool initialised = elf_version(EV_CURRENT) != EV_NONE;
   if (!initialised) {
-    return "libelf is out of date";
+    return failed("libelf is out of date");
   }
   // Never opens a FIFO or a device put where a library is expected.
   struct stat info {};
   std::string refusal;
   const int fd = process::open_regular_file(path, info, refusal);
   if (fd < 0) {
-    return refusal.empty() ? std::string("cannot open: ") + std::strerror(errno)
-                           : "not a regular file";
+    return failed(refusal.empty() ? std::string("cannot open: ") + std::strerror(errno)
+                                  : "not a regular file");
   }
   m_fd = fd;
   char head[4096];
   const ssize_t head_size = ::pread(fd, head, sizeof head, 0);
   if (head_size < 16) {
-    return "truncated: " + std::to_string(std::max<ssize_t>(head_size, 0)) +
-           " bytes, too short for an ELF header";
+    return failed("truncated: " + std::to_string(std::max<ssize_t>(head_size, 0)) +
+                  " bytes, too short for an ELF header");
   }
   if (std::memcmp(head, ELFMAG, SELFMAG) != 0) {
-    return looks_like_linker_script(head, static_cast<std::size_t>(head_size))
-               ? "not an ELF file: a linker script (GNU ld INPUT/GROUP), as libc.so is"
-               : "not an ELF file";
+    return failed(looks_like_linker_script(head, static_cast<std::size_t>(head_size))
+                      ? "not an ELF file: a linker script (GNU ld INPUT/GROUP), as libc.so is"
+                      : "not an ELF file");
   }
   // ELF_C_READ, not a mapping: libelf reads the sections we ask for with
   // pread into memory of its own. A library truncated by someone else while
@@ -431,32 +443,32 @@ std::string ElfFile::open_elf(const fs::path& path) {
   Elf* elf = elf_begin(fd, ELF_C_READ, nullptr);
   m_elf = elf;
   if (elf == nullptr || elf_kind(elf) != ELF_K_ELF) {
-    return "not a readable ELF file: " + libelf_error();
+    return failed("not a readable ELF file: " + libelf_error());
   }
   GElf_Ehdr header;
   if (gelf_getehdr(elf, &header) == nullptr) {
-    return "truncated or corrupt ELF header: " + libelf_error();
+    return failed("truncated or corrupt ELF header: " + libelf_error());
   }
   m_class = header.e_ident[EI_CLASS] == ELFCLASS32 ? 32 : 64;
   m_machine = header.e_machine;
   return {};
 }
 
-std::string ElfFile::load(const fs::path& path) {
+std::optional<common::Error> ElfFile::load(const fs::path& path) {
   m_path = path;
-  if (std::string error = open_elf(path); !error.empty()) {
+  if (auto error = open_elf(path)) {
     return error;
   }
   Elf* elf = static_cast<Elf*>(m_elf);
   DynamicSections sections;
-  if (std::string error = find_sections(elf, sections); !error.empty()) {
+  if (auto error = find_sections(elf, sections)) {
     return error;
   }
   m_has_symtab = sections.has_symtab;
   SectionReader reader(elf);
   if (sections.dynamic != nullptr) {
     DynamicEntries entries;
-    if (std::string error = read_dynamic(elf, reader, sections.dynamic, entries); !error.empty()) {
+    if (auto error = read_dynamic(elf, reader, sections.dynamic, entries)) {
       return error;
     }
     m_needed = std::move(entries.needed);
@@ -468,12 +480,11 @@ std::string ElfFile::load(const fs::path& path) {
   m_defined_versions = versions.defined;
   m_needed_versions = versions.needed;
   if (sections.dynsym != nullptr) {
-    if (std::string error = read_symbols(elf, reader, sections, versions, m_symbols);
-        !error.empty()) {
+    if (auto error = read_symbols(elf, reader, sections, versions, m_symbols)) {
       return error;
     }
   }
-  if (std::string error = refusal_of(reader); !error.empty()) {
+  if (auto error = refusal_of(reader)) {
     return error;
   }
   // The index of definitions is made when first asked for (a system

@@ -4,6 +4,7 @@
 #include <filesystem>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -26,9 +27,10 @@ struct DynamicSymbol {
   std::string_view version_library;
 };
 
-// The start of ElfFile::open's error for a file beyond the bounds of what a
-// linker writes (a crafted file, elf_file.cpp): it is also reported as a
-// hostile file of the env that holds it.
+// The start of ElfFile::open's message for a file beyond the bounds of what
+// a linker writes (a crafted file, elf_file.cpp), whose error's code is
+// common::ErrorCode::refused: it is also reported as a hostile file of the
+// env that holds it.
 inline constexpr std::string_view k_refused_elf = "refused: ";
 
 // An ELF shared object or executable, read without running anything:
@@ -76,8 +78,9 @@ class ElfFile {
  private:
   ElfFile() = default;
   // Each "" or what is wrong with the file.
-  std::string load(const std::filesystem::path& path);
-  std::string open_elf(const std::filesystem::path& path);  // the file and its ELF header
+  std::optional<common::Error> load(const std::filesystem::path& path);
+  // The file and its ELF header.
+  std::optional<common::Error> open_elf(const std::filesystem::path& path);
   void index_definitions() const;
 
   std::filesystem::path m_path;

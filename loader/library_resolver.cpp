@@ -25,7 +25,7 @@ namespace {
 // each time an env meets it (the cache serves every env).
 const common::Result<std::shared_ptr<const ElfFile>>& noted(
     const fs::path& path, const common::Result<std::shared_ptr<const ElfFile>>& file) {
-  if (!file && file.error().starts_with(k_refused_elf)) {
+  if (!file && file.error_code() == common::ErrorCode::refused) {
     process::FileProblemLog::record(
         path, "is refused as a shared library: " + file.error().substr(k_refused_elf.size()));
   }

@@ -44,5 +44,17 @@ TEST(Result, StringValuesAndMoveOnlyValues) {
   EXPECT_EQ(*taken, 3);
 }
 
+// A caller tells failures apart by their code, never by their words; a
+// value has no failure to tell.
+TEST(Result, AFailureCarriesItsCode) {
+  const Result<int> refused = Error{"refused: a crafted file", ErrorCode::refused};
+  EXPECT_EQ(refused.error_code(), ErrorCode::refused);
+  const Result<int> plain = Error{"cannot open"};
+  EXPECT_EQ(plain.error_code(), ErrorCode::failed);
+  const Result<int> value = 3;
+  EXPECT_EQ(value.error_code(), ErrorCode::failed);
+  EXPECT_EQ(value.error(), "");
+}
+
 }  // namespace
 }  // namespace envcontract::common

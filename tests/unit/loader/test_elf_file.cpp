@@ -197,6 +197,8 @@ TEST(ElfFile, HostileInputGetsAClearErrorPerFile) {
             "truncated: 0 bytes, too short for an ELF header");
   dir.write("libtext.so", "this is not a library, just text named like one\n");
   EXPECT_EQ(open_error(dir.path() / "libtext.so"), "not an ELF file");
+  // Not a library, but nothing crafted: a failure, not a refusal.
+  EXPECT_EQ(ElfFile::open(dir.path() / "libtext.so").error_code(), common::ErrorCode::failed);
   EXPECT_EQ(open_error("/usr/lib/x86_64-linux-gnu/libc.so"),
             "not an ELF file: a linker script (GNU ld INPUT/GROUP), as libc.so is");
   EXPECT_EQ(open_error(dir.path()), "not a regular file");
@@ -330,6 +332,8 @@ TEST(ElfFile, SectionsLargerInAllThanAnyLibrarysAreNotRead) {
   EXPECT_TRUE(
       open_error(huge).starts_with("refused: its dynamic sections add up to more than 256 MiB"))
       << open_error(huge);
+  // Told by its code, not its words: the resolver reports it as a hostile file.
+  EXPECT_EQ(ElfFile::open(huge).error_code(), common::ErrorCode::refused);
   // A string table of 170 MiB and a symbol table of 90 MiB: each below the
   // bound, together above it.
   const auto two = with_sparse_sections(dir, "libtwo.so", 90ULL << 20, 170ULL << 20);
