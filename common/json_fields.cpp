@@ -1,11 +1,9 @@
 #include "common/json_fields.hpp"
 
 namespace envcontract::common {
-namespace {
-
 using Json = nlohmann::ordered_json;
 
-const Json& member(const Json& object, const char* key) {
+const Json& field(const Json& object, const char* key) {
   static const Json null_value = nullptr;
   if (!object.is_object()) {
     return null_value;
@@ -14,22 +12,20 @@ const Json& member(const Json& object, const char* key) {
   return it == object.end() ? null_value : *it;
 }
 
-}  // namespace
-
 std::string string_field(const Json& object, const char* key) {
-  const Json& value = member(object, key);
+  const Json& value = field(object, key);
   return value.is_string() ? value.get<std::string>() : std::string();
 }
 
 const Json& array_field(const Json& object, const char* key) {
   static const Json empty = Json::array();
-  const Json& value = member(object, key);
+  const Json& value = field(object, key);
   return value.is_array() ? value : empty;
 }
 
 const Json& object_field(const Json& object, const char* key) {
   static const Json empty = Json::object();
-  const Json& value = member(object, key);
+  const Json& value = field(object, key);
   return value.is_object() ? value : empty;
 }
 

@@ -9,6 +9,10 @@
 // one of another type.
 namespace envcontract::common {
 
+// The field whatever its type, or null when absent or `object` is not an
+// object (a reference into `object`, or to a static null).
+const nlohmann::ordered_json& field(const nlohmann::ordered_json& object, const char* key);
+
 // The field as a string ("" when absent, null or not a string).
 std::string string_field(const nlohmann::ordered_json& object, const char* key);
 

@@ -2,6 +2,7 @@
 
 #include <chrono>
 
+#include "common/json_fields.hpp"
 #include "common/json_from_outside.hpp"
 #include "fleet/query_string.hpp"
 
@@ -14,11 +15,6 @@ using Json = report::Json;
 std::string variable(const std::map<std::string, std::string>& variables, const char* name) {
   const auto found = variables.find(name);
   return found == variables.end() ? "" : found->second;
-}
-
-std::string text_field(const Json& object, const char* key) {
-  const auto found = object.is_object() ? object.find(key) : object.end();
-  return found != object.end() && found->is_string() ? found->get<std::string>() : "";
 }
 
 std::int64_t integer_field(const Json& object, const char* key) {
@@ -71,7 +67,7 @@ GateVerdict ask_gate(const HostAddress& agent, const GateQuery& query,
   }
   const auto body =
       common::parse_outside_json(response.body, "the agent's answer", {options.max_response_bytes});
-  const std::string error = body ? text_field(body.value(), "error") : "";
+  const std::string error = body ? common::string_field(body.value(), "error") : "";
   if (response.status == 404 || response.status == 409 ||
       (response.status == 503 && !error.empty())) {
     verdict.kind = GateVerdict::Kind::refused;

@@ -4,6 +4,7 @@
 #include <map>
 #include <sstream>
 
+#include "common/json_fields.hpp"
 #include "common/python_names.hpp"
 #include "contracts/check_kind.hpp"
 #include "provisioning/provision_steps.hpp"
@@ -13,16 +14,8 @@ namespace {
 
 using Package = contracts::KindTraits::PlanPackage;
 
-std::string text_of(const Json& json, const char* key) {
-  const auto found = json.find(key);
-  return found != json.end() && found->is_string() ? found->get<std::string>() : std::string();
-}
-
-const Json& member(const Json& json, const char* key) {
-  static const Json null;
-  const auto found = json.is_object() ? json.find(key) : json.end();
-  return found == json.end() ? null : *found;
-}
+using common::field;
+using common::string_field;
 
 // "torch==2.10.0+cpu" -> "torch"
 std::string requirement_name(const std::string& requirement) {
@@ -57,22 +50,22 @@ class EnvPlanner {
  public:
   EnvPlanner(const Json& env, const contracts::Contract& contract)
       : m_env(env), m_recipe(contract.provision ? &*contract.provision : nullptr) {
-    m_plan.env = text_of(env, "name");
-    m_plan.prefix = text_of(env, "prefix");
-    m_plan.verdict = text_of(env, "verdict");
+    m_plan.env = string_field(env, "name");
+    m_plan.prefix = string_field(env, "prefix");
+    m_plan.verdict = string_field(env, "verdict");
     m_python = m_plan.prefix + "/bin/python";
-    m_conda = text_of(env, "kind") == "conda";
+    m_conda = string_field(env, "kind") == "conda";
   }
 
   EnvPlan build() {
-    const auto& checks = member(m_env, "checks");
+    const auto& checks = field(m_env, "checks");
     if (!checks.is_array()) {
       return m_plan;
     }
     // Files and linkage last: they are usually answered by a package step.
     std::vector<const Json*> deferred;
     for (const auto& check : checks) {
-      const auto cause = text_of(member(check, "diagnosis"), "cause");
+      const auto cause = string_field(field(check, "diagnosis"), "cause");
       if (cause == "forbidden_file" || cause == "forbidden_needed") {
         deferred.push_back(&check);
       } else {
@@ -99,7 +92,7 @@ class EnvPlanner {
     if (!check.is_object()) {
       return;
     }
-    const std::string status = text_of(check, "status");
+    const std::string status = string_field(check, "status");
     if (status == "pass") {
       return;
     }
@@ -124,13 +117,13 @@ class EnvPlanner {
   // What a failing check of the report says, as the planner reads it.
   struct Finding {
     explicit Finding(const Json& check)
-        : id(text_of(check, "id")),
-          package(contracts::kind_traits(text_of(check, "kind")).plan_package),
-          cause(text_of(member(check, "diagnosis"), "cause")),
-          summary(text_of(member(check, "diagnosis"), "summary")),
-          evidence(member(member(check, "diagnosis"), "evidence")),
-          expected(member(check, "expected")),
-          actual(member(check, "actual")) {}
+        : id(string_field(check, "id")),
+          package(contracts::kind_traits(string_field(check, "kind")).plan_package),
+          cause(string_field(field(check, "diagnosis"), "cause")),
+          summary(string_field(field(check, "diagnosis"), "summary")),
+          evidence(field(field(check, "diagnosis"), "evidence")),
+          expected(field(check, "expected")),
+          actual(field(check, "actual")) {}
     std::string id;
     // What its kind's package causes are about (the registry's trait).
     contracts::KindTraits::PlanPackage package;
@@ -213,8 +206,8 @@ class EnvPlanner {
     } else if (f.cause == "forbidden_package") {
       remove(distribution_in(check), f.summary, f.id);
     } else if (f.cause == "stock_triton") {
-      const std::string provider = text_of(f.expected, "provider");
-      for (const auto& found : member(f.evidence, "providers")) {
+      const std::string provider = string_field(f.expected, "provider");
+      for (const auto& found : field(f.evidence, "providers")) {
         if (found.is_string() && found.get<std::string>() != provider) {
           remove(found.get<std::string>(), f.summary, f.id);
         }
@@ -222,7 +215,7 @@ class EnvPlanner {
       install(provider, recipe_spec(provider).empty() ? provider : recipe_spec(provider), f.summary,
               f.id, false);
     } else if (f.cause == "triton_backend_missing") {
-      const std::string provider = text_of(f.evidence, "provider");
+      const std::string provider = string_field(f.evidence, "provider");
       if (const auto spec = recipe_spec(provider); !spec.empty()) {
         install(provider, spec, f.summary, f.id, true);
       } else {
@@ -239,7 +232,7 @@ class EnvPlanner {
   // A module that is not there is installed (or left to the step that
   // installs its package); any other import error is the env's to mend.
   void plan_import_error(const Finding& f) {
-    const std::string error = text_of(f.evidence, "error");
+    const std::string error = string_field(f.evidence, "error");
     const std::string marker = "No module named '";
     const auto at = error.find(marker);
     if (at == std::string::npos) {
@@ -259,11 +252,11 @@ class EnvPlanner {
   bool plan_other_cause(const Json& check, const Finding& f) {
     if (f.cause == "blocked") {
       m_plan.unplanned.push_back(
-          {f.id, f.cause, "runs once " + text_of(f.evidence, "blocked_by") + " passes"});
+          {f.id, f.cause, "runs once " + string_field(f.evidence, "blocked_by") + " passes"});
     } else if (f.cause == "needs_checkout" || f.cause == "waived") {
       m_plan.unplanned.push_back({f.id, f.cause, f.summary});
     } else if (f.cause == "forbidden_file") {
-      for (const auto& path : member(f.evidence, "paths")) {
+      for (const auto& path : field(f.evidence, "paths")) {
         if (path.is_string()) {
           file_step(path.get<std::string>(), f.summary, f.id);
         }
@@ -296,10 +289,10 @@ class EnvPlanner {
   // A library linked to what the contract forbids: answered by its
   // package's step, or the recipe's build of that package, else by hand.
   void plan_forbidden_needed(const Finding& f) {
-    const auto& matched = member(f.actual, "matched");
+    const auto& matched = field(f.actual, "matched");
     const std::string library = matched.is_array() && !matched.empty() && matched[0].is_string()
                                     ? matched[0].get<std::string>()
-                                    : text_of(f.expected, "library");
+                                    : string_field(f.expected, "library");
     const std::string package = package_of_path(library);
     if (attach_to_package_step(package, f.id)) {
       return;
@@ -316,26 +309,26 @@ class EnvPlanner {
 
   // The distribution a package check is about.
   std::string distribution_in(const Json& check) const {
-    const auto package = contracts::kind_traits(text_of(check, "kind")).plan_package;
-    const auto& diagnosis = member(check, "diagnosis");
-    const auto& evidence = member(diagnosis, "evidence");
+    const auto package = contracts::kind_traits(string_field(check, "kind")).plan_package;
+    const auto& diagnosis = field(check, "diagnosis");
+    const auto& evidence = field(diagnosis, "evidence");
     if (package == Package::torch) {
       return "torch";
     }
     if (package == Package::triton) {
-      const std::string provider = text_of(member(check, "expected"), "provider");
+      const std::string provider = string_field(field(check, "expected"), "provider");
       return provider.empty() ? "triton" : provider;
     }
     for (const char* key : {"distribution", "name"}) {
-      if (const auto name = text_of(evidence, key); !name.empty()) {
+      if (const auto name = string_field(evidence, key); !name.empty()) {
         return name;
       }
     }
-    if (const auto path = text_of(evidence, "path"); !path.empty()) {
+    if (const auto path = string_field(evidence, "path"); !path.empty()) {
       return package_of_path(path);
     }
     // "module torch_xmlir is installed; ...", "torch_fl is not installed"
-    std::string summary = text_of(diagnosis, "summary");
+    std::string summary = string_field(diagnosis, "summary");
     if (summary.starts_with("module ")) {
       summary = summary.substr(7);
     }
@@ -359,8 +352,8 @@ class EnvPlanner {
     if (const auto spec = recipe_spec("torch"); !spec.empty()) {
       return spec;
     }
-    const std::string base = text_of(expected, "base");
-    const bool cpu = text_of(member(expected, "cuda"), "mode") == "none";
+    const std::string base = string_field(expected, "base");
+    const bool cpu = string_field(field(expected, "cuda"), "mode") == "none";
     return base.empty() ? "torch" : "torch==" + base + (cpu ? "+cpu" : "");
   }
 
@@ -455,15 +448,15 @@ class EnvPlanner {
   }
 
   void set_variable(const Json& check, const std::string& why, const std::string& id) {
-    const auto& diagnosis = member(check, "diagnosis");
-    const auto& expected = member(check, "expected");
-    std::string variable = text_of(member(diagnosis, "evidence"), "variable");
+    const auto& diagnosis = field(check, "diagnosis");
+    const auto& expected = field(check, "expected");
+    std::string variable = string_field(field(diagnosis, "evidence"), "variable");
     if (variable.empty()) {
-      variable = text_of(expected, "variable");
+      variable = string_field(expected, "variable");
     }
     // "${XPU_ROOT}/lib" needs XPU_ROOT itself: when activation leaves it
     // unset, setting it is a step of its own.
-    if (const auto& starts = member(expected, "starts_with"); starts.is_array()) {
+    if (const auto& starts = field(expected, "starts_with"); starts.is_array()) {
       for (const auto& dir : starts) {
         const std::string text = dir.is_string() ? dir.get<std::string>() : "";
         const auto open = text.find("${");
@@ -480,14 +473,14 @@ class EnvPlanner {
     // The recipe's value first: provision writes the same.
     std::string value = recipe_value(variable);
     if (value.empty()) {
-      if (const auto& starts = member(expected, "starts_with"); starts.is_array()) {
+      if (const auto& starts = field(expected, "starts_with"); starts.is_array()) {
         for (const auto& dir : starts) {
           if (dir.is_string()) {
             value += (value.empty() ? "" : ":") + dir.get<std::string>();
           }
         }
         value += "${" + variable + ":+:$" + variable + "}";
-      } else if (const auto equals = text_of(expected, "equals"); !equals.empty()) {
+      } else if (const auto equals = string_field(expected, "equals"); !equals.empty()) {
         value = equals;
       }
     }
@@ -530,11 +523,11 @@ class EnvPlanner {
   // different. The package that needs it is removed or reinstalled by
   // another step, or the recipe's build of it replaces it; else it is manual.
   void loader_failure(const Json& check, const std::string& why, const std::string& id) {
-    const auto& evidence = member(member(check, "diagnosis"), "evidence");
-    std::string needed_by = text_of(member(evidence, "missing"), "needed_by");
+    const auto& evidence = field(field(check, "diagnosis"), "evidence");
+    std::string needed_by = string_field(field(evidence, "missing"), "needed_by");
     for (const char* key : {"needed_by", "library", "requester"}) {
       if (needed_by.empty()) {
-        needed_by = text_of(evidence, key);
+        needed_by = string_field(evidence, key);
       }
     }
     const std::string package = package_of_path(needed_by);
@@ -589,63 +582,65 @@ std::string to_string(StepAction action) {
 HostPlan build_plan(const Json& report, const contracts::Contract& contract,
                     const std::string& env) {
   HostPlan plan;
-  plan.host = text_of(report, "host");
+  plan.host = string_field(report, "host");
   plan.contract = contract.name;
   plan.recipe = contract.provision.has_value();
   // The host's image, and each container target's (`container` names it).
   const auto image_steps = [&](const Json& targets, const std::string& container) {
     for (const auto& target : targets) {
-      for (const auto& check : member(target, "checks")) {
+      for (const auto& check : field(target, "checks")) {
         // A skip (another target matched, or the images are the containers')
         // asks nothing of anyone.
-        const std::string status = text_of(check, "status");
+        const std::string status = string_field(check, "status");
         if (status != "fail" && status != "error") {
           continue;
         }
-        const auto& diagnosis = member(check, "diagnosis");
-        const bool unknown = text_of(diagnosis, "cause") == "image_unknown";
+        const auto& diagnosis = field(check, "diagnosis");
+        const bool unknown = string_field(diagnosis, "cause") == "image_unknown";
         const std::string whose =
             container.empty() ? "the host's" : "container " + container + "'s";
         plan.host_steps.push_back(
             {StepAction::manual,
-             text_of(target, "name"),
-             text_of(check, "expected"),
-             text_of(diagnosis, "summary"),
+             string_field(target, "name"),
+             string_field(check, "expected"),
+             string_field(diagnosis, "summary"),
              "",
-             unknown ? "the agent's configuration: where " + whose +
-                           " image reference is read (docs/agent.md, docs/containers.md)"
-                     : "the host's administrator: run the image " + text_of(check, "expected") +
-                           (container.empty() ? "" : " in container " + container) +
-                           " (docker pull, then recreate the container from it)",
+             unknown
+                 ? "the agent's configuration: where " + whose +
+                       " image reference is read (docs/agent.md, docs/containers.md)"
+                 : "the host's administrator: run the image " + string_field(check, "expected") +
+                       (container.empty() ? "" : " in container " + container) +
+                       " (docker pull, then recreate the container from it)",
              {(container.empty() ? "target:" : "container:" + container + ":target:") +
-              text_of(target, "name")}});
+              string_field(target, "name")}});
       }
     }
   };
-  image_steps(member(report, "targets"), "");
-  for (const auto& container : member(report, "containers")) {
-    image_steps(member(container, "targets"), text_of(container, "name"));
+  image_steps(field(report, "targets"), "");
+  for (const auto& container : field(report, "containers")) {
+    image_steps(field(container, "targets"), string_field(container, "name"));
   }
-  for (const auto& entry : member(report, "envs")) {
+  for (const auto& entry : field(report, "envs")) {
     // An entry the report could not have made: no plan (its prefix would
     // make commands for the system's interpreter).
-    if (!entry.is_object() || text_of(entry, "prefix").empty() || text_of(entry, "name").empty()) {
+    if (!entry.is_object() || string_field(entry, "prefix").empty() ||
+        string_field(entry, "name").empty()) {
       continue;
     }
-    if (!env.empty() && text_of(entry, "name") != env) {
+    if (!env.empty() && string_field(entry, "name") != env) {
       continue;
     }
-    if (text_of(entry, "verdict") == "compliant") {
+    if (string_field(entry, "verdict") == "compliant") {
       continue;
     }
-    if (const std::string container = text_of(entry, "container"); !container.empty()) {
+    if (const std::string container = string_field(entry, "container"); !container.empty()) {
       // Its commands would run on the host, on the container's files seen
       // from outside: a container's env is mended in the container (or its
       // image), which the plan does not reach.
       EnvPlan inside;
-      inside.env = text_of(entry, "name");
-      inside.prefix = text_of(entry, "prefix");
-      inside.verdict = text_of(entry, "verdict");
+      inside.env = string_field(entry, "name");
+      inside.prefix = string_field(entry, "prefix");
+      inside.verdict = string_field(entry, "verdict");
       inside.unplanned.push_back(
           {"", "in_container",
            "the env lives in container " + container +
