@@ -28,40 +28,32 @@ namespace {
 // they resolve to), torch's and triton's version files, each module's
 // location, each distribution's metadata. A byte added to libc10.so or an
 // edited version.py must re-probe even when no fact read from files differs.
-std::vector<std::string> deciding_files(const report::Json& env_facts) {
+std::vector<std::string> deciding_files(const facts::EnvFacts& env) {
   std::vector<std::string> files;
-  const auto text = [](const report::Json& object, const char* key) {
-    const auto it = object.find(key);
-    return it != object.end() && it->is_string() ? it->get<std::string>() : std::string();
-  };
-  const auto member = [](const report::Json& object, const char* key) -> const report::Json& {
-    static const report::Json none = report::Json::object();
-    const auto it = object.find(key);
-    return it != object.end() && (it->is_object() || it->is_array()) ? *it : none;
-  };
-  files.push_back(text(env_facts, "python"));
-  const auto& linkage = member(member(env_facts, "linkage"), "activated");
-  for (const auto& library : member(linkage, "libraries")) {
-    files.push_back(text(library, "path"));
-    for (const auto& link : member(library, "closure")) {
-      files.push_back(text(link, "path"));
+  files.push_back(env.env.python.string());
+  for (const auto& library : env.linkage.libraries) {
+    files.push_back(library.path.string());
+    for (const auto& link : library.closure) {
+      files.push_back(link.path);
     }
   }
-  const auto& facts = member(env_facts, "static");
-  for (const char* package : {"torch", "triton"}) {
-    const std::string location = text(member(facts, package), "location");
-    if (!location.empty()) {
+  const auto& found = env.static_facts;
+  const std::pair<bool, std::string> packages[] = {
+      {found.torch.present, found.torch.location.string()},
+      {found.triton.present, found.triton.location.string()}};
+  for (const auto& [present, location] : packages) {
+    if (present && !location.empty()) {
       files.push_back(location + "/__init__.py");
       files.push_back(location + "/version.py");
       files.push_back(location + "/_version.py");
     }
   }
-  for (const auto& [module, path] : member(facts, "module_paths").items()) {
-    files.push_back(path.is_string() ? path.get<std::string>() : "");
+  for (std::size_t i = 0; i < found.module_files.size(); ++i) {
+    files.push_back(found.module_files.file(i).real);
   }
-  for (const auto& distribution : member(facts, "distributions")) {
+  for (const auto& distribution : found.distributions) {
     // A dist-info or egg-info directory, or a file: its version lives in METADATA or PKG-INFO.
-    const std::string metadata = text(distribution, "metadata");
+    const std::string metadata = distribution.metadata.string();
     files.push_back(metadata);
     files.push_back(metadata + "/METADATA");
     files.push_back(metadata + "/PKG-INFO");
@@ -73,18 +65,27 @@ std::vector<std::string> deciding_files(const report::Json& env_facts) {
 
 }  // namespace
 
-std::string env_fingerprint(const report::Json& env_facts, const std::string& contract_sha256) {
-  std::string material = contract_sha256;
+FingerprintInput fingerprint_input(const facts::EnvFacts& env, const std::string& contract_sha256) {
+  // The facts' JSON text is their canonical form here: what any of them
+  // says, and not how it is held, decides.
+  const report::Json json = facts::to_json(env);
+  FingerprintInput input;
+  input.material = contract_sha256;
   for (const char* key :
        {"prefix", "python", "python_version", "static", "activation", "linkage"}) {
-    material += '\0';
-    material += env_facts.contains(key) ? common::json_text(env_facts.at(key)) : "";
+    input.material += '\0';
+    input.material += json.contains(key) ? common::json_text(json.at(key)) : "";
   }
-  // stat only (never opened): size, modification and change times and inode
-  // of each. The change time is the one a file's owner cannot set: a file
-  // rewritten in place with its old size and modification time put back (a
-  // tar or rsync -t over the env) still changes it.
-  for (const auto& file : deciding_files(env_facts)) {
+  input.files = deciding_files(env);
+  return input;
+}
+
+std::string env_fingerprint(const FingerprintInput& input) {
+  std::string material = input.material;
+  // The change time is the one a file's owner cannot set: a file rewritten
+  // in place with its old size and modification time put back (a tar or
+  // rsync -t over the env) still changes it.
+  for (const auto& file : input.files) {
     struct stat info {};
     material += '\0' + file + '\t';
     if (!file.empty() && ::stat(file.c_str(), &info) == 0) {
@@ -402,15 +403,16 @@ class ScanRun {
       }
     }
     if (!unread && fingerprint->empty()) {
-      auto env_json = std::make_shared<const report::Json>(facts::to_json(env));
-      const std::string contract_sha = m_contract.identity.sha256;
-      stalled =
-          process::run_bounded("fingerprint " + env.env.prefix.string(),
-                               "reading the files of " + env.env.prefix.string(),
-                               m_settings.facts.reading_deadline, m_cancellation.get(),
-                               [fingerprint, env_json, contract_sha](const process::Cancellation&) {
-                                 *fingerprint = env_fingerprint(*env_json, contract_sha);
-                               });
+      // Taken here, from the facts; the job, which may be left behind on a
+      // stalled mount, holds its own copy and only stats.
+      auto input = std::make_shared<const FingerprintInput>(
+          fingerprint_input(env, m_contract.identity.sha256));
+      stalled = process::run_bounded("fingerprint " + env.env.prefix.string(),
+                                     "reading the files of " + env.env.prefix.string(),
+                                     m_settings.facts.reading_deadline, m_cancellation.get(),
+                                     [fingerprint, input](const process::Cancellation&) {
+                                       *fingerprint = env_fingerprint(*input);
+                                     });
       if (stalled) {
         // The job left behind may still write the string: it is its own now.
         return {};

@@ -123,10 +123,22 @@ class Scanner {
   bool m_watch_tried = false;
 };
 
-// What decides whether an env must be probed again: its files' facts
-// (metadata, packages, torch and triton files), its activation, the
-// libraries its extensions resolve to, the contract's hash, and the size,
-// mtime and inode of every file those facts come from (deciding_files).
-std::string env_fingerprint(const report::Json& env_facts, const std::string& contract_sha256);
+// What decides whether an env must be probed again, taken from its facts
+// on the scan's thread: the contract's hash and its files' facts (metadata,
+// packages, torch and triton files, its activation, the libraries its
+// extensions resolve to) as text, and the files whose contents decide those
+// facts without always changing them (the interpreter, every library of
+// the closure, torch's and triton's version files, each module, each
+// distribution's metadata).
+struct FingerprintInput {
+  std::string material;
+  std::vector<std::string> files;  // sorted, each once
+};
+FingerprintInput fingerprint_input(const facts::EnvFacts& env, const std::string& contract_sha256);
+
+// The fingerprint: the material and the size, modification and change time
+// and inode of each file (stat only, never opened: on a stalled mount it
+// blocks, which the caller bounds).
+std::string env_fingerprint(const FingerprintInput& input);
 
 }  // namespace envcontract::daemon
