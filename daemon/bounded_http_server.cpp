@@ -2,8 +2,11 @@
 
 #include <spdlog/spdlog.h>
 
+#include <arpa/inet.h>
+#include <netinet/in.h>
 #include <poll.h>
 #include <sys/socket.h>
+#include <sys/time.h>
 #include <sys/uio.h>
 #include <unistd.h>
 
@@ -11,6 +14,7 @@
 #include <array>
 #include <cerrno>
 #include <condition_variable>
+#include <cstring>
 #include <deque>
 #include <functional>
 #include <list>
@@ -568,19 +572,6 @@ class ConnectionQueue final : public httplib::TaskQueue {
   std::optional<Clock::time_point> m_thread_warning;  // when a thread last failed to start
 };
 
-// httplib's server with our connection loop (process_and_close_socket is
-// private but virtual in 0.11.4: overriding it is how a subclass replaces
-// the loop; process_request, which parses and routes one request, is
-// protected for that purpose). Its loop serves the connections that
-// ConnectionQueue admits. `override` holds the signature; what httplib
-// does around it (the accepting thread runs each task queue job, whose
-// only work is this call) is not in a signature: another release is read
-// again before it is built against, so the build stops here rather than
-// the bounds failing at run time.
-static_assert(std::string_view(CPPHTTPLIB_VERSION).starts_with("0.11."),
-              "BoundedServer replaces cpp-httplib 0.11's connection loop: check "
-              "Server::process_and_close_socket and ThreadPool's use of it in this release "
-              "(tests: HttpLimits.*), then widen this check");
 namespace {
 
 // A 503 answer, whole, for a connection turned away.
@@ -640,6 +631,13 @@ std::string BoundedServer::liveness_problem(std::chrono::milliseconds bound) con
   return "";
 }
 
+bool BoundedServer::others_wait() const {
+  // Loaded once: shutdown() clears it before it joins the serving threads,
+  // and the queue outlives them.
+  const ConnectionQueue* queue = m_queue.load();
+  return queue != nullptr && queue->waiting() > 0;
+}
+
 bool BoundedServer::process_and_close_socket(socket_t sock) {
   if (t_handing_over) {
     t_handed_over = sock;
@@ -666,8 +664,7 @@ void BoundedServer::serve_connection(const Connection& connection) {
     stream.begin_request(Clock::now() + limits.request_timeout, limits.request_bytes);
     t_outcome = {};
     t_stream = &stream;
-    const bool last = health_only || served + 1 == limits.keep_alive_requests ||
-                      (m_queue.load() != nullptr && m_queue.load()->waiting() > 0) ||
+    const bool last = health_only || served + 1 == limits.keep_alive_requests || others_wait() ||
                       svr_sock_ == INVALID_SOCKET;
     bool closed = false;
     ok = process_request(stream, last, closed, [](httplib::Request& request) {
@@ -727,8 +724,7 @@ bool BoundedServer::wait_for_request(ConnectionStream& stream, bool first, bool 
   for (;;) {
     const auto waited =
         std::chrono::duration_cast<std::chrono::milliseconds>(Clock::now() - started);
-    if (waited >= limit || svr_sock_ == INVALID_SOCKET ||
-        (waited >= patience && m_queue.load() != nullptr && m_queue.load()->waiting() > 0)) {
+    if (waited >= limit || svr_sock_ == INVALID_SOCKET || (waited >= patience && others_wait())) {
       return false;
     }
     if (stream.wait_for_request(std::min(k_slice, limit - waited))) {

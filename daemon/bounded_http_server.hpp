@@ -17,6 +17,7 @@
 #include <cstddef>
 #include <mutex>
 #include <string>
+#include <string_view>
 
 #include "daemon/connection_admission.hpp"
 
@@ -59,6 +60,19 @@ class ConnectionQueue;
 class ConnectionStream;
 struct Connection;
 
+// httplib's server with our connection loop (process_and_close_socket is
+// private but virtual in 0.11.4: overriding it is how a subclass replaces
+// the loop; process_request, which parses and routes one request, is
+// protected for that purpose). Its loop serves the connections that
+// ConnectionQueue admits. `override` holds the signature; what httplib
+// does around it (the accepting thread runs each task queue job, whose
+// only work is this call) is not in a signature: another release is read
+// again before it is built against, so the build stops here rather than
+// the bounds failing at run time.
+static_assert(std::string_view(CPPHTTPLIB_VERSION).starts_with("0.11."),
+              "BoundedServer replaces cpp-httplib 0.11's connection loop: check "
+              "Server::process_and_close_socket and ThreadPool's use of it in this release "
+              "(tests: HttpLimits.*), then widen this check");
 class BoundedServer final : public httplib::Server {
  public:
   ConnectionLimits limits;
@@ -89,6 +103,9 @@ class BoundedServer final : public httplib::Server {
   void serve_connection(const Connection& connection);
   static void turn_away(const Connection& connection);
   bool wait_for_request(ConnectionStream& stream, bool first, bool health_only);
+  // Connections accepted wait for a thread: one served gives its thread up
+  // early.
+  bool others_wait() const;
 
   std::atomic<ConnectionQueue*> m_queue{nullptr};
   // Guards m_queue against its deletion for liveness_problem().

@@ -3,7 +3,6 @@
 #include <httplib.h>
 #include <spdlog/spdlog.h>
 
-#include <netinet/in.h>
 #include <sys/socket.h>
 
 #include <algorithm>

@@ -8,6 +8,7 @@
 #include <optional>
 #include <set>
 #include <string>
+#include <vector>
 
 #include "daemon/contract_source.hpp"
 #include "probes/dynamic_probe.hpp"
