@@ -1,0 +1,87 @@
+// What fleetctl prints of many hosts and of two hosts' reports: the fleet's
+// summary line (states counted, causes ranked) and a diff that names what
+// differs and nothing else.
+#include "cli/fleet_render.hpp"
+
+#include <gtest/gtest.h>
+
+#include <optional>
+#include <string>
+#include <tuple>
+#include <vector>
+
+namespace envcontract::cli {
+namespace {
+
+// A report with one env whose checks are given as (id, status, cause).
+Json report_of(const std::string& verdict, const std::string& image,
+               const std::vector<std::tuple<std::string, std::string, std::string>>& checks,
+               const std::string& env = "xpu") {
+  auto listed = Json::array();
+  for (const auto& [id, status, cause] : checks) {
+    Json check = {{"id", id}, {"status", status}, {"severity", "required"}};
+    if (!cause.empty()) {
+      check["diagnosis"] = {{"cause", cause}, {"summary", id + " " + cause}};
+    }
+    listed.push_back(check);
+  }
+  return {{"verdict", verdict},
+          {"contract", {{"name", "kunlunxin"}, {"sha256", "0123456789abcdef"}}},
+          {"image", {{"value", image}}},
+          {"envs", Json::array({{{"name", env}, {"verdict", verdict}, {"checks", listed}}})}};
+}
+
+HostReport host(const std::string& name, std::optional<Json> report) {
+  HostReport host;
+  host.address.text = name;
+  host.address.host = name;
+  host.up = report.has_value();
+  host.report = std::move(report);
+  if (!host.report) {
+    host.error = "connection refused";
+  }
+  return host;
+}
+
+TEST(FleetRender, TheSummaryCountsStatesAndRanksCauses) {
+  const std::vector<HostReport> hosts = {
+      host("a", report_of("drift", "img:2.1.2",
+                          {{"torch", "fail", "cuda_build"}, {"image", "fail", "image_mismatch"}})),
+      host("b", report_of("drift", "img:2.1.2", {{"torch", "fail", "cuda_build"}})),
+      host("c", report_of("compliant", "img:2.2.0", {{"torch", "pass", ""}})),
+      host("d", std::nullopt),
+  };
+  EXPECT_EQ(fleet_summary(hosts),
+            "2 of 4 hosts drift; 1 unavailable; 1 compliant; top causes: cuda_build 2, "
+            "image_mismatch 1");
+}
+
+TEST(FleetRender, ADiffNamesWhatDiffersAndNothingElse) {
+  const Json a =
+      report_of("drift", "img:2.1.2", {{"torch", "fail", "cuda_build"}, {"devices", "pass", ""}});
+  EXPECT_TRUE(diff_is_empty(diff_reports(a, a)));
+  EXPECT_NE(diff_table(diff_reports(a, a), "node-1", "node-2").find("agree"), std::string::npos);
+
+  // Another image, torch mended, a check only B's contract has.
+  Json b = report_of("compliant", "img:2.2.0",
+                     {{"torch", "pass", ""}, {"devices", "pass", ""}, {"smoke", "pass", ""}});
+  const Json diff = diff_reports(a, b);
+  EXPECT_FALSE(diff.contains("contract")) << diff;
+  EXPECT_EQ(diff["image"], (Json{{"a", "img:2.1.2"}, {"b", "img:2.2.0"}}));
+  EXPECT_EQ(diff["verdict"], (Json{{"a", "drift"}, {"b", "compliant"}}));
+  ASSERT_EQ(diff["checks"].size(), 1U) << diff;
+  EXPECT_EQ(diff["checks"][0]["check"], "torch");
+  EXPECT_EQ(diff["checks"][0]["a"]["cause"], "cuda_build");
+  EXPECT_EQ(diff["checks"][0]["b"]["status"], "pass");
+  EXPECT_EQ(diff["checks_in_one_contract_only"], 1);
+
+  // An env only one host has is named, not compared.
+  const Json other = report_of("drift", "img:2.1.2", {{"torch", "fail", "cuda_build"}}, "cuda");
+  const Json envs = diff_reports(a, other);
+  EXPECT_EQ(envs["only_in_a"][0]["env"], "xpu");
+  EXPECT_EQ(envs["only_in_b"][0]["env"], "cuda");
+  EXPECT_FALSE(envs.contains("checks"));
+}
+
+}  // namespace
+}  // namespace envcontract::cli
