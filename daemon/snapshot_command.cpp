@@ -3,7 +3,6 @@
 #include <fcntl.h>
 #include <unistd.h>
 
-#include <fstream>
 #include <ostream>
 
 #include "common/shown_path.hpp"
@@ -144,10 +143,13 @@ int run_snapshot(const SnapshotOptions& options, std::ostream& out, std::ostream
     err << "envcontractd snapshot: " << env.env.name << ": " << dynamic.refused << "\n";
     return 2;
   }
-  const auto input =
-      provisioning::snapshot_input(env, dynamic,
-                                   {options.name, host.host, host.image.value, options.pin,
-                                    base ? &(*base)->contract : nullptr, plan.imports});
+  const auto input = provisioning::snapshot_input(env, dynamic,
+                                                  {.name = options.name,
+                                                   .host = host.host,
+                                                   .image = host.image.value,
+                                                   .pin = options.pin,
+                                                   .base = base ? &(*base)->contract : nullptr,
+                                                   .imports = plan.imports});
   const std::string yaml = provisioning::snapshot_yaml(input);
   // Never write a contract that does not load.
   const bool to_stdout = options.output.empty() || options.output == "-";

@@ -16,14 +16,14 @@ namespace envcontract::provisioning {
 
 // What the snapshot is made of beyond the env's facts.
 struct SnapshotSource {
-  std::string name;   // the contract's name; "" for "<env>-snapshot"
-  std::string host;   // the host the env is on
-  std::string image;  // the image the host runs, "" when it says none
-  bool pin = false;   // distributions pinned to their versions
+  std::string name{};   // the contract's name; "" for "<env>-snapshot"
+  std::string host{};   // the host the env is on
+  std::string image{};  // the image the host runs, "" when it says none
+  bool pin = false;     // distributions pinned to their versions
   // The base contract (its platform, device counts and smoke snippets), or null.
   const contracts::Contract* base = nullptr;
   // The modules the env's probe was asked to import, in order.
-  std::vector<std::string> imports;
+  std::vector<std::string> imports{};
 };
 
 // What to import in the env, in the order a user would: torch first, what

@@ -8,6 +8,7 @@
 #include <optional>
 #include <string>
 #include <tuple>
+#include <utility>
 #include <vector>
 
 namespace envcontract::cli {
@@ -44,16 +45,17 @@ HostReport host(const std::string& name, std::optional<Json> report) {
 }
 
 TEST(FleetRender, TheSummaryCountsStatesAndRanksCauses) {
+  // The cause more hosts share comes first, though it sorts last by name.
   const std::vector<HostReport> hosts = {
       host("a", report_of("drift", "img:2.1.2",
                           {{"torch", "fail", "cuda_build"}, {"image", "fail", "image_mismatch"}})),
-      host("b", report_of("drift", "img:2.1.2", {{"torch", "fail", "cuda_build"}})),
+      host("b", report_of("drift", "img:2.1.2", {{"image", "fail", "image_mismatch"}})),
       host("c", report_of("compliant", "img:2.2.0", {{"torch", "pass", ""}})),
       host("d", std::nullopt),
   };
   EXPECT_EQ(fleet_summary(hosts),
-            "2 of 4 hosts drift; 1 unavailable; 1 compliant; top causes: cuda_build 2, "
-            "image_mismatch 1");
+            "2 of 4 hosts drift; 1 unavailable; 1 compliant; top causes: image_mismatch 2, "
+            "cuda_build 1");
 }
 
 TEST(FleetRender, ADiffNamesWhatDiffersAndNothingElse) {
@@ -74,6 +76,12 @@ TEST(FleetRender, ADiffNamesWhatDiffersAndNothingElse) {
   EXPECT_EQ(diff["checks"][0]["a"]["cause"], "cuda_build");
   EXPECT_EQ(diff["checks"][0]["b"]["status"], "pass");
   EXPECT_EQ(diff["checks_in_one_contract_only"], 1);
+
+  // Another contract, named with the start of its hash.
+  Json other_contract = a;
+  other_contract["contract"]["sha256"] = "fedcba9876543210";
+  EXPECT_EQ(diff_reports(a, other_contract)["contract"],
+            (Json{{"a", "kunlunxin 0123456789ab"}, {"b", "kunlunxin fedcba987654"}}));
 
   // An env only one host has is named, not compared.
   const Json other = report_of("drift", "img:2.1.2", {{"torch", "fail", "cuda_build"}}, "cuda");

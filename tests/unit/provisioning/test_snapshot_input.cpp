@@ -10,6 +10,8 @@
 #include <utility>
 #include <vector>
 
+#include "facts/stage_names.hpp"
+
 namespace envcontract::provisioning {
 namespace {
 
@@ -72,9 +74,11 @@ TEST(SnapshotInput, TheEnvsFactsAndWhatItsProbeGave) {
   imports.records = {torch, xpu};
   dynamic.stages.push_back(imports);
 
-  const auto input = snapshot_input(
-      env, dynamic,
-      {"", "node-7", "registry/xpu:2.2.0", true, nullptr, {"torch", "torch_xpu", "numpy"}});
+  const auto input = snapshot_input(env, dynamic,
+                                    {.host = "node-7",
+                                     .image = "registry/xpu:2.2.0",
+                                     .pin = true,
+                                     .imports = {"torch", "torch_xpu", "numpy"}});
   EXPECT_EQ(input.contract_name, "xpu210-snapshot");
   EXPECT_EQ(input.host, "node-7");
   EXPECT_EQ(input.image, "registry/xpu:2.2.0");
@@ -96,6 +100,41 @@ TEST(SnapshotInput, TheEnvsFactsAndWhatItsProbeGave) {
             (std::vector<std::pair<std::string, std::string>>{{"XPU_VISIBLE_DEVICES", "0,1"}}));
   EXPECT_EQ(input.variables_set, (std::vector<std::string>{"XPU_HOME"}));
   EXPECT_EQ(input.library_path_first, "{prefix}/lib/xpu");
+}
+
+// A variable activation leaves as it was is not the env's; a base contract
+// gives the platform and its device counts with what they gave here.
+TEST(SnapshotInput, ABaseContractsChecksAndWhatActivationLeavesAlone) {
+  auto env = xpu_env();
+  env.activation.bare["XPU_VISIBLE_DEVICES"] = "0,1";  // set before activation too
+  contracts::Contract base;
+  base.platform = "kunlunxin";
+  contracts::Check devices;
+  devices.id = "xpu-devices";
+  devices.kind = "devices";
+  contracts::DevicesParams params;
+  params.expression = "torch.xpu.device_count()";
+  devices.params = params;
+  base.checks.push_back(devices);
+  facts::DynamicFacts dynamic;
+  facts::StageResult counted;
+  counted.stage = std::string(facts::stage_names::devices("xpu-devices"));
+  counted.status = facts::StageStatus::ok;
+  facts::ProbeRecord record;
+  record.type = "devices";
+  record.value = 8;
+  counted.records = {record};
+  dynamic.stages.push_back(counted);
+
+  const auto input = snapshot_input(env, dynamic, {.name = "golden", .base = &base});
+  EXPECT_EQ(input.contract_name, "golden");
+  EXPECT_EQ(input.platform, "kunlunxin");
+  EXPECT_TRUE(input.variables.empty()) << input.variables.size();
+  EXPECT_EQ(input.variables_set, (std::vector<std::string>{"XPU_HOME"}));
+  ASSERT_EQ(input.devices.size(), 1U);
+  EXPECT_EQ(input.devices[0].id, "xpu-devices");
+  ASSERT_TRUE(input.devices[0].observed.has_value());
+  EXPECT_EQ(*input.devices[0].observed, 8);
 }
 
 }  // namespace
