@@ -13,6 +13,7 @@
 #include <thread>
 
 #include "tests/support/background_process.hpp"
+#include "tests/support/processes.hpp"
 
 namespace envcontract::testing {
 namespace fs = std::filesystem;
@@ -67,19 +68,19 @@ HostProcess host_process(pid_t pid) {
   HostProcess process;
   process.pid = pid;
   const std::string base = "/proc/" + std::to_string(pid);
-  const std::string stat = read_file(base + "/stat");
+  const std::string stat = read_proc_file(base + "/stat");
   const auto paren = stat.rfind(')');
   if (paren != std::string::npos && paren + 2 < stat.size()) {
     process.state = stat[paren + 2];
   }
-  std::string command = read_file(base + "/cmdline");
+  std::string command = read_proc_file(base + "/cmdline");
   std::replace(command.begin(), command.end(), '\0', ' ');
   process.command = trimmed(command);
   return process;
 }
 
 pid_t parent_of(pid_t pid) {
-  const std::string stat = read_file("/proc/" + std::to_string(pid) + "/stat");
+  const std::string stat = read_proc_file("/proc/" + std::to_string(pid) + "/stat");
   const auto paren = stat.rfind(')');
   if (paren == std::string::npos) {
     return 0;
@@ -365,7 +366,7 @@ std::vector<HostProcess> EngineContainer::processes_naming_it() const {
         (!m_pid_namespace.empty() && pid_namespace_of(pid) == m_pid_namespace)) {
       continue;
     }
-    const std::string argv = read_file("/proc/" + std::to_string(pid) + "/cmdline");
+    const std::string argv = read_proc_file("/proc/" + std::to_string(pid) + "/cmdline");
     bool named = !m_id.empty() && argv.find(m_id) != std::string::npos;
     std::size_t start = 0;
     while (!named && start < argv.size()) {

@@ -9,6 +9,7 @@
 #include <sstream>
 
 #include "tests/support/background_process.hpp"
+#include "tests/support/processes.hpp"
 #include "tests/support/run_command.hpp"
 #include "tests/support/system_venv.hpp"
 
@@ -173,8 +174,8 @@ RunningContainer::RunningContainer(const fs::path& rootfs, const fs::path& log) 
     for (int depth = 0; depth < 4 && m_inside == 0; ++depth) {
       std::vector<pid_t> next;
       for (const pid_t pid : level) {
-        std::ifstream children("/proc/" + std::to_string(pid) + "/task/" + std::to_string(pid) +
-                               "/children");
+        std::istringstream children(read_proc_file("/proc/" + std::to_string(pid) + "/task/" +
+                                                   std::to_string(pid) + "/children"));
         for (pid_t child = 0; children >> child;) {
           std::error_code error;
           // Inside the container the interpreter is the rootfs's hard link.

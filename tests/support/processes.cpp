@@ -7,12 +7,7 @@
 
 namespace envcontract::testing {
 
-namespace {
-
-// A file of /proc/PID: "" when the process is gone or exits while it is
-// read (read fails with ESRCH then, which std::ifstream turns into an
-// exception of libstdc++'s own).
-std::string read_proc_file(const std::filesystem::path& path) {
+std::string read_proc_file(const std::string& path) {
   std::string contents;
   const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
   if (fd < 0) {
@@ -30,8 +25,6 @@ std::string read_proc_file(const std::filesystem::path& path) {
   return contents;
 }
 
-}  // namespace
-
 bool process_running(pid_t pid) {
   const std::string stat = read_proc_file("/proc/" + std::to_string(pid) + "/stat");
   const std::string text = stat.substr(0, stat.find('\n'));
@@ -48,7 +41,7 @@ std::vector<pid_t> processes_with_environment(const std::string& entry) {
       continue;
     }
     const pid_t pid = std::stoi(name);
-    const std::string contents = read_proc_file(process.path() / "environ");
+    const std::string contents = read_proc_file((process.path() / "environ").string());
     if (process_running(pid) && contents.find(entry) != std::string::npos) {
       found.push_back(pid);
     }

@@ -7,6 +7,11 @@
 
 namespace envcontract::testing {
 
+// A file of /proc/PID: "" when the process is gone, and what was read when
+// it exits while it is read (read fails with ESRCH then, which std::ifstream
+// turns into an exception of libstdc++'s own).
+std::string read_proc_file(const std::string& path);
+
 // Alive and not a zombie: a killed orphan may wait a while for init to reap it.
 bool process_running(pid_t pid);
 
