@@ -4,6 +4,9 @@
 
 #include <gtest/gtest.h>
 
+#include <set>
+
+#include "contracts/yaml_document.hpp"
 #include "tests/support/contract_text.hpp"
 #include "tests/support/temp_dir.hpp"
 
@@ -91,6 +94,18 @@ TEST(CheckKinds, TraitsAgreeWithWhatEachKindGathers) {
 // each kind has a type of its own, so that is the kind.
 TEST(CheckKinds, EachKindHasAParameterTypeOfItsOwn) {
   EXPECT_EQ(std::variant_size_v<CheckParams>, check_kinds().size());
+  // What each parser returns, even for keys it refuses, is its kind's type:
+  // no two kinds share one.
+  std::set<std::size_t> types;
+  for (const auto& kind : check_kinds()) {
+    Diagnostics diagnostics;
+    ParseContext ctx("kinds.yaml", diagnostics);
+    const YAML::Node empty = YAML::Load("{}");
+    MappingReader reader(empty, "a check", ctx);
+    const CheckParams params = kind.parse(reader, KindContext{});
+    EXPECT_TRUE(types.insert(params.index()).second)
+        << kind.name << " returns the parameters of another kind";
+  }
   const auto torch = single_check("- kind: torch\n  base: \"2.10.0\"");
   EXPECT_NE(torch.parameters_if<TorchParams>(), nullptr);
   EXPECT_EQ(torch.parameters_if<TritonParams>(), nullptr);
