@@ -32,6 +32,7 @@
 #include "common/time_text.hpp"
 #include "daemon/sqlite.hpp"
 #include "daemon/store.hpp"
+#include "report/report_json.hpp"
 
 namespace fs = std::filesystem;
 using Clock = std::chrono::steady_clock;
@@ -173,7 +174,8 @@ int main(int argc, char** argv) {
   double last_day_ms = 0;
   for (int hour = 0; hour < hours; ++hour) {
     const auto scan_start = Clock::now();
-    Json report = host_at(hour, envcontract::common::rfc3339(first + std::chrono::hours(hour)));
+    auto report = envcontract::report::report_from_json(
+        host_at(hour, envcontract::common::rfc3339(first + std::chrono::hours(hour))));
     store.record_scan(report);
     const double ms = elapsed_ms(scan_start);
     if (hour < 24) {

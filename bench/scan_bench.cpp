@@ -122,7 +122,7 @@ std::optional<bool> print_curve(const fs::path& demo, const fs::path& work,
     const auto report = scanner.scan(contract, settings);
     const double ms = since_ms(start);
     ::malloc_trim(0);  // as the agent does after each scan
-    const std::size_t envs = report["envs"].size();
+    const std::size_t envs = report.envs.size();
     const double per_env = envs > 0 ? ms / static_cast<double>(envs) : 0;
     first_per_env = first_per_env > 0 ? first_per_env : per_env;
     first_resident_mb = first_resident_mb > 0 ? first_resident_mb : resident_mb();
@@ -311,7 +311,7 @@ std::optional<double> heavy_env(const fs::path& demo, const fs::path& work, doub
       const auto start = Clock::now();
       const auto report = scanner.scan(**contract, settings);
       scans.push_back(since_ms(start));
-      envs = report["envs"].size();
+      envs = report.envs.size();
     }
     std::sort(scans.begin(), scans.end());
     return scans[1];
@@ -384,9 +384,9 @@ std::optional<double> debian_torch_env(const fs::path& work, int rounds) {
     auto start = Clock::now();
     const auto report = scanner.scan(**contract, settings);
     scans.push_back(since_ms(start));
-    if (report["envs"].size() != 1 || report["verdict"] != "compliant") {
+    if (report.envs.size() != 1 || report.verdict != report::Verdict::compliant) {
       std::fprintf(stderr, "scan_bench: the venv over Debian's torch is not judged compliant: %s\n",
-                   report.value("verdict", "").c_str());
+                   report::to_string(report.verdict).c_str());
       return std::nullopt;
     }
     start = Clock::now();
@@ -478,10 +478,10 @@ int main(int argc, char** argv) {
     start = Clock::now();
     const auto again = scanner.scan(**contract, settings);
     const double elapsed = since_ms(start);
-    if (again["verdict"] != cold["verdict"]) {
+    if (again.verdict != cold.verdict) {
       std::fprintf(stderr, "scan_bench: the warm rescan's verdict differs (%s, cold %s)\n",
-                   again["verdict"].get<std::string>().c_str(),
-                   cold["verdict"].get<std::string>().c_str());
+                   report::to_string(again.verdict).c_str(),
+                   report::to_string(cold.verdict).c_str());
       return 1;
     }
     if (scanner.last_probed() == 0) {
@@ -501,8 +501,8 @@ int main(int argc, char** argv) {
 
   std::vector<std::string> pythons;
   std::vector<fs::path> prefixes;
-  for (const auto& env : cold["envs"]) {
-    const fs::path prefix = env["prefix"].get<std::string>();
+  for (const auto& env : cold.envs) {
+    const fs::path prefix = env.prefix;
     prefixes.push_back(prefix);
     if (fs::exists(prefix / "bin/python")) {
       pythons.push_back((prefix / "bin/python").string());

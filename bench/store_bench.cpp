@@ -20,6 +20,7 @@
 #include "bench/report_only.hpp"
 #include "daemon/sqlite.hpp"
 #include "daemon/store.hpp"
+#include "report/report_json.hpp"
 
 namespace fs = std::filesystem;
 using Clock = std::chrono::steady_clock;
@@ -112,7 +113,7 @@ int main(int argc, char** argv) {
   auto& store = opened.value();
   const auto start = Clock::now();
   for (int i = 0; i < scans; ++i) {
-    auto report = host_report(at(i));
+    auto report = envcontract::report::report_from_json(host_report(at(i)));
     store->record_scan(report);
   }
   const double per_scan_ms =
@@ -124,7 +125,8 @@ int main(int argc, char** argv) {
   auto changing_opened = envcontract::daemon::Store::open(work / "changing.db");
   auto& changing = changing_opened.value();
   for (int i = 0; i < 11; ++i) {
-    auto report = host_report(at(i), Json(std::string(2 * 1024 * 1024, 'a' + i)));
+    auto report = envcontract::report::report_from_json(
+        host_report(at(i), Json(std::string(2 * 1024 * 1024, 'a' + i))));
     changing->record_scan(report);
   }
   envcontract::daemon::sqlite::Database(work / "changing.db")

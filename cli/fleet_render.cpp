@@ -8,6 +8,7 @@
 #include "common/json_fields.hpp"
 #include "report/junit.hpp"
 #include "report/printable.hpp"
+#include "report/report_json.hpp"
 
 namespace envcontract::cli {
 namespace {
@@ -420,14 +421,16 @@ Json failing_checks_only(const Json& report) {
 }  // namespace
 
 std::string fleet_junit(const std::vector<HostReport>& hosts, JunitDetail detail) {
-  std::vector<Json> cut;
-  cut.reserve(hosts.size());  // JunitHost points into it: no reallocation
+  std::vector<report::Report> read;
+  read.reserve(hosts.size());  // JunitHost points into it: no reallocation
   std::vector<report::JunitHost> named;
   for (const auto& host : hosts) {
-    const Json* report = host.report ? &*host.report : nullptr;
-    if (report != nullptr && detail == JunitDetail::failing_checks) {
-      cut.push_back(failing_checks_only(*report));
-      report = &cut.back();
+    const report::Report* report = nullptr;
+    if (host.report) {
+      read.push_back(report::report_from_json(detail == JunitDetail::failing_checks
+                                                  ? failing_checks_only(*host.report)
+                                                  : *host.report));
+      report = &read.back();
     }
     named.push_back({host.address.text, report, host.error});
   }

@@ -22,6 +22,7 @@
 #include "contracts/values.hpp"
 #include "fleet/prometheus_fleet.hpp"
 #include "report/printable.hpp"
+#include "report/report_json.hpp"
 
 namespace envcontract::cli {
 namespace {
@@ -109,7 +110,8 @@ int print_reports(const std::vector<HostReport>& hosts, const Common& common,
   } else if (hosts.size() == 1) {
     const auto& host = hosts.front();
     if (host.report) {
-      std::cout << report::render_table(*host.report, table_style(common));
+      std::cout << report::render_table(report::report_from_json(*host.report),
+                                        table_style(common));
     } else {
       std::cerr << "fleetctl: " << host.address.text << ": " << host.error << "\n";
     }

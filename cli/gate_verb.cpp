@@ -16,6 +16,7 @@
 #include "report/ci_output.hpp"
 #include "report/junit.hpp"
 #include "report/printable.hpp"
+#include "report/report_json.hpp"
 #include "report/report_table.hpp"
 
 namespace envcontract::cli {
@@ -124,7 +125,7 @@ int run_gate(const GateArguments& arguments) {
                                     {"recorded_as", verdict.decision_id},
                                     {"probed", verdict.probed},
                                     {"reused", verdict.reused},
-                                    {"report", verdict.report}},
+                                    {"report", report::to_json(verdict.report)}},
                                    2)
               << "\n";
   } else if (arguments.output == "junit") {

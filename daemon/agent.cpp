@@ -21,6 +21,7 @@
 #include "daemon/transitions.hpp"
 #include "provisioning/plan.hpp"
 #include "provisioning/provisioner.hpp"
+#include "report/report_json.hpp"
 
 namespace envcontract::daemon {
 
@@ -28,7 +29,7 @@ namespace {
 
 // The plan of a report, or null when it cannot be made (a report of an
 // older schema, say): the plan is an extra, never a reason to fail a scan.
-std::shared_ptr<const report::Json> plan_of(const report::Json& report,
+std::shared_ptr<const report::Json> plan_of(const report::Report& report,
                                             const ContractHandle& contract) {
   if (!contract) {
     return nullptr;
@@ -119,16 +120,17 @@ std::string Agent::start() {
   auto contract = loaded.value();
   spdlog::info("contract {} ({}), sha256 {}", contract->identity.name, source,
                contract->identity.sha256.substr(0, 12));
-  std::shared_ptr<const report::Json> previous;
+  std::shared_ptr<const report::Report> previous;
   std::shared_ptr<const std::string> previous_text;
   if (auto stored = m_store->latest_report()) {
     spdlog::info("serving the stored report of scan {} until the first scan finishes",
-                 stored->value("scan_id", 0));
-    previous_text = std::make_shared<const std::string>(common::json_text(*stored));
-    previous = std::make_shared<const report::Json>(std::move(*stored));
+                 stored->scan_id.value_or(0));
+    previous_text =
+        std::make_shared<const std::string>(common::json_text(report::to_json(*stored)));
+    previous = std::make_shared<const report::Report>(std::move(*stored));
     // The last scan's time survives a restart, so that "no scan for an
     // hour" alerts see an agent that restarts before each scan ends.
-    if (const auto at = common::parse_rfc3339(previous->value("scanned_at", ""))) {
+    if (const auto at = common::parse_rfc3339(previous->scanned_at)) {
       m_counters.last_scan_finished = std::chrono::duration<double>(at->time_since_epoch()).count();
     }
   }
@@ -517,10 +519,10 @@ void Agent::run_scan(std::unique_lock<std::mutex>& lock) {
       // scan writes again (a full disk may have room by then).
       ++m_counters.store_failures;
       spdlog::error("cannot record the scan in {}: {}", m_config.database.string(), e.what());
-      report["not_persisted"] = std::string("the agent could not record this scan in ") +
-                                m_config.database.string() + ": " + e.what();
+      report.not_persisted = std::string("the agent could not record this scan in ") +
+                             m_config.database.string() + ": " + e.what();
       // Its id was never committed: the next recorded scan takes it.
-      report.erase("scan_id");
+      report.scan_id.reset();
     }
     const auto seconds = std::chrono::duration<double>(Clock::now() - started).count();
     m_counters.last_scan_seconds = seconds;
@@ -530,21 +532,21 @@ void Agent::run_scan(std::unique_lock<std::mutex>& lock) {
     m_counters.envs_reused += static_cast<std::int64_t>(m_scanner.last_reused());
     ++m_counters.scans;
     spdlog::info("scan {}: {}, {} envs ({} probed, {} unchanged) in {:.1f} s", scan_id.value_or(0),
-                 report.value("verdict", ""), report["envs"].size(), m_scanner.last_probed(),
+                 to_string(report.verdict), report.envs.size(), m_scanner.last_probed(),
                  m_scanner.last_reused(), seconds);
     if (m_webhooks) {
       // Queued, never waited for: a slow receiver cannot hold up scanning.
       if (auto events = transitions(previous.get(), report); !events.empty()) {
-        m_webhooks->post({{"host", report.value("host", "")},
-                          {"scan_id", report.contains("scan_id") ? report["scan_id"] : nullptr},
+        m_webhooks->post({{"host", report.host},
+                          {"scan_id", report.scan_id ? report::Json(*report.scan_id) : nullptr},
                           {"contract", contract->identity.name},
                           {"at", common::now_rfc3339()},
                           {"events", std::move(events)}});
       }
     }
-    auto text = std::make_shared<const std::string>(common::json_text(report));
-    auto shared = std::make_shared<const report::Json>(std::move(report));
-    auto plan = plan_of(*shared, contract);
+    auto text = std::make_shared<const std::string>(common::json_text(report::to_json(report)));
+    auto plan = plan_of(report, contract);
+    auto shared = std::make_shared<const report::Report>(std::move(report));
     publish([&](AgentSnapshot& snapshot) {
       snapshot.report = shared;
       snapshot.plan = plan;

@@ -35,8 +35,8 @@ struct ScanTicket {
 // What the HTTP side reads: replaced whole after each scan or reload, never
 // modified, so requests are answered from memory without locks or work.
 struct AgentSnapshot {
-  std::shared_ptr<const report::Json> report;  // null until the first scan (or a stored one)
-  std::shared_ptr<const std::string> report_text;
+  std::shared_ptr<const report::Report> report;    // null until the first scan (or a stored one)
+  std::shared_ptr<const std::string> report_text;  // its JSON, as served
   // What would make each drifting env comply (GET /api/v1/plan), built with
   // the report so that requests never compute; null with no report.
   std::shared_ptr<const report::Json> plan;

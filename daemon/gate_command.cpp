@@ -186,9 +186,9 @@ void append_step_summary(const std::string& file, std::string markdown, std::ost
 // The JUnit file, written where the job's checkout may hold anything: a
 // link there is refused, never followed to a file the runner's user owns,
 // and a FIFO there is refused at once (O_NONBLOCK) rather than waited on.
-void write_junit(const fs::path& file, const Json& report, std::ostream& err) {
+void write_junit(const fs::path& file, const report::Report& report, std::ostream& err) {
   const std::string xml =
-      report::junit_xml({{report.value("host", std::string("localhost")), &report, ""}});
+      report::junit_xml({{report.host.empty() ? "localhost" : report.host, &report, ""}});
   int fd = ::open(file.c_str(), O_WRONLY | O_CREAT | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC, 0644);
   struct stat info {};
   if (fd >= 0 && (::fstat(fd, &info) != 0 || !S_ISREG(info.st_mode) || ::ftruncate(fd, 0) != 0)) {
@@ -316,7 +316,8 @@ common::Result<GateSubject> gate_subject(const GateOptions& options, const std::
 // while the env's files say nothing changed, and records the decision; when
 // it cannot (another contract, an env it does not know, no agent), the env
 // is judged here, and the agent told what was decided.
-Json judge_gate(const GateOptions& options, const GateSubject& subject, std::ostream& err) {
+report::Report judge_gate(const GateOptions& options, const GateSubject& subject,
+                          std::ostream& err) {
   fleet::GateVerdict asked;
   if (subject.agent && options.own_judgement_because.empty()) {
     asked = ask_local_agent(*subject.agent, subject.query);
@@ -343,7 +344,7 @@ Json judge_gate(const GateOptions& options, const GateSubject& subject, std::ost
         << "\n";
   }
   Scanner scanner;
-  Json report = scan_with_progress(scanner, *subject.contract, subject.settings, false, err);
+  auto report = scan_with_progress(scanner, *subject.contract, subject.settings, false, err);
   if (asked.kind == fleet::GateVerdict::Kind::refused) {
     const auto decision = report::gate_decision(report);
     if (const auto problem = record_with_local_agent(
@@ -358,7 +359,7 @@ Json judge_gate(const GateOptions& options, const GateSubject& subject, std::ost
 // The report where the CI shows it (GitHub's annotations and step summary,
 // a GitLab section, or the table), the JUnit file, and the decision's exit
 // status (0 for a bypassed stop).
-int tell_gate(const GateOptions& options, const Json& report, const std::string& bypass,
+int tell_gate(const GateOptions& options, const report::Report& report, const std::string& bypass,
               long long started, std::ostream& out, std::ostream& err) {
   const auto decision = report::gate_decision(report);
   const std::string why = one_line(decision.why);
@@ -415,7 +416,7 @@ int run_gate(const GateOptions& options, std::ostream& out, std::ostream& err) {
     }
     if (variable(options, "GITHUB_ACTIONS") == "true") {
       out << report::github_annotations(
-          Json::object(), {report::GateDecision::Outcome::unknown, one_line(lines.front())},
+          report::Report{}, {report::GateDecision::Outcome::unknown, one_line(lines.front())},
           bypass);
       out.flush();
     }
@@ -423,7 +424,7 @@ int run_gate(const GateOptions& options, std::ostream& out, std::ostream& err) {
         << one_line(bypass) << ")\n";
     return 0;
   }
-  const Json report = judge_gate(options, *subject, err);
+  const auto report = judge_gate(options, *subject, err);
   return tell_gate(options, report, bypass, started, out, err);
 }
 

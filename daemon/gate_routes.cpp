@@ -6,6 +6,7 @@
 #include <set>
 
 #include "daemon/agent.hpp"
+#include "report/report_json.hpp"
 
 namespace envcontract::daemon {
 
@@ -97,7 +98,7 @@ PlainResponse gate_answer(Agent& agent, const PlainRequest& request) {
                            {"probed", answer.probed},
                            {"reused", answer.reused},
                            {"elapsed_ms", answer.elapsed_ms},
-                           {"report", answer.report}});
+                           {"report", report::to_json(answer.report)}});
 }
 
 PlainResponse gate_record_answer(Agent& agent, const PlainRequest& request) {

@@ -27,21 +27,11 @@ std::string normal_prefix(const std::string& path) {
 
 // The host's envs of the agent's last report (a container's are not a
 // job's on the host): the prefixes a gate may ask about, with their names.
-std::map<fs::path, std::string> host_envs(const report::Json& report) {
+std::map<fs::path, std::string> host_envs(const report::Report& report) {
   std::map<fs::path, std::string> prefixes;
-  const auto envs = report.find("envs");
-  if (envs == report.end() || !envs->is_array()) {
-    return prefixes;
-  }
-  for (const auto& env : *envs) {
-    const auto container = env.find("container");
-    const auto prefix = env.find("prefix");
-    if ((container == env.end() || container->is_null()) && prefix != env.end() &&
-        prefix->is_string() && !prefix->get<std::string>().empty()) {
-      const auto name = env.find("name");
-      prefixes.emplace(prefix->get<std::string>(), name != env.end() && name->is_string()
-                                                       ? name->get<std::string>()
-                                                       : std::string());
+  for (const auto& env : report.envs) {
+    if (!env.container && !env.prefix.empty()) {
+      prefixes.emplace(env.prefix, env.name);
     }
   }
   return prefixes;
@@ -146,8 +136,7 @@ GateAnswer GateService::judge(const GateRequest& request, const AgentSnapshot& s
   if (m_stopping) {
     return refuse(GateAnswer::Refusal::stopping, "the agent is stopping");
   }
-  const auto envs = answer.report.find("envs");
-  if (envs == answer.report.end() || !envs->is_array() || envs->empty()) {
+  if (answer.report.envs.empty()) {
     return refuse(GateAnswer::Refusal::env_unknown,
                   "this agent's discovery no longer finds " +
                       (request.env.empty() ? std::string("an env on the host")

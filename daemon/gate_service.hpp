@@ -40,8 +40,8 @@ struct GateAnswer {
     stopping,          // the agent is stopping
   };
   Refusal refusal = Refusal::none;
-  std::string message;  // why refused
-  report::Json report;  // a host report of the env(s) asked about
+  std::string message;    // why refused
+  report::Report report;  // a host report of the env(s) asked about
   GateDecisionRecord record;
   std::size_t probed = 0;  // envs whose code ran for this answer
   std::size_t reused = 0;  // envs whose dynamic facts were fresh

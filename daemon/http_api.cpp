@@ -27,7 +27,9 @@
 #include "daemon/gate_routes.hpp"
 #include "daemon/http_routes.hpp"
 #include "daemon/metrics.hpp"
+#include "daemon/snapshot_routes.hpp"
 #include "provisioning/provision_steps.hpp"
+#include "report/report_json.hpp"
 #include "web/web_assets.hpp"
 
 namespace envcontract::daemon {
@@ -45,6 +47,20 @@ void send_json(httplib::Response& response, int status, const Json& body) {
 
 void send_error(httplib::Response& response, int status, const std::string& message) {
   send_json(response, status, {{"error", message}});
+}
+
+// A plain handler's view of a request (HEAD is answered as GET), and its
+// answer sent.
+PlainRequest plain_request(const httplib::Request& request) {
+  return {request.method == "HEAD" ? "GET" : request.method, request.path, request.params};
+}
+
+void send_answer(httplib::Response& response, PlainResponse answer) {
+  response.status = answer.status;
+  for (const auto& [name, value] : answer.headers) {
+    response.set_header(name, value);
+  }
+  response.set_content(std::move(answer.body), answer.content_type);
 }
 
 }  // namespace
@@ -154,7 +170,7 @@ struct HttpServer::Impl {
   // agent's own series likewise.
   std::mutex metrics_mutex;
   std::shared_ptr<const std::string> metrics_text;
-  std::shared_ptr<const report::Json> metrics_report;
+  std::shared_ptr<const report::Report> metrics_report;
   ContractHandle metrics_contract;
   std::shared_ptr<const std::string> metrics_agent_text;
   AgentFigures metrics_figures;
@@ -203,9 +219,7 @@ struct HttpServer::Impl {
   std::shared_ptr<const AgentSnapshot> with_report(httplib::Response& response) {
     auto snapshot = agent->snapshot();
     if (!snapshot->report) {
-      send_json(response, 503,
-                {{"error", "no scan has finished yet; the first one is running"},
-                 {"scanning", snapshot->scanning}});
+      send_answer(response, no_report_yet(*snapshot));
       return nullptr;
     }
     return snapshot;
@@ -231,24 +245,7 @@ void HttpServer::Impl::report(const httplib::Request& request, httplib::Response
 }
 
 void HttpServer::Impl::env(const std::string& name, httplib::Response& response) {
-  auto snapshot = with_report(response);
-  if (!snapshot) {
-    return;
-  }
-  std::vector<std::string> names;
-  for (const auto& env : common::array_field(*snapshot->report, "envs")) {
-    if (common::string_field(env, "name") == name) {
-      Json body = env;
-      body["host"] = snapshot->report->value("host", "");
-      body["scanned_at"] = snapshot->report->value("scanned_at", "");
-      body["scan_id"] = snapshot->report->value("scan_id", Json(nullptr));
-      send_json(response, 200, body);
-      return;
-    }
-    names.push_back(common::string_field(env, "name"));
-  }
-  send_json(response, 404,
-            {{"error", "no env named '" + name + "' on this host"}, {"envs", names}});
+  send_answer(response, env_answer(*agent->snapshot(), name));
 }
 
 void HttpServer::Impl::history(const httplib::Request& request, httplib::Response& response) {
@@ -290,8 +287,14 @@ void HttpServer::Impl::history(const httplib::Request& request, httplib::Respons
       const std::string& name = query.env.empty() ? query.target : query.env;
       auto names = agent->history_names(scope);
       if (auto snapshot = agent->snapshot(); snapshot->report) {
-        for (const auto& item : common::array_field(*snapshot->report, (scope + "s").c_str())) {
-          names.push_back(common::string_field(item, "name"));
+        if (scope == "env") {
+          for (const auto& env : snapshot->report->envs) {
+            names.push_back(env.name);
+          }
+        } else {
+          for (const auto& target : snapshot->report->targets) {
+            names.push_back(target.name);
+          }
         }
       }
       std::sort(names.begin(), names.end());
@@ -312,69 +315,12 @@ void HttpServer::Impl::history(const httplib::Request& request, httplib::Respons
 }
 
 void HttpServer::Impl::contract(httplib::Response& response) {
-  const auto snapshot = agent->snapshot();
-  if (!snapshot->contract) {
-    send_error(response, 503, "no contract is loaded");
-    return;
-  }
-  const auto& identity = snapshot->contract->identity;
-  send_json(response, 200,
-            {{"name", identity.name},
-             {"path", identity.path},
-             {"sha256", identity.sha256},
-             {"source", snapshot->contract_source},
-             {"loaded_at", snapshot->contract_loaded_at},
-             {"reload_error",
-              snapshot->reload_error.empty() ? Json(nullptr) : Json(snapshot->reload_error)},
-             {"contract", contracts::to_json(snapshot->contract->contract)}});
+  send_answer(response, contract_answer(*agent->snapshot()));
 }
 
 void HttpServer::Impl::plan(const httplib::Request& request, httplib::Response& response) {
-  for (const auto& [key, value] : request.params) {
-    if (key != "env") {
-      send_error(response, 400, "unknown parameter '" + key + "'; plan takes env");
-      return;
-    }
-  }
-  const auto snapshot = with_report(response);
-  if (!snapshot) {
-    return;
-  }
-  if (!snapshot->plan) {
-    send_error(response, 503,
-               "no plan could be made of the last report (the agent's log says why)");
-    return;
-  }
-  Json plan = *snapshot->plan;
-  // What the dashboard offers: a provision button where this agent provisions.
-  plan["provisioning"] = {{"enabled", agent->provisioning_enabled()},
-                          {"token_required", agent->token_required()}};
-  if (!request.has_param("env")) {
-    send_json(response, 200, plan);
-    return;
-  }
-  const std::string env = request.get_param_value("env");
-  Json envs = Json::array();
-  for (const auto& entry : plan["envs"]) {
-    if (entry.value("env", std::string()) == env) {
-      envs.push_back(entry);
-    }
-  }
-  if (envs.empty()) {
-    const auto& report = *snapshot->report;
-    for (const auto& entry : report.value("envs", Json::array())) {
-      if (entry.value("name", std::string()) == env) {
-        // Known and compliant: nothing to do.
-        plan["envs"] = envs;
-        send_json(response, 200, plan);
-        return;
-      }
-    }
-    send_error(response, 404, "no env '" + env + "' in the last report");
-    return;
-  }
-  plan["envs"] = envs;
-  send_json(response, 200, plan);
+  send_answer(response, plan_answer(*agent->snapshot(), plain_request(request),
+                                    {agent->provisioning_enabled(), agent->token_required()}));
 }
 
 void HttpServer::Impl::provisions(const httplib::Request& request, httplib::Response& response) {
@@ -396,18 +342,7 @@ void HttpServer::Impl::provisions(const httplib::Request& request, httplib::Resp
 }
 
 void HttpServer::Impl::compliance(httplib::Response& response) {
-  auto snapshot = with_report(response);
-  if (!snapshot) {
-    return;
-  }
-  const auto& report = *snapshot->report;
-  const std::string verdict = report.value("verdict", "error");
-  send_json(response, verdict == "compliant" ? 200 : 503,
-            {{"verdict", verdict},
-             {"host", report.value("host", "")},
-             {"scanned_at", report.value("scanned_at", "")},
-             {"compliant_envs", common::array_field(report, "compliant_envs")},
-             {"reasons", common::array_field(report, "reasons")}});
+  send_answer(response, compliance_answer(*agent->snapshot()));
 }
 
 bool HttpServer::Impl::token_presented(const httplib::Request& request, httplib::Response& response,
@@ -535,17 +470,12 @@ void HttpServer::Impl::gate(Endpoint endpoint, const httplib::Request& request,
                "'X-Requested-By: envcontract-gate')");
     return;
   }
-  const PlainRequest plain{request.method == "HEAD" ? "GET" : request.method, request.path,
-                           request.params};
+  const PlainRequest plain = plain_request(request);
   PlainResponse answer = endpoint == Endpoint::gate          ? gate_answer(*agent, plain)
                          : endpoint == Endpoint::gate_record ? gate_record_answer(*agent, plain)
                                                              : gate_decisions_answer(*agent, plain);
   answer_current_request_within(settings.timeout);
-  response.status = answer.status;
-  for (const auto& [name, value] : answer.headers) {
-    response.set_header(name, value);
-  }
-  response.set_content(std::move(answer.body), answer.content_type);
+  send_answer(response, std::move(answer));
 }
 
 void HttpServer::Impl::scan_ticket(const std::string& text, httplib::Response& response) {
@@ -713,14 +643,7 @@ httplib::Server::HandlerResponse HttpServer::Impl::dispatch(const httplib::Reque
 
 void HttpServer::Impl::answer_with_handler(const httplib::Request& request,
                                            httplib::Response& response) {
-  PlainRequest plain{request.method == "HEAD" ? "GET" : request.method, request.path,
-                     request.params};
-  PlainResponse answer = handler(plain);
-  response.status = answer.status;
-  for (const auto& [name, value] : answer.headers) {
-    response.set_header(name, value);
-  }
-  response.set_content(std::move(answer.body), answer.content_type);
+  send_answer(response, handler(plain_request(request)));
 }
 
 void HttpServer::Impl::routes() {

@@ -17,10 +17,6 @@
 namespace envcontract::daemon {
 namespace {
 
-using common::array_field;
-using common::object_field;
-using common::string_field;
-
 std::string escape_label(const std::string& value) {
   std::string escaped;
   for (const char c : value) {
@@ -147,9 +143,10 @@ class Exposition {
 }  // namespace
 
 std::string render_report_metrics(const AgentSnapshot& snapshot, const std::string& version) {
+  using contracts::CheckStatus;
   Exposition out;
-  const report::Json empty = report::Json::object();
-  const report::Json& report = snapshot.report ? *snapshot.report : empty;
+  const report::Report none;
+  const report::Report& report = snapshot.report ? *snapshot.report : none;
   out.family("envcontract_info", "gauge",
              "The agent's version, the contract in force and the host's image reference.");
   out.sample("envcontract_info",
@@ -157,9 +154,10 @@ std::string render_report_metrics(const AgentSnapshot& snapshot, const std::stri
               {"contract", snapshot.contract ? snapshot.contract->identity.name : ""},
               {"contract_sha256", snapshot.contract ? snapshot.contract->identity.sha256 : ""},
               {"platform", snapshot.contract ? snapshot.contract->identity.platform : ""},
-              {"image", string_field(object_field(report, "image"), "value")}},
+              {"image", report.image.value}},
              1);
-  const std::string verdict = string_field(report, "verdict");
+  // No report yet: no verdict is 1.
+  const std::string verdict = snapshot.report ? to_string(report.verdict) : "";
   out.family("envcontract_host_verdict", "gauge",
              "1 for the host's verdict of the latest scan (compliant, drift, error).");
   for (const char* each : {"compliant", "drift", "error"}) {
@@ -171,33 +169,30 @@ std::string render_report_metrics(const AgentSnapshot& snapshot, const std::stri
   std::map<std::string, int> by_verdict = {{"compliant", 0}, {"drift", 0}, {"error", 0}};
   out.family("envcontract_env_compliant", "gauge", "1 when the env complies, per env.");
   // An env of a container target also carries its container's name.
-  const auto env_labels = [](const report::Json& env) {
-    std::map<std::string, std::string> labels = {{"env", string_field(env, "name")}};
-    if (const std::string container = string_field(env, "container"); !container.empty()) {
-      labels["container"] = container;
+  const auto env_labels = [](const report::EnvReport& env) {
+    std::map<std::string, std::string> labels = {{"env", env.name}};
+    if (env.container && !env.container->empty()) {
+      labels["container"] = *env.container;
     }
     return labels;
   };
-  for (const auto& env : array_field(report, "envs")) {
-    const std::string env_verdict = string_field(env, "verdict");
-    ++by_verdict[env_verdict];
-    out.sample("envcontract_env_compliant", env_labels(env), env_verdict == "compliant" ? 1 : 0);
+  for (const auto& env : report.envs) {
+    ++by_verdict[contracts::to_string(env.verdict)];
+    out.sample("envcontract_env_compliant", env_labels(env),
+               env.verdict == contracts::EnvVerdict::compliant ? 1 : 0);
   }
-  const auto& containers = array_field(report, "containers");
-  if (!containers.empty()) {
+  if (!report.containers.empty()) {
     out.family("envcontract_container_info", "gauge",
                "Each container target (docs/containers.md) with the image reference it runs.");
-    for (const auto& container : containers) {
+    for (const auto& container : report.containers) {
       out.sample("envcontract_container_info",
-                 {{"container", string_field(container, "name")},
-                  {"image", string_field(object_field(container, "image"), "value")}},
-                 1);
+                 {{"container", container.name}, {"image", container.image.value}}, 1);
     }
     out.family("envcontract_container_up", "gauge",
                "1 when the container target could be scanned (running, its runtime answered).");
-    for (const auto& container : containers) {
-      out.sample("envcontract_container_up", {{"container", string_field(container, "name")}},
-                 container.contains("problem") && container.at("problem").is_string() ? 0 : 1);
+    for (const auto& container : report.containers) {
+      out.sample("envcontract_container_up", {{"container", container.name}},
+                 container.problem ? 0 : 1);
     }
   }
   out.family("envcontract_envs", "gauge", "Envs found by the latest scan, by verdict.");
@@ -207,33 +202,30 @@ std::string render_report_metrics(const AgentSnapshot& snapshot, const std::stri
 
   out.family("envcontract_check_failing", "gauge",
              "1 per required or advisory check that fails or cannot be judged, with its cause.");
-  const auto failing = [&](std::map<std::string, std::string> scope, const report::Json& checks) {
+  const auto failing = [&](std::map<std::string, std::string> scope,
+                           const std::vector<report::CheckReport>& checks) {
     for (const auto& check : checks) {
-      const std::string status = string_field(check, "status");
-      if (status != "fail" && status != "error") {
+      if (check.status != CheckStatus::fail && check.status != CheckStatus::error) {
         continue;
       }
-      const auto& diagnosis = check.contains("diagnosis") ? check.at("diagnosis") : empty;
       auto labels = scope;
-      labels.insert({{"check", string_field(check, "id")},
-                     {"status", status},
-                     {"cause", string_field(diagnosis, "cause")},
-                     {"severity", string_field(check, "severity")}});
+      labels.insert({{"check", check.id},
+                     {"status", contracts::to_string(check.status)},
+                     {"cause", check.diagnosis ? check.diagnosis->cause : ""},
+                     {"severity", contracts::to_string(check.severity)}});
       out.sample("envcontract_check_failing", labels, 1);
     }
   };
-  for (const auto& target : array_field(report, "targets")) {
-    failing({{"target", string_field(target, "name")}}, array_field(target, "checks"));
+  for (const auto& target : report.targets) {
+    failing({{"target", target.name}}, target.checks);
   }
-  for (const auto& container : containers) {
-    for (const auto& target : array_field(container, "targets")) {
-      failing({{"container", string_field(container, "name")},
-               {"target", string_field(target, "name")}},
-              array_field(target, "checks"));
+  for (const auto& container : report.containers) {
+    for (const auto& target : container.targets) {
+      failing({{"container", container.name}, {"target", target.name}}, target.checks);
     }
   }
-  for (const auto& env : array_field(report, "envs")) {
-    failing(env_labels(env), array_field(env, "checks"));
+  for (const auto& env : report.envs) {
+    failing(env_labels(env), env.checks);
   }
   return out.text();
 }

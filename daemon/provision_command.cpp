@@ -36,8 +36,9 @@ std::optional<ContractHandle> load(const ProvisioningCommandOptions& options, st
 }
 
 // The report of one env alone, scanned with the whole contract.
-Json scan_prefix(const ProvisioningCommandOptions& options, const LoadedContract& contract,
-                 const fs::path& prefix, std::ostream& err) {
+report::Report scan_prefix(const ProvisioningCommandOptions& options,
+                           const LoadedContract& contract, const fs::path& prefix,
+                           std::ostream& err) {
   ScanSettings settings = options.scan;
   settings.facts.discovery.roots.clear();
   settings.facts.containers.clear();
@@ -48,22 +49,19 @@ Json scan_prefix(const ProvisioningCommandOptions& options, const LoadedContract
   return scan_with_progress(scanner, contract, settings, options.scan_progress, err);
 }
 
-const Json* env_of(const Json& report) {
-  const auto envs = report.find("envs");
-  return envs != report.end() && envs->is_array() && !envs->empty() ? &(*envs)[0] : nullptr;
+const report::EnvReport* env_of(const report::Report& report) {
+  return report.envs.empty() ? nullptr : &report.envs.front();
 }
 
 // "torch-cpu-build (cuda_build): CUDA build of torch ..." for each check
 // that keeps the env from complying.
-std::string failing_checks(const Json& env) {
+std::string failing_checks(const report::EnvReport& env) {
   std::string lines;
-  for (const auto& check : env.value("checks", Json::array())) {
-    const std::string status = check.value("status", "");
-    if (status == "fail" || status == "error") {
-      const auto& diagnosis = check.value("diagnosis", Json::object());
-      lines += "  " + check.value("id", std::string()) + " (" +
-               diagnosis.value("cause", std::string()) +
-               "): " + diagnosis.value("summary", std::string()) + "\n";
+  for (const auto& check : env.checks) {
+    if (check.status == contracts::CheckStatus::fail ||
+        check.status == contracts::CheckStatus::error) {
+      const auto& diagnosis = report::diagnosis_of(check);
+      lines += "  " + check.id + " (" + diagnosis.cause + "): " + diagnosis.summary + "\n";
     }
   }
   return lines;
@@ -169,9 +167,9 @@ int run_plan(const ProvisioningCommandOptions& options, const std::string& env, 
   if (!env.empty()) {
     bool found = false;
     std::string names;
-    for (const auto& entry : report.value("envs", Json::array())) {
-      found = found || entry.value("name", std::string()) == env;
-      names += (names.empty() ? "" : ", ") + entry.value("name", std::string());
+    for (const auto& entry : report.envs) {
+      found = found || entry.name == env;
+      names += (names.empty() ? "" : ", ") + entry.name;
     }
     if (!found) {
       err << "envcontractd plan: no env '" << env
@@ -256,8 +254,8 @@ int run_provision_command(const ProvisioningCommandOptions& options, const std::
   }
   out << "[verify] scanning " << name << " with the whole contract ..." << std::endl;
   const auto report = scan_prefix(options, **contract, prepared->prefix, err);
-  const Json* env = env_of(report);
-  const std::string verdict = env != nullptr ? env->value("verdict", "error") : "error";
+  const auto* env = env_of(report);
+  const std::string verdict = env != nullptr ? contracts::to_string(env->verdict) : "error";
   detail["verdict"] = verdict;
   detail["failing_checks"] = env != nullptr ? Json(failing_checks(*env)) : Json("");
   out << report::render_table(report, {false, false});
@@ -352,8 +350,8 @@ int run_promote(const ProvisioningCommandOptions& options, const std::string& en
     return refuse(failed_why, 1);
   }
   const auto report = scan_prefix(options, **contract, prefix, err);
-  const Json* env = env_of(report);
-  const std::string verdict = env != nullptr ? env->value("verdict", "error") : "error";
+  const auto* env = env_of(report);
+  const std::string verdict = env != nullptr ? contracts::to_string(env->verdict) : "error";
   Json detail = {{"contract", (*contract)->contract.name},
                  {"env", prefix.string()},
                  {"link", link.string()},

@@ -8,6 +8,7 @@
 #include "daemon/contract_detection.hpp"
 #include "daemon/scan_progress.hpp"
 #include "report/junit.hpp"
+#include "report/report_json.hpp"
 #include "report/report_table.hpp"
 
 namespace envcontract::daemon {
@@ -34,13 +35,13 @@ int run_scan(const ScanCommandOptions& options, std::ostream& out, std::ostream&
   const auto report =
       scan_with_progress(scanner, contract, options.settings, options.progress, err);
   if (options.format == ReportFormat::json) {
-    out << common::json_text(report, 2) << "\n";
+    out << common::json_text(report::to_json(report), 2) << "\n";
   } else if (options.format == ReportFormat::junit) {
-    out << report::junit_xml({{report.value("host", std::string("localhost")), &report, ""}});
+    out << report::junit_xml({{report.host.empty() ? "localhost" : report.host, &report, ""}});
   } else {
     out << report::render_table(report, {options.verbose, options.colour});
   }
-  if (const auto envs = report.find("envs"); envs != report.end() && envs->empty()) {
+  if (report.envs.empty()) {
     std::string searched;
     for (const auto* paths : {&discovery.roots, &discovery.prefixes}) {
       for (const auto& path : *paths) {

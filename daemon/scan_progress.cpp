@@ -54,8 +54,8 @@ void ProgressPrinter::tick() {
   }
 }
 
-report::Json scan_with_progress(Scanner& scanner, const LoadedContract& contract,
-                                const ScanSettings& settings, bool progress, std::ostream& err) {
+report::Report scan_with_progress(Scanner& scanner, const LoadedContract& contract,
+                                  const ScanSettings& settings, bool progress, std::ostream& err) {
   if (!progress) {
     return scanner.scan(contract, settings);
   }

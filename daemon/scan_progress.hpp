@@ -37,7 +37,7 @@ class ProgressPrinter {
 };
 
 // Scans with `scanner`, printing progress on `err` when `progress`.
-report::Json scan_with_progress(Scanner& scanner, const LoadedContract& contract,
-                                const ScanSettings& settings, bool progress, std::ostream& err);
+report::Report scan_with_progress(Scanner& scanner, const LoadedContract& contract,
+                                  const ScanSettings& settings, bool progress, std::ostream& err);
 
 }  // namespace envcontract::daemon

@@ -18,6 +18,7 @@
 #include "probes/exec_session.hpp"
 #include "probes/kept_facts.hpp"
 #include "process/stall_guard.hpp"
+#include "report/report_json.hpp"
 
 namespace envcontract::daemon {
 
@@ -182,10 +183,11 @@ report::Json judged_alone(const LoadedContract& contract, const facts::HostFacts
   single.envs.push_back(host.envs[index]);
   auto built = report::build_report(
       contract.identity, contracts::judge_host(contract.contract, single, {judgement}), single, 0);
-  auto entry = std::move(built["envs"].at(0));
+  auto entry = report::to_json(built.envs.at(0));
   if (!top) {
-    built.erase("envs");
-    top = std::move(built);
+    built.envs.clear();
+    top = report::to_json(built);
+    top->erase("envs");
   }
   return entry;
 }
@@ -534,8 +536,8 @@ void Scanner::start_or_stop_watch(const ScanSettings& settings) {
   }
 }
 
-report::Json Scanner::scan(const LoadedContract& contract, const ScanSettings& settings,
-                           const ScanObserver& observer) {
+report::Report Scanner::scan(const LoadedContract& contract, const ScanSettings& settings,
+                             const ScanObserver& observer) {
   std::lock_guard scan_lock(m_scan_mutex);
   // A container's envs share one engine exec per user for the scan.
   const probes::ExecSessionScope exec_sessions;

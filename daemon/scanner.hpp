@@ -91,8 +91,8 @@ class Scanner {
   explicit Scanner(std::shared_ptr<ProbeCache> shared) : m_probes(std::move(shared)) {}
   std::shared_ptr<ProbeCache> probe_cache() const { return m_probes; }
 
-  report::Json scan(const LoadedContract& contract, const ScanSettings& settings,
-                    const ScanObserver& observer = {});
+  report::Report scan(const LoadedContract& contract, const ScanSettings& settings,
+                      const ScanObserver& observer = {});
 
   // Stops the running scan, if any, and every later one: its processes are
   // killed within a poll (20 ms) and it returns a report saying what was

@@ -10,6 +10,7 @@
 #include "common/shown_path.hpp"
 #include "common/time_text.hpp"
 #include "daemon/store_schema.hpp"
+#include "report/report_json.hpp"
 
 namespace envcontract::daemon {
 namespace {
@@ -210,43 +211,35 @@ void Store::record_state(std::int64_t scan_id, const std::string& at, const std:
 }
 
 void Store::record_checks(std::int64_t scan_id, const std::string& at, const std::string& subject,
-                          Json& checks) {
-  if (!checks.is_array()) {
-    return;
-  }
+                          std::vector<report::CheckReport>& checks) {
   for (auto& check : checks) {
-    const Json& diagnosis = check.contains("diagnosis") && check["diagnosis"].is_object()
-                                ? check["diagnosis"]
-                                : Json::object();
+    const auto& diagnosis = report::diagnosis_of(check);
     std::string since;
     bool flapping = false;
-    record_state(scan_id, at, subject, string_field(check, "id"), string_field(check, "status"),
-                 string_field(diagnosis, "cause"), string_field(diagnosis, "summary"),
-                 check.contains("actual") ? stored_actual(check["actual"]) : "null", since,
-                 flapping);
-    check["since"] = since;
-    check["flapping"] = flapping;
+    record_state(scan_id, at, subject, check.id, contracts::to_string(check.status),
+                 diagnosis.cause, diagnosis.summary, stored_actual(check.actual), since, flapping);
+    check.since = since;
+    check.flapping = flapping;
   }
 }
 
-std::int64_t Store::record_scan(Json& report) {
+std::int64_t Store::record_scan(report::Report& report) {
   std::lock_guard lock(m_mutex);
   sqlite::Transaction transaction(m_db);
-  std::string at = string_field(report, "scanned_at");
+  std::string at = report.scanned_at;
   if (!common::parse_rfc3339(at)) {
     at = common::now_rfc3339();
   }
-  const Json& contract = report.contains("contract") ? report["contract"] : Json::object();
   sqlite::Statement known_contract(
       m_db, "INSERT INTO contracts (name, sha256) VALUES (?1, ?2) ON CONFLICT DO NOTHING");
-  known_contract.bind(1, string_field(contract, "name")).bind(2, string_field(contract, "sha256"));
+  known_contract.bind(1, report.contract.name).bind(2, report.contract.sha256);
   known_contract.run();
   std::int64_t contract_row = 0;
   {
     // Read and let go: a statement left on a row keeps a read transaction
     // open past COMMIT, and the WAL could then never be reset.
     sqlite::Statement contract_id(m_db, "SELECT id FROM contracts WHERE name = ?1 AND sha256 = ?2");
-    contract_id.bind(1, string_field(contract, "name")).bind(2, string_field(contract, "sha256"));
+    contract_id.bind(1, report.contract.name).bind(2, report.contract.sha256);
     contract_row = contract_id.step() ? contract_id.integer(0) : 0;
   }
   sqlite::Statement scan(m_db,
@@ -257,47 +250,32 @@ std::int64_t Store::record_scan(Json& report) {
           1,
           static_cast<std::int64_t>(
               std::chrono::duration_cast<std::chrono::seconds>(started.time_since_epoch()).count()))
-      .bind(2, static_cast<std::int64_t>(report.contains("duration_ms") &&
-                                                 report["duration_ms"].is_number()
-                                             ? report["duration_ms"].get<double>()
-                                             : 0.0))
+      .bind(2, static_cast<std::int64_t>(report.duration_ms))
       .bind(3, contract_row)
-      .bind(4, string_field(report, "verdict"))
-      .bind(5, static_cast<std::int64_t>(array_field(report, "envs").size()))
-      .bind(6, static_cast<std::int64_t>(array_field(report, "compliant_envs").size()));
+      .bind(4, to_string(report.verdict))
+      .bind(5, static_cast<std::int64_t>(report.envs.size()))
+      .bind(6, static_cast<std::int64_t>(report.compliant_envs.size()));
   scan.run();
   const std::int64_t scan_id = m_db.last_insert_rowid();
 
   std::string since;
   bool flapping = false;
   std::string reasons;
-  for (const auto& reason : array_field(report, "reasons")) {
-    reasons +=
-        (reasons.empty() ? "" : "; ") + (reason.is_string() ? reason.get<std::string>() : "");
+  for (const auto& reason : report.reasons) {
+    reasons += (reasons.empty() ? "" : "; ") + reason;
   }
-  record_state(scan_id, at, "host", std::string(k_verdict), string_field(report, "verdict"), "",
-               reasons, "null", since, flapping);
-  if (report.contains("targets") && report["targets"].is_array()) {
-    for (auto& target : report["targets"]) {
-      if (target.is_object() && target.contains("checks")) {
-        record_checks(scan_id, at, "target:" + string_field(target, "name"), target["checks"]);
-      }
-    }
+  record_state(scan_id, at, "host", std::string(k_verdict), to_string(report.verdict), "", reasons,
+               "null", since, flapping);
+  for (auto& target : report.targets) {
+    record_checks(scan_id, at, "target:" + target.name, target.checks);
   }
   std::set<std::string> present;
-  if (report.contains("envs") && report["envs"].is_array()) {
-    for (auto& env : report["envs"]) {
-      if (!env.is_object()) {
-        continue;
-      }
-      const std::string subject = "env:" + string_field(env, "name");
-      present.insert(subject);
-      record_state(scan_id, at, subject, std::string(k_verdict), string_field(env, "verdict"), "",
-                   string_field(env, "summary"), "null", since, flapping);
-      if (env.contains("checks")) {
-        record_checks(scan_id, at, subject, env["checks"]);
-      }
-    }
+  for (auto& env : report.envs) {
+    const std::string subject = "env:" + env.name;
+    present.insert(subject);
+    record_state(scan_id, at, subject, std::string(k_verdict), contracts::to_string(env.verdict),
+                 "", env.summary, "null", since, flapping);
+    record_checks(scan_id, at, subject, env.checks);
   }
   // An env that has disappeared gets a last transition, so its timeline ends.
   sqlite::Statement vanished(m_db,
@@ -316,12 +294,12 @@ std::int64_t Store::record_scan(Json& report) {
                  "the env is no longer on the host", "null", since, flapping);
   }
 
-  report["scan_id"] = scan_id;
+  report.scan_id = scan_id;
   sqlite::Statement latest(m_db,
                            "INSERT INTO latest_report (id, scan_id, report) VALUES (1, ?1, ?2) "
                            "ON CONFLICT (id) DO UPDATE SET scan_id = excluded.scan_id, "
                            "report = excluded.report");
-  latest.bind(1, scan_id).bind(2, common::json_text(report));
+  latest.bind(1, scan_id).bind(2, common::json_text(report::to_json(report)));
   latest.run();
   transaction.commit();
   // The scan is recorded; what follows is housekeeping, whose failure (a
@@ -394,17 +372,17 @@ void Store::prune_locked(std::chrono::system_clock::time_point now) {
   m_db.exec("PRAGMA incremental_vacuum");
 }
 
-std::optional<Json> Store::latest_report() {
+std::optional<report::Report> Store::latest_report() {
   std::lock_guard lock(m_mutex);
   const auto text = m_db.query_text("SELECT report FROM latest_report WHERE id = 1");
   if (!text) {
     return std::nullopt;
   }
-  auto report = Json::parse(*text, nullptr, false);
-  if (report.is_discarded()) {
+  const auto report = Json::parse(*text, nullptr, false);
+  if (!report.is_object()) {
     return std::nullopt;
   }
-  return report;
+  return report::report_from_json(report);
 }
 
 Json Store::history(const HistoryQuery& query) {

@@ -70,10 +70,10 @@ class Store {
   // Records a finished scan: its row, the checks whose state changed, and the
   // report as the latest. Fills each check's `since` and `flapping` and the
   // report's `scan_id`.
-  std::int64_t record_scan(report::Json& report);
+  std::int64_t record_scan(report::Report& report);
 
   // The report of the last recorded scan, with its since/flapping.
-  std::optional<report::Json> latest_report();
+  std::optional<report::Report> latest_report();
 
   // Transitions, oldest first: {scan_id, at, scope (env, target or host),
   // name, check, status, previous_status, cause, summary, actual}.
@@ -111,7 +111,7 @@ class Store {
   std::string stored_actual(const report::Json& actual) const;
   void prune_locked(std::chrono::system_clock::time_point now);
   void record_checks(std::int64_t scan_id, const std::string& at, const std::string& subject,
-                     report::Json& checks);
+                     std::vector<report::CheckReport>& checks);
   void record_state(std::int64_t scan_id, const std::string& at, const std::string& subject,
                     const std::string& check_id, const std::string& status,
                     const std::string& cause, const std::string& summary, const std::string& actual,

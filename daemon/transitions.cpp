@@ -3,63 +3,53 @@
 #include <map>
 #include <set>
 
-#include "common/json_fields.hpp"
-
 namespace envcontract::daemon {
 namespace {
 
-using common::array_field;
-using common::string_field;
+using contracts::CheckStatus;
+using contracts::EnvVerdict;
 using report::Json;
 
-bool complies(const std::string& verdict) {
-  return verdict == "compliant";
+Json verdict_json(const std::optional<std::string>& verdict) {
+  return verdict ? Json(*verdict) : Json(nullptr);
 }
 
-Json verdict_or_null(const std::string& verdict) {
-  return verdict.empty() ? Json(nullptr) : Json(verdict);
-}
-
-const Json& diagnosis_of(const Json& check) {
-  static const Json none = Json::object();
-  const auto found = check.find("diagnosis");
-  return found != check.end() && found->is_object() ? *found : none;
-}
-
-std::map<std::string, const Json*> envs_by_name(const Json& report) {
-  std::map<std::string, const Json*> envs;
-  for (const auto& env : array_field(report, "envs")) {
-    envs.emplace(string_field(env, "name"), &env);
+std::map<std::string, const report::EnvReport*> envs_by_name(const report::Report& report) {
+  std::map<std::string, const report::EnvReport*> envs;
+  for (const auto& env : report.envs) {
+    envs.emplace(env.name, &env);
   }
   return envs;
 }
 
+bool is_hang(const report::CheckReport& check) {
+  return check.diagnosis && check.diagnosis->cause == "hang";
+}
+
 // The failing checks of an env, as a receiver needs them to act.
-Json failing_checks(const Json& env) {
+Json failing_checks(const report::EnvReport& env) {
   auto failing = Json::array();
-  for (const auto& check : array_field(env, "checks")) {
-    const std::string status = string_field(check, "status");
-    if (status != "fail" && status != "error") {
+  for (const auto& check : env.checks) {
+    if (check.status != CheckStatus::fail && check.status != CheckStatus::error) {
       continue;
     }
-    const auto& diagnosis = diagnosis_of(check);
-    failing.push_back({{"check", string_field(check, "id")},
-                       {"status", status},
-                       {"cause", string_field(diagnosis, "cause")},
-                       {"summary", string_field(diagnosis, "summary")}});
+    const auto& diagnosis = report::diagnosis_of(check);
+    failing.push_back({{"check", check.id},
+                       {"status", contracts::to_string(check.status)},
+                       {"cause", diagnosis.cause},
+                       {"summary", diagnosis.summary}});
   }
   return failing;
 }
 
-std::set<std::string> hanging_checks(const Json* env) {
+std::set<std::string> hanging_checks(const report::EnvReport* env) {
   std::set<std::string> hanging;
   if (env == nullptr) {
     return hanging;
   }
-  for (const auto& check : array_field(*env, "checks")) {
-    const auto& diagnosis = diagnosis_of(check);
-    if (string_field(diagnosis, "cause") == "hang") {
-      hanging.insert(string_field(check, "id"));
+  for (const auto& check : env->checks) {
+    if (is_hang(check)) {
+      hanging.insert(check.id);
     }
   }
   return hanging;
@@ -67,36 +57,42 @@ std::set<std::string> hanging_checks(const Json* env) {
 
 }  // namespace
 
-Json transitions(const Json* previous, const Json& current) {
+Json transitions(const report::Report* previous, const report::Report& current) {
   auto events = Json::array();
-  const std::string before = previous ? string_field(*previous, "verdict") : "";
-  const std::string now = string_field(current, "verdict");
-  if (previous == nullptr || complies(before) != complies(now)) {
-    events.push_back({{"kind", "host"}, {"from", verdict_or_null(before)}, {"to", now}});
+  const auto complies = [](report::Verdict verdict) {
+    return verdict == report::Verdict::compliant;
+  };
+  if (previous == nullptr || complies(previous->verdict) != complies(current.verdict)) {
+    events.push_back({{"kind", "host"},
+                      {"from", previous ? Json(to_string(previous->verdict)) : Json(nullptr)},
+                      {"to", to_string(current.verdict)}});
   }
-  const auto old_envs = previous ? envs_by_name(*previous) : std::map<std::string, const Json*>{};
+  const auto old_envs =
+      previous ? envs_by_name(*previous) : std::map<std::string, const report::EnvReport*>{};
   const auto new_envs = envs_by_name(current);
   for (const auto& [name, env] : new_envs) {
     const auto old = old_envs.find(name);
-    const Json* old_env = old == old_envs.end() ? nullptr : old->second;
-    const std::string was = old_env ? string_field(*old_env, "verdict") : "";
-    const std::string is = string_field(*env, "verdict");
-    if (old_env == nullptr || complies(was) != complies(is)) {
-      Json event = {{"kind", "env"}, {"env", name}, {"from", verdict_or_null(was)}, {"to", is}};
-      if (!complies(is)) {
+    const report::EnvReport* old_env = old == old_envs.end() ? nullptr : old->second;
+    const bool complies_now = env->verdict == EnvVerdict::compliant;
+    if (old_env == nullptr || (old_env->verdict == EnvVerdict::compliant) != complies_now) {
+      Json event = {
+          {"kind", "env"},
+          {"env", name},
+          {"from", verdict_json(old_env ? std::optional(contracts::to_string(old_env->verdict))
+                                        : std::nullopt)},
+          {"to", contracts::to_string(env->verdict)}};
+      if (!complies_now) {
         event["failing"] = failing_checks(*env);
       }
       events.push_back(std::move(event));
     }
     const auto hung_before = hanging_checks(old_env);
-    for (const auto& check : array_field(*env, "checks")) {
-      const auto& diagnosis = diagnosis_of(check);
-      const std::string id = string_field(check, "id");
-      if (string_field(diagnosis, "cause") == "hang" && !hung_before.contains(id)) {
+    for (const auto& check : env->checks) {
+      if (is_hang(check) && !hung_before.contains(check.id)) {
         events.push_back({{"kind", "hang"},
                           {"env", name},
-                          {"check", id},
-                          {"summary", string_field(diagnosis, "summary")}});
+                          {"check", check.id},
+                          {"summary", check.diagnosis->summary}});
       }
     }
   }
@@ -104,7 +100,7 @@ Json transitions(const Json* previous, const Json& current) {
     if (!new_envs.contains(name)) {
       events.push_back({{"kind", "env"},
                         {"env", name},
-                        {"from", string_field(*env, "verdict")},
+                        {"from", contracts::to_string(env->verdict)},
                         {"to", nullptr}});
     }
   }

@@ -14,6 +14,6 @@ namespace envcontract::daemon {
 //   {"kind": "hang", "env": NAME, "check": ID, "summary": ...}
 //       when a check starts hanging.
 // `previous` is null before the host's first report.
-report::Json transitions(const report::Json* previous, const report::Json& current);
+report::Json transitions(const report::Report* previous, const report::Report& current);
 
 }  // namespace envcontract::daemon

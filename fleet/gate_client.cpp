@@ -5,6 +5,7 @@
 #include "common/json_fields.hpp"
 #include "common/json_from_outside.hpp"
 #include "fleet/query_string.hpp"
+#include "report/report_json.hpp"
 
 namespace envcontract::fleet {
 
@@ -90,7 +91,7 @@ GateVerdict ask_gate(const HostAddress& agent, const GateQuery& query,
     return verdict;
   }
   verdict.kind = GateVerdict::Kind::answered;
-  verdict.report = *report;
+  verdict.report = report::report_from_json(*report);
   verdict.decision_id = integer_field(*decision, "id");
   verdict.probed = integer_field(answer, "probed");
   verdict.reused = integer_field(answer, "reused");

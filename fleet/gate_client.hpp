@@ -42,7 +42,7 @@ struct GateVerdict {
   };
   Kind kind = Kind::unreachable;
   std::string why;  // refused or unreachable: in words
-  report::Json report;
+  report::Report report;
   std::int64_t decision_id = 0;  // the agent's record of the decision
   std::int64_t probed = 0;       // envs whose code ran for the answer
   std::int64_t reused = 0;       // envs whose facts were fresh

@@ -16,6 +16,15 @@ using Package = contracts::KindTraits::PlanPackage;
 
 using common::field;
 using common::string_field;
+using contracts::CheckStatus;
+using report::CheckReport;
+using report::diagnosis_of;
+
+// A JSON value that is a string, else "": the image a target's check
+// expects, say.
+std::string text_of(const Json& value) {
+  return value.is_string() ? value.get<std::string>() : std::string();
+}
 
 // "torch==2.10.0+cpu" -> "torch"
 std::string requirement_name(const std::string& requirement) {
@@ -48,24 +57,20 @@ int action_rank(StepAction action) {
 
 class EnvPlanner {
  public:
-  EnvPlanner(const Json& env, const contracts::Contract& contract)
+  EnvPlanner(const report::EnvReport& env, const contracts::Contract& contract)
       : m_env(env), m_recipe(contract.provision ? &*contract.provision : nullptr) {
-    m_plan.env = string_field(env, "name");
-    m_plan.prefix = string_field(env, "prefix");
-    m_plan.verdict = string_field(env, "verdict");
+    m_plan.env = env.name;
+    m_plan.prefix = env.prefix;
+    m_plan.verdict = contracts::to_string(env.verdict);
     m_python = m_plan.prefix + "/bin/python";
-    m_conda = string_field(env, "kind") == "conda";
+    m_conda = env.kind == "conda";
   }
 
   EnvPlan build() {
-    const auto& checks = field(m_env, "checks");
-    if (!checks.is_array()) {
-      return m_plan;
-    }
     // Files and linkage last: they are usually answered by a package step.
-    std::vector<const Json*> deferred;
-    for (const auto& check : checks) {
-      const auto cause = string_field(field(check, "diagnosis"), "cause");
+    std::vector<const CheckReport*> deferred;
+    for (const auto& check : m_env.checks) {
+      const auto& cause = diagnosis_of(check).cause;
       if (cause == "forbidden_file" || cause == "forbidden_needed") {
         deferred.push_back(&check);
       } else {
@@ -88,16 +93,12 @@ class EnvPlanner {
   }
 
  private:
-  void plan_check(const Json& check) {
-    if (!check.is_object()) {
-      return;
-    }
-    const std::string status = string_field(check, "status");
-    if (status == "pass") {
+  void plan_check(const CheckReport& check) {
+    if (check.status == CheckStatus::pass) {
       return;
     }
     const Finding finding(check);
-    if (status == "waived") {
+    if (check.status == CheckStatus::waived) {
       // Accepted for a while by the contract: nothing to do about it now.
       m_plan.unplanned.push_back({finding.id, "waived", finding.summary});
       return;
@@ -116,14 +117,14 @@ class EnvPlanner {
 
   // What a failing check of the report says, as the planner reads it.
   struct Finding {
-    explicit Finding(const Json& check)
-        : id(string_field(check, "id")),
-          package(contracts::kind_traits(string_field(check, "kind")).plan_package),
-          cause(string_field(field(check, "diagnosis"), "cause")),
-          summary(string_field(field(check, "diagnosis"), "summary")),
-          evidence(field(field(check, "diagnosis"), "evidence")),
-          expected(field(check, "expected")),
-          actual(field(check, "actual")) {}
+    explicit Finding(const CheckReport& check)
+        : id(check.id),
+          package(contracts::kind_traits(check.kind).plan_package),
+          cause(diagnosis_of(check).cause),
+          summary(diagnosis_of(check).summary),
+          evidence(diagnosis_of(check).evidence),
+          expected(check.expected),
+          actual(check.actual) {}
     std::string id;
     // What its kind's package causes are about (the registry's trait).
     contracts::KindTraits::PlanPackage package;
@@ -180,7 +181,7 @@ class EnvPlanner {
 
   // A cause mended by installing or removing distributions (or, for
   // torch and Python themselves, by a new env); false for any other.
-  bool plan_package_cause(const Json& check, const Finding& f) {
+  bool plan_package_cause(const CheckReport& check, const Finding& f) {
     if (f.cause == "cuda_build" || f.cause == "cuda_missing" ||
         (f.cause == "version_mismatch" && f.package == Package::torch)) {
       install("torch", default_torch_spec(f.expected), f.summary, f.id, false);
@@ -249,7 +250,7 @@ class EnvPlanner {
 
   // A cause mended by a file, a library's package, a variable, a new env or
   // a new scan, or one that waits for another; false for any other.
-  bool plan_other_cause(const Json& check, const Finding& f) {
+  bool plan_other_cause(const CheckReport& check, const Finding& f) {
     if (f.cause == "blocked") {
       m_plan.unplanned.push_back(
           {f.id, f.cause, "runs once " + string_field(f.evidence, "blocked_by") + " passes"});
@@ -308,15 +309,15 @@ class EnvPlanner {
   }
 
   // The distribution a package check is about.
-  std::string distribution_in(const Json& check) const {
-    const auto package = contracts::kind_traits(string_field(check, "kind")).plan_package;
-    const auto& diagnosis = field(check, "diagnosis");
-    const auto& evidence = field(diagnosis, "evidence");
+  std::string distribution_in(const CheckReport& check) const {
+    const auto package = contracts::kind_traits(check.kind).plan_package;
+    const auto& diagnosis = diagnosis_of(check);
+    const auto& evidence = diagnosis.evidence;
     if (package == Package::torch) {
       return "torch";
     }
     if (package == Package::triton) {
-      const std::string provider = string_field(field(check, "expected"), "provider");
+      const std::string provider = string_field(check.expected, "provider");
       return provider.empty() ? "triton" : provider;
     }
     for (const char* key : {"distribution", "name"}) {
@@ -328,7 +329,7 @@ class EnvPlanner {
       return package_of_path(path);
     }
     // "module torch_xmlir is installed; ...", "torch_fl is not installed"
-    std::string summary = string_field(diagnosis, "summary");
+    std::string summary = diagnosis.summary;
     if (summary.starts_with("module ")) {
       summary = summary.substr(7);
     }
@@ -447,10 +448,9 @@ class EnvPlanner {
     }
   }
 
-  void set_variable(const Json& check, const std::string& why, const std::string& id) {
-    const auto& diagnosis = field(check, "diagnosis");
-    const auto& expected = field(check, "expected");
-    std::string variable = string_field(field(diagnosis, "evidence"), "variable");
+  void set_variable(const CheckReport& check, const std::string& why, const std::string& id) {
+    const auto& expected = check.expected;
+    std::string variable = string_field(diagnosis_of(check).evidence, "variable");
     if (variable.empty()) {
       variable = string_field(expected, "variable");
     }
@@ -522,8 +522,8 @@ class EnvPlanner {
   // A module that does not load: a library missing, a symbol missing or
   // different. The package that needs it is removed or reinstalled by
   // another step, or the recipe's build of it replaces it; else it is manual.
-  void loader_failure(const Json& check, const std::string& why, const std::string& id) {
-    const auto& evidence = field(field(check, "diagnosis"), "evidence");
+  void loader_failure(const CheckReport& check, const std::string& why, const std::string& id) {
+    const auto& evidence = diagnosis_of(check).evidence;
     std::string needed_by = string_field(field(evidence, "missing"), "needed_by");
     for (const char* key : {"needed_by", "library", "requester"}) {
       if (needed_by.empty()) {
@@ -545,7 +545,7 @@ class EnvPlanner {
            id);
   }
 
-  const Json& m_env;
+  const report::EnvReport& m_env;
   const contracts::ProvisionRecipe* m_recipe;
   EnvPlan m_plan;
   std::string m_python;
@@ -579,71 +579,70 @@ std::string to_string(StepAction action) {
   return "manual";
 }
 
-HostPlan build_plan(const Json& report, const contracts::Contract& contract,
+HostPlan build_plan(const report::Report& report, const contracts::Contract& contract,
                     const std::string& env) {
   HostPlan plan;
-  plan.host = string_field(report, "host");
+  plan.host = report.host;
   plan.contract = contract.name;
   plan.recipe = contract.provision.has_value();
   // The host's image, and each container target's (`container` names it).
-  const auto image_steps = [&](const Json& targets, const std::string& container) {
+  const auto image_steps = [&](const std::vector<report::TargetReport>& targets,
+                               const std::string& container) {
     for (const auto& target : targets) {
-      for (const auto& check : field(target, "checks")) {
+      for (const auto& check : target.checks) {
         // A skip (another target matched, or the images are the containers')
         // asks nothing of anyone.
-        const std::string status = string_field(check, "status");
-        if (status != "fail" && status != "error") {
+        if (check.status != CheckStatus::fail && check.status != CheckStatus::error) {
           continue;
         }
-        const auto& diagnosis = field(check, "diagnosis");
-        const bool unknown = string_field(diagnosis, "cause") == "image_unknown";
+        const auto& diagnosis = diagnosis_of(check);
+        const bool unknown = diagnosis.cause == "image_unknown";
         const std::string whose =
             container.empty() ? "the host's" : "container " + container + "'s";
+        const std::string image = text_of(check.expected);
         plan.host_steps.push_back(
             {StepAction::manual,
-             string_field(target, "name"),
-             string_field(check, "expected"),
-             string_field(diagnosis, "summary"),
+             target.name,
+             image,
+             diagnosis.summary,
              "",
-             unknown
-                 ? "the agent's configuration: where " + whose +
-                       " image reference is read (docs/agent.md, docs/containers.md)"
-                 : "the host's administrator: run the image " + string_field(check, "expected") +
-                       (container.empty() ? "" : " in container " + container) +
-                       " (docker pull, then recreate the container from it)",
+             unknown ? "the agent's configuration: where " + whose +
+                           " image reference is read (docs/agent.md, docs/containers.md)"
+                     : "the host's administrator: run the image " + image +
+                           (container.empty() ? "" : " in container " + container) +
+                           " (docker pull, then recreate the container from it)",
              {(container.empty() ? "target:" : "container:" + container + ":target:") +
-              string_field(target, "name")}});
+              target.name}});
       }
     }
   };
-  image_steps(field(report, "targets"), "");
-  for (const auto& container : field(report, "containers")) {
-    image_steps(field(container, "targets"), string_field(container, "name"));
+  image_steps(report.targets, "");
+  for (const auto& container : report.containers) {
+    image_steps(container.targets, container.name);
   }
-  for (const auto& entry : field(report, "envs")) {
+  for (const auto& entry : report.envs) {
     // An entry the report could not have made: no plan (its prefix would
     // make commands for the system's interpreter).
-    if (!entry.is_object() || string_field(entry, "prefix").empty() ||
-        string_field(entry, "name").empty()) {
+    if (entry.prefix.empty() || entry.name.empty()) {
       continue;
     }
-    if (!env.empty() && string_field(entry, "name") != env) {
+    if (!env.empty() && entry.name != env) {
       continue;
     }
-    if (string_field(entry, "verdict") == "compliant") {
+    if (entry.verdict == contracts::EnvVerdict::compliant) {
       continue;
     }
-    if (const std::string container = string_field(entry, "container"); !container.empty()) {
+    if (entry.container && !entry.container->empty()) {
       // Its commands would run on the host, on the container's files seen
       // from outside: a container's env is mended in the container (or its
       // image), which the plan does not reach.
       EnvPlan inside;
-      inside.env = string_field(entry, "name");
-      inside.prefix = string_field(entry, "prefix");
-      inside.verdict = string_field(entry, "verdict");
+      inside.env = entry.name;
+      inside.prefix = entry.prefix;
+      inside.verdict = contracts::to_string(entry.verdict);
       inside.unplanned.push_back(
           {"", "in_container",
-           "the env lives in container " + container +
+           "the env lives in container " + *entry.container +
                ": mend it there or in the container's image (plans run on the host)"});
       plan.envs.push_back(std::move(inside));
       continue;

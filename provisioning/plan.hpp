@@ -6,6 +6,7 @@
 #include <nlohmann/json.hpp>
 
 #include "contracts/contract.hpp"
+#include "report/report_model.hpp"
 
 // From drift to the steps that end it: each drifting env's report entry and
 // the contract become an ordered plan (docs/provisioning.md). A plan is data;
@@ -67,7 +68,7 @@ struct HostPlan {
 // The plan for every env of `report` that does not comply (or only `env`,
 // when not empty), using the contract's provision recipe for specifiers and
 // index options where it has one.
-HostPlan build_plan(const Json& report, const contracts::Contract& contract,
+HostPlan build_plan(const report::Report& report, const contracts::Contract& contract,
                     const std::string& env = "");
 
 Json to_json(const HostPlan& plan);

@@ -5,38 +5,29 @@
 #include <random>
 #include <vector>
 
-#include "common/json_fields.hpp"
-
 namespace envcontract::report {
 
 namespace {
 
-using common::array_field;
-using common::object_field;
-using common::string_field;
+using contracts::CheckStatus;
 
-bool is_status(const Json& check, const char* status) {
-  return string_field(check, "status") == status;
-}
-
-bool is_required(const Json& check) {
-  return string_field(check, "severity") == "required";
+bool is_required(const CheckReport& check) {
+  return check.severity == contracts::Severity::required;
 }
 
 // Checks that keep a job from starting: required ones that fail or could
 // not be judged.
-bool stops_the_job(const Json& check) {
-  return is_required(check) && (is_status(check, "fail") || is_status(check, "error"));
+bool stops_the_job(const CheckReport& check) {
+  return is_required(check) &&
+         (check.status == CheckStatus::fail || check.status == CheckStatus::error);
 }
 
-std::string env_label(const Json& env) {
-  const std::string name = string_field(env, "name");
-  return name.empty() ? string_field(env, "prefix") : name;
+std::string env_label(const EnvReport& env) {
+  return env.name.empty() ? env.prefix : env.name;
 }
 
-std::string contract_name(const Json& report) {
-  const std::string name = string_field(object_field(report, "contract"), "name");
-  return name.empty() ? "the contract" : name;
+std::string contract_name(const Report& report) {
+  return report.contract.name.empty() ? "the contract" : report.contract.name;
 }
 
 std::string joined(const std::vector<std::string>& names) {
@@ -53,15 +44,13 @@ struct Annotation {
   std::string message;
 };
 
-Annotation annotation_of(const std::string& where, const Json& check) {
-  const Json& diagnosis = object_field(check, "diagnosis");
-  const std::string id = string_field(check, "id");
-  std::string summary = string_field(diagnosis, "summary");
-  const std::string remedy = string_field(diagnosis, "remedy");
-  if (summary.empty()) {
-    summary = "check " + id + " did not pass";
-  }
-  if (is_status(check, "fail")) {
+Annotation annotation_of(const std::string& where, const CheckReport& check) {
+  const contracts::Diagnosis& diagnosis = diagnosis_of(check);
+  const std::string& id = check.id;
+  const std::string summary =
+      diagnosis.summary.empty() ? "check " + id + " did not pass" : diagnosis.summary;
+  const std::string& remedy = diagnosis.remedy;
+  if (check.status == CheckStatus::fail) {
     return {is_required(check) ? "error" : "warning",
             "envcontract: " + where + ": " + id + (is_required(check) ? "" : " (advisory)"),
             summary + (remedy.empty() ? "" : "\nWhat to do: " + remedy)};
@@ -79,15 +68,14 @@ std::string cell(const std::string& text) {
   return text.empty() ? " " : markdown_text(text);
 }
 
-void table_of(std::string& out, const std::string& where, const Json& checks) {
+void table_of(std::string& out, const std::string& where, const std::vector<CheckReport>& checks) {
   out += "| " + markdown_text(where) + " | status | cause | summary | what to do |\n";
   out += "|---|---|---|---|---|\n";
   for (const auto& check : checks) {
-    const Json& diagnosis = object_field(check, "diagnosis");
-    out += "| " + cell(string_field(check, "id")) + " | " + cell(string_field(check, "status")) +
-           " | " + cell(string_field(diagnosis, "cause")) + " | " +
-           cell(string_field(diagnosis, "summary")) + " | " +
-           cell(string_field(diagnosis, "remedy")) + " |\n";
+    const contracts::Diagnosis& diagnosis = diagnosis_of(check);
+    out += "| " + cell(check.id) + " | " + cell(contracts::to_string(check.status)) + " | " +
+           cell(diagnosis.cause) + " | " + cell(diagnosis.summary) + " | " +
+           cell(diagnosis.remedy) + " |\n";
   }
   out += "\n";
 }
@@ -117,22 +105,21 @@ const char* to_string(GateDecision::Outcome outcome) {
   return "unknown";
 }
 
-GateDecision gate_decision(const Json& report) {
+GateDecision gate_decision(const Report& report) {
   std::vector<std::string> compliant;
   std::vector<std::string> drifting;
   std::vector<std::string> unjudged;
-  for (const auto& env : array_field(report, "envs")) {
-    const std::string verdict = string_field(env, "verdict");
-    (verdict == "compliant" ? compliant
-     : verdict == "drift"   ? drifting
-                            : unjudged)
+  for (const auto& env : report.envs) {
+    (env.verdict == contracts::EnvVerdict::compliant ? compliant
+     : env.verdict == contracts::EnvVerdict::drift   ? drifting
+                                                     : unjudged)
         .push_back(env_label(env));
   }
   std::vector<std::string> broken_targets;
-  for (const auto& target : array_field(report, "targets")) {
-    for (const auto& check : array_field(target, "checks")) {
-      if (is_status(check, "fail") && is_required(check)) {
-        broken_targets.push_back(string_field(target, "name") + "'s " + string_field(check, "id"));
+  for (const auto& target : report.targets) {
+    for (const auto& check : target.checks) {
+      if (check.status == CheckStatus::fail && is_required(check)) {
+        broken_targets.push_back(target.name + "'s " + check.id);
       }
     }
   }
@@ -158,7 +145,7 @@ GateDecision gate_decision(const Json& report) {
   return {Outcome::unknown, "no env was found to judge against " + contract};
 }
 
-std::string github_annotations(const Json& report, const GateDecision& decision,
+std::string github_annotations(const Report& report, const GateDecision& decision,
                                const std::string& bypass) {
   std::string out;
   // First: GitHub shows the first few annotations of a step only.
@@ -169,39 +156,40 @@ std::string github_annotations(const Json& report, const GateDecision& decision,
   if (decision.outcome == GateDecision::Outcome::go) {
     out += command({"notice", "envcontract", decision.why});
   } else {
-    for (const auto& target : array_field(report, "targets")) {
-      for (const auto& check : array_field(target, "checks")) {
-        if (is_status(check, "fail") && stops_the_job(check)) {
-          out += command(annotation_of("target " + string_field(target, "name"), check));
+    for (const auto& target : report.targets) {
+      for (const auto& check : target.checks) {
+        if (check.status == CheckStatus::fail && stops_the_job(check)) {
+          out += command(annotation_of("target " + target.name, check));
         }
       }
     }
     // What stops the job, then what is only advised.
     for (const bool required : {true, false}) {
-      for (const auto& env : array_field(report, "envs")) {
-        for (const auto& check : array_field(env, "checks")) {
-          if (required ? stops_the_job(check) : !is_required(check) && is_status(check, "fail")) {
+      for (const auto& env : report.envs) {
+        for (const auto& check : env.checks) {
+          if (required ? stops_the_job(check)
+                       : !is_required(check) && check.status == CheckStatus::fail) {
             out += command(annotation_of(env_label(env), check));
           }
         }
       }
     }
-    if (array_field(report, "envs").empty()) {
+    if (report.envs.empty()) {
       out += command({"error", "envcontract", decision.why});
     }
   }
   // A target that could not be judged does not stop the job; it is said.
-  for (const auto& target : array_field(report, "targets")) {
-    for (const auto& check : array_field(target, "checks")) {
-      if (is_status(check, "error")) {
-        out += command(annotation_of("target " + string_field(target, "name"), check));
+  for (const auto& target : report.targets) {
+    for (const auto& check : target.checks) {
+      if (check.status == CheckStatus::error) {
+        out += command(annotation_of("target " + target.name, check));
       }
     }
   }
   return out;
 }
 
-std::string markdown_summary(const Json& report, const GateDecision& decision,
+std::string markdown_summary(const Report& report, const GateDecision& decision,
                              const std::string& bypass) {
   using Outcome = GateDecision::Outcome;
   const char* headline = decision.outcome == Outcome::go ? "go"
@@ -214,19 +202,19 @@ std::string markdown_summary(const Json& report, const GateDecision& decision,
   if (!bypass.empty() && decision.outcome != Outcome::go) {
     out += "Bypassed: " + markdown_text(bypass) + "\n\n";
   }
-  const std::string host = string_field(report, "host");
-  const std::string path = string_field(object_field(report, "contract"), "path");
+  const std::string& host = report.host;
+  const std::string& path = report.contract.path;
   out += "Contract " + markdown_text(contract_name(report)) +
          (path.empty() ? "" : " (" + markdown_text(path) + ")") +
          (host.empty() ? "" : ", host " + markdown_text(host)) + "\n\n";
-  for (const auto& target : array_field(report, "targets")) {
-    table_of(out, "target " + string_field(target, "name"), array_field(target, "checks"));
+  for (const auto& target : report.targets) {
+    table_of(out, "target " + target.name, target.checks);
   }
-  for (const auto& env : array_field(report, "envs")) {
+  for (const auto& env : report.envs) {
     out += "**" + markdown_text(env_label(env)) +
-           "**: " + markdown_text(string_field(env, "verdict")) + " (" +
-           markdown_text(string_field(env, "prefix")) + ")\n\n";
-    table_of(out, "check", array_field(env, "checks"));
+           "**: " + markdown_text(contracts::to_string(env.verdict)) + " (" +
+           markdown_text(env.prefix) + ")\n\n";
+    table_of(out, "check", env.checks);
   }
   return out;
 }

@@ -30,19 +30,19 @@ const char* to_string(GateDecision::Outcome outcome);
 // target breaks it; otherwise (no env, an env that could not be judged)
 // unknown. A target that could not be judged (no image reference here) is
 // shown, and does not stop the job: it is not about the env.
-GateDecision gate_decision(const Json& report);
+GateDecision gate_decision(const Report& report);
 
 // One GitHub Actions workflow command per check that stops the job: `::error`
 // for a failing required check (its summary and remedy), `::warning` for
 // one that could not be judged, then a `::warning` per failing advisory
 // check; `::notice` for a go. With `bypass` ("" for none) a job stopped by
 // the gate starts anyway, and a warning, first, says so and why.
-std::string github_annotations(const Json& report, const GateDecision& decision,
+std::string github_annotations(const Report& report, const GateDecision& decision,
                                const std::string& bypass);
 
 // Markdown for $GITHUB_STEP_SUMMARY: the decision, then a table of each
 // judged env's checks and of the targets' checks.
-std::string markdown_summary(const Json& report, const GateDecision& decision,
+std::string markdown_summary(const Report& report, const GateDecision& decision,
                              const std::string& bypass);
 
 // `body` in a GitLab CI collapsible section named `name` whose header line is

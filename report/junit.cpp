@@ -3,14 +3,10 @@
 #include <memory>
 #include <sstream>
 
-#include "common/json_fields.hpp"
 #include "common/json_text.hpp"
 
 namespace envcontract::report {
 namespace {
-
-using common::array_field;
-using common::string_field;
 
 // Escapes for attributes and text; drops characters XML 1.0 cannot carry
 // (control characters from a crashed process's output, say).
@@ -64,38 +60,32 @@ struct Suite {
   std::ostringstream cases;
 };
 
-void add_case(Suite& suite, const std::string& classname, const Json& check) {
-  const std::string status = string_field(check, "status");
-  const Json& diagnosis = check.contains("diagnosis") && check.at("diagnosis").is_object()
-                              ? check.at("diagnosis")
-                              : Json::object();
-  const std::string summary = string_field(diagnosis, "summary");
-  const std::string cause = string_field(diagnosis, "cause");
+void add_case(Suite& suite, const std::string& classname, const CheckReport& check) {
+  using contracts::CheckStatus;
+  const contracts::Diagnosis& diagnosis = diagnosis_of(check);
   ++suite.tests;
-  suite.cases << "    <testcase classname=\"" << xml(classname) << "\" name=\""
-              << xml(string_field(check, "id")) << "\" time=\"0\"";
+  suite.cases << "    <testcase classname=\"" << xml(classname) << "\" name=\"" << xml(check.id)
+              << "\" time=\"0\"";
   std::string body;
-  if (status == "fail" || status == "error") {
-    body = "cause: " + cause + "\nsummary: " + summary + "\nevidence: " +
-           common::json_text(diagnosis.contains("evidence") ? diagnosis.at("evidence")
-                                                            : Json::object()) +
-           "\nremedy: " + string_field(diagnosis, "remedy");
-    const std::string since = string_field(check, "since");
-    if (!since.empty()) {
-      body += "\nsince: " + since;
+  if (check.status == CheckStatus::fail || check.status == CheckStatus::error) {
+    body = "cause: " + diagnosis.cause + "\nsummary: " + diagnosis.summary +
+           "\nevidence: " + common::json_text(diagnosis.evidence) + "\nremedy: " + diagnosis.remedy;
+    if (check.since && !check.since->empty()) {
+      body += "\nsince: " + *check.since;
     }
   }
-  if (status == "fail") {
+  if (check.status == CheckStatus::fail) {
     ++suite.failures;
-    suite.cases << ">\n      <failure message=\"" << xml(summary) << "\" type=\"" << xml(cause)
-                << "\">" << xml(body) << "</failure>\n    </testcase>\n";
-  } else if (status == "error") {
+    suite.cases << ">\n      <failure message=\"" << xml(diagnosis.summary) << "\" type=\""
+                << xml(diagnosis.cause) << "\">" << xml(body) << "</failure>\n    </testcase>\n";
+  } else if (check.status == CheckStatus::error) {
     ++suite.errors;
-    suite.cases << ">\n      <error message=\"" << xml(summary) << "\" type=\"" << xml(cause)
-                << "\">" << xml(body) << "</error>\n    </testcase>\n";
-  } else if (status == "skip" || status == "waived") {
+    suite.cases << ">\n      <error message=\"" << xml(diagnosis.summary) << "\" type=\""
+                << xml(diagnosis.cause) << "\">" << xml(body) << "</error>\n    </testcase>\n";
+  } else if (check.status == CheckStatus::skip || check.status == CheckStatus::waived) {
     ++suite.skipped;
-    suite.cases << ">\n      <skipped message=\"" << xml(status + ": " + summary)
+    suite.cases << ">\n      <skipped message=\""
+                << xml(contracts::to_string(check.status) + ": " + diagnosis.summary)
                 << "\"/>\n    </testcase>\n";
   } else {
     suite.cases << "/>\n";
@@ -128,20 +118,20 @@ std::string junit_xml(const std::vector<JunitHost>& hosts) {
       continue;
     }
     const auto& report = *host.report;
-    for (const auto& target : array_field(report, "targets")) {
+    for (const auto& target : report.targets) {
       auto suite = std::make_unique<Suite>();
-      suite->name = name + "/target:" + string_field(target, "name");
+      suite->name = name + "/target:" + target.name;
       suite->host = name;
-      for (const auto& check : array_field(target, "checks")) {
+      for (const auto& check : target.checks) {
         add_case(*suite, suite->name, check);
       }
       suites.push_back(std::move(suite));
     }
-    for (const auto& env : array_field(report, "envs")) {
+    for (const auto& env : report.envs) {
       auto suite = std::make_unique<Suite>();
-      suite->name = name + "/" + string_field(env, "name");
+      suite->name = name + "/" + env.name;
       suite->host = name;
-      for (const auto& check : array_field(env, "checks")) {
+      for (const auto& check : env.checks) {
         add_case(*suite, suite->name, check);
       }
       suites.push_back(std::move(suite));

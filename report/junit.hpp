@@ -10,9 +10,9 @@ namespace envcontract::report {
 
 // One host's answer for JUnit: its report, or why there is none.
 struct JunitHost {
-  std::string name;    // as the operator wrote it: a host, or this host's name
-  const Json* report;  // nullptr when the host could not be asked or judged
-  std::string error;   // why there is no report
+  std::string name;      // as the operator wrote it: a host, or this host's name
+  const Report* report;  // nullptr when the host could not be asked or judged
+  std::string error;     // why there is no report
 };
 
 // Reports as JUnit XML, the format CI systems read: one <testsuite> per env

@@ -7,16 +7,11 @@
 #include <sstream>
 #include <vector>
 
-#include "common/json_fields.hpp"
-#include "common/json_text.hpp"
 #include "report/evidence_text.hpp"
-#include "report/printable.hpp"
+#include "report/report_json.hpp"
 
 namespace envcontract::report {
 namespace {
-
-using common::array_field;
-using common::string_field;
 
 std::string paint(const std::string& text, const char* code, const TableStyle& style) {
   return style.colour ? std::string("\x1b[") + code + "m" + text + "\x1b[0m" : text;
@@ -37,24 +32,27 @@ struct Row {
   std::string check;
   std::string cause;
   std::string summary;
-  const Json* detail = nullptr;  // the check, for -v
+  const CheckReport* detail = nullptr;  // the check, for -v
 };
 
-void add_check_rows(const std::string& env, const std::string& verdict, const Json& checks,
-                    std::vector<Row>& rows) {
+bool shown_as_failing(const CheckReport& check) {
+  return check.status == contracts::CheckStatus::fail ||
+         check.status == contracts::CheckStatus::error;
+}
+
+void add_check_rows(const std::string& env, const std::string& verdict,
+                    const std::vector<CheckReport>& checks, std::vector<Row>& rows) {
   bool first = true;
   for (const auto& check : checks) {
-    const std::string status = string_field(check, "status");
-    if (status != "fail" && status != "error") {
+    if (!shown_as_failing(check)) {
       continue;
     }
-    const Json& diagnosis = check.contains("diagnosis") ? check.at("diagnosis") : Json::object();
-    std::string cause = string_field(diagnosis, "cause");
-    if (string_field(check, "severity") == "advisory") {
+    std::string cause = check.diagnosis ? check.diagnosis->cause : "";
+    if (check.severity == contracts::Severity::advisory) {
       cause += " (advisory)";
     }
-    rows.push_back({first ? env : "", first ? verdict : "", string_field(check, "id"), cause,
-                    string_field(diagnosis, "summary"), &check});
+    rows.push_back({first ? env : "", first ? verdict : "", check.id, cause,
+                    check.diagnosis ? check.diagnosis->summary : "", &check});
     first = false;
   }
   if (first && !verdict.empty()) {  // an env that fails nothing still gets its line
@@ -62,23 +60,25 @@ void add_check_rows(const std::string& env, const std::string& verdict, const Js
   }
 }
 
-void write_detail(std::ostream& out, const Json& check, std::size_t indent) {
+void write_detail(std::ostream& out, const CheckReport& check, std::size_t indent) {
   const std::string pad(indent, ' ');
-  const Json& diagnosis = check.contains("diagnosis") ? check.at("diagnosis") : Json::object();
-  if (diagnosis.is_object() && diagnosis.contains("evidence") &&
-      !diagnosis.at("evidence").empty()) {
-    out << pad << "evidence:\n" << evidence_text(diagnosis.at("evidence"), pad + "  ");
+  if (check.diagnosis && !check.diagnosis->evidence.empty()) {
+    out << pad << "evidence:\n" << evidence_text(check.diagnosis->evidence, pad + "  ");
   }
-  const std::string remedy = string_field(diagnosis, "remedy");
-  if (!remedy.empty()) {
-    out << pad << "remedy:   " << remedy << "\n";
+  if (check.diagnosis && !check.diagnosis->remedy.empty()) {
+    out << pad << "remedy:   " << check.diagnosis->remedy << "\n";
   }
-  const std::string since = string_field(check, "since");
-  if (!since.empty()) {
-    out << pad << "since:    " << since
-        << (check.contains("flapping") && check.at("flapping") == true ? " (flapping)" : "")
-        << "\n";
+  if (check.since && !check.since->empty()) {
+    out << pad << "since:    " << *check.since << (check.flapping ? " (flapping)" : "") << "\n";
   }
+}
+
+std::string joined(const std::vector<std::string>& names) {
+  std::string text;
+  for (const auto& name : names) {
+    text += (text.empty() ? "" : ", ") + name;
+  }
+  return text;
 }
 
 }  // namespace
@@ -88,59 +88,42 @@ bool colour_wanted(int fd) {
   return ::isatty(fd) != 0 && (no_colour == nullptr || *no_colour == '\0');
 }
 
-std::string render_table(const Json& unsafe_report, const TableStyle& style) {
+std::string render_table(const Report& unsafe_report, const TableStyle& style) {
   // Every string of a report may come from env output or a remote host.
-  const Json report = printable_json(unsafe_report);
+  const Report report = printable_report(unsafe_report);
   std::ostringstream out;
-  const auto& compliant = array_field(report, "compliant_envs");
-  std::string compliant_list;
-  for (const auto& name : compliant) {
-    if (name.is_string()) {
-      compliant_list += (compliant_list.empty() ? "" : ", ") + name.get<std::string>();
-    }
-  }
-  const Json& contract = report.contains("contract") ? report.at("contract") : Json::object();
-  out << string_field(report, "host") << ": "
-      << painted_verdict(string_field(report, "verdict"), style)
+  const std::string compliant_list = joined(report.compliant_envs);
+  out << report.host << ": " << painted_verdict(to_string(report.verdict), style)
       << "; compliant envs: " << (compliant_list.empty() ? "none" : compliant_list) << "; contract "
-      << string_field(contract, "name") << " (scanned " << string_field(report, "scanned_at")
-      << ")\n";
-  for (const auto& reason : array_field(report, "reasons")) {
-    out << "  " << (reason.is_string() ? reason.get<std::string>() : "") << "\n";
+      << report.contract.name << " (scanned " << report.scanned_at << ")\n";
+  for (const auto& reason : report.reasons) {
+    out << "  " << reason << "\n";
   }
 
-  for (const auto& container : array_field(report, "containers")) {
-    const Json& image = container.contains("image") ? container.at("image") : Json::object();
-    const std::string problem = string_field(container, "problem");
-    std::string envs;
-    for (const auto& name : array_field(container, "envs")) {
-      envs += (envs.empty() ? "" : ", ") + (name.is_string() ? name.get<std::string>() : "");
-    }
-    out << "  container " << string_field(container, "name") << ": "
-        << (problem.empty() ? "image " +
-                                  (string_field(image, "value").empty()
-                                       ? "unknown (" + string_field(image, "problem") + ")"
-                                       : string_field(image, "value")) +
-                                  "; envs: " + (envs.empty() ? "none" : envs)
-                            : "not scanned: " + problem)
+  for (const auto& container : report.containers) {
+    const auto& image = container.image;
+    const std::string envs = joined(container.envs);
+    out << "  container " << container.name << ": "
+        << (!container.problem || container.problem->empty()
+                ? "image " +
+                      (image.value.empty() ? "unknown (" + image.problem + ")" : image.value) +
+                      "; envs: " + (envs.empty() ? "none" : envs)
+                : "not scanned: " + *container.problem)
         << "\n";
   }
 
   std::vector<Row> rows;
-  for (const auto& target : array_field(report, "targets")) {
-    add_check_rows("[target " + string_field(target, "name") + "]", "",
-                   array_field(target, "checks"), rows);
+  for (const auto& target : report.targets) {
+    add_check_rows("[target " + target.name + "]", "", target.checks, rows);
   }
-  for (const auto& container : array_field(report, "containers")) {
-    for (const auto& target : array_field(container, "targets")) {
-      add_check_rows("[container " + string_field(container, "name") + "]", "",
-                     array_field(target, "checks"), rows);
+  for (const auto& container : report.containers) {
+    for (const auto& target : container.targets) {
+      add_check_rows("[container " + container.name + "]", "", target.checks, rows);
     }
   }
   // An env of a container target is named with its container already.
-  for (const auto& env : array_field(report, "envs")) {
-    add_check_rows(string_field(env, "name"), string_field(env, "verdict"),
-                   array_field(env, "checks"), rows);
+  for (const auto& env : report.envs) {
+    add_check_rows(env.name, contracts::to_string(env.verdict), env.checks, rows);
   }
   std::size_t env_width = 3;
   std::size_t verdict_width = 7;
@@ -168,9 +151,8 @@ std::string render_table(const Json& unsafe_report, const TableStyle& style) {
       write_detail(out, *row.detail, env_width + verdict_width + 4);
     }
   }
-  for (const auto& problem : array_field(report, "problems")) {
-    out << "warning: " << string_field(problem, "path") << ": " << string_field(problem, "problem")
-        << "\n";
+  for (const auto& problem : report.problems) {
+    out << "warning: " << problem.path << ": " << problem.problem << "\n";
   }
   return out.str();
 }

@@ -14,7 +14,7 @@ struct TableStyle {
 // A report as a person reads it: a summary line (host, verdict, compliant
 // envs, contract), the host's reasons, then one row per env and failing
 // check with the diagnosis' summary.
-std::string render_table(const Json& report, const TableStyle& style);
+std::string render_table(const Report& report, const TableStyle& style);
 
 // Whether `fd` should get colours: a terminal, and NO_COLOR unset.
 bool colour_wanted(int fd);

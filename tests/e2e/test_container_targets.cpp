@@ -14,6 +14,7 @@
 #include "daemon/scanner.hpp"
 #include "probes/container_runtime.hpp"
 #include "process/stall_guard.hpp"
+#include "report/report_json.hpp"
 #include "tests/e2e/agent_fixture.hpp"
 #include "tests/support/compile.hpp"
 #include "tests/support/container_rootfs.hpp"
@@ -326,10 +327,9 @@ TEST_F(ContainerTarget, AProbeWhoseTmpStopsAnsweringIsLeftBehindAndTheScanEnds) 
   ASSERT_NE(mount, nullptr);
   // The env's 2 s, then 5 s to read results and 30 s to sample and kill what it ran.
   EXPECT_LT(waited, std::chrono::seconds(55));
-  const std::string text = common::json_text(report);
-  ASSERT_EQ(report["envs"].size(), 1U) << text;
-  const auto& env = report["envs"][0];
-  EXPECT_EQ(env["verdict"], "error") << text;
+  const std::string text = common::json_text(report::to_json(report));
+  ASSERT_EQ(report.envs.size(), 1U) << text;
+  EXPECT_EQ(report.envs[0].verdict, contracts::EnvVerdict::error) << text;
   EXPECT_NE(
       text.find("the probe of " + (rootfs() / "opt/venvs/app").string() + " did not finish within"),
       std::string::npos)
@@ -345,8 +345,8 @@ TEST_F(ContainerTarget, AProbeWhoseTmpStopsAnsweringIsLeftBehindAndTheScanEnds) 
   start = std::chrono::steady_clock::now();
   const auto again = scanner.scan(*loaded.value(), settings);
   EXPECT_EQ(process::blocked_readers(), 1U);
-  EXPECT_NE(common::json_text(again).find("is still blocked"), std::string::npos)
-      << common::json_text(again);
+  const std::string again_text = common::json_text(report::to_json(again));
+  EXPECT_NE(again_text.find("is still blocked"), std::string::npos) << again_text;
   mount->release();
   EXPECT_TRUE(process::wait_for_blocked_readers(std::chrono::seconds(20)));
 }

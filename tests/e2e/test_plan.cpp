@@ -13,6 +13,7 @@
 #include "common/json_text.hpp"
 #include "contracts/contract_loader.hpp"
 #include "provisioning/plan.hpp"
+#include "report/report_json.hpp"
 #include "tests/support/demo_host.hpp"
 #include "tests/support/report_schema.hpp"
 #include "tests/support/run_command.hpp"
@@ -93,7 +94,8 @@ class DemoHostPlans : public ::testing::Test {
   }
 
   static EnvPlan plan_of(const std::string& env, bool recipe = true) {
-    const auto plan = build_plan(*s_report, recipe ? *s_with_recipe : *s_without_recipe, env);
+    const auto plan = build_plan(report::report_from_json(*s_report),
+                                 recipe ? *s_with_recipe : *s_without_recipe, env);
     EXPECT_EQ(plan.envs.size(), 1U) << env;
     return plan.envs.empty() ? EnvPlan{} : plan.envs[0];
   }
@@ -235,7 +237,7 @@ TEST_F(DemoHostPlans, ABareCondaBaseGetsTheContractsTorchBuild) {
 }
 
 TEST_F(DemoHostPlans, TheHostsImageIsAManualHostStep) {
-  const auto plan = build_plan(*s_report, *s_with_recipe);
+  const auto plan = build_plan(report::report_from_json(*s_report), *s_with_recipe);
   ASSERT_EQ(plan.host_steps.size(), 1U);
   EXPECT_EQ(plan.host_steps[0].action, StepAction::manual);
   EXPECT_NE(plan.host_steps[0].ask.find(":2.2.0"), std::string::npos);
@@ -248,8 +250,8 @@ TEST_F(DemoHostPlans, TheHostsImageIsAManualHostStep) {
 }
 
 TEST_F(DemoHostPlans, ThePlanIsValidAgainstItsSchema) {
-  const auto violations = testing::schema_violations(to_json(build_plan(*s_report, *s_with_recipe)),
-                                                     "plan.schema.json");
+  const auto violations = testing::schema_violations(
+      to_json(build_plan(report::report_from_json(*s_report), *s_with_recipe)), "plan.schema.json");
   if (!violations) {
     GTEST_SKIP() << "python3-jsonschema is not installed (scripts/test installs it)";
   }
@@ -262,7 +264,7 @@ TEST_F(DemoHostPlans, ThePlanIsValidAgainstItsSchema) {
 TEST(PlanInput, OddReportsGiveNoExceptionAndNoBogusSteps) {
   contracts::Contract contract;
   contract.name = "c";
-  const auto plan = build_plan(Json::parse(R"({
+  const auto plan = build_plan(report::report_from_json(Json::parse(R"({
     "host": "h",
     "targets": "not a list",
     "envs": [null, 3, "x", {"name": "no-prefix", "verdict": "drift", "checks": []},
@@ -274,7 +276,7 @@ TEST(PlanInput, OddReportsGiveNoExceptionAndNoBogusSteps) {
          "expected": {"variable": "LD_LIBRARY_PATH", "starts_with": [3, null, "/opt/x/lib"]},
          "diagnosis": {"cause": "search_path_mismatch", "summary": "LD_LIBRARY_PATH does not start with /opt/x/lib",
                        "evidence": {"variable": "LD_LIBRARY_PATH"}}},
-        {"id": "u", "status": "fail", "diagnosis": {"cause": "something_new", "summary": "?"}}]}]})"),
+        {"id": "u", "status": "fail", "diagnosis": {"cause": "something_new", "summary": "?"}}]}]})")),
                                contract);
   ASSERT_EQ(plan.envs.size(), 1U);
   const auto& env = plan.envs[0];

@@ -11,7 +11,9 @@
 #include "common/json_text.hpp"
 #include "fleet/fleet_view.hpp"
 #include "fleet/host_reports.hpp"
+#include "report/ci_output.hpp"
 #include "report/evidence_text.hpp"
+#include "report/report_json.hpp"
 #include "report/report_table.hpp"
 
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
@@ -27,8 +29,14 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
   host.report = json;
   const std::vector<fleet::HostReport> hosts = {host};
   report::TableStyle style;
-  (void)report::render_table(json, style);
-  (void)report::render_table(json, {true, false});  // -v: evidence as lines
+  // Read as a report whatever it holds; written back, it reads the same.
+  const auto read = report::report_from_json(json);
+  if (report::to_json(report::report_from_json(report::to_json(read))) != report::to_json(read)) {
+    __builtin_trap();
+  }
+  (void)report::gate_decision(read);
+  (void)report::render_table(read, style);
+  (void)report::render_table(read, {true, false});  // -v: evidence as lines
   (void)report::evidence_text(json, "  ");
   (void)cli::fleet_table(hosts, style);
   (void)cli::fleet_summary(hosts);

@@ -21,7 +21,7 @@ TEST(Agent, ScheduledScansKeepOnlyTheLastTickets) {
   for (int i = 0; i < 600 && latest <= 300; ++i) {
     std::this_thread::sleep_for(50ms);
     const auto snapshot = agent.snapshot();
-    latest = snapshot->report ? snapshot->report->value("scan_id", 0) : 0;
+    latest = snapshot->report ? snapshot->report->scan_id.value_or(0) : 0;
   }
   agent.stop();
   ASSERT_GT(latest, 300) << "the scheduler did not scan often enough to test trimming";

@@ -23,6 +23,7 @@
 #include "daemon/contract_source.hpp"
 #include "daemon/scanner.hpp"
 #include "probes/change_watch.hpp"
+#include "report/report_json.hpp"
 #include "tests/support/demo_host.hpp"
 #include "tests/support/run_command.hpp"
 #include "tests/support/temp_dir.hpp"
@@ -206,7 +207,7 @@ TEST_P(Reprobe, ParsedLibrariesAreNotHeldBetweenScans) {
   const auto second = m_scanner.scan(*m_contract, m_settings);
   EXPECT_EQ(m_scanner.held_libraries(), 0U);
   EXPECT_EQ(m_scanner.last_reused(), 1U);
-  EXPECT_EQ(first["verdict"], second["verdict"]);
+  EXPECT_EQ(first.verdict, second.verdict);
 }
 
 // With the watch, a rescan of an unchanged env reads none of its files;
@@ -226,7 +227,7 @@ TEST_P(Reprobe, AnUnchangedEnvIsNotReadAgainWhileTheWatchSeesNoChange) {
   EXPECT_EQ(m_scanner.last_read(), 1U);
   scan_until_kept();
   const auto kept = m_scanner.scan(*m_contract, m_settings);
-  EXPECT_EQ(kept["verdict"], "compliant");
+  EXPECT_EQ(kept.verdict, report::Verdict::compliant);
 
   append(m_dir.path() / "python3.10/lib/python3.10/os.py", "\n");
   m_scanner.scan(*m_contract, m_settings);
@@ -238,7 +239,7 @@ TEST_P(Reprobe, AnUnchangedEnvIsNotReadAgainWhileTheWatchSeesNoChange) {
   fs::remove_all(site / "torch-2.10.0+cu129.dist-info");
   const auto changed = m_scanner.scan(*m_contract, m_settings);
   EXPECT_EQ(m_scanner.last_read(), 1U);
-  EXPECT_EQ(changed["verdict"], "drift") << "torch is gone";
+  EXPECT_EQ(changed.verdict, report::Verdict::drift) << "torch is gone";
 }
 
 // conda links its package cache's files into envs: a file of the env
@@ -265,8 +266,8 @@ TEST_P(Reprobe, AFileRewrittenThroughAnotherOfItsNamesIsSeen) {
 
   const auto report = m_scanner.scan(*m_contract, m_settings);
   EXPECT_EQ(m_scanner.last_read(), 1U);
-  EXPECT_EQ(report["verdict"], "drift");
-  const std::string env = common::json_text(report["envs"].at(0));
+  EXPECT_EQ(report.verdict, report::Verdict::drift);
+  const std::string env = common::json_text(report::to_json(report.envs.at(0)));
   EXPECT_NE(env.find("2.10.0+cpu"), std::string::npos) << "the version now in its METADATA";
 }
 
@@ -286,7 +287,7 @@ TEST_P(Reprobe, AMountOverPartOfTheEnvIsSeen) {
 
   const auto report = m_scanner.scan(*m_contract, m_settings);
   EXPECT_EQ(m_scanner.last_read(), 1U);
-  EXPECT_EQ(report["verdict"], "drift") << "another METADATA is mounted over its own";
+  EXPECT_EQ(report.verdict, report::Verdict::drift) << "another METADATA is mounted over its own";
 }
 
 // The same through a module that is one file: its interpreter runs it, and
@@ -341,7 +342,7 @@ TEST_P(Reprobe, FactsReadWhileAMountCameAndWentAreNotKept) {
   // (Read again, unless the mount came only once its read was over: its
   // facts are then its own, and kept. Either way, the truth.)
   const auto report = m_scanner.scan(*m_contract, m_settings);
-  EXPECT_EQ(report["verdict"], "compliant") << "its own METADATA again: 2.10.0+cu129";
+  EXPECT_EQ(report.verdict, report::Verdict::compliant) << "its own METADATA again: 2.10.0+cu129";
 }
 
 INSTANTIATE_TEST_SUITE_P(ReadEveryScanOrWatched, Reprobe, ::testing::Bool(),

@@ -12,6 +12,7 @@
 #include "common/json_text.hpp"
 #include "daemon/contract_source.hpp"
 #include "daemon/scanner.hpp"
+#include "report/report_json.hpp"
 #include "tests/support/hung_mount.hpp"
 #include "tests/support/system_venv.hpp"
 #include "tests/support/temp_dir.hpp"
@@ -22,13 +23,13 @@ namespace {
 namespace fs = std::filesystem;
 using Json = report::Json;
 
-const Json* env_named(const Json& report, const std::string& name) {
-  for (const auto& env : report["envs"]) {
-    if (env["name"] == name) {
+const report::EnvReport* env_named(const report::Report& report, const std::string& name) {
+  for (const auto& env : report.envs) {
+    if (env.name == name) {
       return &env;
     }
   }
-  ADD_FAILURE() << "no env " << name << " in " << common::json_text(report, 1);
+  ADD_FAILURE() << "no env " << name << " in " << common::json_text(report::to_json(report), 1);
   return nullptr;
 }
 
@@ -69,15 +70,17 @@ TEST(ScanRun, AnEnvWhoseFilesBlockAfterItsReadingIsItsOwnErrorAndTheOthersAreJud
   dead.reset();  // blocked readers get ENOTCONN and end
 
   EXPECT_LT(took, std::chrono::seconds(30));
-  const Json* blocked = env_named(report, "victim");
-  const Json* judged = env_named(report, "fine");
+  const auto* blocked = env_named(report, "victim");
+  const auto* judged = env_named(report, "fine");
   ASSERT_NE(blocked, nullptr);
   ASSERT_NE(judged, nullptr);
-  EXPECT_EQ((*judged)["verdict"], "compliant") << common::json_text(*judged, 1);
-  EXPECT_EQ((*blocked)["verdict"], "error") << common::json_text(*blocked, 1);
-  const std::string text = common::json_text(*blocked);
+  EXPECT_EQ(judged->verdict, contracts::EnvVerdict::compliant)
+      << common::json_text(report::to_json(*judged), 1);
+  EXPECT_EQ(blocked->verdict, contracts::EnvVerdict::error)
+      << common::json_text(report::to_json(*blocked), 1);
+  const std::string text = common::json_text(report::to_json(*blocked));
   EXPECT_NE(text.find("reading the files of " + victim.string()), std::string::npos) << text;
-  EXPECT_EQ(report["verdict"], "compliant") << "the contract asks for any one env";
+  EXPECT_EQ(report.verdict, report::Verdict::compliant) << "the contract asks for any one env";
   EXPECT_EQ(scanner.last_probed(), 1U) << "the blocked env is not probed";
 }
 

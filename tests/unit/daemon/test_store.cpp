@@ -14,6 +14,7 @@
 #include "common/time_text.hpp"
 #include "daemon/sqlite.hpp"
 #include "daemon/store.hpp"
+#include "report/report_json.hpp"
 #include "tests/support/report_schema.hpp"
 #include "tests/support/temp_dir.hpp"
 
@@ -42,8 +43,10 @@ Json check(const std::string& id, const std::string& status, const std::string& 
   return result;
 }
 
-// A report of one host with the given envs, each {name: [checks]}.
-Json report_at(const std::string& at, const std::vector<std::pair<std::string, Json>>& envs) {
+// A report of one host with the given envs, each {name: [checks]}, as
+// another agent's would be read.
+report::Report report_at(const std::string& at,
+                         const std::vector<std::pair<std::string, Json>>& envs) {
   Json report = {
       {"schema_version", 1},
       {"host", "node-1"},
@@ -79,7 +82,7 @@ Json report_at(const std::string& at, const std::vector<std::pair<std::string, J
   report["targets"] = Json::array();
   report["envs"] = env_list;
   report["problems"] = Json::array();
-  return report;
+  return report::report_from_json(report);
 }
 
 std::unique_ptr<Store> open_store(const std::filesystem::path& path,
@@ -147,11 +150,11 @@ TEST(Store, UnchangedHostAddsAScanRowAndNoHistory) {
   EXPECT_EQ(store->record_scan(second), 2);
   EXPECT_EQ(store->transition_count(), after_first);
   EXPECT_EQ(store->scan_count(), 2);
-  EXPECT_EQ(second["scan_id"], 2);
-  EXPECT_EQ(second["envs"][0]["checks"][0]["since"], "2026-11-24T09:00:00Z");
-  EXPECT_EQ(second["envs"][0]["checks"][0]["flapping"], false);
+  EXPECT_EQ(second.scan_id, std::optional<std::int64_t>(2));
+  EXPECT_EQ(second.envs[0].checks[0].since, std::optional<std::string>("2026-11-24T09:00:00Z"));
+  EXPECT_EQ(second.envs[0].checks[0].flapping, false);
 
-  const auto violations = testing::report_schema_violations(second);
+  const auto violations = testing::report_schema_violations(report::to_json(second));
   if (violations) {
     EXPECT_EQ(*violations, "");
   }
@@ -198,7 +201,7 @@ TEST(Store, RetentionDeletesOldHistoryButKeepsCurrentStates) {
       "2026-11-30T09:00:00Z",
       {{"env-a", Json::array({check("c", "pass", "", "now"), check("steady", "fail", "hang")})}});
   store->record_scan(next);
-  EXPECT_EQ(next["envs"][0]["checks"][1]["since"], "2025-11-01T09:00:00Z");
+  EXPECT_EQ(next.envs[0].checks[1].since, std::optional<std::string>("2025-11-01T09:00:00Z"));
   EXPECT_EQ(integrity(path), "ok");
   EXPECT_LT(daemon::sqlite::Database(path).query_int("PRAGMA page_count"), pages_before);
   EXPECT_EQ(daemon::sqlite::Database(path).query_int("PRAGMA freelist_count"), 0);
@@ -248,7 +251,8 @@ TEST(Store, TheClockJumpingBackwardsLosesNothing) {
   EXPECT_EQ(history[1]["status"], "pass");
   EXPECT_EQ(history[1]["previous_status"], "fail");
   store->prune(*common::parse_rfc3339("2026-11-30T12:00:00Z"));
-  EXPECT_EQ(store->latest_report().value_or(Json())["scan_id"], 2);
+  EXPECT_EQ(store->latest_report().value_or(report::Report{}).scan_id,
+            std::optional<std::int64_t>(2));
   EXPECT_EQ(integrity(path), "ok");
 }
 
@@ -353,9 +357,9 @@ TEST(Store, HistoryTellsSinceWhenItFailedAndWhenItWasFixed) {
   store->record_scan(r1);
   store->record_scan(r2);
   // Another missing library is a new value, not a new status: since stays.
-  EXPECT_EQ(r2["envs"][0]["checks"][0]["since"], "2026-11-24T09:00:00Z");
+  EXPECT_EQ(r2.envs[0].checks[0].since, std::optional<std::string>("2026-11-24T09:00:00Z"));
   store->record_scan(r3);
-  EXPECT_EQ(r3["envs"][0]["checks"][0]["since"], "2026-11-26T09:00:00Z");
+  EXPECT_EQ(r3.envs[0].checks[0].since, std::optional<std::string>("2026-11-26T09:00:00Z"));
 
   const auto history = store->history({"env-a", "", "import-order", "", 100});
   ASSERT_EQ(history.size(), 3U) << common::json_text(history, 2);
@@ -384,9 +388,10 @@ TEST(Store, HistoryFiltersEachAloneAndTogether) {
                             {{"env-a", Json::array({check("devices", status, "too_few_devices"),
                                                     check("torch", "pass")})},
                              {"env-b", Json::array({check("devices", "pass")})}});
-    report["targets"] =
-        Json::array({{{"name", "image"},
-                      {"checks", Json::array({check("devices", status, "too_few_devices")})}}});
+    // The target's check read as the envs' are.
+    const auto target = report::env_report_from_json(
+        {{"checks", Json::array({check("devices", status, "too_few_devices")})}});
+    report.targets = {{"image", "", target.checks}};
     store->record_scan(report);
   }
   const auto subjects = [](const Json& rows) {
@@ -425,23 +430,21 @@ TEST(Store, ChecksThatKeepChangingAreFlagged) {
   testing::TempDir dir;
   auto store = open_store(dir.path() / "agent.db", {3, std::chrono::hours(24)});
   ASSERT_NE(store, nullptr);
-  Json last;
   for (int hour = 0; hour < 6; ++hour) {
     auto report = report_at(
         "2026-11-24T0" + std::to_string(hour) + ":00:00Z",
         {{"env-a",
           Json::array({check("devices", hour % 2 == 0 ? "fail" : "pass", "too_few_devices")})}});
     store->record_scan(report);
-    last = report;
     // Changes so far: hour 1..hour; more than 3 from the fourth change on.
-    EXPECT_EQ(report["envs"][0]["checks"][0]["flapping"], hour > 3) << hour;
+    EXPECT_EQ(report.envs[0].checks[0].flapping, hour > 3) << hour;
   }
   // A day later, with the status steady, the changes have left the window.
   auto later =
       report_at("2026-11-26T05:00:00Z", {{"env-a", Json::array({check("devices", "pass")})}});
   store->record_scan(later);
-  EXPECT_EQ(later["envs"][0]["checks"][0]["flapping"], false);
-  EXPECT_EQ(later["envs"][0]["checks"][0]["since"], "2026-11-24T05:00:00Z");
+  EXPECT_EQ(later.envs[0].checks[0].flapping, false);
+  EXPECT_EQ(later.envs[0].checks[0].since, std::optional<std::string>("2026-11-24T05:00:00Z"));
 }
 
 TEST(Store, AnEnvThatDisappearsEndsItsTimeline) {
@@ -467,7 +470,7 @@ TEST(Store, LatestReportSurvivesReopening) {
   {
     auto store = open_store(path);
     ASSERT_NE(store, nullptr);
-    EXPECT_EQ(store->latest_report(), std::nullopt);
+    EXPECT_FALSE(store->latest_report().has_value());
     auto report = report_at("2026-11-24T09:00:00Z", {{"env-a", Json::array()}});
     store->record_scan(report);
   }
@@ -475,8 +478,9 @@ TEST(Store, LatestReportSurvivesReopening) {
   ASSERT_NE(store, nullptr);
   const auto latest = store->latest_report();
   ASSERT_TRUE(latest);
-  EXPECT_EQ((*latest)["scan_id"], 1);
-  EXPECT_EQ((*latest)["envs"][0]["name"], "env-a");
+  EXPECT_EQ(latest->scan_id, std::optional<std::int64_t>(1));
+  ASSERT_EQ(latest->envs.size(), 1U);
+  EXPECT_EQ(latest->envs[0].name, "env-a");
 }
 
 TEST(Store, OlderSchemaIsUpgradedWithItsHistory) {
@@ -488,13 +492,13 @@ TEST(Store, OlderSchemaIsUpgradedWithItsHistory) {
   }
   auto store = open_store(path);
   ASSERT_NE(store, nullptr);
-  EXPECT_EQ(store->latest_report().value_or(Json())["host"], "old");
+  EXPECT_EQ(store->latest_report().value_or(report::Report{}).host, "old");
   auto report =
       report_at("2026-11-30T09:00:00Z",
                 {{"torch-fl-cpu", Json::array({check("first-device-op", "fail", "hang")})}});
   store->record_scan(report);
   // The state carried over: hanging since the v1 scan, and no new transition.
-  EXPECT_EQ(report["envs"][0]["checks"][0]["since"], "2026-11-24T09:00:12Z");
+  EXPECT_EQ(report.envs[0].checks[0].since, std::optional<std::string>("2026-11-24T09:00:12Z"));
   EXPECT_EQ(store->history({"torch-fl-cpu", "", "first-device-op", "", 100}).size(), 1U);
   daemon::sqlite::Database db(path);
   EXPECT_EQ(db.query_int("PRAGMA user_version"), Store::schema_version);

@@ -7,6 +7,7 @@
 #include "common/json_text.hpp"
 #include "contracts/check_kind.hpp"
 #include "daemon/scanner.hpp"
+#include "report/report_json.hpp"
 #include "tests/support/demo_host.hpp"
 #include "tests/support/temp_dir.hpp"
 
@@ -50,7 +51,7 @@ Json scan_torch_fl_cpu(const std::filesystem::path& contract_file) {
   daemon::ScanSettings settings;
   settings.facts.discovery.prefixes = {demo_host() / "miniconda3/envs/torch-fl-cpu"};
   daemon::Scanner scanner;
-  return scanner.scan(*loaded.value(), settings);
+  return report::to_json(scanner.scan(*loaded.value(), settings));
 }
 
 TEST(CheckKinds, EveryKindHasAJudge) {
@@ -97,7 +98,7 @@ TEST(SystemChecks, LibrariesDeviceNodesToolsGlibcCommandsAndIntegrationTests) {
   settings.facts.discovery.prefixes = {demo_host() / "miniconda3/envs/torch-fl-cpu",
                                        demo_host() / "miniconda3"};
   daemon::Scanner scanner;
-  const auto report = scanner.scan(*loaded.value(), settings);
+  const auto report = report::to_json(scanner.scan(*loaded.value(), settings));
 
   // torch-fl-cpu's activation puts the vendor's lib dir on LD_LIBRARY_PATH; base has none.
   const auto& runtime = check(report, "torch-fl-cpu", "xpu-runtime");
@@ -239,7 +240,7 @@ TEST(SystemChecks, ShippedPreflightsRunFromAConfiguredCheckout) {
     settings.facts.discovery.prefixes = {demo_host() / "miniconda3/envs/torch-fl-activate",
                                          demo_host() / "miniconda3/envs/torch-fl-xpu-py311"};
     daemon::Scanner scanner;
-    return loaded.ok() ? scanner.scan(*loaded.value(), settings) : Json::object();
+    return loaded.ok() ? report::to_json(scanner.scan(*loaded.value(), settings)) : Json::object();
   };
 
   const auto without = scan({});

@@ -11,26 +11,41 @@ namespace envcontract::daemon {
 namespace {
 
 using report::Json;
+using Status = contracts::CheckStatus;
+using Verdict = contracts::EnvVerdict;
 
-Json check(const std::string& id, const std::string& status, const std::string& cause = "") {
-  Json result = {{"id", id}, {"status", status}};
+report::CheckReport check(const std::string& id, Status status, const std::string& cause = "") {
+  report::CheckReport result;
+  result.id = id;
+  result.status = status;
   if (!cause.empty()) {
-    result["diagnosis"] = {{"cause", cause}, {"summary", id + " fails: " + cause}};
+    result.diagnosis = contracts::Diagnosis{cause, id + " fails: " + cause, Json::object(), ""};
   }
   return result;
 }
 
-Json env(const std::string& name, const std::string& verdict, Json checks) {
-  return {{"name", name}, {"verdict", verdict}, {"checks", std::move(checks)}};
+report::EnvReport env(const std::string& name, Verdict verdict,
+                      std::vector<report::CheckReport> checks) {
+  report::EnvReport env;
+  env.name = name;
+  env.verdict = verdict;
+  env.checks = std::move(checks);
+  return env;
 }
 
-Json host(const std::string& verdict, Json envs) {
-  return {{"host", "node7"}, {"verdict", verdict}, {"envs", std::move(envs)}};
+report::Report host(report::Verdict verdict, std::vector<report::EnvReport> envs) {
+  report::Report report;
+  report.host = "node7";
+  report.verdict = verdict;
+  report.envs = std::move(envs);
+  return report;
 }
 
 TEST(Transitions, TheFirstReportTellsTheHostAndEveryEnv) {
-  const auto first = host("drift", {env("a", "compliant", {check("python", "pass")}),
-                                    env("b", "drift", {check("torch", "fail", "wrong_build")})});
+  const auto first =
+      host(report::Verdict::drift,
+           {env("a", Verdict::compliant, {check("python", Status::pass)}),
+            env("b", Verdict::drift, {check("torch", Status::fail, "wrong_build")})});
   const auto events = transitions(nullptr, first);
   ASSERT_EQ(events.size(), 3U) << common::json_text(events, 2);
   EXPECT_EQ(events[0], Json({{"kind", "host"}, {"from", nullptr}, {"to", "drift"}}));
@@ -43,21 +58,24 @@ TEST(Transitions, TheFirstReportTellsTheHostAndEveryEnv) {
 }
 
 TEST(Transitions, OnlyChangesOfComplianceAndNewHangsAreTold) {
-  const auto before = host(
-      "drift", {env("a", "compliant", {check("python", "pass")}),
-                env("b", "drift", {check("torch", "fail", "wrong_build")}),
-                env("c", "drift", {check("smoke", "fail", "hang")}), env("gone", "compliant", {})});
+  const auto before = host(report::Verdict::drift,
+                           {env("a", Verdict::compliant, {check("python", Status::pass)}),
+                            env("b", Verdict::drift, {check("torch", Status::fail, "wrong_build")}),
+                            env("c", Verdict::drift, {check("smoke", Status::fail, "hang")}),
+                            env("gone", Verdict::compliant, {})});
   // b stays drifting for another cause, c keeps hanging: nothing to tell.
-  const auto same = host(
-      "drift", {env("a", "compliant", {check("python", "pass")}),
-                env("b", "error", {check("torch", "error", "probe_error")}),
-                env("c", "drift", {check("smoke", "fail", "hang")}), env("gone", "compliant", {})});
+  const auto same = host(report::Verdict::drift,
+                         {env("a", Verdict::compliant, {check("python", Status::pass)}),
+                          env("b", Verdict::error, {check("torch", Status::error, "probe_error")}),
+                          env("c", Verdict::drift, {check("smoke", Status::fail, "hang")}),
+                          env("gone", Verdict::compliant, {})});
   EXPECT_EQ(transitions(&before, same), Json::array());
 
-  const auto after =
-      host("drift", {env("a", "drift", {check("devices", "fail", "hang")}),
-                     env("b", "compliant", {check("torch", "pass")}),
-                     env("c", "drift", {check("smoke", "fail", "hang")}), env("new", "drift", {})});
+  const auto after = host(report::Verdict::drift,
+                          {env("a", Verdict::drift, {check("devices", Status::fail, "hang")}),
+                           env("b", Verdict::compliant, {check("torch", Status::pass)}),
+                           env("c", Verdict::drift, {check("smoke", Status::fail, "hang")}),
+                           env("new", Verdict::drift, {})});
   const auto events = transitions(&before, after);
   ASSERT_EQ(events.size(), 5U) << common::json_text(events, 2);
   EXPECT_EQ(events[0]["kind"], "env");
@@ -75,7 +93,7 @@ TEST(Transitions, OnlyChangesOfComplianceAndNewHangsAreTold) {
   EXPECT_EQ(events[4],
             Json({{"kind", "env"}, {"env", "gone"}, {"from", "compliant"}, {"to", nullptr}}));
 
-  const auto fixed = host("compliant", {env("a", "compliant", {})});
+  const auto fixed = host(report::Verdict::compliant, {env("a", Verdict::compliant, {})});
   const auto host_event = transitions(&after, fixed)[0];
   EXPECT_EQ(host_event, Json({{"kind", "host"}, {"from", "drift"}, {"to", "compliant"}}));
 }

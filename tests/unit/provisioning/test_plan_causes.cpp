@@ -8,6 +8,7 @@
 
 #include "contracts/contract.hpp"
 #include "provisioning/plan.hpp"
+#include "report/report_json.hpp"
 
 namespace envcontract::provisioning {
 namespace {
@@ -37,7 +38,8 @@ TEST(PlanCauses, EachCauseIsPlannedAsTheTableSays) {
       continue;
     }
     SCOPED_TRACE(row.cause);
-    const auto plan = build_plan(report_failing_with(row.cause), contract);
+    const auto plan =
+        build_plan(report::report_from_json(report_failing_with(row.cause)), contract);
     ASSERT_EQ(plan.envs.size(), 1U);
     const auto& env = plan.envs[0];
     if (row.planned_as == "manual") {
@@ -64,7 +66,7 @@ TEST(PlanCauses, EachCauseIsPlannedAsTheTableSays) {
 TEST(PlanCauses, WhatEachManualStepAsksIsSaidOfWhomAndWhat) {
   const contracts::Contract contract;
   const auto ask_for = [&](const std::string& cause) {
-    const auto plan = build_plan(report_failing_with(cause), contract);
+    const auto plan = build_plan(report::report_from_json(report_failing_with(cause)), contract);
     return plan.envs.at(0).steps.at(0).ask;
   };
   EXPECT_EQ(ask_for("hang"),
@@ -82,7 +84,8 @@ TEST(PlanCauses, WhatEachManualStepAsksIsSaidOfWhomAndWhat) {
   EXPECT_EQ(ask_for("forbidden_library"),
             "the vendor runtime as the contract wants it on the loader's path");
 
-  const auto unknown = build_plan(report_failing_with("something_new"), contract);
+  const auto unknown =
+      build_plan(report::report_from_json(report_failing_with("something_new")), contract);
   ASSERT_EQ(unknown.envs.at(0).unplanned.size(), 1U);
   EXPECT_EQ(unknown.envs[0].unplanned[0].why,
             "no plan for this cause (docs/provisioning.md): it failed: something_new");

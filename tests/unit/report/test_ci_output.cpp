@@ -2,6 +2,8 @@
 
 #include <gtest/gtest.h>
 
+#include "report/report_json.hpp"
+
 namespace envcontract::report {
 namespace {
 
@@ -42,23 +44,29 @@ TEST(CiOutput, MarkdownShowsAnEnvsStringsAsThemselves) {
 }
 
 TEST(CiOutput, TheGateStopsOnAFailingEnvAndGoesWhenOneComplies) {
-  const auto drift = gate_decision(drifting_report());
+  const auto drift = gate_decision(report_from_json(drifting_report()));
   EXPECT_EQ(drift.outcome, GateDecision::Outcome::drift);
   EXPECT_EQ(drift.exit_code(), 1);
   EXPECT_EQ(drift.why, "xpu210v breaks kunlunxin");
 
   Json report = drifting_report();
   report["envs"][0]["verdict"] = "compliant";
-  const auto go = gate_decision(report);
+  const auto go = gate_decision(report_from_json(report));
   // The image that could not be read is not about the env: the job goes.
   EXPECT_EQ(go.outcome, GateDecision::Outcome::go);
   EXPECT_EQ(go.exit_code(), 0);
   EXPECT_EQ(go.why, "xpu210v complies with kunlunxin");
 
+  // A target check that does not say its severity counts as required.
+  Json unsaid = report;
+  unsaid["targets"][0]["checks"][0]["status"] = "fail";
+  unsaid["targets"][0]["checks"][0].erase("severity");
+  EXPECT_EQ(gate_decision(report_from_json(unsaid)).outcome, GateDecision::Outcome::drift);
+
   // A target known to break the contract stops it.
   report["targets"][0]["checks"][0]["status"] = "fail";
-  EXPECT_EQ(gate_decision(report).outcome, GateDecision::Outcome::drift);
-  EXPECT_EQ(gate_decision(report).why, "ci's image breaks kunlunxin");
+  EXPECT_EQ(gate_decision(report_from_json(report)).outcome, GateDecision::Outcome::drift);
+  EXPECT_EQ(gate_decision(report_from_json(report)).why, "ci's image breaks kunlunxin");
 
   // Every env judged must comply: a compliant one beside one that breaks
   // the contract proves nothing of the env the job will use.
@@ -66,23 +74,25 @@ TEST(CiOutput, TheGateStopsOnAFailingEnvAndGoesWhenOneComplies) {
   two["envs"].push_back(drifting_report()["envs"][0]);
   two["envs"][1]["name"] = "planted";
   two["targets"][0]["checks"][0]["status"] = "error";
-  EXPECT_EQ(gate_decision(two).outcome, GateDecision::Outcome::drift);
-  EXPECT_EQ(gate_decision(two).why, "planted breaks kunlunxin");
+  EXPECT_EQ(gate_decision(report_from_json(two)).outcome, GateDecision::Outcome::drift);
+  EXPECT_EQ(gate_decision(report_from_json(two)).why, "planted breaks kunlunxin");
   two["envs"][1]["verdict"] = "compliant";
-  EXPECT_EQ(gate_decision(two).why, "xpu210v, planted comply with kunlunxin");
+  EXPECT_EQ(gate_decision(report_from_json(two)).why, "xpu210v, planted comply with kunlunxin");
 
   Json unjudged = drifting_report();
   unjudged["envs"][0]["verdict"] = "error";
-  EXPECT_EQ(gate_decision(unjudged).exit_code(), 2);
-  EXPECT_EQ(gate_decision(unjudged).why, "xpu210v could not be judged against kunlunxin");
+  EXPECT_EQ(gate_decision(report_from_json(unjudged)).exit_code(), 2);
+  EXPECT_EQ(gate_decision(report_from_json(unjudged)).why,
+            "xpu210v could not be judged against kunlunxin");
   unjudged["envs"] = Json::array();
-  EXPECT_EQ(gate_decision(unjudged).why, "no env was found to judge against kunlunxin");
+  EXPECT_EQ(gate_decision(report_from_json(unjudged)).why,
+            "no env was found to judge against kunlunxin");
 }
 
 TEST(CiOutput, OneAnnotationPerCheckThatStopsTheJob) {
   const Json report = drifting_report();
-  const auto decision = gate_decision(report);
-  EXPECT_EQ(github_annotations(report, decision, ""),
+  const auto decision = gate_decision(report_from_json(report));
+  EXPECT_EQ(github_annotations(report_from_json(report), decision, ""),
             "::error title=envcontract%3A xpu210v%3A torch-contract::CUDA build of torch "
             "(2.10.0+cu129) where the contract requires a CPU build%0AWhat to do: install the "
             "CPU build of torch 2.10.0\n"
@@ -91,13 +101,15 @@ TEST(CiOutput, OneAnnotationPerCheckThatStopsTheJob) {
             "image reference could not be read%0AWhat to do: tell the agent where the image "
             "reference is\n");
   // The bypass first: GitHub shows a step's first annotations only.
-  EXPECT_EQ(github_annotations(report, decision, "hotfix for #12, approved by ops"),
-            "::warning title=envcontract gate bypassed::the job starts although xpu210v "
-            "breaks kunlunxin: hotfix for #12, approved by ops\n" +
-                github_annotations(report, decision, ""));
+  EXPECT_EQ(
+      github_annotations(report_from_json(report), decision, "hotfix for #12, approved by ops"),
+      "::warning title=envcontract gate bypassed::the job starts although xpu210v "
+      "breaks kunlunxin: hotfix for #12, approved by ops\n" +
+          github_annotations(report_from_json(report), decision, ""));
   Json compliant = report;
   compliant["envs"][0]["verdict"] = "compliant";
-  EXPECT_EQ(github_annotations(compliant, gate_decision(compliant), ""),
+  EXPECT_EQ(github_annotations(report_from_json(compliant),
+                               gate_decision(report_from_json(compliant)), ""),
             "::notice title=envcontract::xpu210v complies with kunlunxin\n"
             "::warning title=envcontract%3A target ci%3A image could not be judged::the host's "
             "image reference could not be read%0AWhat to do: tell the agent where the image "
@@ -106,7 +118,8 @@ TEST(CiOutput, OneAnnotationPerCheckThatStopsTheJob) {
 
 TEST(CiOutput, TheStepSummaryIsATableOfEachEnvsChecks) {
   const Json report = drifting_report();
-  const std::string summary = markdown_summary(report, gate_decision(report), "");
+  const std::string summary =
+      markdown_summary(report_from_json(report), gate_decision(report_from_json(report)), "");
   EXPECT_EQ(
       summary,
       "### envcontract gate: stopped: the env breaks the contract\n\n"
@@ -123,9 +136,10 @@ TEST(CiOutput, TheStepSummaryIsATableOfEachEnvsChecks) {
       "where the contract requires a CPU build | install the CPU build of torch 2\\.10\\.0 |\n"
       "| python | pass |   |   |   |\n"
       "| gpu\\-hint | fail | x | only a warning |   |\n\n");
-  EXPECT_TRUE(markdown_summary(report, gate_decision(report), "hotfix")
-                  .starts_with("### envcontract gate: bypassed\n\nxpu210v breaks kunlunxin\n\n"
-                               "Bypassed: hotfix\n\nContract kunlunxin"));
+  EXPECT_TRUE(
+      markdown_summary(report_from_json(report), gate_decision(report_from_json(report)), "hotfix")
+          .starts_with("### envcontract gate: bypassed\n\nxpu210v breaks kunlunxin\n\n"
+                       "Bypassed: hotfix\n\nContract kunlunxin"));
 }
 
 TEST(CiOutput, GitlabSectionsAreCollapsedWithTheirMarkers) {
