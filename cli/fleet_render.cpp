@@ -18,25 +18,23 @@ using common::object_field;
 using common::string_field;
 
 // The causes a host fails for, each counted once per host.
-std::set<std::string> host_causes(const Json& report) {
+std::set<std::string> host_causes(const report::Report& report) {
   std::set<std::string> causes;
-  const auto collect = [&](const Json& checks) {
+  const auto collect = [&](const std::vector<report::CheckReport>& checks) {
     for (const auto& check : checks) {
-      const std::string status = string_field(check, "status");
-      if ((status == "fail" || status == "error") &&
-          string_field(check, "severity") != "advisory" && check.contains("diagnosis")) {
-        const std::string cause = string_field(check.at("diagnosis"), "cause");
-        if (!cause.empty()) {
-          causes.insert(cause);
-        }
+      if ((check.status == contracts::CheckStatus::fail ||
+           check.status == contracts::CheckStatus::error) &&
+          check.severity != contracts::Severity::advisory &&
+          !report::diagnosis_of(check).cause.empty()) {
+        causes.insert(report::diagnosis_of(check).cause);
       }
     }
   };
-  for (const auto& target : array_field(report, "targets")) {
-    collect(array_field(target, "checks"));
+  for (const auto& target : report.targets) {
+    collect(target.checks);
   }
-  for (const auto& env : array_field(report, "envs")) {
-    collect(array_field(env, "checks"));
+  for (const auto& env : report.envs) {
+    collect(env.checks);
   }
   return causes;
 }
@@ -72,9 +70,10 @@ namespace {
 std::vector<HostReport> printable_hosts(const std::vector<HostReport>& hosts) {
   std::vector<HostReport> safe = hosts;
   for (auto& host : safe) {
+    host.address.text = report::printable(host.address.text);  // a Prometheus label, say
     host.error = report::printable(host.error);
     if (host.report) {
-      host.report = report::printable_json(*host.report);
+      host.report = report::printable_report(*host.report);
     }
   }
   return safe;
@@ -130,12 +129,14 @@ std::string fleet_table(const std::vector<HostReport>& unsafe_hosts,
     std::string envs = "-";
     std::string detail = host.error;
     if (host.report) {
-      envs = std::to_string(array_field(*host.report, "compliant_envs").size()) + "/" +
-             std::to_string(array_field(*host.report, "envs").size()) + " ok";
+      envs = std::to_string(host.report->compliant_envs.size()) + "/" +
+             std::to_string(host.report->envs.size()) + " ok";
       detail = joined(host_causes(*host.report));
       if (detail.empty()) {
-        detail = "complies (contract " +
-                 string_field(object_field(*host.report, "contract"), "name") + ")";
+        detail = "complies (contract " + host.report->contract.name + ")";
+      }
+      if (!host.error.empty()) {  // a report that was read with a problem says it first
+        detail = host.error + "; " + detail;
       }
     }
     out << padded(host.address.text, width + 2) << painted(state, style)
@@ -154,7 +155,7 @@ Json fleet_json(const std::vector<HostReport>& hosts) {
     list.push_back({{"host", host.address.text},
                     {"state", host.state()},
                     {"error", host.error.empty() ? Json(nullptr) : Json(host.error)},
-                    {"report", host.report ? *host.report : Json(nullptr)}});
+                    {"report", host.report ? report::to_json(*host.report) : Json(nullptr)}});
   }
   return {{"hosts", list},
           {"summary",
@@ -427,12 +428,18 @@ std::string fleet_junit(const std::vector<HostReport>& hosts, JunitDetail detail
   for (const auto& host : hosts) {
     const report::Report* report = nullptr;
     if (host.report) {
-      read.push_back(report::report_from_json(detail == JunitDetail::failing_checks
-                                                  ? failing_checks_only(*host.report)
-                                                  : *host.report));
+      read.push_back(
+          detail == JunitDetail::failing_checks
+              ? report::report_from_json(failing_checks_only(report::to_json(*host.report)))
+              : *host.report);
       report = &read.back();
     }
-    named.push_back({host.address.text, report, host.error});
+    named.push_back({host.address.text, report, report != nullptr ? "" : host.error});
+    if (report != nullptr && !host.error.empty()) {
+      // A report read with a problem (a verdict this fleetctl does not know):
+      // the problem is a failure of its own, not hidden behind the checks.
+      named.push_back({host.address.text, nullptr, host.error});
+    }
   }
   return report::junit_xml(named);
 }

@@ -103,15 +103,14 @@ int print_reports(const std::vector<HostReport>& hosts, const Common& common,
     std::cout << fleet_junit(hosts, junit_detail);
   } else if (common.output == "json") {
     if (hosts.size() == 1 && hosts.front().report) {
-      std::cout << common::json_text(*hosts.front().report, 2) << "\n";
+      std::cout << common::json_text(report::to_json(*hosts.front().report), 2) << "\n";
     } else {
       std::cout << common::json_text(fleet_json(hosts), 2) << "\n";
     }
   } else if (hosts.size() == 1) {
     const auto& host = hosts.front();
     if (host.report) {
-      std::cout << report::render_table(report::report_from_json(*host.report),
-                                        table_style(common));
+      std::cout << report::render_table(*host.report, table_style(common));
     } else {
       std::cerr << "fleetctl: " << host.address.text << ": " << host.error << "\n";
     }
@@ -300,7 +299,8 @@ int run_diff(const DiffArguments& arguments) {
       return 2;
     }
   }
-  const auto diff = diff_reports(*reports[0].report, *reports[1].report);
+  const auto diff =
+      diff_reports(report::to_json(*reports[0].report), report::to_json(*reports[1].report));
   if (arguments.common.output == "json") {
     std::cout << common::json_text({{"a", a->text}, {"b", b->text}, {"differences", diff}}, 2)
               << "\n";

@@ -181,7 +181,7 @@ void PrometheusSource::keep_known(std::vector<HostReport>& hosts, const std::str
   for (auto& host : hosts) {
     const std::string& instance = host.address.text;
     if (host.report) {
-      known[instance] = {std::make_shared<const Json>(*host.report), now};
+      known[instance] = {std::make_shared<const report::Report>(*host.report), now};
       continue;
     }
     const auto earlier = m_known.find(instance);

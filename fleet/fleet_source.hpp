@@ -84,7 +84,7 @@ class PrometheusSource final : public FleetSource {
   // What the view last read of each host while it was up: kept for when
   // it is down (hosts Prometheus no longer lists are forgotten).
   struct Known {
-    std::shared_ptr<const Json> summary;
+    std::shared_ptr<const report::Report> summary;
     std::string read_at;  // RFC 3339
   };
   void keep_known(std::vector<HostReport>& hosts, const std::string& now);  // under m_mutex

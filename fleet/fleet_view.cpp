@@ -6,12 +6,11 @@
 #include <string_view>
 
 #include "common/json_fields.hpp"
+#include "report/report.hpp"
 
 namespace envcontract::fleet {
 namespace {
 
-using common::array_field;
-using common::object_field;
 using common::string_field;
 
 // A hang is the cause that cost days in the incident behind this project:
@@ -26,13 +25,10 @@ const std::vector<std::string>& known_states() {
 
 // A check that makes its env (or target) fail: failing or unjudged, and
 // not merely advisory, as fleetctl counts them.
-bool failing(const Json& check) {
-  const std::string status = string_field(check, "status");
-  return (status == "fail" || status == "error") && string_field(check, "severity") != "advisory";
-}
-
-std::string cause_of(const Json& check) {
-  return string_field(object_field(check, "diagnosis"), "cause");
+bool failing(const report::CheckReport& check) {
+  return (check.status == contracts::CheckStatus::fail ||
+          check.status == contracts::CheckStatus::error) &&
+         check.severity != contracts::Severity::advisory;
 }
 
 struct FailingCheck {
@@ -42,26 +38,27 @@ struct FailingCheck {
 };
 
 // Every failing check of a report's targets and envs.
-std::vector<FailingCheck> failing_checks(const Json& report) {
+std::vector<FailingCheck> failing_checks(const report::Report& report) {
   std::vector<FailingCheck> found;
-  const auto collect = [&](const Json& owner, const std::string& name) {
-    for (const auto& check : array_field(owner, "checks")) {
+  const auto collect = [&](const std::vector<report::CheckReport>& checks,
+                           const std::string& name) {
+    for (const auto& check : checks) {
       if (failing(check)) {
-        found.push_back({name, string_field(check, "id"), cause_of(check)});
+        found.push_back({name, check.id, report::diagnosis_of(check).cause});
       }
     }
   };
-  for (const auto& target : array_field(report, "targets")) {
-    collect(target, "target " + string_field(target, "name"));
+  for (const auto& target : report.targets) {
+    collect(target.checks, "target " + target.name);
   }
-  for (const auto& env : array_field(report, "envs")) {
-    collect(env, "env " + string_field(env, "name"));
+  for (const auto& env : report.envs) {
+    collect(env.checks, "env " + env.name);
   }
   return found;
 }
 
 // How many envs (or targets) fail each check and each cause.
-void count_owners(const Json& report, std::map<std::string, int>& checks,
+void count_owners(const report::Report& report, std::map<std::string, int>& checks,
                   std::map<std::string, int>& causes) {
   std::set<std::pair<std::string, std::string>> seen_checks;
   std::set<std::pair<std::string, std::string>> seen_causes;
@@ -92,12 +89,10 @@ Json ranked(const std::map<std::string, int>& counts, const char* key,
   return out;
 }
 
-// A host's state as the view counts it: a verdict it does not know (a
-// Prometheus series of a newer agent) is an error, never a new column.
+// A host's state as the view counts it (a verdict it does not know, a
+// Prometheus series of a newer agent, was read as an error of that host).
 std::string state_of(const HostReport& host) {
-  const std::string state = host.state();
-  const auto& states = known_states();
-  return std::find(states.begin(), states.end(), state) != states.end() ? state : "error";
+  return host.state();
 }
 
 int state_rank(const std::string& state) {
@@ -109,7 +104,7 @@ int state_rank(const std::string& state) {
 
 // What the view knows of a host: its report, or for a host without one now
 // what was last known of it; null when nothing is.
-const Json* facts_of(const HostReport& host) {
+const report::Report* facts_of(const HostReport& host) {
   return host.report ? &*host.report : host.last_known ? &*host.last_known : nullptr;
 }
 
@@ -214,10 +209,9 @@ bool host_matches(const HostReport& host, const FleetFilter& filter) {
   if (!filter.verdict.empty() && state_of(host) != filter.verdict) {
     return false;
   }
-  const Json* facts = facts_of(host);
+  const report::Report* facts = facts_of(host);
   if (!filter.platform.empty() &&
-      (facts == nullptr ||
-       !same_value(filter.platform, string_field(object_field(*facts, "contract"), "platform")))) {
+      (facts == nullptr || !same_value(filter.platform, facts->contract.platform))) {
     return false;
   }
   if (filter.cause.empty() && filter.check.empty()) {
@@ -234,30 +228,27 @@ bool host_matches(const HostReport& host, const FleetFilter& filter) {
 }
 
 Json host_row(const HostReport& host) {
-  static const Json no_report = Json::object();
-  const Json* facts = facts_of(host);
-  const Json& report = facts != nullptr ? *facts : no_report;  // never a copy of the report
-  const Json& contract = object_field(report, "contract");
+  static const report::Report no_report;
+  const report::Report* facts = facts_of(host);
+  const report::Report& report = facts != nullptr ? *facts : no_report;  // never a copy
   Json row = {{"host", host.address.text},
               {"agent_url", host.address.port > 0 ? host.address.base_url() + "/" : ""},
               {"state", state_of(host)},
               {"up", host.up},
-              {"contract", string_field(contract, "name")},
-              {"platform", string_field(contract, "platform")},
-              {"image", string_field(object_field(report, "image"), "value")}};
-  int drifting = 0;
-  const auto& envs = array_field(report, "envs");
-  for (const auto& env : envs) {
-    drifting += string_field(env, "verdict") == "compliant" ? 0 : 1;
-  }
-  row["envs"] = envs.size();
+              {"contract", report.contract.name},
+              {"platform", report.contract.platform},
+              {"image", report.image.value}};
+  const auto drifting = std::count_if(report.envs.begin(), report.envs.end(), [](const auto& env) {
+    return env.verdict != contracts::EnvVerdict::compliant;
+  });
+  row["envs"] = report.envs.size();
   row["drifting_envs"] = drifting;
   std::map<std::string, int> causes;
   std::map<std::string, int> checks;
   count_owners(report, checks, causes);
   row["top_causes"] = ranked(causes, "cause", k_first_cause);
   row["failing_checks"] = ranked(checks, "check");
-  row["last_scan"] = string_field(report, "scanned_at");  // "" : unknown
+  row["last_scan"] = report.scanned_at;  // "" : unknown
   row["last_seen"] = host.last_seen;
   row["last_verdict"] = host.last_verdict;
   // Contract, platform, envs and causes above are what was last known of a
@@ -267,9 +258,6 @@ Json host_row(const HostReport& host) {
     row["last_known_from"] = host.last_known_from;
   }
   row["error"] = host.error;
-  if (host.report && state_of(host) != host.state()) {
-    row["error"] = "its verdict '" + host.state() + "' is none the fleet view knows";
-  }
   return row;
 }
 
@@ -284,7 +272,7 @@ Json fleet_view(const std::vector<HostReport>& hosts, const FleetFilter& filter,
     if (const std::string platform = string_field(row, "platform"); !platform.empty()) {
       platforms.insert(platform);
     }
-    if (const Json* facts = facts_of(host)) {
+    if (const auto* facts = facts_of(host)) {
       for (const auto& each : failing_checks(*facts)) {
         checks_known.insert(each.check);
         if (!each.cause.empty()) {
@@ -313,7 +301,7 @@ Json fleet_view(const std::vector<HostReport>& hosts, const FleetFilter& filter,
   for (auto& [host, row] : shown) {
     const std::string state = state_of(*host);
     counts[state] = counts.value(state, 0) + 1;
-    if (const Json* facts = facts_of(*host)) {
+    if (const auto* facts = facts_of(*host)) {
       std::map<std::string, int> checks;
       std::map<std::string, int> causes;
       count_owners(*facts, checks, causes);

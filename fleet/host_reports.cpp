@@ -11,6 +11,7 @@
 #include "common/shown_path.hpp"
 #include "common/time_text.hpp"
 #include "report/printable.hpp"
+#include "report/report_json.hpp"
 
 namespace envcontract::fleet {
 namespace {
@@ -51,7 +52,7 @@ std::string report_shape_problem(const Json& report) {
 }  // namespace
 
 std::string HostReport::state() const {
-  return report ? string_field(*report, "verdict") : "unavailable";
+  return report ? to_string(report->verdict) : "unavailable";
 }
 
 common::Result<Json> parse_answer(const std::string& body, const ClientOptions& options) {
@@ -99,8 +100,9 @@ std::vector<HostReport> fetch_reports(const std::vector<HostAddress>& hosts,
       result.up = status != 0;
       if (error.empty()) {
         result.last_seen = common::now_rfc3339();
-        result.last_verdict = string_field(*report, "verdict");
-        result.report = summaries ? report_summary(*report) : std::move(report.value());
+        auto read = report::report_from_json(*report);
+        result.last_verdict = to_string(read.verdict);
+        result.report = summaries ? report_summary(read) : std::move(read);
       } else {
         result.error = error;
       }
@@ -167,48 +169,41 @@ std::vector<HostAddress> distinct_hosts(const std::vector<HostAddress>& hosts,
   return distinct;
 }
 
-Json report_summary(const Json& report) {
-  using common::array_field;
-  using common::object_field;
-  const auto failing_checks = [](const Json& owner) {
-    auto checks = Json::array();
-    for (const auto& check : array_field(owner, "checks")) {
-      const std::string status = string_field(check, "status");
-      if (status == "fail" || status == "error") {
-        checks.push_back(
-            {{"id", string_field(check, "id")},
-             {"status", status},
-             {"severity", string_field(check, "severity")},
-             {"diagnosis", {{"cause", string_field(object_field(check, "diagnosis"), "cause")}}}});
+report::Report report_summary(const report::Report& report) {
+  // The failing checks, with their id, status, severity and cause alone.
+  const auto failing_checks = [](const std::vector<report::CheckReport>& checks) {
+    std::vector<report::CheckReport> failing;
+    for (const auto& check : checks) {
+      if (check.status == contracts::CheckStatus::fail ||
+          check.status == contracts::CheckStatus::error) {
+        report::CheckReport kept;
+        kept.id = check.id;
+        kept.status = check.status;
+        kept.severity = check.severity;
+        kept.diagnosis = contracts::Diagnosis{report::diagnosis_of(check).cause, "", {}, ""};
+        failing.push_back(std::move(kept));
       }
     }
-    return checks;
+    return failing;
   };
-  const Json& contract = object_field(report, "contract");
-  Json summary = {
-      {"schema_version",
-       report.contains("schema_version") ? report["schema_version"] : Json(nullptr)},
-      {"verdict", string_field(report, "verdict")},
-      {"scanned_at", string_field(report, "scanned_at")},
-      {"contract",
-       {{"name", string_field(contract, "name")}, {"sha256", string_field(contract, "sha256")}}},
-      {"image", {{"value", string_field(object_field(report, "image"), "value")}}}};
-  if (const std::string platform = string_field(contract, "platform"); !platform.empty()) {
-    summary["contract"]["platform"] = platform;
+  report::Report summary;
+  summary.schema_version = report.schema_version;
+  summary.verdict = report.verdict;
+  summary.scanned_at = report.scanned_at;
+  summary.contract = {report.contract.name, "", report.contract.sha256, report.contract.platform};
+  summary.image.value = report.image.value;
+  summary.source = report.source;
+  for (const auto& target : report.targets) {
+    summary.targets.push_back({target.name, "", failing_checks(target.checks)});
   }
-  auto targets = Json::array();
-  for (const auto& target : array_field(report, "targets")) {
-    targets.push_back({{"name", string_field(target, "name")}, {"checks", failing_checks(target)}});
+  for (const auto& env : report.envs) {
+    report::EnvReport kept;
+    kept.name = env.name;
+    kept.verdict = env.verdict;
+    kept.summary = env.summary;
+    kept.checks = failing_checks(env.checks);
+    summary.envs.push_back(std::move(kept));
   }
-  auto envs = Json::array();
-  for (const auto& env : array_field(report, "envs")) {
-    envs.push_back({{"name", string_field(env, "name")},
-                    {"verdict", string_field(env, "verdict")},
-                    {"summary", string_field(env, "summary")},
-                    {"checks", failing_checks(env)}});
-  }
-  summary["targets"] = std::move(targets);
-  summary["envs"] = std::move(envs);
   return summary;
 }
 

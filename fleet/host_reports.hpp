@@ -13,10 +13,12 @@ namespace envcontract::fleet {
 
 using Json = report::Json;
 
-// One host's answer: its report, or why there is none.
+// One host's answer: its report, or why there is none (or what was wrong
+// with the report it has: a verdict of Prometheus' series the view does
+// not know).
 struct HostReport {
   HostAddress address;
-  std::optional<Json> report;
+  std::optional<report::Report> report;  // read once, at its edge (report_from_json)
   std::string error;
   bool up = false;           // it answered (asked directly), or Prometheus' last scrape of it did
   std::string last_seen;     // RFC 3339: when it last answered with a report, "" never or unknown
@@ -25,7 +27,7 @@ struct HostReport {
   // report_summary (contract, platform, image, verdict, scan time, failing
   // checks and causes), so that it stays under every filter it matched.
   // Never judged again: its state stays "unavailable".
-  std::optional<Json> last_known;
+  std::optional<report::Report> last_known;
   // Where last_known came from: "the view's last read", "Prometheus'
   // history (...)"; says what of it is missing.
   std::string last_known_from;
@@ -59,7 +61,7 @@ std::vector<HostReport> fetch_reports(const std::vector<HostAddress>& hosts,
 // contract, image, and each target and env with its verdict, summary and
 // failing checks (id, status, severity, cause); the evidence is left to the
 // agent, asked for it on demand.
-Json report_summary(const Json& report);
+report::Report report_summary(const report::Report& report);
 
 // Reads an inventory: one host per line; blank lines and # comments are skipped.
 // Returns the hosts, or every bad line, one per line as "/abs/FILE:LINE: ...".

@@ -7,6 +7,7 @@
 #include <ctime>
 
 #include "common/json_fields.hpp"
+#include "report/report_json.hpp"
 
 namespace envcontract::fleet {
 namespace {
@@ -247,12 +248,13 @@ void describe_unjudged(HostReport& entry, const SampledHost& host) {
         "Prometheus' history: its last verdict, contract and scan time; not its failing "
         "checks";
   }
-  entry.last_known = std::move(known);
+  entry.last_known = report::report_from_json(known);
 }
 
 // The report of a host with a verdict, made of its series.
 Json judged_report(SampledHost& host, const std::string& prometheus) {
   auto& report = host.report;
+  report["schema_version"] = report::schema_version;  // made here, in our schema
   report["verdict"] = host.verdict;
   report["source"] = "prometheus " + prometheus;
   auto envs = Json::array();
@@ -298,7 +300,13 @@ std::vector<HostReport> reports_from_samples(const std::map<std::string, Json>& 
     if (!host.up || host.verdict.empty()) {
       describe_unjudged(entry, host);
     } else {
-      entry.report = judged_report(host, prometheus);
+      // Prometheus' labels are another program's data: read as any report
+      // from elsewhere. A verdict the view does not know (a newer agent's)
+      // is an error of that host, never a new state.
+      if (!report::verdict_from_string(host.verdict)) {
+        entry.error = "its verdict '" + host.verdict + "' is none the fleet view knows";
+      }
+      entry.report = report::report_from_json(judged_report(host, prometheus));
     }
     reports.push_back(std::move(entry));
   }

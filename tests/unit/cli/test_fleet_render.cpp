@@ -11,6 +11,9 @@
 #include <utility>
 #include <vector>
 
+#include "fleet/prometheus_fleet.hpp"
+#include "report/report_json.hpp"
+
 namespace envcontract::cli {
 namespace {
 
@@ -37,7 +40,9 @@ HostReport host(const std::string& name, std::optional<Json> report) {
   host.address.text = name;
   host.address.host = name;
   host.up = report.has_value();
-  host.report = std::move(report);
+  if (report) {
+    host.report = report::report_from_json(*report);  // read as fleetctl reads an answer
+  }
   if (!host.report) {
     host.error = "connection refused";
   }
@@ -56,6 +61,38 @@ TEST(FleetRender, TheSummaryCountsStatesAndRanksCauses) {
   EXPECT_EQ(fleet_summary(hosts),
             "2 of 4 hosts drift; 1 unavailable; 1 compliant; top causes: image_mismatch 2, "
             "cuda_build 1");
+}
+
+// A host whose report came with a problem (Prometheus' series name a
+// verdict this fleetctl does not know): could not be judged, and said so in
+// every rendering, not hidden behind its checks.
+TEST(FleetRender, AReportReadWithAProblemSaysIt) {
+  const std::map<std::string, Json> results = {
+      {"up", Json::parse(R"([{"metric": {"instance": "node-2:9714"}, "value": [1, "1"]}])")},
+      {"verdict", Json::parse(R"([{"metric": {"instance": "node-2:9714", "verdict": "quarantined"},
+                                   "value": [1, "1"]}])")}};
+  const auto hosts = fleet::reports_from_samples(results, "http://prometheus:9090");
+  ASSERT_EQ(hosts.size(), 1U);
+  EXPECT_EQ(fleet::fleet_exit_status(hosts), 2) << "not judged: neither compliant nor drift";
+  const std::string why = "its verdict 'quarantined' is none the fleet view knows";
+  const std::string table = fleet_table(hosts, {});
+  EXPECT_NE(table.find("node-2:9714  error"), std::string::npos) << table;
+  EXPECT_NE(table.find(why + "; complies (contract )"), std::string::npos) << table;
+  EXPECT_NE(fleet_summary(hosts).find("1 could not be judged"), std::string::npos);
+  const std::string junit = fleet_junit(hosts, JunitDetail::every_check);
+  EXPECT_NE(junit.find("<error message=\"its verdict &apos;quarantined&apos; is none the fleet "
+                       "view knows\" type=\"unavailable\"/>"),
+            std::string::npos)
+      << junit;
+  EXPECT_EQ(fleet_json(hosts)["hosts"][0]["error"], why);
+}
+
+// A Prometheus label is another program's text: it cannot drive the terminal.
+TEST(FleetRender, AHostsNameIsShownPrintable) {
+  auto hosts = std::vector<HostReport>{host("evil\x1b[2J", std::nullopt)};
+  const std::string table = fleet_table(hosts, {});
+  EXPECT_EQ(table.find('\x1b'), std::string::npos) << table;
+  EXPECT_NE(table.find("evil\\x1b[2J"), std::string::npos) << table;
 }
 
 TEST(FleetRender, ADiffNamesWhatDiffersAndNothingElse) {

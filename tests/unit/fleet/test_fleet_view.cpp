@@ -6,6 +6,7 @@
 #include "common/json_text.hpp"
 #include "fleet/fleet_view.hpp"
 #include "fleet/prometheus_fleet.hpp"
+#include "report/report_json.hpp"
 
 namespace envcontract::fleet {
 namespace {
@@ -23,13 +24,14 @@ HostReport host(const std::string& name, const std::string& verdict, const std::
   HostReport report;
   report.address = parse_host_address(name).value();
   report.up = true;
-  report.report = Json{{"schema_version", 1},
-                       {"verdict", verdict},
-                       {"scanned_at", "2026-12-01T10:00:00Z"},
-                       {"contract", {{"name", platform + "-contract"}, {"platform", platform}}},
-                       {"image", {{"value", "registry.example/" + platform + ":1"}}},
-                       {"targets", targets},
-                       {"envs", envs}};
+  report.report = report::report_from_json(
+      Json{{"schema_version", 1},
+           {"verdict", verdict},
+           {"scanned_at", "2026-12-01T10:00:00Z"},
+           {"contract", {{"name", platform + "-contract"}, {"platform", platform}}},
+           {"image", {{"value", "registry.example/" + platform + ":1"}}},
+           {"targets", targets},
+           {"envs", envs}});
   return report;
 }
 
@@ -294,8 +296,10 @@ TEST(FleetView, SeriesOfAPrometheusPairCountOnce) {
   EXPECT_TRUE(reports[0].up);
   ASSERT_TRUE(reports[0].report) << reports[0].error;
   EXPECT_EQ(reports[0].state(), "drift");
-  ASSERT_EQ((*reports[0].report)["envs"].size(), 1U);
-  EXPECT_EQ((*reports[0].report)["envs"][0]["checks"].size(), 1U);
+  ASSERT_EQ(reports[0].report->envs.size(), 1U);
+  EXPECT_EQ(reports[0].report->envs[0].checks.size(), 1U);
+  EXPECT_EQ(reports[0].report->source,
+            std::optional<std::string>("prometheus http://prometheus:9090"));
   const auto view = fleet_view(reports, {}, "prometheus", {});
   EXPECT_EQ(view["hosts"][0]["platform"], "p");
   EXPECT_EQ(view["checks"][0], (Json{{"check", "torch-cpu-build"}, {"hosts", 1}, {"envs", 1}}));
@@ -344,7 +348,16 @@ TEST(FleetView, ADownAgentKeepsWhatPrometheusHistoryHolds) {
 // labels) is an error of that host, not a failure of the whole view.
 TEST(FleetView, AnUnknownVerdictIsThatHostsError) {
   auto hosts = three_hosts();
-  (*hosts[1].report)["verdict"] = "quarantined";
+  const std::map<std::string, Json> results = {
+      {"up", Json::parse(R"([{"metric": {"instance": "node-2:9714"}, "value": [1, "1"]}])")},
+      {"verdict", Json::parse(R"([{"metric": {"instance": "node-2:9714", "verdict": "quarantined"},
+                                   "value": [1, "1"]}])")}};
+  const auto sampled = reports_from_samples(results, "http://prometheus:9090");
+  ASSERT_EQ(sampled.size(), 1U);
+  ASSERT_TRUE(sampled[0].report);
+  EXPECT_EQ(sampled[0].report->verdict, report::Verdict::error) << "never a new state";
+  hosts[1] = sampled[0];
+  hosts[1].address = three_hosts()[1].address;
   const auto view = fleet_view(hosts, {}, "prometheus", {});
   EXPECT_EQ(view["counts"]["error"], 1) << common::json_text(view["counts"]);
   EXPECT_FALSE(view["counts"].contains("quarantined"));
@@ -401,16 +414,17 @@ TEST(FleetView, HistoryQueriesFollowTheFilters) {
 // count and filter, without the evidence.
 TEST(FleetView, ReportSummariesKeepWhatTheViewShows) {
   const auto hosts = three_hosts();
-  Json full = *hosts[0].report;
-  full["envs"][0]["checks"][0]["diagnosis"]["evidence"] = {{"threads", Json::array({1, 2, 3})}};
-  full["envs"][0]["activation"] = {{"scripts", Json::array()}};
-  const Json summary = report_summary(full);
-  EXPECT_EQ(summary["verdict"], "drift");
-  EXPECT_EQ(summary["contract"]["platform"], "kunlunxin");
-  EXPECT_FALSE(summary["envs"][0].contains("activation"));
-  EXPECT_FALSE(summary["envs"][0]["checks"][0]["diagnosis"].contains("evidence"));
+  report::Report full = *hosts[0].report;
+  full.envs[0].checks[0].diagnosis->evidence = {{"threads", Json::array({1, 2, 3})}};
+  full.envs[0].activation = report::ActivationReport{};
+  const report::Report summary = report_summary(full);
+  EXPECT_EQ(summary.verdict, report::Verdict::drift);
+  EXPECT_EQ(summary.contract.platform, "kunlunxin");
+  EXPECT_FALSE(summary.envs[0].activation.has_value());
+  EXPECT_TRUE(summary.envs[0].checks[0].diagnosis->evidence.empty());
+  EXPECT_EQ(summary.envs[0].checks[0].diagnosis->cause, full.envs[0].checks[0].diagnosis->cause);
   // Only failing checks stay; the passing smoke check of torch-b goes.
-  EXPECT_EQ(summary["envs"][1]["checks"].size(), 1U);
+  EXPECT_EQ(summary.envs[1].checks.size(), 1U);
   HostReport summarised = hosts[0];
   summarised.report = summary;
   EXPECT_EQ(host_row(summarised), host_row(hosts[0]));
