@@ -133,7 +133,9 @@ std::string fleet_table(const std::vector<HostReport>& unsafe_hosts,
              std::to_string(host.report->envs.size()) + " ok";
       detail = joined(host_causes(*host.report));
       if (detail.empty()) {
-        detail = "complies (contract " + host.report->contract.name + ")";
+        detail = host.report->verdict == report::Verdict::compliant
+                     ? "complies (contract " + host.report->contract.name + ")"
+                     : "no failing check named (contract " + host.report->contract.name + ")";
       }
       if (!host.error.empty()) {  // a report that was read with a problem says it first
         detail = host.error + "; " + detail;

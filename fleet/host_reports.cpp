@@ -180,7 +180,8 @@ report::Report report_summary(const report::Report& report) {
         kept.id = check.id;
         kept.status = check.status;
         kept.severity = check.severity;
-        kept.diagnosis = contracts::Diagnosis{report::diagnosis_of(check).cause, "", {}, ""};
+        kept.diagnosis =
+            contracts::Diagnosis{report::diagnosis_of(check).cause, "", Json::object(), ""};
         failing.push_back(std::move(kept));
       }
     }

@@ -77,7 +77,7 @@ TEST(FleetRender, AReportReadWithAProblemSaysIt) {
   const std::string why = "its verdict 'quarantined' is none the fleet view knows";
   const std::string table = fleet_table(hosts, {});
   EXPECT_NE(table.find("node-2:9714  error"), std::string::npos) << table;
-  EXPECT_NE(table.find(why + "; complies (contract )"), std::string::npos) << table;
+  EXPECT_NE(table.find(why + "; no failing check named (contract )"), std::string::npos) << table;
   EXPECT_NE(fleet_summary(hosts).find("1 could not be judged"), std::string::npos);
   const std::string junit = fleet_junit(hosts, JunitDetail::every_check);
   EXPECT_NE(junit.find("<error message=\"its verdict &apos;quarantined&apos; is none the fleet "

@@ -421,7 +421,7 @@ TEST(FleetView, ReportSummariesKeepWhatTheViewShows) {
   EXPECT_EQ(summary.verdict, report::Verdict::drift);
   EXPECT_EQ(summary.contract.platform, "kunlunxin");
   EXPECT_FALSE(summary.envs[0].activation.has_value());
-  EXPECT_TRUE(summary.envs[0].checks[0].diagnosis->evidence.empty());
+  EXPECT_EQ(summary.envs[0].checks[0].diagnosis->evidence, Json::object());
   EXPECT_EQ(summary.envs[0].checks[0].diagnosis->cause, full.envs[0].checks[0].diagnosis->cause);
   // Only failing checks stay; the passing smoke check of torch-b goes.
   EXPECT_EQ(summary.envs[1].checks.size(), 1U);
