@@ -81,8 +81,9 @@ std::vector<HostReport> printable_hosts(const std::vector<HostReport>& hosts) {
 
 }  // namespace
 
-std::string fleet_summary(const std::vector<HostReport>& unsafe_hosts) {
-  const auto hosts = printable_hosts(unsafe_hosts);
+std::string fleet_summary(const std::vector<HostReport>& hosts) {
+  // Of the reports, only their causes are shown: those alone are made
+  // printable, not a copy of every report.
   std::map<std::string, int> states;
   std::map<std::string, int> causes;
   for (const auto& host : hosts) {
@@ -109,7 +110,7 @@ std::string fleet_summary(const std::vector<HostReport>& unsafe_hosts) {
   if (!ranked.empty()) {
     out << "; top causes:";
     for (std::size_t i = 0; i < ranked.size() && i < 5; ++i) {
-      out << (i == 0 ? " " : ", ") << ranked[i].first << " " << ranked[i].second;
+      out << (i == 0 ? " " : ", ") << report::printable(ranked[i].first) << " " << ranked[i].second;
     }
   }
   return out.str();

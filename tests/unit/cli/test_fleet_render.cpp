@@ -93,6 +93,12 @@ TEST(FleetRender, AHostsNameIsShownPrintable) {
   const std::string table = fleet_table(hosts, {});
   EXPECT_EQ(table.find('\x1b'), std::string::npos) << table;
   EXPECT_NE(table.find("evil\\x1b[2J"), std::string::npos) << table;
+  // Nor can a cause named by a report, in the summary line.
+  const std::vector<HostReport> drifting = {
+      host("node-1", report_of("drift", "img", {{"c", "fail", "bad\x1b[2Jcause"}}))};
+  const std::string summary = fleet_summary(drifting);
+  EXPECT_EQ(summary.find('\x1b'), std::string::npos) << summary;
+  EXPECT_NE(summary.find("top causes: bad\\x1b[2Jcause 1"), std::string::npos) << summary;
 }
 
 TEST(FleetRender, ADiffNamesWhatDiffersAndNothingElse) {
