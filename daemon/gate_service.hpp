@@ -55,7 +55,7 @@ struct GateAnswer {
 // refused.
 class GateService {
  public:
-  explicit GateService(std::shared_ptr<ProbeCache> shared_probes)
+  explicit GateService(std::shared_ptr<freshness::ProbeCache> shared_probes)
       : m_scanner(std::move(shared_probes)) {}
 
   // How many gates may be judged or wait at once: each holds an HTTP thread

@@ -1,7 +1,6 @@
 #include "daemon/scanner.hpp"
 
 #include <spdlog/spdlog.h>
-#include <sys/stat.h>
 
 #include <algorithm>
 #include <condition_variable>
@@ -10,95 +9,16 @@
 #include <thread>
 
 #include "common/json_text.hpp"
-#include "common/sha256.hpp"
 #include "common/time_text.hpp"
 #include "contracts/host_judgement.hpp"
 #include "daemon/probe_plan.hpp"
+#include "freshness/fingerprint.hpp"
 #include "probes/exec_prefix.hpp"
 #include "probes/exec_session.hpp"
-#include "probes/kept_facts.hpp"
 #include "process/stall_guard.hpp"
 #include "report/report_json.hpp"
 
 namespace envcontract::daemon {
-
-namespace {
-
-// The files whose contents decide the facts without always changing them:
-// the interpreter, every library the env's extensions load (its own and what
-// they resolve to), torch's and triton's version files, each module's
-// location, each distribution's metadata. A byte added to libc10.so or an
-// edited version.py must re-probe even when no fact read from files differs.
-std::vector<std::string> deciding_files(const facts::EnvFacts& env) {
-  std::vector<std::string> files;
-  files.push_back(env.env.python.string());
-  for (const auto& library : env.linkage.libraries) {
-    files.push_back(library.path.string());
-    for (const auto& link : library.closure) {
-      files.push_back(link.path);
-    }
-  }
-  const auto& found = env.static_facts;
-  const std::pair<bool, std::string> packages[] = {
-      {found.torch.present, found.torch.location.string()},
-      {found.triton.present, found.triton.location.string()}};
-  for (const auto& [present, location] : packages) {
-    if (present && !location.empty()) {
-      files.push_back(location + "/__init__.py");
-      files.push_back(location + "/version.py");
-      files.push_back(location + "/_version.py");
-    }
-  }
-  for (std::size_t i = 0; i < found.module_files.size(); ++i) {
-    files.push_back(found.module_files.file(i).real);
-  }
-  for (const auto& distribution : found.distributions) {
-    // A dist-info or egg-info directory, or a file: its version lives in METADATA or PKG-INFO.
-    const std::string metadata = distribution.metadata.string();
-    files.push_back(metadata);
-    files.push_back(metadata + "/METADATA");
-    files.push_back(metadata + "/PKG-INFO");
-  }
-  std::sort(files.begin(), files.end());
-  files.erase(std::unique(files.begin(), files.end()), files.end());
-  return files;
-}
-
-}  // namespace
-
-FingerprintInput fingerprint_input(const facts::EnvFacts& env, const std::string& contract_sha256) {
-  // The facts' JSON text is their canonical form here: what any of them
-  // says, and not how it is held, decides.
-  const report::Json json = facts::to_json(env);
-  FingerprintInput input;
-  input.material = contract_sha256;
-  for (const char* key :
-       {"prefix", "python", "python_version", "static", "activation", "linkage"}) {
-    input.material += '\0';
-    input.material += json.contains(key) ? common::json_text(json.at(key)) : "";
-  }
-  input.files = deciding_files(env);
-  return input;
-}
-
-std::string env_fingerprint(const FingerprintInput& input) {
-  std::string material = input.material;
-  // The change time is the one a file's owner cannot set: a file rewritten
-  // in place with its old size and modification time put back (a tar or
-  // rsync -t over the env) still changes it.
-  for (const auto& file : input.files) {
-    struct stat info {};
-    material += '\0' + file + '\t';
-    if (!file.empty() && ::stat(file.c_str(), &info) == 0) {
-      material += std::to_string(info.st_size) + ' ' + std::to_string(info.st_mtim.tv_sec) + '.' +
-                  std::to_string(info.st_mtim.tv_nsec) + ' ' + std::to_string(info.st_ctim.tv_sec) +
-                  '.' + std::to_string(info.st_ctim.tv_nsec) + ' ' + std::to_string(info.st_ino);
-    } else {
-      material += "absent";
-    }
-  }
-  return common::sha256_hex(material);
-}
 
 namespace {
 
@@ -272,27 +192,6 @@ facts::DynamicFacts probe_bounded(const facts::EnvFacts& env, const probes::Prob
 
 }  // namespace
 
-std::optional<ProbeCache::Entry> ProbeCache::find(const std::string& prefix) const {
-  std::lock_guard lock(m_mutex);
-  const auto found = m_entries.find(prefix);
-  return found == m_entries.end() ? std::nullopt : std::optional<Entry>(found->second);
-}
-
-void ProbeCache::put(const std::string& prefix, Entry entry) {
-  std::lock_guard lock(m_mutex);
-  m_entries[prefix] = std::move(entry);
-}
-
-void ProbeCache::forget(const std::string& prefix) {
-  std::lock_guard lock(m_mutex);
-  m_entries.erase(prefix);
-}
-
-void ProbeCache::forget_all_but(const std::set<std::string>& prefixes) {
-  std::lock_guard lock(m_mutex);
-  std::erase_if(m_entries, [&](const auto& entry) { return !prefixes.contains(entry.first); });
-}
-
 namespace {
 
 // One scan's envs after their facts are gathered: each fingerprinted, its
@@ -301,7 +200,7 @@ class ScanRun {
  public:
   ScanRun(const LoadedContract& contract, const ScanSettings& settings,
           const ScanObserver& observer, facts::HostFacts& facts, const probes::ProbePlan& plan,
-          const std::shared_ptr<process::Cancellation>& cancellation, ProbeCache& probes)
+          const std::shared_ptr<process::Cancellation>& cancellation, freshness::ProbeCache& probes)
       : m_contract(contract),
         m_settings(settings),
         m_observer(observer),
@@ -359,16 +258,12 @@ class ScanRun {
       std::lock_guard lock(m_progress_mutex);
       m_seen.insert(env.env.prefix.string());
     }
-    std::optional<ProbeCache::Entry> reusable;
-    if (auto cached = m_probes.find(env.env.prefix.string());
-        m_settings.reprobe_interval.count() > 0 && cached && cached->fingerprint == fingerprint &&
-        env_started - cached->when < m_settings.reprobe_interval) {
-      reusable = std::move(cached);
-    }
+    auto reusable = m_probes.reusable(env.env.prefix.string(), fingerprint, env_started,
+                                      m_settings.reprobe_interval);
     if (m_observer.env_started) {
       m_observer.env_started(env.env.name, reusable.has_value());
     }
-    ProbeCache::Entry result;
+    freshness::ProbeCache::Entry result;
     std::string failure;
     if (reusable) {
       result = std::move(*reusable);
@@ -393,27 +288,21 @@ class ScanRun {
   // stats the env's files: bounded like every other read of them, and an
   // env whose files block (`stalled`) is not probed.
   std::string fingerprint_of(const facts::EnvFacts& env, std::optional<facts::Stall>& stalled) {
-    auto fingerprint = std::make_shared<std::string>();
+    auto fingerprint = std::make_shared<std::string>(m_probes.kept_fingerprint(env));
     const bool unread =
         !env.env.user_mount.empty() ||
         std::any_of(env.errors.begin(), env.errors.end(),
                     [](const probes::FactError& error) { return error.stage == "reading"; });
-    if (env.kept) {
-      // Nothing its facts were read from changed: neither did its fingerprint.
-      if (const auto cached = m_probes.find(env.env.prefix.string())) {
-        *fingerprint = cached->fingerprint;
-      }
-    }
     if (!unread && fingerprint->empty()) {
       // Taken here, from the facts; the job, which may be left behind on a
       // stalled mount, holds its own copy and only stats.
-      auto input = std::make_shared<const FingerprintInput>(
-          fingerprint_input(env, m_contract.identity.sha256));
+      auto input = std::make_shared<const freshness::FingerprintInput>(
+          freshness::fingerprint_input(env, m_contract.identity.sha256));
       stalled = process::run_bounded("fingerprint " + env.env.prefix.string(),
                                      "reading the files of " + env.env.prefix.string(),
                                      m_settings.facts.reading_deadline, m_cancellation.get(),
                                      [fingerprint, input](const process::Cancellation&) {
-                                       *fingerprint = env_fingerprint(*input);
+                                       *fingerprint = freshness::env_fingerprint(*input);
                                      });
       if (stalled) {
         // The job left behind may still write the string: it is its own now.
@@ -427,7 +316,7 @@ class ScanRun {
   // failure is that env's error: the others are probed and the scan
   // finishes.
   std::string probe(const facts::EnvFacts& env, const std::string& fingerprint,
-                    Clock::time_point env_started, ProbeCache::Entry& result,
+                    Clock::time_point env_started, freshness::ProbeCache::Entry& result,
                     std::optional<facts::Stall>& stalled) {
     try {
       std::optional<facts::Stall> probe_stall;
@@ -447,7 +336,7 @@ class ScanRun {
 
   // The probe's facts into the env's, and into the cache unless it was cut
   // short. Under the progress lock.
-  void record_probe(facts::EnvFacts& env, bool reused, ProbeCache::Entry result,
+  void record_probe(facts::EnvFacts& env, bool reused, freshness::ProbeCache::Entry result,
                     const std::string& failure, const std::optional<facts::Stall>& stalled) {
     if (failure.empty()) {
       env.dynamic = result.dynamic;
@@ -499,7 +388,7 @@ class ScanRun {
   facts::HostFacts& m_facts;
   const probes::ProbePlan& m_plan;
   std::shared_ptr<process::Cancellation> m_cancellation;
-  ProbeCache& m_probes;
+  freshness::ProbeCache& m_probes;
   // Each env's judgement, written by its own thread only, all as of one
   // moment (a waiver that ends today ends for every env of the report).
   std::vector<std::optional<contracts::EnvJudgement>> m_judged;
@@ -518,18 +407,17 @@ class ScanRun {
 }  // namespace
 
 void Scanner::start_or_stop_watch(const ScanSettings& settings) {
-  if (!settings.watch_changes && m_caches->watch) {
-    // Turned off (a configuration reloaded): its reader thread stops with it.
-    std::lock_guard lock(m_caches->mutex);
-    m_caches->watch.reset();
-    m_caches->kept_envs.clear();
+  if (!settings.watch_changes && m_caches->kept.watch()) {
+    // Turned off (a configuration reloaded).
+    m_caches->kept.stop_watching();
     m_watch_tried = false;
   }
   if (settings.watch_changes && !m_watch_tried) {
     m_watch_tried = true;
     std::string why_not;
-    m_caches->watch = probes::ChangeWatch::start(why_not);
-    if (!m_caches->watch) {
+    auto watch = freshness::ChangeWatch::start(why_not);
+    m_caches->kept.watch_with(watch);
+    if (!watch) {
       spdlog::warn("file changes are not watched ({}): every scan reads every env's files",
                    why_not);
     }
@@ -592,7 +480,7 @@ report::Report Scanner::scan(const LoadedContract& contract, const ScanSettings&
     m_running.reset();
   }
   auto report = report::build_report(contract.identity, judgement, facts, elapsed.count());
-  probes::return_kept_facts(*m_caches, facts.envs);
+  m_caches->kept.give_back(facts.envs);
   return report;
 }
 

@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "daemon/contract_source.hpp"
+#include "freshness/probe_cache.hpp"
 #include "probes/dynamic_probe.hpp"
 #include "probes/host_facts.hpp"
 
@@ -23,7 +24,7 @@ struct ScanSettings {
   // this long; then the env is probed again, because devices come and go
   // without any file changing. Zero: probe every env on every scan.
   std::chrono::seconds reprobe_interval{0};
-  // Watch the host's files for changes (probes/change_watch.hpp), so that
+  // Watch the host's files for changes (freshness/change_watch.hpp), so that
   // an env none of whose files changed is not read again either, for as
   // long as its dynamic facts are reused (reprobe_interval).
   bool watch_changes = false;
@@ -40,29 +41,6 @@ struct ScanSettings {
   // the cache holds of the others is kept. A full scan forgets envs it no
   // longer finds.
   bool some_envs_only = false;
-};
-
-// Each env's dynamic facts, by prefix, with the fingerprint they were probed
-// under. Shared by the agent's scans and its CI gate's (daemon/gate_service.hpp),
-// which run on different threads: a gate reuses what a scan probed, and the
-// next scan what a gate probed, while neither waits for the other.
-class ProbeCache {
- public:
-  struct Entry {
-    std::string fingerprint;
-    facts::DynamicFacts dynamic;
-    std::string probed_at;
-    std::chrono::steady_clock::time_point when;
-  };
-
-  std::optional<Entry> find(const std::string& prefix) const;
-  void put(const std::string& prefix, Entry entry);
-  void forget(const std::string& prefix);
-  void forget_all_but(const std::set<std::string>& prefixes);
-
- private:
-  mutable std::mutex m_mutex;
-  std::map<std::string, Entry> m_entries;
 };
 
 // What a scan tells whoever watches it (the terminal, the agent's log).
@@ -88,8 +66,8 @@ class Scanner {
  public:
   Scanner() = default;
   // A scanner whose probes are `shared` with another's.
-  explicit Scanner(std::shared_ptr<ProbeCache> shared) : m_probes(std::move(shared)) {}
-  std::shared_ptr<ProbeCache> probe_cache() const { return m_probes; }
+  explicit Scanner(std::shared_ptr<freshness::ProbeCache> shared) : m_probes(std::move(shared)) {}
+  std::shared_ptr<freshness::ProbeCache> probe_cache() const { return m_probes; }
 
   report::Report scan(const LoadedContract& contract, const ScanSettings& settings,
                       const ScanObserver& observer = {});
@@ -117,29 +95,11 @@ class Scanner {
   std::string m_cancelled_for;  // once set, every scan is cancelled from its start
   // Shared with readers left blocked past their deadline (stall_guard.hpp).
   std::shared_ptr<probes::FactCaches> m_caches = std::make_shared<probes::FactCaches>();
-  std::shared_ptr<ProbeCache> m_probes = std::make_shared<ProbeCache>();
+  std::shared_ptr<freshness::ProbeCache> m_probes = std::make_shared<freshness::ProbeCache>();
   std::size_t m_last_probed = 0;
   std::size_t m_last_reused = 0;
   std::size_t m_last_read = 0;
   bool m_watch_tried = false;
 };
-
-// What decides whether an env must be probed again, taken from its facts
-// on the scan's thread: the contract's hash and its files' facts (metadata,
-// packages, torch and triton files, its activation, the libraries its
-// extensions resolve to) as text, and the files whose contents decide those
-// facts without always changing them (the interpreter, every library of
-// the closure, torch's and triton's version files, each module, each
-// distribution's metadata).
-struct FingerprintInput {
-  std::string material;
-  std::vector<std::string> files;  // sorted, each once
-};
-FingerprintInput fingerprint_input(const facts::EnvFacts& env, const std::string& contract_sha256);
-
-// The fingerprint: the material and the size, modification and change time
-// and inode of each file (stat only, never opened: on a stalled mount it
-// blocks, which the caller bounds).
-std::string env_fingerprint(const FingerprintInput& input);
 
 }  // namespace envcontract::daemon

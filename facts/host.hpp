@@ -76,7 +76,7 @@ struct EnvFacts {
   std::optional<DynamicFacts> dynamic;
   std::string probed_at;  // RFC 3339: when the dynamic facts were gathered
   // Not read in this scan: nothing its facts were read from changed since
-  // an earlier one (probes/change_watch.hpp). Not part of its JSON.
+  // an earlier one (freshness/change_watch.hpp). Not part of its JSON.
   bool kept = false;
 };
 

@@ -14,10 +14,10 @@
 #include <thread>
 
 #include "common/time_text.hpp"
+#include "freshness/env_dependencies.hpp"
+#include "freshness/kept_facts.hpp"
 #include "probes/dynamic_probe.hpp"
-#include "probes/env_dependencies.hpp"
 #include "probes/import_safety.hpp"
-#include "probes/kept_facts.hpp"
 #include "process/small_files.hpp"
 #include "process/stall_guard.hpp"
 #include "process/system_root.hpp"
@@ -112,10 +112,10 @@ struct EnvReading {
   std::chrono::microseconds linkage_elapsed{0};
   // When its facts may be kept: what changes from the start of the read,
   // and the mounts its paths are resolved through.
-  std::shared_ptr<ChangeWatch::Interest> interest;
+  std::shared_ptr<freshness::ChangeWatch::Interest> interest;
   // Its own hold on the watch: a reader left blocked settles after its scan,
   // when the caches may no longer have one.
-  std::shared_ptr<ChangeWatch> watch;
+  std::shared_ptr<freshness::ChangeWatch> watch;
   std::shared_ptr<const process::MountTable> mounts;
   process::ReadDependencies dependencies;  // the paths its readers noted
   bool settled = false;                    // the watch knows what the read depended on
@@ -123,11 +123,11 @@ struct EnvReading {
 
 // Names what the read depended on to the watch (on the reading thread: it
 // resolves paths, which may wait on a slow disk).
-void settle_reading(EnvReading& reading, ChangeWatch& watch) {
+void settle_reading(EnvReading& reading, freshness::ChangeWatch& watch) {
   process::ReadDependencies dependencies = std::move(reading.dependencies);
   // What its readers read, followed by identity too (before the trees cover them).
   dependencies.files = dependencies.paths;
-  add_env_dependencies(reading.env, activation_inputs(reading.env.env), dependencies);
+  freshness::add_env_dependencies(reading.env, activation_inputs(reading.env.env), dependencies);
   process::add_link_targets(dependencies);
   dependencies.compact();
   reading.settled = watch.settle(*reading.interest, dependencies, *reading.mounts).empty();
@@ -462,11 +462,24 @@ struct ScanReading {
   std::shared_ptr<const process::MountTable> mount_table;
   std::shared_ptr<const loader::LdCache> ld_cache;
   BlockedMounts& blocked;
-  // Facts are kept for unchanged envs (the change watch runs); then what
-  // the envs share (the mount table, the loader's cache) is watched too.
-  bool keeping = false;
-  SharedReadInputs* shared_inputs = nullptr;
+  // Set when facts are kept for unchanged envs (the change watch runs);
+  // then what the envs share (the mount table, the loader's cache) is
+  // watched too.
+  std::shared_ptr<freshness::ChangeWatch> watch;
+  freshness::SharedReadInputs* shared_inputs = nullptr;
 };
+
+// What describing a candidate depends on besides its files: facts kept
+// under another key are read again. "" for envs never kept: those a
+// container runs, and those on a user's mount.
+std::string kept_key(const HostFactsOptions& options, const EnvCandidate& candidate) {
+  if (!candidate.exec.argv.empty() || candidate.holds_mount) {
+    return {};
+  }
+  return options.keep_key + '\0' + options.discovery.run_as.root_envs_user + '\0' +
+         candidate.scan_root.string() + '\0' + to_string(candidate.likely_kind) + '\0' +
+         (candidate.conda_installation ? "installation" : "") + '\0' + candidate.owner;
+}
 
 // One env, from describing it to its last fact, is one unit of reading:
 // whatever of it blocks stops only that env.
@@ -478,9 +491,10 @@ void read_candidate(const ScanReading& scan, const EnvCandidate& candidate, Read
   }
   auto& caches = *scan.caches;
   const std::string keep_key = kept_key(scan.options, candidate);
-  const bool keepable = scan.keeping && keep_key.size() > 0;
+  const bool keepable = scan.watch && keep_key.size() > 0;
   if (keepable) {
-    if (auto kept = kept_facts(caches, candidate, keep_key, scan.options.keep_unchanged_for)) {
+    if (auto kept = caches.kept.lend(candidate.prefix, keep_key, scan.options.keep_unchanged_for,
+                                     candidate.found_by)) {
       out.env = std::move(*kept);
       return;
     }
@@ -488,7 +502,7 @@ void read_candidate(const ScanReading& scan, const EnvCandidate& candidate, Read
   auto reading = std::make_shared<EnvReading>();
   if (keepable) {
     // Opened before the first read of the env: what changes from here on counts.
-    reading->watch = caches.watch;
+    reading->watch = scan.watch;
     reading->interest = reading->watch->open();
     reading->mounts = scan.mount_table;
   }
@@ -526,16 +540,16 @@ void read_candidate(const ScanReading& scan, const EnvCandidate& candidate, Read
     // reported with the stall, and none of its code runs. Its interest
     // in changes ends now: the read may never settle.
     if (reading->interest) {
-      caches.watch->abandon(*reading->interest);
+      reading->watch->abandon(*reading->interest);
     }
     scan.blocked.note(*stall, candidate.prefix);
     out.env = unread_for_stall(candidate, *stall);
   } else if (!*is_env) {
     out.not_an_env = true;
   } else {
-    if (keepable && reading->settled && keepable_facts(reading->env) &&
+    if (keepable && reading->settled && freshness::keepable_facts(reading->env) &&
         scan.shared_inputs->changed().empty()) {
-      keep(caches, reading->env, keep_key, reading->interest);
+      caches.kept.keep(reading->env, keep_key, reading->interest);
     }
     out.env = std::move(reading->env);
     out.activation_elapsed = reading->activation_elapsed;
@@ -602,16 +616,15 @@ std::vector<Reading> read_candidates(const ScanReading& scan,
 // when nothing is kept.
 void forget_kept_envs(FactCaches& caches, bool keeping,
                       const std::vector<EnvCandidate>& candidates) {
-  std::lock_guard lock(caches.mutex);
   if (!keeping) {
-    caches.kept_envs.clear();
+    caches.kept.forget_all();
     return;
   }
   std::set<std::filesystem::path> found;
   for (const auto& candidate : candidates) {
     found.insert(candidate.prefix);
   }
-  std::erase_if(caches.kept_envs, [&](const auto& entry) { return !found.contains(entry.first); });
+  caches.kept.forget_all_but(found);
 }
 
 // The envs read, in the candidates' order, named apart; what was not an env
@@ -674,11 +687,12 @@ HostFacts gather_host_facts(const HostFactsOptions& options,
     keep_only_named_envs(*options.only_envs, search, facts);
   }
 
-  const bool keeping = caches->watch != nullptr && options.keep_unchanged_for.count() > 0;
+  const auto watch = options.keep_unchanged_for.count() > 0 ? caches->kept.watch() : nullptr;
+  const bool keeping = watch != nullptr;
   // Before the mount table (unless the caller gave one, read earlier) and
   // the loader's cache are read for this scan: what changes in them from
   // here on leaves no env read meanwhile kept.
-  std::optional<SharedReadInputs> shared_inputs;
+  std::optional<freshness::SharedReadInputs> shared_inputs;
   if (keeping) {
     shared_inputs.emplace();
   }
@@ -695,20 +709,10 @@ HostFacts gather_host_facts(const HostFactsOptions& options,
   if (keeping) {
     // A mount made or removed shows other files at the same paths, and no
     // change event says so: nothing read under the old mounts is kept.
-    std::string mounts_seen = mount_signature(*mount_table);
-    std::lock_guard lock(caches->mutex);
-    if (caches->kept_mounts != mounts_seen) {
-      caches->kept_envs.clear();
-      caches->kept_mounts = std::move(mounts_seen);
-    }
+    caches->kept.read_under(freshness::mount_signature(*mount_table));
   }
-  const ScanReading scan{options,
-                         caches,
-                         mount_table,
-                         ld_cache,
-                         blocked,
-                         keeping,
-                         keeping ? &*shared_inputs : nullptr};
+  const ScanReading scan{
+      options, caches, mount_table, ld_cache, blocked, watch, keeping ? &*shared_inputs : nullptr};
   auto readings = read_candidates(scan, search.candidates);
   forget_kept_envs(*caches, keeping, search.candidates);
   collect_envs(options, search.candidates, readings, device_nodes, facts);

@@ -13,8 +13,8 @@
 #include <vector>
 
 #include "facts/host.hpp"
+#include "freshness/kept_facts.hpp"
 #include "probes/activation.hpp"
-#include "probes/change_watch.hpp"
 #include "probes/container_runtime.hpp"
 #include "probes/discovery.hpp"
 #include "probes/image_tag.hpp"
@@ -81,22 +81,12 @@ struct HostFactsOptions {
 struct FactCaches {
   ActivationCache activations;
   loader::ElfCache elf_files;
+  // Each env's facts, kept while the host's file changes are watched and
+  // none of what they were read from changes.
+  freshness::KeptFacts kept;
   std::mutex mutex;  // guards what follows
   // Each discovery unit's last complete result: stands in while it blocks.
   std::map<std::string, CandidateSearch> last_discovery;
-  // Set when the host's file changes are watched: each env's facts are then
-  // kept, by prefix, with what they were read from.
-  std::shared_ptr<ChangeWatch> watch;
-  struct KeptEnv {
-    // Empty while lent to a scan (kept_facts.hpp): moved, not copied, since
-    // an env's facts are hundreds of paths (every module's, twice).
-    std::optional<EnvFacts> facts;
-    std::string key;  // the options' keep_key and what describing the candidate took
-    std::shared_ptr<ChangeWatch::Interest> interest;
-    std::chrono::steady_clock::time_point read_at;
-  };
-  std::map<std::filesystem::path, KeptEnv> kept_envs;
-  std::string kept_mounts;  // the mounts they were read under
 };
 
 // Discovers envs and reads their static facts, activates each env (through

@@ -7,7 +7,7 @@
 #include <vector>
 
 // What one read of an env's files depended on, so that its facts can be
-// kept until one of those paths changes (probes/change_watch.hpp). Three
+// kept until one of those paths changes (freshness/change_watch.hpp). Three
 // kinds, from the widest: a tree (a directory and everything under it, such
 // as the env's prefix or a source tree an editable install maps to), a
 // directory's own entries (a PATH or LD_LIBRARY_PATH directory: a file

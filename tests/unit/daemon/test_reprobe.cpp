@@ -4,7 +4,7 @@
 // scans, real files touched. Each test runs twice: with the env's files read
 // at every scan, and with the change watch, where an unchanged env's facts
 // are kept unread, so that the same changes must be seen by the kernel's
-// events instead (probes/change_watch.hpp).
+// events instead (freshness/change_watch.hpp).
 #include <fcntl.h>
 #include <gtest/gtest.h>
 #include <poll.h>
@@ -22,7 +22,7 @@
 #include "common/json_text.hpp"
 #include "daemon/contract_source.hpp"
 #include "daemon/scanner.hpp"
-#include "probes/change_watch.hpp"
+#include "freshness/change_watch.hpp"
 #include "report/report_json.hpp"
 #include "tests/support/demo_host.hpp"
 #include "tests/support/run_command.hpp"
@@ -39,7 +39,7 @@ class Reprobe : public ::testing::TestWithParam<bool> {
   void SetUp() override {
     if (GetParam()) {
       std::string why_not;
-      if (!probes::ChangeWatch::start(why_not)) {
+      if (!freshness::ChangeWatch::start(why_not)) {
         GTEST_SKIP() << "skipped: the kernel will not watch filesystems here: " << why_not;
       }
       m_settings.watch_changes = true;
@@ -120,43 +120,6 @@ class Reprobe : public ::testing::TestWithParam<bool> {
   daemon::ScanSettings m_settings;
   daemon::Scanner m_scanner;
 };
-
-// The files a fingerprint stats come from the env's typed facts: the
-// interpreter, each library of the closure, torch's version files (none for
-// a torch that is absent), each module's real file, each distribution's
-// metadata; the material changes with the contract.
-TEST(Fingerprint, ItsFilesAreThoseTheFactsName) {
-  facts::EnvFacts env;
-  env.env.prefix = "/envs/a";
-  env.env.python = "/envs/a/bin/python";
-  facts::LibraryLinkage library;
-  library.path = "/envs/a/lib/python3.10/site-packages/torch/_C.so";
-  library.closure.push_back({"libc10.so", "_C.so", "/envs/a/lib/libc10.so"});
-  env.linkage.libraries.push_back(library);
-  env.static_facts.torch.present = true;
-  env.static_facts.torch.location = "/envs/a/site/torch";
-  env.static_facts.triton.location = "/envs/a/site/triton";  // not present: not statted
-  env.static_facts.module_files.add("numpy", "/envs/a/site/numpy/__init__.py",
-                                    "/pkgs/numpy/__init__.py");
-  env.static_facts.module_files.finish();
-  facts::Distribution numpy;
-  numpy.metadata = "/envs/a/site/numpy-2.0.dist-info";
-  env.static_facts.distributions.push_back(numpy);
-
-  const auto input = daemon::fingerprint_input(env, "contract-1");
-  EXPECT_EQ(
-      input.files,
-      (std::vector<std::string>{
-          "/envs/a/bin/python", "/envs/a/lib/libc10.so",
-          "/envs/a/lib/python3.10/site-packages/torch/_C.so", "/envs/a/site/numpy-2.0.dist-info",
-          "/envs/a/site/numpy-2.0.dist-info/METADATA", "/envs/a/site/numpy-2.0.dist-info/PKG-INFO",
-          "/envs/a/site/torch/__init__.py", "/envs/a/site/torch/_version.py",
-          "/envs/a/site/torch/version.py", "/pkgs/numpy/__init__.py"}));
-  EXPECT_EQ(input.material.rfind("contract-1", 0), 0U);
-  EXPECT_NE(daemon::env_fingerprint(input),
-            daemon::env_fingerprint(daemon::fingerprint_input(env, "contract-2")));
-  EXPECT_EQ(daemon::env_fingerprint(input), daemon::env_fingerprint(input));
-}
 
 TEST_P(Reprobe, AnUnchangedEnvIsReusedAndEachDecidingFileReprobes) {
   const fs::path site = m_prefix / "lib/python3.10/site-packages";

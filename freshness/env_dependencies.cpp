@@ -1,4 +1,4 @@
-#include "probes/env_dependencies.hpp"
+#include "freshness/env_dependencies.hpp"
 
 #include <fcntl.h>
 #include <sys/stat.h>
@@ -7,7 +7,7 @@
 #include <string>
 #include <string_view>
 
-namespace envcontract::probes {
+namespace envcontract::freshness {
 namespace {
 
 namespace fs = std::filesystem;
@@ -136,4 +136,4 @@ void add_env_dependencies(const facts::EnvFacts& env,
   into.entries.insert("/etc/ld.so.conf.d");
 }
 
-}  // namespace envcontract::probes
+}  // namespace envcontract::freshness

@@ -1,6 +1,6 @@
 // What every env's read of a scan shares (the mount table, the loader's
 // cache) changing while envs are read: facts read then are not kept
-// (probes/kept_facts.hpp). Real mounts and real renames, each test in a
+// (freshness/kept_facts.hpp). Real mounts and real renames, each test in a
 // child process with a mount namespace of its own, so that the mounts other
 // tests make meanwhile are not its changes.
 #include <gtest/gtest.h>
@@ -15,10 +15,10 @@
 #include <filesystem>
 #include <functional>
 
-#include "probes/kept_facts.hpp"
+#include "freshness/kept_facts.hpp"
 #include "tests/support/temp_dir.hpp"
 
-namespace envcontract::probes {
+namespace envcontract::freshness {
 namespace {
 
 namespace fs = std::filesystem;
@@ -106,4 +106,4 @@ TEST(SharedReadInputs, AMountMadeAndRemovedIsAChange) {
 }
 
 }  // namespace
-}  // namespace envcontract::probes
+}  // namespace envcontract::freshness

@@ -1,4 +1,4 @@
-#include "probes/change_keys.hpp"
+#include "freshness/change_keys.hpp"
 
 #include <sys/stat.h>
 #include <sys/statfs.h>
@@ -10,7 +10,7 @@
 #include <functional>
 #include <string_view>
 
-namespace envcontract::probes {
+namespace envcontract::freshness {
 namespace fs = std::filesystem;
 
 std::uint64_t fsid_of(const void* fsid) {
@@ -86,4 +86,4 @@ Identity identify(const fs::path& file) {
   return identity;
 }
 
-}  // namespace envcontract::probes
+}  // namespace envcontract::freshness

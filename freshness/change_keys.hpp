@@ -6,10 +6,10 @@
 #include <filesystem>
 #include <string>
 
-// How the change watch (probes/change_watch.hpp) names what changed and
+// How the change watch (freshness/change_watch.hpp) names what changed and
 // what was read, so that the two can be matched: a path by its filesystem
 // and its place there (a "key"), and a file by its identity.
-namespace envcontract::probes {
+namespace envcontract::freshness {
 
 // statfs's and fanotify's filesystem id, as one number.
 std::uint64_t fsid_of(const void* fsid);
@@ -41,4 +41,4 @@ struct Identity {
 };
 Identity identify(const std::filesystem::path& file);
 
-}  // namespace envcontract::probes
+}  // namespace envcontract::freshness

@@ -23,7 +23,7 @@
 // change of the path too; and a file read is matched by identity as well
 // (its handle), since a change through another of its names (a hard link:
 // conda links its package cache into envs) names no path of the env.
-namespace envcontract::probes {
+namespace envcontract::freshness {
 
 class ChangeWatch {
  public:
@@ -63,4 +63,4 @@ class ChangeWatch {
   std::shared_ptr<Core> m_core;
 };
 
-}  // namespace envcontract::probes
+}  // namespace envcontract::freshness

@@ -9,12 +9,12 @@
 #include <filesystem>
 #include <fstream>
 
-#include "probes/change_watch.hpp"
-#include "probes/env_dependencies.hpp"
+#include "freshness/change_watch.hpp"
+#include "freshness/env_dependencies.hpp"
 #include "process/read_dependencies.hpp"
 #include "tests/support/temp_dir.hpp"
 
-namespace envcontract::probes {
+namespace envcontract::freshness {
 namespace {
 
 namespace fs = std::filesystem;
@@ -441,4 +441,4 @@ TEST(ReadDependencies, ModuleFilesWithOtherNamesAreFollowedByIdentity) {
 }
 
 }  // namespace
-}  // namespace envcontract::probes
+}  // namespace envcontract::freshness

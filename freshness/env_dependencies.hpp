@@ -6,7 +6,7 @@
 #include "facts/host.hpp"
 #include "process/read_dependencies.hpp"
 
-namespace envcontract::probes {
+namespace envcontract::freshness {
 
 // What an env's facts name that their reading depended on beyond the paths
 // its readers noted: its prefix, the search path (site dirs, the standard
@@ -18,4 +18,4 @@ void add_env_dependencies(const facts::EnvFacts& env,
                           const std::vector<std::filesystem::path>& activation_inputs,
                           process::ReadDependencies& into);
 
-}  // namespace envcontract::probes
+}  // namespace envcontract::freshness

@@ -1,4 +1,4 @@
-#include "probes/kept_facts.hpp"
+#include "freshness/kept_facts.hpp"
 
 #include <fcntl.h>
 #include <poll.h>
@@ -8,74 +8,86 @@
 #include <mutex>
 #include <utility>
 
-namespace envcontract::probes {
+namespace envcontract::freshness {
 
-std::string kept_key(const HostFactsOptions& options, const EnvCandidate& candidate) {
-  if (!candidate.exec.argv.empty() || candidate.holds_mount) {
-    return {};
-  }
-  return options.keep_key + '\0' + options.discovery.run_as.root_envs_user + '\0' +
-         candidate.scan_root.string() + '\0' + to_string(candidate.likely_kind) + '\0' +
-         (candidate.conda_installation ? "installation" : "") + '\0' + candidate.owner;
-}
-
-bool keepable_facts(const EnvFacts& env) {
+bool keepable_facts(const facts::EnvFacts& env) {
   return env.errors.empty() && env.activation.problem.empty() && env.env.system_root == "/" &&
          env.env.exec.empty() && env.env.user_mount.empty() &&
          env.static_facts.search_path.incomplete.empty() && env.env.imports_unchecked.empty();
 }
 
-std::optional<EnvFacts> kept_facts(FactCaches& caches, const EnvCandidate& candidate,
-                                   const std::string& key, std::chrono::milliseconds keep_for) {
+void KeptFacts::watch_with(std::shared_ptr<ChangeWatch> watch) {
+  std::lock_guard lock(m_mutex);
+  m_watch = std::move(watch);
+}
+
+void KeptFacts::stop_watching() {
+  std::lock_guard lock(m_mutex);
+  // Its reader thread stops with it, once the last reading lane lets go.
+  m_watch.reset();
+  m_envs.clear();
+}
+
+std::shared_ptr<ChangeWatch> KeptFacts::watch() const {
+  std::lock_guard lock(m_mutex);
+  return m_watch;
+}
+
+std::optional<facts::EnvFacts> KeptFacts::lend(const std::filesystem::path& prefix,
+                                               const std::string& key,
+                                               std::chrono::milliseconds keep_for,
+                                               const std::vector<std::string>& found_by) {
+  std::shared_ptr<ChangeWatch> watch;
   std::shared_ptr<ChangeWatch::Interest> interest;
   {
-    std::lock_guard lock(caches.mutex);
-    const auto it = caches.kept_envs.find(candidate.prefix);
-    if (it == caches.kept_envs.end()) {
+    std::lock_guard lock(m_mutex);
+    const auto it = m_envs.find(prefix);
+    if (it == m_envs.end() || !m_watch) {
       return std::nullopt;
     }
+    watch = m_watch;
     interest = it->second.interest;
   }
-  // Asked without the caches' lock: it reads what the kernel queued, which
-  // the other envs' lanes need not wait for.
-  const bool changed = caches.watch->changed(*interest).has_value();
-  std::lock_guard lock(caches.mutex);
-  const auto it = caches.kept_envs.find(candidate.prefix);
-  if (it == caches.kept_envs.end() || it->second.interest != interest) {
+  // Asked without the lock: it reads what the kernel queued, which the
+  // other envs' lanes need not wait for.
+  const bool changed = watch->changed(*interest).has_value();
+  std::lock_guard lock(m_mutex);
+  const auto it = m_envs.find(prefix);
+  if (it == m_envs.end() || it->second.interest != interest) {
     return std::nullopt;  // forgotten or replaced meanwhile
   }
   auto& kept = it->second;
   if (changed || !kept.facts || kept.key != key ||
       std::chrono::steady_clock::now() - kept.read_at >= keep_for) {
-    caches.kept_envs.erase(it);  // (without facts: lent to a scan that never gave them back)
+    m_envs.erase(it);  // (without facts: lent to a scan that never gave them back)
     return std::nullopt;
   }
-  EnvFacts facts = std::move(*kept.facts);
+  facts::EnvFacts facts = std::move(*kept.facts);
   kept.facts.reset();
   facts.kept = true;
-  facts.env.found_by = candidate.found_by;
+  facts.env.found_by = found_by;
   return facts;
 }
 
-void keep(FactCaches& caches, const EnvFacts& env, const std::string& key,
-          std::shared_ptr<ChangeWatch::Interest> interest) {
-  FactCaches::KeptEnv kept{env, key, std::move(interest), std::chrono::steady_clock::now()};
+void KeptFacts::keep(const facts::EnvFacts& env, const std::string& key,
+                     std::shared_ptr<ChangeWatch::Interest> interest) {
+  Kept kept{env, key, std::move(interest), std::chrono::steady_clock::now()};
   // The host's, given to every env after reading; and what its code showed, the scanner's.
   kept.facts->device_nodes.clear();
   kept.facts->dynamic.reset();
   kept.facts->probed_at.clear();
-  std::lock_guard lock(caches.mutex);
-  caches.kept_envs.insert_or_assign(env.env.prefix, std::move(kept));
+  std::lock_guard lock(m_mutex);
+  m_envs.insert_or_assign(env.env.prefix, std::move(kept));
 }
 
-void return_kept_facts(FactCaches& caches, std::vector<EnvFacts>& envs) {
-  std::lock_guard lock(caches.mutex);
+void KeptFacts::give_back(std::vector<facts::EnvFacts>& envs) {
+  std::lock_guard lock(m_mutex);
   for (auto& env : envs) {
     if (!env.kept) {
       continue;
     }
-    const auto it = caches.kept_envs.find(env.env.prefix);
-    if (it == caches.kept_envs.end() || it->second.facts) {
+    const auto it = m_envs.find(env.env.prefix);
+    if (it == m_envs.end() || it->second.facts) {
       continue;
     }
     // As they were kept: without what the host, its code and this scan
@@ -87,6 +99,29 @@ void return_kept_facts(FactCaches& caches, std::vector<EnvFacts>& envs) {
     env.errors.clear();
     it->second.facts = std::move(env);
   }
+}
+
+void KeptFacts::forget_all_but(const std::set<std::filesystem::path>& found) {
+  std::lock_guard lock(m_mutex);
+  std::erase_if(m_envs, [&](const auto& entry) { return !found.contains(entry.first); });
+}
+
+void KeptFacts::forget_all() {
+  std::lock_guard lock(m_mutex);
+  m_envs.clear();
+}
+
+void KeptFacts::read_under(std::string mounts) {
+  std::lock_guard lock(m_mutex);
+  if (m_mounts != mounts) {
+    m_envs.clear();
+    m_mounts = std::move(mounts);
+  }
+}
+
+std::size_t KeptFacts::size() const {
+  std::lock_guard lock(m_mutex);
+  return m_envs.size();
 }
 
 namespace {
@@ -146,4 +181,4 @@ std::string mount_signature(const process::MountTable& mounts) {
   return signature;
 }
 
-}  // namespace envcontract::probes
+}  // namespace envcontract::freshness

@@ -1,6 +1,6 @@
-#include "probes/change_watch.hpp"
+#include "freshness/change_watch.hpp"
 
-#include "probes/change_keys.hpp"
+#include "freshness/change_keys.hpp"
 
 #include <fcntl.h>
 #include <poll.h>
@@ -24,7 +24,7 @@
 #include <unordered_map>
 #include <vector>
 
-namespace envcontract::probes {
+namespace envcontract::freshness {
 namespace fs = std::filesystem;
 
 namespace {
@@ -885,4 +885,4 @@ std::optional<std::string> ChangeWatch::changed(Interest& interest) {
   return state.change;
 }
 
-}  // namespace envcontract::probes
+}  // namespace envcontract::freshness
