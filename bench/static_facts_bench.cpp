@@ -16,13 +16,13 @@
 #include <vector>
 
 #include "bench/report_only.hpp"
-#include "probes/discovery.hpp"
+#include "discovery/discovery.hpp"
 #include "probes/static_facts.hpp"
 
 namespace fs = std::filesystem;
 using Clock = std::chrono::steady_clock;
-using envcontract::probes::discover_envs;
-using envcontract::probes::DiscoveryOptions;
+using envcontract::discovery::discover_envs;
+using envcontract::discovery::DiscoveryOptions;
 using envcontract::probes::gather_static_facts;
 
 namespace {

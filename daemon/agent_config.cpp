@@ -41,7 +41,7 @@ void read_image_tag(MappingReader& top, AgentConfig& config) {
   if (!reader.is_mapping()) {
     return;  // reported by the reader
   }
-  using Kind = probes::ImageTagSource::Kind;
+  using Kind = discovery::ImageTagSource::Kind;
   int given = 0;
   for (const auto& [key, kind] :
        {std::pair{"file", Kind::file}, std::pair{"env", Kind::environment},

@@ -9,8 +9,8 @@
 
 #include "daemon/store.hpp"
 #include "daemon/webhooks.hpp"
-#include "probes/container_runtime.hpp"
-#include "probes/image_tag.hpp"
+#include "discovery/container_runtime.hpp"
+#include "discovery/image_tag.hpp"
 #include "process/containment.hpp"
 #include "process/run_as.hpp"
 
@@ -38,11 +38,11 @@ struct AgentConfig {
   std::vector<std::filesystem::path> prefixes;
   // Containers whose envs run inside them (docs/containers.md): named, and
   // found in the runtime's list at each scan.
-  std::vector<probes::ContainerConfig> containers;
-  std::optional<probes::ContainerDiscovery> container_discovery;
+  std::vector<discovery::ContainerConfig> containers;
+  std::optional<discovery::ContainerDiscovery> container_discovery;
   std::string listen = "127.0.0.1:9714";
   std::filesystem::path database = Store::default_path;  // its directory must exist, but this one's
-  probes::ImageTagSource image;
+  discovery::ImageTagSource image;
   std::chrono::milliseconds interval{5 * 60 * 1000};
   std::chrono::milliseconds reprobe_interval{30 * 60 * 1000};  // devices and smoke, unchanged env
   // An env none of whose files changed (the kernel's fanotify says) is not

@@ -10,7 +10,7 @@ namespace {
 
 using contracts::MappingReader;
 using contracts::Need;
-using probes::ContainerConfig;
+using discovery::ContainerConfig;
 
 bool is_target_name(const std::string& name) {
   return !name.empty() && name.size() <= 64 && std::all_of(name.begin(), name.end(), [](char c) {
@@ -168,7 +168,7 @@ void read_discovery(MappingReader& top, ContainerSettings& settings) {
   if (!reader.is_mapping()) {
     return;  // reported by the reader
   }
-  probes::ContainerDiscovery discovery;
+  discovery::ContainerDiscovery discovery;
   if (const auto runtime = reader.string("runtime", Need::required)) {
     if (*runtime != "docker" && *runtime != "podman") {
       top.ctx().error(*reader.get("runtime"),

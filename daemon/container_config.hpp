@@ -6,15 +6,15 @@
 #include <vector>
 
 #include "contracts/mapping_reader.hpp"
-#include "probes/container_runtime.hpp"
+#include "discovery/container_runtime.hpp"
 
 namespace envcontract::daemon {
 
 // Container targets as configured: named ones, and those found in the
 // runtime's list at each scan.
 struct ContainerSettings {
-  std::vector<probes::ContainerConfig> containers;
-  std::optional<probes::ContainerDiscovery> discovery;
+  std::vector<discovery::ContainerConfig> containers;
+  std::optional<discovery::ContainerDiscovery> discovery;
 };
 
 // The `containers:` list and `container_discovery:` mapping of the agent's

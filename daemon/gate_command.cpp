@@ -17,7 +17,7 @@
 #include "daemon/contract_source.hpp"
 #include "daemon/gate_agent.hpp"
 #include "daemon/scan_progress.hpp"
-#include "probes/discovery.hpp"
+#include "discovery/discovery.hpp"
 #include "report/ci_output.hpp"
 #include "report/junit.hpp"
 #include "report/printable.hpp"
@@ -132,7 +132,7 @@ common::Result<ChosenEnvs> choose_envs(const GateOptions& options) {
     return ChosenEnvs{{fs::absolute(wanted)}, "--env"};
   }
   if (!wanted.empty()) {
-    const auto discovery = probes::discover_envs(options.settings.facts.discovery);
+    const auto discovery = discovery::discover_envs(options.settings.facts.discovery);
     std::vector<fs::path> named;
     std::string known;
     for (const auto& env : discovery.envs) {

@@ -10,15 +10,15 @@
 #include "common/spelling.hpp"
 #include "contracts/contract_loader.hpp"
 #include "daemon/probe_plan.hpp"
+#include "discovery/exec_session.hpp"
 #include "probes/activation.hpp"
 #include "probes/dynamic_probe.hpp"
-#include "probes/exec_session.hpp"
 
 namespace envcontract::daemon {
 
 int run_probe(const ProbeOptions& options, std::ostream& out, std::ostream& err) {
-  // A container's envs share one engine exec per user (probes/exec_session.hpp).
-  const probes::ExecSessionScope exec_sessions;
+  // A container's envs share one engine exec per user (discovery/exec_session.hpp).
+  const discovery::ExecSessionScope exec_sessions;
   std::optional<contracts::Contract> contract;
   if (options.contract) {
     auto loaded = contracts::load_contract_file(*options.contract);
@@ -32,7 +32,7 @@ int run_probe(const ProbeOptions& options, std::ostream& out, std::ostream& err)
   }
   auto plan = plan_from_contract(contract ? &*contract : nullptr);
 
-  auto discovery = probes::discover_envs(options.discovery);
+  auto discovery = discovery::discover_envs(options.discovery);
   std::vector<std::string> names;
   for (const auto& env : discovery.envs) {
     names.push_back(env.name);

@@ -6,12 +6,12 @@
 #include <string>
 #include <vector>
 
-#include "probes/discovery.hpp"
+#include "discovery/discovery.hpp"
 
 namespace envcontract::daemon {
 
 struct ProbeOptions {
-  probes::DiscoveryOptions discovery;
+  discovery::DiscoveryOptions discovery;
   std::optional<std::filesystem::path> contract;  // decides what runs in each env
   std::vector<std::string> only_envs;             // names; empty: every env
   unsigned concurrency = 0;                       // 0: number of cores

@@ -12,9 +12,9 @@
 #include "common/time_text.hpp"
 #include "contracts/host_judgement.hpp"
 #include "daemon/probe_plan.hpp"
+#include "discovery/exec_prefix.hpp"
+#include "discovery/exec_session.hpp"
 #include "freshness/fingerprint.hpp"
-#include "probes/exec_prefix.hpp"
-#include "probes/exec_session.hpp"
 #include "process/stall_guard.hpp"
 #include "report/report_json.hpp"
 
@@ -179,7 +179,7 @@ facts::DynamicFacts probe_bounded(const facts::EnvFacts& env, const probes::Prob
   // have a key of their own: one left behind says nothing of the others.
   const std::string key = env.env.exec.empty()
                               ? "probe " + prefix
-                              : "probe in " + probes::scratch_root(env.env).string();
+                              : "probe in " + discovery::scratch_root(env.env).string();
   stall = process::run_bounded(
       key, "the probe of " + prefix, wait, cancellation,
       [job_env, job_activation, job_plan, dynamic](const process::Cancellation& stop) {
@@ -428,7 +428,7 @@ report::Report Scanner::scan(const LoadedContract& contract, const ScanSettings&
                              const ScanObserver& observer) {
   std::lock_guard scan_lock(m_scan_mutex);
   // A container's envs share one engine exec per user for the scan.
-  const probes::ExecSessionScope exec_sessions;
+  const discovery::ExecSessionScope exec_sessions;
   const auto started = std::chrono::steady_clock::now();
   const auto cancellation = std::make_shared<process::Cancellation>();
   {

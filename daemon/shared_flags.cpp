@@ -68,7 +68,7 @@ bool ScanFlags::apply(AgentConfig& config, std::ostream& err) const {
   if (!run_root_envs_as.empty()) {
     config.run_root_envs_as = run_root_envs_as;
   }
-  using Kind = probes::ImageTagSource::Kind;
+  using Kind = discovery::ImageTagSource::Kind;
   if (!image_tag_file.empty()) {
     config.image = {Kind::file, image_tag_file};
   } else if (!image_tag_env.empty()) {
@@ -169,7 +169,7 @@ probes::HostFactsOptions host_facts_options(const AgentConfig& config) {
   return options;
 }
 
-std::string missing_directory(const probes::DiscoveryOptions& discovery) {
+std::string missing_directory(const discovery::DiscoveryOptions& discovery) {
   for (const auto& [flag, paths] :
        {std::pair{"--root", &discovery.roots}, std::pair{"--prefix", &discovery.prefixes}}) {
     for (const auto& path : *paths) {

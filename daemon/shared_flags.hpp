@@ -79,6 +79,6 @@ probes::HostFactsOptions host_facts_options(const AgentConfig& config);
 
 // A root or prefix that is not a directory this agent can open: a mistyped
 // path is a configuration error, not a host without envs. "" when all are.
-std::string missing_directory(const probes::DiscoveryOptions& discovery);
+std::string missing_directory(const discovery::DiscoveryOptions& discovery);
 
 }  // namespace envcontract::daemon

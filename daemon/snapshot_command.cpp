@@ -10,8 +10,8 @@
 #include "contracts/contract_loader.hpp"
 #include "daemon/contract_source.hpp"
 #include "daemon/probe_plan.hpp"
+#include "discovery/exec_session.hpp"
 #include "probes/dynamic_probe.hpp"
-#include "probes/exec_session.hpp"
 #include "probes/host_facts.hpp"
 #include "provisioning/snapshot.hpp"
 #include "provisioning/snapshot_input.hpp"
@@ -52,7 +52,7 @@ const probes::EnvFacts* chosen_env(const probes::HostFacts& host, const std::str
 // of what an env is, not of one whose code may not run or whose facts are
 // partial.
 std::string snapshot_refusal(const probes::EnvFacts& env) {
-  if (auto refusal = probes::code_refusal(env.env); !refusal.empty()) {
+  if (auto refusal = discovery::code_refusal(env.env); !refusal.empty()) {
     return env.env.name + ": " + refusal;
   }
   if (env.errors.empty() && env.refused_files.empty() && env.activation.problem.empty()) {
@@ -112,8 +112,8 @@ bool write_whole(const fs::path& output, const std::string& text) {
 }  // namespace
 
 int run_snapshot(const SnapshotOptions& options, std::ostream& out, std::ostream& err) {
-  // A container's envs share one engine exec per user (probes/exec_session.hpp).
-  const probes::ExecSessionScope exec_sessions;
+  // A container's envs share one engine exec per user (discovery/exec_session.hpp).
+  const discovery::ExecSessionScope exec_sessions;
   std::optional<ContractHandle> base;
   if (!options.base_contract.empty()) {
     auto loaded = load_contract(options.base_contract);

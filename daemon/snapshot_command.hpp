@@ -4,14 +4,14 @@
 #include <iosfwd>
 #include <string>
 
-#include "probes/discovery.hpp"
-#include "probes/image_tag.hpp"
+#include "discovery/discovery.hpp"
+#include "discovery/image_tag.hpp"
 
 namespace envcontract::daemon {
 
 struct SnapshotOptions {
-  probes::DiscoveryOptions discovery;
-  probes::ImageTagSource image;
+  discovery::DiscoveryOptions discovery;
+  discovery::ImageTagSource image;
   std::string env;                      // which env ("" when discovery finds exactly one)
   std::filesystem::path base_contract;  // optional: its devices and smoke checks are kept
   std::string name;                     // the new contract's name ("" : "<env>-snapshot")

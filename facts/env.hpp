@@ -72,7 +72,7 @@ struct FileProblem {
 };
 
 // How the code of an env inside a container target reaches it: the argv
-// that runs a command inside the container (probes/exec_prefix.hpp).
+// that runs a command inside the container (discovery/exec_prefix.hpp).
 struct ExecPrefix {
   std::string target;             // the container target's name
   std::vector<std::string> argv;  // "docker exec ...", "nsenter ...", "bwrap ..."

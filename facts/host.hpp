@@ -81,7 +81,7 @@ struct EnvFacts {
 };
 
 // What one pass over a host learns without running env code.
-// A container scanned as a target of its own (probes/container_target.hpp):
+// A container scanned as a target of its own (discovery/container_target.hpp):
 // its envs run inside it, and its image is judged like the host's.
 struct ContainerFacts {
   std::string name;

@@ -9,8 +9,8 @@
 #include <set>
 
 #include "common/json_from_outside.hpp"
-#include "probes/exec_prefix.hpp"
-#include "probes/exec_session.hpp"
+#include "discovery/exec_prefix.hpp"
+#include "discovery/exec_session.hpp"
 #include "probes/import_safety.hpp"
 #include "process/scratch_directory.hpp"
 #include "process/small_files.hpp"
@@ -53,18 +53,6 @@ for variable in $(compgen -e); do
 done > "$out"
 )sh";
 
-std::vector<fs::path> sorted_files(const fs::path& dir, const std::string& extension) {
-  std::vector<fs::path> files;
-  std::error_code error;
-  for (const std::string& name : process::list_names(dir, error)) {
-    if (fs::path(name).extension() == extension) {
-      files.push_back(dir / name);
-    }
-  }
-  std::sort(files.begin(), files.end());
-  return files;
-}
-
 bool is_shell_name(const std::string& name) {
   if (name.empty() || std::isdigit(static_cast<unsigned char>(name[0]))) {
     return false;
@@ -92,7 +80,8 @@ bool changes_bash_itself(const std::string& name) {
 // refused with a message in `refused`.
 facts::Environment conda_env_vars(const fs::path& prefix, std::vector<std::string>& refused) {
   facts::Environment variables;
-  std::vector<fs::path> sources = sorted_files(prefix / "etc" / "conda" / "env_vars.d", ".json");
+  std::vector<fs::path> sources =
+      discovery::sorted_files(prefix / "etc" / "conda" / "env_vars.d", ".json");
   sources.push_back(prefix / "conda-meta" / "state");
   for (const auto& source : sources) {
     if (const auto text = process::read_env_file(source, process::file_limits::conda_record)) {
@@ -134,19 +123,6 @@ facts::Environment parse_conda_env_vars(const std::string& text, const std::stri
     }
   }
   return variables;
-}
-
-std::vector<fs::path> activation_inputs(const PythonEnv& env) {
-  std::vector<fs::path> inputs;
-  if (env.kind == EnvKind::conda) {
-    inputs = sorted_files(env.prefix / "etc" / "conda" / "activate.d", ".sh");
-    const auto vars = sorted_files(env.prefix / "etc" / "conda" / "env_vars.d", ".json");
-    inputs.insert(inputs.end(), vars.begin(), vars.end());
-    inputs.push_back(env.prefix / "conda-meta" / "state");
-  } else if (env.kind == EnvKind::venv) {
-    inputs.push_back(env.prefix / "bin" / "activate");
-  }
-  return inputs;
 }
 
 namespace {
@@ -206,7 +182,7 @@ std::string activation_fingerprint(const PythonEnv& env) {
   std::string fingerprint = to_string(env.kind) + ";";
   // The change time and inode too: a script rewritten in place with its old
   // size and modification time put back (tar, rsync -t) changes only those.
-  for (const auto& input : activation_inputs(env)) {
+  for (const auto& input : discovery::activation_inputs(env)) {
     struct stat info {};
     if (::stat(input.c_str(), &info) == 0) {
       fingerprint += input.filename().string() + ":" + std::to_string(info.st_size) + ":" +
@@ -226,7 +202,7 @@ ActivatedEnvironment activate(const PythonEnv& env, std::chrono::milliseconds ti
   result.bare = bare_environment(env);
   result.activated = result.bare;
   result.fingerprint = activation_fingerprint(env);
-  for (const auto& input : activation_inputs(env)) {
+  for (const auto& input : discovery::activation_inputs(env)) {
     if (process::path_exists(input) && input.extension() == ".sh") {
       result.scripts.push_back(input);
     } else if (process::path_exists(input) && input.filename() == "activate") {
@@ -234,7 +210,7 @@ ActivatedEnvironment activate(const PythonEnv& env, std::chrono::milliseconds ti
     }
   }
 
-  if (const std::string refusal = code_refusal(env); !refusal.empty()) {
+  if (const std::string refusal = discovery::code_refusal(env); !refusal.empty()) {
     result.problem = refusal;
     return result;
   }
@@ -244,16 +220,17 @@ ActivatedEnvironment activate(const PythonEnv& env, std::chrono::milliseconds ti
   PythonEnv before_activation = env;
   if (!before_activation.imports_checked) {
     refuse_unsafe_imports(before_activation, result);
-    if (const std::string refusal = code_refusal(before_activation); !refusal.empty()) {
+    if (const std::string refusal = discovery::code_refusal(before_activation); !refusal.empty()) {
       result.problem = refusal;
       return result;
     }
   }
-  const auto credentials = credentials_of(env);
+  const auto credentials = discovery::credentials_of(env);
   // Inside a container target, everything it is handed is named as the
   // container sees it, and its results come back named so.
-  process::ScratchDirectory directory("envcontract-activate", credentials, scratch_root(env),
-                                      scratch_root_process(env));
+  process::ScratchDirectory directory("envcontract-activate", credentials,
+                                      discovery::scratch_root(env),
+                                      discovery::scratch_root_process(env));
   if (!directory.ok() || !directory.hand_over()) {
     result.problem = "cannot create a private directory for activation: " + directory.error();
     return result;
@@ -267,7 +244,7 @@ ActivatedEnvironment activate(const PythonEnv& env, std::chrono::milliseconds ti
                k_activate_script,
                "envcontract-activate",
                to_string(env.kind),
-               seen_by_env(env, env.prefix),
+               discovery::seen_by_env(env, env.prefix),
                env.name,
                directory.file("environment").string()};
   spec.environment = result.bare;
@@ -284,13 +261,13 @@ ActivatedEnvironment activate(const PythonEnv& env, std::chrono::milliseconds ti
       spec.environment[name] = value;
     }
   }
-  spec.working_dir = seen_by_env(env, env.prefix);
+  spec.working_dir = discovery::seen_by_env(env, env.prefix);
   process::ProcessLimits limits;
   limits.timeout = timeout;
   limits.max_output_bytes = 64 * 1024;
   limits.cancellation = cancellation;
   limits.resources = resources;
-  const auto run = run_env_process(env, spec, limits);
+  const auto run = discovery::run_env_process(env, spec, limits);
   result.script_output = run.out + run.err;
   const auto text = directory.read("environment", 4 * 1024 * 1024);
 

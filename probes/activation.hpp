@@ -6,8 +6,10 @@
 #include <string>
 #include <vector>
 
+#include "discovery/env_files.hpp"
+#include "discovery/python_env.hpp"
 #include "facts/activation.hpp"
-#include "probes/python_env.hpp"
+#include "probes/fact_names.hpp"
 #include "process/process_runner.hpp"
 
 namespace envcontract::probes {
@@ -23,10 +25,6 @@ using facts::Activation;
 facts::Environment bare_environment(const PythonEnv& env);
 
 using facts::ActivatedEnvironment;
-
-// The files activation reads or runs: activate.d scripts, env_vars files,
-// conda-meta/state, bin/activate (those that may exist; absent ones too).
-std::vector<std::filesystem::path> activation_inputs(const PythonEnv& env);
 
 // Runs the env's real activation in a clean bash (never in our process):
 // conda: CONDA_PREFIX, CONDA_DEFAULT_ENV, PATH, conda's env_vars (from

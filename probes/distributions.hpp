@@ -4,8 +4,9 @@
 #include <string>
 #include <vector>
 
+#include "discovery/python_env.hpp"
 #include "facts/static_facts.hpp"
-#include "probes/python_env.hpp"
+#include "probes/fact_names.hpp"
 
 namespace envcontract::probes {
 

@@ -19,10 +19,10 @@
 #include <thread>
 
 #include "common/json_text.hpp"
+#include "discovery/exec_prefix.hpp"
+#include "discovery/exec_session.hpp"
 #include "facts/stage_names.hpp"
 #include "probes/ci_runner.hpp"
-#include "probes/exec_prefix.hpp"
-#include "probes/exec_session.hpp"
 #include "probes/first_import.hpp"
 #include "probes/import_safety.hpp"
 #include "probes/probe_program.hpp"
@@ -199,11 +199,11 @@ void name_paths_as_the_agent(const PythonEnv& env, std::vector<ProbeRecord>& rec
   for (auto& record : records) {
     for (auto* path : {&record.file, &record.realpath}) {
       if (*path) {
-        **path = seen_by_agent(env, **path);
+        **path = discovery::seen_by_agent(env, **path);
       }
     }
     for (auto& entry : record.entries) {
-      entry = seen_by_agent(env, entry);
+      entry = discovery::seen_by_agent(env, entry);
     }
   }
 }
@@ -357,14 +357,11 @@ process::ProcessSpec probe_process(const PythonEnv& env, const facts::Environmen
                                    const process::ScratchDirectory& directory,
                                    const std::optional<process::Credentials>& credentials) {
   process::ProcessSpec process;
-  process.argv = {seen_by_env(env, env.python),
-                  directory.file("probe.py").string(),
-                  directory.file("request.json").string(),
-                  directory.file("result.jsonl").string(),
-                  directory.file("stacks.txt").string(),
-                  directory.file("progress").string()};
+  process.argv = {discovery::seen_by_env(env, env.python), directory.file("probe.py").string(),
+                  directory.file("request.json").string(), directory.file("result.jsonl").string(),
+                  directory.file("stacks.txt").string(),   directory.file("progress").string()};
   process.environment = stage_environment(environment);
-  process.working_dir = seen_by_env(env, env.prefix);
+  process.working_dir = discovery::seen_by_env(env, env.prefix);
   process.credentials = credentials;
   return process;
 }
@@ -449,9 +446,10 @@ std::vector<StageResult> run_chain(const PythonEnv& env, const facts::Environmen
                                    const StageBudget& budget, std::string* stopped = nullptr) {
   using Clock = std::chrono::steady_clock;
   std::vector<StageResult> stages;
-  const auto credentials = credentials_of(env);
-  process::ScratchDirectory directory("envcontract-probe", credentials, scratch_root(env),
-                                      scratch_root_process(env));
+  const auto credentials = discovery::credentials_of(env);
+  process::ScratchDirectory directory("envcontract-probe", credentials,
+                                      discovery::scratch_root(env),
+                                      discovery::scratch_root_process(env));
   if (!directory.ok() || !directory.write("probe.py", probe_program_source()) ||
       !directory.write("request.json", common::json_text(chain_request(specs))) ||
       !directory.hand_over()) {
@@ -491,8 +489,8 @@ std::vector<StageResult> run_chain(const PythonEnv& env, const facts::Environmen
   // Keyed by the tree whose /tmp holds it: once one dump there blocks, no
   // other is read from it (each would hold a blocked thread).
   const auto read_scratch = [reader = directory.reader(),
-                             key = "stacks " + scratch_root(env).string()](const char* name,
-                                                                           std::size_t limit) {
+                             key = "stacks " + discovery::scratch_root(env).string()](
+                                const char* name, std::size_t limit) {
     auto text = std::make_shared<std::optional<std::string>>();
     const auto stalled = process::run_bounded(
         key, std::string("reading the probe's ") + name, std::chrono::seconds(2), nullptr,
@@ -504,8 +502,8 @@ std::vector<StageResult> run_chain(const PythonEnv& env, const facts::Environmen
     return stalled ? std::nullopt : *text;
   };
   const auto read_stacks = [&] { return read_scratch("stacks.txt", 256 * 1024); };
-  const auto result = run_env_process(env, process, limits, [&](pid_t pid) {
-    const pid_t interpreter = command_below_prefix(pid, env.exec, env.run_as.uid);
+  const auto result = discovery::run_env_process(env, process, limits, [&](pid_t pid) {
+    const pid_t interpreter = discovery::command_below_prefix(pid, env.exec, env.run_as.uid);
     // Every stage of a chain but its last runs in a process the interpreter
     // forked for it once it had named the stage in its progress (before
     // that, the interpreter itself is making the chain's first import).
@@ -530,7 +528,7 @@ std::vector<StageResult> run_chain(const PythonEnv& env, const facts::Environmen
         stage_process = candidate;
       }
     }
-    hang = diagnose_hang(stage_process, read_stacks, credentials_of(env),
+    hang = diagnose_hang(stage_process, read_stacks, discovery::credentials_of(env),
                          std::chrono::milliseconds(300), stage_process == interpreter ? -1 : pidfd);
     if (pidfd >= 0) {
       ::close(pidfd);
@@ -574,15 +572,15 @@ StageResult run_command_stage(const PythonEnv& env, const facts::Environment& en
   }
   // A workdir the contract names is the env's own path (inside its container).
   process.working_dir = command.workdir.empty()
-                            ? std::filesystem::path(seen_by_env(env, env.prefix))
+                            ? std::filesystem::path(discovery::seen_by_env(env, env.prefix))
                             : std::filesystem::path(command.workdir);
-  process.credentials = credentials_of(env);
+  process.credentials = discovery::credentials_of(env);
   const auto bounded = budget.bounded({stage.stage, Json(), command.timeout});
   const process::ProcessLimits limits = budget.limits(bounded.timeout);
   // A shell dumps no Python stacks.
-  const auto result = run_env_process(env, process, limits, [&](pid_t pid) {
-    stage.hang =
-        diagnose_hang(command_below_prefix(pid, env.exec, env.run_as.uid), {}, credentials_of(env));
+  const auto result = discovery::run_env_process(env, process, limits, [&](pid_t pid) {
+    stage.hang = diagnose_hang(discovery::command_below_prefix(pid, env.exec, env.run_as.uid), {},
+                               discovery::credentials_of(env));
   });
   stage.duration = result.duration;
   stage.process = result.describe();
@@ -950,7 +948,7 @@ DynamicFacts probe_env(const PythonEnv& env, const ActivatedEnvironment& activat
     checked = env;
     refuse_unsafe_imports(checked, activation);
   }
-  facts.refused = code_refusal(env.imports_checked ? env : checked);
+  facts.refused = discovery::code_refusal(env.imports_checked ? env : checked);
   if (!facts.refused.empty()) {
     return facts;
   }

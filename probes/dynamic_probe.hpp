@@ -8,12 +8,13 @@
 #include <string>
 #include <vector>
 
+#include "discovery/python_env.hpp"
 #include "facts/dynamic.hpp"
 #include "facts/probe_request.hpp"
 #include "probes/activation.hpp"
+#include "probes/fact_names.hpp"
 #include "probes/hang_diagnosis.hpp"
 #include "probes/probe_lanes.hpp"
-#include "probes/python_env.hpp"
 
 namespace envcontract::probes {
 

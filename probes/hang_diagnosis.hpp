@@ -9,8 +9,9 @@
 #include <string>
 #include <vector>
 
+#include "discovery/python_env.hpp"
 #include "facts/dynamic.hpp"
-#include "probes/python_env.hpp"
+#include "probes/fact_names.hpp"
 #include "process/process_runner.hpp"
 
 namespace envcontract::probes {

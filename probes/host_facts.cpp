@@ -127,7 +127,8 @@ void settle_reading(EnvReading& reading, freshness::ChangeWatch& watch) {
   process::ReadDependencies dependencies = std::move(reading.dependencies);
   // What its readers read, followed by identity too (before the trees cover them).
   dependencies.files = dependencies.paths;
-  freshness::add_env_dependencies(reading.env, activation_inputs(reading.env.env), dependencies);
+  freshness::add_env_dependencies(reading.env, discovery::activation_inputs(reading.env.env),
+                                  dependencies);
   process::add_link_targets(dependencies);
   dependencies.compact();
   reading.settled = watch.settle(*reading.interest, dependencies, *reading.mounts).empty();
@@ -246,7 +247,7 @@ void read_env(EnvReading& reading, const process::Cancellation& cancellation) {
   reading.linkage_elapsed = since(start);
 }
 
-facts::ContainerFacts container_facts(const ContainerTarget& target) {
+facts::ContainerFacts container_facts(const discovery::ContainerTarget& target) {
   facts::ContainerFacts container;
   container.name = target.name;
   container.root = target.root.string();
@@ -259,19 +260,19 @@ facts::ContainerFacts container_facts(const ContainerTarget& target) {
 // The containers to scan, listed and resolved, given to discovery; what
 // kept one from being resolved makes the host's facts incomplete.
 void resolve_containers(const HostFactsOptions& options, HostFacts& facts,
-                        DiscoveryOptions& discovery) {
+                        discovery::DiscoveryOptions& discovery) {
   auto containers = options.containers;
   if (options.container_discovery) {
-    const auto listing = list_containers(*options.container_discovery);
+    const auto listing = discovery::list_containers(*options.container_discovery);
     if (!listing.problem.empty()) {
       // Containers it should have scanned may be missing.
       facts.incomplete.push_back("container discovery: " + listing.problem);
     }
-    auto found = discovered_configs(*options.container_discovery, listing, containers);
+    auto found = discovery::discovered_configs(*options.container_discovery, listing, containers);
     containers.insert(containers.end(), found.begin(), found.end());
   }
   for (const auto& config : containers) {
-    auto target = resolve_container(config);
+    auto target = discovery::resolve_container(config);
     facts.containers.push_back(container_facts(target));
     if (!target.problem.empty()) {
       // Its envs are unknown: the host cannot be judged whole.
@@ -333,9 +334,9 @@ class BlockedMounts {
 // A discovery unit whose reader blocked: what it found the last time it
 // finished stands in (homes to search included), and the host's facts are
 // incomplete.
-void stand_in_for_blocked_unit(const DiscoveryUnit& unit, const facts::Stall& stall,
-                               FactCaches& caches, CandidateSearch& search,
-                               std::deque<DiscoveryUnit>& units, HostFacts& facts) {
+void stand_in_for_blocked_unit(const discovery::DiscoveryUnit& unit, const facts::Stall& stall,
+                               FactCaches& caches, discovery::CandidateSearch& search,
+                               std::deque<discovery::DiscoveryUnit>& units, HostFacts& facts) {
   facts.problems.push_back({stall.last_path, stall.message()});
   facts.incomplete.push_back(stall.message());
   std::lock_guard lock(caches.mutex);
@@ -343,39 +344,40 @@ void stand_in_for_blocked_unit(const DiscoveryUnit& unit, const facts::Stall& st
   if (last == caches.last_discovery.end()) {
     return;
   }
-  CandidateSearch earlier = last->second;
+  discovery::CandidateSearch earlier = last->second;
   earlier.problems.clear();
   for (auto& more : earlier.more_units) {
     units.push_back(std::move(more));
   }
   earlier.more_units.clear();
   for (auto& candidate : earlier.candidates) {
-    const bool found_live =
-        std::any_of(search.candidates.begin(), search.candidates.end(),
-                    [&](const EnvCandidate& seen) { return seen.prefix == candidate.prefix; });
+    const bool found_live = std::any_of(
+        search.candidates.begin(), search.candidates.end(),
+        [&](const discovery::EnvCandidate& seen) { return seen.prefix == candidate.prefix; });
     if (!found_live) {
       candidate.found_by.push_back("the last complete " + unit.key);
     }
   }
-  merge_candidates(search, std::move(earlier));
+  discovery::merge_candidates(search, std::move(earlier));
 }
 
 // Every discovery unit, and those they find (homes to search), each read
 // within the reading deadline.
-CandidateSearch discover_candidates(const HostFactsOptions& options,
-                                    const std::shared_ptr<DiscoveryOptions>& discovery_options,
-                                    FactCaches& caches, BlockedMounts& blocked, HostFacts& facts) {
-  CandidateSearch search;
+discovery::CandidateSearch discover_candidates(
+    const HostFactsOptions& options,
+    const std::shared_ptr<discovery::DiscoveryOptions>& discovery_options, FactCaches& caches,
+    BlockedMounts& blocked, HostFacts& facts) {
+  discovery::CandidateSearch search;
   std::set<std::string> unit_keys;
-  std::deque<DiscoveryUnit> units;
-  for (auto& unit : discovery_units(*discovery_options)) {
+  std::deque<discovery::DiscoveryUnit> units;
+  for (auto& unit : discovery::discovery_units(*discovery_options)) {
     units.push_back(std::move(unit));
   }
   while (!units.empty()) {
     auto unit = std::move(units.front());
     units.pop_front();
     unit_keys.insert(unit.key);
-    auto found = std::make_shared<CandidateSearch>();
+    auto found = std::make_shared<discovery::CandidateSearch>();
     auto stall = blocked.stall_for(unit.key, unit.path);
     if (!stall) {
       stall = process::run_bounded(
@@ -400,7 +402,7 @@ CandidateSearch discover_candidates(const HostFactsOptions& options,
       units.push_back(std::move(more));
     }
     found->more_units.clear();
-    merge_candidates(search, std::move(*found));
+    discovery::merge_candidates(search, std::move(*found));
   }
   facts.problems.insert(facts.problems.end(), search.problems.begin(), search.problems.end());
   // Units gone (a home removed) leave no memory.
@@ -414,8 +416,8 @@ CandidateSearch discover_candidates(const HostFactsOptions& options,
 // what discovery met elsewhere on the host (other users' homes) is not the
 // env's: a gate's report goes into a CI job's log.
 void keep_only_named_envs(const std::map<std::filesystem::path, std::string>& only_envs,
-                          CandidateSearch& search, HostFacts& facts) {
-  std::erase_if(search.candidates, [&](const EnvCandidate& candidate) {
+                          discovery::CandidateSearch& search, HostFacts& facts) {
+  std::erase_if(search.candidates, [&](const discovery::EnvCandidate& candidate) {
     return !only_envs.contains(candidate.prefix);
   });
   const auto about_an_env = [&](const std::filesystem::path& path) {
@@ -439,18 +441,18 @@ struct Reading {
   std::chrono::microseconds linkage_elapsed{0};
 };
 
-Reading failed_reading(const EnvCandidate& candidate, const std::string& why) {
+Reading failed_reading(const discovery::EnvCandidate& candidate, const std::string& why) {
   Reading failed;
   EnvFacts env;
-  env.env = unread_env(candidate, "the env could not be read: " + why);
+  env.env = discovery::unread_env(candidate, "the env could not be read: " + why);
   env.errors.push_back({"reading", why, std::nullopt});
   failed.env = std::move(env);
   return failed;
 }
 
-EnvFacts unread_for_stall(const EnvCandidate& candidate, const facts::Stall& stall) {
+EnvFacts unread_for_stall(const discovery::EnvCandidate& candidate, const facts::Stall& stall) {
   EnvFacts env;
-  env.env = unread_env(candidate, stall.message());
+  env.env = discovery::unread_env(candidate, stall.message());
   env.errors.push_back({"reading", stall.message(), stall});
   return env;
 }
@@ -472,7 +474,7 @@ struct ScanReading {
 // What describing a candidate depends on besides its files: facts kept
 // under another key are read again. "" for envs never kept: those a
 // container runs, and those on a user's mount.
-std::string kept_key(const HostFactsOptions& options, const EnvCandidate& candidate) {
+std::string kept_key(const HostFactsOptions& options, const discovery::EnvCandidate& candidate) {
   if (!candidate.exec.argv.empty() || candidate.holds_mount) {
     return {};
   }
@@ -483,7 +485,8 @@ std::string kept_key(const HostFactsOptions& options, const EnvCandidate& candid
 
 // One env, from describing it to its last fact, is one unit of reading:
 // whatever of it blocks stops only that env.
-void read_candidate(const ScanReading& scan, const EnvCandidate& candidate, Reading& out) {
+void read_candidate(const ScanReading& scan, const discovery::EnvCandidate& candidate,
+                    Reading& out) {
   if (const auto skipped = scan.blocked.stall_for("reading the env at " + candidate.prefix.string(),
                                                   candidate.prefix)) {
     out.env = unread_for_stall(candidate, *skipped);
@@ -520,7 +523,7 @@ void read_candidate(const ScanReading& scan, const EnvCandidate& candidate, Read
         if (reading->interest) {
           recording.emplace(reading->dependencies);
         }
-        auto env = describe_candidate(candidate, run_as);
+        auto env = discovery::describe_candidate(candidate, run_as);
         if (!env) {
           *is_env = false;
           return;
@@ -562,8 +565,8 @@ void read_candidate(const ScanReading& scan, const EnvCandidate& candidate, Read
 // lane, so that once one blocks the others on it are not started: each
 // would leave a thread behind on a server that does not answer. Every
 // other env is a lane of its own.
-std::vector<std::vector<std::size_t>> reading_lanes(const std::vector<EnvCandidate>& candidates,
-                                                    const process::MountTable& mounts) {
+std::vector<std::vector<std::size_t>> reading_lanes(
+    const std::vector<discovery::EnvCandidate>& candidates, const process::MountTable& mounts) {
   std::vector<std::vector<std::size_t>> lanes;
   std::map<std::filesystem::path, std::size_t> lane_of_mount;
   for (std::size_t i = 0; i < candidates.size(); ++i) {
@@ -585,7 +588,7 @@ std::vector<std::vector<std::size_t>> reading_lanes(const std::vector<EnvCandida
 // at most k_max_reading): a rescan with nothing to run is mostly this
 // reading (docs/performance.md).
 std::vector<Reading> read_candidates(const ScanReading& scan,
-                                     const std::vector<EnvCandidate>& candidates) {
+                                     const std::vector<discovery::EnvCandidate>& candidates) {
   std::vector<Reading> readings(candidates.size());
   const auto lanes = reading_lanes(candidates, scan.blocked.mounts());
   // At most k_max_reading at once, whatever the cores: readers started
@@ -615,7 +618,7 @@ std::vector<Reading> read_candidates(const ScanReading& scan,
 // Kept facts of envs gone (or no longer found) are dropped; all of them
 // when nothing is kept.
 void forget_kept_envs(FactCaches& caches, bool keeping,
-                      const std::vector<EnvCandidate>& candidates) {
+                      const std::vector<discovery::EnvCandidate>& candidates) {
   if (!keeping) {
     caches.kept.forget_all();
     return;
@@ -629,7 +632,8 @@ void forget_kept_envs(FactCaches& caches, bool keeping,
 
 // The envs read, in the candidates' order, named apart; what was not an env
 // is a problem of the host's.
-void collect_envs(const HostFactsOptions& options, const std::vector<EnvCandidate>& candidates,
+void collect_envs(const HostFactsOptions& options,
+                  const std::vector<discovery::EnvCandidate>& candidates,
                   std::vector<Reading>& readings,
                   const std::vector<facts::DeviceNodes>& device_nodes, HostFacts& facts) {
   std::vector<PythonEnv> described;
@@ -651,7 +655,7 @@ void collect_envs(const HostFactsOptions& options, const std::vector<EnvCandidat
     described.push_back(env.env);
     facts.envs.push_back(std::move(env));
   }
-  name_envs_apart(described);
+  discovery::name_envs_apart(described);
   for (std::size_t i = 0; i < facts.envs.size(); ++i) {
     facts.envs[i].env.name = described[i].name;
     if (options.only_envs) {
@@ -670,9 +674,9 @@ HostFacts gather_host_facts(const HostFactsOptions& options,
   HostFacts facts;
   facts.host = hostname();
   facts.gathered_at = common::now_rfc3339();
-  facts.image = read_image_tag(options.image);
+  facts.image = discovery::read_image_tag(options.image);
 
-  auto discovery_options = std::make_shared<DiscoveryOptions>(options.discovery);
+  auto discovery_options = std::make_shared<discovery::DiscoveryOptions>(options.discovery);
   resolve_containers(options, facts, *discovery_options);
   const bool mounts_given = discovery_options->mounts != nullptr;
   if (!mounts_given) {

@@ -12,12 +12,12 @@
 #include <string>
 #include <vector>
 
+#include "discovery/container_runtime.hpp"
+#include "discovery/discovery.hpp"
+#include "discovery/image_tag.hpp"
 #include "facts/host.hpp"
 #include "freshness/kept_facts.hpp"
 #include "probes/activation.hpp"
-#include "probes/container_runtime.hpp"
-#include "probes/discovery.hpp"
-#include "probes/image_tag.hpp"
 #include "probes/library_lookup.hpp"
 #include "probes/linkage_facts.hpp"
 #include "probes/static_facts.hpp"
@@ -35,13 +35,13 @@ using facts::EnvFacts;
 using facts::HostFacts;
 
 struct HostFactsOptions {
-  DiscoveryOptions discovery;
+  discovery::DiscoveryOptions discovery;
   // Containers scanned as targets of their own: resolved (their runtime
   // asked) at the start of each scan, then searched by discovery.
-  std::vector<ContainerConfig> containers;
+  std::vector<discovery::ContainerConfig> containers;
   // And those its runtime lists (with a label), found again at each scan.
-  std::optional<ContainerDiscovery> container_discovery;
-  ImageTagSource image;
+  std::optional<discovery::ContainerDiscovery> container_discovery;
+  discovery::ImageTagSource image;
   // What the contract's checks asked for beyond every scan's facts: libraries
   // by name, path patterns, device globs, tools (the dynamic stages' part is
   // run later, by dynamic_probe).
@@ -86,7 +86,7 @@ struct FactCaches {
   freshness::KeptFacts kept;
   std::mutex mutex;  // guards what follows
   // Each discovery unit's last complete result: stands in while it blocks.
-  std::map<std::string, CandidateSearch> last_discovery;
+  std::map<std::string, discovery::CandidateSearch> last_discovery;
 };
 
 // Discovers envs and reads their static facts, activates each env (through

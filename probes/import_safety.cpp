@@ -2,7 +2,7 @@
 
 #include <algorithm>
 
-#include "probes/env_safety.hpp"
+#include "discovery/env_safety.hpp"
 #include "process/run_as.hpp"
 
 namespace envcontract::probes {
@@ -18,11 +18,12 @@ void refuse_unsafe_imports(PythonEnv& env, const SearchPath& search_path) {
   for (const auto& module : search_path.editable) {
     paths.push_back(module.finder);  // imported by its .pth file
   }
-  for (auto& unsafe : find_unsafe_import_paths(paths, search_path.site_dirs(), env.run_as,
-                                               owners_are_facts(env), env.system_root)) {
+  for (auto& unsafe :
+       discovery::find_unsafe_import_paths(paths, search_path.site_dirs(), env.run_as,
+                                           discovery::owners_are_facts(env), env.system_root)) {
     const bool known =
         std::any_of(env.unsafe.begin(), env.unsafe.end(),
-                    [&](const UnsafePath& seen) { return seen.path == unsafe.path; });
+                    [&](const facts::UnsafePath& seen) { return seen.path == unsafe.path; });
     if (!known) {
       env.unsafe.push_back(std::move(unsafe));
     }

@@ -1,7 +1,8 @@
 #pragma once
 
+#include "discovery/python_env.hpp"
 #include "probes/activation.hpp"
-#include "probes/python_env.hpp"
+#include "probes/fact_names.hpp"
 #include "probes/search_path.hpp"
 
 // Discovery holds the env's own files to the StrictModes rule

@@ -3,8 +3,9 @@
 #include <string>
 #include <vector>
 
+#include "discovery/python_env.hpp"
 #include "facts/dynamic.hpp"
-#include "probes/python_env.hpp"
+#include "probes/fact_names.hpp"
 
 namespace envcontract::probes {
 

@@ -63,7 +63,7 @@ class SearchPathBuilder {
     if (m_version.empty()) {
       // Without the version, the site dirs are whatever lib/python*/ holds.
       note("the Python version is unknown: site dirs are guessed from lib/python*/site-packages");
-      for (const auto& site : find_site_packages(m_env)) {
+      for (const auto& site : discovery::find_site_packages(m_env)) {
         add_site_dir(site, "site-packages");
       }
       m_path.base_prefix = m_env.prefix;

@@ -5,8 +5,9 @@
 #include <string>
 #include <vector>
 
+#include "discovery/python_env.hpp"
 #include "facts/static_facts.hpp"
-#include "probes/python_env.hpp"
+#include "probes/fact_names.hpp"
 #include "process/process_runner.hpp"
 
 // The module search path of an env as its interpreter builds it (CPython's

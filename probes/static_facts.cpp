@@ -5,8 +5,8 @@
 #include <set>
 
 #include "common/python_names.hpp"
+#include "discovery/interpreter_links.hpp"
 #include "probes/activation.hpp"
-#include "probes/interpreter_links.hpp"
 #include "process/small_files.hpp"
 #include "process/stall_guard.hpp"
 #include "process/system_root.hpp"
@@ -297,11 +297,11 @@ std::vector<ForeignSite> other_python_sites(const PythonEnv& env, const StaticFa
   if (own.empty()) {
     return sites;
   }
-  for (const auto& site : find_site_packages(env)) {
+  for (const auto& site : discovery::find_site_packages(env)) {
     // Only lib/pythonX.Y (or X.Yt): not lib/python3 (every Python 3's, as
     // Debian's is), not a lib/python3.10.bak left aside.
     const std::string dir_name = site.parent_path().filename().string();
-    const std::string version = python_version_in_name(dir_name);
+    const std::string version = discovery::python_version_in_name(dir_name);
     const std::string python =
         version.empty() || !dir_name.ends_with('t') ? version : version + "t";
     const bool read = std::find(facts.site_packages.begin(), facts.site_packages.end(), site) !=
@@ -326,24 +326,6 @@ std::vector<ForeignSite> other_python_sites(const PythonEnv& env, const StaticFa
 }
 
 }  // namespace
-
-std::vector<fs::path> find_site_packages(const PythonEnv& env) {
-  std::vector<fs::path> found;
-  std::error_code error;
-  for (const std::string& name : process::list_names(env.prefix / "lib", error)) {
-    if (name.starts_with("python") &&
-        process::dir_exists(env.prefix / "lib" / name / "site-packages")) {
-      found.push_back(env.prefix / "lib" / name / "site-packages");
-    }
-  }
-  // A prefix may carry several lib/pythonX.Y; the interpreter's own comes first.
-  const std::string own = "python" + common::python_major_minor(env.python_version);
-  std::stable_partition(found.begin(), found.end(), [&](const fs::path& path) {
-    return path.parent_path().filename() == own ||
-           path.parent_path().filename() == "python" + env.python_version;
-  });
-  return found;
-}
 
 StaticFacts gather_static_facts(const PythonEnv& env, const facts::Environment& environment) {
   StaticFacts facts;

@@ -5,9 +5,11 @@
 #include <string>
 #include <vector>
 
+#include "discovery/env_files.hpp"
+#include "discovery/python_env.hpp"
 #include "facts/static_facts.hpp"
 #include "probes/distributions.hpp"
-#include "probes/python_env.hpp"
+#include "probes/fact_names.hpp"
 #include "probes/search_path.hpp"
 
 namespace envcontract::probes {
@@ -22,10 +24,6 @@ using facts::ForeignSite;
 using facts::ShadowedModule;
 
 using facts::StaticFacts;
-
-// The env's own site-packages directories (lib/pythonX.Y/site-packages), the
-// interpreter's version first.
-std::vector<std::filesystem::path> find_site_packages(const PythonEnv& env);
 
 // Reads the facts of `env` from its files, along the search path its
 // interpreter has under `environment` (the activated one: PYTHONPATH, HOME).

@@ -60,7 +60,7 @@ struct ProcessSpec {
   // resource limits are not set on the client (runc could not set the
   // container's own on the command: "error setting rlimit") but written into
   // argv[limits_word], for the exec bootstrap to set inside
-  // (probes/exec_prefix.cpp), and the command's processes are found, to be
+  // (discovery/exec_prefix.cpp), and the command's processes are found, to be
   // killed with the rest, by the marker in their environment
   // (ENVCONTRACT_PROBE, which the client passes in).
   bool tree_outside = false;
@@ -77,7 +77,7 @@ struct ProcessSpec {
 // ours holds them, and the marker of the process `pid` ("" when it has none).
 inline constexpr const char* k_probe_marker = "ENVCONTRACT_PROBE";
 // The variable that names the exec session a process was started by
-// (probes/exec_session.hpp): at the session's end, what carries it (a
+// (discovery/exec_session.hpp): at the session's end, what carries it (a
 // request taken after the session was given up) is ended. Like the
 // marker, the agent's, never a fact of the env's.
 inline constexpr const char* k_session_marker = "ENVCONTRACT_SESSION";
@@ -152,7 +152,7 @@ ProcessResult run_process(const ProcessSpec& spec, const ProcessLimits& limits,
                           const TimeoutHook& on_timeout = {});
 
 // A process that runs beside its caller instead of to its end in one call
-// (an engine's exec session, probes/exec_session.hpp): started as
+// (an engine's exec session, discovery/exec_session.hpp): started as
 // run_process starts one (its own session and credentials, a tree outside
 // ours marked in its environment, the limits set inside by the exec
 // bootstrap), with our ends of its stdio left open.

@@ -12,7 +12,7 @@
 
 #include "common/json_text.hpp"
 #include "daemon/scanner.hpp"
-#include "probes/container_runtime.hpp"
+#include "discovery/container_runtime.hpp"
 #include "process/stall_guard.hpp"
 #include "report/report_json.hpp"
 #include "tests/e2e/agent_fixture.hpp"
@@ -295,9 +295,9 @@ TEST_F(ContainerTarget, AProbeWhoseTmpStopsAnsweringIsLeftBehindAndTheScanEnds) 
   auto loaded = daemon::load_contract(
       contract("  - {id: vendor-import, kind: imports, modules: [vendorlib]}\n"));
   ASSERT_TRUE(loaded.ok()) << loaded.error();
-  probes::ContainerConfig container;
+  discovery::ContainerConfig container;
   container.name = "trainer";
-  container.exec = probes::ContainerConfig::Exec::argv;
+  container.exec = discovery::ContainerConfig::Exec::argv;
   container.argv = testing::bubblewrap_prefix(rootfs());
   container.rootfs = rootfs();
   container.env_roots = {"/opt/venvs"};
@@ -582,7 +582,7 @@ TEST_F(ContainerTarget, ALinkToAHostUsersPrivateFileIsNotReadAsThatUser) {
 }
 
 TEST_F(ContainerTarget, NsenterRunsTheProbesInARunningContainer) {
-  const std::string nsenter = probes::find_system_command("nsenter");
+  const std::string nsenter = discovery::find_system_command("nsenter");
   if (nsenter.empty()) {
     GTEST_SKIP() << "nsenter is not installed (util-linux)";
   }
@@ -614,7 +614,7 @@ TEST_F(ContainerTarget, NsenterRunsTheProbesInARunningContainer) {
 // call setns): a container to nsenter is reported with why and what to do,
 // before any probe tries, and the host does not comply.
 TEST_F(ContainerTarget, WithoutTheRightToEnterNamespacesNsenterIsReportedWithWhy) {
-  const std::string nsenter = probes::find_system_command("nsenter");
+  const std::string nsenter = discovery::find_system_command("nsenter");
   if (nsenter.empty() || !fs::exists("/usr/bin/setpriv")) {
     GTEST_SKIP() << "nsenter or setpriv is not installed (util-linux)";
   }

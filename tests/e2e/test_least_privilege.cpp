@@ -19,8 +19,8 @@
 
 #include "common/json_text.hpp"
 #include "contracts/judgement.hpp"
+#include "discovery/discovery.hpp"
 #include "probes/activation.hpp"
-#include "probes/discovery.hpp"
 #include "probes/dynamic_probe.hpp"
 #include "probes/host_facts.hpp"
 #include "probes/import_safety.hpp"
@@ -215,7 +215,7 @@ class LeastPrivilege : public ::testing::Test {
 TEST_F(LeastPrivilege, AnEnvsCodeRunsAsItsOwnerWithNoCapabilities) {
   const fs::path prefix = make_venv("alice-env");
   chown_tree(prefix, m_alice_uid, m_alice_gid);
-  const auto env = describe_prefix(prefix).value();
+  const auto env = discovery::describe_prefix(prefix).value();
   EXPECT_EQ(env.run_as.user, "ectest-alice");
   EXPECT_EQ(env.run_as.reason, "owner of the env");
   EXPECT_TRUE(env.unsafe.empty()) << common::json_text(to_json(env));
@@ -265,7 +265,7 @@ TEST_F(LeastPrivilege, TheWorkingDirectoryIsEnteredAsTheUser) {
 // passwd entry, its gid the same number, no supplementary group.
 TEST_F(LeastPrivilege, ARootOwnedEnvRunsAsAUidOfItsOwn) {
   const fs::path prefix = make_venv("root-env");
-  const auto env = describe_prefix(prefix).value();
+  const auto env = discovery::describe_prefix(prefix).value();
   const process::ProbeUidRange range;
   ASSERT_EQ(env.run_as.problem, "");
   EXPECT_GE(env.run_as.uid, range.first);
@@ -280,8 +280,8 @@ TEST_F(LeastPrivilege, ARootOwnedEnvRunsAsAUidOfItsOwn) {
   EXPECT_EQ(read_record(m_out / "root-env.module")["Groups"], "");
 
   // The same env keeps its uid; another root-owned env gets another.
-  EXPECT_EQ(describe_prefix(prefix).value().run_as.uid, env.run_as.uid);
-  const auto other = describe_prefix(make_venv("other-root-env")).value();
+  EXPECT_EQ(discovery::describe_prefix(prefix).value().run_as.uid, env.run_as.uid);
+  const auto other = discovery::describe_prefix(make_venv("other-root-env")).value();
   EXPECT_NE(other.run_as.uid, env.run_as.uid);
   EXPECT_EQ(other.run_as.problem, "");
 }
@@ -300,7 +300,7 @@ TEST_F(LeastPrivilege, AnImagesEnvNeverRunsAsTheHostUserItsFilesName) {
 
   for (const char* policy : {"dynamic", "root"}) {
     SCOPED_TRACE(policy);
-    const auto env = describe_prefix(prefix, process::RunAsPolicy{policy}, tree).value();
+    const auto env = discovery::describe_prefix(prefix, process::RunAsPolicy{policy}, tree).value();
     EXPECT_EQ(env.owner, "ectest-alice");  // a fact, still reported
     ASSERT_EQ(env.run_as.problem, "");
     const process::ProbeUidRange range;
@@ -315,13 +315,14 @@ TEST_F(LeastPrivilege, AnImagesEnvNeverRunsAsTheHostUserItsFilesName) {
     expect_unprivileged(m_out / "app.module", env.run_as.uid, env.run_as.gid);
   }
   // A configured user is the operator's choice, and is kept.
-  const auto as_bob = describe_prefix(prefix, process::RunAsPolicy{"ectest-bob"}, tree).value();
+  const auto as_bob =
+      discovery::describe_prefix(prefix, process::RunAsPolicy{"ectest-bob"}, tree).value();
   EXPECT_EQ(as_bob.run_as.uid, m_bob.uid);
   // Shared with other envs, a file only alice may change is her way to
   // run code as that user: refused, as on the host.
   EXPECT_FALSE(as_bob.unsafe.empty());
   // The same env found on the host itself is alice's: she runs her own code.
-  const auto on_host = describe_prefix(prefix).value();
+  const auto on_host = discovery::describe_prefix(prefix).value();
   EXPECT_EQ(on_host.run_as.uid, m_alice.uid);
 }
 
@@ -342,7 +343,7 @@ TEST_F(LeastPrivilege, AnInterpreterAnotherUserOwnsMakesTheEnvUnsafe) {
   fs::create_symlink(bobs / python.filename(), prefix / "bin/python");
   testing::chown_tree(prefix, m_alice.uid, m_alice.gid);
 
-  const auto env = describe_prefix(prefix).value();
+  const auto env = discovery::describe_prefix(prefix).value();
   EXPECT_EQ(env.run_as.uid, m_alice.uid);
   const bool named = std::any_of(env.unsafe.begin(), env.unsafe.end(), [&](const auto& unsafe) {
     return unsafe.path == bobs / python.filename() && unsafe.owner == "ectest-bob";
@@ -353,7 +354,7 @@ TEST_F(LeastPrivilege, AnInterpreterAnotherUserOwnsMakesTheEnvUnsafe) {
 TEST_F(LeastPrivilege, ARootOwnedEnvRunsAsTheConfiguredUser) {
   const fs::path prefix = make_venv("root-env");
   process::RunAsPolicy as_nobody{"nobody"};
-  const auto env = describe_prefix(prefix, as_nobody).value();
+  const auto env = discovery::describe_prefix(prefix, as_nobody).value();
   EXPECT_EQ(env.run_as.user, "nobody");
   probe(env);
   const passwd* nobody = ::getpwnam("nobody");
@@ -363,15 +364,16 @@ TEST_F(LeastPrivilege, ARootOwnedEnvRunsAsTheConfiguredUser) {
 
   // Another user by configuration; root only when said, and then it says so.
   process::RunAsPolicy as_bob{"ectest-bob"};
-  const auto as_bob_env = describe_prefix(prefix, as_bob).value();
+  const auto as_bob_env = discovery::describe_prefix(prefix, as_bob).value();
   EXPECT_EQ(as_bob_env.run_as.uid, m_bob.uid);
   process::RunAsPolicy as_root{"root"};
-  const auto root_env = describe_prefix(prefix, as_root).value();
+  const auto root_env = discovery::describe_prefix(prefix, as_root).value();
   EXPECT_EQ(root_env.run_as.uid, 0U);
   EXPECT_NE(root_env.run_as.reason.find("root by configuration"), std::string::npos);
   process::RunAsPolicy missing{"ectest-no-such-user"};
-  const auto nowhere = describe_prefix(prefix, missing).value();
-  EXPECT_NE(code_refusal(nowhere).find("no user 'ectest-no-such-user'"), std::string::npos);
+  const auto nowhere = discovery::describe_prefix(prefix, missing).value();
+  EXPECT_NE(discovery::code_refusal(nowhere).find("no user 'ectest-no-such-user'"),
+            std::string::npos);
   fs::remove(m_out / "root-env.module");
   const auto refused = probe(nowhere);
   EXPECT_FALSE(refused.refused.empty());
@@ -442,8 +444,8 @@ TEST_F(LeastPrivilege, OneRootOwnedEnvsCodeCannotReachAnotherEnvsProbe) {
   } restored{std::getenv("TMPDIR") ? std::optional<std::string>(std::getenv("TMPDIR"))
                                    : std::nullopt};
   ::setenv("TMPDIR", private_tmp.c_str(), 1);
-  const auto forger_env = describe_prefix(forger).value();
-  const auto victim_env = describe_prefix(victim).value();
+  const auto forger_env = discovery::describe_prefix(forger).value();
+  const auto victim_env = discovery::describe_prefix(victim).value();
   ASSERT_NE(forger_env.run_as.uid, victim_env.run_as.uid);
 
   DynamicFacts victim_facts;
@@ -484,7 +486,7 @@ TEST_P(UnsafeEnv, RunsNoneOfItsCodeAndNamesThePath) {
   const fs::path unsafe =
       GetParam().relative.empty() ? m_dir.path() : m_dir.path() / GetParam().relative;
   fs::permissions(unsafe, GetParam().mode);
-  const auto env = describe_prefix(prefix, {}, m_dir.path()).value();
+  const auto env = discovery::describe_prefix(prefix, {}, m_dir.path()).value();
   ASSERT_FALSE(env.unsafe.empty());
   EXPECT_EQ(env.unsafe.front().path, unsafe);
   EXPECT_EQ(env.unsafe.front().why, "writable by everyone");
@@ -599,8 +601,9 @@ TEST_P(UnsafeImportPath, RunsNoneOfTheEnvsCode) {
   auto host = scan(prefix);
   ASSERT_EQ(host.envs.size(), 1U);
   auto& scanned = host.envs.front();
-  const auto found = std::find_if(scanned.env.unsafe.begin(), scanned.env.unsafe.end(),
-                                  [&](const UnsafePath& path) { return path.path == unsafe; });
+  const auto found =
+      std::find_if(scanned.env.unsafe.begin(), scanned.env.unsafe.end(),
+                   [&](const facts::UnsafePath& path) { return path.path == unsafe; });
   ASSERT_NE(found, scanned.env.unsafe.end()) << common::json_text(to_json(scanned.env));
   EXPECT_EQ(found->why, GetParam().world_writable
                             ? "writable by everyone"
@@ -617,7 +620,7 @@ TEST_P(UnsafeImportPath, RunsNoneOfTheEnvsCode) {
 
   // The same refusal without static facts (the probe verb): the probes
   // check what the env imports themselves before running any of it.
-  const auto bare = describe_prefix(prefix).value();
+  const auto bare = discovery::describe_prefix(prefix).value();
   EXPECT_TRUE(bare.unsafe.empty()) << "discovery alone sees only the env's own files";
   EXPECT_FALSE(bare.imports_checked);
   auto activation = activate(bare);
@@ -678,7 +681,7 @@ TEST_F(LeastPrivilege, ImportPathsAreJudgedWhereTheyLead) {
   const auto& unsafe = host.envs.front().env.unsafe;
   const auto named = [&](const fs::path& path) {
     return std::any_of(unsafe.begin(), unsafe.end(),
-                       [&](const UnsafePath& entry) { return entry.path == path; });
+                       [&](const facts::UnsafePath& entry) { return entry.path == path; });
   };
   EXPECT_TRUE(named(open_dir)) << common::json_text(to_json(host.envs.front().env));
   EXPECT_TRUE(named(shared)) << common::json_text(to_json(host.envs.front().env));
@@ -706,7 +709,7 @@ TEST_F(LeastPrivilege, ActivationWaitsForTheImportCheck) {
   std::ofstream(user_site / "shared.pth") << "\n";
   ASSERT_EQ(::lchown((user_site / "shared.pth").c_str(), m_bob.uid, m_bob.gid), 0);
 
-  const auto env = describe_prefix(prefix).value();
+  const auto env = discovery::describe_prefix(prefix).value();
   EXPECT_TRUE(env.unsafe.empty()) << "discovery sees only the env's own files";
   const auto activation = activate(env);
   EXPECT_NE(activation.problem.find((user_site / "shared.pth").string()), std::string::npos)
@@ -835,7 +838,7 @@ TEST_F(LeastPrivilege, TheInterpretersLinksAreFollowedAsTheEnvsReader) {
   fs::remove(prefix / "bin/python");
   fs::create_symlink(bob_private / "python", prefix / "bin/python");
   chown_tree(prefix, m_alice_uid, m_alice_gid);
-  const auto env = describe_prefix(prefix);
+  const auto env = discovery::describe_prefix(prefix);
   ASSERT_TRUE(env.has_value());
   const std::string facts = common::json_text(to_json(*env));
   EXPECT_EQ(facts.find("bobsecret-5d1e"), std::string::npos) << facts;
@@ -843,7 +846,7 @@ TEST_F(LeastPrivilege, TheInterpretersLinksAreFollowedAsTheEnvsReader) {
   fs::permissions(bob_private,
                   fs::perms::owner_all | fs::perms::others_read | fs::perms::others_exec,
                   fs::perm_options::replace);
-  const auto readable = describe_prefix(prefix);
+  const auto readable = discovery::describe_prefix(prefix);
   ASSERT_TRUE(readable.has_value());
   ASSERT_FALSE(readable->problems.empty());
   EXPECT_EQ(readable->problems.front().kind, facts::EnvProblem::Kind::no_interpreter);
@@ -875,7 +878,7 @@ TEST_F(LeastPrivilege, EscapedForkedAndGreedyProbesAreBoundedAndEnded) {
                                        << "while True:\n"
                                        << "    chunks.append(bytearray(16 << 20))\n";
   chown_tree(prefix, m_alice_uid, m_alice_gid);
-  const auto env = describe_prefix(prefix).value();
+  const auto env = discovery::describe_prefix(prefix).value();
   process::ResourceLimits limits;
   limits.processes = 64;
   limits.memory_bytes = 256ULL << 20;
@@ -916,7 +919,7 @@ TEST_F(LeastPrivilege, ActivationVariablesThatChangeBashAreRefused) {
       << R"j(", "BASH_FUNC_ls%%": "() { touch /tmp/x; }", "bad name": "1", "PS4": "$(id)", )j"
       << R"("ECTEST_GOOD": "kept"}})";
   chown_tree(prefix, m_alice_uid, m_alice_gid);
-  const auto env = describe_prefix(prefix).value();
+  const auto env = discovery::describe_prefix(prefix).value();
   const auto activation = activate(env);
   EXPECT_EQ(activation.problem, "");
   EXPECT_EQ(activation.activated.at("ECTEST_GOOD"), "kept");

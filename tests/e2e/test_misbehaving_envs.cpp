@@ -14,7 +14,7 @@
 #include <random>
 #include <thread>
 
-#include "probes/discovery.hpp"
+#include "discovery/discovery.hpp"
 #include "probes/dynamic_probe.hpp"
 #include "tests/e2e/agent_fixture.hpp"
 #include "tests/support/demo_host.hpp"
@@ -69,7 +69,7 @@ class MisbehavingEnv : public ::testing::Test {
     for (const auto& [name, source] : k_modules) {
       std::ofstream(m_site / (std::string(name) + ".py")) << source;
     }
-    m_env = describe_prefix(m_prefix).value();
+    m_env = discovery::describe_prefix(m_prefix).value();
     // Where the modules may write: the probe runs as an unprivileged user,
     // who cannot write the root-owned env.
     m_out = m_dir.path() / "out";

@@ -390,7 +390,7 @@ TEST_P(RealEngine, EnvsOfRootAndOfAUserAreJudgedInside) {
 
 // Every process of an env's probe (activation, the probe's interpreters,
 // each command) runs through one exec of the engine's client per env (its
-// session, probes/exec_session.hpp), not one per process: counted in the
+// session, discovery/exec_session.hpp), not one per process: counted in the
 // engine's own record of execs into the container. Through nsenter, none.
 TEST_P(RealEngine, OneEngineExecPerEnvNotPerProcess) {
   const auto since = std::to_string(std::time(nullptr));

@@ -3,10 +3,10 @@
 #include <cstdint>
 #include <string>
 
-#include "probes/discovery.hpp"
+#include "discovery/discovery.hpp"
 
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
   const std::string text(reinterpret_cast<const char*>(data), size);
-  (void)envcontract::probes::parse_condarc_envs_dirs(text);
+  (void)envcontract::discovery::parse_condarc_envs_dirs(text);
   return 0;
 }

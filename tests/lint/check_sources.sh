@@ -3,7 +3,7 @@
 # sources so that a new call site cannot slip past review:
 #  - every JSON text goes through common::json_text, which replaces invalid
 #    UTF-8; nlohmann's bare dump() throws on it and once aborted whole scans;
-#  - probes/, process/, loader/ and freshness/ read files that any user of the host may
+#  - probes/, discovery/, process/, loader/ and freshness/ read files that any user of the host may
 #    have written: no backtracking regex (std::regex recursed until the
 #    stack overflowed on a 30 KB line) and no reader that opens a FIFO
 #    blocking (YAML::LoadFile, std::ifstream on env paths): files come
@@ -22,7 +22,7 @@ report() {
 }
 
 # The folders whose code reads what envs hold.
-env_readers='^\(probes\|process\|loader\|freshness\)/'
+env_readers='^\(probes\|process\|loader\|freshness\|discovery\)/'
 sources=$(git ls-files '*.cpp' '*.hpp' '*.cpp.in' 2>/dev/null || find . -name '*.cpp' -o -name '*.hpp')
 
 while IFS= read -r hit; do

@@ -35,7 +35,7 @@ TEST(AgentConfig, ReadsEverySettingAndKeepsDefaultsForTheRest) {
   EXPECT_EQ(config.roots.size(), 2U);
   EXPECT_EQ(config.listen, "0.0.0.0:9800");
   EXPECT_EQ(config.database, "/srv/envcontract.db");
-  EXPECT_EQ(config.image.kind, probes::ImageTagSource::Kind::file);
+  EXPECT_EQ(config.image.kind, discovery::ImageTagSource::Kind::file);
   EXPECT_EQ(config.image.value, "/etc/flagos-image");
   EXPECT_EQ(config.interval, std::chrono::minutes(10));
   EXPECT_EQ(config.reprobe_interval, std::chrono::hours(1));
@@ -271,9 +271,9 @@ TEST(AgentConfig, ReadsContainerTargets) {
   ASSERT_EQ(daemon::read_agent_config(file, config), "");
   ASSERT_TRUE(config.container_discovery.has_value());
   EXPECT_EQ(config.container_discovery->label, "envcontract.scan=true");
-  EXPECT_EQ(config.container_discovery->exec, probes::ContainerConfig::Exec::nsenter);
+  EXPECT_EQ(config.container_discovery->exec, discovery::ContainerConfig::Exec::nsenter);
   ASSERT_EQ(config.containers.size(), 3U);
-  using Exec = probes::ContainerConfig::Exec;
+  using Exec = discovery::ContainerConfig::Exec;
   EXPECT_EQ(config.containers[0].exec, Exec::docker);
   EXPECT_EQ(config.containers[0].container, "trainer-0");
   EXPECT_EQ(config.containers[0].env_roots,

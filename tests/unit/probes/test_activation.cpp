@@ -9,7 +9,7 @@
 
 #include <fstream>
 
-#include "probes/discovery.hpp"
+#include "discovery/discovery.hpp"
 #include "probes/host_facts.hpp"
 #include "tests/support/demo_host.hpp"
 #include "tests/support/temp_dir.hpp"
@@ -21,7 +21,7 @@ namespace fs = std::filesystem;
 using testing::demo_host;
 
 PythonEnv env_at(const fs::path& prefix) {
-  const auto env = describe_prefix(prefix);
+  const auto env = discovery::describe_prefix(prefix);
   EXPECT_TRUE(env.has_value()) << prefix;
   return env.value_or(PythonEnv{});
 }
@@ -75,7 +75,8 @@ TEST(Activation, TheAgentsOwnEnvironmentNeverLeaks) {
   EXPECT_EQ(activation.bare.at("USER"), env.run_as.user);
   EXPECT_EQ(activation.bare.at("LOGNAME"), env.run_as.user);
   // A user named by configuration: that user's.
-  const auto as_nobody = describe_prefix(env.prefix, process::RunAsPolicy("nobody")).value();
+  const auto as_nobody =
+      discovery::describe_prefix(env.prefix, process::RunAsPolicy("nobody")).value();
   const passwd* nobody = ::getpwnam("nobody");
   ASSERT_NE(nobody, nullptr);
   const auto activated_as_nobody = activate(as_nobody);

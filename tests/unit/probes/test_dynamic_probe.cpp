@@ -14,7 +14,7 @@
 #include <thread>
 
 #include "common/json_text.hpp"
-#include "probes/discovery.hpp"
+#include "discovery/discovery.hpp"
 #include "tests/support/demo_host.hpp"
 #include "tests/support/probe_plans.hpp"
 
@@ -33,7 +33,7 @@ struct Probed {
 
 Probed probe(const std::string& relative_prefix, const ProbePlan& plan) {
   Probed probed;
-  probed.env = describe_prefix(demo_host() / relative_prefix).value();
+  probed.env = discovery::describe_prefix(demo_host() / relative_prefix).value();
   probed.facts = probe_env(probed.env, activate(probed.env), plan);
   return probed;
 }

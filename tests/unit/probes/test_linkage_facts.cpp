@@ -9,7 +9,7 @@
 #include <fstream>
 
 #include "contracts/host_judgement.hpp"
-#include "probes/discovery.hpp"
+#include "discovery/discovery.hpp"
 #include "probes/host_facts.hpp"
 #include "probes/static_facts.hpp"
 #include "tests/support/compile.hpp"
@@ -33,7 +33,7 @@ struct EnvLinkage {
 EnvLinkage linkage_of(const std::string& relative_prefix) {
   static loader::ElfCache elf_files;
   static const auto ld_cache = std::make_shared<const loader::LdCache>(loader::LdCache::load());
-  const auto env = describe_prefix(demo_host() / relative_prefix).value();
+  const auto env = discovery::describe_prefix(demo_host() / relative_prefix).value();
   const auto sites = gather_static_facts(env).site_packages;
   const auto activation = activate(env);
   return {gather_linkage_facts(env, sites, activation.activated, Activation::activated, ld_cache,

@@ -11,7 +11,7 @@
 #include <algorithm>
 #include <fstream>
 
-#include "probes/discovery.hpp"
+#include "discovery/discovery.hpp"
 #include "probes/static_facts.hpp"
 #include "tests/support/run_command.hpp"
 #include "tests/support/system_venv.hpp"
@@ -76,7 +76,7 @@ std::vector<std::string> static_search_path(const SearchPath& path) {
 }
 
 PythonEnv env_at(const fs::path& prefix) {
-  const auto env = describe_prefix(prefix);
+  const auto env = discovery::describe_prefix(prefix);
   EXPECT_TRUE(env.has_value()) << prefix;
   return env.value_or(PythonEnv{});
 }
@@ -180,7 +180,7 @@ TEST(SearchPath, InsideARootfsTheBaseAndPathsAreTheRootfsOwn) {
   std::ofstream(testing::system_venv_site(prefix) / "extra.pth") << "/opt/extra\n";
   ASSERT_TRUE(fs::exists("/usr/lib/python" + version + "/os.py")) << "the host has its own";
 
-  const auto env = describe_prefix(prefix, {}, rootfs);
+  const auto env = discovery::describe_prefix(prefix, {}, rootfs);
   ASSERT_TRUE(env);
   ASSERT_EQ(env->system_root, rootfs);
   // ".." never climbs out of the rootfs, written as the image's path or as

@@ -5,7 +5,7 @@
 
 #include <algorithm>
 
-#include "probes/discovery.hpp"
+#include "discovery/discovery.hpp"
 #include "probes/distributions.hpp"
 #include "process/small_files.hpp"
 #include "tests/support/demo_host.hpp"
@@ -18,7 +18,7 @@ namespace fs = std::filesystem;
 using testing::demo_host;
 
 StaticFacts facts_of(const std::string& relative_prefix) {
-  const auto env = describe_prefix(demo_host() / relative_prefix);
+  const auto env = discovery::describe_prefix(demo_host() / relative_prefix);
   EXPECT_TRUE(env.has_value()) << relative_prefix;
   return env ? gather_static_facts(*env) : StaticFacts{};
 }
@@ -46,7 +46,7 @@ StaticFacts facts_of_venv(const testing::TempDir& dir,
   for (const auto& [path, contents] : site_files) {
     dir.write("env/lib/python3.11/site-packages/" + path, contents);
   }
-  const auto env = describe_prefix(dir.path() / "env");
+  const auto env = discovery::describe_prefix(dir.path() / "env");
   EXPECT_TRUE(env.has_value());
   return env ? gather_static_facts(*env) : StaticFacts{};
 }
@@ -290,7 +290,7 @@ TEST(StaticFacts, MalformedFilesAreProblemsNotCrashes) {
             "import os\n__version__ = os.environ['NEVER_RUN']\ncuda = None\n");
   dir.write("lib/python3.10/site-packages/weird-1.0.dist-info/METADATA", std::string(10, '\0'));
   fs::create_directories(site / "triton/backends");
-  const auto env = describe_prefix(dir.path());
+  const auto env = discovery::describe_prefix(dir.path());
   ASSERT_TRUE(env.has_value());
   const auto facts = gather_static_facts(*env);
   EXPECT_TRUE(facts.torch.present);

@@ -1,4 +1,4 @@
-#include "probes/exec_prefix.hpp"
+#include "discovery/exec_prefix.hpp"
 
 #include <sys/stat.h>
 #include <unistd.h>
@@ -11,7 +11,7 @@
 #include "process/small_files.hpp"
 #include "process/system_root.hpp"
 
-namespace envcontract::probes {
+namespace envcontract::discovery {
 namespace {
 
 constexpr const char* k_uid = "{uid}";
@@ -112,7 +112,7 @@ pid_t command_started_by_runtime(pid_t client, uid_t uid, pid_t container_proces
   if (container_process <= 0) {
     return client;  // no container process known: nothing is looked for host-wide
   }
-  // `client` itself too: run through an exec session (probes/exec_session.hpp)
+  // `client` itself too: run through an exec session (discovery/exec_session.hpp)
   // the process sampled is the command inside, marked, not a client.
   const pid_t first = process::first_started_of(
       process::find_marked_processes_in(marker, container_process), uid, [&](pid_t marked) {
@@ -260,4 +260,4 @@ pid_t command_below_prefix(pid_t pid, const ExecPrefix& prefix, uid_t uid) {
   return pid;
 }
 
-}  // namespace envcontract::probes
+}  // namespace envcontract::discovery

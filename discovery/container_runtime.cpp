@@ -1,4 +1,4 @@
-#include "probes/container_runtime.hpp"
+#include "discovery/container_runtime.hpp"
 
 #include <fcntl.h>
 #include <sched.h>
@@ -12,14 +12,14 @@
 #include <cstring>
 
 #include "common/json_from_outside.hpp"
-#include "probes/exec_prefix.hpp"
-#include "probes/image_tag.hpp"
+#include "discovery/exec_prefix.hpp"
+#include "discovery/image_tag.hpp"
 #include "process/process_runner.hpp"
 #include "process/scratch_directory.hpp"
 #include "process/small_files.hpp"
 #include "process/system_root.hpp"
 
-namespace envcontract::probes {
+namespace envcontract::discovery {
 namespace fs = std::filesystem;
 using Json = nlohmann::ordered_json;
 
@@ -456,4 +456,4 @@ ContainerTarget resolve_container(const ContainerConfig& config) {
   return target;
 }
 
-}  // namespace envcontract::probes
+}  // namespace envcontract::discovery

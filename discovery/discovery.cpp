@@ -1,4 +1,4 @@
-#include "probes/discovery.hpp"
+#include "discovery/discovery.hpp"
 
 #include <fcntl.h>
 #include <pwd.h>
@@ -17,15 +17,14 @@
 
 #include "common/python_names.hpp"
 #include "common/yaml_aliases.hpp"
-#include "probes/activation.hpp"
-#include "probes/interpreter_links.hpp"
-#include "probes/static_facts.hpp"
+#include "discovery/env_files.hpp"
+#include "discovery/interpreter_links.hpp"
 #include "process/run_as.hpp"
 #include "process/small_files.hpp"
 #include "process/stall_guard.hpp"
 #include "process/system_root.hpp"
 
-namespace envcontract::probes {
+namespace envcontract::discovery {
 namespace fs = std::filesystem;
 
 namespace {
@@ -1068,4 +1067,4 @@ Discovery discover_envs(const DiscoveryOptions& options) {
   return result;
 }
 
-}  // namespace envcontract::probes
+}  // namespace envcontract::discovery

@@ -1,4 +1,4 @@
-#include "probes/image_tag.hpp"
+#include "discovery/image_tag.hpp"
 
 #include <cstdlib>
 #include <sstream>
@@ -6,7 +6,7 @@
 #include "process/process_runner.hpp"
 #include "process/small_files.hpp"
 
-namespace envcontract::probes {
+namespace envcontract::discovery {
 
 namespace {
 
@@ -81,4 +81,4 @@ ImageTag read_image_tag(const ImageTagSource& source) {
   return tag;
 }
 
-}  // namespace envcontract::probes
+}  // namespace envcontract::discovery

@@ -6,11 +6,11 @@
 
 #include "facts/env.hpp"
 
-namespace envcontract::probes {
+namespace envcontract::discovery {
 
 // A container whose envs the agent scans as a target of their own: its
 // files are read under `root` on the agent's host, and its envs' activation
-// and probes run inside it through `exec` (probes/exec_prefix.hpp), so the
+// and probes run inside it through `exec` (discovery/exec_prefix.hpp), so the
 // verdict is about the container's libraries, devices and kernel view, not
 // the host's. Configured in the agent's YAML (docs/containers.md).
 struct ContainerTarget {
@@ -31,4 +31,4 @@ struct ContainerTarget {
   std::string problem;
 };
 
-}  // namespace envcontract::probes
+}  // namespace envcontract::discovery

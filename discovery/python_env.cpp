@@ -1,6 +1,6 @@
-#include "probes/python_env.hpp"
+#include "discovery/python_env.hpp"
 
-namespace envcontract::probes {
+namespace envcontract::discovery {
 
 std::string code_refusal(const PythonEnv& env) {
   if (!env.run_as.problem.empty()) {
@@ -48,4 +48,4 @@ Json to_json(const Discovery& discovery) {
   return {{"envs", envs}, {"problems", problems}};
 }
 
-}  // namespace envcontract::probes
+}  // namespace envcontract::discovery

@@ -9,13 +9,13 @@
 #include <nlohmann/json.hpp>
 
 #include "common/result.hpp"
-#include "probes/container_target.hpp"
+#include "discovery/container_target.hpp"
 
 // From a container target's configuration to what a scan needs: its root,
 // exec prefix and image reference, asked of its runtime at each scan (a
 // container restarts with a new PID and root). A container that cannot be
 // reached is a target with a problem, never an error of the scan.
-namespace envcontract::probes {
+namespace envcontract::discovery {
 
 // How a container target is configured (the agent's YAML, docs/containers.md).
 struct ContainerConfig {
@@ -88,4 +88,4 @@ std::string find_system_command(const std::string& name);
 // Asks the runtime (as the agent, 10 s at most) and builds the target.
 ContainerTarget resolve_container(const ContainerConfig& config);
 
-}  // namespace envcontract::probes
+}  // namespace envcontract::discovery

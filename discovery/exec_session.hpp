@@ -10,7 +10,7 @@
 // first process of an env run through a runtime's exec starts a session
 // instead: one exec of the client running a small fixed bash server inside
 // the container, as the env's user, with the probe's limits set once by the
-// exec bootstrap (probes/exec_prefix.cpp). Each process is then a request to
+// exec bootstrap (discovery/exec_prefix.cpp). Each process is then a request to
 // that server, which starts it in a subshell with exactly the environment,
 // working directory and argv it was sent, its stdin /dev/null, its stdout
 // and stderr two FIFOs the agent made in the session's private directory
@@ -24,7 +24,7 @@
 // trace each other's processes. Envs run as different users never share a
 // session. A session that cannot start, or has ended, is not used: the
 // process is run through its own exec, as without a scope.
-namespace envcontract::probes {
+namespace envcontract::discovery {
 
 // Runs `inside` (argv, environment and working directory as the env's
 // processes name them, seen_by_env) for `env` to its end, as
@@ -51,4 +51,4 @@ class ExecSessionScope {
 // tests and benchmarks).
 std::size_t exec_sessions_started();
 
-}  // namespace envcontract::probes
+}  // namespace envcontract::discovery

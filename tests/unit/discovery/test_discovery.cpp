@@ -1,5 +1,5 @@
 // Env discovery on the demo host and on purpose-built broken trees.
-#include "probes/discovery.hpp"
+#include "discovery/discovery.hpp"
 
 #include <gtest/gtest.h>
 #include <pwd.h>
@@ -14,7 +14,7 @@
 #include "tests/support/hostile_yaml.hpp"
 #include "tests/support/temp_dir.hpp"
 
-namespace envcontract::probes {
+namespace envcontract::discovery {
 namespace {
 
 namespace fs = std::filesystem;
@@ -432,4 +432,4 @@ TEST(Discovery, DuplicateNamesFallBackToPrefixes) {
 }
 
 }  // namespace
-}  // namespace envcontract::probes
+}  // namespace envcontract::discovery

@@ -15,7 +15,7 @@
 // authorized_keys: when anything the probe would execute or load could have
 // been written by someone other than root and the user it runs as, running
 // it would run that someone's code with the env owner's rights.
-namespace envcontract::probes {
+namespace envcontract::discovery {
 
 using facts::mode_text;
 using facts::to_json;
@@ -56,4 +56,4 @@ std::vector<UnsafePath> find_unsafe_import_paths(
     const std::vector<std::filesystem::path>& site_dirs, const facts::RunAs& run_as,
     bool owners_are_facts = false, const std::filesystem::path& root = "/");
 
-}  // namespace envcontract::probes
+}  // namespace envcontract::discovery

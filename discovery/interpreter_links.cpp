@@ -1,4 +1,4 @@
-#include "probes/interpreter_links.hpp"
+#include "discovery/interpreter_links.hpp"
 
 #include <sys/stat.h>
 
@@ -8,7 +8,7 @@
 #include "process/run_as.hpp"
 #include "process/system_root.hpp"
 
-namespace envcontract::probes {
+namespace envcontract::discovery {
 namespace fs = std::filesystem;
 
 namespace {
@@ -108,4 +108,4 @@ InterpreterLinks follow_interpreter_links(const facts::PythonEnv& env) {
   }
 }
 
-}  // namespace envcontract::probes
+}  // namespace envcontract::discovery

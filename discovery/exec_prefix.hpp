@@ -29,7 +29,7 @@
 //   one of them outside a runtime's own exec (python_env.cpp's
 //   code_refusal): nsenter and command lines leave the container's
 //   seccomp, device cgroup and capability bounds behind.
-namespace envcontract::probes {
+namespace envcontract::discovery {
 
 using facts::ExecPrefix;
 
@@ -75,4 +75,4 @@ process::ProcessSpec env_process(const facts::PythonEnv& env, const process::Pro
 // sampled). `pid` itself when there is none.
 pid_t command_below_prefix(pid_t pid, const ExecPrefix& prefix, uid_t uid);
 
-}  // namespace envcontract::probes
+}  // namespace envcontract::discovery

@@ -9,11 +9,11 @@
 #include <vector>
 
 #include "common/result.hpp"
-#include "probes/container_target.hpp"
-#include "probes/python_env.hpp"
+#include "discovery/container_target.hpp"
+#include "discovery/python_env.hpp"
 #include "process/mount_table.hpp"
 
-namespace envcontract::probes {
+namespace envcontract::discovery {
 
 struct DiscoveryOptions {
   // Filesystem roots (a host's "/", a container's rootfs) or plain directories
@@ -113,4 +113,4 @@ std::optional<PythonEnv> describe_prefix(const std::filesystem::path& prefix,
 // The envs_dirs list of a .condarc's text, or why it cannot be read.
 common::Result<std::vector<std::string>> parse_condarc_envs_dirs(const std::string& text);
 
-}  // namespace envcontract::probes
+}  // namespace envcontract::discovery

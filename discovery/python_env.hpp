@@ -6,13 +6,13 @@
 
 #include <nlohmann/json.hpp>
 
+#include "discovery/env_safety.hpp"
 #include "facts/env.hpp"
-#include "probes/env_safety.hpp"
 #include "process/process_runner.hpp"
 #include "process/run_as.hpp"
 #include "process/small_files.hpp"
 
-namespace envcontract::probes {
+namespace envcontract::discovery {
 
 using facts::to_json;
 using facts::to_string;
@@ -40,4 +40,4 @@ struct Discovery {
 
 Json to_json(const Discovery& discovery);
 
-}  // namespace envcontract::probes
+}  // namespace envcontract::discovery

@@ -1,4 +1,4 @@
-#include "probes/env_safety.hpp"
+#include "discovery/env_safety.hpp"
 #include "process/small_files.hpp"
 #include "process/stall_guard.hpp"
 #include "process/system_root.hpp"
@@ -12,7 +12,7 @@
 #include <cstdio>
 #include <map>
 
-namespace envcontract::probes {
+namespace envcontract::discovery {
 namespace fs = std::filesystem;
 
 namespace {
@@ -215,4 +215,4 @@ std::vector<UnsafePath> find_unsafe_import_paths(const std::vector<fs::path>& pa
   return checker.take();
 }
 
-}  // namespace envcontract::probes
+}  // namespace envcontract::discovery

@@ -8,13 +8,13 @@
 #include <spawn.h>
 #include <sys/wait.h>
 
-#include "probes/container_runtime.hpp"
-#include "probes/exec_prefix.hpp"
-#include "probes/python_env.hpp"
+#include "discovery/container_runtime.hpp"
+#include "discovery/exec_prefix.hpp"
+#include "discovery/python_env.hpp"
 #include "process/scratch_directory.hpp"
 #include "tests/support/temp_dir.hpp"
 
-namespace envcontract::probes {
+namespace envcontract::discovery {
 namespace {
 
 namespace fs = std::filesystem;
@@ -354,4 +354,4 @@ TEST(ContainerRuntime, ContainersFoundInTheRuntimesListBecomeTargets) {
 }
 
 }  // namespace
-}  // namespace envcontract::probes
+}  // namespace envcontract::discovery

@@ -3,10 +3,10 @@
 #include <filesystem>
 #include <string>
 
+#include "discovery/python_env.hpp"
 #include "facts/host.hpp"
-#include "probes/python_env.hpp"
 
-namespace envcontract::probes {
+namespace envcontract::discovery {
 
 using facts::to_json;
 
@@ -25,4 +25,4 @@ using facts::ImageTag;
 // or an environment variable of the agent.
 ImageTag read_image_tag(const ImageTagSource& source);
 
-}  // namespace envcontract::probes
+}  // namespace envcontract::discovery

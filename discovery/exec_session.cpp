@@ -1,4 +1,4 @@
-#include "probes/exec_session.hpp"
+#include "discovery/exec_session.hpp"
 
 #include <fcntl.h>
 #include <poll.h>
@@ -19,12 +19,12 @@
 #include <thread>
 #include <vector>
 
-#include "probes/exec_prefix.hpp"
+#include "discovery/exec_prefix.hpp"
 #include "process/containment.hpp"
 #include "process/output_capture.hpp"
 #include "process/scratch_directory.hpp"
 
-namespace envcontract::probes {
+namespace envcontract::discovery {
 namespace {
 
 using Clock = std::chrono::steady_clock;
@@ -845,4 +845,4 @@ process::ProcessResult run_env_process(const facts::PythonEnv& env,
   return process::run_process(env_process(env, inside), limits, on_timeout);
 }
 
-}  // namespace envcontract::probes
+}  // namespace envcontract::discovery

@@ -10,7 +10,7 @@
 // env's code runs: what the interpreter really is (a half-finished upgrade
 // leaves conda-meta saying 3.11 while bin/python still leads to python3.10),
 // and, when the chain breaks, every link up to the path that is missing.
-namespace envcontract::probes {
+namespace envcontract::discovery {
 
 struct InterpreterLinks {
   // env.python first, then where each link leads, as the agent names them.
@@ -44,4 +44,4 @@ std::string python_version_in_name(const std::string& name);
 // host's.
 InterpreterLinks follow_interpreter_links(const facts::PythonEnv& env);
 
-}  // namespace envcontract::probes
+}  // namespace envcontract::discovery
