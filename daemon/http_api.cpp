@@ -22,6 +22,7 @@
 #include "common/json_text.hpp"
 #include "common/spelling.hpp"
 #include "common/time_text.hpp"
+#include "daemon/agent_routes.hpp"
 #include "daemon/bounded_http_server.hpp"
 #include "daemon/connection_admission.hpp"
 #include "daemon/gate_routes.hpp"
@@ -40,27 +41,15 @@ using report::Json;
 constexpr std::size_t k_max_request_body = 64 * 1024;
 constexpr const char* k_json = "application/json";
 
-void send_json(httplib::Response& response, int status, const Json& body) {
-  response.status = status;
-  response.set_content(common::json_text(body, 2) + "\n", k_json);
-}
-
-void send_error(httplib::Response& response, int status, const std::string& message) {
-  send_json(response, status, {{"error", message}});
-}
-
-// A plain handler's view of a request (HEAD is answered as GET), and its
-// answer sent.
+// A plain handler's view of a request (HEAD is answered as GET).
 PlainRequest plain_request(const httplib::Request& request) {
-  return {request.method == "HEAD" ? "GET" : request.method, request.path, request.params};
-}
-
-void send_answer(httplib::Response& response, PlainResponse answer) {
-  response.status = answer.status;
-  for (const auto& [name, value] : answer.headers) {
-    response.set_header(name, value);
-  }
-  response.set_content(std::move(answer.body), answer.content_type);
+  PlainRequest plain{request.method == "HEAD" ? "GET" : request.method,
+                     request.path,
+                     request.params,
+                     {},
+                     request.remote_addr};
+  plain.headers.assign(request.headers.begin(), request.headers.end());
+  return plain;
 }
 
 }  // namespace
@@ -76,104 +65,113 @@ PlainResponse error_answer(int status, const std::string& message) {
   return json_answer(status, {{"error", message}});
 }
 
+std::string PlainRequest::param(const std::string& name) const {
+  const auto found = params.find(name);
+  return found == params.end() ? std::string() : found->second;
+}
+
+std::string PlainRequest::header(std::string_view name) const {
+  for (const auto& [key, value] : headers) {
+    if (key.size() == name.size() &&
+        std::equal(key.begin(), key.end(), name.begin(), [](char a, char b) {
+          return std::tolower(static_cast<unsigned char>(a)) ==
+                 std::tolower(static_cast<unsigned char>(b));
+        })) {
+      return value;
+    }
+  }
+  return {};
+}
+
+std::string PlainResponse::text() const {
+  std::string all = body;
+  for (const auto& piece : shared) {
+    all += *piece;
+  }
+  return all;
+}
+
 namespace {
 
 using SharedText = std::shared_ptr<const std::string>;
 
-// Answers with `first` and then `second` (texts every request shares: the
-// report, the two halves of /metrics), without copying them into the
+// The answer's body and then the texts it shares with every request (the
+// report, the two halves of /metrics), the shared ones not copied into the
 // response: httplib writes a content provider's bytes straight to the
 // socket, where a body set with set_content is a copy per request (tens of
 // KB). A client that accepts a compressed answer still gets one, made of a
 // copy: httplib compresses only a body it holds.
-void send_shared(const httplib::Request& request, httplib::Response& response, SharedText first,
-                 SharedText second, const char* type) {
-  if (!second) {
-    static const auto nothing = std::make_shared<const std::string>();
-    second = nothing;
+void send_answer(const httplib::Request& request, httplib::Response& response,
+                 PlainResponse answer) {
+  response.status = answer.status;
+  for (const auto& [name, value] : answer.headers) {
+    response.set_header(name, value);
+  }
+  std::vector<SharedText> pieces;
+  if (!answer.body.empty()) {
+    pieces.push_back(std::make_shared<const std::string>(std::move(answer.body)));
+  }
+  const bool shares = !answer.shared.empty();
+  for (auto& piece : answer.shared) {
+    pieces.push_back(std::move(piece));
+  }
+  std::size_t total = 0;
+  for (const auto& piece : pieces) {
+    total += piece->size();
   }
   const auto encodings = request.get_header_value("Accept-Encoding");
-  const std::size_t total = first->size() + second->size();
   // httplib 0.11.4 asserts that a provider has something to write.
-  if (encodings.find("gzip") != std::string::npos || encodings.find("br") != std::string::npos ||
-      total == 0) {
-    response.set_content(*first, type);
-    response.body += *second;
+  if (!shares || total == 0 || encodings.find("gzip") != std::string::npos ||
+      encodings.find("br") != std::string::npos) {
+    std::string body;
+    for (const auto& piece : pieces) {
+      body += *piece;
+    }
+    response.set_content(std::move(body), answer.content_type);
     return;
   }
   response.set_content_provider(
-      total, type,
-      [first = std::move(first), second = std::move(second)](std::size_t offset, std::size_t length,
-                                                             httplib::DataSink& sink) {
-        const std::size_t end = offset + length;
-        if (offset < first->size()) {
-          const std::size_t stop = std::min(end, first->size());
-          if (!sink.write(first->data() + offset, stop - offset)) {
-            return false;
+      total, answer.content_type,
+      [pieces = std::move(pieces)](std::size_t offset, std::size_t size, httplib::DataSink& sink) {
+        // The pieces' bytes from `offset`, as many as asked for.
+        std::size_t start = 0;
+        for (const auto& piece : pieces) {
+          const std::size_t end = start + piece->size();
+          if (size > 0 && offset < end) {
+            const std::size_t from = offset - start;
+            const std::size_t count = std::min(size, piece->size() - from);
+            if (!sink.write(piece->data() + from, count)) {
+              return false;
+            }
+            offset += count;
+            size -= count;
           }
-          offset = stop;
-        }
-        if (offset < end) {
-          return sink.write(second->data() + (offset - first->size()), end - offset);
+          start = end;
         }
         return true;
       });
 }
 
-// The `limit` parameter, when given, into `limit`: a number from 1 to
-// `most`. False (with a 400 sent) when it is anything else.
-bool read_limit(const httplib::Request& request, long most, std::size_t& limit,
-                httplib::Response& response) {
-  if (!request.has_param("limit")) {
-    return true;
-  }
-  const std::string text = request.get_param_value("limit");
-  char* end = nullptr;
-  errno = 0;
-  const long value = std::strtol(text.c_str(), &end, 10);
-  if (text.empty() || *end != '\0' || errno != 0 || value < 1 || value > most) {
-    send_error(response, 400,
-               "limit must be a number from 1 to " + std::to_string(most) + ", got '" + text + "'");
-    return false;
-  }
-  limit = static_cast<std::size_t>(value);
-  return true;
+void send_json(httplib::Response& response, int status, const Json& body) {
+  response.status = status;
+  response.set_content(common::json_text(body, 2) + "\n", k_json);
 }
 
-Json ticket_json(const ScanTicket& ticket) {
-  return {{"id", ticket.id},
-          {"state", ticket.state},
-          {"reason", ticket.reason},
-          {"queued_at", ticket.queued_at},
-          {"finished_at", ticket.finished_at.empty() ? Json(nullptr) : Json(ticket.finished_at)},
-          {"scan_id", ticket.scan_id ? Json(*ticket.scan_id) : Json(nullptr)},
-          {"error", ticket.error.empty() ? Json(nullptr) : Json(ticket.error)}};
-}
-
-// "Authorization: Bearer <token>" -> "<token>", or "".
-std::string bearer_token(const httplib::Request& request) {
-  const std::string header = request.get_header_value("Authorization");
-  constexpr std::string_view prefix = "Bearer ";
-  return header.size() > prefix.size() && header.compare(0, prefix.size(), prefix) == 0
-             ? header.substr(prefix.size())
-             : "";
+void send_error(httplib::Response& response, int status, const std::string& message) {
+  send_json(response, status, {{"error", message}});
 }
 
 }  // namespace
 
 struct HttpServer::Impl {
   Impl(Agent* agent_, std::string version_, RequestHandler handler_)
-      : agent(agent_), version(std::move(version_)), handler(std::move(handler_)) {}
+      : agent(agent_),
+        metrics(version_),
+        version(std::move(version_)),
+        handler(std::move(handler_)) {}
 
   Agent* agent;  // null when `handler` answers instead (the fleet view)
-  // /metrics: the report's series as last rendered, and what from; the
-  // agent's own series likewise.
-  std::mutex metrics_mutex;
-  std::shared_ptr<const std::string> metrics_text;
-  std::shared_ptr<const report::Report> metrics_report;
-  ContractHandle metrics_contract;
-  std::shared_ptr<const std::string> metrics_agent_text;
-  AgentFigures metrics_figures;
+  MetricsAnswer metrics;
   std::string version;
   RequestHandler handler;
   HttpSettings settings;
@@ -195,269 +193,10 @@ struct HttpServer::Impl {
   // and before any body is read.
   httplib::Server::HandlerResponse dispatch(const httplib::Request& request,
                                             httplib::Response& response);
-  void healthz(httplib::Response& response);
-  void report(const httplib::Request& request, httplib::Response& response);
-  void env(const std::string& name, httplib::Response& response);
-  void history(const httplib::Request& request, httplib::Response& response);
-  void contract(httplib::Response& response);
-  void compliance(httplib::Response& response);
-  void plan(const httplib::Request& request, httplib::Response& response);
-  void provisions(const httplib::Request& request, httplib::Response& response);
-  void scan(const httplib::Request& request, httplib::Response& response);
+  // The agent's answer to a request of a known route.
+  PlainResponse answer(const RouteMatch& route, const httplib::Request& request);
   void gate(Endpoint endpoint, const httplib::Request& request, httplib::Response& response);
-  void provision(const httplib::Request& request, httplib::Response& response, bool promote);
-  void provision_job(const std::string& id, httplib::Response& response);
-  // For what changes the host: a token the agent has, presented and right.
-  // False (with the answer sent) otherwise.
-  bool token_presented(const httplib::Request& request, httplib::Response& response,
-                       const std::string& what);
-  void scan_ticket(const std::string& id, httplib::Response& response);
-  void metrics(const httplib::Request& request, httplib::Response& response);
-  static void asset(const std::string& path, httplib::Response& response);
-
-  // The latest report, or an answer saying why there is none.
-  std::shared_ptr<const AgentSnapshot> with_report(httplib::Response& response) {
-    auto snapshot = agent->snapshot();
-    if (!snapshot->report) {
-      send_answer(response, no_report_yet(*snapshot));
-      return nullptr;
-    }
-    return snapshot;
-  }
 };
-
-void HttpServer::Impl::healthz(httplib::Response& response) {
-  const auto uptime =
-      std::chrono::duration_cast<std::chrono::seconds>(std::chrono::steady_clock::now() - started);
-  send_json(response, 200,
-            {{"status", "ok"}, {"version", version}, {"uptime_seconds", uptime.count()}});
-}
-
-void HttpServer::Impl::report(const httplib::Request& request, httplib::Response& response) {
-  // During the first scan: the envs judged so far, verdict "pending".
-  if (const auto snapshot = agent->snapshot(); !snapshot->report && snapshot->partial_text) {
-    send_shared(request, response, snapshot->partial_text, nullptr, k_json);
-    return;
-  }
-  if (auto snapshot = with_report(response)) {
-    send_shared(request, response, snapshot->report_text, nullptr, k_json);
-  }
-}
-
-void HttpServer::Impl::env(const std::string& name, httplib::Response& response) {
-  send_answer(response, env_answer(*agent->snapshot(), name));
-}
-
-void HttpServer::Impl::history(const httplib::Request& request, httplib::Response& response) {
-  static const std::vector<std::string> known = {"env", "target", "check", "since", "limit"};
-  for (const auto& [key, value] : request.params) {
-    if (std::find(known.begin(), known.end(), key) == known.end()) {
-      send_error(response, 400,
-                 "unknown parameter '" + key + "'; history takes env, target, check, since, limit");
-      return;
-    }
-  }
-  HistoryQuery query;
-  query.env = request.get_param_value("env");
-  query.target = request.get_param_value("target");
-  query.check = request.get_param_value("check");
-  if (!query.env.empty() && !query.target.empty()) {
-    send_error(response, 400, "give env or target, not both");
-    return;
-  }
-  if (request.has_param("since")) {
-    const auto since = common::parse_rfc3339(request.get_param_value("since"));
-    if (!since) {
-      send_error(response, 400,
-                 "since must be an RFC 3339 time such as 2026-11-24T09:00:00Z or a date such as "
-                 "2026-11-24, got '" +
-                     request.get_param_value("since") + "'");
-      return;
-    }
-    query.since = common::rfc3339(*since);
-  }
-  if (!read_limit(request, 10000, query.limit, response)) {
-    return;
-  }
-  try {
-    auto transitions = agent->history(query);
-    if (transitions.empty() && (!query.env.empty() || !query.target.empty())) {
-      // A name with no rows may be a typo: say so, with the names known.
-      const std::string scope = query.env.empty() ? "target" : "env";
-      const std::string& name = query.env.empty() ? query.target : query.env;
-      auto names = agent->history_names(scope);
-      if (auto snapshot = agent->snapshot(); snapshot->report) {
-        if (scope == "env") {
-          for (const auto& env : snapshot->report->envs) {
-            names.push_back(env.name);
-          }
-        } else {
-          for (const auto& target : snapshot->report->targets) {
-            names.push_back(target.name);
-          }
-        }
-      }
-      std::sort(names.begin(), names.end());
-      names.erase(std::unique(names.begin(), names.end()), names.end());
-      if (std::find(names.begin(), names.end(), name) == names.end()) {
-        send_json(
-            response, 404,
-            {{"error", "no " + scope + " named '" + name + "' in this host's report or history" +
-                           common::did_you_mean(name, names)},
-             {scope + "s", names}});
-        return;
-      }
-    }
-    send_json(response, 200, {{"transitions", std::move(transitions)}});
-  } catch (const std::exception& e) {
-    send_error(response, 500, std::string("cannot read the history: ") + e.what());
-  }
-}
-
-void HttpServer::Impl::contract(httplib::Response& response) {
-  send_answer(response, contract_answer(*agent->snapshot()));
-}
-
-void HttpServer::Impl::plan(const httplib::Request& request, httplib::Response& response) {
-  send_answer(response, plan_answer(*agent->snapshot(), plain_request(request),
-                                    {agent->provisioning_enabled(), agent->token_required()}));
-}
-
-void HttpServer::Impl::provisions(const httplib::Request& request, httplib::Response& response) {
-  std::size_t limit = 100;
-  for (const auto& [key, value] : request.params) {
-    if (key != "limit") {
-      send_error(response, 400, "unknown parameter '" + key + "'; provisions takes limit");
-      return;
-    }
-  }
-  if (!read_limit(request, 1000, limit, response)) {
-    return;
-  }
-  try {
-    send_json(response, 200, {{"provisions", agent->provisions(limit)}});
-  } catch (const std::exception& e) {
-    send_error(response, 500, std::string("the store could not be read: ") + e.what());
-  }
-}
-
-void HttpServer::Impl::compliance(httplib::Response& response) {
-  send_answer(response, compliance_answer(*agent->snapshot()));
-}
-
-bool HttpServer::Impl::token_presented(const httplib::Request& request, httplib::Response& response,
-                                       const std::string& what) {
-  if (!agent->token_required()) {
-    send_error(response, 403,
-               what +
-                   " over HTTP needs the agent's token, and this agent has none: set "
-                   "token_file in its config (docs/agent.md)");
-    return false;
-  }
-  const std::string token = bearer_token(request);
-  if (token.empty() || !agent->token_matches(token)) {
-    response.set_header("WWW-Authenticate", "Bearer realm=\"envcontract\"");
-    send_error(response, 401,
-               token.empty() ? what +
-                                   " needs 'Authorization: Bearer <token>' (the token is in "
-                                   "the agent's token_file)"
-                             : "the bearer token does not match the agent's token_file");
-    return false;
-  }
-  return true;
-}
-
-// POST /api/v1/provision?name=NEW and POST /api/v1/promote?env=NEW&as=NAME:
-// queued as a job; 202 with where to follow it.
-void HttpServer::Impl::provision(const httplib::Request& request, httplib::Response& response,
-                                 bool promote) {
-  const std::string what = promote ? "promotion" : "provisioning";
-  if (!token_presented(request, response, what)) {
-    return;
-  }
-  if (!agent->provisioning_enabled()) {
-    send_error(response, 403,
-               "provisioning is not enabled on this agent: set provisioning.enabled (and "
-               "provisioning.user, provisioning.envs_dir) in its config (docs/provisioning.md)");
-    return;
-  }
-  if (const auto problem = agent->provisioning_problem(); !problem.empty()) {
-    send_error(response, 403, problem);
-    return;
-  }
-  // Parameters in the query: the agent never reads request bodies.
-  for (const auto& [key, value] : request.params) {
-    const bool known = promote ? (key == "env" || key == "as") : key == "name";
-    if (!known) {
-      send_error(response, 400,
-                 "unknown parameter '" + key + "'; " +
-                     (promote ? "promote takes env and as (?env=NEW&as=NAME)"
-                              : "provision takes name (?name=NEW)"));
-      return;
-    }
-  }
-  const std::string name = request.get_param_value(promote ? "as" : "name");
-  const std::string env = promote ? request.get_param_value("env") : "";
-  // Names only: a path would reach outside the envs directory.
-  for (const auto& [key, value] :
-       promote ? std::vector<std::pair<std::string, std::string>>{{"env", env}, {"as", name}}
-               : std::vector<std::pair<std::string, std::string>>{{"name", name}}) {
-    if (const auto problem = provisioning::env_name_problem(value); !problem.empty()) {
-      send_error(response, 400, "'" + key + "': " + problem);
-      return;
-    }
-  }
-  const std::string from = request.remote_addr.empty() ? "" : " from " + request.remote_addr;
-  const auto id = agent->request_provision(promote ? "promote" : "provision", name, env,
-                                           "api: token holder" + from);
-  if (!id) {
-    send_error(response, 503, id.error());
-    return;
-  }
-  const std::string url = "/api/v1/provisions/" + std::to_string(id.value());
-  response.set_header("Location", url);
-  send_json(response, 202, {{"id", id.value()}, {"url", url}, {"state", "queued"}});
-}
-
-void HttpServer::Impl::provision_job(const std::string& text, httplib::Response& response) {
-  const auto job = agent->provision_job(std::stoll(text));  // the route takes 1 to 15 digits
-  if (!job) {
-    send_error(response, 404,
-               "no provision job " + text + " (the agent keeps the last " +
-                   std::to_string(ProvisionJobs::max_kept) +
-                   "; finished ones are in GET /api/v1/provisions)");
-    return;
-  }
-  send_json(response, 200, to_json(*job));
-}
-
-void HttpServer::Impl::scan(const httplib::Request& request, httplib::Response& response) {
-  if (agent->token_required()) {
-    const std::string token = bearer_token(request);
-    if (token.empty() || !agent->token_matches(token)) {
-      response.set_header("WWW-Authenticate", "Bearer realm=\"envcontract\"");
-      send_error(response, 401,
-                 token.empty() ? "this agent needs 'Authorization: Bearer <token>' to scan "
-                                 "(the token is in the agent's token_file)"
-                               : "the bearer token does not match the agent's token_file");
-      return;
-    }
-  } else if (request.get_header_value("X-Requested-By").empty()) {
-    // A header no HTML form can set: without a token, it is what keeps a
-    // page of another site from making a browser queue scans here.
-    send_error(response, 403,
-               "a scan request needs an 'X-Requested-By' header (any value, e.g. "
-               "'X-Requested-By: fleetctl'), or a token when the agent has one");
-    return;
-  }
-  const auto id = agent->request_scan("api");
-  // The state when the request was taken, not whatever the scheduler has
-  // made of it a microsecond later: clients follow `url` for progress.
-  const Json body = {
-      {"id", id}, {"url", "/api/v1/scans/" + std::to_string(id)}, {"state", "queued"}};
-  response.set_header("Location", "/api/v1/scans/" + std::to_string(id));
-  send_json(response, 202, body);
-}
 
 // The CI gate's endpoints (daemon/gate_routes.hpp). A job's gate has no
 // token (the agent's is root's): a header no HTML form can set keeps a page
@@ -475,56 +214,48 @@ void HttpServer::Impl::gate(Endpoint endpoint, const httplib::Request& request,
                          : endpoint == Endpoint::gate_record ? gate_record_answer(*agent, plain)
                                                              : gate_decisions_answer(*agent, plain);
   answer_current_request_within(settings.timeout);
-  send_answer(response, std::move(answer));
+  send_answer(request, response, std::move(answer));
 }
 
-void HttpServer::Impl::scan_ticket(const std::string& text, httplib::Response& response) {
-  const auto ticket = agent->ticket(std::stoll(text));  // the route takes 1 to 15 digits
-  if (!ticket) {
-    send_error(response, 404, "no scan request " + text + " (the agent keeps the last 200)");
-    return;
+PlainResponse HttpServer::Impl::answer(const RouteMatch& route, const httplib::Request& request) {
+  switch (route.endpoint) {
+    case Endpoint::healthz:
+      return healthz_answer(version, std::chrono::duration_cast<std::chrono::seconds>(
+                                         std::chrono::steady_clock::now() - started));
+    case Endpoint::report:
+      return report_answer(*agent->snapshot());
+    case Endpoint::env:
+      return env_answer(*agent->snapshot(), route.argument);
+    case Endpoint::history:
+      return history_answer(*agent, plain_request(request));
+    case Endpoint::contract:
+      return contract_answer(*agent->snapshot());
+    case Endpoint::compliance:
+      return compliance_answer(*agent->snapshot());
+    case Endpoint::plan:
+      return plan_answer(*agent->snapshot(), plain_request(request),
+                         {agent->provisioning_enabled(), agent->token_required()});
+    case Endpoint::provisions:
+      return provisions_answer(*agent, plain_request(request));
+    case Endpoint::provision:
+    case Endpoint::promote:
+      return provision_answer(*agent, plain_request(request), route.endpoint == Endpoint::promote);
+    case Endpoint::provision_job:
+      return provision_job_answer(*agent, route.argument);
+    case Endpoint::scan:
+      return scan_answer(*agent, plain_request(request));
+    case Endpoint::scan_ticket:
+      return scan_ticket_answer(*agent, route.argument);
+    case Endpoint::metrics:
+      return metrics.answer(*agent);
+    case Endpoint::asset:
+      return asset_answer(route.argument);
+    case Endpoint::gate:
+    case Endpoint::gate_record:
+    case Endpoint::gate_decisions:
+      break;  // gate(): answered within the request's deadline
   }
-  send_json(response, 200, ticket_json(*ticket));
-}
-
-void HttpServer::Impl::metrics(const httplib::Request& request, httplib::Response& response) {
-  const auto snapshot = agent->snapshot();
-  // The report's series are the same text until the next report or
-  // contract, and the agent's until one of its figures changes: each is
-  // rendered once for every scrape of it.
-  const auto figures = agent_figures(*snapshot, *agent);
-  SharedText report_series;
-  SharedText agent_series;
-  {
-    std::lock_guard lock(metrics_mutex);
-    if (!metrics_text || metrics_report != snapshot->report ||
-        metrics_contract != snapshot->contract) {
-      metrics_text = std::make_shared<const std::string>(render_report_metrics(*snapshot, version));
-      metrics_report = snapshot->report;
-      metrics_contract = snapshot->contract;
-    }
-    if (!metrics_agent_text || !(metrics_figures == figures)) {
-      metrics_agent_text = std::make_shared<const std::string>(render_agent_metrics(figures));
-      metrics_figures = figures;
-    }
-    report_series = metrics_text;
-    agent_series = metrics_agent_text;
-  }
-  send_shared(request, response, std::move(report_series), std::move(agent_series),
-              "text/plain; version=0.0.4; charset=utf-8");
-}
-
-void HttpServer::Impl::asset(const std::string& path, httplib::Response& response) {
-  const auto* asset = web::find_asset(path);
-  if (asset == nullptr) {
-    send_error(response, 404, "no such file: " + path);
-    return;
-  }
-  response.set_content(std::string(asset->body), std::string(asset->content_type));
-  response.set_header("Cache-Control", "no-cache");
-  // The page loads nothing but itself, and talks only to this agent->
-  response.set_header("Content-Security-Policy", "default-src 'self'; frame-ancestors 'none'");
-  response.set_header("X-Content-Type-Options", "nosniff");
+  return error_answer(500, "no handler for this endpoint");
 }
 
 httplib::Server::HandlerResponse HttpServer::Impl::dispatch(const httplib::Request& request,
@@ -586,64 +317,18 @@ httplib::Server::HandlerResponse HttpServer::Impl::dispatch(const httplib::Reque
                request.method + " is not allowed on " + request.path + "; use " + route.allowed);
     return handled;
   }
-  switch (route.endpoint) {
-    case Endpoint::healthz:
-      healthz(response);
-      break;
-    case Endpoint::report:
-      report(request, response);
-      break;
-    case Endpoint::env:
-      env(route.argument, response);
-      break;
-    case Endpoint::history:
-      history(request, response);
-      break;
-    case Endpoint::contract:
-      contract(response);
-      break;
-    case Endpoint::compliance:
-      compliance(response);
-      break;
-    case Endpoint::plan:
-      plan(request, response);
-      break;
-    case Endpoint::provisions:
-      provisions(request, response);
-      break;
-    case Endpoint::provision:
-      provision(request, response, false);
-      break;
-    case Endpoint::promote:
-      provision(request, response, true);
-      break;
-    case Endpoint::provision_job:
-      provision_job(route.argument, response);
-      break;
-    case Endpoint::scan:
-      scan(request, response);
-      break;
-    case Endpoint::scan_ticket:
-      scan_ticket(route.argument, response);
-      break;
-    case Endpoint::gate:
-    case Endpoint::gate_record:
-    case Endpoint::gate_decisions:
-      gate(route.endpoint, request, response);
-      break;
-    case Endpoint::metrics:
-      metrics(request, response);
-      break;
-    case Endpoint::asset:
-      asset(route.argument, response);
-      break;
+  if (route.endpoint == Endpoint::gate || route.endpoint == Endpoint::gate_record ||
+      route.endpoint == Endpoint::gate_decisions) {
+    gate(route.endpoint, request, response);
+  } else {
+    send_answer(request, response, answer(route, request));
   }
   return handled;
 }
 
 void HttpServer::Impl::answer_with_handler(const httplib::Request& request,
                                            httplib::Response& response) {
-  send_answer(response, handler(plain_request(request)));
+  send_answer(request, response, handler(plain_request(request)));
 }
 
 void HttpServer::Impl::routes() {

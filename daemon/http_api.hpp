@@ -5,6 +5,7 @@
 #include <map>
 #include <memory>
 #include <string>
+#include <string_view>
 #include <utility>
 #include <vector>
 
@@ -13,13 +14,19 @@
 
 namespace envcontract::daemon {
 
-// A request as a handler of other routes than the agent's sees it (the
-// fleet view's): decoded path and query parameters. The server has already
+// A request as a handler sees it: decoded path and query parameters, the
+// headers handlers read, and the peer's address. The server has already
 // bounded its size and time and checked its Host header.
 struct PlainRequest {
   std::string method;  // HEAD is answered as GET
   std::string path;
   std::multimap<std::string, std::string> params;
+  std::vector<std::pair<std::string, std::string>> headers = {};  // as sent
+  std::string remote_addr = {};
+
+  // The first value of a parameter or a header (named in any case), or "".
+  std::string param(const std::string& name) const;
+  std::string header(std::string_view name) const;
 };
 
 struct PlainResponse {
@@ -27,6 +34,12 @@ struct PlainResponse {
   std::string content_type = "application/json";
   std::string body;
   std::vector<std::pair<std::string, std::string>> headers;
+  // Texts every request shares (the report, /metrics' series), sent after
+  // `body` without being copied into each answer.
+  std::vector<std::shared_ptr<const std::string>> shared;
+
+  // The whole body: `body` and then each shared text.
+  std::string text() const;
 };
 
 // A JSON answer (the body indented, as every answer of the agent's), and an
