@@ -46,7 +46,8 @@ PlainResponse scan_answer(Agent& agent, const PlainRequest& request);
 // GET /api/v1/scans/ID (`id`: the route's 1 to 15 digits).
 PlainResponse scan_ticket_answer(const Agent& agent, const std::string& id);
 
-// GET / and the dashboard's files.
+// GET / and the dashboard's files (the agent's, and the fleet view's: daemon/fleet_service.hpp);
+// 404 for a file it does not have.
 PlainResponse asset_answer(const std::string& path);
 
 // GET /metrics: the report's series and the agent's own, each rendered once

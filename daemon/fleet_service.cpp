@@ -2,7 +2,7 @@
 
 #include <cmath>
 
-#include "web/web_assets.hpp"
+#include "daemon/agent_routes.hpp"
 
 namespace envcontract::daemon {
 namespace {
@@ -138,15 +138,7 @@ PlainResponse FleetService::host_report(const std::string& host) {
 }
 
 PlainResponse FleetService::asset(const std::string& path) {
-  const auto* asset = web::find_asset(path == "/" ? "/fleet.html" : path);
-  PlainResponse response;
-  response.content_type = std::string(asset->content_type);
-  response.body = std::string(asset->body);
-  response.headers = {{"Cache-Control", "no-cache"},
-                      // The page loads nothing but itself, and talks only to this server.
-                      {"Content-Security-Policy", "default-src 'self'; frame-ancestors 'none'"},
-                      {"X-Content-Type-Options", "nosniff"}};
-  return response;
+  return asset_answer(path == "/" ? "/fleet.html" : path);
 }
 
 }  // namespace envcontract::daemon
