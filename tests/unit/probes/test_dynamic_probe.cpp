@@ -9,6 +9,7 @@
 #include <unistd.h>
 
 #include <atomic>
+#include <condition_variable>
 #include <mutex>
 #include <stdexcept>
 #include <thread>
@@ -223,18 +224,23 @@ TEST(DynamicProbe, APlanThatNeedsNoTorchNeverImportsIt) {
   EXPECT_EQ(probed.facts.stages.size(), 2U);
 }
 
+// The first job ends only once the two others have: with two workers,
+// the third job must start while the first still runs.
 TEST(RunConcurrently, ASlowJobDoesNotHoldBackTheOthers) {
   std::mutex mutex;
+  std::condition_variable others_done;
   std::vector<std::size_t> finished;
+  bool waited_out = false;
   run_concurrently(3, 2, [&](std::size_t index) {
+    std::unique_lock lock(mutex);
     if (index == 0) {
-      std::this_thread::sleep_for(500ms);
+      waited_out = !others_done.wait_for(lock, 20s, [&] { return finished.size() == 2; });
     }
-    std::lock_guard lock(mutex);
     finished.push_back(index);
+    others_done.notify_all();
   });
-  ASSERT_EQ(finished.size(), 3U);
-  EXPECT_EQ(finished.back(), 0U);
+  EXPECT_FALSE(waited_out) << "the other jobs waited for the slow one";
+  EXPECT_EQ(finished, (std::vector<std::size_t>{1, 2, 0}));
 }
 
 // A job that throws on a worker thread would end the process: the others
