@@ -512,8 +512,11 @@ void Agent::run_scan(std::unique_lock<std::mutex>& lock) {
       lock.lock();
       return;
     }
+    // The report's text as the store wrote it; made here only when the
+    // store could not record it (the report then says so).
+    std::shared_ptr<const std::string> text;
     try {
-      scan_id = m_store->record_scan(report);
+      scan_id = m_store->record_scan(report, &text);
     } catch (const std::exception& e) {
       // The report is still served, saying it was not recorded; the next
       // scan writes again (a full disk may have room by then).
@@ -523,6 +526,7 @@ void Agent::run_scan(std::unique_lock<std::mutex>& lock) {
                              m_config.database.string() + ": " + e.what();
       // Its id was never committed: the next recorded scan takes it.
       report.scan_id.reset();
+      text.reset();
     }
     const auto seconds = std::chrono::duration<double>(Clock::now() - started).count();
     m_counters.last_scan_seconds = seconds;
@@ -544,7 +548,9 @@ void Agent::run_scan(std::unique_lock<std::mutex>& lock) {
                           {"events", std::move(events)}});
       }
     }
-    auto text = std::make_shared<const std::string>(common::json_text(report::to_json(report)));
+    if (!text) {
+      text = std::make_shared<const std::string>(common::json_text(report::to_json(report)));
+    }
     auto plan = plan_of(report, contract);
     auto shared = std::make_shared<const report::Report>(std::move(report));
     publish([&](AgentSnapshot& snapshot) {

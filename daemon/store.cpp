@@ -223,7 +223,7 @@ void Store::record_checks(std::int64_t scan_id, const std::string& at, const std
   }
 }
 
-std::int64_t Store::record_scan(report::Report& report) {
+std::int64_t Store::record_scan(report::Report& report, std::shared_ptr<const std::string>* text) {
   std::lock_guard lock(m_mutex);
   sqlite::Transaction transaction(m_db);
   std::string at = report.scanned_at;
@@ -299,9 +299,13 @@ std::int64_t Store::record_scan(report::Report& report) {
                            "INSERT INTO latest_report (id, scan_id, report) VALUES (1, ?1, ?2) "
                            "ON CONFLICT (id) DO UPDATE SET scan_id = excluded.scan_id, "
                            "report = excluded.report");
-  latest.bind(1, scan_id).bind(2, common::json_text(report::to_json(report)));
+  auto stored = std::make_shared<const std::string>(common::json_text(report::to_json(report)));
+  latest.bind(1, scan_id).bind(2, *stored);
   latest.run();
   transaction.commit();
+  if (text != nullptr) {
+    *text = std::move(stored);
+  }
   // The scan is recorded; what follows is housekeeping, whose failure (a
   // full disk) must not make the scan look unrecorded. It is tried again
   // at the next scan.

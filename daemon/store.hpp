@@ -69,8 +69,10 @@ class Store {
 
   // Records a finished scan: its row, the checks whose state changed, and the
   // report as the latest. Fills each check's `since` and `flapping` and the
-  // report's `scan_id`.
-  std::int64_t record_scan(report::Report& report);
+  // report's `scan_id`. The report's JSON text as stored goes to `text`
+  // when given: the agent serves those bytes rather than making them twice.
+  std::int64_t record_scan(report::Report& report,
+                           std::shared_ptr<const std::string>* text = nullptr);
 
   // The report of the last recorded scan, with its since/flapping.
   std::optional<report::Report> latest_report();

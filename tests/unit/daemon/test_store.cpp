@@ -147,7 +147,13 @@ TEST(Store, UnchangedHostAddsAScanRowAndNoHistory) {
   EXPECT_EQ(after_first, 4);  // host verdict, env verdict, two checks
 
   auto second = report_at("2026-11-24T09:05:00Z", {{"torch-fl-hf-test", checks}});
-  EXPECT_EQ(store->record_scan(second), 2);
+  std::shared_ptr<const std::string> stored_text;
+  EXPECT_EQ(store->record_scan(second, &stored_text), 2);
+  // The text stored is the report as recorded (its scan id and each
+  // check's since), handed back for the agent to serve.
+  ASSERT_NE(stored_text, nullptr);
+  EXPECT_EQ(*stored_text, common::json_text(report::to_json(second)));
+  EXPECT_EQ(report::to_json(*store->latest_report()), report::to_json(second));
   EXPECT_EQ(store->transition_count(), after_first);
   EXPECT_EQ(store->scan_count(), 2);
   EXPECT_EQ(second.scan_id, std::optional<std::int64_t>(2));
