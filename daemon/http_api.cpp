@@ -86,7 +86,9 @@ std::string PlainRequest::header(std::string_view name) const {
 std::string PlainResponse::text() const {
   std::string all = body;
   for (const auto& piece : shared) {
-    all += *piece;
+    if (piece) {
+      all += *piece;
+    }
   }
   return all;
 }
@@ -107,29 +109,29 @@ void send_answer(const httplib::Request& request, httplib::Response& response,
   for (const auto& [name, value] : answer.headers) {
     response.set_header(name, value);
   }
+  std::erase(answer.shared, nullptr);
+  std::size_t total = answer.body.size();
+  for (const auto& piece : answer.shared) {
+    total += piece->size();
+  }
+  const auto encodings = request.get_header_value("Accept-Encoding");
+  // A body of its own (a copy) when nothing is shared, for an error (the
+  // server's error handler keeps only a body it can see), when compressed
+  // (httplib compresses only a body it holds), or empty (httplib 0.11.4
+  // asserts that a provider has something to write).
+  if (answer.shared.empty() || answer.status >= 400 || total == 0 ||
+      encodings.find("gzip") != std::string::npos || encodings.find("br") != std::string::npos) {
+    for (const auto& piece : answer.shared) {
+      answer.body += *piece;
+    }
+    response.set_content(std::move(answer.body), answer.content_type);
+    return;
+  }
   std::vector<SharedText> pieces;
   if (!answer.body.empty()) {
     pieces.push_back(std::make_shared<const std::string>(std::move(answer.body)));
   }
-  const bool shares = !answer.shared.empty();
-  for (auto& piece : answer.shared) {
-    pieces.push_back(std::move(piece));
-  }
-  std::size_t total = 0;
-  for (const auto& piece : pieces) {
-    total += piece->size();
-  }
-  const auto encodings = request.get_header_value("Accept-Encoding");
-  // httplib 0.11.4 asserts that a provider has something to write.
-  if (!shares || total == 0 || encodings.find("gzip") != std::string::npos ||
-      encodings.find("br") != std::string::npos) {
-    std::string body;
-    for (const auto& piece : pieces) {
-      body += *piece;
-    }
-    response.set_content(std::move(body), answer.content_type);
-    return;
-  }
+  pieces.insert(pieces.end(), answer.shared.begin(), answer.shared.end());
   response.set_content_provider(
       total, answer.content_type,
       [pieces = std::move(pieces)](std::size_t offset, std::size_t size, httplib::DataSink& sink) {

@@ -7,9 +7,9 @@
 #include "facts/env.hpp"
 
 // Where an env keeps the files that decide how it runs: what its activation
-// reads, where its own packages live. Read by discovery (is any of them
-// writable by others?), by probes (activation, the search path) and by
-// freshness (what a change of the env is a change of).
+// reads, where its own packages live. Asked by discovery (is any of them
+// writable by others?) and by probes (activation, the search path, and what
+// an env's read depended on, which probes hands to freshness).
 namespace envcontract::discovery {
 
 // The files activation reads or runs: activate.d scripts, env_vars files,

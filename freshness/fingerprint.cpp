@@ -57,7 +57,7 @@ std::vector<std::string> deciding_files(const facts::EnvFacts& env) {
 FingerprintInput fingerprint_input(const facts::EnvFacts& env, const std::string& contract_sha256) {
   // The facts' JSON text is their canonical form here: what any of them
   // says, and not how it is held, decides.
-  const nlohmann::json json = facts::to_json(env);
+  const facts::Json json = facts::to_json(env);
   FingerprintInput input;
   input.material = contract_sha256;
   for (const char* key :

@@ -62,7 +62,7 @@ struct HostFactsOptions {
   // Zero: no deadline, each env read on the thread that reads it.
   std::chrono::milliseconds reading_deadline{std::chrono::minutes(2)};
   // How long an env's facts may be kept without reading its files again,
-  // while the change watch (FactCaches::watch) sees nothing they were read
+  // while the change watch (FactCaches::kept, its watch) sees nothing they were read
   // from change. Zero, or no watch: every env is read at every scan.
   std::chrono::milliseconds keep_unchanged_for{0};
   // What else the kept facts were gathered for (the contract that asked):

@@ -6,7 +6,7 @@
 #include "probes/search_path.hpp"
 
 // Discovery holds the env's own files to the StrictModes rule
-// (env_safety.hpp). What the interpreter imports reaches further: PYTHONPATH
+// (discovery/env_safety.hpp). What the interpreter imports reaches further: PYTHONPATH
 // set by activation, the user site, a base's site dirs and standard library,
 // where .pth files and editable installs point. Code loaded from there runs
 // with the env user's rights as surely as the env's own, so it is held to the

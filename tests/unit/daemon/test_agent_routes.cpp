@@ -116,6 +116,16 @@ TEST_F(AgentRoutes, ProvisioningNeedsATokenAndProvisioningEnabled) {
   EXPECT_EQ(disabled.status, 403);
   EXPECT_NE(body_of(disabled)["error"].get<std::string>().find("provisioning.enabled"),
             std::string::npos);
+  // The token is asked for before anything else is said of provisioning.
+  const auto missing = provision_answer(*m_agent, request({{"name", "new"}}), false);
+  EXPECT_EQ(missing.status, 401);
+  EXPECT_EQ(header_of(missing, "WWW-Authenticate"), "Bearer realm=\"envcontract\"");
+  EXPECT_NE(body_of(missing)["error"].get<std::string>().find("provisioning needs"),
+            std::string::npos);
+  const auto wrong = provision_answer(
+      *m_agent, request({{"name", "new"}}, {{"Authorization", "Bearer x"}}), false);
+  EXPECT_EQ(wrong.status, 401);
+  EXPECT_NE(body_of(wrong)["error"].get<std::string>().find("does not match"), std::string::npos);
   EXPECT_EQ(provision_job_answer(*m_agent, "1").status, 404);
 }
 
@@ -169,8 +179,20 @@ TEST_F(AgentRoutes, MetricsAreRenderedOnceUntilTheirInputsChange) {
   const auto second = metrics.answer(*m_agent);
   ASSERT_EQ(first.shared.size(), 2U);
   EXPECT_EQ(first.shared[0], second.shared[0]) << "the report's series are rendered once";
-  EXPECT_NE(first.text().find("envcontract_"), std::string::npos);
+  EXPECT_NE(first.shared[0]->find("envcontract_host_compliant"), std::string::npos);
+  EXPECT_NE(first.shared[1]->find("envcontract_scans_total"), std::string::npos);
   EXPECT_EQ(first.content_type, "text/plain; version=0.0.4; charset=utf-8");
+
+  // A new report: its series are rendered anew, and the agent's counters too.
+  const auto before = m_agent->snapshot()->report;
+  const auto ticket = m_agent->request_scan("test");
+  for (int i = 0; i < 1000 && m_agent->ticket(ticket)->state != "done"; ++i) {
+    std::this_thread::sleep_for(10ms);
+  }
+  ASSERT_NE(m_agent->snapshot()->report, before);
+  const auto third = metrics.answer(*m_agent);
+  EXPECT_NE(third.shared[0], first.shared[0]);
+  EXPECT_NE(third.shared[1], first.shared[1]);
 }
 
 TEST(AgentRoutesWithoutAgent, TheDashboardsFilesAndHealth) {

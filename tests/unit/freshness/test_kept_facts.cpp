@@ -92,11 +92,30 @@ TEST_F(KeptFactsTest, AChangedFileAnotherKeyOrAnExpiredTimeForgetsThem) {
   EXPECT_FALSE(m_kept.lend(prefix(), "contract", hours(1), {}).has_value());
   EXPECT_EQ(m_kept.size(), 0U) << "a changed env is forgotten, not kept for later";
 
+  // Each below would have been lent as it was asked first.
   m_kept.keep(env_facts(), "contract", read_interest());
+  std::vector<facts::EnvFacts> lent;
+  lent.push_back(m_kept.lend(prefix(), "contract", hours(1), {}).value());
+  m_kept.give_back(lent);
   EXPECT_FALSE(m_kept.lend(prefix(), "another contract", hours(1), {}).has_value());
+  EXPECT_FALSE(m_kept.lend(prefix(), "contract", hours(1), {}).has_value())
+      << "facts kept for another key are forgotten";
 
   m_kept.keep(env_facts(), "contract", read_interest());
+  lent.clear();
+  lent.push_back(m_kept.lend(prefix(), "contract", hours(1), {}).value());
+  m_kept.give_back(lent);
   EXPECT_FALSE(m_kept.lend(prefix(), "contract", milliseconds(0), {}).has_value());
+  EXPECT_EQ(m_kept.size(), 0U);
+}
+
+// Facts kept while no watch runs (it was never started) are never lent:
+// nothing would say they changed.
+TEST_F(KeptFactsTest, WithoutAWatchNothingIsLent) {
+  KeptFacts unwatched;
+  unwatched.keep(env_facts(), "contract", read_interest());
+  EXPECT_EQ(unwatched.size(), 1U);
+  EXPECT_FALSE(unwatched.lend(prefix(), "contract", hours(1), {}).has_value());
 }
 
 TEST_F(KeptFactsTest, OtherMountsOrNoWatchKeepNothing) {
