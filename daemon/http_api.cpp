@@ -115,7 +115,8 @@ void send_answer(const httplib::Request& request, httplib::Response& response,
     total += piece->size();
   }
   const auto encodings = request.get_header_value("Accept-Encoding");
-  // A body of its own (a copy) when nothing is shared, for an error (the
+  // A body of its own (the shared texts copied into it) when nothing is
+  // shared, for an error (the
   // server's error handler keeps only a body it can see), when compressed
   // (httplib compresses only a body it holds), or empty (httplib 0.11.4
   // asserts that a provider has something to write).

@@ -30,7 +30,8 @@ bool keepable_facts(const facts::EnvFacts& env);
 class KeptFacts {
  public:
   // The watch that says when kept facts changed; without one (never
-  // started, or stopped), nothing is kept.
+  // started, or stopped), nothing kept is lent, and stopping it forgets
+  // what was kept.
   void watch_with(std::shared_ptr<ChangeWatch> watch);
   void stop_watching();
   std::shared_ptr<ChangeWatch> watch() const;

@@ -82,6 +82,7 @@ TEST(Fingerprint, ChangesWithEachStatedFile) {
     std::this_thread::sleep_for(std::chrono::milliseconds(10));
   }
   ASSERT_EQ(after.st_size, before.st_size);
+  ASSERT_EQ(after.st_mtim.tv_sec, before.st_mtim.tv_sec);
   ASSERT_EQ(after.st_mtim.tv_nsec, before.st_mtim.tv_nsec);
   ASSERT_NE(after.st_ctim.tv_nsec + after.st_ctim.tv_sec * 1'000'000'000L,
             before.st_ctim.tv_nsec + before.st_ctim.tv_sec * 1'000'000'000L)
