@@ -5,13 +5,14 @@
 // test's own. Then the agent stops answering (SIGSTOP) for a while: the
 // alert must neither resolve during the outage nor page again after it.
 #include <csignal>
-#include <thread>
+#include <map>
 
 #include "common/json_text.hpp"
 #include "tests/e2e/agent_fixture.hpp"
 #include "tests/e2e/documented_alertmanager.hpp"
 #include "tests/support/background_process.hpp"
 #include "tests/support/demo_host.hpp"
+#include "tests/support/prometheus_api.hpp"
 #include "tests/support/webhook_receiver.hpp"
 
 namespace envcontract {
@@ -133,19 +134,35 @@ TEST(Alerting, AHangingCheckReachesAlertmanagerThroughTheShippedRules) {
     return body.is_object() && body.contains("data") && !body["data"]["result"].empty() &&
            body["data"]["result"][0]["value"][1] == value;
   };
+  // Alertmanager's own view of the hang: a resolution or a new firing would
+  // show there (no longer held; another start) before any notification does.
+  const std::string alertmanager_url = "http://127.0.0.1:" + std::to_string(alertmanager_port);
+  const auto held_hang = [&] {
+    return held_alert(alertmanager_url, "EnvcontractCheckHanging", "instance", target);
+  };
+  const Json fired = held_hang();
+  ASSERT_FALSE(fired.is_null()) << alertmanager.log();
   agent.signal(SIGSTOP);
   const bool went_down = wait_until([&] { return up_is("0"); }, std::chrono::seconds(30));
-  if (went_down) {
-    // Several evaluations of the rules (every second) with the agent down.
-    std::this_thread::sleep_for(std::chrono::seconds(6));
-  }
+  // Three evaluations of the rules with the agent down: a rule the outage
+  // resolves would have resolved the alert by then.
+  const bool evaluated_down =
+      went_down && wait_for_rule_evaluations(prometheus_url, 3, std::chrono::seconds(30));
+  const Json during_outage = held_hang();
   agent.signal(SIGCONT);
   ASSERT_TRUE(went_down) << "Prometheus never saw the stopped agent down\n" << prometheus.log();
+  ASSERT_TRUE(evaluated_down) << "Prometheus did not evaluate its rules\n" << prometheus.log();
+  ASSERT_FALSE(during_outage.is_null()) << "the agent's outage resolved the hang it had reported";
+  EXPECT_EQ(during_outage["startsAt"], fired["startsAt"]);
   EXPECT_EQ(hang_notifications("resolved"), 0)
       << "the agent's outage resolved the hang it had reported";
   ASSERT_TRUE(wait_until([&] { return up_is("1"); }, std::chrono::seconds(30))) << prometheus.log();
-  // Alertmanager would post a change within its group_interval (1 s).
-  std::this_thread::sleep_for(std::chrono::seconds(4));
+  ASSERT_TRUE(wait_for_rule_evaluations(prometheus_url, 3, std::chrono::seconds(30)))
+      << prometheus.log();
+  const Json after_outage = held_hang();
+  ASSERT_FALSE(after_outage.is_null()) << "the hang resolved when its agent came back";
+  EXPECT_EQ(after_outage["startsAt"], fired["startsAt"])
+      << "the hang fired anew when its agent came back";
   EXPECT_EQ(hang_notifications("resolved"), 0);
   EXPECT_EQ(hang_notifications("firing"), firing_before)
       << "the hang was told again when its agent came back";
@@ -199,8 +216,17 @@ TEST(Alerting, TheDocumentedRouteTellsAFleetWideEventOnce) {
       std::chrono::seconds(30)))
       << alertmanager.log();
   ASSERT_TRUE(receiver.wait_for(2, std::chrono::seconds(30))) << alertmanager.log();
-  // Anything more would come within the group interval (1 s).
-  std::this_thread::sleep_for(std::chrono::seconds(3));
+  // What decides how many notifications there are: Alertmanager's groups,
+  // one per receiver, each sent once (a later one only if the group changes).
+  const auto groups = Json::parse(http_get(url, "/api/v2/alerts/groups").body, nullptr, false);
+  ASSERT_TRUE(groups.is_array()) << groups;
+  std::map<std::string, std::size_t> alerts_by_receiver;
+  for (const auto& group : groups) {
+    alerts_by_receiver[group["receiver"]["name"].get<std::string>()] += group["alerts"].size();
+  }
+  EXPECT_EQ(groups.size(), 2U) << common::json_text(groups, 1);
+  EXPECT_EQ(alerts_by_receiver, (std::map<std::string, std::size_t>{
+                                    {"accelerator-oncall", 3}, {"accelerator-team-mail", 10}}));
 
   std::map<std::string, std::vector<std::set<std::string>>> hosts_by_receiver;
   for (const auto& request : receiver.requests()) {

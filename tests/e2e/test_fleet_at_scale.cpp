@@ -18,6 +18,7 @@
 #include "tests/e2e/documented_alertmanager.hpp"
 #include "tests/support/background_process.hpp"
 #include "tests/support/demo_host.hpp"
+#include "tests/support/prometheus_api.hpp"
 #include "tests/support/run_command.hpp"
 #include "tests/support/webhook_receiver.hpp"
 
@@ -542,7 +543,12 @@ TEST(FleetAtScale, FiftyAgentsThroughPrometheusAndAlertmanager) {
   const double down_after = seconds_since(outage);
   const Json kunlunxin = fleet;
   const Json stopped_drifting = row_of(target(10));
-  std::this_thread::sleep_for(std::chrono::seconds(6));  // three evaluations with them down
+  // Three evaluations of the rules with them down: a rule the outage
+  // resolves would have resolved the stopped host's drift in Alertmanager.
+  const bool evaluated_down =
+      wait_for_rule_evaluations(served.prometheus_url, 3, std::chrono::seconds(30));
+  const Json drift_held =
+      held_alert(alertmanager_url, "EnvcontractHostDrifting", "instance", target(10));
   const auto resolved_during_outage = [&] {
     for (const auto& each : notifications(receiver, "/mail")) {
       for (const auto& alert : each) {
@@ -562,6 +568,8 @@ TEST(FleetAtScale, FiftyAgentsThroughPrometheusAndAlertmanager) {
   EXPECT_EQ(stopped_drifting["state"], "unavailable");
   EXPECT_EQ(stopped_drifting["last_known"], true) << stopped_drifting;
   EXPECT_EQ(stopped_drifting["top_causes"][0]["cause"], "version_mismatch") << stopped_drifting;
+  ASSERT_TRUE(evaluated_down) << prometheus.log();
+  EXPECT_FALSE(drift_held.is_null()) << "the outage resolved a drift nobody fixed";
   EXPECT_FALSE(resolved_during_outage) << "the outage resolved a drift nobody fixed";
   // The fixed host's drift is resolved, in a notification of its own group.
   ASSERT_TRUE(wait_until(
