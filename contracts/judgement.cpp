@@ -158,21 +158,28 @@ CheckResult own_check(std::string id, std::string kind, CheckStatus status) {
   return result;
 }
 
-// When none of the env's code may run (files that others could write, or no
-// user to run it as), the env fails a check of its own naming the cause,
-// and every check that needed its code points at it: never a pass, never
-// a silent skip.
+// When none of the env's code may run (files that others could write, no
+// user to run it as, imports not all checked, root outside a container's
+// confinement), the env fails a check of its own naming the cause, and
+// every check that needed its code points at it: never a pass, never a
+// silent skip.
 std::optional<CheckResult> code_refusal_check(const facts::EnvFacts& env_facts) {
   const auto& env = env_facts.env;
-  const std::string& run_as_problem = env.run_as.problem;
-  const std::string& unchecked = env.imports_unchecked;
-  // The probes' own word, when they refused for a reason the env's facts do
-  // not carry (they checked what it imports themselves).
-  const std::string refused = env_facts.dynamic ? env_facts.dynamic->refused : "";
-  if (env.unsafe.empty() && run_as_problem.empty() && unchecked.empty() && refused.empty()) {
+  // The env's facts say why, or the probes do when they held its imports to
+  // the rule themselves (the scan's reading of them had failed).
+  auto refusal = facts::code_refusal(env);
+  if (!refusal && env_facts.dynamic) {
+    refusal = env_facts.dynamic->refused;
+  }
+  if (!refusal) {
     return std::nullopt;
   }
   CheckResult result = own_check("env:code-safety", "env_safety", CheckStatus::fail);
+  const std::string chmod_remedy =
+      "only root and the env's user may be able to write what the env runs: remove the write "
+      "bits (chmod go-w PATH) or give the path to its user (chown), then rescan";
+  // Others' write access outweighs the rest: it is what someone must mend
+  // first, whoever the env's code would run as.
   if (!env.unsafe.empty()) {
     const auto& first = env.unsafe.front();
     auto unsafe = Json::array();
@@ -187,22 +194,44 @@ std::optional<CheckResult> code_refusal_check(const facts::EnvFacts& env_facts) 
             (unsafe.size() > 1 ? "; " + std::to_string(unsafe.size() - 1) + " more listed" : "") +
             ": none of this env's code was run",
         {{"unsafe", unsafe}},
-        "only root and the env's user may be able to write what the env runs: remove the write "
-        "bits (chmod go-w PATH) or give the path to its user (chown), then rescan"};
-  } else if (run_as_problem.empty()) {
-    const std::string why = unchecked.empty() ? refused : unchecked;
-    result.diagnosis =
-        Diagnosis{"imports_unchecked",
-                  why + (unchecked.empty() ? "" : ": none of this env's code was run"),
-                  {{"why", why}},
-                  "see why the check could not finish (its notes in `envcontractd facts`); an env "
-                  "whose imports cannot all be checked is not run"};
-  } else {
-    result.diagnosis =
-        Diagnosis{"run_as_unavailable",
-                  run_as_problem + ": none of this env's code was run",
-                  {{"run_as", to_json(env.run_as)}},
-                  "set run_root_envs_as in the agent's config to an existing unprivileged user"};
+        chmod_remedy};
+    return result;
+  }
+  const std::string& why = refusal->text;
+  switch (refusal->kind) {
+    case facts::CodeRefusal::Kind::run_as_unavailable:
+      result.diagnosis =
+          Diagnosis{"run_as_unavailable",
+                    env.run_as.problem + ": none of this env's code was run",
+                    {{"run_as", to_json(env.run_as)}},
+                    "set run_root_envs_as in the agent's config to an existing unprivileged user"};
+      break;
+    case facts::CodeRefusal::Kind::unsafe_permissions:
+      // Found by the probes' own check: the env's facts list no path.
+      result.diagnosis = Diagnosis{"unsafe_permissions", why, {{"why", why}}, chmod_remedy};
+      break;
+    case facts::CodeRefusal::Kind::imports_unchecked: {
+      const std::string& unchecked = env.imports_unchecked;
+      const std::string& shown = unchecked.empty() ? why : unchecked;
+      result.diagnosis = Diagnosis{
+          "imports_unchecked",
+          shown + (unchecked.empty() ? "" : ": none of this env's code was run"),
+          {{"why", shown}},
+          "see why the check could not finish (its notes in `envcontractd facts`); an env "
+          "whose imports cannot all be checked is not run"};
+      break;
+    }
+    case facts::CodeRefusal::Kind::unconfined_root:
+      result.diagnosis = Diagnosis{
+          "unconfined_root",
+          why,
+          {{"why", why},
+           {"exec", env.exec.argv.empty() ? "" : env.exec.argv.front()},
+           {"container", env.exec.target}},
+          "reach the container through its runtime's own exec (exec: docker or podman), which "
+          "keeps its confinement, or set run_root_envs_as to an unprivileged user "
+          "(docs/containers.md)"};
+      break;
   }
   return result;
 }

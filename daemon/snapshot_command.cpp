@@ -52,8 +52,8 @@ const probes::EnvFacts* chosen_env(const probes::HostFacts& host, const std::str
 // of what an env is, not of one whose code may not run or whose facts are
 // partial.
 std::string snapshot_refusal(const probes::EnvFacts& env) {
-  if (auto refusal = discovery::code_refusal(env.env); !refusal.empty()) {
-    return env.env.name + ": " + refusal;
+  if (const auto refusal = discovery::code_refusal(env.env)) {
+    return env.env.name + ": " + refusal->text;
   }
   if (env.errors.empty() && env.refused_files.empty() && env.activation.problem.empty()) {
     return "";
@@ -139,8 +139,8 @@ int run_snapshot(const SnapshotOptions& options, std::ostream& out, std::ostream
   }
   const auto plan = snapshot_plan(base, env.static_facts);
   const auto dynamic = probes::probe_env(env.env, env.activation, plan);
-  if (!dynamic.refused.empty()) {
-    err << "envcontractd snapshot: " << env.env.name << ": " << dynamic.refused << "\n";
+  if (dynamic.refused) {
+    err << "envcontractd snapshot: " << env.env.name << ": " << dynamic.refused->text << "\n";
     return 2;
   }
   const auto input = provisioning::snapshot_input(env, dynamic,

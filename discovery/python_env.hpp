@@ -23,10 +23,8 @@ using facts::EnvKind;
 
 using facts::PythonEnv;
 
-// Why none of this env's code may run (its user cannot be had, others could
-// write what it would run, or what it imports could not all be checked), or
-// "" when it may.
-std::string code_refusal(const PythonEnv& env);
+using facts::code_refusal;
+using facts::CodeRefusal;
 
 // The credentials to hand the process runner: unset when the agent keeps its own.
 std::optional<process::Credentials> credentials_of(const PythonEnv& env);

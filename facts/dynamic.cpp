@@ -216,7 +216,7 @@ Json to_json(const DynamicFacts& facts) {
   }
   return {{"stages", stages},
           {"activation_artifacts", artifacts},
-          {"refused", facts.refused.empty() ? Json(nullptr) : Json(facts.refused)}};
+          {"refused", facts.refused ? Json(facts.refused->text) : Json(nullptr)}};
 }
 
 }  // namespace envcontract::facts

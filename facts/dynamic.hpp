@@ -11,6 +11,7 @@
 #include <nlohmann/json.hpp>
 
 #include "facts/activation.hpp"
+#include "facts/env.hpp"
 
 // What running an env's code showed, stage by stage, each in its own
 // process: how it ended, what the probe program reported, and why it hung
@@ -126,8 +127,9 @@ struct ActivationArtifact {
 struct DynamicFacts {
   std::vector<StageResult> stages;
   std::vector<ActivationArtifact> artifacts;
-  // Why none of the env's code ran (code_refusal), or "".
-  std::string refused;
+  // Why none of the env's code ran (code_refusal, made with what the probes
+  // checked themselves when the scan had not: facts/env.hpp), or nullopt.
+  std::optional<CodeRefusal> refused;
 };
 
 Json to_json(const HangDiagnosis& diagnosis);

@@ -53,6 +53,35 @@ Json to_json(const PythonEnv& env) {
            env.imports_unchecked.empty() ? Json(nullptr) : Json(env.imports_unchecked)}};
 }
 
+std::optional<CodeRefusal> code_refusal(const PythonEnv& env) {
+  using Kind = CodeRefusal::Kind;
+  const std::string none_runs = "none of this env's code runs: ";
+  if (!env.run_as.problem.empty()) {
+    return CodeRefusal{Kind::run_as_unavailable, none_runs + env.run_as.problem};
+  }
+  if (!env.unsafe.empty()) {
+    const auto& first = env.unsafe.front();
+    return CodeRefusal{
+        Kind::unsafe_permissions,
+        none_runs + first.path.string() + " is " + first.why + " (owner " + first.owner +
+            ", group " + first.group + ", mode " + mode_text(first.mode) + ")" +
+            (env.unsafe.size() > 1 ? ", and " + std::to_string(env.unsafe.size() - 1) + " more"
+                                   : "")};
+  }
+  if (!env.imports_unchecked.empty()) {
+    return CodeRefusal{Kind::imports_unchecked, none_runs + env.imports_unchecked};
+  }
+  if (!env.exec.empty() && !env.exec.runtime_client && env.run_as.is_root() &&
+      !env.exec.argv.empty()) {
+    return CodeRefusal{Kind::unconfined_root,
+                       none_runs + "it would run as root through " + env.exec.argv.front() +
+                           ", outside container " + env.exec.target +
+                           "'s confinement; give run_root_envs_as another user, or use the "
+                           "runtime's own exec (docs/containers.md)"};
+  }
+  return std::nullopt;
+}
+
 std::vector<std::string> problem_texts(const std::vector<EnvProblem>& problems) {
   std::vector<std::string> texts;
   texts.reserve(problems.size());

@@ -156,6 +156,24 @@ struct PythonEnv {
   ExecPrefix exec;
 };
 
+// Why none of an env's code may run. The judge acts on its kind (the cause
+// of the env's `env:code-safety` check); people read its text.
+struct CodeRefusal {
+  enum class Kind {
+    run_as_unavailable,  // the user it would run as cannot be had
+    unsafe_permissions,  // others could write what it would run
+    imports_unchecked,   // what its interpreter imports could not all be checked
+    // As root through nsenter or a command line: outside its container's
+    // seccomp profile, device cgroup and capability bounds, that is the host.
+    unconfined_root,
+  };
+  Kind kind;
+  std::string text;  // "none of this env's code runs: ..."
+};
+
+// Why none of `env`'s code may run, from its facts alone; nullopt when it may.
+std::optional<CodeRefusal> code_refusal(const PythonEnv& env);
+
 // `path`, as the agent names it, as the processes of the tree `root` (an
 // env's system_root) name it: without the root's part. Unchanged when the
 // root is the host's ("/" or empty) or the path is not under it.

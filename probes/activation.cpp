@@ -210,8 +210,8 @@ ActivatedEnvironment activate(const PythonEnv& env, std::chrono::milliseconds ti
     }
   }
 
-  if (const std::string refusal = discovery::code_refusal(env); !refusal.empty()) {
-    result.problem = refusal;
+  if (const auto refusal = discovery::code_refusal(env)) {
+    result.problem = refusal->text;
     return result;
   }
   // Activation scripts may start the env's Python, which imports from the
@@ -220,8 +220,8 @@ ActivatedEnvironment activate(const PythonEnv& env, std::chrono::milliseconds ti
   PythonEnv before_activation = env;
   if (!before_activation.imports_checked) {
     refuse_unsafe_imports(before_activation, result);
-    if (const std::string refusal = discovery::code_refusal(before_activation); !refusal.empty()) {
-      result.problem = refusal;
+    if (const auto refusal = discovery::code_refusal(before_activation)) {
+      result.problem = refusal->text;
       return result;
     }
   }

@@ -949,7 +949,7 @@ DynamicFacts probe_env(const PythonEnv& env, const ActivatedEnvironment& activat
     refuse_unsafe_imports(checked, activation);
   }
   facts.refused = discovery::code_refusal(env.imports_checked ? env : checked);
-  if (!facts.refused.empty()) {
+  if (facts.refused) {
     return facts;
   }
   const auto specs = stage_specs(plan);

@@ -172,6 +172,9 @@ class EnvPlanner {
          "the env's permissions (its user must read it), or whom it runs as (run_root_envs_as, "
          "for root's own envs)"},
         {"run_as_unavailable", "the agent's configuration: a user that exists (run_root_envs_as)"},
+        {"unconfined_root",
+         "the container target's exec: the runtime's own (docker, podman), or an unprivileged "
+         "run_root_envs_as"},
         {"smoke_failed", own_code},
         {"command_failed", own_code},
         {"integration_test_failed", own_code},
@@ -770,6 +773,7 @@ const std::vector<CausePlanning>& cause_planning() {
       {"probe_error", "rescan", "the agent could not gather the facts"},
       {"unsafe_permissions", "manual", "the env's owner makes it private"},
       {"run_as_unavailable", "manual", "the agent's configuration"},
+      {"unconfined_root", "manual", "the container target's exec, or whom root's envs run as"},
       {"imports_unchecked", "manual", "the env's owner removes what cannot be checked"},
       {"broken_env", "route", "a new env replaces it"},
       {"unreadable_env", "manual", "its permissions, or whom it runs as"},

@@ -372,11 +372,14 @@ TEST_F(LeastPrivilege, ARootOwnedEnvRunsAsTheConfiguredUser) {
   EXPECT_NE(root_env.run_as.reason.find("root by configuration"), std::string::npos);
   process::RunAsPolicy missing{"ectest-no-such-user"};
   const auto nowhere = discovery::describe_prefix(prefix, missing).value();
-  EXPECT_NE(discovery::code_refusal(nowhere).find("no user 'ectest-no-such-user'"),
-            std::string::npos);
+  const auto no_user = discovery::code_refusal(nowhere);
+  ASSERT_TRUE(no_user.has_value());
+  EXPECT_EQ(no_user->kind, facts::CodeRefusal::Kind::run_as_unavailable);
+  EXPECT_NE(no_user->text.find("no user 'ectest-no-such-user'"), std::string::npos);
   fs::remove(m_out / "root-env.module");
   const auto refused = probe(nowhere);
-  EXPECT_FALSE(refused.refused.empty());
+  ASSERT_TRUE(refused.refused.has_value());
+  EXPECT_EQ(refused.refused->kind, facts::CodeRefusal::Kind::run_as_unavailable);
   EXPECT_FALSE(fs::exists(m_out / "root-env.module"));
 }
 
@@ -496,7 +499,8 @@ TEST_P(UnsafeEnv, RunsNoneOfItsCodeAndNamesThePath) {
             std::string::npos)
       << activation.problem;
   EXPECT_TRUE(facts.stages.empty());
-  EXPECT_FALSE(facts.refused.empty());
+  ASSERT_TRUE(facts.refused.has_value());
+  EXPECT_EQ(facts.refused->kind, envcontract::facts::CodeRefusal::Kind::unsafe_permissions);
   // The markers prove it: neither the activation script nor the module ran.
   EXPECT_FALSE(fs::exists(m_out / "env.activate"));
   EXPECT_FALSE(fs::exists(m_out / "env.module"));
@@ -615,7 +619,10 @@ TEST_P(UnsafeImportPath, RunsNoneOfTheEnvsCode) {
   scanned.activation.activated["ECTEST_MARKER"] = m_marker;
   const auto dynamic = probe_env(scanned.env, scanned.activation, plan);
   EXPECT_TRUE(dynamic.stages.empty());
-  EXPECT_NE(dynamic.refused.find(unsafe.string()), std::string::npos) << dynamic.refused;
+  ASSERT_TRUE(dynamic.refused.has_value());
+  EXPECT_EQ(dynamic.refused->kind, facts::CodeRefusal::Kind::unsafe_permissions);
+  EXPECT_NE(dynamic.refused->text.find(unsafe.string()), std::string::npos)
+      << dynamic.refused->text;
   EXPECT_FALSE(fs::exists(m_out / "env.module"));
 
   // The same refusal without static facts (the probe verb): the probes
@@ -627,7 +634,11 @@ TEST_P(UnsafeImportPath, RunsNoneOfTheEnvsCode) {
   activation.activated["ECTEST_MARKER"] = m_marker;
   const auto unscanned = probe_env(bare, activation, plan);
   EXPECT_TRUE(unscanned.stages.empty());
-  EXPECT_NE(unscanned.refused.find(unsafe.string()), std::string::npos) << unscanned.refused;
+  ASSERT_TRUE(unscanned.refused.has_value());
+  EXPECT_EQ(unscanned.refused->kind, facts::CodeRefusal::Kind::unsafe_permissions)
+      << "found by the probes' own check: its own cause, not imports_unchecked";
+  EXPECT_NE(unscanned.refused->text.find(unsafe.string()), std::string::npos)
+      << unscanned.refused->text;
   EXPECT_FALSE(fs::exists(m_out / "env.module"));
 }
 

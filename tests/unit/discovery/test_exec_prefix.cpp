@@ -242,15 +242,20 @@ TEST(ExecPrefix, RootNeverRunsThroughAPrefixThatLeavesTheContainersConfinement) 
   for (const auto& prefix : {nsenter_exec_prefix("box", "/usr/bin/nsenter", 42),
                              generic_exec_prefix("box", {"/usr/bin/bwrap"})}) {
     env.exec = prefix;
-    EXPECT_NE(code_refusal(env).find("would run as root through " + prefix.argv.front()),
+    const auto refusal = code_refusal(env);
+    ASSERT_TRUE(refusal.has_value()) << prefix.argv.front();
+    EXPECT_EQ(refusal->kind, CodeRefusal::Kind::unconfined_root);
+    // People are told which prefix and which container, and what to do.
+    EXPECT_NE(refusal->text.find("would run as root through " + prefix.argv.front() +
+                                 ", outside container box's confinement"),
               std::string::npos)
-        << code_refusal(env);
+        << refusal->text;
   }
   env.exec = docker_exec_prefix("box", "/usr/bin/docker", "box");
-  EXPECT_EQ(code_refusal(env), "");
+  EXPECT_FALSE(code_refusal(env).has_value());
   env.run_as.uid = 1000;
   env.exec = nsenter_exec_prefix("box", "/usr/bin/nsenter", 42);
-  EXPECT_EQ(code_refusal(env), "");
+  EXPECT_FALSE(code_refusal(env).has_value());
 }
 
 }  // namespace

@@ -180,7 +180,7 @@ TEST_F(StalledReads, AUsersMountIsNeitherSearchedNorRead) {
   EXPECT_NE(held->env.problems[0].text.find("mounted is a fuse.hung filesystem mounted by "),
             std::string::npos)
       << held->env.problems[0].text;
-  EXPECT_NE(discovery::code_refusal(held->env), "");
+  EXPECT_TRUE(discovery::code_refusal(held->env).has_value());
 
   // Judged: the env is named broken, with the mount, and never compliant.
   const auto host = contracts::judge_host(contract(), facts);
