@@ -1,5 +1,6 @@
 #include "common/time_text.hpp"
 
+#include <chrono>
 #include <ctime>
 #include <regex>
 #include <string>
@@ -40,8 +41,13 @@ std::optional<SystemTime> parse_rfc3339(std::string_view text) {
   utc.tm_hour = number(4);
   utc.tm_min = number(5);
   utc.tm_sec = number(6);
-  if (utc.tm_mon < 0 || utc.tm_mon > 11 || utc.tm_mday < 1 || utc.tm_mday > 31 ||
-      utc.tm_hour > 23 || utc.tm_min > 59 || utc.tm_sec > 60) {
+  // timegm would carry 2026-02-31 into March without a word: a date that
+  // does not exist is refused, as is an offset no zone has.
+  const std::chrono::year_month_day date{std::chrono::year(number(1)),
+                                         std::chrono::month(static_cast<unsigned>(number(2))),
+                                         std::chrono::day(static_cast<unsigned>(number(3)))};
+  if (!date.ok() || utc.tm_hour > 23 || utc.tm_min > 59 || utc.tm_sec > 60 || number(9) > 23 ||
+      number(10) > 59) {
     return std::nullopt;
   }
   std::time_t seconds = timegm(&utc);

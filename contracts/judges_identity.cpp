@@ -105,14 +105,15 @@ std::optional<std::pair<std::string, std::string>> toolkit_problem(
     const std::string& version) {
   using Mode = ToolkitRule::Mode;
   if (rule.mode == Mode::none && actual) {
-    return std::pair{name == "cuda" ? "cuda_build" : "version_mismatch",
-                     (name == "cuda" ? "CUDA" : "HIP") + std::string(" build of torch (") +
-                         version + ", torch.version." + name + " == " + python_text(actual) +
-                         ") where the contract requires a CPU build"};
+    return std::pair{name + "_build", (name == "cuda" ? "CUDA" : "HIP") +
+                                          std::string(" build of torch (") + version +
+                                          ", torch.version." + name + " == " + python_text(actual) +
+                                          ") where the contract requires a CPU build"};
   }
   if ((rule.mode == Mode::required || rule.mode == Mode::exact) && !actual) {
-    return std::pair{"cuda_missing", "torch.version." + name + " is None: a CPU build of torch " +
-                                         version + " where the contract needs " + name};
+    return std::pair{name + "_missing", "torch.version." + name +
+                                            " is None: a CPU build of torch " + version +
+                                            " where the contract needs " + name};
   }
   if (rule.mode == Mode::exact && actual && *actual != rule.version) {
     return std::pair{"version_mismatch", "torch.version." + name + " is " + python_text(actual) +
@@ -271,7 +272,8 @@ void torch(const Check&, const TorchParams& params, const EnvFactsView& facts,
   if (params.hip) {
     if (auto problem = toolkit_problem(*params.hip, view.hip, "hip", version.full)) {
       fail(result, problem->first, problem->second, evidence,
-           "install the torch build the contract names");
+           problem->first == "hip_build" ? cpu_build_remedy(params, version)
+                                         : "install the torch build the contract names");
       return;
     }
   }

@@ -44,7 +44,26 @@ report::Json to_json(const GateDecisionRecord& record) {
 }
 
 std::string claimed(std::string_view text) {
-  return report::printable(std::string(text.substr(0, 512)));
+  constexpr std::size_t k_most = 512;
+  // Made printable before it is cut, a unit at a time (a byte, or a UTF-8
+  // character with its continuation bytes): an escape (\xNN) counts the four
+  // bytes it takes, and the cut never splits an escape or a character.
+  std::string shown;
+  std::size_t begin = 0;
+  while (begin < text.size()) {
+    std::size_t end = begin + 1;
+    while (end < text.size() && end - begin < 4 &&
+           (static_cast<unsigned char>(text[end]) & 0xC0) == 0x80) {
+      ++end;
+    }
+    const std::string unit = report::printable(std::string(text.substr(begin, end - begin)));
+    if (shown.size() + unit.size() > k_most) {
+      break;
+    }
+    shown += unit;
+    begin = end;
+  }
+  return shown;
 }
 
 }  // namespace envcontract::daemon

@@ -185,7 +185,8 @@ class EnvPlanner {
   // A cause mended by installing or removing distributions (or, for
   // torch and Python themselves, by a new env); false for any other.
   bool plan_package_cause(const CheckReport& check, const Finding& f) {
-    if (f.cause == "cuda_build" || f.cause == "cuda_missing" ||
+    if (f.cause == "cuda_build" || f.cause == "cuda_missing" || f.cause == "hip_build" ||
+        f.cause == "hip_missing" ||
         (f.cause == "version_mismatch" && f.package == Package::torch)) {
       install("torch", default_torch_spec(f.expected), f.summary, f.id, false);
       route_fresh(
@@ -740,6 +741,8 @@ const std::vector<CausePlanning>& cause_planning() {
   static const std::vector<CausePlanning> table = {
       {"cuda_build", "install_distribution", "the contract's torch build; a new env is advised"},
       {"cuda_missing", "install_distribution", "the contract's torch build; a new env is advised"},
+      {"hip_build", "install_distribution", "the contract's torch build; a new env is advised"},
+      {"hip_missing", "install_distribution", "the contract's torch build; a new env is advised"},
       {"version_mismatch", "install_distribution",
        "the recipe's specifier; torch: a new env is advised; Python: a new env only"},
       {"forbidden_path", "manual", "clean the search path (PYTHONPATH, .pth, sitecustomize)"},
