@@ -11,6 +11,7 @@
 #include <cerrno>
 #include <cstdio>
 #include <map>
+#include <mutex>
 
 namespace envcontract::discovery {
 namespace fs = std::filesystem;
@@ -27,8 +28,33 @@ std::string user_name(uid_t uid) {
   return std::to_string(uid);
 }
 
+// Whether a user other than `uid` (and root) has `gid` as its primary
+// group: such a user belongs to the group without being listed among its
+// members (/etc/group names only supplementary members).
+bool others_have_primary_group(gid_t gid, uid_t uid) {
+  // The user database is walked through one cursor per process: env
+  // readers run side by side.
+  static std::mutex walking;
+  const std::lock_guard lock(walking);
+  setpwent();
+  bool found_other = false;
+  passwd entry{};
+  passwd* next = nullptr;
+  std::vector<char> buffer(16384);
+  while (!found_other && getpwent_r(&entry, buffer.data(), buffer.size(), &next) == 0 && next) {
+    found_other = next->pw_gid == gid && next->pw_uid != 0 && next->pw_uid != uid;
+  }
+  endpwent();
+  return found_other;
+}
+
 // A group whose write bit is harmless: one that holds nobody but the user the
 // code runs as (the user's private group), or root's group with no members.
+// Members are those /etc/group lists and every user whose primary group it
+// is (a shared primary group such as `users` has no listed members at all).
+// A directory service that does not let its users be listed (sssd's
+// default) can hide the latter: a group-writable path is then trusted on
+// what the host's own files say.
 bool trusted_group(gid_t gid, const facts::RunAs& run_as) {
   if (gid != run_as.gid && gid != 0) {
     return false;
@@ -44,7 +70,7 @@ bool trusted_group(gid_t gid, const facts::RunAs& run_as) {
       return false;
     }
   }
-  return true;
+  return !others_have_primary_group(gid, run_as.uid);
 }
 
 std::string group_name(gid_t gid) {

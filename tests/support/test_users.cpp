@@ -11,12 +11,13 @@
 
 namespace envcontract::testing {
 
-std::optional<User> ensure_user(const std::string& name) {
+std::optional<User> ensure_user(const std::string& name, const std::string& primary_group) {
   for (int attempt = 0; attempt < 20 && ::getpwnam(name.c_str()) == nullptr; ++attempt) {
     // Two test processes may race for /etc/passwd's lock: try again.
     const std::string command =
-        "useradd --system --no-create-home --user-group --shell /usr/sbin/nologin " + name +
-        " >/dev/null 2>&1";
+        "useradd --system --no-create-home " +
+        (primary_group.empty() ? std::string("--user-group") : "--gid " + primary_group) +
+        " --shell /usr/sbin/nologin " + name + " >/dev/null 2>&1";
     if (std::system(command.c_str()) != 0) {
       std::this_thread::sleep_for(std::chrono::milliseconds(100));
     }

@@ -18,8 +18,9 @@ struct User {
 };
 
 // A system user of the tests' own (no home, no login shell), made once per
-// machine with useradd; nullopt when it cannot be made (not root).
-std::optional<User> ensure_user(const std::string& name);
+// machine with useradd, in a group of its own or, given `primary_group`, in
+// that existing group; nullopt when it cannot be made (not root).
+std::optional<User> ensure_user(const std::string& name, const std::string& primary_group = "");
 
 // Gives `root` and everything below it (links themselves, not their
 // targets) to `uid`:`gid`. Fails the test on an error.
