@@ -41,10 +41,21 @@ std::size_t spelling_distance(std::string_view a, std::string_view b) {
 
 std::optional<std::string> closest_match(std::string_view word,
                                          const std::vector<std::string>& candidates) {
+  if (word.empty()) {
+    return std::nullopt;  // nothing was typed: every short name would be "close"
+  }
   const std::size_t limit = std::max<std::size_t>(1, word.size() / 3);
   std::optional<std::string> best;
   std::size_t best_distance = limit + 1;
   for (const auto& candidate : candidates) {
+    // Words whose lengths differ by more than the limit are further apart
+    // than it: skipped before the table (length by length) is made, which
+    // a megabyte-long key from a contract would make hundreds of MB.
+    const std::size_t length_gap = word.size() > candidate.size() ? word.size() - candidate.size()
+                                                                  : candidate.size() - word.size();
+    if (length_gap > limit) {
+      continue;
+    }
     const std::size_t distance = edit_distance(word, candidate);
     if (distance < best_distance) {
       best_distance = distance;
