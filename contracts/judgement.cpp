@@ -353,7 +353,7 @@ std::optional<CheckResult> broken_env_check(const EnvFactsView& facts) {
     const std::string& errors = identity->stderr_tail;
     const std::string& stage_summary = identity->summary;
     const bool loader_stopped =
-        identity->process == "exit 127" ||
+        identity->end.exited_with(127) ||
         errors.find("error while loading shared libraries") != std::string::npos;
     const bool not_executable =
         identity->exec_failure == facts::StageResult::ExecFailure::missing ||

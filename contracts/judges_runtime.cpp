@@ -232,7 +232,7 @@ std::optional<Diagnosis> unfinished_stage(const facts::StageResult& stage) {
                      "the operation never completes: check the vendor runtime and driver versions; "
                      "the native stack shows where it waits"};
   }
-  if (status == StageStatus::crashed && stage.process.starts_with("exit ")) {
+  if (status == StageStatus::crashed && stage.end.exited()) {
     // No signal, no exception: the env's code ended its own process (a
     // library's constructor calling exit(), os._exit in a module) while the
     // step named in the summary ran.

@@ -95,6 +95,26 @@ struct ProbeRecord {
 ProbeRecord probe_record_from_json(const Json& json);
 Json to_json(const ProbeRecord& record);
 
+// How a stage's process ended, as the process runner saw it (a stage's
+// `process` says the same in words): what the judges act on.
+struct ProcessEnd {
+  enum class How {
+    unknown,          // not run, or run before this was recorded
+    in_fork,          // finished in a process forked from the interpreter, which went on
+    exited,           // exit_code says how
+    signaled,         // killed by `signal`
+    timed_out,        // killed at its time-out
+    cancelled,        // stopped by the agent (shutdown, the scan's deadline)
+    failed_to_start,  // never ran the program (StageResult::exec_failure says why)
+  };
+  How how = How::unknown;
+  int exit_code = -1;  // for exited
+  int signal = 0;      // for signaled
+
+  bool exited() const { return how == How::exited; }
+  bool exited_with(int code) const { return exited() && exit_code == code; }
+};
+
 struct StageResult {
   std::string stage;  // identity, imports, devices:<id>, smoke:<id>, command:<id>
   Activation activation = Activation::activated;
@@ -102,6 +122,7 @@ struct StageResult {
   std::string summary;               // one line a person can act on
   std::vector<ProbeRecord> records;  // what its process reported (without start and end)
   std::string process;               // "exit 0", "killed by SIGABRT", "timed out after ..."
+  ProcessEnd end;                    // the same, typed
   std::string stdout_tail;
   std::string stderr_tail;
   std::chrono::milliseconds duration{0};

@@ -168,6 +168,33 @@ class StageBudget {
   std::chrono::steady_clock::time_point m_deadline;
 };
 
+// The runner's outcome as the facts keep it.
+facts::ProcessEnd process_end(const process::ProcessResult& result) {
+  using How = facts::ProcessEnd::How;
+  using Outcome = process::ProcessResult::Outcome;
+  facts::ProcessEnd end;
+  switch (result.outcome) {
+    case Outcome::exited:
+      end.how = How::exited;
+      end.exit_code = result.exit_code;
+      break;
+    case Outcome::signaled:
+      end.how = How::signaled;
+      end.signal = result.signal;
+      break;
+    case Outcome::timed_out:
+      end.how = How::timed_out;
+      break;
+    case Outcome::cancelled:
+      end.how = How::cancelled;
+      break;
+    case Outcome::failed_to_start:
+      end.how = How::failed_to_start;
+      break;
+  }
+  return end;
+}
+
 StageResult not_run(const std::string& name, Activation activation, const std::string& why) {
   StageResult stage;
   stage.stage = name;
@@ -401,6 +428,7 @@ StageResult stage_reached(const PythonEnv& env, Activation activation,
   if (finished_before_the_end) {
     stage.process =
         "finished in a process forked from the interpreter after import " + specs[i].first_import;
+    stage.end.how = facts::ProcessEnd::How::in_fork;
     if (i + 1 == end.reached && !end.stop_reason.empty()) {
       // What follows it runs in interpreters of its own, or is skipped.
       stage.process += "; the interpreter stopped after it (" + end.stop_reason + ")";
@@ -412,6 +440,7 @@ StageResult stage_reached(const PythonEnv& env, Activation activation,
     stage.duration = result.duration;
   }
   stage.process = result.describe();
+  stage.end = process_end(result);
   stage.stdout_tail = tail(result.out);
   stage.stderr_tail = tail(result.err);
   stage.hang = std::move(hang);
@@ -584,6 +613,7 @@ StageResult run_command_stage(const PythonEnv& env, const facts::Environment& en
   });
   stage.duration = result.duration;
   stage.process = result.describe();
+  stage.end = process_end(result);
   stage.stdout_tail = tail(result.out);
   stage.stderr_tail = tail(result.err);
   constexpr std::size_t k_kept_output = 64 * 1024;

@@ -462,6 +462,10 @@ TEST_F(MisbehavingEnv, StagesThatImportTorchFirstShareOneImportOfIt) {
   EXPECT_EQ(facts.stages[2].process, forked);  // devices:count
   EXPECT_EQ(facts.stages[3].process, forked);  // smoke:changes
   EXPECT_EQ(facts.stages[4].process, "exit 0");
+  for (std::size_t i = 0; i < 4; ++i) {
+    EXPECT_EQ(facts.stages[i].end.how, envcontract::facts::ProcessEnd::How::in_fork) << i;
+  }
+  EXPECT_TRUE(facts.stages[4].end.exited_with(0));
   // Each reports the import it started from as its own first, as it would
   // have made it.
   for (const auto* name : {"identity", "imports", "devices:count"}) {
@@ -765,11 +769,14 @@ TEST_F(MisbehavingEnv, ACrashInAForkedStageIsThatStagesAndTheNextStillRun) {
   EXPECT_EQ(identity->status, StageStatus::ok) << identity->summary;
   EXPECT_EQ(segv->status, StageStatus::crashed) << segv->summary;
   EXPECT_EQ(segv->process, "killed by SIGSEGV");
+  EXPECT_EQ(segv->end.how, envcontract::facts::ProcessEnd::How::signaled);
+  EXPECT_EQ(segv->end.signal, SIGSEGV);
   EXPECT_TRUE(segv->summary.starts_with("smoke:segv killed by SIGSEGV")) << segv->summary;
   // A snippet that ends its process quietly ends the stage as it would alone.
   const auto* exit0 = find_stage(facts, "smoke:exit0");
   ASSERT_NE(exit0, nullptr);
   EXPECT_EQ(exit0->status, StageStatus::crashed) << exit0->summary;
+  EXPECT_TRUE(exit0->end.exited_with(0)) << exit0->process;
   EXPECT_EQ(exit0->summary, "smoke:exit0 ended the process (exit 0) before the probe finished");
   EXPECT_EQ(after->status, StageStatus::ok) << after->summary;
   EXPECT_EQ(after->records.back().output, "still here\n");
