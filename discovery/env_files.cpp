@@ -42,7 +42,10 @@ std::vector<fs::path> find_site_packages(const facts::PythonEnv& env) {
       found.push_back(env.prefix / "lib" / name / "site-packages");
     }
   }
-  // A prefix may carry several lib/pythonX.Y; the interpreter's own comes first.
+  // A prefix may carry several lib/pythonX.Y; the interpreter's own comes
+  // first, the others in name order (never the directory's own order, which
+  // differs from one copy of the env to another).
+  std::sort(found.begin(), found.end());
   const std::string own = "python" + common::python_major_minor(env.python_version);
   std::stable_partition(found.begin(), found.end(), [&](const fs::path& path) {
     return path.parent_path().filename() == own ||

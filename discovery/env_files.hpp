@@ -17,7 +17,7 @@ namespace envcontract::discovery {
 std::vector<std::filesystem::path> activation_inputs(const facts::PythonEnv& env);
 
 // The env's own site-packages directories (lib/pythonX.Y/site-packages), the
-// interpreter's version first.
+// interpreter's version first, the others in name order.
 std::vector<std::filesystem::path> find_site_packages(const facts::PythonEnv& env);
 
 // The entries of `dir` whose names end in `extension`, sorted by name (the
