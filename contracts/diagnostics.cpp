@@ -32,6 +32,14 @@ void Diagnostics::warning(SourceLocation where, std::string message) {
   m_items.push_back({DiagnosticLevel::warning, std::move(where), std::move(message)});
 }
 
+std::string Diagnostics::text() const {
+  std::string lines;
+  for (const auto& diagnostic : sorted()) {
+    lines += diagnostic.to_string() + "\n";
+  }
+  return lines;
+}
+
 std::vector<Diagnostic> Diagnostics::sorted() const {
   std::vector<Diagnostic> result = m_items;
   std::stable_sort(result.begin(), result.end(), [](const Diagnostic& a, const Diagnostic& b) {

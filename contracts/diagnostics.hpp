@@ -42,6 +42,9 @@ class Diagnostics {
   // Sorted by file, line and column: the order a reader expects, whatever
   // order the checks ran in.
   std::vector<Diagnostic> sorted() const;
+  // Every one, sorted, as "file:line:column: level: message" lines: what a
+  // command prints before it goes on, or stops when any is an error.
+  std::string text() const;
 
  private:
   std::vector<Diagnostic> m_items;

@@ -189,7 +189,7 @@ std::vector<std::filesystem::path> paths(const std::vector<std::string>& texts) 
 
 }  // namespace
 
-std::string read_agent_config(const std::filesystem::path& path, AgentConfig& config) {
+contracts::Diagnostics read_agent_config(const std::filesystem::path& path, AgentConfig& config) {
   contracts::Diagnostics diagnostics;
   contracts::ParseContext ctx(path.string(), diagnostics);
   const auto document = contracts::load_yaml_file(path, ctx);
@@ -292,11 +292,7 @@ std::string read_agent_config(const std::filesystem::path& path, AgentConfig& co
       top.reject_unknown_keys();
     }
   }
-  std::string errors;
-  for (const auto& diagnostic : diagnostics.sorted()) {
-    errors += diagnostic.to_string() + "\n";
-  }
-  return diagnostics.has_errors() ? errors : "";
+  return diagnostics;
 }
 
 std::optional<ListenAddress> parse_listen_address(const std::string& text) {

@@ -7,6 +7,7 @@
 #include <string>
 #include <vector>
 
+#include "contracts/diagnostics.hpp"
 #include "daemon/store.hpp"
 #include "daemon/webhooks.hpp"
 #include "discovery/container_runtime.hpp"
@@ -89,9 +90,10 @@ struct AgentConfig {
 };
 
 // Reads the agent's YAML config into `config` (keys absent keep their
-// values). Returns every problem as "file:line:column: error: ..." lines, or
-// "" when it is valid. Unknown keys are errors, with a did-you-mean.
-std::string read_agent_config(const std::filesystem::path& path, AgentConfig& config);
+// values). Returns every problem found, each with its position; the config
+// is refused when any is an error (`has_errors()`). Unknown keys are errors,
+// with a did-you-mean.
+contracts::Diagnostics read_agent_config(const std::filesystem::path& path, AgentConfig& config);
 
 // "127.0.0.1:9714", "localhost:9714", "[::1]:9714", "0.0.0.0:9714".
 struct ListenAddress {

@@ -272,9 +272,9 @@ int run(const ServeArguments& arguments) {
       explicit_config ? arguments.config_file : k_default_config;
   std::error_code error;
   if (explicit_config || std::filesystem::exists(config_file, error)) {
-    const auto problems = read_agent_config(config_file, config);
-    if (!problems.empty()) {
-      std::cerr << problems;
+    const auto diagnostics = read_agent_config(config_file, config);
+    std::cerr << diagnostics.text();
+    if (diagnostics.has_errors()) {
       return 2;
     }
   }

@@ -88,9 +88,9 @@ struct ProvisioningCli::Arguments {
     std::error_code error;
     const bool read_config = explicit_config || std::filesystem::exists(file, error);
     if (read_config) {
-      const auto problems = read_agent_config(file, config);
-      if (!problems.empty()) {
-        std::cerr << problems;
+      const auto diagnostics = read_agent_config(file, config);
+      std::cerr << diagnostics.text();
+      if (diagnostics.has_errors()) {
         return std::nullopt;
       }
     }

@@ -30,7 +30,7 @@ TEST(AgentConfig, ReadsEverySettingAndKeepsDefaultsForTheRest) {
                               "run_integration_tests: [Check device availability]\n"
                               "checkout: /opt/Torch-FL\n");
   AgentConfig config;
-  ASSERT_EQ(daemon::read_agent_config(file, config), "");
+  ASSERT_EQ(daemon::read_agent_config(file, config).text(), "");
   EXPECT_EQ(config.contract, "/etc/envcontract/kunlunxin.yaml");
   EXPECT_EQ(config.roots.size(), 2U);
   EXPECT_EQ(config.listen, "0.0.0.0:9800");
@@ -59,7 +59,15 @@ TEST(AgentConfig, EveryMistakeIsReportedWithItsPosition) {
                               "log_level: loud\n"
                               "interval: 5m\n");
   AgentConfig config;
-  const auto errors = daemon::read_agent_config(file, config);
+  const auto diagnostics = daemon::read_agent_config(file, config);
+  ASSERT_TRUE(diagnostics.has_errors());
+  EXPECT_EQ(diagnostics.error_count(), 6U) << diagnostics.text();
+  const auto first = diagnostics.sorted().front();
+  EXPECT_EQ(first.level, contracts::DiagnosticLevel::error);
+  EXPECT_EQ(first.where.file, file.string());
+  EXPECT_EQ(first.where.line, 1);
+  EXPECT_EQ(first.where.column, 1);
+  const auto errors = diagnostics.text();
   const auto f = file.string();
   EXPECT_NE(errors.find(f + ":1:1: error: unknown key 'intervall' in the agent config"),
             std::string::npos)
@@ -81,7 +89,7 @@ TEST(AgentConfig, WebhooksAreReadAndTheirMistakesPlaced) {
                               "    secret_file: /etc/envcontract/webhook-secret\n"
                               "    timeout: 2s\n    retry_delay: 500ms\n    attempts: 3\n");
   AgentConfig config;
-  ASSERT_EQ(daemon::read_agent_config(good, config), "");
+  ASSERT_EQ(daemon::read_agent_config(good, config).text(), "");
   ASSERT_EQ(config.webhooks.size(), 1U);
   EXPECT_EQ(config.webhooks[0].url, "http://alerts.internal:9000/envcontract");
   EXPECT_EQ(config.webhooks[0].secret_file, "/etc/envcontract/webhook-secret");
@@ -95,7 +103,9 @@ TEST(AgentConfig, WebhooksAreReadAndTheirMistakesPlaced) {
                              "  - url: http://a/b\n"
                              "  - url: http://a/b\n    secret_file: /s\n    atempts: 2\n");
   AgentConfig rejected;
-  const auto errors = daemon::read_agent_config(bad, rejected);
+  const auto diagnostics = daemon::read_agent_config(bad, rejected);
+  EXPECT_TRUE(diagnostics.has_errors());
+  const auto errors = diagnostics.text();
   EXPECT_NE(errors.find("bad.yaml:2:10: error: webhook URL https://alerts.example/x: https is "
                         "not supported"),
             std::string::npos)
@@ -113,7 +123,7 @@ TEST(AgentConfig, ProvisioningIsReadAndRootIsRefused) {
                               "  python_dirs: [/opt/python3.10/bin]\n  step_timeout: 10m\n");
   AgentConfig config;
   EXPECT_FALSE(config.provisioning.enabled);  // off unless asked for
-  ASSERT_EQ(daemon::read_agent_config(good, config), "");
+  ASSERT_EQ(daemon::read_agent_config(good, config).text(), "");
   EXPECT_TRUE(config.provisioning.enabled);
   EXPECT_EQ(config.provisioning.user, "envbuild");
   EXPECT_EQ(config.provisioning.envs_dir, "/srv/envs");
@@ -126,7 +136,9 @@ TEST(AgentConfig, ProvisioningIsReadAndRootIsRefused) {
                              "provisioning:\n  user: root\n  envs_dir: srv/envs\n"
                              "  on_failure: delete\n  enable: true\n");
   AgentConfig rejected;
-  const auto errors = daemon::read_agent_config(bad, rejected);
+  const auto diagnostics = daemon::read_agent_config(bad, rejected);
+  EXPECT_EQ(diagnostics.error_count(), 4U) << diagnostics.text();
+  const auto errors = diagnostics.text();
   for (const char* expected :
        {"bad.yaml:2:9: error: provisioning never runs as root",
         "bad.yaml:3:13: error: 'envs_dir' must be an absolute directory",
@@ -227,7 +239,8 @@ namespace {
 
 TEST(AgentConfig, ThePackagedDefaultIsValidAndMatchesTheBuiltInDefaults) {
   daemon::AgentConfig config;
-  ASSERT_EQ(daemon::read_agent_config(ENVCONTRACT_SOURCE_DIR "/packaging/agent.yaml", config), "");
+  ASSERT_EQ(
+      daemon::read_agent_config(ENVCONTRACT_SOURCE_DIR "/packaging/agent.yaml", config).text(), "");
   const daemon::AgentConfig defaults;
   EXPECT_EQ(config.contract, defaults.contract);
   EXPECT_EQ(config.contracts_dir, defaults.contracts_dir);
@@ -268,7 +281,7 @@ TEST(AgentConfig, ReadsContainerTargets) {
                               "  exec: nsenter\n"
                               "  env_roots: [/opt/conda]\n");
   AgentConfig config;
-  ASSERT_EQ(daemon::read_agent_config(file, config), "");
+  ASSERT_EQ(daemon::read_agent_config(file, config).text(), "");
   ASSERT_TRUE(config.container_discovery.has_value());
   EXPECT_EQ(config.container_discovery->label, "envcontract.scan=true");
   EXPECT_EQ(config.container_discovery->exec, discovery::ContainerConfig::Exec::nsenter);
@@ -309,7 +322,7 @@ TEST(AgentConfig, ContainerMistakesAreReportedWithTheirPositions) {
                               "    contaner: z\n"
                               "container_discovery: {runtime: lxd, exec: podman}\n");
   AgentConfig config;
-  const auto errors = daemon::read_agent_config(file, config);
+  const auto errors = daemon::read_agent_config(file, config).text();
   for (const char* expected :
        {"3:11: error: 'exec' is docker, podman, nsenter or a command line",
         "4:11: error: two containers are named 'a'",
@@ -333,7 +346,7 @@ TEST(AgentConfig, AnAliasCycleIsRefusedAtTheAlias) {
   testing::TempDir dir;
   const auto file = dir.write("agent.yaml", "roots: &roots [/, *roots]\n");
   AgentConfig config;
-  EXPECT_EQ(daemon::read_agent_config(file, config),
+  EXPECT_EQ(daemon::read_agent_config(file, config).text(),
             file.string() +
                 ":1:19: error: the alias *roots is inside the node it names (an alias cycle), "
                 "which no reading of the document ends; write the value out instead of the "
@@ -345,7 +358,7 @@ TEST(AgentConfig, ABillionLaughsIsRefusedAtTheAliasPastTheBound) {
   testing::TempDir dir;
   const auto file = dir.write("agent.yaml", text);
   AgentConfig config;
-  EXPECT_EQ(daemon::read_agent_config(file, config),
+  EXPECT_EQ(daemon::read_agent_config(file, config).text(),
             file.string() +
                 ":6:61: error: the alias *lol3 expands the YAML beyond 100000 nodes (a "
                 "billion-laughs document: aliases of lists of aliases); write the values out, or "
