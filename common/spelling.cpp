@@ -39,10 +39,14 @@ std::size_t spelling_distance(std::string_view a, std::string_view b) {
   return edit_distance(a, b);
 }
 
+constexpr std::size_t k_longest_suggested = 256;
+
 std::optional<std::string> closest_match(std::string_view word,
                                          const std::vector<std::string>& candidates) {
-  if (word.empty()) {
-    return std::nullopt;  // nothing was typed: every short name would be "close"
+  // Nothing typed (every short name would be "close"), or more than any
+  // name is long: a suggestion would cost a table of both lengths.
+  if (word.empty() || word.size() > k_longest_suggested) {
+    return std::nullopt;
   }
   const std::size_t limit = std::max<std::size_t>(1, word.size() / 3);
   std::optional<std::string> best;

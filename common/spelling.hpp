@@ -9,6 +9,7 @@ namespace envcontract::common {
 
 // The candidate closest to `word` by edit distance, if it is close enough to
 // be a plausible typo (at most a third of the word's length, at least 1).
+// None for an empty word or one longer than 256 bytes: no name is.
 std::optional<std::string> closest_match(std::string_view word,
                                          const std::vector<std::string>& candidates);
 

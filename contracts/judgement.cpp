@@ -200,11 +200,12 @@ std::optional<CheckResult> code_refusal_check(const facts::EnvFacts& env_facts) 
   const std::string& why = refusal->text;
   switch (refusal->kind) {
     case facts::CodeRefusal::Kind::run_as_unavailable:
-      result.diagnosis =
-          Diagnosis{"run_as_unavailable",
-                    env.run_as.problem + ": none of this env's code was run",
-                    {{"run_as", to_json(env.run_as)}},
-                    "set run_root_envs_as in the agent's config to an existing unprivileged user"};
+      result.diagnosis = Diagnosis{
+          "run_as_unavailable",
+          env.run_as.problem.empty() ? why
+                                     : env.run_as.problem + ": none of this env's code was run",
+          {{"run_as", to_json(env.run_as)}},
+          "set run_root_envs_as in the agent's config to an existing unprivileged user"};
       break;
     case facts::CodeRefusal::Kind::unsafe_permissions:
       // Found by the probes' own check: the env's facts list no path.

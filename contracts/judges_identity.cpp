@@ -110,6 +110,10 @@ std::optional<std::pair<std::string, std::string>> toolkit_problem(
                                           ", torch.version." + name + " == " + python_text(actual) +
                                           ") where the contract requires a CPU build"};
   }
+  if ((rule.mode == Mode::required || rule.mode == Mode::exact) && !actual && name == "hip") {
+    return std::pair{name + "_missing", "torch.version.hip is None: torch " + version +
+                                            " is not a HIP (ROCm) build, which the contract needs"};
+  }
   if ((rule.mode == Mode::required || rule.mode == Mode::exact) && !actual) {
     return std::pair{name + "_missing", "torch.version." + name +
                                             " is None: a CPU build of torch " + version +
@@ -157,6 +161,12 @@ struct TorchVersion {
         base(full.substr(0, full.find('+'))),
         local(full.find('+') == std::string::npos ? "" : full.substr(full.find('+') + 1)) {}
 };
+
+// Whether the contract needs a CUDA build (then a CPU build is no remedy).
+bool needs_cuda(const TorchParams& params) {
+  return params.cuda && (params.cuda->mode == ToolkitRule::Mode::required ||
+                         params.cuda->mode == ToolkitRule::Mode::exact);
+}
 
 std::string cpu_build_remedy(const TorchParams& params, const TorchVersion& version) {
   const std::string base = params.base.empty() ? version.base : params.base;
@@ -272,8 +282,9 @@ void torch(const Check&, const TorchParams& params, const EnvFactsView& facts,
   if (params.hip) {
     if (auto problem = toolkit_problem(*params.hip, view.hip, "hip", version.full)) {
       fail(result, problem->first, problem->second, evidence,
-           problem->first == "hip_build" ? cpu_build_remedy(params, version)
-                                         : "install the torch build the contract names");
+           problem->first == "hip_build" && !needs_cuda(params)
+               ? cpu_build_remedy(params, version)
+               : "install the torch build the contract names");
       return;
     }
   }

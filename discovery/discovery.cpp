@@ -23,6 +23,7 @@
 #include "process/small_files.hpp"
 #include "process/stall_guard.hpp"
 #include "process/system_root.hpp"
+#include "process/user_database.hpp"
 
 namespace envcontract::discovery {
 namespace fs = std::filesystem;
@@ -675,15 +676,15 @@ class Discoverer {
       }
     }
     if (root == "/") {
-      setpwent();
-      while (const passwd* entry = getpwent()) {
-        const fs::path home = entry->pw_dir;
+      // A copy of the list, walked under the user database's own lock: the
+      // homes are looked at after it (one on a dead NFS server blocks).
+      for (const auto& user : process::all_users().value_or(std::vector<process::UserEntry>{})) {
+        const fs::path& home = user.home;
         if (std::find(homes.begin(), homes.end(), home) == homes.end() && home != "/" &&
             real_dir(home)) {
           homes.push_back(home);
         }
       }
-      endpwent();
     }
     return homes;
   }

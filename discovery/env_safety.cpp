@@ -2,6 +2,7 @@
 #include "process/small_files.hpp"
 #include "process/stall_guard.hpp"
 #include "process/system_root.hpp"
+#include "process/user_database.hpp"
 
 #include <grp.h>
 #include <pwd.h>
@@ -11,7 +12,6 @@
 #include <cerrno>
 #include <cstdio>
 #include <map>
-#include <mutex>
 
 namespace envcontract::discovery {
 namespace fs = std::filesystem;
@@ -30,28 +30,20 @@ std::string user_name(uid_t uid) {
 
 // Whether a user other than `uid` (and root) has `gid` as its primary
 // group: such a user belongs to the group without being listed among its
-// members (/etc/group names only supplementary members).
+// members (/etc/group names only supplementary members). True as well when
+// the user database could not be read: then nobody can say who is in it.
 bool others_have_primary_group(gid_t gid, uid_t uid) {
-  // The user database is walked through one cursor per process: env
-  // readers run side by side.
-  static std::mutex walking;
-  const std::lock_guard lock(walking);
-  setpwent();
-  bool found_other = false;
-  passwd entry{};
-  passwd* next = nullptr;
-  std::vector<char> buffer(16384);
-  while (!found_other && getpwent_r(&entry, buffer.data(), buffer.size(), &next) == 0 && next) {
-    found_other = next->pw_gid == gid && next->pw_uid != 0 && next->pw_uid != uid;
-  }
-  endpwent();
-  return found_other;
+  const auto users = process::recent_users();
+  return !users || std::any_of(users->begin(), users->end(), [&](const process::UserEntry& user) {
+    return user.gid == gid && user.uid != 0 && user.uid != uid;
+  });
 }
 
 // A group whose write bit is harmless: one that holds nobody but the user the
-// code runs as (the user's private group), or root's group with no members.
-// Members are those /etc/group lists and every user whose primary group it
-// is (a shared primary group such as `users` has no listed members at all).
+// code runs as (the user's private group), or root's group with no member
+// but root. Members are those /etc/group lists and every user whose primary
+// group it is (a shared primary group such as `users` has no listed members
+// at all; on Fedora and RHEL, sync, shutdown, halt and operator have root's).
 // A directory service that does not let its users be listed (sssd's
 // default) can hide the latter: a group-writable path is then trusted on
 // what the host's own files say.

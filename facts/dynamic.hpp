@@ -99,7 +99,7 @@ Json to_json(const ProbeRecord& record);
 // `process` says the same in words): what the judges act on.
 struct ProcessEnd {
   enum class How {
-    unknown,          // not run, or run before this was recorded
+    unknown,          // no process of its own ran (not run, or its directory not made)
     in_fork,          // finished in a process forked from the interpreter, which went on
     exited,           // exit_code says how
     signaled,         // killed by `signal`

@@ -37,6 +37,12 @@ std::string ProbeCache::kept_fingerprint(const facts::EnvFacts& env) const {
 
 void ProbeCache::put(const std::string& prefix, Entry entry) {
   std::lock_guard lock(m_mutex);
+  if (entry.dynamic.refused) {
+    // A refusal ran nothing, and rests on whom the env runs as and who may
+    // write it, which no fingerprint covers: it is made anew at each scan.
+    m_entries.erase(prefix);
+    return;
+  }
   m_entries[prefix] = std::move(entry);
 }
 

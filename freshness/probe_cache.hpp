@@ -37,6 +37,8 @@ class ProbeCache {
   // nothing that decides it changed either, so its files need no stat.
   // "" otherwise.
   std::string kept_fingerprint(const facts::EnvFacts& env) const;
+  // Keeps `entry` for `prefix`; a probe that refused to run the env's code
+  // is not kept (and what was kept is forgotten).
   void put(const std::string& prefix, Entry entry);
   void forget(const std::string& prefix);
   void forget_all_but(const std::set<std::string>& prefixes);

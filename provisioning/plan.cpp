@@ -185,9 +185,16 @@ class EnvPlanner {
   // A cause mended by installing or removing distributions (or, for
   // torch and Python themselves, by a new env); false for any other.
   bool plan_package_cause(const CheckReport& check, const Finding& f) {
-    if (f.cause == "cuda_build" || f.cause == "cuda_missing" || f.cause == "hip_build" ||
-        f.cause == "hip_missing" ||
-        (f.cause == "version_mismatch" && f.package == Package::torch)) {
+    if (f.cause == "hip_missing" && recipe_spec("torch").empty()) {
+      // Which ROCm index serves the contract's torch only a recipe says:
+      // PyPI's torch has no HIP, and would fail the check again.
+      manual(f.summary,
+             "install the ROCm build of torch the contract names (pip install torch==VERSION "
+             "--index-url https://download.pytorch.org/whl/rocmX.Y), or give the recipe's torch",
+             f.id);
+    } else if (f.cause == "cuda_build" || f.cause == "cuda_missing" || f.cause == "hip_build" ||
+               f.cause == "hip_missing" ||
+               (f.cause == "version_mismatch" && f.package == Package::torch)) {
       install("torch", default_torch_spec(f.expected), f.summary, f.id, false);
       route_fresh(
           "torch itself is replaced: every extension in the env (the vendor plugin, "
@@ -742,7 +749,8 @@ const std::vector<CausePlanning>& cause_planning() {
       {"cuda_build", "install_distribution", "the contract's torch build; a new env is advised"},
       {"cuda_missing", "install_distribution", "the contract's torch build; a new env is advised"},
       {"hip_build", "install_distribution", "the contract's torch build; a new env is advised"},
-      {"hip_missing", "install_distribution", "the contract's torch build; a new env is advised"},
+      {"hip_missing", "install_distribution",
+       "the recipe's torch build; manual without a recipe (PyPI's torch has no HIP)"},
       {"version_mismatch", "install_distribution",
        "the recipe's specifier; torch: a new env is advised; Python: a new env only"},
       {"forbidden_path", "manual", "clean the search path (PYTHONPATH, .pth, sitecustomize)"},

@@ -1,5 +1,7 @@
 #include "tests/support/prometheus_api.hpp"
 
+#include <gtest/gtest.h>
+
 #include <map>
 #include <thread>
 
@@ -32,17 +34,24 @@ std::map<std::string, std::string> last_evaluations(const std::string& url) {
 bool wait_for_rule_evaluations(const std::string& url, int count,
                                std::chrono::milliseconds timeout) {
   const auto deadline = std::chrono::steady_clock::now() + timeout;
+  // The groups as first seen (a request that failed is asked again).
   auto previous = last_evaluations(url);
-  if (previous.empty()) {
-    return false;
+  while (previous.empty() && std::chrono::steady_clock::now() < deadline) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+    previous = last_evaluations(url);
   }
   std::map<std::string, int> seen;  // new evaluations of each group since the call
-  while (std::chrono::steady_clock::now() < deadline) {
+  while (!previous.empty() && std::chrono::steady_clock::now() < deadline) {
     std::this_thread::sleep_for(std::chrono::milliseconds(100));
     const auto now = last_evaluations(url);
-    bool all_done = !now.empty();
+    if (now.empty()) {
+      continue;  // no answer this time
+    }
+    bool all_done = true;
     for (const auto& [group, evaluated] : now) {
-      if (previous[group] != evaluated) {
+      // A group first seen now starts counting from here.
+      const auto before = previous.find(group);
+      if (before != previous.end() && before->second != evaluated) {
         ++seen[group];
       }
       all_done = all_done && seen[group] >= count;
@@ -55,15 +64,23 @@ bool wait_for_rule_evaluations(const std::string& url, int count,
   return false;
 }
 
-Json alertmanager_alerts(const std::string& url) {
+std::optional<Json> alertmanager_alerts(const std::string& url) {
   const auto answer = http_get(url, "/api/v2/alerts");
   auto alerts = Json::parse(answer.body, nullptr, false);
-  return answer.status == 200 && alerts.is_array() ? alerts : Json::array();
+  if (answer.status != 200 || !alerts.is_array()) {
+    return std::nullopt;
+  }
+  return alerts;
 }
 
 Json held_alert(const std::string& alertmanager_url, const std::string& alertname,
                 const std::string& label, const std::string& value) {
-  for (const auto& alert : alertmanager_alerts(alertmanager_url)) {
+  const auto alerts = alertmanager_alerts(alertmanager_url);
+  if (!alerts) {
+    ADD_FAILURE() << "Alertmanager at " << alertmanager_url << " does not answer /api/v2/alerts";
+    return Json();
+  }
+  for (const auto& alert : *alerts) {
     const auto& labels = alert.value("labels", Json::object());
     if (labels.value("alertname", "") == alertname && labels.value(label, "") == value) {
       return alert;

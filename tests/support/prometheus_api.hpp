@@ -3,6 +3,7 @@
 #include <nlohmann/json.hpp>
 
 #include <chrono>
+#include <optional>
 #include <string>
 
 namespace envcontract::testing {
@@ -19,12 +20,13 @@ bool wait_for_rule_evaluations(const std::string& url, int count,
                                std::chrono::milliseconds timeout);
 
 // The alerts the Alertmanager at `url` holds (GET /api/v2/alerts: active,
-// silenced and inhibited; a resolved alert is no longer listed). An empty
-// array when it does not answer.
-nlohmann::ordered_json alertmanager_alerts(const std::string& url);
+// silenced and inhibited; a resolved alert is no longer listed); nullopt
+// when it does not answer.
+std::optional<nlohmann::ordered_json> alertmanager_alerts(const std::string& url);
 
 // The one alert Alertmanager holds named `alertname` whose labels include
-// `label` = `value`; null when there is none.
+// `label` = `value`; null when there is none, and a test failure as well
+// when Alertmanager does not answer.
 nlohmann::ordered_json held_alert(const std::string& alertmanager_url, const std::string& alertname,
                                   const std::string& label, const std::string& value);
 

@@ -48,6 +48,12 @@ TEST(Spelling, NothingTypedSuggestsNothing) {
 TEST(Spelling, AHugeWordIsFarFromEveryShortCandidate) {
   const std::string huge(1 << 20, 'x');
   EXPECT_FALSE(closest_match(huge, {"checks", "targets", "environment_check"}).has_value());
+  // Long against long (a waiver naming a check id, both from the contract):
+  // past 256 bytes nothing is suggested, rather than a table of both lengths.
+  const std::string long_id(300, 'c');
+  EXPECT_FALSE(closest_match(long_id + "x", {long_id}).has_value());
+  EXPECT_EQ(closest_match(std::string(200, 'c') + "x", {std::string(200, 'c')}),
+            std::string(200, 'c'));
   EXPECT_EQ(did_you_mean("chekcs", {"checks", "targets"}), " (did you mean 'checks'?)");
 }
 

@@ -13,7 +13,8 @@ const std::string k_contract =
     "name: kunlunxin\n"
     "checks:\n"
     "  - {id: torch-cpu-build, kind: torch, base: '2.10.0', cuda: none}\n"
-    "  - {id: no-stock, kind: distributions, absent: [origin]}\n";
+    "  - {id: no-stock, kind: distributions, absent: [origin]}\n"
+    "  - {id: vendor, kind: environment, equals: {origin: a}}\n";
 
 std::string digest(const std::string& text, const std::string& path = "/etc/envcontract/a.yaml") {
   const auto loaded = load_contract_text(text, path);
@@ -37,10 +38,14 @@ TEST(ContractDigest, AnythingJudgedChangesIt) {
   std::string advisory = k_contract;
   advisory.replace(advisory.find("cuda: none}"), 11, "cuda: none, severity: advisory}");
   EXPECT_NE(digest(advisory), here);
-  // A parameter may be named origin (a distribution): it is judged, kept.
+  // A parameter may be named origin (a distribution, a variable): it is
+  // judged, kept, as a value and as a key.
   std::string other_name = k_contract;
   other_name.replace(other_name.find("[origin]"), 8, "[triton]");
   EXPECT_NE(digest(other_name), here);
+  std::string other_value = k_contract;
+  other_value.replace(other_value.find("{origin: a}"), 11, "{origin: b}");
+  EXPECT_NE(digest(other_value), here);
   std::string fewer = k_contract.substr(0, k_contract.find("  - {id: no-stock"));
   EXPECT_NE(digest(fewer), here);
 }
@@ -50,7 +55,7 @@ TEST(ContractDigest, ItsJsonKeepsWhereEachCheckCameFrom) {
   ASSERT_TRUE(loaded.contract);
   const Json json = to_json(*loaded.contract);
   EXPECT_EQ(json["path"], "/etc/envcontract/a.yaml");
-  ASSERT_EQ(json["checks"].size(), 2U);
+  ASSERT_EQ(json["checks"].size(), 3U);
   EXPECT_EQ(json["checks"][0]["id"], "torch-cpu-build");
   EXPECT_EQ(json["checks"][0]["stage"], "static");
   EXPECT_NE(json["checks"][0]["origin"].get<std::string>().find("a.yaml:4"), std::string::npos)

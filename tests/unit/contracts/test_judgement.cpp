@@ -96,6 +96,7 @@ TEST(Judgement, ConfinedOrUnprivilegedExecIsNotRefused) {
 TEST(Judgement, TheProbesOwnRefusalKeepsItsCause) {
   const auto contract = load(k_code_contract);
   const std::vector<std::pair<CodeRefusal::Kind, std::string>> kinds = {
+      {CodeRefusal::Kind::run_as_unavailable, "run_as_unavailable"},
       {CodeRefusal::Kind::unsafe_permissions, "unsafe_permissions"},
       {CodeRefusal::Kind::imports_unchecked, "imports_unchecked"},
       {CodeRefusal::Kind::unconfined_root, "unconfined_root"}};

@@ -78,8 +78,12 @@ TEST(TorchJudge, ACpuBuildWhereTheContractNeedsAToolkit) {
   const auto no_hip = judge_torch("hip: required", "2.5.1+cpu", {}, {});
   EXPECT_EQ(cause_of(no_hip), "hip_missing");
   EXPECT_EQ(no_hip.diagnosis->summary,
-            "torch.version.hip is None: a CPU build of torch 2.5.1+cpu where the contract needs "
-            "hip");
+            "torch.version.hip is None: torch 2.5.1+cpu is not a HIP (ROCm) build, which the "
+            "contract needs");
+  const auto cuda_not_hip = judge_torch("hip: required", "2.5.1+cu124", std::string("12.4"), {});
+  EXPECT_EQ(cause_of(cuda_not_hip), "hip_missing");
+  EXPECT_EQ(cuda_not_hip.diagnosis->summary.find("a CPU build"), std::string::npos)
+      << "a CUDA build is not called a CPU one";
   const auto exact = judge_torch("cuda: '12.9'", "2.10.0+cpu", {}, {});
   EXPECT_EQ(cause_of(exact), "cuda_missing") << "an exact version needs the toolkit too";
 }

@@ -27,9 +27,11 @@ TEST(GateDecisionRecord, AClaimIsBoundedAfterItIsMadePrintable) {
   EXPECT_EQ(escapes.size(), 512U);
   EXPECT_EQ(escapes.substr(0, 8), "\\x1b\\x1b");
   EXPECT_EQ(escapes.find('\x1b'), std::string::npos) << "no raw escape reaches a terminal";
-  // 511 bytes then an escape: the escape does not fit whole, and is not cut.
+  // 510 bytes then two escapes: the second does not fit whole, and is not cut.
   const std::string tail = claimed(std::string(510, 'a') + "\r\n");
   EXPECT_EQ(tail, std::string(510, 'a'));
+  const std::string one_fits = claimed(std::string(508, 'a') + "\r\n");
+  EXPECT_EQ(one_fits, std::string(508, 'a') + "\\x0d");
 }
 
 // A cut at 512 bytes never leaves half a UTF-8 character behind.

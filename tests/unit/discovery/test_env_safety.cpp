@@ -8,6 +8,7 @@
 #include <filesystem>
 
 #include "discovery/env_safety.hpp"
+#include "process/user_database.hpp"
 #include "tests/support/temp_dir.hpp"
 #include "tests/support/test_users.hpp"
 
@@ -120,12 +121,18 @@ TEST_F(EnvSafety, AnotherOwnerIsListedUnlessOwnersAreOnlyFacts) {
   if (::geteuid() != 0) {
     GTEST_SKIP() << "giving a file to another owner needs root";
   }
-  ASSERT_EQ(::chown(m_site.c_str(), 54321, 54321), 0);
+  // A uid nobody has here, so that it is shown as a number.
+  uid_t stranger = 54321;
+  while (::getpwuid(stranger) != nullptr) {
+    ++stranger;
+  }
+  ASSERT_EQ(::chown(m_site.c_str(), stranger, stranger), 0);
   const auto found = unsafe(current_user());
   ASSERT_EQ(found.size(), 1U);
   EXPECT_EQ(found[0].path, m_site);
-  EXPECT_EQ(found[0].owner, "54321");
-  EXPECT_EQ(found[0].why, "owned by 54321, who is neither root nor root");
+  EXPECT_EQ(found[0].owner, std::to_string(stranger));
+  EXPECT_EQ(found[0].why,
+            "owned by " + std::to_string(stranger) + ", who is neither root nor root");
 
   facts::RunAs own_uid = current_user();
   own_uid.own_uid = true;
@@ -147,6 +154,9 @@ TEST_F(EnvSafety, AGroupSharedAsAPrimaryGroupIsNotTheUsersOwn) {
     GTEST_SKIP() << "making users needs root";
   }
   ASSERT_EQ(erin->gid, dana->gid);
+  // The agent reads the user list at most once a minute: read it now, with
+  // the users just made.
+  ASSERT_TRUE(process::recent_users(std::chrono::seconds(0)));
   const auto as = [](const testing::User& user) {
     facts::RunAs run_as;
     run_as.uid = user.uid;

@@ -54,5 +54,20 @@ TEST(ProbeCache, EnvsNotSeenAreForgotten) {
   EXPECT_FALSE(cache.find("/envs/b").has_value());
 }
 
+// A refusal rests on whom the env runs as and who may write it, which the
+// fingerprint does not cover: made anew each scan, so that an env becomes
+// runnable as soon as its user exists or its permissions are mended.
+TEST(ProbeCache, ARefusalIsNotKept) {
+  const auto now = std::chrono::steady_clock::now();
+  ProbeCache cache;
+  cache.put("/envs/a", probed("f1", now));
+  auto refused = probed("f1", now);
+  refused.dynamic.refused = facts::CodeRefusal{facts::CodeRefusal::Kind::run_as_unavailable,
+                                               "none of this env's code runs: no user 'svc'"};
+  cache.put("/envs/a", refused);
+  EXPECT_FALSE(cache.find("/envs/a").has_value()) << "and the probe kept before is forgotten";
+  EXPECT_FALSE(cache.reusable("/envs/a", "f1", now, std::chrono::hours(1)).has_value());
+}
+
 }  // namespace
 }  // namespace envcontract::freshness

@@ -91,5 +91,25 @@ TEST(PlanCauses, WhatEachManualStepAsksIsSaidOfWhomAndWhat) {
             "no plan for this cause (docs/provisioning.md): it failed: something_new");
 }
 
+// PyPI's torch has no HIP: without a recipe that names the ROCm build, a
+// missing HIP build is a step a person takes, never an install that would
+// fail the same check again.
+TEST(PlanCauses, AMissingHipBuildIsNotInstalledFromPyPI) {
+  const contracts::Contract contract;
+  Json report = report_failing_with("hip_missing");
+  report["envs"][0]["checks"][0]["kind"] = "torch";
+  report["envs"][0]["checks"][0]["expected"] = {{"base", "2.5.1"}, {"hip", {{"mode", "required"}}}};
+  const auto plan = build_plan(report::report_from_json(report), contract);
+  ASSERT_EQ(plan.envs.size(), 1U);
+  const auto& env = plan.envs[0];
+  for (const auto& step : env.steps) {
+    EXPECT_NE(step.action, StepAction::install_distribution) << to_json(env);
+  }
+  ASSERT_FALSE(env.steps.empty()) << to_json(env);
+  EXPECT_EQ(env.steps[0].action, StepAction::manual);
+  EXPECT_NE(env.steps[0].ask.find("download.pytorch.org/whl/rocm"), std::string::npos)
+      << env.steps[0].ask;
+}
+
 }  // namespace
 }  // namespace envcontract::provisioning
