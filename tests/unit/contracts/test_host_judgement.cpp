@@ -105,6 +105,9 @@ TEST(JudgeTargets, AHostThatRecordsLessIsComparedOnWhatItRecords) {
 
   const auto other = contracts::judge_targets(contract, image("another-runtime:2.2.0"))[0];
   EXPECT_EQ(other.check.status, CheckStatus::fail);
+  ASSERT_TRUE(other.check.diagnosis);
+  EXPECT_EQ(other.check.diagnosis->cause, "image_mismatch");
+  EXPECT_EQ(other.check.diagnosis->evidence["host_image"], "another-runtime:2.2.0");
   EXPECT_NE(other.check.diagnosis->summary.find("(the same tag, another image)"), std::string::npos)
       << other.check.diagnosis->summary;
 
@@ -114,6 +117,7 @@ TEST(JudgeTargets, AHostThatRecordsLessIsComparedOnWhatItRecords) {
   const auto undigested = contracts::judge_targets(pinned, image("registry.example/x:1"))[0];
   EXPECT_EQ(undigested.check.status, CheckStatus::pass);
   ASSERT_EQ(undigested.check.notes.size(), 1U);
+  EXPECT_EQ(undigested.check.notes[0].cause, "image_partial");
   EXPECT_NE(undigested.check.notes[0].summary.find("records no digest"), std::string::npos);
 }
 
@@ -152,6 +156,8 @@ TEST(JudgeTargets, UnknownOrUnreadableImageIsAnErrorThatSaysWhatToConfigure) {
 
   const auto garbage = contracts::judge_targets(contract, image("Not An Image!"));
   EXPECT_EQ(garbage[0].check.status, CheckStatus::error);
+  EXPECT_EQ(garbage[0].check.diagnosis->cause, "image_unknown");
+  EXPECT_EQ(garbage[0].check.diagnosis->evidence["value"], "Not An Image!");
   EXPECT_NE(garbage[0].check.diagnosis->summary.find("is not an image reference"),
             std::string::npos);
 }

@@ -263,12 +263,22 @@ TEST(CiLines, MistakesAreErrorsWithTheirPlace) {
   const auto error_of = [](const std::string& text) {
     const auto result = load_text(text);
     std::string errors;
-    for (const auto& message : messages(result)) {
-      if (message.find(": error: ") != std::string::npos) {
-        errors += message + "\n";
+    for (const auto& diagnostic : result.diagnostics.sorted()) {
+      if (diagnostic.level == contracts::DiagnosticLevel::error) {
+        errors += diagnostic.to_string() + "\n";
       }
     }
     return errors;
+  };
+  // The first error's place, as its diagnostic holds it.
+  const auto first_error_at = [](const std::string& text) {
+    const auto result = load_text(text);
+    for (const auto& diagnostic : result.diagnostics.sorted()) {
+      if (diagnostic.level == contracts::DiagnosticLevel::error) {
+        return std::pair(diagnostic.where.line, diagnostic.where.column);
+      }
+    }
+    return std::pair(0, 0);
   };
   const std::string head = "setup_script: s.sh\nimage: a/b:1\n";
   const std::string test = "integration_tests:\n  - name: t\n    command: 'true'\n";
@@ -303,10 +313,8 @@ TEST(CiLines, MistakesAreErrorsWithTheirPlace) {
                             "  - id: a\n    name: u\n    command: 'true'\n")
                 .find(":7:5: error: two integration tests have the id 'a' (the first at line 4)"),
             std::string::npos);
-  EXPECT_NE(error_of(head + "timeout_minutes: sixty\n" + test).find(":3:18: error: "),
-            std::string::npos);
-  EXPECT_NE(error_of(head + "timeout_minutes: 0\n" + test).find(":3:18: error: "),
-            std::string::npos);
+  EXPECT_EQ(first_error_at(head + "timeout_minutes: sixty\n" + test), std::pair(3, 18));
+  EXPECT_EQ(first_error_at(head + "timeout_minutes: 0\n" + test), std::pair(3, 18));
   EXPECT_NE(error_of(head + "torch_contract:\n  base_version: 2.10\n" + test)
                 .find(":4:17: error: 'base' of check 'torch-contract' is the number 2.10 to YAML: "
                       "quote versions, as in base: \"2.10\""),

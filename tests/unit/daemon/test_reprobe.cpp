@@ -13,6 +13,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstring>
 #include <filesystem>
@@ -230,8 +231,14 @@ TEST_P(Reprobe, AFileRewrittenThroughAnotherOfItsNamesIsSeen) {
   const auto report = m_scanner.scan(*m_contract, m_settings);
   EXPECT_EQ(m_scanner.last_read(), 1U);
   EXPECT_EQ(report.verdict, report::Verdict::drift);
-  const std::string env = common::json_text(report::to_json(report.envs.at(0)));
-  EXPECT_NE(env.find("2.10.0+cpu"), std::string::npos) << "the version now in its METADATA";
+  const auto& checks = report.envs.at(0).checks;
+  const auto torch =
+      std::find_if(checks.begin(), checks.end(),
+                   [](const report::CheckReport& check) { return check.id == "torch"; });
+  ASSERT_NE(torch, checks.end());
+  EXPECT_EQ(torch->actual["torch"], "2.10.0+cpu") << "the version now in its METADATA";
+  ASSERT_TRUE(torch->diagnosis);
+  EXPECT_EQ(torch->diagnosis->cause, "version_mismatch");
 }
 
 // A mount over part of an env shows other files at the same paths, and the

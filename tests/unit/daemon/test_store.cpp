@@ -1,6 +1,7 @@
 // The agent's SQLite store on real database files: differential history,
 // since/flapping, migrations, and files that are not ours.
 #include <gtest/gtest.h>
+#include <sqlite3.h>
 #include <sys/resource.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -289,10 +290,11 @@ TEST(Store, ADiskFullWriteFailsCleanlyAndWritesResume) {
   bool failed = false;
   try {
     store->record_scan(big);
-  } catch (const std::exception& e) {
+  } catch (const daemon::sqlite::Error& e) {
     failed = true;
-    // SQLite says "disk I/O error" (EFBIG on the WAL) or "database or disk is full".
-    EXPECT_TRUE(std::string(e.what()).find("disk") != std::string::npos) << e.what();
+    // A disk I/O error (EFBIG on the WAL) or a full database or disk.
+    EXPECT_TRUE(e.code() == SQLITE_IOERR || e.code() == SQLITE_FULL)
+        << e.code() << ": " << e.what();
   }
   ::setrlimit(RLIMIT_FSIZE, &saved);
   std::signal(SIGXFSZ, previous);

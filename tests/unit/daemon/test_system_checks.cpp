@@ -200,7 +200,8 @@ TEST(SystemChecks, IntegrationTestsRunAsTheCiRunnerRunsThem) {
   const auto& ops = check(report, env, "ops");
   EXPECT_EQ(ops["status"], "skip");
   EXPECT_EQ(cause(ops), "needs_checkout");
-  EXPECT_NE(summary(ops).find("tests/integration/ops/"), std::string::npos) << summary(ops);
+  EXPECT_EQ(ops["diagnosis"]["evidence"]["paths"], Json::array({"tests/integration/ops/"}))
+      << summary(ops);
 
   const auto& smoke = check(report, env, "smoke");
   EXPECT_EQ(smoke["status"], "pass") << summary(smoke);
@@ -343,6 +344,10 @@ TEST(SystemChecks, AFailedFailFastPreflightStopsTheLaterEntries) {
   EXPECT_EQ(cause(check(report, env, "probe-the-driver")), "integration_test_failed");
   const auto& gate = check(report, env, "check-the-driver");
   EXPECT_EQ(cause(gate), "integration_test_failed");
+  EXPECT_EQ(gate["actual"]["exit_code"], 3);
+  EXPECT_NE(gate["diagnosis"]["evidence"]["stderr"].get<std::string>().find("no driver"),
+            std::string::npos)
+      << gate["diagnosis"]["evidence"];
   EXPECT_NE(summary(gate).find("exited 3 (wanted 0): no driver"), std::string::npos)
       << summary(gate);
   const auto& later = check(report, env, "run-later");

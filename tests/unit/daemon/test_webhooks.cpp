@@ -326,6 +326,8 @@ TEST(Webhooks, TheAgentPostsWhatChangedBetweenItsScans) {
   ASSERT_EQ(agent.ticket(ticket)->state, "done");
   std::this_thread::sleep_for(300ms);
   EXPECT_EQ(receiver.requests().size(), 1U);
+  ASSERT_NE(agent.webhook_counters(), nullptr);
+  EXPECT_EQ(agent.webhook_counters()->delivered.load(), 1);
   const auto metrics = render_metrics(agent, "test");
   EXPECT_NE(metrics.find("envcontract_webhook_deliveries_total{outcome=\"delivered\"} 1\n"),
             std::string::npos)

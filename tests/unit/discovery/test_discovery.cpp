@@ -383,6 +383,8 @@ TEST(Discovery, CondarcEnvsDirsAndContainerPaths) {
   ASSERT_NE(base, nullptr);
   EXPECT_EQ(base->prefix, fs::canonical(dir.path() / "opt/conda"));
   ASSERT_EQ(discovery.problems.size(), 1U) << all_problems(discovery);
+  EXPECT_EQ(discovery.problems[0].path.filename(), ".condarc");
+  EXPECT_EQ(discovery.problems[0].path.parent_path().filename(), "carol") << "the broken one";
   EXPECT_NE(discovery.problems[0].problem.find("cannot read conda configuration"),
             std::string::npos);
 }

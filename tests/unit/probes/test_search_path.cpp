@@ -528,6 +528,8 @@ TEST(SearchPath, HostilePthFilesAreBounded) {
   // and read_env_file refuses FIFOs anyway); the base is named as gone.
   EXPECT_EQ(path.entries.size(), 2U);
   ASSERT_GE(path.notes.size(), 2U);
+  EXPECT_TRUE(path.base_prefix.empty()) << "no base was found";
+  EXPECT_FALSE(path.incomplete.empty()) << "not every .pth file was read";
   EXPECT_NE(path.notes[0].find("/nonexistent/bin"), std::string::npos) << path.notes[0];
   EXPECT_NE(path.notes[1].find("301 .pth files"), std::string::npos) << path.notes[1];
 }

@@ -229,6 +229,8 @@ TEST_F(StalledReads, AReadThatNeverReturnsIsLeftBehindAndNamed) {
   const auto& stall = *blocked->errors[0].stall;
   EXPECT_EQ(stall.last_path, (site_packages(victim) / "evil.pth").string());
   EXPECT_NE(stall.kernel_wait, "");  // where it sleeps (request_wait_answer and the like)
+  EXPECT_EQ(stall.deadline, std::chrono::seconds(2));
+  EXPECT_FALSE(stall.from_earlier);
   EXPECT_NE(blocked->errors[0].message.find("did not finish within 2 s: its reader is blocked"),
             std::string::npos)
       << blocked->errors[0].message;
@@ -265,6 +267,8 @@ TEST_F(StalledReads, AReadThatNeverReturnsIsLeftBehindAndNamed) {
   const auto* still = find(again, "victim");
   ASSERT_NE(still, nullptr);
   ASSERT_EQ(still->errors.size(), 1U);
+  ASSERT_TRUE(still->errors[0].stall.has_value());
+  EXPECT_TRUE(still->errors[0].stall->from_earlier) << "blocked since the scan before";
   EXPECT_NE(still->errors[0].message.find("is still blocked"), std::string::npos)
       << still->errors[0].message;
 
