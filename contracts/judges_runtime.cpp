@@ -159,62 +159,79 @@ std::string near_miss_remedy(const std::string& wanting, const std::string& defi
          " it was built against: they disagree on " + wanted;
 }
 
-// Why an import (or a snippet) raised, from its error text and the linkage facts.
+// `library` cannot be found (the loader said so in `error`): who needs it,
+// from the linkage facts.
+Diagnosis missing_library_diagnosis(const std::string& subject, const std::string& library,
+                                    const std::string& error, const EnvFactsView& facts,
+                                    Activation activation) {
+  Diagnosis diagnosis{"missing_library",
+                      subject + " fails: " + library + " cannot be found",
+                      {{"error", error}},
+                      ""};
+  if (const auto* evidence = missing_library_evidence(facts, library, activation)) {
+    diagnosis.summary += " (needed by " + file_name(evidence->needed_by.string()) + ")";
+    diagnosis.evidence["missing"] = to_json(*evidence);
+    if (!evidence->other_versions.empty()) {
+      diagnosis.summary +=
+          "; a different version exists: " + evidence->other_versions.front().string();
+    }
+  }
+  diagnosis.remedy = "install the package that provides " + library +
+                     ", or put its directory on LD_LIBRARY_PATH in the env's activate.d";
+  return diagnosis;
+}
+
+// `symbol` (mangled) cannot be bound (the loader said so in `error`): a near
+// miss with both signatures, or a symbol nothing defines, from the linkage
+// facts.
+Diagnosis unbound_symbol_diagnosis(const std::string& subject, const std::string& symbol,
+                                   const std::string& error, const EnvFactsView& facts,
+                                   Activation activation) {
+  const auto* evidence = unresolved_evidence(facts, symbol, activation);
+  if (evidence != nullptr && !evidence->near_misses.empty()) {
+    const auto& near = evidence->near_misses.front();
+    std::string differences;
+    for (const auto& difference : near.differences) {
+      differences += (differences.empty() ? "" : "; ") + difference;
+    }
+    const std::string wanting = file_name(evidence->needed_by.string());
+    const std::string defining = file_name(near.library.string());
+    Diagnosis mismatch{
+        "abi_signature_mismatch",
+        wanting + " wants " + evidence->demangled + " but " + defining + " defines " +
+            near.demangled + " (" + differences + ")",
+        to_json(*evidence),
+        near_miss_remedy(wanting, defining, near.library.string(), evidence->demangled)};
+    mismatch.evidence["error"] = error;
+    add_other_unresolved(facts, *evidence, activation, mismatch);
+    return mismatch;
+  }
+  Diagnosis diagnosis{"undefined_symbol",
+                      subject + " fails: undefined symbol " + symbol,
+                      {{"error", error}},
+                      "install the builds made for this torch version"};
+  if (evidence != nullptr) {
+    diagnosis.summary = file_name(evidence->needed_by.string()) + " needs " + evidence->demangled +
+                        ", which nothing it loads defines";
+    diagnosis.evidence = to_json(*evidence);
+    diagnosis.evidence["error"] = error;
+    add_other_unresolved(facts, *evidence, activation, diagnosis);
+  }
+  return diagnosis;
+}
+
+// Why an import (or a snippet) raised, from its error text (Python's words,
+// parsed only here) and the linkage facts.
 Diagnosis explain_error(const std::string& subject, const std::string& error_type,
                         const std::string& error, const EnvFactsView& facts,
                         Activation activation) {
   const std::string text = first_line(error);
   if (const auto at = text.find(k_not_found); at != std::string::npos) {
-    const std::string library = file_name(text.substr(0, at));
-    Diagnosis diagnosis{"missing_library",
-                        subject + " fails: " + library + " cannot be found",
-                        {{"error", text}},
-                        ""};
-    if (const auto* evidence = missing_library_evidence(facts, library, activation)) {
-      diagnosis.summary += " (needed by " + file_name(evidence->needed_by.string()) + ")";
-      diagnosis.evidence["missing"] = to_json(*evidence);
-      if (!evidence->other_versions.empty()) {
-        diagnosis.summary +=
-            "; a different version exists: " + evidence->other_versions.front().string();
-      }
-    }
-    diagnosis.remedy = "install the package that provides " + library +
-                       ", or put its directory on LD_LIBRARY_PATH in the env's activate.d";
-    return diagnosis;
+    return missing_library_diagnosis(subject, file_name(text.substr(0, at)), text, facts,
+                                     activation);
   }
   if (const auto unbound = unbound_symbol(text)) {
-    const std::string& symbol = *unbound;
-    const auto* evidence = unresolved_evidence(facts, symbol, activation);
-    if (evidence != nullptr && !evidence->near_misses.empty()) {
-      const auto& near = evidence->near_misses.front();
-      std::string differences;
-      for (const auto& difference : near.differences) {
-        differences += (differences.empty() ? "" : "; ") + difference;
-      }
-      const std::string wanting = file_name(evidence->needed_by.string());
-      const std::string defining = file_name(near.library.string());
-      Diagnosis mismatch{
-          "abi_signature_mismatch",
-          wanting + " wants " + evidence->demangled + " but " + defining + " defines " +
-              near.demangled + " (" + differences + ")",
-          to_json(*evidence),
-          near_miss_remedy(wanting, defining, near.library.string(), evidence->demangled)};
-      mismatch.evidence["error"] = text;
-      add_other_unresolved(facts, *evidence, activation, mismatch);
-      return mismatch;
-    }
-    Diagnosis diagnosis{"undefined_symbol",
-                        subject + " fails: undefined symbol " + symbol,
-                        {{"error", text}},
-                        "install the builds made for this torch version"};
-    if (evidence != nullptr) {
-      diagnosis.summary = file_name(evidence->needed_by.string()) + " needs " +
-                          evidence->demangled + ", which nothing it loads defines";
-      diagnosis.evidence = to_json(*evidence);
-      diagnosis.evidence["error"] = text;
-      add_other_unresolved(facts, *evidence, activation, diagnosis);
-    }
-    return diagnosis;
+    return unbound_symbol_diagnosis(subject, *unbound, text, facts, activation);
   }
   return {"import_error",
           subject + " fails: " + error_type + ": " + text,
@@ -335,14 +352,17 @@ std::vector<Diagnosis> linkage_problems_under(const EnvFactsView& facts,
     if (!path.starts_with(directory + "/")) {
       continue;
     }
+    // From the facts themselves; the error evidence in the words the
+    // loader would use.
     const std::string subject = "loading " + file_name(path);
     if (!library.missing.empty()) {
-      problems.push_back(explain_error(subject, "", library.missing.front().name + k_not_found,
-                                       facts, Activation::activated));
+      const std::string& missing = library.missing.front().name;
+      problems.push_back(missing_library_diagnosis(
+          subject, file_name(missing), missing + k_not_found, facts, Activation::activated));
     } else if (!library.symbols.unresolved.empty()) {
-      problems.push_back(explain_error(subject, "",
-                                       k_undefined + library.symbols.unresolved.front().mangled,
-                                       facts, Activation::activated));
+      const std::string& symbol = library.symbols.unresolved.front().mangled;
+      problems.push_back(unbound_symbol_diagnosis(subject, symbol, k_undefined + symbol, facts,
+                                                  Activation::activated));
     }
   }
   return problems;
