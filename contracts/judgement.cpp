@@ -283,8 +283,9 @@ std::optional<CheckResult> incomplete_facts_check(const facts::EnvFacts& env_fac
     const auto& first = env_facts.errors.front();
     result.diagnosis = Diagnosis{
         "facts_error",
-        (first.stage == "reading" ? std::string("reading the env failed: ")
-                                  : "gathering " + first.stage + " failed: ") +
+        (first.stage == facts::FactError::Stage::reading
+             ? std::string("reading the env failed: ")
+             : "gathering " + facts::to_string(first.stage) + " failed: ") +
             first.message + more(errors),
         {{"fact_errors", errors}},
         "rescan; if it persists, report it with the agent's log (this is the agent's fault, "
@@ -462,10 +463,11 @@ EnvJudgement judge_env(const Contract& contract, const facts::EnvFacts& env_fact
   // An env whose reading blocked, or failed, has no facts to judge: every
   // check points at why (its code is refused too, but that is the cause).
   const bool unread =
-      incomplete &&
-      (incomplete->diagnosis->cause == "stalled_read" ||
-       std::any_of(env_facts.errors.begin(), env_facts.errors.end(),
-                   [](const facts::FactError& error) { return error.stage == "reading"; }));
+      incomplete && (incomplete->diagnosis->cause == "stalled_read" ||
+                     std::any_of(env_facts.errors.begin(), env_facts.errors.end(),
+                                 [](const facts::FactError& error) {
+                                   return error.stage == facts::FactError::Stage::reading;
+                                 }));
   const auto refusal = unread ? std::nullopt : code_refusal_check(env_facts);
   if (refusal) {
     judgement.checks.push_back(*refusal);

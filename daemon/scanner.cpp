@@ -248,7 +248,8 @@ class ScanRun {
     const std::string fingerprint = fingerprint_of(env, stalled);
     if (stalled) {
       std::lock_guard lock(m_progress_mutex);
-      env.errors.push_back(facts::FactError{"reading", stalled->message(), stalled});
+      env.errors.push_back(
+          facts::FactError{facts::FactError::Stage::reading, stalled->message(), stalled});
       m_probes.forget(env.env.prefix.string());
       ++m_done;
       tell_finished(env, "error", env_started);
@@ -291,8 +292,9 @@ class ScanRun {
     auto fingerprint = std::make_shared<std::string>(m_probes.kept_fingerprint(env));
     const bool unread =
         !env.env.user_mount.empty() ||
-        std::any_of(env.errors.begin(), env.errors.end(),
-                    [](const probes::FactError& error) { return error.stage == "reading"; });
+        std::any_of(env.errors.begin(), env.errors.end(), [](const probes::FactError& error) {
+          return error.stage == probes::FactError::Stage::reading;
+        });
     if (!unread && fingerprint->empty()) {
       // Taken here, from the facts; the job, which may be left behind on a
       // stalled mount, holds its own copy and only stats.
@@ -342,7 +344,8 @@ class ScanRun {
       env.dynamic = result.dynamic;
       env.probed_at = result.probed_at;
     } else {
-      env.errors.push_back(facts::FactError{"dynamic probe", failure, stalled});
+      env.errors.push_back(
+          facts::FactError{facts::FactError::Stage::dynamic_probe, failure, stalled});
     }
     m_probed += reused ? 0 : 1;
     // A probe cut short says nothing about the env: the next scan probes it anew.

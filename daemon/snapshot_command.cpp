@@ -59,7 +59,7 @@ std::string snapshot_refusal(const probes::EnvFacts& env) {
     return "";
   }
   return "the facts of " + env.env.name + " are incomplete (" +
-         (!env.errors.empty() ? env.errors[0].stage + ": " + env.errors[0].message
+         (!env.errors.empty() ? facts::to_string(env.errors[0].stage) + ": " + env.errors[0].message
           : !env.activation.problem.empty()
               ? "activation: " + env.activation.problem +
                     (env.activation.problem_output.empty() ? std::string()

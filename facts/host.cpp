@@ -41,8 +41,28 @@ Json to_json(const ImageTag& tag) {
   return {{"value", tag.value}, {"source", tag.source}, {"problem", tag.problem}};
 }
 
+std::string to_string(FactError::Stage stage) {
+  switch (stage) {
+    case FactError::Stage::reading:
+      return "reading";
+    case FactError::Stage::activation:
+      return "activation";
+    case FactError::Stage::static_facts:
+      return "static facts";
+    case FactError::Stage::import_check:
+      return "import check";
+    case FactError::Stage::linkage:
+      return "linkage";
+    case FactError::Stage::requested_facts:
+      return "requested facts";
+    case FactError::Stage::dynamic_probe:
+      return "dynamic probe";
+  }
+  return "reading";
+}
+
 Json to_json(const FactError& error) {
-  Json json = {{"stage", error.stage}, {"message", error.message}};
+  Json json = {{"stage", to_string(error.stage)}, {"message", error.message}};
   if (error.stall) {
     const auto& stall = *error.stall;
     const auto text = [](const std::string& value) {

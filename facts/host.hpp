@@ -51,10 +51,24 @@ struct ImageTag {
 // Something that went wrong while gathering one env's facts: the env is
 // reported with it, and every other env is gathered as usual.
 struct FactError {
-  std::string stage;    // "static facts", "activation", "linkage", "dynamic probe", "reading"
-  std::string message;  // what happened
+  // Which gathering step failed.
+  enum class Stage {
+    reading,          // reading the env at all: it blocked or could not be started
+    activation,       // running its activation
+    static_facts,     // its files
+    import_check,     // what its interpreter imports, held to the safety rule
+    linkage,          // its libraries
+    requested_facts,  // what the contract's checks ask of the host
+    dynamic_probe,    // running its code
+  };
+  Stage stage = Stage::reading;
+  std::string message;         // what happened
   std::optional<Stall> stall;  // a reader blocked past its deadline: what it was doing
 };
+
+// "reading", "activation", "static facts", "import check", "linkage",
+// "requested facts", "dynamic probe": as reports name the step.
+std::string to_string(FactError::Stage stage);
 
 struct EnvFacts {
   PythonEnv env;

@@ -42,7 +42,7 @@ constexpr std::size_t k_reported_refusals = 50;
 // error of that env, and the files it refused become that env's problems.
 // A cancelled scan (watchdog, shutdown) runs no more steps.
 template <typename Step>
-void contained(EnvFacts& env, const char* stage, const process::Cancellation* cancellation,
+void contained(EnvFacts& env, FactError::Stage stage, const process::Cancellation* cancellation,
                Step&& step) {
   if (cancellation != nullptr && cancellation->cancelled()) {
     env.errors.push_back({stage, "not gathered: " + cancellation->reason(), {}});
@@ -148,12 +148,12 @@ void read_env(EnvReading& reading, const process::Cancellation& cancellation) {
   // in it is its own /opt, not the host's.
   const process::ReadingInsideTree inside_tree(env.env.system_root);
   auto start = Clock::now();
-  contained(env, "activation", &cancellation, [&] {
+  contained(env, FactError::Stage::activation, &cancellation, [&] {
     env.activation = reading.caches->activations.get(env.env, &cancellation, reading.resources);
   });
   reading.activation_elapsed = since(start);
   start = Clock::now();
-  contained(env, "static facts", &cancellation, [&] {
+  contained(env, FactError::Stage::static_facts, &cancellation, [&] {
     // Read as the user the env's code runs as: whatever that user could
     // not read (a link to /etc/shadow, another user's private file) stays
     // out of the facts, as it would stay out of their interpreter.
@@ -171,13 +171,13 @@ void read_env(EnvReading& reading, const process::Cancellation& cancellation) {
   if (!env.env.imports_checked) {
     // The static facts did not get that far: checked on its own, failing
     // closed, so the facts say why the env's code will not run.
-    contained(env, "import check", &cancellation,
+    contained(env, FactError::Stage::import_check, &cancellation,
               [&] { refuse_unsafe_imports(env.env, env.activation); });
   }
   reading.static_elapsed = since(start);
   start = Clock::now();
   auto& elf_files = reading.caches->elf_files;
-  contained(env, "linkage", &cancellation, [&] {
+  contained(env, FactError::Stage::linkage, &cancellation, [&] {
     process::ReadingAs as_user(env.env.reader());
     if (!as_user.ok()) {
       return;
@@ -218,7 +218,7 @@ void read_env(EnvReading& reading, const process::Cancellation& cancellation) {
   });
   // What the contract's checks asked for, in a step of its own: a failure
   // there leaves the linkage facts alone.
-  contained(env, "requested facts", &cancellation, [&] {
+  contained(env, FactError::Stage::requested_facts, &cancellation, [&] {
     process::ReadingAs as_user(env.env.reader());
     if (!as_user.ok()) {
       return;
@@ -445,7 +445,7 @@ Reading failed_reading(const discovery::EnvCandidate& candidate, const std::stri
   Reading failed;
   EnvFacts env;
   env.env = discovery::unread_env(candidate, "the env could not be read: " + why);
-  env.errors.push_back({"reading", why, std::nullopt});
+  env.errors.push_back({FactError::Stage::reading, why, std::nullopt});
   failed.env = std::move(env);
   return failed;
 }
@@ -453,7 +453,7 @@ Reading failed_reading(const discovery::EnvCandidate& candidate, const std::stri
 EnvFacts unread_for_stall(const discovery::EnvCandidate& candidate, const facts::Stall& stall) {
   EnvFacts env;
   env.env = discovery::unread_env(candidate, stall.message());
-  env.errors.push_back({"reading", stall.message(), stall});
+  env.errors.push_back({FactError::Stage::reading, stall.message(), stall});
   return env;
 }
 

@@ -320,7 +320,8 @@ TEST(HostRule, AnEnvThatCouldNotBeReadIsAnErrorNotADrift) {
   auto env = named_env("unread", "/srv/envs/unread");
   env.env.imports_checked = true;
   env.env.imports_unchecked = "the env could not be read: Resource temporarily unavailable";
-  env.errors.push_back({"reading", "Resource temporarily unavailable", std::nullopt});
+  env.errors.push_back(
+      {facts::FactError::Stage::reading, "Resource temporarily unavailable", std::nullopt});
   host.envs.push_back(env);
   const auto judged = contracts::judge_host(
       load("schema_version: 1\nchecks:\n  - {id: torch, kind: torch, base: '2.10.0'}\n"

@@ -53,7 +53,7 @@ TEST(HostFacts, AStallThatStartedNoReaderSaysWhy) {
 }
 
 TEST(HostFacts, AFactErrorCarriesItsStallAsFields) {
-  FactError error{"reading", blocked().message(), blocked()};
+  FactError error{FactError::Stage::reading, blocked().message(), blocked()};
   const Json json = to_json(error);
   EXPECT_EQ(json["stage"], "reading");
   EXPECT_EQ(json["stalled"]["system_call"], "openat");
@@ -61,10 +61,11 @@ TEST(HostFacts, AFactErrorCarriesItsStallAsFields) {
   EXPECT_EQ(json["stalled"]["from_earlier_scan"], false);
   Stall unknown = blocked();
   unknown.kernel_wait.clear();
-  EXPECT_EQ(to_json(FactError{"reading", "", unknown})["stalled"]["kernel_wait"], nullptr)
+  EXPECT_EQ(to_json(FactError{FactError::Stage::reading, "", unknown})["stalled"]["kernel_wait"],
+            nullptr)
       << "unknown is null, not an empty string";
-  EXPECT_FALSE(
-      to_json(FactError{"static facts", "no such file", std::nullopt}).contains("stalled"));
+  EXPECT_FALSE(to_json(FactError{FactError::Stage::static_facts, "no such file", std::nullopt})
+                   .contains("stalled"));
 }
 
 TEST(HostFacts, AnImageTagSaysWhereItWasRead) {

@@ -70,7 +70,7 @@ TEST_F(KeptFactsTest, UnchangedFactsAreLentOnceAndGivenBackWithoutWhatTheHostGav
 
   // What the scan added is not kept with them.
   lent->device_nodes = env_facts().device_nodes;
-  lent->errors.push_back({"dynamic probe", "timed out", std::nullopt});
+  lent->errors.push_back({facts::FactError::Stage::dynamic_probe, "timed out", std::nullopt});
   std::vector<facts::EnvFacts> scan{std::move(*lent)};
   m_kept.give_back(scan);
   const auto again = m_kept.lend(prefix(), "contract", hours(1), {});

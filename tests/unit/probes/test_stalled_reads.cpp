@@ -224,7 +224,7 @@ TEST_F(StalledReads, AReadThatNeverReturnsIsLeftBehindAndNamed) {
   const auto* blocked = find(facts, "victim");
   ASSERT_NE(blocked, nullptr) << problems_of(facts);
   ASSERT_EQ(blocked->errors.size(), 1U);
-  EXPECT_EQ(blocked->errors[0].stage, "reading");
+  EXPECT_EQ(blocked->errors[0].stage, facts::FactError::Stage::reading);
   ASSERT_TRUE(blocked->errors[0].stall.has_value());
   const auto& stall = *blocked->errors[0].stall;
   EXPECT_EQ(stall.last_path, (site_packages(victim) / "evil.pth").string());
