@@ -71,7 +71,7 @@ struct ChangeWatch::Core {
   struct State {
     std::uint64_t opened_at = 0;
     bool settled = false;
-    std::optional<std::string> change;
+    std::optional<Change> change;
     // Its keys in the indexes below.
     std::vector<std::string> touching, trees, entries, objects;
   };
@@ -190,18 +190,18 @@ struct ChangeWatch::Core {
     return state.objects;
   }
 
-  void note_change(State& state, const std::string& why) {
+  void note_change(State& state, Change change) {
     if (!state.change) {
-      state.change = why;
+      state.change = std::move(change);
       --waiting;
     }
   }
 
   // Every interest, those whose read still runs too: nothing that happens
   // later is lost (what is still queued is read at the next drain).
-  void everything_changed(const std::string& why) {
+  void everything_changed(Change::Kind kind, const std::string& why) {
     for (auto& [id, state] : interests) {
-      note_change(state, why);
+      note_change(state, Change{kind, {}, why});
     }
     known_dirs.clear();
   }
@@ -246,9 +246,13 @@ struct ChangeWatch::Core {
     }
   }
 
-  static std::string describe(const std::string& key) {
-    return is_object_key(key) ? "a file it read changed (through another of its names)"
-                              : path_of_key(key) + " changed";
+  static Change describe(const std::string& key) {
+    if (is_object_key(key)) {
+      return {
+          Change::Kind::path_changed, {}, "a file it read changed (through another of its names)"};
+    }
+    const std::string path = path_of_key(key);
+    return {Change::Kind::path_changed, path, path + " changed"};
   }
 
   void changed_at(const std::string& key) {
@@ -282,7 +286,8 @@ struct ChangeWatch::Core {
       resolved_in_window = 0;
     }
     if (++resolved_in_window > k_max_resolved_per_second) {
-      everything_changed("more directories changed in a second than the agent follows");
+      everything_changed(Change::Kind::lost,
+                         "more directories changed in a second than the agent follows");
       return std::nullopt;
     }
     const std::string unnamed =
@@ -295,7 +300,8 @@ struct ChangeWatch::Core {
       }
       // Unmounted, or another filesystem mounted there: marked again where
       // it is now by the next read that depends on it.
-      everything_changed(filesystem->second.point + " is no longer the filesystem watched there");
+      everything_changed(Change::Kind::remounted,
+                         filesystem->second.point + " is no longer the filesystem watched there");
       forget_filesystem(fsid);
       return std::nullopt;
     }
@@ -305,7 +311,7 @@ struct ChangeWatch::Core {
     if (fd < 0) {
       // Gone already (ESTALE): its removal is an event of its parent's.
       if (open_error != ESTALE && open_error != ENOENT) {
-        everything_changed(unnamed + ": " + std::strerror(open_error));
+        everything_changed(Change::Kind::lost, unnamed + ": " + std::strerror(open_error));
       }
       return std::nullopt;
     }
@@ -319,7 +325,7 @@ struct ChangeWatch::Core {
       return std::nullopt;  // removed since: that is an event of its parent's
     }
     if (length <= 0 || buffer[0] != '/') {
-      everything_changed(unnamed);
+      everything_changed(Change::Kind::lost, unnamed);
       return std::nullopt;
     }
     std::string path(buffer, static_cast<std::size_t>(length));
@@ -330,7 +336,7 @@ struct ChangeWatch::Core {
       } else if (path.starts_with(point + "/")) {
         path = path.substr(point.size());
       } else {
-        everything_changed(unnamed + ": it is outside " + point);
+        everything_changed(Change::Kind::lost, unnamed + ": it is outside " + point);
         return std::nullopt;
       }
     }
@@ -404,7 +410,7 @@ struct ChangeWatch::Core {
       const ssize_t length = ::read(fan_fd, buffer.data(), buffer.size());
       if (length < 0 && errno != EAGAIN && errno != EINTR) {
         broken = std::string("the kernel's changes cannot be read: ") + std::strerror(errno);
-        everything_changed(*broken);
+        everything_changed(Change::Kind::lost, *broken);
         return;
       }
       if (length <= 0) {
@@ -413,7 +419,7 @@ struct ChangeWatch::Core {
       if (reads >= k_max_reads_per_drain) {
         // What is still queued counts as changed for every read open now,
         // and is read on the next round.
-        everything_changed("more changes at once than the agent follows");
+        everything_changed(Change::Kind::lost, "more changes at once than the agent follows");
         return;
       }
       // Events with file handles are aligned to 4 bytes, not to the 8 their
@@ -428,11 +434,12 @@ struct ChangeWatch::Core {
         const char* record = buffer.data() + offset;
         offset += event.event_len;
         if (event.vers != FANOTIFY_METADATA_VERSION) {
-          everything_changed("the kernel's changes came in a form the agent does not read");
+          everything_changed(Change::Kind::lost,
+                             "the kernel's changes came in a form the agent does not read");
           continue;
         }
         if ((event.mask & FAN_Q_OVERFLOW) != 0) {
-          everything_changed("the kernel's queue of changes overflowed");
+          everything_changed(Change::Kind::lost, "the kernel's queue of changes overflowed");
           continue;
         }
         // A directory renamed or removed: the handles known to name its
@@ -512,7 +519,7 @@ struct ChangeWatch::Core {
           if ((event.mask & IN_Q_OVERFLOW) != 0 ||
               ((event.mask & (IN_UNMOUNT | IN_IGNORED | IN_DELETE_SELF)) != 0 &&
                filesystem.root_watch == event.wd)) {
-            everything_changed(filesystem.point + " was unmounted");
+            everything_changed(Change::Kind::remounted, filesystem.point + " was unmounted");
             gone.push_back(fsid);
           }
         }
@@ -699,7 +706,7 @@ std::shared_ptr<ChangeWatch::Interest> ChangeWatch::open() {
   ++m_core->open_interests;
   ++m_core->waiting;
   if (m_core->broken) {
-    m_core->note_change(state, *m_core->broken);
+    m_core->note_change(state, Change{Change::Kind::lost, {}, *m_core->broken});
   }
   return std::make_shared<Interest>(m_core, id);
 }
@@ -822,7 +829,9 @@ void ChangeWatch::Core::index_keys(std::uint64_t id, State& state,
 
 void ChangeWatch::Core::catch_up(std::uint64_t id, State& state) {
   if (last_lost > state.opened_at) {
-    note_change(state, "more changed while it was read than the agent follows");
+    note_change(
+        state,
+        Change{Change::Kind::lost, {}, "more changed while it was read than the agent follows"});
   }
   for (const auto& logged : log) {
     if (logged.first <= state.opened_at || state.change) {
@@ -830,7 +839,10 @@ void ChangeWatch::Core::catch_up(std::uint64_t id, State& state) {
     }
     match(logged.second, [&](std::uint64_t matched) {
       if (matched == id) {
-        note_change(state, describe(logged.second) + " while it was read");
+        Change change = describe(logged.second);
+        change.kind = Change::Kind::changed_while_read;
+        change.text += " while it was read";
+        note_change(state, std::move(change));
       }
     });
   }
@@ -855,9 +867,11 @@ std::string ChangeWatch::settle(Interest& interest, const process::ReadDependenc
   m_core->index_files(interest.id(), state, resolved.identified, mounts, newly_marked, why_not);
   const auto keys = m_core->keys_of(resolved.named, mounts, newly_marked, why_not);
   if (!why_not.empty()) {
-    m_core->note_change(state, "not watched: " + why_not);
+    m_core->note_change(state, Change{Change::Kind::not_watched, {}, "not watched: " + why_not});
   } else if (newly_marked) {
-    m_core->note_change(state, "its filesystem was not yet watched while it was read");
+    m_core->note_change(state, Change{Change::Kind::first_watch,
+                                      {},
+                                      "its filesystem was not yet watched while it was read"});
   }
   m_core->index_keys(interest.id(), state, keys);
   m_core->catch_up(interest.id(), state);
@@ -867,7 +881,7 @@ std::string ChangeWatch::settle(Interest& interest, const process::ReadDependenc
 void ChangeWatch::abandon(Interest& interest) {
   std::lock_guard lock(m_core->mutex);
   auto& state = m_core->interests.at(interest.id());
-  m_core->note_change(state, "its read did not finish");
+  m_core->note_change(state, Change{Change::Kind::unfinished, {}, "its read did not finish"});
   if (!state.settled) {
     state.settled = true;
     --m_core->open_interests;
@@ -875,12 +889,12 @@ void ChangeWatch::abandon(Interest& interest) {
   }
 }
 
-std::optional<std::string> ChangeWatch::changed(Interest& interest) {
+std::optional<Change> ChangeWatch::changed(Interest& interest) {
   std::lock_guard lock(m_core->mutex);
   m_core->drain();
   const auto& state = m_core->interests.at(interest.id());
   if (!state.settled) {
-    return "its read did not finish";
+    return Change{Change::Kind::unfinished, {}, "its read did not finish"};
   }
   return state.change;
 }

@@ -1,6 +1,7 @@
 #pragma once
 
 #include <cstdint>
+#include <filesystem>
 #include <memory>
 #include <optional>
 #include <string>
@@ -24,6 +25,23 @@
 // (its handle), since a change through another of its names (a hard link:
 // conda links its package cache into envs) names no path of the env.
 namespace envcontract::freshness {
+
+// What made a read count as changed: its kind, the path when one is named,
+// and the words people read (the first change seen).
+struct Change {
+  enum class Kind {
+    path_changed,        // `path` changed; no path: a file read, through another of its names
+    changed_while_read,  // the same, while the read ran: it may have seen the old contents
+    not_watched,         // what it depends on cannot be watched (`text` says why)
+    first_watch,         // its filesystem was first watched during the read
+    lost,                // changes came faster, or in a form, the agent does not follow
+    remounted,           // a filesystem it depends on was unmounted or replaced
+    unfinished,          // the read did not finish
+  };
+  Kind kind = Kind::lost;
+  std::filesystem::path path;
+  std::string text;
+};
 
 class ChangeWatch {
  public:
@@ -52,7 +70,7 @@ class ChangeWatch {
   // What changed since the interest was opened (the first change seen), or
   // nullopt when nothing did. Reads every change the kernel has queued
   // until now first, so a change made just before this call counts.
-  std::optional<std::string> changed(Interest& interest);
+  std::optional<Change> changed(Interest& interest);
   // A read that will not settle (it blocked, and its reader was left
   // behind): counts as changed, and no longer holds the changes' log open.
   void abandon(Interest& interest);

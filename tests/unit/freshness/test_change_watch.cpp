@@ -36,7 +36,7 @@ class ChangeWatchTest : public ::testing::Test {
     ASSERT_EQ(m_watch->settle(*interest, first, m_mounts), "");
     const auto change = m_watch->changed(*interest);
     ASSERT_TRUE(change.has_value());
-    EXPECT_NE(change->find("not yet watched"), std::string::npos) << *change;
+    EXPECT_EQ(change->kind, Change::Kind::first_watch) << change->text;
   }
 
   // A read that depended on `dependencies`, settled at once.
@@ -47,8 +47,17 @@ class ChangeWatchTest : public ::testing::Test {
     return interest;
   }
 
+  // What changed, in words ("" for nothing).
   std::string change(ChangeWatch::Interest& interest) {
-    return m_watch->changed(interest).value_or("");
+    const auto seen = m_watch->changed(interest);
+    return seen ? seen->text : "";
+  }
+
+  // What changed, typed; a test failure when nothing did.
+  Change seen(ChangeWatch::Interest& interest) {
+    const auto changed = m_watch->changed(interest);
+    EXPECT_TRUE(changed.has_value()) << "nothing changed";
+    return changed.value_or(Change{});
   }
 
   testing::TempDir m_dir;
@@ -68,8 +77,9 @@ TEST_F(ChangeWatchTest, AChangeUnderATreeCountsAndOneBesideItDoesNot) {
   EXPECT_EQ(change(*interest), "") << "nothing under the tree changed";
 
   m_dir.write("env/lib/site-packages/torch/version.py", "__version__ = '2.10.0'\n");
-  const std::string seen = change(*interest);
-  EXPECT_NE(seen.find("torch/version.py"), std::string::npos) << seen;
+  const Change changed = seen(*interest);
+  EXPECT_EQ(changed.kind, Change::Kind::path_changed) << changed.text;
+  EXPECT_EQ(changed.path, fs::canonical(m_dir.path()) / "env/lib/site-packages/torch/version.py");
 }
 
 // A library the loader looked for and did not find: the same name created
@@ -83,7 +93,7 @@ TEST_F(ChangeWatchTest, AnAbsentPathCountsOnceItIsCreated) {
   m_dir.write("lib/libother.so", "");
   EXPECT_EQ(change(*interest), "");
   m_dir.write("lib/libbkcl.so", "");
-  EXPECT_NE(change(*interest).find("libbkcl.so"), std::string::npos);
+  EXPECT_EQ(seen(*interest).path, fs::canonical(m_dir.path()) / "lib/libbkcl.so");
 }
 
 // A directory on the way to a path renamed, or its mode changed: the path
@@ -125,8 +135,9 @@ TEST_F(ChangeWatchTest, AChangeWhileTheReadRunsCounts) {
   process::ReadDependencies dependencies;
   dependencies.trees.insert(m_dir.path() / "env");
   ASSERT_EQ(m_watch->settle(*interest, dependencies, m_mounts), "");
-  const std::string seen = change(*interest);
-  EXPECT_NE(seen.find("while it was read"), std::string::npos) << seen;
+  const Change changed = seen(*interest);
+  EXPECT_EQ(changed.kind, Change::Kind::changed_while_read) << changed.text;
+  EXPECT_EQ(changed.path, fs::canonical(m_dir.path()) / "env/bin/activate");
 }
 
 // Paths reached through a bind mount are the filesystem's own paths: a
@@ -160,7 +171,7 @@ TEST_F(ChangeWatchTest, AFilesystemItCannotWatchIsSaidAndCountsAsChanged) {
   auto interest = m_watch->open();
   const std::string why = m_watch->settle(*interest, dependencies, m_mounts);
   EXPECT_NE(why.find("proc"), std::string::npos) << why;
-  EXPECT_NE(change(*interest).find("not watched"), std::string::npos);
+  EXPECT_EQ(seen(*interest).kind, Change::Kind::not_watched);
 }
 
 // A file read is followed by identity as well: rewritten in place through
@@ -177,7 +188,10 @@ TEST_F(ChangeWatchTest, AFileRewrittenThroughAnotherNameCounts) {
   m_dir.write("pkgs/other.so", "");
   EXPECT_EQ(change(*interest), "") << "another file of the cache";
   std::ofstream(m_dir.path() / "pkgs/libxpytorch.so", std::ios::app) << "v2\n";
-  EXPECT_NE(change(*interest).find("another of its names"), std::string::npos);
+  const Change changed = seen(*interest);
+  EXPECT_EQ(changed.kind, Change::Kind::path_changed);
+  EXPECT_EQ(changed.path, fs::path()) << "no path of the env names it";
+  EXPECT_NE(changed.text.find("another of its names"), std::string::npos) << changed.text;
 }
 
 // A file read through a link to somewhere no tree covers: replaced there
@@ -278,7 +292,7 @@ TEST_F(ChangeWatchTest, AFilesystemUnmountedAndMountedAgainIsWatchedAnew) {
   ASSERT_EQ(m_watch->settle(*first, dependencies, m_mounts), "");
   auto before = read(dependencies);
   ASSERT_EQ(::umount2(point.c_str(), 0), 0) << std::strerror(errno);
-  EXPECT_NE(change(*before).find("unmounted"), std::string::npos) << change(*before);
+  EXPECT_EQ(seen(*before).kind, Change::Kind::remounted) << change(*before);
 
   ASSERT_EQ(mount(), 0) << std::strerror(errno);
   struct Unmount {
@@ -289,7 +303,7 @@ TEST_F(ChangeWatchTest, AFilesystemUnmountedAndMountedAgainIsWatchedAnew) {
   m_mounts = process::MountTable::load();
   auto marking = m_watch->open();
   ASSERT_EQ(m_watch->settle(*marking, dependencies, m_mounts), "");
-  EXPECT_NE(change(*marking).find("not yet watched"), std::string::npos) << "marked anew";
+  EXPECT_EQ(seen(*marking).kind, Change::Kind::first_watch) << "marked anew";
   auto after = read(dependencies);
   m_dir.write("data/env/lib/libc10.so", "rewritten\n");
   EXPECT_NE(change(*after).find("libc10.so"), std::string::npos);
@@ -336,7 +350,7 @@ TEST_F(ChangeWatchTest, AWatchedFilesystemCanStillBeUnmounted) {
 TEST_F(ChangeWatchTest, AnAbandonedReadCountsAsChanged) {
   auto interest = m_watch->open();
   m_watch->abandon(*interest);
-  EXPECT_NE(change(*interest).find("did not finish"), std::string::npos);
+  EXPECT_EQ(seen(*interest).kind, Change::Kind::unfinished);
   process::ReadDependencies dependencies;
   dependencies.trees.insert(m_dir.path());
   EXPECT_EQ(m_watch->settle(*interest, dependencies, m_mounts), "settled twice");
@@ -368,7 +382,8 @@ TEST(ChangeWatchLog, MoreChangesWhileAReadRunsThanAreKeptCount) {
   ASSERT_EQ(watch->settle(*interest, dependencies, mounts), "");
   const auto seen = watch->changed(*interest);
   ASSERT_TRUE(seen.has_value());
-  EXPECT_NE(seen->find("more changed while it was read"), std::string::npos) << *seen;
+  EXPECT_EQ(seen->kind, Change::Kind::lost) << seen->text;
+  EXPECT_NE(seen->text.find("more changed while it was read"), std::string::npos) << seen->text;
 }
 
 // The paths a reader notes are recorded, and a tree covers what is under it.
