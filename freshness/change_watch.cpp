@@ -515,11 +515,16 @@ struct ChangeWatch::Core {
         std::memcpy(&event, buffer.data() + at, sizeof event);
         at += static_cast<ssize_t>(sizeof(inotify_event) + event.len);
         std::vector<std::uint64_t> gone;
+        // Notices of unmounts lost: any filesystem may have gone.
+        const bool overflowed = (event.mask & IN_Q_OVERFLOW) != 0;
         for (const auto& [fsid, filesystem] : filesystems) {
-          if ((event.mask & IN_Q_OVERFLOW) != 0 ||
-              ((event.mask & (IN_UNMOUNT | IN_IGNORED | IN_DELETE_SELF)) != 0 &&
-               filesystem.root_watch == event.wd)) {
-            everything_changed(Change::Kind::remounted, filesystem.point + " was unmounted");
+          if (overflowed || ((event.mask & (IN_UNMOUNT | IN_IGNORED | IN_DELETE_SELF)) != 0 &&
+                             filesystem.root_watch == event.wd)) {
+            if (overflowed) {
+              everything_changed(Change::Kind::lost, "the kernel's notices of unmounts overflowed");
+            } else {
+              everything_changed(Change::Kind::remounted, filesystem.point + " was unmounted");
+            }
             gone.push_back(fsid);
           }
         }

@@ -39,6 +39,9 @@ struct Change {
     unfinished,          // the read did not finish
   };
   Kind kind = Kind::lost;
+  // As its filesystem's own root names it, the mount point left out
+  // (/tmp/x on a tmpfs mounted at /tmp is /x): changes are matched so, on
+  // whichever mount they were made through.
   std::filesystem::path path;
   std::string text;
 };
