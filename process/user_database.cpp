@@ -47,10 +47,12 @@ std::optional<std::vector<UserEntry>> all_users() {
 std::shared_ptr<const std::vector<UserEntry>> recent_users(std::chrono::seconds max_age) {
   static std::mutex guard;
   static std::shared_ptr<const std::vector<UserEntry>> kept;
-  static std::chrono::steady_clock::time_point read_at;
+  static std::optional<std::chrono::steady_clock::time_point> read_at;
   const std::lock_guard lock(guard);
   const auto now = std::chrono::steady_clock::now();
-  if (!kept || now - read_at > max_age) {
+  // A list that could not be read is kept as unread for as long: a
+  // directory service that fails slowly is not asked again at every path.
+  if (!read_at || now - *read_at >= max_age) {
     auto users = all_users();
     kept = users ? std::make_shared<const std::vector<UserEntry>>(std::move(*users)) : nullptr;
     read_at = now;

@@ -29,7 +29,8 @@ std::optional<std::vector<UserEntry>> all_users();
 
 // The same, read at most once per `max_age` and shared: a scan asks for
 // every group-writable path of every env, and a directory service may take
-// seconds to list its users. nullptr when it could not be read.
+// seconds to list its users. nullptr when it could not be read (and until
+// `max_age` has passed since that attempt).
 std::shared_ptr<const std::vector<UserEntry>> recent_users(
     std::chrono::seconds max_age = std::chrono::seconds(60));
 
