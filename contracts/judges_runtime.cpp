@@ -252,8 +252,8 @@ std::optional<Diagnosis> unfinished_stage(const facts::StageResult& stage) {
   if (status == StageStatus::crashed && stage.end.exited()) {
     // No signal, no exception: the env's code ended its own process (a
     // library's constructor calling exit(), os._exit in a module) while the
-    // step named in the summary ran.
-    const std::string step = summary.substr(0, summary.find(" ended the process"));
+    // step it was in ran.
+    const std::string& step = stage.interrupted_step;
     return Diagnosis{
         "ended_process",
         summary,

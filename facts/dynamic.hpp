@@ -127,6 +127,14 @@ struct StageResult {
   std::string stderr_tail;
   std::chrono::milliseconds duration{0};
   std::optional<HangDiagnosis> hang;
+  // For a stage whose process ended early, was stopped or ran out of time:
+  // the step it was in ("import torch", or the stage's own name), what a
+  // person runs again to see it. "" otherwise.
+  std::string interrupted_step;
+  // Stopped before it began (the env's deadline had passed, the scan ended,
+  // an integration test failed first): `summary` says why. A stage cut
+  // short while it ran is stopped too, with this false.
+  bool not_run = false;
   // Why its interpreter never ran, when exec itself refused it.
   enum class ExecFailure {
     none,            // it started, or failed before its exec (the agent's own setup)

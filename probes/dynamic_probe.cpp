@@ -200,6 +200,7 @@ StageResult not_run(const std::string& name, Activation activation, const std::s
   stage.stage = name;
   stage.activation = activation;
   stage.status = StageStatus::stopped;
+  stage.not_run = true;
   stage.summary = why;
   return stage;
 }
@@ -285,17 +286,20 @@ void judge_stage(StageResult& stage, const ProbeReport& report,
     // Its time-out was cut to what was left of the env's deadline: it was
     // stopped before its own time-out, which is what would show a hang.
     stage.status = StageStatus::stopped;
-    stage.summary = interrupted_step(stage, request) + " was stopped after " +
+    stage.interrupted_step = interrupted_step(stage, request);
+    stage.summary = stage.interrupted_step + " was stopped after " +
                     std::to_string(spec.timeout.count()) + " ms" + spec.timeout_origin +
                     ", before its own time-out" + (stage.hang ? ": " + stage.hang->summary : "");
   } else if (result.outcome == Outcome::timed_out) {
     stage.status = StageStatus::hung;
-    stage.summary = interrupted_step(stage, request) + " did not finish within " +
+    stage.interrupted_step = interrupted_step(stage, request);
+    stage.summary = stage.interrupted_step + " did not finish within " +
                     std::to_string(spec.timeout.count()) + " ms" + spec.timeout_origin +
                     (stage.hang ? ": " + stage.hang->summary : "");
   } else if (result.outcome == Outcome::cancelled) {
     stage.status = StageStatus::stopped;
-    stage.summary = interrupted_step(stage, request) + " was " + result.describe();
+    stage.interrupted_step = interrupted_step(stage, request);
+    stage.summary = stage.interrupted_step + " was " + result.describe();
   } else if (!report.error.empty()) {
     stage.status = StageStatus::probe_error;
     stage.summary = report.error;
@@ -304,7 +308,8 @@ void judge_stage(StageResult& stage, const ProbeReport& report,
     stage.summary = "the probe's report of this stage is out of order";
   } else if (result.outcome == Outcome::signaled) {
     stage.status = StageStatus::crashed;
-    stage.summary = interrupted_step(stage, request) + " " + result.describe() +
+    stage.interrupted_step = interrupted_step(stage, request);
+    stage.summary = stage.interrupted_step + " " + result.describe() +
                     (stage.stderr_tail.empty() ? "" : ": " + first_line(stage.stderr_tail));
   } else if (!report.started) {
     stage.status = StageStatus::probe_error;
@@ -318,7 +323,7 @@ void judge_stage(StageResult& stage, const ProbeReport& report,
     // step raises: an exit in the middle (0 too: os._exit, a library's
     // constructor calling exit) is the env's code ending its own process.
     stage.status = StageStatus::crashed;
-    const std::string step = interrupted_step(stage, request);
+    const std::string step = stage.interrupted_step = interrupted_step(stage, request);
     stage.summary = step + " ended the process (" + result.describe() + ") before " +
                     (step.starts_with("import ") ? "it returned" : "the probe finished");
   } else {
@@ -452,7 +457,8 @@ StageResult stage_reached(const PythonEnv& env, Activation activation,
   // its own either.
   if (i >= end.bounded.size() && result.outcome == process::ProcessResult::Outcome::timed_out) {
     stage.status = StageStatus::stopped;
-    stage.summary = interrupted_step(stage, specs[i].request) +
+    stage.interrupted_step = interrupted_step(stage, specs[i].request);
+    stage.summary = stage.interrupted_step +
                     " was stopped at the time-out of the stage before it (" +
                     std::to_string(end.bounded.back().timeout.count()) +
                     " ms): the agent did not see it start in the probe's progress file" +
@@ -928,8 +934,7 @@ std::vector<StageResult> run_python_stages(const PythonEnv& env,
   // order, what needs torch after it was not run either, for that reason.
   std::string not_run_why;
   if (torch_failed && identity->status == StageStatus::stopped) {
-    not_run_why =
-        identity->summary.starts_with("not run: ") ? identity->summary : budget.exhausted();
+    not_run_why = identity->not_run ? identity->summary : budget.exhausted();
     if (not_run_why.empty()) {
       not_run_why = "not run: identity was cut short (" + identity->summary + ")";
     }
