@@ -29,16 +29,4 @@ const Json& object_field(const Json& object, const char* key) {
   return value.is_object() ? value : empty;
 }
 
-const Json* find_entry(const Json& list, const char* key, const std::string& value) {
-  if (!list.is_array()) {
-    return nullptr;
-  }
-  for (const auto& entry : list) {
-    if (string_field(entry, key) == value) {
-      return &entry;
-    }
-  }
-  return nullptr;
-}
-
 }  // namespace envcontract::common

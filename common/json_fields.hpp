@@ -23,9 +23,4 @@ const nlohmann::ordered_json& array_field(const nlohmann::ordered_json& object, 
 // The field when it is an object, else an empty object (a reference, as above).
 const nlohmann::ordered_json& object_field(const nlohmann::ordered_json& object, const char* key);
 
-// The first object of `list` whose `key` is `value` (a pointer into `list`),
-// or nullptr.
-const nlohmann::ordered_json* find_entry(const nlohmann::ordered_json& list, const char* key,
-                                         const std::string& value);
-
 }  // namespace envcontract::common

@@ -40,12 +40,23 @@ common::Result<std::string> read_secret_file(const std::filesystem::path& path,
     problem = "the " + what + " " + shown + " is readable by others (mode " + mode +
               "); run: chmod 600 " + shown;
   }
+  // A secret is a line, not a document: a longer file is refused whole,
+  // never cut (a key cut short is not the file's; lines past the cut would
+  // go unseen).
+  constexpr std::size_t k_max_secret_bytes = 64 * 1024;
   std::string secret;
   if (problem.empty()) {
     char buffer[4096];
     ssize_t got = 0;
-    while (secret.size() < 64 * 1024 && (got = ::read(fd, buffer, sizeof buffer)) > 0) {
+    while (secret.size() <= k_max_secret_bytes && (got = ::read(fd, buffer, sizeof buffer)) > 0) {
       secret.append(buffer, static_cast<std::size_t>(got));
+    }
+    if (got < 0) {
+      problem = "cannot read the " + what + " " + shown + ": " + std::strerror(errno);
+    } else if (secret.size() > k_max_secret_bytes) {
+      problem = "the " + what + " " + shown + " holds more than " +
+                std::to_string(k_max_secret_bytes / 1024) +
+                " KiB: it must hold one value on one line (e.g. from: openssl rand -hex 32)";
     }
   }
   ::close(fd);

@@ -96,13 +96,18 @@ InterpreterLinks follow_interpreter_links(const facts::PythonEnv& env) {
     }
     // The next path as the agent names it: an absolute link starts at the
     // tree's "/", a relative one at its link's directory, that directory's
-    // own links resolved first (so ".." climbs from where it really is).
+    // own links resolved first (so ".." climbs from where it really is),
+    // and ".." stops at the tree's "/", as it does for the tree's own
+    // processes (joined under the tree's root, it would climb out of it).
     const fs::path written(*target);
     std::error_code error;
-    path = written.is_absolute()
-               ? fs::path(tree.outside(written.lexically_normal().string()))
-               : (process::canonical_in(tree.dir(), path.parent_path(), error) / written)
-                     .lexically_normal();
+    const fs::path next =
+        written.is_absolute()
+            ? written
+            : fs::path(tree.inside(
+                  process::canonical_in(tree.dir(), path.parent_path(), error).string())) /
+                  written;
+    path = tree.outside(next.lexically_normal().string());
     links.written.push_back(*target);
     links.chain.push_back(path);
   }

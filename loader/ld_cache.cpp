@@ -2,6 +2,8 @@
 
 #include <cstdint>
 #include <cstring>
+#include <optional>
+#include <string_view>
 
 #include "process/small_files.hpp"
 #include "process/system_root.hpp"
@@ -29,6 +31,29 @@ std::string string_at(const std::string& data, std::size_t offset) {
   return end == std::string::npos ? std::string() : data.substr(offset, end - offset);
 }
 
+// Where the new format's header starts, as glibc's loader finds it: at the
+// file's start, or right after a cache in the old (libc5) format, which
+// older ldconfigs wrote first; any other file is no cache to the loader.
+std::optional<std::size_t> new_format_start(const std::string& data) {
+  if (data.starts_with(k_magic)) {
+    return 0;
+  }
+  constexpr std::string_view k_old_magic = "ld.so-1.7.0";
+  constexpr std::size_t k_old_header_size = 16;  // magic, padding, nlibs
+  constexpr std::size_t k_old_entry_size = 12;   // flags, key, value
+  constexpr std::size_t k_new_alignment = 8;     // of struct cache_file_new (its entries' hwcap)
+  if (!data.starts_with(k_old_magic) || data.size() < k_old_header_size) {
+    return std::nullopt;
+  }
+  const std::size_t old_end =
+      k_old_header_size + std::size_t{read_u32(data, 12)} * k_old_entry_size;
+  const std::size_t start = (old_end + k_new_alignment - 1) & ~(k_new_alignment - 1);
+  if (start >= data.size() || !std::string_view(data).substr(start).starts_with(k_magic)) {
+    return std::nullopt;
+  }
+  return start;
+}
+
 }  // namespace
 
 LdCache LdCache::load(const std::filesystem::path& path, const std::filesystem::path& root) {
@@ -40,18 +65,22 @@ LdCache LdCache::load(const std::filesystem::path& path, const std::filesystem::
         "cannot read " + path.string() + (read.refusal.empty() ? "" : ": it " + read.refusal);
     return cache;
   }
-  const auto start = data->find(k_magic);
-  if (start == std::string::npos || data->size() < start + k_header_size) {
+  const auto found = new_format_start(*data);
+  if (!found || data->size() < *found + k_header_size) {
     cache.m_problem = path.string() + " is not in the glibc-ld.so.cache1.1 format";
     return cache;
   }
+  const std::size_t start = *found;
   const std::uint32_t count = read_u32(*data, start + 20);
+  // A cache shorter than its header says is corrupt, and the loader then
+  // uses none of it: neither does the agent (some entries kept would find
+  // libraries the loader does not).
+  if ((data->size() - start - k_header_size) / k_entry_size < count) {
+    cache.m_problem = path.string() + " is truncated: the loader ignores it";
+    return cache;
+  }
   for (std::uint32_t i = 0; i < count; ++i) {
     const std::size_t entry = start + k_header_size + std::size_t{i} * k_entry_size;
-    if (entry + k_entry_size > data->size()) {
-      cache.m_problem = path.string() + " is truncated";
-      break;
-    }
     // String offsets are relative to the start of the new-format header.
     const std::string key = string_at(*data, start + read_u32(*data, entry + 4));
     std::string value = string_at(*data, start + read_u32(*data, entry + 8));

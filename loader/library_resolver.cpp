@@ -545,10 +545,16 @@ class Resolver {
       return;
     }
     const std::string stem = miss.name.substr(0, dot_so + 3);
+    // The stem, or the stem and a version ("libfoo.so.1.2"); not a
+    // "libfoo.so.1.c" or "libfoo.so.1.debug" beside it.
     const auto looks_like = [&](std::string_view file) {
-      return file != miss.name &&
-             (file == stem ||
-              (file.starts_with(stem) && file.size() > stem.size() && file[stem.size()] == '.'));
+      if (file == miss.name || !file.starts_with(stem)) {
+        return false;
+      }
+      const std::string_view version = file.substr(stem.size());
+      return version.empty() ||
+             (version.size() > 1 && version[0] == '.' &&
+              version.find_first_not_of("0123456789.") == std::string_view::npos);
     };
     std::set<fs::path> found;
     for (const auto& searched : miss.searched) {

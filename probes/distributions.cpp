@@ -72,8 +72,10 @@ RecordSummary summarize_record(const std::optional<std::string>& text) {
     }
     const auto slash = file.find('/');
     std::string first(file.substr(0, slash));
-    if (first.ends_with(".dist-info") || first.ends_with(".data") || first.starts_with("..") ||
-        first == "__pycache__") {
+    // An absolute path (a file installed outside site-packages) names no
+    // top-level module: its text before the first "/" is empty.
+    if (first.empty() || first.ends_with(".dist-info") || first.ends_with(".data") ||
+        first.starts_with("..") || first == "__pycache__") {
       continue;
     }
     const bool package_init =
@@ -140,10 +142,15 @@ std::vector<Distribution> scan_site_packages_distributions(const fs::path& site_
     }
     if (distribution.name.empty()) {
       // Unreadable metadata: the directory name still says name-version.
+      // setuptools names an egg NAME-VERSION[-pyX.Y[-PLATFORM]]: the
+      // version ends at the next dash (names and versions in it are escaped
+      // with "_" for "-").
       const std::string stem = path.stem().string();
       const auto dash = stem.find('-');
       distribution.name = stem.substr(0, dash);
-      distribution.version = dash == std::string::npos ? "" : stem.substr(dash + 1);
+      distribution.version = dash == std::string::npos
+                                 ? ""
+                                 : stem.substr(dash + 1, stem.find('-', dash + 1) - dash - 1);
     }
     distribution.normalized = common::normalize_distribution_name(distribution.name);
     distribution.top_level =

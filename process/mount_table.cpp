@@ -67,7 +67,11 @@ std::optional<uid_t> mounting_user(std::string_view super_options) {
 
 bool at_or_below(const fs::path& path, const fs::path& top) {
   const std::string& text = path.native();
-  const std::string& prefix = top.native();
+  // "/home/alice/" names the same directory as "/home/alice".
+  std::string_view prefix = top.native();
+  while (prefix.size() > 1 && prefix.ends_with('/')) {
+    prefix.remove_suffix(1);
+  }
   if (prefix == "/") {
     return true;
   }
