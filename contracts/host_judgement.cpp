@@ -82,7 +82,8 @@ std::vector<TargetJudgement> judge_targets(const Contract& contract,
           "image_unknown",
           "target '" + target.name + "' " + comparison.undecided,
           {{"host_image", host_image}, {"source", source}, {"target_image", target.image}},
-          "record the image's digest in the image-tag file (docker inspect --format "
+          "record the image's whole reference in the image-tag file, its tag and its digest: "
+          "registry/name:tag@sha256:... (the digest from docker inspect --format "
           "'{{index .RepoDigests 0}}')"};
     } else if (comparison.matches) {
       judges::pass(result.check);
@@ -108,10 +109,13 @@ std::vector<TargetJudgement> judge_targets(const Contract& contract,
     }
     judged.push_back(std::move(result));
   }
-  // A host runs one image: once it matches a target, the others do not apply.
+  // A host runs one image: once it matches a target, the others do not apply
+  // (those its reference could not decide either: it runs the one matched).
   if (any_match) {
     for (auto& result : judged) {
-      if (result.check.status == CheckStatus::fail) {
+      if (result.check.status == CheckStatus::fail ||
+          (result.check.status == CheckStatus::error && result.check.diagnosis &&
+           result.check.diagnosis->cause == "image_unknown")) {
         result.check.status = CheckStatus::skip;
         result.check.diagnosis->cause = "other_target";
         result.check.diagnosis->summary = who + " runs another target's image (" + host_image + ")";

@@ -79,13 +79,26 @@ ImageComparison compare_images(const ImageReference& host_reference,
                                target.registry + "/" + target.path);
   }
   // Digests decide when both are known; otherwise the tags do. A target
-  // without a tag or digest accepts any tag (a moving "dev" target).
+  // without a tag or digest accepts any tag (a moving "dev" target). What
+  // the host records may leave the version undecided; another name is a
+  // mismatch whatever the versions.
   bool versions_match = true;
   if (!target.digest.empty() && !host.digest.empty()) {
     versions_match = host.digest == target.digest;
   } else if (!target.digest.empty() && target_reference.tag.empty()) {
-    comparison.undecided = "target pins only the digest " + target.digest +
-                           " and the host records none, so nothing decides whether it runs it";
+    if (names_match) {
+      comparison.undecided = "target pins only the digest " + target.digest +
+                             " and the host records none, so nothing decides whether it runs it";
+    }
+    versions_match = false;
+  } else if (!host.digest.empty() && host_reference.tag.empty() && !target_reference.tag.empty()) {
+    // The host records its image by digest alone (docker's RepoDigests):
+    // nothing it records says which tag that digest was pulled as.
+    if (names_match) {
+      comparison.undecided = "names the tag " + target_reference.tag +
+                             " and the host records only the digest " + host.digest +
+                             ", so nothing decides whether it runs that tag";
+    }
     versions_match = false;
   } else {
     if (!target_reference.tag.empty()) {

@@ -17,6 +17,18 @@ const facts::Distribution* find_in(const facts::ForeignSite& site, const std::st
   return it == site.distributions.end() ? nullptr : &*it;
 }
 
+// The distribution of `site` whose top-level names include `module`: what
+// pip installs to get it (Pillow for PIL, PyYAML for yaml), or nullptr.
+const facts::Distribution* providing(const facts::ForeignSite& site, const std::string& module) {
+  const auto it =
+      std::find_if(site.distributions.begin(), site.distributions.end(),
+                   [&](const facts::Distribution& distribution) {
+                     return std::find(distribution.top_level.begin(), distribution.top_level.end(),
+                                      module) != distribution.top_level.end();
+                   });
+  return it == site.distributions.end() ? nullptr : &*it;
+}
+
 }  // namespace
 
 bool fail_if_installed_for_another_python(CheckResult& result, const EnvFactsView& facts,
@@ -27,6 +39,11 @@ bool fail_if_installed_for_another_python(CheckResult& result, const EnvFactsVie
     if (distribution == nullptr && !module) {
       continue;
     }
+    if (distribution == nullptr) {
+      distribution = providing(site, name);
+    }
+    // What pip installs: the distribution, when one provides the name.
+    const std::string& install = distribution != nullptr ? distribution->name : name;
     const auto& env = facts.facts().env;
     const std::string what =
         distribution != nullptr ? distribution->name + " " + distribution->version : name;
@@ -47,9 +64,9 @@ bool fail_if_installed_for_another_python(CheckResult& result, const EnvFactsVie
                  evidence,
                  "the env's packages were installed for Python " + site.python +
                      " but it runs Python " + env.python_version +
-                     " (an upgrade that stopped half-way?): recreate the env, or install " + name +
-                     " for the Python it runs (" + facts.seen_by_env(env.python.string()) +
-                     " -m pip install " + name + ")");
+                     " (an upgrade that stopped half-way?): recreate the env, or install " +
+                     install + " for the Python it runs (" +
+                     facts.seen_by_env(env.python.string()) + " -m pip install " + install + ")");
     return true;
   }
   return false;

@@ -53,6 +53,38 @@ TEST(JudgeTargets, OneMatchingTargetPassesAndTheOthersDoNotApply) {
   EXPECT_EQ(judged[1].check.status, CheckStatus::pass);  // no tag in the target: any tag
 }
 
+// A target the host's reference cannot decide does not apply either once
+// another matched (the host runs that one), and one of another name is a
+// plain mismatch, not undecided: before, either kept the host at `error`.
+TEST(JudgeTargets, AnUndecidedTargetDoesNotApplyOnceAnotherMatched) {
+  const std::string digest(64, 'a');
+  const auto contract = load(
+      "schema_version: 1\n"
+      "targets:\n"
+      "  - {name: ci, image: 'harbor.example/flagos/runtime:2.2.0'}\n"
+      "  - {name: pinned, image: 'harbor.example/flagos/runtime@sha256:" +
+      digest +
+      "'}\n"
+      "  - {name: other, image: 'harbor.example/flagos/other@sha256:" +
+      digest + "'}\n");
+  const auto judged =
+      contracts::judge_targets(contract, image("harbor.example/flagos/runtime:2.2.0"));
+  ASSERT_EQ(judged.size(), 3U);
+  EXPECT_EQ(judged[0].check.status, CheckStatus::pass);
+  EXPECT_EQ(judged[1].check.status, CheckStatus::skip);
+  EXPECT_EQ(judged[1].check.diagnosis->cause, "other_target");
+  EXPECT_EQ(judged[2].check.status, CheckStatus::skip);
+  EXPECT_EQ(judged[2].check.diagnosis->cause, "other_target");
+
+  // Alone, the pinned target stays undecided, and the other one is a mismatch.
+  const auto alone =
+      contracts::judge_targets(contract, image("harbor.example/flagos/runtime:2.1.2"));
+  EXPECT_EQ(alone[1].check.status, CheckStatus::error);
+  EXPECT_EQ(alone[1].check.diagnosis->cause, "image_unknown");
+  EXPECT_EQ(alone[2].check.status, CheckStatus::fail);
+  EXPECT_EQ(alone[2].check.diagnosis->cause, "image_mismatch");
+}
+
 TEST(JudgeTargets, DigestMustMatchWhenTheTargetNamesOne) {
   const std::string digest(64, 'a');
   const auto contract =
