@@ -28,7 +28,8 @@ Json to_json(const MissingLibrary& missing) {
           {"needed_by", missing.needed_by.string()},
           {"searched", missing.searched},
           {"other_versions", strings(missing.other_versions)},
-          {"rejected", missing.rejected}};
+          {"rejected", missing.rejected},
+          {"incomplete", missing.incomplete.empty() ? Json(nullptr) : Json(missing.incomplete)}};
 }
 
 Json to_json(const NearMiss& near) {
@@ -99,7 +100,9 @@ Json to_json(const LibraryLookup& lookup) {
           {"path", lookup.path.empty() ? Json(nullptr) : Json(lookup.path.string())},
           {"found_via", lookup.found_via},
           {"searched", lookup.searched},
-          {"other_versions", others}};
+          {"other_versions", others},
+          // Cut short: neither found nor missing (a null path alone says missing).
+          {"incomplete", lookup.incomplete.empty() ? Json(nullptr) : Json(lookup.incomplete)}};
 }
 
 Json to_json(const GlibcFacts& glibc) {

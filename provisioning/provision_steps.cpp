@@ -2,6 +2,8 @@
 
 #include <unistd.h>
 
+#include <algorithm>
+
 #include <nlohmann/json.hpp>
 
 #include "common/json_text.hpp"
@@ -43,14 +45,23 @@ else:
 print("activation written")
 )py";
 
-std::string substitute(std::string word, const std::map<std::string, std::string>& values) {
-  for (const auto& [placeholder, value] : values) {
-    for (auto at = word.find(placeholder); at != std::string::npos;
-         at = word.find(placeholder, at + value.size())) {
-      word.replace(at, placeholder.size(), value);
+// `word` with each placeholder replaced by its value, in one pass from the
+// left: a value is never read again for placeholders (an envs directory
+// named "/srv/{wheelhouse}" is that directory).
+std::string substitute(const std::string& word, const std::map<std::string, std::string>& values) {
+  std::string out;
+  for (std::size_t at = 0; at < word.size();) {
+    const auto found = std::find_if(values.begin(), values.end(), [&](const auto& entry) {
+      return word.compare(at, entry.first.size(), entry.first) == 0;
+    });
+    if (found == values.end()) {
+      out += word[at++];
+    } else {
+      out += found->second;
+      at += found->first.size();
     }
   }
-  return word;
+  return out;
 }
 
 std::vector<std::string> expand(const std::string& text,
@@ -152,6 +163,9 @@ std::vector<ProvisionStep> provision_steps(const contracts::ProvisionRecipe& rec
   if (!recipe.index_url.empty()) {
     install.argv.insert(install.argv.end(), {"--index-url", recipe.index_url});
   }
+  // After "--" nothing is an option of pip's, whatever a requirement says
+  // (the contract's check of requirements keeps them out too).
+  install.argv.emplace_back("--");
   install.argv.insert(install.argv.end(), recipe.packages.begin(), recipe.packages.end());
   steps.push_back(std::move(install));
 
@@ -202,8 +216,10 @@ std::string shell_quoted(const std::string& word) {
 std::string command_line(const std::vector<std::string>& argv) {
   std::string line;
   for (const auto& word : argv) {
-    // A program given inline (the activation writer) is named, not printed.
-    const std::string shown = word.find('\n') != std::string::npos
+    // The agent's own program given inline (the activation writer) is
+    // named, not printed; a recipe's word is shown whole, newlines and all,
+    // as it runs.
+    const std::string shown = word == k_activation_writer
                                   ? "'<" + std::to_string(word.size()) + " bytes of Python>'"
                                   : shell_quoted(word);
     line += (line.empty() ? "" : " ") + shown;

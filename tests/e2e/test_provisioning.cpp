@@ -146,7 +146,7 @@ TEST_F(Provisioning, ADryRunPrintsTheExactStepsAndBuildsNothing) {
   EXPECT_NE(result.out.find("2. install: $ " + prefix +
                             "/bin/python -m pip install --no-input --no-index --find-links " +
                             (demo_host() / "wheelhouse").string() +
-                            " torch==2.10.0+cpu torch_fl==0.3.0 flagtree==0.7.0"),
+                            " -- torch==2.10.0+cpu torch_fl==0.3.0 flagtree==0.7.0"),
             std::string::npos)
       << result.out;
   EXPECT_NE(result.out.find("5. verify: scan fresh with the whole contract"), std::string::npos);
