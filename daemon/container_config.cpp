@@ -34,10 +34,12 @@ void read_env_roots(MappingReader& reader, std::vector<std::filesystem::path>& e
   }
 }
 
-void read_exec(MappingReader& reader, ContainerConfig& config) {
+// Reads `exec` into `config`; false when it is missing or not understood
+// (an error said so).
+bool read_exec(MappingReader& reader, ContainerConfig& config) {
   const auto node = reader.get("exec", Need::required);
   if (!node) {
-    return;
+    return false;
   }
   if (node->IsScalar()) {
     const std::string preset = node->Scalar();
@@ -52,21 +54,23 @@ void read_exec(MappingReader& reader, ContainerConfig& config) {
                          "'exec' is docker, podman, nsenter or a command line as a list "
                          "(such as [/usr/bin/bwrap, --ro-bind, /srv/rootfs, /]), got '" +
                              preset + "'");
+      return false;
     }
-    return;
+    return true;
   }
   const auto argv = contracts::read_string_list(*node, "'exec'", reader.ctx());
   if (!argv) {
-    return;
+    return false;
   }
   if (argv->empty() || !argv->front().starts_with("/")) {
     reader.ctx().error(*node,
                        "'exec' as a list is a command line whose first word is an absolute "
                        "path (no shell runs it)");
-    return;
+    return false;
   }
   config.exec = ContainerConfig::Exec::argv;
   config.argv = *argv;
+  return true;
 }
 
 std::optional<ContainerConfig> read_container(const YAML::Node& item, contracts::ParseContext& ctx,
@@ -87,13 +91,15 @@ std::optional<ContainerConfig> read_container(const YAML::Node& item, contracts:
     }
     config.name = *name;
   }
-  read_exec(reader, config);
+  // What depends on the exec is judged only once it is understood: a
+  // mistaken one is one error, not also a default docker container's.
+  const bool exec_read = read_exec(reader, config);
   if (const auto container = reader.string("container")) {
     config.container = *container;
   }
   if (const auto pid = reader.integer("pid", Need::optional, 1, 4194304)) {
     config.pid = static_cast<pid_t>(*pid);
-    if (config.exec != Exec::nsenter) {
+    if (exec_read && config.exec != Exec::nsenter) {
       ctx.error(*reader.get("pid"), "'pid' is for exec: nsenter");
     }
   }
@@ -114,7 +120,9 @@ std::optional<ContainerConfig> read_container(const YAML::Node& item, contracts:
     const bool names_user = std::any_of(
         config.argv.begin(), config.argv.end(),
         [](const std::string& word) { return word.find("{uid}") != std::string::npos; });
-    if (config.exec != Exec::argv) {
+    if (!exec_read) {
+      // Judged once the exec is.
+    } else if (config.exec != Exec::argv) {
       ctx.error(*reader.get("exec_switches_user"),
                 "'exec_switches_user' is for an exec command line");
     } else if (*switches && !names_user) {
@@ -134,6 +142,9 @@ std::optional<ContainerConfig> read_container(const YAML::Node& item, contracts:
   config.image_command = image_command.value_or("");
   reader.reject_unknown_keys();
 
+  if (!exec_read) {
+    return config;
+  }
   const bool has_container = !config.container.empty();
   if ((config.exec == Exec::docker || config.exec == Exec::podman) && !has_container) {
     ctx.error(item, "container '" + config.name +

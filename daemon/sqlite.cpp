@@ -63,6 +63,12 @@ Statement::Statement(Database& db, std::string_view sql) : m_db(db) {
   if (code != SQLITE_OK) {
     fail(db.handle(), code, "preparing '" + std::string(sql.substr(0, 60)) + "'");
   }
+  if (m_statement == nullptr) {
+    // Only blanks or comments: SQLite prepares no statement, and one that
+    // runs nothing is the caller's mistake, not a statement to step.
+    fail(nullptr, SQLITE_MISUSE,
+         "preparing '" + std::string(sql.substr(0, 60)) + "': it holds no statement");
+  }
 }
 
 Statement::~Statement() {
@@ -70,8 +76,9 @@ Statement::~Statement() {
 }
 
 Statement& Statement::bind(int index, std::string_view text) {
-  const int code = sqlite3_bind_text(m_statement, index, text.data(), static_cast<int>(text.size()),
-                                     SQLITE_TRANSIENT);
+  // An empty view may have no data at all: SQLite would bind NULL, not "".
+  const int code = sqlite3_bind_text(m_statement, index, text.data() != nullptr ? text.data() : "",
+                                     static_cast<int>(text.size()), SQLITE_TRANSIENT);
   if (code != SQLITE_OK) {
     fail(m_db.handle(), code, "binding parameter " + std::to_string(index));
   }
@@ -115,7 +122,14 @@ bool Statement::step() {
 }
 
 void Statement::run() {
-  while (step()) {
+  // Reset whatever happens: a statement left mid-step after a failure
+  // refuses every later binding (SQLITE_MISUSE).
+  try {
+    while (step()) {
+    }
+  } catch (...) {
+    reset();
+    throw;
   }
   reset();
 }

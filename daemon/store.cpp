@@ -47,6 +47,11 @@ std::string prepare(sqlite::Database& db, const std::filesystem::path& path) {
            std::to_string(application_id) + ")." + leave_alone();
   }
   const auto latest = static_cast<std::int64_t>(store_migrations().size());
+  if (version < 0) {
+    // No envcontract writes one: a damaged header, or another writer's.
+    return path.string() + " has a schema version below zero (" + std::to_string(version) +
+           "): it is damaged or not ours." + leave_alone();
+  }
   if (version > latest) {
     return path.string() + " was written by a newer envcontract (schema version " +
            std::to_string(version) + "; this agent knows up to " + std::to_string(latest) +
