@@ -173,32 +173,9 @@ double import_floor_ms(const std::vector<std::string>& pythons) {
 }
 
 // The baseline of target 1: what an operator's hand-written loop does for
-// the same facts, one env after another. Activate the env (a conda env's
-// activate.d scripts, a venv's bin/activate), ask the interpreter one fact
-// per `python -c` (its version, torch's version, CUDA build and location,
-// the import), then list every shared library of site-packages with
-// `ldd` and its undefined symbols with `nm -D | c++filt`.
-double hand_loop_ms(const std::vector<fs::path>& prefixes, const fs::path& work) {
-  const std::string loop = R"(
-prefix=$1
-if [ -d "$prefix/conda-meta" ]; then
-  export CONDA_PREFIX="$prefix" PATH="$prefix/bin:$PATH"
-  for script in "$prefix"/etc/conda/activate.d/*.sh; do [ -r "$script" ] && . "$script"; done
-elif [ -r "$prefix/bin/activate" ]; then
-  . "$prefix/bin/activate"
-fi
-python -c 'import sys; print(sys.version)'
-python -c 'import torch; print(torch.__version__)'
-python -c 'import torch; print(torch.version.cuda)'
-python -c 'import torch; print(torch.__file__)'
-find "$prefix"/lib/python3*/site-packages -name '*.so*' -type f -print0 2>/dev/null |
-  while IFS= read -r -d '' library; do
-    ldd "$library"
-    nm -D --undefined-only "$library" | c++filt
-  done
-)";
-  const fs::path script = work / "hand-loop.sh";
-  std::ofstream(script) << loop;
+// the same facts (bench/hand_loop.sh), one env after another.
+double hand_loop_ms(const std::vector<fs::path>& prefixes) {
+  const fs::path script = fs::path(ENVCONTRACT_SOURCE_DIR) / "bench" / "hand_loop.sh";
   const auto start = Clock::now();
   // The prefix is passed in the environment, never spliced into the
   // command line; a hanging env stops the loop's turn after 60 s.
@@ -526,7 +503,7 @@ int main(int argc, char** argv) {
     }
   }
   const double design_floor_ms = import_floor_ms(design_pythons);
-  const double hand_ms = hand_loop_ms(prefixes, work);
+  const double hand_ms = hand_loop_ms(prefixes);
   const auto linear =
       curve_envs == 0 ? std::optional<bool>(true) : print_curve(demo, work, **contract, curve_envs);
   const auto kunlunxin =

@@ -16,7 +16,7 @@ TEST_PACKAGES=(libgtest-dev libgmock-dev clang-format elfutils python3 gcc-multi
   python3-venv python3-pip python3-setuptools python3-wheel python3-websocket python3-jwt python3-yaml
   libclang-rt-14-dev python3-jsonschema sqlite3 chromium prometheus
   libxml2-utils lintian patchelf curl wrk nginx-light man-db prometheus-alertmanager bubblewrap
-  podman runc uidmap docker.io)
+  podman runc uidmap docker.io time)
 
 # ccache keys on relative paths, so a fresh clone in another folder (as CI
 # makes) reuses what an earlier build compiled.
