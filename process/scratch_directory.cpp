@@ -263,7 +263,9 @@ std::shared_ptr<const ScratchReader> ScratchDirectory::reader() const {
 }
 
 bool remove_contents_at(int dir_fd, int depth) {
-  const int list_fd = ::dup(dir_fd);
+  // A descriptor of its own, not a dup: a dup shares the caller's offset, and
+  // a second listing through it would start at the end and see nothing.
+  const int list_fd = ::openat(dir_fd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
   if (list_fd < 0) {
     return false;
   }

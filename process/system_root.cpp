@@ -118,6 +118,8 @@ std::filesystem::path canonical_in(const std::filesystem::path& root,
         const std::string top = real_root.string();
         if (text == top) {
           seen = "/";
+        } else if (top == "/") {
+          seen = named;  // the tree is the host's own "/" (a root linked to it)
         } else if (text.starts_with(top + "/")) {
           seen = text.substr(top.size());
         } else {
@@ -289,7 +291,10 @@ SystemRoot::Globbed SystemRoot::glob(const std::string& pattern) const {
   t_globbing = nullptr;
   if (status == 0) {
     for (std::size_t i = 0; i < matches.gl_pathc; ++i) {
-      result.paths.push_back(outside(matches.gl_pathv[i]));
+      // A ".." of the pattern stopped at the tree's "/" when it was read:
+      // named so too, never as ROOT/../.. (a host path outside the tree).
+      result.paths.push_back(
+          outside(std::filesystem::path(matches.gl_pathv[i]).lexically_normal().string()));
     }
   } else if (status != GLOB_NOMATCH) {
     result.error =
