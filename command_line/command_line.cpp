@@ -78,8 +78,11 @@ NamedFlag find_flag(const std::vector<const CLI::App*>& chain, const std::string
     }
   }
   flag.option = chain.back()->get_option_no_throw(flag.name);
-  if (flag.option == nullptr && !argument.starts_with("--")) {
-    flag.name = argument.substr(0, equals);  // "-contract": a long flag with one dash
+  // "-contract": a long flag with one dash; but "-ojson" is the program's
+  // -o with its value written in, said as -o is wherever it is given.
+  if (flag.option == nullptr && !argument.starts_with("--") &&
+      chain.front()->get_option_no_throw(flag.name) == nullptr) {
+    flag.name = argument.substr(0, equals);
   }
   return flag;
 }
@@ -193,6 +196,13 @@ CommandLine read_command_line(std::string_view program, const CLI::App& app, int
         flag.value = argv[++i];
       }
       if (flag.option == app_output && chain.size() == 1) {
+        // After the verb two -o are refused (CLI11): before it, too, or
+        // the first would be dropped without a word.
+        if (leading_output && flag.value && *leading_output != *flag.value) {
+          line.problem =
+              "-o " + *leading_output + " and -o " + *flag.value + " before the verb: give one";
+          return line;
+        }
         leading_output = flag.value;
         continue;
       }

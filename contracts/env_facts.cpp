@@ -88,17 +88,30 @@ facts::PathAnchors EnvFactsView::anchors() const {
   return anchors;
 }
 
+std::string EnvFactsView::activated_environment_unknown() const {
+  if (!m_facts.activation.problem.empty()) {
+    return "the env's activation failed (" + m_facts.activation.problem + ")";
+  }
+  const auto error = std::find_if(m_facts.errors.begin(), m_facts.errors.end(), [](const auto& e) {
+    return e.stage == facts::FactError::Stage::activation;
+  });
+  return error == m_facts.errors.end()
+             ? ""
+             : "the env's activation could not be run (" + error->message + ")";
+}
+
 std::vector<std::string> EnvFactsView::expand_all(const std::string& pattern) const {
   return facts::expand_path_pattern(pattern, anchors());
 }
 
-std::vector<std::string> EnvFactsView::expand_all_as_env_sees(const std::string& pattern) const {
+std::vector<std::string> EnvFactsView::expand_all_as_env_sees(const std::string& pattern,
+                                                              bool for_glob) const {
   auto inside = anchors();
   inside.prefix = seen_by_env(inside.prefix);
   for (auto& site : inside.sites) {
     site = seen_by_env(site);
   }
-  return facts::expand_path_pattern(pattern, inside);
+  return facts::expand_path_pattern(pattern, inside, for_glob);
 }
 
 std::vector<std::string> EnvFactsView::unset_variables(const std::string& pattern) const {

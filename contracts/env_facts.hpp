@@ -44,6 +44,11 @@ class EnvFactsView {
   // The activation artifact recorded for a stage, or nullptr.
   const facts::ActivationArtifact* activation_artifact(std::string_view stage) const;
   bool has_dynamic_facts() const { return m_facts.dynamic.has_value(); }
+  // Why the environment activation gives the env's processes is not known
+  // ("" when it is): its activation failed (the facts then hold the bare
+  // environment as the activated one, and what was looked up under it), or
+  // the agent could not run it. What is judged on it is then unknown too.
+  std::string activated_environment_unknown() const;
   // The version the interpreter reported of itself ("3.10.13") when one of
   // its activated stages ran, else "".
   std::string interpreter_version() const;
@@ -55,7 +60,10 @@ class EnvFactsView {
   // The same as the env's own processes name paths ({prefix} and {site}
   // inside its container or rootfs): for what they report (a search path
   // set by activation) and paths the agent read, made seen_by_env.
-  std::vector<std::string> expand_all_as_env_sees(const std::string& pattern) const;
+  // With `for_glob`, what the facts put in ({prefix}, {site}, ${VAR}) has
+  // glob's special characters escaped: only the contract's wildcards match.
+  std::vector<std::string> expand_all_as_env_sees(const std::string& pattern,
+                                                  bool for_glob = false) const;
   // The ${VAR} names in `pattern` that the activated environment leaves unset.
   std::vector<std::string> unset_variables(const std::string& pattern) const;
   // The env's prefix, site dirs and activated variables, for path patterns.

@@ -13,10 +13,25 @@ facts::Activation activation_of(ActivationMode mode) {
   return mode == ActivationMode::bare ? facts::Activation::bare : facts::Activation::activated;
 }
 
+// Marks `result` unknown when the environment it is judged on is: true then.
+bool environment_unknown(ActivationMode mode, const EnvFactsView& facts, CheckResult& result) {
+  if (mode == ActivationMode::bare) {
+    return false;
+  }
+  const std::string why = facts.activated_environment_unknown();
+  if (!why.empty()) {
+    not_gathered(result, "the activated environment is not known: " + why);
+  }
+  return !why.empty();
+}
+
 }  // namespace
 
 void environment(const Check&, const EnvironmentParams& params, const EnvFactsView& facts,
                  CheckResult& result) {
+  if (environment_unknown(params.activation, facts, result)) {
+    return;
+  }
   const std::string activation = to_string(params.activation);
   const auto& variables = facts.environment(activation_of(params.activation));
   Json actual = Json::object();
@@ -70,6 +85,9 @@ void environment(const Check&, const EnvironmentParams& params, const EnvFactsVi
 
 void search_path(const Check&, const SearchPathParams& params, const EnvFactsView& facts,
                  CheckResult& result) {
+  if (environment_unknown(params.activation, facts, result)) {
+    return;
+  }
   const std::string& variable = params.variable;
   const std::string activation = to_string(params.activation);
   const auto& variables = facts.environment(activation_of(params.activation));
@@ -110,8 +128,12 @@ void search_path(const Check&, const SearchPathParams& params, const EnvFactsVie
   }
   for (const auto& root : params.must_not_contain) {
     for (const auto& forbidden : facts.expand_all_as_env_sees(root)) {
+      // Under it as a path: /usr/lib64 is not under /usr/lib.
+      const std::string directory = forbidden.size() > 1 && forbidden.ends_with('/')
+                                        ? forbidden.substr(0, forbidden.size() - 1)
+                                        : forbidden;
       for (const auto& entry : entries) {
-        if (!entry.starts_with(forbidden)) {
+        if (entry != directory && !entry.starts_with(directory == "/" ? "/" : directory + "/")) {
           continue;
         }
         fail(result, "search_path_mismatch",

@@ -57,20 +57,32 @@ const facts::PathMatches* path_matches(const EnvFactsView& facts, const std::str
 void files(const Check&, const FilesParams& params, const EnvFactsView& facts,
            CheckResult& result) {
   Json actual = Json::object();
+  // Why a pattern could not be judged (the first such): the check's answer
+  // only when no other pattern shows a definite fault, whatever their order.
+  std::optional<std::string> unknown;
+  const auto not_judged = [&](std::string why) {
+    if (!unknown) {
+      unknown = std::move(why);
+    }
+  };
   for (const bool must_exist : {true, false}) {
     for (const auto& text : must_exist ? params.exist : params.absent) {
       const auto* entry = path_matches(facts, text);
-      if (entry == nullptr || !entry->error.empty()) {
-        result.actual = actual;
-        not_gathered(result,
-                     text + (entry == nullptr ? " was not looked for in this env"
-                                              : " could not be looked for: " + entry->error));
-        return;
+      if (entry == nullptr) {
+        not_judged(text + " was not looked for in this env");
+        continue;
       }
       const auto& found = entry->matches;
       actual[text] = found;
       const auto& expansions = entry->expansions;
+      // A search that failed in part still proves what it matched: a file
+      // that must exist and was found, a forbidden one that exists.
+      const bool searched_all = entry->error.empty();
       if (must_exist && found.empty()) {
+        if (!searched_all) {
+          not_judged(text + " could not be looked for: " + entry->error);
+          continue;
+        }
         result.actual = actual;
         fail(
             result, "missing_file",
@@ -86,9 +98,16 @@ void files(const Check&, const FilesParams& params, const EnvFactsView& facts,
              "remove the package that installs it (a build for another platform?)");
         return;
       }
+      if (!must_exist && !searched_all) {
+        not_judged(text + " could not be looked for: " + entry->error);
+      }
     }
   }
   result.actual = actual;
+  if (unknown) {
+    not_gathered(result, *unknown);
+    return;
+  }
   pass(result);
 }
 
@@ -96,7 +115,8 @@ void linkage(const Check&, const LinkageParams& params, const EnvFactsView& fact
              CheckResult& result) {
   // Matched as the env's processes name the library (inside its container):
   // a contract's "/usr/lib/libfoo.so*" is the container's, not the host's.
-  const auto patterns = facts.expand_all_as_env_sees(params.library);
+  // What the env controls ({prefix}: /opt/envs/e[1]) is matched literally.
+  const auto patterns = facts.expand_all_as_env_sees(params.library, true);
   const bool transitive = params.transitive;
   Json matched = Json::array();
   std::optional<Diagnosis> unanalysed;
@@ -158,6 +178,15 @@ void linkage(const Check&, const LinkageParams& params, const EnvFactsView& fact
   if (unanalysed) {
     result.status = CheckStatus::error;
     result.diagnosis = std::move(unanalysed);
+    return;
+  }
+  // Libraries past the per-env bound were never read: one of them may be
+  // the library named, so nothing matched proves nothing.
+  const std::size_t skipped = facts.facts().linkage.skipped;
+  if (matched.empty() && skipped > 0) {
+    not_gathered(result, "no library read matches " + params.library + ", and " +
+                             std::to_string(skipped) +
+                             " libraries of this env were past the agent's bound and not read");
     return;
   }
   // No matching library is not a linkage fault; a files check says whether it must exist.

@@ -19,8 +19,25 @@ const Entry* find_by(const std::vector<Entry>& entries, Key Entry::*key, const K
 
 }  // namespace
 
+namespace {
+
+// Marks `result` unknown when what was looked up under the activated
+// environment is (its activation failed or did not run): true then.
+bool activated_lookups_unknown(const EnvFactsView& facts, CheckResult& result) {
+  const std::string why = facts.activated_environment_unknown();
+  if (!why.empty()) {
+    not_gathered(result, "what the activated env finds is not known: " + why);
+  }
+  return !why.empty();
+}
+
+}  // namespace
+
 void libraries(const Check&, const LibrariesParams& params, const EnvFactsView& facts,
                CheckResult& result) {
+  if (activated_lookups_unknown(facts, result)) {
+    return;
+  }
   Json actual = Json::object();
   const auto look_up = [&](const std::string& name) -> const facts::LibraryLookup* {
     const auto* lookup = find_by(facts.facts().library_lookups, &facts::LibraryLookup::name, name);
@@ -104,6 +121,9 @@ void device_nodes(const Check&, const DeviceNodesParams& params, const EnvFactsV
 
 void tools(const Check&, const ToolsParams& params, const EnvFactsView& facts,
            CheckResult& result) {
+  if (activated_lookups_unknown(facts, result)) {
+    return;
+  }
   const auto& variables = facts.environment(facts::Activation::activated);
   const auto path_variable = variables.find("PATH");
   const std::string path = path_variable == variables.end() ? "" : path_variable->second;

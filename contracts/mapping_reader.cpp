@@ -74,6 +74,12 @@ std::optional<std::int64_t> MappingReader::integer(std::string_view key, Need ne
   std::int64_t number = 0;
   const auto* end = text.data() + text.size();
   const auto [ptr, ec] = std::from_chars(text.data(), end, number);
+  if (ec == std::errc::result_out_of_range && ptr == end) {
+    // A whole number, only too large for any bound.
+    m_ctx.error(*value, name + " must be between " + std::to_string(min) + " and " +
+                            std::to_string(max) + ", got " + text);
+    return std::nullopt;
+  }
   if (ec != std::errc() || ptr != end) {
     m_ctx.error(*value, name + " must be a whole number, got '" + text + "'");
     return std::nullopt;
@@ -143,10 +149,15 @@ void MappingReader::reject_unknown_keys(DiagnosticLevel level) {
     // Where unknown keys are kept (CI configs grow keys), one within two
     // edits of a known key is a typo that would silently drop what it
     // names (`torch_contarct:`): an error all the same.
+    // Lengths more than two apart are more than two edits apart: no table
+    // of edits is made for them (a megabyte-long key costs nothing).
     const bool misspelt =
         key.size() >= 5 &&
-        std::any_of(m_known_keys.begin(), m_known_keys.end(),
-                    [&](const auto& known) { return common::spelling_distance(key, known) <= 2; });
+        std::any_of(m_known_keys.begin(), m_known_keys.end(), [&](const auto& known) {
+          const auto longer = std::max(key.size(), known.size());
+          const auto shorter = std::min(key.size(), known.size());
+          return longer - shorter <= 2 && common::spelling_distance(key, known) <= 2;
+        });
     if (level == DiagnosticLevel::error || misspelt) {
       m_ctx.error(pair.first, std::move(message));
     } else {

@@ -4,6 +4,7 @@
 #include <ostream>
 
 #include "common/json_text.hpp"
+#include "common/printable.hpp"
 #include "contracts/contract_loader.hpp"
 
 namespace envcontract::contracts {
@@ -27,7 +28,7 @@ std::vector<std::filesystem::path> contract_files(const std::vector<std::filesys
       }
     }
     if (error || found.empty()) {
-      err << path.string() << ": "
+      err << common::printable(path.string()) << ": "
           << (error ? "cannot read the directory: " + error.message()
                     : std::string("holds no .yaml or .yml file"))
           << "\n";
@@ -45,16 +46,19 @@ int validate_files(const std::vector<std::filesystem::path>& paths, ValidateOutp
   std::error_code error;
   if (output == ValidateOutput::normalized_json && paths.size() == 1 &&
       std::filesystem::is_directory(paths.front(), error)) {
-    err << paths.front().string() << ": --print shows one contract: name a file, not a directory\n";
+    err << common::printable(paths.front().string())
+        << ": --print shows one contract: name a file, not a directory\n";
     return 2;
   }
   for (const auto& file : contract_files(paths, err, exit_code)) {
     const auto result = load_contract_file(file);
+    // Contracts come from checkouts anyone may write: what they say (keys,
+    // values quoted in messages) never drives the terminal.
     for (const auto& diagnostic : result.diagnostics.sorted()) {
-      err << diagnostic.to_string() << "\n";
+      err << common::printable(diagnostic.to_string()) << "\n";
     }
     if (!result.contract) {
-      err << file.string() << ": invalid (" << result.diagnostics.error_count()
+      err << common::printable(file.string()) << ": invalid (" << result.diagnostics.error_count()
           << (result.diagnostics.error_count() == 1 ? " error" : " errors") << ")\n";
       exit_code = 1;
       continue;
@@ -62,7 +66,7 @@ int validate_files(const std::vector<std::filesystem::path>& paths, ValidateOutp
     if (output == ValidateOutput::normalized_json) {
       out << common::json_text(contracts::to_json(*result.contract), 2) << "\n";
     } else {
-      out << file.string() << ": ok\n";
+      out << common::printable(file.string()) << ": ok\n";
     }
   }
   return exit_code;

@@ -1,9 +1,13 @@
 #include "contracts/yaml_document.hpp"
 
+#include <algorithm>
 #include <charconv>
 #include <fstream>
 #include <map>
+#include <set>
 #include <sstream>
+
+#include <yaml-cpp/depthguard.h>
 
 #include "common/yaml_aliases.hpp"
 
@@ -11,26 +15,48 @@ namespace envcontract::contracts {
 namespace {
 
 // yaml-cpp keeps every pair of a mapping, duplicates included, so a walk over
-// the tree finds them; `node[key]` would silently return the first one.
-void report_duplicate_keys(const YAML::Node& node, ParseContext& ctx) {
+// the tree finds them; `node[key]` would silently return the first one. A
+// mapping reached again through an alias is the same text: each duplicate
+// is reported once (`reported`: the positions already said).
+void report_duplicate_keys(const YAML::Node& node, ParseContext& ctx,
+                           std::set<std::pair<int, int>>& reported) {
   if (node.IsMap()) {
     std::map<std::string, YAML::Mark> seen;
     for (const auto& pair : node) {
       if (pair.first.IsScalar()) {
         const auto& key = pair.first.Scalar();
         const auto [it, inserted] = seen.emplace(key, pair.first.Mark());
-        if (!inserted) {
+        const auto& mark = pair.first.Mark();
+        if (!inserted && reported.emplace(mark.line, mark.column).second) {
           ctx.error(pair.first, "duplicate key '" + key + "' (first defined at line " +
                                     std::to_string(it->second.line + 1) + ")");
         }
       }
-      report_duplicate_keys(pair.second, ctx);
+      report_duplicate_keys(pair.second, ctx, reported);
     }
   } else if (node.IsSequence()) {
     for (const auto& item : node) {
-      report_duplicate_keys(item, ctx);
+      report_duplicate_keys(item, ctx, reported);
     }
   }
+}
+
+// Where `text` holds a NUL byte, as 0-based line and column; nullopt when it
+// holds none, or is UTF-16 or UTF-32 (marked so by its byte order mark, and
+// full of NULs by nature).
+std::optional<YAML::Mark> nul_byte(const std::string& text) {
+  const auto at = text.find('\0');
+  if (at == std::string::npos || text.starts_with("\xFF\xFE") || text.starts_with("\xFE\xFF") ||
+      text.starts_with(std::string_view("\0\0\xFE\xFF", 4))) {
+    return std::nullopt;
+  }
+  YAML::Mark mark;
+  mark.pos = static_cast<int>(at);
+  const auto line_start = text.rfind('\n', at);
+  mark.line =
+      static_cast<int>(std::count(text.begin(), text.begin() + static_cast<long>(at), '\n'));
+  mark.column = static_cast<int>(line_start == std::string::npos ? at : at - line_start - 1);
+  return mark;
 }
 
 bool is_plain(const YAML::Node& node) {
@@ -136,26 +162,55 @@ std::string syntax_hint(const std::string& text, int line_index) {
 }  // namespace
 
 std::optional<YAML::Node> load_yaml_text(const std::string& text, ParseContext& ctx) {
-  YAML::Node root;
+  // yaml-cpp would read a NUL as the end of a value and keep what follows
+  // as other text: what the file says is not what would be judged.
+  if (const auto nul = nul_byte(text)) {
+    ctx.diagnostics().error(ctx.locate(*nul),
+                            "a NUL byte: the file is not text (saved in another encoding?)");
+    return std::nullopt;
+  }
+  std::vector<YAML::Node> documents;
   try {
-    root = YAML::Load(text);
+    documents = YAML::LoadAll(text);
+  } catch (const YAML::DeepRecursion& e) {
+    ctx.diagnostics().error(ctx.locate(e.mark),
+                            "the document nests deeper than " + std::to_string(e.depth()) +
+                                " levels: no contract or config does; is it generated?");
+    return std::nullopt;
   } catch (const YAML::ParserException& e) {
     const std::string hint = syntax_hint(text, e.mark.line);
     ctx.diagnostics().error(ctx.locate(e.mark),
                             "YAML syntax error: " + e.msg + (hint.empty() ? "" : "; " + hint));
     return std::nullopt;
   }
+  // One document a file: what a second one says would never be judged.
+  for (std::size_t i = 1; i < documents.size(); ++i) {
+    if (!documents[i].IsNull()) {
+      ctx.error(documents[i],
+                "a second YAML document (after '---'): a file holds one; put its checks in "
+                "the first, or in a file of its own");
+      return std::nullopt;
+    }
+  }
+  const YAML::Node root = documents.empty() ? YAML::Node() : documents.front();
   // Before anything walks the tree: an alias cycle would overflow the stack
   // of every walk below, and a billion-laughs document never let it end.
   if (const auto problem = common::find_yaml_alias_problem(text)) {
     ctx.diagnostics().error({ctx.file(), problem->line, problem->column}, problem->message);
     return std::nullopt;
   }
-  report_duplicate_keys(root, ctx);
+  std::set<std::pair<int, int>> reported;
+  report_duplicate_keys(root, ctx, reported);
   return root;
 }
 
 std::optional<YAML::Node> load_yaml_file(const std::filesystem::path& path, ParseContext& ctx) {
+  std::error_code error;
+  if (std::filesystem::is_directory(path, error)) {
+    // An ifstream opens a directory and reads nothing: an empty document.
+    ctx.diagnostics().error({ctx.file(), 0, 0}, "is a directory, not a file");
+    return std::nullopt;
+  }
   std::ifstream in(path, std::ios::binary);
   if (!in) {
     ctx.diagnostics().error({ctx.file(), 0, 0},

@@ -73,9 +73,13 @@ ProbeRecord probe_record_from_json(const Json& json) {
   }
   record.output = text_of(json, "output");
   record.run = text_of(json, "run");
-  if (const auto code = json.find("exit_code"); code != json.end() && code->is_number_integer() &&
-                                                code->get<std::int64_t>() >= INT32_MIN &&
-                                                code->get<std::int64_t>() <= INT32_MAX) {
+  // An unsigned number past INT64_MAX would wrap as int64 (2^64-1 read as
+  // -1): what is not a valid exit code is absent, as for any field.
+  if (const auto code = json.find("exit_code");
+      code != json.end() && code->is_number_integer() &&
+      (code->is_number_unsigned()
+           ? code->get<std::uint64_t>() <= INT32_MAX
+           : code->get<std::int64_t>() >= INT32_MIN && code->get<std::int64_t>() <= INT32_MAX)) {
     record.exit_code = static_cast<int>(code->get<std::int64_t>());
   }
   record.blocked_by = text_of(json, "blocked_by");

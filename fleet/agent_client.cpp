@@ -129,9 +129,11 @@ Response request(const HostAddress& host, const std::string& method, const std::
   }
   worker.join();
   if (too_large) {
+    const std::size_t limit = options.max_response_bytes;
     response.error = "the answer is larger than " +
-                     std::to_string(options.max_response_bytes >> 20) +
-                     " MiB; is this an envcontract agent?";
+                     (limit >= (1U << 20) ? std::to_string(limit >> 20) + " MiB"
+                                          : std::to_string(limit >> 10) + " KiB") +
+                     "; is this an envcontract agent?";
     response.body.clear();
     return response;
   }
@@ -147,9 +149,11 @@ Response request(const HostAddress& host, const std::string& method, const std::
     response.error = std::string(answered ? "its answer stopped for "
                                           : "it accepted the connection and sent nothing for ") +
                      seconds(options.silence) + " (is it stopped or stuck?)";
+    response.body.clear();  // part of an answer is no answer
     return response;
   }
   if (!sent) {
+    response.body.clear();
     // The name is looked up again only while time remains: a resolver that
     // is down must not hold fleetctl past --timeout a second time.
     response.error = error == httplib::Error::Connection && Clock::now() < deadline
