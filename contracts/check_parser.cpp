@@ -85,7 +85,10 @@ void CheckParser::parse(const YAML::Node& node, const std::string& section) {
     check.severity = *severity;
   }
   const YAML::Node id_node = id ? *reader.get("id") : node;
-  check.id = claim_id(id && is_check_id(*id) ? *id : check.kind, id.has_value(), id_node);
+  // An invalid id (reported) falls back to the kind's name as an absent one
+  // does: a clash of that name is no error of the author's.
+  const bool valid_id = id && is_check_id(*id);
+  check.id = claim_id(valid_id ? *id : check.kind, valid_id, id_node);
   if (!check.id.empty()) {
     m_checks.push_back(std::move(check));
   }

@@ -201,7 +201,9 @@ std::optional<IntegrationEntry> find_integration_entry(const std::filesystem::pa
     IntegrationEntry named;
     named.id = scalar_child(entry, "id");
     named.name = scalar_child(entry, "name");
-    if (selector == named.id || selector == named.name || selector == integration_check_id(named)) {
+    // An empty selector names no entry (an entry without an id has id "").
+    if (!selector.empty() && (selector == named.id || selector == named.name ||
+                              selector == integration_check_id(named))) {
       return parse_integration_entry(entry, runner_environment, config_ctx);
     }
     for (const auto* value : {&named.id, &named.name}) {

@@ -294,6 +294,35 @@ std::optional<CheckResult> incomplete_facts_check(const facts::EnvFacts& env_fac
   return result;
 }
 
+// An env whose activation failed (its scripts exited with an error, ran out
+// of time, or could not be run) has facts gathered under its bare
+// environment in place of the activated one: what activation would give its
+// processes is unknown, so the env gets an `error` check of its own and is
+// never compliant on facts of the wrong environment. Not when its code was
+// refused (that check says why nothing ran), nor when the agent's own
+// gathering failed (env:facts says so).
+std::optional<CheckResult> activation_check(const facts::EnvFacts& env_facts, bool refused) {
+  const std::string& problem = env_facts.activation.problem;
+  if (problem.empty() || refused) {
+    return std::nullopt;
+  }
+  CheckResult result = own_check("env:activation", "env_activation", CheckStatus::error);
+  result.actual = {{"problem", problem}};
+  result.diagnosis = Diagnosis{
+      "activation_failed",
+      "the env's activation failed (" + problem +
+          "): what the activated env gives its processes is unknown, and its facts were "
+          "gathered without it",
+      {{"problem", problem}, {"scripts", Json::array()}},
+      "activate it by hand (conda activate, or source bin/activate) and fix what fails in its "
+      "activation scripts; the agent's facts verb shows their output"};
+  auto& scripts = result.diagnosis->evidence["scripts"];
+  for (const auto& script : env_facts.activation.scripts) {
+    scripts.push_back(script.string());
+  }
+  return result;
+}
+
 // An env that is broken as an env (its interpreter is missing, a dangling
 // link, or cannot start at all; its prefix unreadable by its user) fails one check naming the path
 // and what is wrong, and every other check points at it: "torch is not installed" would send its
@@ -474,6 +503,9 @@ EnvJudgement judge_env(const Contract& contract, const facts::EnvFacts& env_fact
   }
   if (incomplete) {
     judgement.checks.push_back(*incomplete);
+  }
+  if (const auto activation = unread ? std::nullopt : activation_check(env_facts, bool(refusal))) {
+    judgement.checks.push_back(*activation);
   }
   const auto broken = broken_env_check(facts);
   if (broken) {

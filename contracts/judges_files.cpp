@@ -180,11 +180,12 @@ void linkage(const Check&, const LinkageParams& params, const EnvFactsView& fact
     result.diagnosis = std::move(unanalysed);
     return;
   }
-  // Libraries past the per-env bound were never read: one of them may be
-  // the library named, so nothing matched proves nothing.
+  // Libraries past the per-env bound were never read: any of them may match
+  // and have the fault, so no fault among those read proves nothing.
   const std::size_t skipped = facts.facts().linkage.skipped;
-  if (matched.empty() && skipped > 0) {
-    not_gathered(result, "no library read matches " + params.library + ", and " +
+  if (skipped > 0) {
+    not_gathered(result, "no fault in the " + std::to_string(matched.size()) +
+                             " libraries read that match " + params.library + ", but " +
                              std::to_string(skipped) +
                              " libraries of this env were past the agent's bound and not read");
     return;

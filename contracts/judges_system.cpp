@@ -35,10 +35,32 @@ bool activated_lookups_unknown(const EnvFactsView& facts, CheckResult& result) {
 
 void libraries(const Check&, const LibrariesParams& params, const EnvFactsView& facts,
                CheckResult& result) {
-  if (activated_lookups_unknown(facts, result)) {
+  Json actual = Json::object();
+  const auto forbid = [&](const std::string& name, const facts::LibraryLookup& lookup) {
+    const std::string path = lookup.path.string();
+    result.actual = actual;
+    fail(result, "forbidden_library",
+         name + " is found at " + path + " (through " + lookup.found_via +
+             "); the contract forbids it",
+         {{"library", name}, {"path", path}, {"found_via", lookup.found_via}},
+         "remove it from the env's library path, or uninstall the package that ships it");
+  };
+  if (!facts.activated_environment_unknown().empty()) {
+    // A forbidden library the loader finds through its cache or its default
+    // directories is found whatever activation puts before them: still a
+    // fault. The rest was looked up in the wrong environment.
+    for (const auto& name : params.absent) {
+      const auto* lookup =
+          find_by(facts.facts().library_lookups, &facts::LibraryLookup::name, name);
+      if (lookup != nullptr && lookup->incomplete.empty() && !lookup->path.empty() &&
+          (lookup->found_via == "ld.so.cache" || lookup->found_via == "system")) {
+        forbid(name, *lookup);
+        return;
+      }
+    }
+    activated_lookups_unknown(facts, result);
     return;
   }
-  Json actual = Json::object();
   const auto look_up = [&](const std::string& name) -> const facts::LibraryLookup* {
     const auto* lookup = find_by(facts.facts().library_lookups, &facts::LibraryLookup::name, name);
     actual[name] =
@@ -81,14 +103,8 @@ void libraries(const Check&, const LibrariesParams& params, const EnvFactsView& 
     if (lookup == nullptr) {
       return;
     }
-    const std::string path = lookup->path.string();
-    if (!path.empty()) {
-      result.actual = actual;
-      fail(result, "forbidden_library",
-           name + " is found at " + path + " (through " + lookup->found_via +
-               "); the contract forbids it",
-           {{"library", name}, {"path", path}, {"found_via", lookup->found_via}},
-           "remove it from the env's library path, or uninstall the package that ships it");
+    if (!lookup->path.empty()) {
+      forbid(name, *lookup);
       return;
     }
   }

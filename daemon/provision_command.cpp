@@ -7,6 +7,7 @@
 #include <ostream>
 
 #include "common/json_text.hpp"
+#include "common/printable.hpp"
 #include "common/shown_path.hpp"
 #include "common/time_text.hpp"
 #include "daemon/contract_source.hpp"
@@ -212,10 +213,14 @@ int run_provision_command(const ProvisioningCommandOptions& options, const std::
   const auto& steps = prepared->steps;
   out << "provision " << name << " at " << prepared->prefix.string() << " as "
       << prepared->run_as.user << ", to " << (*contract)->contract.name << ":\n";
+  // The steps quote the contract (its commands, its variables' values): one
+  // line each, whatever newline or escape sequence they hold, so that what a
+  // reviewer reads is what runs and no contract draws lines of its own.
   for (std::size_t i = 0; i < steps.size(); ++i) {
     out << "  " << i + 1 << ". " << steps[i].name << ": "
-        << (steps[i].description.empty() ? "$ " + provisioning::command_line(steps[i].argv)
-                                         : steps[i].description)
+        << common::printable(steps[i].description.empty()
+                                 ? "$ " + provisioning::command_line(steps[i].argv)
+                                 : steps[i].description)
         << "\n";
   }
   out << "  " << steps.size() + 1 << ". verify: scan " << name << " with the whole contract\n";

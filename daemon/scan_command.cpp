@@ -4,6 +4,7 @@
 #include <ostream>
 
 #include "common/json_text.hpp"
+#include "common/printable.hpp"
 #include "common/shown_path.hpp"
 #include "daemon/contract_detection.hpp"
 #include "daemon/scan_progress.hpp"
@@ -18,7 +19,7 @@ int run_scan(const ScanCommandOptions& options, std::ostream& out, std::ostream&
   if (options.contract == "auto") {
     const auto detected = detect_contract(options.contracts_dir, options.detect_root);
     if (!detected) {
-      err << "envcontractd scan: " << detected.error() << "\n";
+      err << "envcontractd scan: " << common::printable(detected.error()) << "\n";
       return 2;
     }
     contract_file = detected->file;

@@ -71,7 +71,12 @@ std::string agent_label(const Json& sample, const std::string& name) {
   return exported.empty() ? label(sample, name.c_str()) : exported;
 }
 
+// "" for what is no time of a scan (NaN, infinities, before 1970 or past
+// 9999): casting such a value to time_t is undefined.
 std::string rfc3339(double seconds) {
+  if (!std::isfinite(seconds) || seconds < 0 || seconds > 253402300799.0) {
+    return "";
+  }
   const std::time_t when = static_cast<std::time_t>(seconds);
   std::tm utc{};
   ::gmtime_r(&when, &utc);
@@ -200,8 +205,12 @@ void read_series(std::map<std::string, SampledHost>& hosts,
       }
     }
   };
-  each("verdict",
-       [](SampledHost& host, const Json& sample) { host.verdict = label(sample, "verdict"); });
+  // Two series of one host that disagree (two servers, or an answer made
+  // up) decide nothing: an error, never whichever came last.
+  each("verdict", [](SampledHost& host, const Json& sample) {
+    const std::string verdict = label(sample, "verdict");
+    host.verdict = host.verdict.empty() || host.verdict == verdict ? verdict : "error";
+  });
   each("last_verdict",
        [](SampledHost& host, const Json& sample) { host.last_verdict = label(sample, "verdict"); });
   each("info",
@@ -209,7 +218,9 @@ void read_series(std::map<std::string, SampledHost>& hosts,
   each("last_info",
        [](SampledHost& host, const Json& sample) { host.last_info.push_back(sample); });
   each("last_scan", [](SampledHost& host, const Json& sample) {
-    host.report["scanned_at"] = rfc3339(sample_value(sample));
+    if (const std::string when = rfc3339(sample_value(sample)); !when.empty()) {
+      host.report["scanned_at"] = when;
+    }
   });
   each("env", [](SampledHost& host, const Json& sample) {
     const std::string name = agent_label(sample, "env");

@@ -37,18 +37,36 @@ void add_list(const facts::Environment& environment, const char* name, std::set<
   }
 }
 
+// Where `pattern`'s first wildcard is (npos when it has none), and its text
+// before it with glob's escapes undone: the env's values are escaped for
+// glob(3) ("/opt/cu\\da" names /opt/cu\da), and the path watched is the
+// one glob looks at.
+std::pair<std::size_t, std::string> literal_part(const std::string& pattern) {
+  std::string literal;
+  for (std::size_t i = 0; i < pattern.size(); ++i) {
+    const char c = pattern[i];
+    if (c == '\\' && i + 1 < pattern.size()) {
+      literal += pattern[++i];
+    } else if (std::string_view("*?[{$").find(c) != std::string_view::npos) {
+      return {i, literal};
+    } else {
+      literal += c;
+    }
+  }
+  return {std::string::npos, literal};
+}
+
 // Where a glob looks: its entries when only the last part has wildcards,
 // the tree of its literal part when a directory of it has some.
 void add_pattern(const std::string& pattern, ReadDependencies& into) {
-  const auto wild = pattern.find_first_of("*?[{$");
-  const std::string literal = pattern.substr(0, wild);
+  const auto [wild, literal] = literal_part(pattern);
   const auto slash = literal.rfind('/');
   if (slash == std::string::npos || !is_absolute_path(literal)) {
     return;  // a relative pattern is not looked for
   }
   const fs::path dir = slash == 0 ? fs::path("/") : fs::path(literal.substr(0, slash));
   if (wild == std::string::npos) {
-    into.paths.insert(fs::path(pattern).lexically_normal());
+    into.paths.insert(fs::path(literal).lexically_normal());
   } else if (pattern.find('/', wild) == std::string::npos) {
     into.entries.insert(dir.lexically_normal());
   } else {

@@ -41,17 +41,20 @@ std::optional<std::size_t> new_format_start(const std::string& data) {
   constexpr std::string_view k_old_magic = "ld.so-1.7.0";
   constexpr std::size_t k_old_header_size = 16;  // magic, padding, nlibs
   constexpr std::size_t k_old_entry_size = 12;   // flags, key, value
-  constexpr std::size_t k_new_alignment = 8;     // of struct cache_file_new (its entries' hwcap)
   if (!data.starts_with(k_old_magic) || data.size() < k_old_header_size) {
     return std::nullopt;
   }
   const std::size_t old_end =
       k_old_header_size + std::size_t{read_u32(data, 12)} * k_old_entry_size;
-  const std::size_t start = (old_end + k_new_alignment - 1) & ~(k_new_alignment - 1);
-  if (start >= data.size() || !std::string_view(data).substr(start).starts_with(k_magic)) {
-    return std::nullopt;
+  // Aligned as struct cache_file_new is where the cache was written: 8 on
+  // 64-bit systems, 4 on i386 (its entries' uint64_t aligned to 4 there).
+  for (const std::size_t alignment : {std::size_t{8}, std::size_t{4}}) {
+    const std::size_t start = (old_end + alignment - 1) & ~(alignment - 1);
+    if (start < data.size() && std::string_view(data).substr(start).starts_with(k_magic)) {
+      return start;
+    }
   }
-  return start;
+  return std::nullopt;
 }
 
 }  // namespace

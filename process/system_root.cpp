@@ -291,10 +291,14 @@ SystemRoot::Globbed SystemRoot::glob(const std::string& pattern) const {
   t_globbing = nullptr;
   if (status == 0) {
     for (std::size_t i = 0; i < matches.gl_pathc; ++i) {
-      // A ".." of the pattern stopped at the tree's "/" when it was read:
-      // named so too, never as ROOT/../.. (a host path outside the tree).
-      result.paths.push_back(
-          outside(std::filesystem::path(matches.gl_pathv[i]).lexically_normal().string()));
+      // A ".." of the pattern right after the tree's "/" stopped there when
+      // it was read: named so too, never as ROOT/../.. (a host path outside
+      // the tree). Other ".." stay: after a link they climb from its target.
+      std::string_view match = matches.gl_pathv[i];
+      while (match.starts_with("/../") || match == "/..") {
+        match.remove_prefix(3);
+      }
+      result.paths.push_back(outside(match.empty() ? "/" : std::string(match)));
     }
   } else if (status != GLOB_NOMATCH) {
     result.error =

@@ -175,6 +175,7 @@ class EnvPlanner {
         {"unconfined_root",
          "the container target's exec: the runtime's own (docker, podman), or an unprivileged "
          "run_root_envs_as"},
+        {"activation_failed", "the env's activation scripts, run by hand until they succeed"},
         {"smoke_failed", own_code},
         {"command_failed", own_code},
         {"integration_test_failed", own_code},
@@ -785,6 +786,7 @@ const std::vector<CausePlanning>& cause_planning() {
       {"unsafe_permissions", "manual", "the env's owner makes it private"},
       {"run_as_unavailable", "manual", "the agent's configuration"},
       {"unconfined_root", "manual", "the container target's exec, or whom root's envs run as"},
+      {"activation_failed", "manual", "the env's activation scripts"},
       {"imports_unchecked", "manual", "the env's owner removes what cannot be checked"},
       {"broken_env", "route", "a new env replaces it"},
       {"unreadable_env", "manual", "its permissions, or whom it runs as"},

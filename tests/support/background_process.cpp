@@ -12,6 +12,8 @@
 #include <sstream>
 #include <stdexcept>
 
+#include "tests/support/loopback_http.hpp"
+
 extern char** environ;
 
 namespace envcontract::testing {
@@ -69,17 +71,9 @@ std::string BackgroundProcess::log() const {
 }
 
 int free_loopback_port() {
-  const int fd = ::socket(AF_INET, SOCK_STREAM, 0);
-  sockaddr_in address{};
-  address.sin_family = AF_INET;
-  address.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  socklen_t length = sizeof address;
-  if (fd < 0 || ::bind(fd, reinterpret_cast<sockaddr*>(&address), sizeof address) != 0 ||
-      ::getsockname(fd, reinterpret_cast<sockaddr*>(&address), &length) != 0) {
-    throw std::runtime_error("cannot find a free loopback port");
-  }
+  const auto [fd, port] = bound_loopback_socket();
   ::close(fd);
-  return ntohs(address.sin_port);
+  return port;
 }
 
 }  // namespace envcontract::testing

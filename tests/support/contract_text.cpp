@@ -33,4 +33,23 @@ std::string joined(const contracts::LoadResult& result) {
   return text;
 }
 
+std::ostream& operator<<(std::ostream& out, const Position& at) {
+  return out << at.line << ":" << at.column;
+}
+
+std::ostream& operator<<(std::ostream& out, const DiagnosticAt& at) {
+  const char* level = at.level == contracts::DiagnosticLevel::error     ? "error"
+                      : at.level == contracts::DiagnosticLevel::warning ? "warning"
+                                                                        : "note";
+  return out << level << "@" << at.line << ":" << at.column;
+}
+
+std::vector<DiagnosticAt> diagnostics_at(const contracts::Diagnostics& diagnostics) {
+  std::vector<DiagnosticAt> all;
+  for (const auto& diagnostic : diagnostics.sorted()) {
+    all.push_back({diagnostic.level, diagnostic.where.line, diagnostic.where.column});
+  }
+  return all;
+}
+
 }  // namespace envcontract::testing

@@ -1,5 +1,6 @@
 #pragma once
 
+#include <ostream>
 #include <string>
 #include <vector>
 
@@ -19,5 +20,26 @@ std::vector<std::string> messages(const contracts::LoadResult& result);
 
 // The error messages joined with newlines, for readable assertion failures.
 std::string joined(const contracts::LoadResult& result);
+
+// Where a diagnostic points (1-based, as editors show it): what tests
+// assert instead of its prose.
+struct Position {
+  int line = 0;
+  int column = 0;
+  bool operator==(const Position&) const = default;
+};
+std::ostream& operator<<(std::ostream& out, const Position& at);  // "line:column"
+
+// A diagnostic's level and position.
+struct DiagnosticAt {
+  contracts::DiagnosticLevel level = contracts::DiagnosticLevel::error;
+  int line = 0;
+  int column = 0;
+  bool operator==(const DiagnosticAt&) const = default;
+};
+std::ostream& operator<<(std::ostream& out, const DiagnosticAt& at);  // "error@line:column"
+
+// Every diagnostic's level and position, sorted as Diagnostics::sorted() is.
+std::vector<DiagnosticAt> diagnostics_at(const contracts::Diagnostics& diagnostics);
 
 }  // namespace envcontract::testing

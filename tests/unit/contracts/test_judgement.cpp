@@ -2,6 +2,8 @@
 // how the checks that need its code point at them.
 #include <gtest/gtest.h>
 
+#include <algorithm>
+
 #include "common/json_text.hpp"
 #include "contracts/judgement.hpp"
 #include "tests/support/contract_text.hpp"
@@ -148,6 +150,41 @@ TEST(Judgement, UnsafePathsOutweighAMissingUser) {
   EXPECT_EQ(run_as->diagnosis->cause, "run_as_unavailable");
   EXPECT_EQ(run_as->diagnosis->summary,
             "there is no user 'svc-probe' on this host: none of this env's code was run");
+}
+
+// An env whose activation failed had its facts gathered under its bare
+// environment: it gets an `error` check of its own naming the failure, so it
+// is never compliant on facts of the wrong environment, and its checks on
+// the activated environment are errors too, never a pass or a drift.
+TEST(Judgement, AFailedActivationIsAnErrorOfTheEnvsOwn) {
+  const auto contract = load(
+      "schema_version: 1\nchecks:\n"
+      "  - {id: no-preload, kind: environment, unset: [LD_PRELOAD]}\n");
+  facts::EnvFacts env;
+  env.env.name = "e";
+  env.env.prefix = "/opt/envs/e";
+  env.activation.problem = "etc/conda/activate.d/xpu_env.sh exited with status 1";
+  env.activation.scripts = {"/opt/envs/e/etc/conda/activate.d/xpu_env.sh"};
+  const auto judged = contracts::judge_env(contract, env);
+  const auto* activation = find(judged, "env:activation");
+  ASSERT_NE(activation, nullptr);
+  EXPECT_EQ(activation->status, CheckStatus::error);
+  ASSERT_TRUE(activation->diagnosis);
+  EXPECT_EQ(activation->diagnosis->cause, "activation_failed");
+  EXPECT_EQ(activation->diagnosis->evidence["problem"], env.activation.problem);
+  EXPECT_EQ(activation->diagnosis->evidence["scripts"][0],
+            "/opt/envs/e/etc/conda/activate.d/xpu_env.sh");
+  const auto* unset = find(judged, "no-preload");
+  ASSERT_NE(unset, nullptr);
+  EXPECT_EQ(unset->status, CheckStatus::error) << "a pass on the bare environment";
+  EXPECT_EQ(judged.verdict, EnvVerdict::error);
+
+  // Activation that worked: no check of its own.
+  env.activation.problem.clear();
+  const auto activated = contracts::judge_env(contract, env);
+  EXPECT_TRUE(std::none_of(activated.checks.begin(), activated.checks.end(),
+                           [](const auto& check) { return check.id == "env:activation"; }));
+  EXPECT_EQ(activated.verdict, EnvVerdict::compliant);
 }
 
 }  // namespace

@@ -359,6 +359,12 @@ TEST(LinkageJudge, LibrariesBeyondThePerEnvLimitAreNotJudgedAbsent) {
   env.linkage.skipped = 12;
   const auto result = judge_one(k_no_cuda + "}", env);
   EXPECT_EQ(result.status, CheckStatus::error) << shown(result);
+
+  // One library read and clean says nothing of a matching one never read.
+  env.linkage.libraries.push_back(torch_fl_library());
+  const auto one_read = judge_one(k_no_cuda + ", must_need: [libc10.so], transitive: false}", env);
+  EXPECT_EQ(one_read.status, CheckStatus::error) << shown(one_read);
+  EXPECT_EQ(one_read.actual["matched"], Strings{k_fl_library});
 }
 
 }  // namespace

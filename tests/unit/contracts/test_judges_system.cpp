@@ -225,6 +225,24 @@ TEST(SystemJudges, AToolLookedUpAfterActivationFailedIsUnknownNotMissing) {
   EXPECT_EQ(judged.verdict, EnvVerdict::error);
 }
 
+// A forbidden library the loader finds through its cache or its default
+// directories is found whatever activation puts before them: a fault even
+// when activation failed. One found on the (bare) LD_LIBRARY_PATH is not.
+TEST(SystemJudges, AForbiddenLibraryOfTheCacheFailsEvenWhenActivationFailed) {
+  auto env = env_facts();
+  env.activation.problem = "activation exited with status 1";
+  env.activation.activated = env.activation.bare;
+  env.library_lookups.push_back(
+      found("libcuda.so.1", "/usr/lib/x86_64-linux-gnu/libcuda.so.1", "ld.so.cache"));
+  const auto cached = judge_one("- {id: c, kind: libraries, absent: [libcuda.so.1]}", env);
+  EXPECT_EQ(cached.status, CheckStatus::fail) << shown(cached);
+  EXPECT_EQ(cause_of(cached), "forbidden_library");
+
+  env.library_lookups.back().found_via = "LD_LIBRARY_PATH";
+  const auto on_path = judge_one("- {id: c, kind: libraries, absent: [libcuda.so.1]}", env);
+  EXPECT_EQ(on_path.status, CheckStatus::error) << shown(on_path);
+}
+
 // ---- glibc -----------------------------------------------------------------
 
 // Versions compare number by number: 2.9 is older than 2.17, though it

@@ -12,23 +12,12 @@
 #include <string>
 #include <vector>
 
+#include "tests/support/contract_text.hpp"
+
 namespace envcontract::contracts {
 namespace {
 
-// One diagnostic's level and position, what a test asserts instead of prose.
-struct At {
-  DiagnosticLevel level = DiagnosticLevel::error;
-  int line = 0;
-  int column = 0;
-  bool operator==(const At&) const = default;
-};
-
-std::ostream& operator<<(std::ostream& out, const At& at) {
-  const char* level = at.level == DiagnosticLevel::error     ? "error"
-                      : at.level == DiagnosticLevel::warning ? "warning"
-                                                             : "note";
-  return out << level << "@" << at.line << ":" << at.column;
-}
+using At = testing::DiagnosticAt;
 
 constexpr auto error = DiagnosticLevel::error;
 constexpr auto warning = DiagnosticLevel::warning;

@@ -11,35 +11,19 @@
 #include <vector>
 
 #include "common/yaml_aliases.hpp"
+#include "tests/support/contract_text.hpp"
 #include "tests/support/hostile_yaml.hpp"
 #include "tests/support/temp_dir.hpp"
 
 namespace envcontract::contracts {
 namespace {
 
-// One diagnostic's level and position, what a test asserts instead of prose.
-struct At {
-  DiagnosticLevel level = DiagnosticLevel::error;
-  int line = 0;
-  int column = 0;
-  bool operator==(const At&) const = default;
-};
-
-std::ostream& operator<<(std::ostream& out, const At& at) {
-  const char* level = at.level == DiagnosticLevel::error     ? "error"
-                      : at.level == DiagnosticLevel::warning ? "warning"
-                                                             : "note";
-  return out << level << "@" << at.line << ":" << at.column;
-}
+using At = testing::DiagnosticAt;
 
 constexpr auto error = DiagnosticLevel::error;
 
 std::vector<At> where(const Diagnostics& diagnostics) {
-  std::vector<At> found;
-  for (const auto& diagnostic : diagnostics.sorted()) {
-    found.push_back({diagnostic.level, diagnostic.where.line, diagnostic.where.column});
-  }
-  return found;
+  return testing::diagnostics_at(diagnostics);
 }
 
 struct Loaded {

@@ -12,6 +12,7 @@
 #include "contracts/mapping_reader.hpp"
 #include "contracts/yaml_document.hpp"
 #include "daemon/container_config.hpp"
+#include "tests/support/contract_text.hpp"
 #include "tests/support/hostile_yaml.hpp"
 #include "tests/support/temp_dir.hpp"
 
@@ -22,15 +23,7 @@ using daemon::ContainerSettings;
 using Exec = discovery::ContainerConfig::Exec;
 using Paths = std::vector<std::filesystem::path>;
 
-struct Position {
-  int line = 0;
-  int column = 0;
-  bool operator==(const Position&) const = default;
-};
-
-std::ostream& operator<<(std::ostream& out, const Position& p) {
-  return out << p.line << ":" << p.column;
-}
+using Position = testing::Position;
 
 // Where the `occurrence`th `needle` of `text` starts, plus `offset` columns:
 // positions are named by what stands there rather than counted by hand.

@@ -158,7 +158,7 @@ TEST(DynamicFacts, ACpuShareThatIsNoNumberStillMakesJson) {
   const Json read = sent_and_read(to_json(hang));
   ASSERT_EQ(read["threads"].size(), 2U);
   for (const auto& thread : read["threads"]) {
-    EXPECT_TRUE(thread["cpu_percent"].is_null()) << thread.dump();
+    EXPECT_TRUE(thread["cpu_percent"].is_null()) << common::json_text(thread);
   }
 }
 

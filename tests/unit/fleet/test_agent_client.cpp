@@ -4,10 +4,7 @@
 // either is the server's HTTP answer or says why there is none, in time.
 #include "fleet/agent_client.hpp"
 
-#include <arpa/inet.h>
 #include <gtest/gtest.h>
-#include <netinet/in.h>
-#include <poll.h>
 #include <sys/socket.h>
 #include <unistd.h>
 #include <zlib.h>
@@ -25,6 +22,7 @@
 #include <thread>
 #include <vector>
 
+#include "tests/support/loopback_http.hpp"
 #include "tests/support/rogue_server.hpp"
 
 namespace envcontract::fleet {
@@ -34,63 +32,48 @@ using namespace std::chrono_literals;
 using Clock = std::chrono::steady_clock;
 using testing::RogueServer;
 
-bool send_all(int fd, const std::string& data) {
-  for (std::size_t sent = 0; sent < data.size();) {
-    const ssize_t n = ::send(fd, data.data() + sent, data.size() - sent, MSG_NOSIGNAL);
-    if (n <= 0) {
-      return false;
-    }
-    sent += static_cast<std::size_t>(n);
-  }
-  return true;
-}
+using testing::http_answer;
+using testing::send_all;
 
-std::string http_answer(int status, const std::string& body, const std::string& headers = "") {
-  return "HTTP/1.1 " + std::to_string(status) + " Answer\r\nContent-Type: application/json\r\n" +
-         headers + "Content-Length: " + std::to_string(body.size()) +
-         "\r\nConnection: close\r\n\r\n" + body;
-}
-
-// An HTTP server on 127.0.0.1 that runs `script` on each connection once
-// it has read the request's head, and keeps the heads it read. Scripts
-// wait with pause() and hold(), which end as soon as the server stops.
+// An HTTP server on 127.0.0.1 that runs `script` on each connection, on a
+// thread of its own, once it has read the request's head, and keeps the
+// heads it read. Scripts wait with pause() and hold(), which end as soon as
+// the server stops.
 class Scripted {
  public:
   using Script = std::function<void(Scripted& server, int client)>;
 
   explicit Scripted(Script script) : m_script(std::move(script)) {
-    m_listener = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-    sockaddr_in address{};
-    address.sin_family = AF_INET;
-    address.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-    socklen_t length = sizeof address;
-    if (m_listener < 0 ||
-        ::bind(m_listener, reinterpret_cast<sockaddr*>(&address), sizeof address) != 0 ||
-        ::listen(m_listener, 16) != 0 ||
-        ::getsockname(m_listener, reinterpret_cast<sockaddr*>(&address), &length) != 0) {
-      throw std::runtime_error("cannot listen on 127.0.0.1");
-    }
-    m_port = ntohs(address.sin_port);
-    m_thread = std::thread([this] { serve(); });
+    // A dup of each connection: the listener closes its own.
+    m_listener.emplace([this](int accepted) {
+      const int client = ::dup(accepted);
+      if (client >= 0) {
+        m_clients.emplace_back([this, client] {
+          if (read_head(client)) {
+            m_script(*this, client);
+          }
+          ::close(client);
+        });
+      }
+    });
   }
   ~Scripted() {
+    m_listener.reset();  // no connection accepted after this
     {
       std::lock_guard lock(m_mutex);
       m_stopping = true;
     }
     m_changed.notify_all();
-    m_thread.join();
     for (auto& client : m_clients) {
       client.join();
     }
-    ::close(m_listener);
   }
   Scripted(const Scripted&) = delete;
   Scripted& operator=(const Scripted&) = delete;
 
-  int port() const { return m_port; }
+  int port() const { return m_listener->port(); }
   HostAddress address(const std::string& host = "127.0.0.1") const {
-    return parse_host_address(host + ":" + std::to_string(m_port)).value();
+    return parse_host_address(host + ":" + std::to_string(port())).value();
   }
   std::vector<std::string> heads() const {
     std::lock_guard lock(m_mutex);
@@ -110,46 +93,13 @@ class Scripted {
   std::size_t sent() const { return m_sent.load(); }
 
  private:
-  void serve() {
-    for (;;) {
-      {
-        std::lock_guard lock(m_mutex);
-        if (m_stopping) {
-          return;
-        }
-      }
-      pollfd pfd{m_listener, POLLIN, 0};
-      if (::poll(&pfd, 1, 20) <= 0) {
-        continue;
-      }
-      const int client = ::accept4(m_listener, nullptr, nullptr, SOCK_CLOEXEC);
-      if (client >= 0) {
-        m_clients.emplace_back([this, client] {
-          if (read_head(client)) {
-            m_script(*this, client);
-          }
-          ::close(client);
-        });
-      }
-    }
-  }
-
   bool read_head(int client) {
-    std::string head;
-    char buffer[4096];
-    while (head.find("\r\n\r\n") == std::string::npos && head.size() < 65536) {
-      pollfd pfd{client, POLLIN, 0};
-      if (::poll(&pfd, 1, 2000) <= 0) {
-        return false;
-      }
-      const ssize_t n = ::recv(client, buffer, sizeof buffer, 0);
-      if (n <= 0) {
-        return false;
-      }
-      head.append(buffer, static_cast<std::size_t>(n));
+    const auto head = testing::read_request_head(client);
+    if (!head) {
+      return false;
     }
     std::lock_guard lock(m_mutex);
-    m_heads.push_back(head.substr(0, head.find("\r\n\r\n")));
+    m_heads.push_back(head->substr(0, head->find("\r\n\r\n")));
     return true;
   }
 
@@ -159,10 +109,8 @@ class Scripted {
   bool m_stopping = false;
   std::vector<std::string> m_heads;
   std::atomic<std::size_t> m_sent{0};
-  int m_listener = -1;
-  int m_port = 0;
-  std::vector<std::thread> m_clients;  // the serving thread's alone
-  std::thread m_thread;
+  std::vector<std::thread> m_clients;  // the listener's thread's alone, until it is gone
+  std::optional<testing::LoopbackListener> m_listener;
 };
 
 Scripted::Script answering(int status, std::string body, std::string headers = "") {
@@ -192,15 +140,7 @@ std::optional<std::string> header(const std::string& head, std::string name) {
 
 // A port on 127.0.0.1 that nothing listens on (bound, then closed).
 HostAddress nobody_listening() {
-  const int fd = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-  sockaddr_in address{};
-  address.sin_family = AF_INET;
-  address.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  socklen_t length = sizeof address;
-  ::bind(fd, reinterpret_cast<sockaddr*>(&address), sizeof address);
-  ::getsockname(fd, reinterpret_cast<sockaddr*>(&address), &length);
-  ::close(fd);
-  return parse_host_address("127.0.0.1:" + std::to_string(ntohs(address.sin_port))).value();
+  return parse_host_address(testing::address_nobody_listens_on()).value();
 }
 
 HostAddress at_port(int port) {

@@ -5,11 +5,7 @@
 // no answer lets a job through unless the env it judged says "compliant".
 #include "fleet/gate_client.hpp"
 
-#include <arpa/inet.h>
 #include <gtest/gtest.h>
-#include <netinet/in.h>
-#include <poll.h>
-#include <sys/socket.h>
 #include <unistd.h>
 
 #include <atomic>
@@ -23,6 +19,7 @@
 
 #include "common/json_text.hpp"
 #include "report/ci_output.hpp"
+#include "tests/support/loopback_http.hpp"
 #include "tests/support/rogue_server.hpp"
 
 namespace envcontract::fleet {
@@ -34,114 +31,17 @@ using Kind = GateVerdict::Kind;
 using Outcome = report::GateDecision::Outcome;
 using testing::RogueServer;
 
-// An HTTP server on 127.0.0.1 that answers every request with one status
-// and body, set by the test, and keeps the heads of the requests it read.
-class Answering {
+// The shared loopback server (tests/support/loopback_http.hpp), its address
+// as the fleet's clients take it.
+class Answering : public testing::AnsweringServer {
  public:
-  Answering(int status, std::string body) : m_status(status), m_body(std::move(body)) {
-    m_listener = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-    sockaddr_in address{};
-    address.sin_family = AF_INET;
-    address.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-    socklen_t length = sizeof address;
-    if (m_listener < 0 ||
-        ::bind(m_listener, reinterpret_cast<sockaddr*>(&address), sizeof address) != 0 ||
-        ::listen(m_listener, 16) != 0 ||
-        ::getsockname(m_listener, reinterpret_cast<sockaddr*>(&address), &length) != 0) {
-      throw std::runtime_error("cannot listen on 127.0.0.1");
-    }
-    m_port = ntohs(address.sin_port);
-    m_thread = std::thread([this] { serve(); });
-  }
-  ~Answering() {
-    m_stopping = true;
-    m_thread.join();
-    ::close(m_listener);
-  }
-  Answering(const Answering&) = delete;
-  Answering& operator=(const Answering&) = delete;
-
-  HostAddress address() const {
-    return parse_host_address("127.0.0.1:" + std::to_string(m_port)).value();
-  }
-  void answer(int status, std::string body) {
-    std::lock_guard lock(m_mutex);
-    m_status = status;
-    m_body = std::move(body);
-  }
-  std::vector<std::string> heads() const {
-    std::lock_guard lock(m_mutex);
-    return m_heads;
-  }
-
- private:
-  void serve() {
-    while (!m_stopping) {
-      pollfd pfd{m_listener, POLLIN, 0};
-      if (::poll(&pfd, 1, 20) <= 0) {
-        continue;
-      }
-      const int client = ::accept4(m_listener, nullptr, nullptr, SOCK_CLOEXEC);
-      if (client >= 0) {
-        respond(client);
-        ::close(client);
-      }
-    }
-  }
-
-  void respond(int client) {
-    std::string head;
-    char buffer[4096];
-    while (head.find("\r\n\r\n") == std::string::npos && head.size() < 65536) {
-      pollfd pfd{client, POLLIN, 0};
-      if (::poll(&pfd, 1, 2000) <= 0) {
-        return;
-      }
-      const ssize_t n = ::recv(client, buffer, sizeof buffer, 0);
-      if (n <= 0) {
-        return;
-      }
-      head.append(buffer, static_cast<std::size_t>(n));
-    }
-    std::string response;
-    {
-      std::lock_guard lock(m_mutex);
-      m_heads.push_back(head.substr(0, head.find("\r\n\r\n")));
-      response = "HTTP/1.1 " + std::to_string(m_status) +
-                 " Answer\r\nContent-Type: application/json\r\nContent-Length: " +
-                 std::to_string(m_body.size()) + "\r\nConnection: close\r\n\r\n" + m_body;
-    }
-    for (std::size_t sent = 0; sent < response.size();) {
-      const ssize_t n =
-          ::send(client, response.data() + sent, response.size() - sent, MSG_NOSIGNAL);
-      if (n <= 0) {
-        return;
-      }
-      sent += static_cast<std::size_t>(n);
-    }
-  }
-
-  mutable std::mutex m_mutex;
-  int m_status;
-  std::string m_body;
-  std::vector<std::string> m_heads;
-  int m_listener = -1;
-  int m_port = 0;
-  std::atomic<bool> m_stopping{false};
-  std::thread m_thread;
+  using AnsweringServer::AnsweringServer;
+  HostAddress address() const { return parse_host_address(AnsweringServer::address()).value(); }
 };
 
 // A port on 127.0.0.1 that nothing listens on (bound, then closed).
 HostAddress nobody_listening() {
-  const int fd = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-  sockaddr_in address{};
-  address.sin_family = AF_INET;
-  address.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  socklen_t length = sizeof address;
-  ::bind(fd, reinterpret_cast<sockaddr*>(&address), sizeof address);
-  ::getsockname(fd, reinterpret_cast<sockaddr*>(&address), &length);
-  ::close(fd);
-  return parse_host_address("127.0.0.1:" + std::to_string(ntohs(address.sin_port))).value();
+  return parse_host_address(testing::address_nobody_listens_on()).value();
 }
 
 ClientOptions quick() {
@@ -437,7 +337,7 @@ TEST(GateClient, NoAnswerLetsAJobThroughUnlessItsEnvsSayCompliant) {
     // Read as no answer, or as one whose decision is not go.
     const bool goes =
         verdict.kind == Kind::answered && report::gate_decision(verdict.report).exit_code() == 0;
-    EXPECT_FALSE(goes) << report.dump();
+    EXPECT_FALSE(goes) << common::json_text(report);
   }
   agent.answer(200, gate_answer(broken_target));
   const auto verdict = ask_gate(agent.address(), full_query(), quick());

@@ -5,11 +5,7 @@
 // `concurrency` requests at once, and a stop that does not wait for a poll.
 #include "fleet/inventory_poller.hpp"
 
-#include <arpa/inet.h>
 #include <gtest/gtest.h>
-#include <netinet/in.h>
-#include <poll.h>
-#include <sys/socket.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -18,12 +14,14 @@
 #include <functional>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <stdexcept>
 #include <string>
 #include <thread>
 #include <vector>
 
 #include "common/json_text.hpp"
+#include "tests/support/loopback_http.hpp"
 
 namespace envcontract::fleet {
 namespace {
@@ -40,38 +38,33 @@ using Clock = std::chrono::steady_clock;
 class FakeAgent {
  public:
   explicit FakeAgent(std::string body) : m_body(std::move(body)) {
-    m_listener = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-    sockaddr_in address{};
-    address.sin_family = AF_INET;
-    address.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-    socklen_t length = sizeof address;
-    if (m_listener < 0 ||
-        ::bind(m_listener, reinterpret_cast<sockaddr*>(&address), sizeof address) != 0 ||
-        ::listen(m_listener, 64) != 0 ||
-        ::getsockname(m_listener, reinterpret_cast<sockaddr*>(&address), &length) != 0) {
-      throw std::runtime_error("cannot listen on 127.0.0.1");
-    }
-    m_port = ntohs(address.sin_port);
-    m_thread = std::thread([this] { serve(); });
+    // Each connection on a thread of its own (a dup of it: the listener
+    // closes its own), so that requests in flight at once can be counted.
+    m_listener.emplace([this](int accepted) {
+      const int client = ::dup(accepted);
+      if (client >= 0) {
+        m_clients.emplace_back([this, client] {
+          respond(client);
+          ::close(client);
+        });
+      }
+    });
   }
   ~FakeAgent() {
+    m_listener.reset();  // no connection accepted after this
     {
       std::lock_guard lock(m_mutex);
       m_stopping = true;
     }
     m_changed.notify_all();
-    m_thread.join();
     for (auto& client : m_clients) {
       client.join();
     }
-    ::close(m_listener);
   }
   FakeAgent(const FakeAgent&) = delete;
   FakeAgent& operator=(const FakeAgent&) = delete;
 
-  HostAddress address() const {
-    return parse_host_address("127.0.0.1:" + std::to_string(m_port)).value();
-  }
+  HostAddress address() const { return parse_host_address(m_listener->address()).value(); }
   void answer(std::string body) {
     std::lock_guard lock(m_mutex);
     m_down = false;
@@ -107,41 +100,9 @@ class FakeAgent {
   }
 
  private:
-  void serve() {
-    for (;;) {
-      {
-        std::lock_guard lock(m_mutex);
-        if (m_stopping) {
-          return;
-        }
-      }
-      pollfd pfd{m_listener, POLLIN, 0};
-      if (::poll(&pfd, 1, 20) <= 0) {
-        continue;
-      }
-      const int client = ::accept4(m_listener, nullptr, nullptr, SOCK_CLOEXEC);
-      if (client >= 0) {
-        m_clients.emplace_back([this, client] {
-          respond(client);
-          ::close(client);
-        });
-      }
-    }
-  }
-
   void respond(int client) {
-    std::string head;
-    char buffer[4096];
-    while (head.find("\r\n\r\n") == std::string::npos && head.size() < 65536) {
-      pollfd pfd{client, POLLIN, 0};
-      if (::poll(&pfd, 1, 2000) <= 0) {
-        return;
-      }
-      const ssize_t n = ::recv(client, buffer, sizeof buffer, 0);
-      if (n <= 0) {
-        return;
-      }
-      head.append(buffer, static_cast<std::size_t>(n));
+    if (!testing::read_request_head(client)) {
+      return;
     }
     std::string response;
     {
@@ -156,17 +117,9 @@ class FakeAgent {
       }
       m_changed.wait_for(lock, m_hold, [this] { return m_stopping || m_released; });
       --m_in_flight;
-      response = "HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: " +
-                 std::to_string(m_body.size()) + "\r\nConnection: close\r\n\r\n" + m_body;
+      response = testing::http_answer(200, m_body);
     }
-    for (std::size_t sent = 0; sent < response.size();) {
-      const ssize_t n =
-          ::send(client, response.data() + sent, response.size() - sent, MSG_NOSIGNAL);
-      if (n <= 0) {
-        break;
-      }
-      sent += static_cast<std::size_t>(n);
-    }
+    testing::send_all(client, response);
   }
 
   mutable std::mutex m_mutex;
@@ -179,23 +132,13 @@ class FakeAgent {
   std::size_t m_requests = 0;
   std::size_t m_in_flight = 0;
   std::size_t m_most_in_flight = 0;
-  int m_listener = -1;
-  int m_port = 0;
-  std::vector<std::thread> m_clients;  // the serving thread's alone
-  std::thread m_thread;
+  std::vector<std::thread> m_clients;  // the listener's thread's alone, until it is gone
+  std::optional<testing::LoopbackListener> m_listener;
 };
 
 // A port on 127.0.0.1 that nothing listens on (bound, then closed).
 HostAddress nobody_listening() {
-  const int fd = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-  sockaddr_in address{};
-  address.sin_family = AF_INET;
-  address.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  socklen_t length = sizeof address;
-  ::bind(fd, reinterpret_cast<sockaddr*>(&address), sizeof address);
-  ::getsockname(fd, reinterpret_cast<sockaddr*>(&address), &length);
-  ::close(fd);
-  return parse_host_address("127.0.0.1:" + std::to_string(ntohs(address.sin_port))).value();
+  return parse_host_address(testing::address_nobody_listens_on()).value();
 }
 
 std::string report_text(const std::string& verdict, const std::string& platform = "kunlunxin") {
