@@ -1,6 +1,10 @@
 #include "tests/support/contract_text.hpp"
 
+#include <gtest/gtest.h>
+
 #include <sstream>
+
+#include "common/json_text.hpp"
 
 namespace envcontract::testing {
 
@@ -50,6 +54,37 @@ std::vector<DiagnosticAt> diagnostics_at(const contracts::Diagnostics& diagnosti
     all.push_back({diagnostic.level, diagnostic.where.line, diagnostic.where.column});
   }
   return all;
+}
+
+contracts::EnvJudgement judge_checks(const std::string& rules, const facts::EnvFacts& env) {
+  auto loaded = load_checks(rules);
+  EXPECT_TRUE(loaded.contract) << joined(loaded);
+  if (!loaded.contract) {
+    return {};
+  }
+  return contracts::judge_env(*loaded.contract, env);
+}
+
+contracts::CheckResult check_of(const contracts::EnvJudgement& judged, const std::string& id) {
+  for (const auto& check : judged.checks) {
+    if (check.id == id) {
+      return check;
+    }
+  }
+  ADD_FAILURE() << "no check " << id;
+  return {};
+}
+
+contracts::CheckResult judge_one(const std::string& rule, const facts::EnvFacts& env) {
+  return check_of(judge_checks(rule, env), "c");
+}
+
+std::string cause_of(const contracts::CheckResult& result) {
+  return result.diagnosis ? result.diagnosis->cause : "";
+}
+
+std::string shown(const contracts::CheckResult& result) {
+  return common::json_text(contracts::to_json(result));
 }
 
 }  // namespace envcontract::testing

@@ -5,6 +5,8 @@
 #include <vector>
 
 #include "contracts/contract_loader.hpp"
+#include "contracts/judgement.hpp"
+#include "facts/host.hpp"
 
 namespace envcontract::testing {
 
@@ -20,6 +22,18 @@ std::vector<std::string> messages(const contracts::LoadResult& result);
 
 // The error messages joined with newlines, for readable assertion failures.
 std::string joined(const contracts::LoadResult& result);
+
+// Every check of a contract holding just `rules` (YAML lines "- {...}")
+// judged against `env`.
+contracts::EnvJudgement judge_checks(const std::string& rules, const facts::EnvFacts& env);
+// The result of check `id` (a test failure, and an empty result, when there is none).
+contracts::CheckResult check_of(const contracts::EnvJudgement& judged, const std::string& id);
+// The result of the one check "c" written as `rule`.
+contracts::CheckResult judge_one(const std::string& rule, const facts::EnvFacts& env);
+// Its diagnosis' cause, or "".
+std::string cause_of(const contracts::CheckResult& result);
+// The result as JSON text, for readable assertion failures.
+std::string shown(const contracts::CheckResult& result);
 
 // Where a diagnostic points (1-based, as editors show it): what tests
 // assert instead of its prose.

@@ -13,6 +13,10 @@ namespace {
 
 using contracts::CheckStatus;
 using contracts::EnvVerdict;
+using testing::cause_of;
+using testing::check_of;
+using testing::judge_one;
+using testing::shown;
 
 // An env whose activation sets XPU_ROOT on top of a bare PATH.
 facts::EnvFacts activated_env() {
@@ -33,39 +37,6 @@ facts::EnvFacts failed_activation_env() {
   env.activation.problem = "activation exited with status 1";
   env.activation.activated = env.activation.bare;
   return env;
-}
-
-// Every check of a contract holding `rules` (YAML lines "- {...}") judged against `env`.
-contracts::EnvJudgement judge(const std::string& rules, const facts::EnvFacts& env) {
-  auto loaded = testing::load_checks(rules);
-  EXPECT_TRUE(loaded.contract) << testing::joined(loaded);
-  if (!loaded.contract) {
-    return {};
-  }
-  return contracts::judge_env(*loaded.contract, env);
-}
-
-contracts::CheckResult check_of(const contracts::EnvJudgement& judged, const std::string& id) {
-  for (const auto& check : judged.checks) {
-    if (check.id == id) {
-      return check;
-    }
-  }
-  ADD_FAILURE() << "no check " << id;
-  return {};
-}
-
-// The result of the one check "c" written as `rule`.
-contracts::CheckResult judge_one(const std::string& rule, const facts::EnvFacts& env) {
-  return check_of(judge(rule, env), "c");
-}
-
-std::string cause_of(const contracts::CheckResult& result) {
-  return result.diagnosis ? result.diagnosis->cause : "";
-}
-
-std::string shown(const contracts::CheckResult& result) {
-  return common::json_text(contracts::to_json(result));
 }
 
 // ---- environment -----------------------------------------------------------
@@ -184,7 +155,7 @@ TEST(EnvironmentJudge, ABareRuleIsStillJudgedWhenActivationFailed) {
 // (a pass without evidence) and a `set` rule fail on one it may set (a drift
 // the facts do not show). Either is unknown: an error naming the failure.
 TEST(EnvironmentJudge, AFailedActivationLeavesTheActivatedVariablesUnknown) {
-  const auto judged = judge(
+  const auto judged = testing::judge_checks(
       "- {id: unset, kind: environment, unset: [LD_PRELOAD]}\n"
       "- {id: set, kind: environment, set: [XPU_ROOT]}\n",
       failed_activation_env());
@@ -200,7 +171,7 @@ TEST(EnvironmentJudge, AnActivationThatWasNotGatheredIsNoDrift) {
   auto env = activated_env();
   env.activation = {};
   env.errors.push_back({facts::FactError::Stage::activation, "std::bad_alloc", std::nullopt});
-  const auto judged = judge("- {id: c, kind: environment, set: [XPU_ROOT]}", env);
+  const auto judged = testing::judge_checks("- {id: c, kind: environment, set: [XPU_ROOT]}", env);
   EXPECT_EQ(check_of(judged, "env:facts").status, CheckStatus::error);
   EXPECT_EQ(check_of(judged, "c").status, CheckStatus::error) << shown(check_of(judged, "c"));
   EXPECT_EQ(judged.verdict, EnvVerdict::error);

@@ -16,6 +16,10 @@ namespace {
 
 using contracts::CheckStatus;
 using contracts::EnvVerdict;
+using testing::cause_of;
+using testing::check_of;
+using testing::judge_one;
+using testing::shown;
 using Strings = std::vector<std::string>;
 
 const std::string k_site = "/opt/envs/e/lib/python3.11/site-packages";
@@ -37,39 +41,6 @@ facts::PathMatches matched(const std::string& pattern, Strings expansions, Strin
   entry.expansions = std::move(expansions);
   entry.matches = std::move(matches);
   return entry;
-}
-
-// Every check of a contract holding `rules` (YAML lines "- {...}") judged against `env`.
-contracts::EnvJudgement judge(const std::string& rules, const facts::EnvFacts& env) {
-  auto loaded = testing::load_checks(rules);
-  EXPECT_TRUE(loaded.contract) << testing::joined(loaded);
-  if (!loaded.contract) {
-    return {};
-  }
-  return contracts::judge_env(*loaded.contract, env);
-}
-
-contracts::CheckResult check_of(const contracts::EnvJudgement& judged, const std::string& id) {
-  for (const auto& check : judged.checks) {
-    if (check.id == id) {
-      return check;
-    }
-  }
-  ADD_FAILURE() << "no check " << id;
-  return {};
-}
-
-// The result of the one check "c" written as `rule`.
-contracts::CheckResult judge_one(const std::string& rule, const facts::EnvFacts& env) {
-  return check_of(judge(rule, env), "c");
-}
-
-std::string cause_of(const contracts::CheckResult& result) {
-  return result.diagnosis ? result.diagnosis->cause : "";
-}
-
-std::string shown(const contracts::CheckResult& result) {
-  return common::json_text(contracts::to_json(result));
 }
 
 // ---- files -----------------------------------------------------------------
@@ -123,7 +94,7 @@ TEST(FilesJudge, AnAbsentRuleFailsNamingWhatMatched) {
 // A pattern the probes were not asked to look for has no matches, which is
 // no evidence of absence (a pass) nor of a missing file (a drift).
 TEST(FilesJudge, APatternTheProbesWereNotAskedForIsAnErrorNeverAPassOrADrift) {
-  const auto judged = judge(
+  const auto judged = testing::judge_checks(
       "- {id: absent, kind: files, absent: ['{site}/torch/lib/libtorch_cuda.so']}\n"
       "- {id: exist, kind: files, exist: ['{site}/torch_fl/__init__.py']}\n",
       host_env());
@@ -147,7 +118,8 @@ TEST(FilesJudge, APatternThatCouldNotBeLookedForIsAnErrorSayingWhy) {
   auto entry = matched(pattern, {}, {});
   entry.error = "the env's site dirs are unknown, so {site} cannot be looked in";
   env.path_matches.push_back(entry);
-  const auto judged = judge("- {id: c, kind: files, absent: ['" + pattern + "']}", env);
+  const auto judged =
+      testing::judge_checks("- {id: c, kind: files, absent: ['" + pattern + "']}", env);
   EXPECT_EQ(judged.verdict, EnvVerdict::error);
   const auto result = check_of(judged, "c");
   EXPECT_EQ(result.status, CheckStatus::error) << shown(result);
@@ -278,7 +250,7 @@ TEST(LinkageJudge, ALibraryThatCouldNotBeAnalysedIsAnError) {
   auto library = torch_fl_library();
   library.error = "refused as a shared library: its dynamic sections exceed 256 MiB";
   env.linkage.libraries.push_back(library);
-  const auto judged = judge(k_no_cuda + "}", env);
+  const auto judged = testing::judge_checks(k_no_cuda + "}", env);
   EXPECT_EQ(judged.verdict, EnvVerdict::error);
   const auto result = check_of(judged, "c");
   EXPECT_EQ(result.status, CheckStatus::error) << shown(result);

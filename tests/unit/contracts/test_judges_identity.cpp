@@ -10,6 +10,7 @@ namespace envcontract {
 namespace {
 
 using contracts::CheckStatus;
+using testing::cause_of;
 
 // The torch check's result for an env whose torch/version.py says `version`,
 // `cuda` and `hip`, under a torch check written as `rule` (YAML flow).
@@ -41,10 +42,6 @@ contracts::CheckResult judge_torch(const std::string& rule, const std::string& v
   }
   ADD_FAILURE() << "no torch-build check";
   return {};
-}
-
-std::string cause_of(const contracts::CheckResult& result) {
-  return result.diagnosis ? result.diagnosis->cause : "";
 }
 
 TEST(TorchJudge, ACudaBuildWhereTheContractWantsCpu) {

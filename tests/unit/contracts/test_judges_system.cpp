@@ -15,6 +15,10 @@ namespace {
 
 using contracts::CheckStatus;
 using contracts::EnvVerdict;
+using testing::cause_of;
+using testing::check_of;
+using testing::judge_one;
+using testing::shown;
 using Strings = std::vector<std::string>;
 
 facts::EnvFacts env_facts() {
@@ -33,39 +37,6 @@ facts::LibraryLookup found(const std::string& name, const std::string& path,
   lookup.path = path;
   lookup.found_via = via;
   return lookup;
-}
-
-// Every check of a contract holding `rules` (YAML lines "- {...}") judged against `env`.
-contracts::EnvJudgement judge(const std::string& rules, const facts::EnvFacts& env) {
-  auto loaded = testing::load_checks(rules);
-  EXPECT_TRUE(loaded.contract) << testing::joined(loaded);
-  if (!loaded.contract) {
-    return {};
-  }
-  return contracts::judge_env(*loaded.contract, env);
-}
-
-contracts::CheckResult check_of(const contracts::EnvJudgement& judged, const std::string& id) {
-  for (const auto& check : judged.checks) {
-    if (check.id == id) {
-      return check;
-    }
-  }
-  ADD_FAILURE() << "no check " << id;
-  return {};
-}
-
-// The result of the one check "c" written as `rule`.
-contracts::CheckResult judge_one(const std::string& rule, const facts::EnvFacts& env) {
-  return check_of(judge(rule, env), "c");
-}
-
-std::string cause_of(const contracts::CheckResult& result) {
-  return result.diagnosis ? result.diagnosis->cause : "";
-}
-
-std::string shown(const contracts::CheckResult& result) {
-  return common::json_text(contracts::to_json(result));
 }
 
 // ---- libraries -------------------------------------------------------------
@@ -123,7 +94,7 @@ TEST(SystemJudges, ALookupCutShortIsNeitherPresentNorAbsent) {
   auto lookup = found("libbkcl.so", "", "");
   lookup.incomplete = "the search list exceeded 1024 directories";
   env.library_lookups.push_back(lookup);
-  const auto judged = judge(
+  const auto judged = testing::judge_checks(
       "- {id: present, kind: libraries, present: [libbkcl.so]}\n"
       "- {id: absent, kind: libraries, absent: [libbkcl.so]}\n",
       env);
@@ -220,7 +191,7 @@ TEST(SystemJudges, AToolLookedUpAfterActivationFailedIsUnknownNotMissing) {
   env.activation.problem = "activation exited with status 1";
   env.activation.activated = env.activation.bare;
   env.tools.push_back({"xpu-smi", ""});
-  const auto judged = judge("- {id: c, kind: tools, on_path: [xpu-smi]}", env);
+  const auto judged = testing::judge_checks("- {id: c, kind: tools, on_path: [xpu-smi]}", env);
   EXPECT_EQ(check_of(judged, "c").status, CheckStatus::error) << shown(check_of(judged, "c"));
   EXPECT_EQ(judged.verdict, EnvVerdict::error);
 }
