@@ -13,6 +13,7 @@
 #include <cerrno>
 #include <filesystem>
 #include <fstream>
+#include <stdexcept>
 #include <string>
 #include <vector>
 
@@ -55,8 +56,13 @@ bool kernel_opens_inside(const fs::path& root, const std::string& path) {
   how.flags = O_PATH | O_CLOEXEC;
   how.resolve = RESOLVE_IN_ROOT;
   const long fd = ::syscall(SYS_openat2, root_fd, path.c_str(), &how, sizeof how);
+  const int error = errno;
   ::close(root_fd);
   if (fd < 0) {
+    if (error == ENOSYS || error == EPERM) {
+      // A kernel or a seccomp filter without openat2: nothing to compare with.
+      throw std::runtime_error("openat2 is not available here");
+    }
     return false;
   }
   ::close(static_cast<int>(fd));
@@ -292,7 +298,11 @@ TEST(InterpreterLinks, DotDotInAContainerStopsAtItsRoot) {
   fs::create_directories(root / "bin");
   dir.write("rootfs/usr/bin/python3.11", "#!interpreter\n");
   fs::create_symlink("../../usr/bin/python3.11", root / "bin" / "python");
-  ASSERT_TRUE(kernel_opens_inside(root, "/bin/python"));
+  try {
+    ASSERT_TRUE(kernel_opens_inside(root, "/bin/python"));
+  } catch (const std::runtime_error& unavailable) {
+    GTEST_SKIP() << "skipped: " << unavailable.what();
+  }
   facts::PythonEnv env = env_with_python(root / "bin" / "python");
   env.system_root = root;
   env.exec.argv = {"/bin/true"};

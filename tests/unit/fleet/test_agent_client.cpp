@@ -5,6 +5,7 @@
 #include "fleet/agent_client.hpp"
 
 #include <gtest/gtest.h>
+#include <sys/resource.h>
 #include <sys/socket.h>
 #include <unistd.h>
 #include <zlib.h>
@@ -147,6 +148,13 @@ HostAddress at_port(int port) {
   return parse_host_address("127.0.0.1:" + std::to_string(port)).value();
 }
 
+// This process' peak resident memory so far, in KiB.
+long peak_rss_kib() {
+  rusage usage{};
+  ::getrusage(RUSAGE_SELF, &usage);
+  return usage.ru_maxrss;
+}
+
 ClientOptions within(std::chrono::milliseconds timeout, std::chrono::milliseconds silence = 0ms) {
   ClientOptions options;
   options.timeout = timeout;
@@ -243,14 +251,14 @@ TEST(AgentClient, ARedirectIsNotFollowedSoTheTokenNeverReachesAnotherHost) {
 
 TEST(AgentClient, ARefusedConnectionIsNoAnswerAndSaysWhatWasAsked) {
   const auto nobody = nobody_listening();
-  auto options = within(5s);
+  auto options = within(30s);
   options.server = "Prometheus";
   const auto [response, took] = timed_request(nobody, options);
   expect_no_answer(response);
   // What the caller names, and where: an operator checks that port.
   EXPECT_NE(response.error.find("Prometheus"), std::string::npos) << response.error;
   EXPECT_NE(response.error.find(std::to_string(nobody.port)), std::string::npos) << response.error;
-  EXPECT_LT(took, 2s) << "a refusal is known at once, not at the timeout";
+  EXPECT_LT(took, 5s) << "a refusal is known at once, not at the timeout";
 }
 
 TEST(AgentClient, AServerThatAcceptsAndNeverAnswersIsGivenUpAtTheTimeout) {
@@ -258,24 +266,24 @@ TEST(AgentClient, AServerThatAcceptsAndNeverAnswersIsGivenUpAtTheTimeout) {
   const auto [response, took] = timed_request(at_port(silent.port()), within(700ms));
   expect_no_answer(response);
   EXPECT_GE(took, 650ms);
-  EXPECT_LT(took, 1500ms);
+  EXPECT_LT(took, 10s);
 }
 
 // Silence is a stopped or stuck agent: given up then, long before the
 // timeout meant for a slow but working one.
 TEST(AgentClient, ASilentServerIsGivenUpAfterTheSilenceNotTheTimeout) {
   RogueServer silent(RogueServer::Behaviour::silent);
-  const auto [response, took] = timed_request(at_port(silent.port()), within(2500ms, 300ms));
+  const auto [response, took] = timed_request(at_port(silent.port()), within(20s, 300ms));
   expect_no_answer(response);
   EXPECT_GE(took, 250ms);
-  EXPECT_LT(took, 1200ms);
+  EXPECT_LT(took, 5s);
 }
 
 TEST(AgentClient, ASilenceLongerThanTheTimeoutDoesNotExtendIt) {
   RogueServer silent(RogueServer::Behaviour::silent);
-  const auto [response, took] = timed_request(at_port(silent.port()), within(500ms, 5s));
+  const auto [response, took] = timed_request(at_port(silent.port()), within(500ms, 30s));
   expect_no_answer(response);
-  EXPECT_LT(took, 1300ms);
+  EXPECT_LT(took, 5s);
 }
 
 // Each byte comes well within the silence: only the deadline of the
@@ -292,7 +300,7 @@ TEST(AgentClient, HeadersDrippedWithinTheSilenceAreCutAtTheDeadline) {
   const auto [response, took] = timed_request(dripping.address(), within(700ms, 300ms));
   expect_no_answer(response);
   EXPECT_GE(took, 650ms);
-  EXPECT_LT(took, 1500ms);
+  EXPECT_LT(took, 10s);
 }
 
 TEST(AgentClient, ABodyDrippedWithinTheSilenceIsCutAtTheDeadline) {
@@ -306,7 +314,7 @@ TEST(AgentClient, ABodyDrippedWithinTheSilenceIsCutAtTheDeadline) {
   const auto [response, took] = timed_request(dripping.address(), within(700ms, 300ms));
   expect_no_answer(response);
   EXPECT_GE(took, 650ms);
-  EXPECT_LT(took, 1500ms);
+  EXPECT_LT(took, 10s);
 }
 
 // Half a report is no report: a caller must not find one in the body.
@@ -317,10 +325,10 @@ TEST(AgentClient, AnAnswerThatStopsMidwayIsNoAnswerAfterTheSilence) {
       server.hold();
     }
   });
-  const auto [response, took] = timed_request(stopping.address(), within(2500ms, 300ms));
+  const auto [response, took] = timed_request(stopping.address(), within(20s, 300ms));
   EXPECT_EQ(response.status, 0);
   EXPECT_NE(response.error, "");
-  EXPECT_LT(took, 1200ms) << "the silence, not the timeout";
+  EXPECT_LT(took, 5s) << "the silence, not the timeout";
   // Part of an answer is no answer: nothing of it is kept beside status 0,
   // whichever way the answer ended.
   EXPECT_TRUE(response.body.empty()) << "kept of no answer: " << response.body;
@@ -329,7 +337,7 @@ TEST(AgentClient, AnAnswerThatStopsMidwayIsNoAnswerAfterTheSilence) {
   Scripted breaking([](Scripted&, int client) {
     send_all(client, "HTTP/1.1 200 OK\r\nContent-Length: 1000\r\n\r\n{\"verdict\": \"compliant\"");
   });
-  const auto broken = request(breaking.address(), "GET", "/api/v1/report", within(2500ms, 300ms));
+  const auto broken = request(breaking.address(), "GET", "/api/v1/report", within(20s, 300ms));
   EXPECT_EQ(broken.status, 0);
   EXPECT_NE(broken.error, "");
   EXPECT_TRUE(broken.body.empty()) << "kept of no answer: " << broken.body;
@@ -337,9 +345,9 @@ TEST(AgentClient, AnAnswerThatStopsMidwayIsNoAnswerAfterTheSilence) {
 
 TEST(AgentClient, AServerThatClosesWithoutAnsweringIsNoAnswerAtOnce) {
   Scripted closing([](Scripted&, int) {});
-  const auto [response, took] = timed_request(closing.address(), within(5s));
+  const auto [response, took] = timed_request(closing.address(), within(30s));
   expect_no_answer(response);
-  EXPECT_LT(took, 2s);
+  EXPECT_LT(took, 5s);
 }
 
 // An agent behind a TLS-only port reads our plain request as a bad
@@ -349,19 +357,19 @@ TEST(AgentClient, AServerThatSpeaksTlsIsNoAnswer) {
     // A fatal alert, protocol_version (70), in a TLS 1.2 record.
     send_all(client, std::string("\x15\x03\x03\x00\x02\x02\x46", 7));
   });
-  const auto [response, took] = timed_request(tls.address(), within(5s));
+  const auto [response, took] = timed_request(tls.address(), within(30s));
   expect_no_answer(response);
-  EXPECT_LT(took, 2s);
+  EXPECT_LT(took, 5s);
   EXPECT_EQ(tls.heads().size(), 1U) << "the request went in plain HTTP";
 }
 
 TEST(AgentClient, AnAnswerLargerThanTheBoundIsRefusedWithoutReadingItAll) {
   RogueServer huge(RogueServer::Behaviour::huge);
-  auto options = within(5s);
+  auto options = within(30s);
   options.max_response_bytes = 1 << 20;
   const auto [response, took] = timed_request(at_port(huge.port()), options);
   expect_no_answer(response);
-  EXPECT_LT(took, 2500ms) << "refused when past the bound, not at the timeout";
+  EXPECT_LT(took, 10s) << "refused when past the bound, not at the timeout";
   // What the server got off its hands: the bound and the sockets' buffers,
   // not its 2 GiB.
   EXPECT_LT(huge.bytes_sent(), std::size_t{64} << 20);
@@ -441,15 +449,18 @@ TEST(AgentClient, ACompressedAnswerIsBoundedByItsSizeUnpacked) {
   const std::string bomb = gzip_of_zeros(std::size_t{128} << 20);
   ASSERT_LT(bomb.size(), std::size_t{1} << 20);
   Scripted agent(answering(200, bomb, "Content-Encoding: gzip\r\n"));
-  auto options = within(5s);
+  auto options = within(30s);
   options.max_response_bytes = 1 << 20;
+  const auto peak_before = peak_rss_kib();
   const auto [response, took] = timed_request(agent.address(), options);
   if (response.status == 0) {
     expect_no_answer(response);
   } else {
     EXPECT_EQ(response.body, bomb) << "read as sent, or refused: never unpacked past the bound";
   }
-  EXPECT_LT(took, 2500ms);
+  EXPECT_LT(took, 10s);
+  // Unpacked whole, the 128 MiB would have raised the process' peak.
+  EXPECT_LT(peak_rss_kib() - peak_before, 64L * 1024) << "KiB more at the peak";
 }
 
 // Headers are part of the answer: a server that sends header lines for
@@ -473,7 +484,7 @@ TEST(AgentClient, EndlessHeadersAreBoundedByTheTimeOut) {
     }
     server.hold();  // all the server would send: the client decides when to stop
   });
-  auto options = within(1500ms);
+  auto options = within(1500ms);  // the bound under test
   options.max_response_bytes = 1 << 20;
   const auto [response, took] = timed_request(flooding.address(), options);
   expect_no_answer(response);

@@ -361,7 +361,7 @@ TEST(GateClient, AnAgentThatNeverAnswersIsUnreachableAtTheTimeout) {
                full_query(), options);
   EXPECT_EQ(verdict.kind, Kind::unreachable);
   EXPECT_NE(verdict.why, "");
-  EXPECT_LT(std::chrono::steady_clock::now() - began, 1500ms);
+  EXPECT_LT(std::chrono::steady_clock::now() - began, 10s) << "at its time-out, not never";
 }
 
 // Bounded as any answer from outside: read no further than the bound, and

@@ -398,14 +398,14 @@ TEST(InventoryPoller, ItStopsDuringAPollAfterOneRequestAtMost) {
   FakeAgent agent(report_text("compliant"));
   agent.slow(10s);  // until the agent stops: the client gives up first
   auto options = options_for(std::vector<HostAddress>(8, agent.address()));
-  options.client.timeout = 600ms;
+  options.client.timeout = 2s;
   options.concurrency = 1;
   auto poller = std::make_unique<InventoryPoller>(options);
   poller->start();
-  ASSERT_TRUE(agent.wait_for_requests(1, 2s));
+  ASSERT_TRUE(agent.wait_for_requests(1, 10s));
   const auto began = Clock::now();
   poller.reset();
-  EXPECT_LT(Clock::now() - began, 1300ms) << "one request's timeout, not eight";
+  EXPECT_LT(Clock::now() - began, 8s) << "one request's timeout, not eight";
   EXPECT_EQ(agent.requests(), 1U);
 }
 
@@ -413,7 +413,7 @@ TEST(InventoryPoller, AtMostConcurrencyHostsAreAskedAtOnce) {
   FakeAgent agent(report_text("compliant"));
   // A slow agent: a poller that asked more at once would have them all in
   // flight together.
-  agent.slow(150ms);
+  agent.slow(1s);
   auto options = options_for(std::vector<HostAddress>(9, agent.address()));
   options.concurrency = 3;
   InventoryPoller poller(options);
@@ -431,7 +431,7 @@ TEST(InventoryPoller, APollRunningIsShownAndItsAnswersOnlyWhenItEnds) {
   InventoryPoller poller(options_for({agent.address()}));
   const auto before = Clock::now();
   std::thread polling([&] { poller.poll_once(); });
-  const bool asked = agent.wait_for_requests(1, 2s);
+  const bool asked = agent.wait_for_requests(1, 10s);
   const auto running = poller.latest();
   agent.release();
   polling.join();

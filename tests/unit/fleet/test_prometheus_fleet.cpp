@@ -212,6 +212,7 @@ TEST(PrometheusFleet, AnswersOfTheWrongShapeAreSkipped) {
       {"info", Json::array({Json{{"metric", node({{"contract", 5}})}, {"value", 1}}})},
       {"env", Json::array({Json{{"metric", node({{"env", "torch"}})}, {"value", {1, 1}}}})}};
   const auto reports = reports_from_samples(results, "http://prom:9090");
+  ASSERT_EQ(reports.size(), 1U) << "the one well-formed `up` sample's host";
   for (const auto& host : reports) {
     EXPECT_NE(host.state(), "compliant") << host.address.text;
     EXPECT_FALSE(host.report) << "no verdict series could be read";
@@ -239,12 +240,16 @@ TEST(PrometheusFleet, NaNAndInfinityAreNeitherUpNorCompliant) {
 // A last scan of NaN, an infinity or a time past any calendar is no time:
 // unknown (""), never a date made of an undefined cast.
 TEST(PrometheusFleet, AScanTimeThatIsNoTimeIsUnknown) {
-  for (const char* value : {"NaN", "+Inf", "-Inf"}) {
+  for (const char* value : {"NaN", "+Inf", "-Inf", "1e300", "-5"}) {
     auto results = up_with("drift");
     results["last_scan"] = Json::array({sample(node(), value)});
     const auto& host = only(reports_from_samples(results, "p"));
     EXPECT_EQ(host.last_seen, "") << value;
   }
+  // A time that is one is read.
+  auto results = up_with("drift");
+  results["last_scan"] = Json::array({sample(node(), "1796023653")});
+  EXPECT_EQ(only(reports_from_samples(results, "p")).last_seen, "2026-11-30T07:27:33Z");
 }
 
 // Series of one host that disagree on its verdict decide nothing: never the
@@ -260,6 +265,7 @@ TEST(PrometheusFleet, AHostWithTwoVerdictsAtOnceIsNeverCompliant) {
     results["verdict"] = both;
     const auto& host = only(reports_from_samples(results, "p"));
     EXPECT_NE(host.state(), "compliant") << "compliant series listed last: " << compliant_last;
+    EXPECT_EQ(host.last_verdict, "error") << "disagreeing series decide nothing";
   }
 }
 

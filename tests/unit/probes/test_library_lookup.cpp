@@ -320,7 +320,8 @@ TEST(LibraryLookup, TheHostsCLibraryAndItsNewestGlibcVersion) {
 
   // readelf's version definitions (not the symbols' versions, nor those
   // libc needs from ld.so): the newest numbered GLIBC_ one.
-  const auto readelf = testing::run_command({"/usr/bin/readelf", "-V", "-W", glibc.path});
+  const auto readelf = testing::run_command(
+      {"/usr/bin/env", "LC_ALL=C", "/usr/bin/readelf", "-V", "-W", glibc.path});
   ASSERT_EQ(readelf.exit_code, 0) << readelf.err;
   std::string newest;
   bool in_definitions = false;

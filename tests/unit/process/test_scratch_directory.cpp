@@ -208,7 +208,7 @@ TEST(ScratchDirectory, OnlyTheChildsOwnRegularFilesAreReadBack) {
     }
     return read_anyway;
   });
-  if (refused.wait_for(2s) != std::future_status::ready) {
+  if (refused.wait_for(20s) != std::future_status::ready) {
     UniqueFd writer(::open(scratch.file("fifo").c_str(), O_RDWR | O_NONBLOCK));  // wakes it
     refused.wait();
     fs::remove(beside);
