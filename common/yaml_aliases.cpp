@@ -161,7 +161,63 @@ class AliasMeter final : public YAML::EventHandler {
   std::optional<YamlAliasProblem> m_problem;
 };
 
+// Where a document's first node with content is (a scalar, a list, a
+// mapping, an alias); an empty document ("---" alone) has none.
+class ContentSeen final : public YAML::EventHandler {
+ public:
+  const std::optional<YAML::Mark>& first() const { return m_first; }
+
+  void OnDocumentStart(const YAML::Mark& /*mark*/) override {}
+  void OnDocumentEnd() override {}
+  void OnNull(const YAML::Mark& /*mark*/, YAML::anchor_t /*anchor*/) override {}
+  void OnAlias(const YAML::Mark& mark, YAML::anchor_t /*anchor*/) override { seen(mark); }
+  void OnScalar(const YAML::Mark& mark, const std::string& /*tag*/, YAML::anchor_t /*anchor*/,
+                const std::string& /*value*/) override {
+    seen(mark);
+  }
+  void OnSequenceStart(const YAML::Mark& mark, const std::string& /*tag*/,
+                       YAML::anchor_t /*anchor*/, YAML::EmitterStyle::value /*style*/) override {
+    seen(mark);
+  }
+  void OnSequenceEnd() override {}
+  void OnMapStart(const YAML::Mark& mark, const std::string& /*tag*/, YAML::anchor_t /*anchor*/,
+                  YAML::EmitterStyle::value /*style*/) override {
+    seen(mark);
+  }
+  void OnMapEnd() override {}
+
+ private:
+  void seen(const YAML::Mark& mark) {
+    if (!m_first) {
+      m_first = mark;
+    }
+  }
+  std::optional<YAML::Mark> m_first;
+};
+
 }  // namespace
+
+std::optional<YamlSecondDocument> find_second_yaml_document(const std::string& text) {
+  std::istringstream in(text);
+  YAML::Parser parser(in);
+  ContentSeen first;
+  try {
+    if (!parser.HandleNextDocument(first)) {
+      return std::nullopt;
+    }
+  } catch (const YAML::Exception&) {
+    return std::nullopt;  // the load reports it
+  }
+  ContentSeen second;
+  try {
+    if (!parser.HandleNextDocument(second) || !second.first()) {
+      return std::nullopt;
+    }
+  } catch (const YAML::Exception& e) {
+    return YamlSecondDocument{e.mark.line + 1, e.mark.column + 1, e.msg};
+  }
+  return YamlSecondDocument{second.first()->line + 1, second.first()->column + 1, ""};
+}
 
 std::optional<YamlAliasProblem> find_yaml_alias_problem(const std::string& text) {
   std::istringstream in(text);

@@ -40,4 +40,18 @@ struct YamlAliasProblem {
 // the length of the text; reads nothing else.
 std::optional<YamlAliasProblem> find_yaml_alias_problem(const std::string& text);
 
+struct YamlSecondDocument {
+  int line = 0;  // where it starts (its first node), from 1
+  int column = 0;
+  std::string syntax_error;  // when what follows the first document is not YAML, "" otherwise
+};
+
+// Whether `text` holds a second document with content after its first (a
+// second "---" followed by nodes), or text after the first that is not
+// YAML. Reads the events of at most one document past the first (yaml-cpp
+// 0.7's LoadAll loops for ever on some inputs, such as ","). nullopt when
+// there is none, or only empty ones, and when the first is not YAML (the
+// load says why).
+std::optional<YamlSecondDocument> find_second_yaml_document(const std::string& text);
+
 }  // namespace envcontract::common

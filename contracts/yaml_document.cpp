@@ -169,9 +169,9 @@ std::optional<YAML::Node> load_yaml_text(const std::string& text, ParseContext& 
                             "a NUL byte: the file is not text (saved in another encoding?)");
     return std::nullopt;
   }
-  std::vector<YAML::Node> documents;
+  YAML::Node root;
   try {
-    documents = YAML::LoadAll(text);
+    root = YAML::Load(text);
   } catch (const YAML::DeepRecursion& e) {
     ctx.diagnostics().error(ctx.locate(e.mark),
                             "the document nests deeper than " + std::to_string(e.depth()) +
@@ -184,15 +184,14 @@ std::optional<YAML::Node> load_yaml_text(const std::string& text, ParseContext& 
     return std::nullopt;
   }
   // One document a file: what a second one says would never be judged.
-  for (std::size_t i = 1; i < documents.size(); ++i) {
-    if (!documents[i].IsNull()) {
-      ctx.error(documents[i],
-                "a second YAML document (after '---'): a file holds one; put its checks in "
-                "the first, or in a file of its own");
-      return std::nullopt;
-    }
+  if (const auto second = common::find_second_yaml_document(text)) {
+    ctx.diagnostics().error({ctx.file(), second->line, second->column},
+                            second->syntax_error.empty()
+                                ? "a second YAML document (after '---'): a file holds one; put "
+                                  "its checks in the first, or in a file of its own"
+                                : "YAML syntax error: " + second->syntax_error);
+    return std::nullopt;
   }
-  const YAML::Node root = documents.empty() ? YAML::Node() : documents.front();
   // Before anything walks the tree: an alias cycle would overflow the stack
   // of every walk below, and a billion-laughs document never let it end.
   if (const auto problem = common::find_yaml_alias_problem(text)) {
