@@ -63,6 +63,29 @@ void LoopbackListener::accept_loop() {
   }
 }
 
+ThreadedLoopbackListener::ThreadedLoopbackListener(std::function<void(int client)> serve,
+                                                   std::function<void()> on_stop)
+    : m_serve(std::move(serve)), m_on_stop(std::move(on_stop)) {
+  // A dup of each connection: the listener closes its own once this returns.
+  m_listener.emplace([this](int accepted) {
+    const int client = ::dup(accepted);
+    if (client >= 0) {
+      m_clients.emplace_back([this, client] {
+        m_serve(client);
+        ::close(client);
+      });
+    }
+  });
+}
+
+ThreadedLoopbackListener::~ThreadedLoopbackListener() {
+  m_listener.reset();  // no connection accepted after this
+  m_on_stop();
+  for (auto& client : m_clients) {
+    client.join();
+  }
+}
+
 AnsweringServer::AnsweringServer(int status, std::string body)
     : m_status(status), m_body(std::move(body)) {}
 

@@ -39,6 +39,27 @@ class LoopbackListener {
   std::thread m_thread;
 };
 
+// A LoopbackListener that serves each connection on a thread of its own
+// (requests in flight at once, scripts that wait). Destroyed, it stops
+// accepting, calls `on_stop` (which wakes whatever the connections wait on),
+// then joins them: declare it last in its owner, so that it goes first.
+class ThreadedLoopbackListener {
+ public:
+  ThreadedLoopbackListener(std::function<void(int client)> serve, std::function<void()> on_stop);
+  ~ThreadedLoopbackListener();
+  ThreadedLoopbackListener(const ThreadedLoopbackListener&) = delete;
+  ThreadedLoopbackListener& operator=(const ThreadedLoopbackListener&) = delete;
+
+  int port() const { return m_listener->port(); }
+  std::string address() const { return m_listener->address(); }
+
+ private:
+  std::function<void(int)> m_serve;
+  std::function<void()> m_on_stop;
+  std::vector<std::thread> m_clients;  // the listener's thread's alone, until it is gone
+  std::optional<LoopbackListener> m_listener;
+};
+
 // An HTTP server on 127.0.0.1 that answers every request with one status
 // and body, set by the test, and keeps the heads of the requests it read.
 class AnsweringServer {

@@ -44,35 +44,11 @@ class Scripted {
  public:
   using Script = std::function<void(Scripted& server, int client)>;
 
-  explicit Scripted(Script script) : m_script(std::move(script)) {
-    // A dup of each connection: the listener closes its own.
-    m_listener.emplace([this](int accepted) {
-      const int client = ::dup(accepted);
-      if (client >= 0) {
-        m_clients.emplace_back([this, client] {
-          if (read_head(client)) {
-            m_script(*this, client);
-          }
-          ::close(client);
-        });
-      }
-    });
-  }
-  ~Scripted() {
-    m_listener.reset();  // no connection accepted after this
-    {
-      std::lock_guard lock(m_mutex);
-      m_stopping = true;
-    }
-    m_changed.notify_all();
-    for (auto& client : m_clients) {
-      client.join();
-    }
-  }
+  explicit Scripted(Script script) : m_script(std::move(script)) {}
   Scripted(const Scripted&) = delete;
   Scripted& operator=(const Scripted&) = delete;
 
-  int port() const { return m_listener->port(); }
+  int port() const { return m_listener.port(); }
   HostAddress address(const std::string& host = "127.0.0.1") const {
     return parse_host_address(host + ":" + std::to_string(port())).value();
   }
@@ -110,8 +86,19 @@ class Scripted {
   bool m_stopping = false;
   std::vector<std::string> m_heads;
   std::atomic<std::size_t> m_sent{0};
-  std::vector<std::thread> m_clients;  // the listener's thread's alone, until it is gone
-  std::optional<testing::LoopbackListener> m_listener;
+  // Last: its connections end (stopping wakes their waits) before the rest goes.
+  testing::ThreadedLoopbackListener m_listener{[this](int client) {
+                                                 if (read_head(client)) {
+                                                   m_script(*this, client);
+                                                 }
+                                               },
+                                               [this] {
+                                                 {
+                                                   std::lock_guard lock(m_mutex);
+                                                   m_stopping = true;
+                                                 }
+                                                 m_changed.notify_all();
+                                               }};
 };
 
 Scripted::Script answering(int status, std::string body, std::string headers = "") {

@@ -37,34 +37,11 @@ using Clock = std::chrono::steady_clock;
 // than the client had in flight).
 class FakeAgent {
  public:
-  explicit FakeAgent(std::string body) : m_body(std::move(body)) {
-    // Each connection on a thread of its own (a dup of it: the listener
-    // closes its own), so that requests in flight at once can be counted.
-    m_listener.emplace([this](int accepted) {
-      const int client = ::dup(accepted);
-      if (client >= 0) {
-        m_clients.emplace_back([this, client] {
-          respond(client);
-          ::close(client);
-        });
-      }
-    });
-  }
-  ~FakeAgent() {
-    m_listener.reset();  // no connection accepted after this
-    {
-      std::lock_guard lock(m_mutex);
-      m_stopping = true;
-    }
-    m_changed.notify_all();
-    for (auto& client : m_clients) {
-      client.join();
-    }
-  }
+  explicit FakeAgent(std::string body) : m_body(std::move(body)) {}
   FakeAgent(const FakeAgent&) = delete;
   FakeAgent& operator=(const FakeAgent&) = delete;
 
-  HostAddress address() const { return parse_host_address(m_listener->address()).value(); }
+  HostAddress address() const { return parse_host_address(m_listener.address()).value(); }
   void answer(std::string body) {
     std::lock_guard lock(m_mutex);
     m_down = false;
@@ -132,8 +109,15 @@ class FakeAgent {
   std::size_t m_requests = 0;
   std::size_t m_in_flight = 0;
   std::size_t m_most_in_flight = 0;
-  std::vector<std::thread> m_clients;  // the listener's thread's alone, until it is gone
-  std::optional<testing::LoopbackListener> m_listener;
+  // Last: its connections end (stopping wakes their holds) before the rest goes.
+  testing::ThreadedLoopbackListener m_listener{[this](int client) { respond(client); },
+                                               [this] {
+                                                 {
+                                                   std::lock_guard lock(m_mutex);
+                                                   m_stopping = true;
+                                                 }
+                                                 m_changed.notify_all();
+                                               }};
 };
 
 // A port on 127.0.0.1 that nothing listens on (bound, then closed).
