@@ -1,46 +1,53 @@
 #include "common/sha256.hpp"
 
-#include <openssl/evp.h>
-#include <openssl/hmac.h>
+// Nettle rather than OpenSSL: libcrypto costs the idle agent 3.4 MB
+// resident once its default provider loads for one digest (docs/performance.md),
+// and SHA-256 and HMAC are all the agent asks of a cryptographic library.
+#include <nettle/hmac.h>
+#include <nettle/sha2.h>
 
 #include <array>
-#include <stdexcept>
+#include <cstdint>
 
 namespace envcontract::common {
 
 namespace {
 
-std::string hex_of(const unsigned char* digest, unsigned int length) {
+using Digest = std::array<std::uint8_t, SHA256_DIGEST_SIZE>;
+
+std::string hex_of(const Digest& digest) {
   static constexpr char hex[] = "0123456789abcdef";
   std::string text;
-  text.reserve(length * 2);
-  for (unsigned int i = 0; i < length; ++i) {
-    text += hex[digest[i] >> 4];
-    text += hex[digest[i] & 0x0f];
+  text.reserve(digest.size() * 2);
+  for (const std::uint8_t byte : digest) {
+    text += hex[byte >> 4];
+    text += hex[byte & 0x0f];
   }
   return text;
+}
+
+const std::uint8_t* bytes_of(std::string_view text) {
+  return reinterpret_cast<const std::uint8_t*>(text.data());
 }
 
 }  // namespace
 
 std::string sha256_hex(std::string_view bytes) {
-  std::array<unsigned char, EVP_MAX_MD_SIZE> digest{};
-  unsigned int length = 0;
-  if (EVP_Digest(bytes.data(), bytes.size(), digest.data(), &length, EVP_sha256(), nullptr) != 1) {
-    throw std::runtime_error("OpenSSL could not compute a SHA-256 digest");
-  }
-  return hex_of(digest.data(), length);
+  sha256_ctx context{};
+  sha256_init(&context);
+  sha256_update(&context, bytes.size(), bytes_of(bytes));
+  Digest digest{};
+  sha256_digest(&context, digest.size(), digest.data());
+  return hex_of(digest);
 }
 
 std::string hmac_sha256_hex(std::string_view key, std::string_view message) {
-  std::array<unsigned char, EVP_MAX_MD_SIZE> digest{};
-  unsigned int length = 0;
-  if (HMAC(EVP_sha256(), key.data(), static_cast<int>(key.size()),
-           reinterpret_cast<const unsigned char*>(message.data()), message.size(), digest.data(),
-           &length) == nullptr) {
-    throw std::runtime_error("OpenSSL could not compute an HMAC-SHA256");
-  }
-  return hex_of(digest.data(), length);
+  hmac_sha256_ctx context{};
+  hmac_sha256_set_key(&context, key.size(), bytes_of(key));
+  hmac_sha256_update(&context, message.size(), bytes_of(message));
+  Digest digest{};
+  hmac_sha256_digest(&context, digest.size(), digest.data());
+  return hex_of(digest);
 }
 
 }  // namespace envcontract::common

@@ -5,7 +5,7 @@
 
 namespace envcontract::common {
 
-// The SHA-256 of `bytes` as 64 lowercase hex digits (OpenSSL's EVP digest).
+// The SHA-256 of `bytes` as 64 lowercase hex digits (GNU Nettle's).
 std::string sha256_hex(std::string_view bytes);
 
 // The HMAC-SHA256 of `message` under `key` (RFC 2104), as 64 lowercase hex

@@ -54,7 +54,7 @@ struct AgentConfig {
   std::filesystem::path token_file;  // bearer token for POST /api/v1/scan; empty: no token
   std::string log_level = "info";
   FlappingRule flapping;
-  // httplib serves a connection on one thread for its life: threads bound
+  // The HTTP side serves a connection on one thread for its life: threads bound
   // the connections served at once, http_max_connections those accepted
   // (the rest are answered 503 at once). As many threads as connections by
   // default: a connection waiting for a thread costs its client a reconnect

@@ -1,10 +1,14 @@
 #include "daemon/bounded_http_server.hpp"
 
+#include "daemon/http_routes.hpp"
+
 #include <spdlog/spdlog.h>
 
-#include <arpa/inet.h>
+#include <netdb.h>
 #include <netinet/in.h>
+#include <netinet/tcp.h>
 #include <poll.h>
+#include <sys/eventfd.h>
 #include <sys/socket.h>
 #include <sys/time.h>
 #include <sys/uio.h>
@@ -42,311 +46,119 @@ void close_gently(int sock) {
   ::close(sock);
 }
 
-// Set on the accepting thread while httplib hands a socket over
-// (ConnectionQueue::enqueue), and the socket handed over.
-thread_local bool t_handing_over = false;
-thread_local int t_handed_over = -1;
+int poll_for(int fd, short events, std::chrono::milliseconds timeout) {
+  pollfd descriptor{fd, events, 0};
+  int ready;
+  do {
+    ready = ::poll(&descriptor, 1, static_cast<int>(std::max<std::int64_t>(0, timeout.count())));
+  } while (ready < 0 && errno == EINTR);
+  return ready > 0 && (descriptor.revents & (events | POLLHUP | POLLERR)) ? ready : 0;
+}
 
 }  // namespace
 
 // A connection accepted: its socket, the address it came from and what it may ask.
-struct Connection {
+struct BoundedServer::Connection {
   int fd = -1;
   std::string client;
   Admission admission = Admission::serve;
 };
 
-// A connection's socket as httplib reads it, with what httplib 0.11.4 does
-// not bound: the whole request has a deadline (a client dripping one byte
-// every few seconds is cut off), and the bytes one request may send are
-// capped (headers included). Reads are buffered across requests, so
-// pipelined requests are not lost.
-class ConnectionStream final : public httplib::Stream {
+// A connection's socket with the request's deadline: reads append to the
+// bytes not yet taken (pipelined requests are kept), and an answer leaves
+// in one message when the socket has room (with TCP_NODELAY each send is a
+// segment and a wake-up of the client), waiting for room until the deadline.
+class BoundedServer::Stream {
  public:
-  ConnectionStream(int fd, std::chrono::milliseconds io_timeout)
-      : m_fd(fd), m_io_timeout(io_timeout) {}
+  explicit Stream(int fd) : m_fd(fd) {}
 
-  void begin_request(Clock::time_point deadline, std::size_t budget) {
-    m_deadline = deadline;
-    m_budget = budget;
-    m_used = 0;
-    m_over_budget = false;
-    m_past_deadline = false;
-    m_gathering = false;
-  }
+  int fd() const { return m_fd; }
+  void set_deadline(Clock::time_point deadline) { m_deadline = deadline; }
+  Clock::time_point deadline() const { return m_deadline; }
+  bool past_deadline() const { return Clock::now() >= m_deadline; }
 
-  // From here to the answer's end (flush), writes are gathered (write): the
-  // request has been routed, so nothing is read until then and nothing held
-  // can keep the client waiting. What httplib writes before routing, an
-  // interim "100 Continue" that the client waits for before it sends a
-  // body, leaves at once.
-  void gather_the_answer() {
-    m_gathering = true;
-    m_held.reserve(k_gather_bytes);
-  }
+  // Bytes read and not yet taken by a request.
+  std::string& pending() { return m_pending; }
 
-  // The answer of a request whose handler worked past the request's
-  // deadline (a CI gate that ran the env's probes) gets `timeout` of its own
-  // to be written, as a request gets to arrive.
-  void answer_within(std::chrono::milliseconds timeout) { m_deadline = Clock::now() + timeout; }
-
-  // Waits up to `idle` for the next request's first byte; false when the
-  // peer closed or stayed silent.
-  bool wait_for_request(std::chrono::milliseconds idle) {
-    if (m_offset < m_size) {
-      return true;
+  // Waits up to `wait` for bytes and appends them to pending(): how many
+  // came, 0 when the peer closed, k_no_bytes_yet when none came in time,
+  // -1 when the connection failed.
+  static constexpr ssize_t k_no_bytes_yet = -2;
+  ssize_t read_more(std::chrono::milliseconds wait) {
+    if (poll_for(m_fd, POLLIN, wait) <= 0) {
+      return k_no_bytes_yet;
     }
-    if (poll_for(POLLIN, idle) <= 0) {
-      return false;
+    std::array<char, 16384> buffer;
+    ssize_t got;
+    do {
+      got = ::recv(m_fd, buffer.data(), buffer.size(), 0);
+    } while (got < 0 && errno == EINTR);
+    if (got > 0) {
+      m_pending.append(buffer.data(), static_cast<std::size_t>(got));
     }
-    m_peer_closed = fill() <= 0;
-    return !m_peer_closed;
+    return got;
   }
 
-  // The peer closed (or reset) the connection while we waited for a request.
-  bool peer_closed() const { return m_peer_closed; }
-
-  bool over_budget() const { return m_over_budget; }
-  bool past_deadline() const { return m_past_deadline; }
-
-  bool is_readable() const override {
-    return m_offset < m_size || poll_for(POLLIN, time_left()) > 0;
-  }
-  bool is_writable() const override { return poll_for(POLLOUT, time_left()) > 0; }
-
-  ssize_t read(char* ptr, size_t size) override {
-    if (m_used >= m_budget) {
-      m_over_budget = true;
-      return -1;
+  // Reads until the deadline: what read_more() returns.
+  ssize_t read_before_deadline() {
+    const auto left =
+        std::chrono::duration_cast<std::chrono::milliseconds>(m_deadline - Clock::now());
+    if (left.count() <= 0) {
+      return k_no_bytes_yet;
     }
-    size = std::min(size, m_budget - m_used);
-    if (m_offset >= m_size) {
-      if (Clock::now() >= m_deadline) {
-        m_past_deadline = true;
-        return -1;
+    return read_more(left);
+  }
+
+  // Sends every piece, in one message while the socket has room; false
+  // when the connection failed or stayed full past the deadline.
+  bool send_all(std::vector<std::string_view> pieces) {
+    std::erase_if(pieces, [](std::string_view piece) { return piece.empty(); });
+    std::size_t first = 0;
+    while (first < pieces.size()) {
+      std::vector<iovec> parts;
+      parts.reserve(std::min<std::size_t>(pieces.size() - first, IOV_MAX));
+      for (std::size_t i = first; i < pieces.size() && parts.size() < IOV_MAX; ++i) {
+        parts.push_back({const_cast<char*>(pieces[i].data()), pieces[i].size()});
       }
-      if (poll_for(POLLIN, time_left()) <= 0) {
-        m_past_deadline = Clock::now() >= m_deadline;
-        return -1;
-      }
-      const ssize_t got = fill();
-      if (got <= 0) {
-        return got;
-      }
-    }
-    const std::size_t n = std::min(size, m_size - m_offset);
-    std::memcpy(ptr, m_buffer.data() + m_offset, n);
-    m_offset += n;
-    m_used += n;
-    return static_cast<ssize_t>(n);
-  }
-
-  // httplib writes an answer's status line and headers on their own and
-  // then its body (/metrics in two more pieces): with TCP_NODELAY each send
-  // is a segment and a wake-up of the client. While the answer is gathered,
-  // writes that fit in k_gather_bytes are held and go out with the next
-  // larger one, in one message, or when the answer is written (flush): one
-  // message for an answer of up to 16 KB, and the head with the body's
-  // first part for a larger one. No route streams its answer, which holding
-  // would delay.
-  ssize_t write(const char* ptr, size_t size) override {
-    if (m_gathering && m_held.size() + size <= k_gather_bytes) {
-      m_held.append(ptr, size);
-      return static_cast<ssize_t>(size);
-    }
-    while (!m_held.empty()) {
-      const ssize_t sent = send_parts(ptr, size);
+      msghdr message{};
+      message.msg_iov = parts.data();
+      message.msg_iovlen = parts.size();
+      const ssize_t sent = ::sendmsg(m_fd, &message, MSG_NOSIGNAL | MSG_DONTWAIT);
       if (sent < 0) {
-        return -1;
+        if (errno == EINTR) {
+          continue;
+        }
+        if (errno != EAGAIN && errno != EWOULDBLOCK) {
+          return false;
+        }
+        const auto left =
+            std::chrono::duration_cast<std::chrono::milliseconds>(m_deadline - Clock::now());
+        if (left.count() <= 0 || poll_for(m_fd, POLLOUT, left) <= 0) {
+          return false;
+        }
+        continue;
       }
-      const auto sent_bytes = static_cast<std::size_t>(sent);
-      if (sent_bytes >= m_held.size()) {
-        const std::size_t held = m_held.size();
-        m_held.clear();
-        return static_cast<ssize_t>(sent_bytes - held);  // of the caller's bytes; 0 asks again
+      // Past the pieces sent whole, into the one sent in part.
+      auto count = static_cast<std::size_t>(sent);
+      while (first < pieces.size() && count >= pieces[first].size()) {
+        count -= pieces[first].size();
+        ++first;
       }
-      m_held.erase(0, sent_bytes);
-    }
-    return send_parts(ptr, size);
-  }
-
-  // Sends what is held and ends the gathering; false when the connection
-  // failed or stayed full past the request's deadline (what is held is then
-  // dropped).
-  bool flush() {
-    m_gathering = false;
-    while (!m_held.empty()) {
-      const ssize_t sent = send_parts(nullptr, 0);
-      if (sent < 0) {
-        m_held.clear();
-        return false;
+      if (first < pieces.size()) {
+        pieces[first].remove_prefix(count);
       }
-      m_held.erase(0, static_cast<std::size_t>(sent));
     }
     return true;
   }
 
-  // httplib asks for both addresses with every request; a connection's do
-  // not change, so each is asked of the kernel until it has answered.
-  void get_remote_ip_and_port(std::string& ip, int& port) const override {
-    if (!m_remote)
-      m_remote = address_of(::getpeername);
-    if (m_remote) {
-      ip = m_remote->first;
-      port = m_remote->second;
-    }
-  }
-  void get_local_ip_and_port(std::string& ip, int& port) const override {
-    if (!m_local)
-      m_local = address_of(::getsockname);
-    if (m_local) {
-      ip = m_local->first;
-      port = m_local->second;
-    }
-  }
-  socket_t socket() const override { return m_fd; }
-
  private:
-  std::chrono::milliseconds time_left() const {
-    const auto left =
-        std::chrono::duration_cast<std::chrono::milliseconds>(m_deadline - Clock::now());
-    return std::clamp(left, std::chrono::milliseconds(0), m_io_timeout);
-  }
-
-  // Sends what is held, then `size` bytes of `ptr`, in one message: at once
-  // when the socket has room (nearly always), waiting for room only when it
-  // has none (a poll before every send cost a system call per write). How
-  // many bytes of the two went out, or -1.
-  ssize_t send_parts(const char* ptr, std::size_t size) {
-    std::array<iovec, 2> parts{};
-    std::size_t count = 0;
-    if (!m_held.empty()) {
-      parts[count++] = {m_held.data(), m_held.size()};
-    }
-    if (size > 0) {
-      parts[count++] = {const_cast<char*>(ptr), size};
-    }
-    if (count == 0) {
-      return 0;
-    }
-    msghdr message{};
-    message.msg_iov = parts.data();
-    message.msg_iovlen = count;
-    for (;;) {
-      const ssize_t sent = ::sendmsg(m_fd, &message, MSG_NOSIGNAL | MSG_DONTWAIT);
-      if (sent >= 0) {
-        return sent;
-      }
-      if (errno == EINTR) {
-        continue;
-      }
-      if ((errno != EAGAIN && errno != EWOULDBLOCK) || !is_writable()) {
-        return -1;
-      }
-    }
-  }
-
-  int poll_for(short events, std::chrono::milliseconds timeout) const {
-    pollfd descriptor{m_fd, events, 0};
-    int ready;
-    do {
-      ready = ::poll(&descriptor, 1, static_cast<int>(timeout.count()));
-    } while (ready < 0 && errno == EINTR);
-    return ready > 0 && (descriptor.revents & (events | POLLHUP | POLLERR)) ? ready : 0;
-  }
-
-  ssize_t fill() {
-    ssize_t got;
-    do {
-      got = ::recv(m_fd, m_buffer.data(), m_buffer.size(), 0);
-    } while (got < 0 && errno == EINTR);
-    m_offset = 0;
-    m_size = got > 0 ? static_cast<std::size_t>(got) : 0;
-    return got;
-  }
-
-  using Address = std::pair<std::string, int>;
-
-  template <typename Getter>
-  std::optional<Address> address_of(Getter getter) const {
-    sockaddr_storage address{};
-    socklen_t length = sizeof address;
-    if (getter(m_fd, reinterpret_cast<sockaddr*>(&address), &length) != 0) {
-      return std::nullopt;
-    }
-    int port = 0;
-    char text[INET6_ADDRSTRLEN] = {};
-    if (address.ss_family == AF_INET) {
-      const auto* in = reinterpret_cast<const sockaddr_in*>(&address);
-      ::inet_ntop(AF_INET, &in->sin_addr, text, sizeof text);
-      port = ntohs(in->sin_port);
-    } else if (address.ss_family == AF_INET6) {
-      const auto* in6 = reinterpret_cast<const sockaddr_in6*>(&address);
-      ::inet_ntop(AF_INET6, &in6->sin6_addr, text, sizeof text);
-      port = ntohs(in6->sin6_port);
-    }
-    return Address{text, port};
-  }
-
-  static constexpr std::size_t k_gather_bytes = 16 * 1024;
-
   int m_fd;
-  std::chrono::milliseconds m_io_timeout;
-  bool m_gathering = false;
-  std::string m_held;  // written, not yet sent; k_gather_bytes reserved once gathering
-  std::array<char, 4096> m_buffer{};
-  std::size_t m_offset = 0;
-  std::size_t m_size = 0;
   Clock::time_point m_deadline = Clock::time_point::max();
-  std::size_t m_budget = 0;
-  std::size_t m_used = 0;
-  bool m_over_budget = false;
-  bool m_past_deadline = false;
-  bool m_peer_closed = false;
-  mutable std::optional<Address> m_remote;
-  mutable std::optional<Address> m_local;
+  std::string m_pending;
 };
 
-namespace {
-
-thread_local RequestOutcome t_outcome;
-// Set on the thread serving a connection taken in the health checks' reserve.
-thread_local bool t_health_only = false;
-thread_local ConnectionStream* t_stream = nullptr;
-
-}  // namespace
-
-RequestOutcome& current_request_outcome() {
-  return t_outcome;
-}
-
-bool serving_health_checks_only() {
-  return t_health_only;
-}
-
-void gather_current_answer() {
-  if (t_stream != nullptr) {
-    t_stream->gather_the_answer();
-  }
-}
-
-void answer_current_request_within(std::chrono::milliseconds time) {
-  if (t_stream != nullptr) {
-    t_stream->answer_within(time);
-  }
-}
-
-bool current_request_over_budget() {
-  return t_stream != nullptr && t_stream->over_budget();
-}
-
-bool current_request_past_deadline() {
-  return t_stream != nullptr && t_stream->past_deadline();
-}
-
-// httplib serves a connection on one pool thread for its whole life. This
-// queue admits each connection as it is accepted (ConnectionAdmission: a
-// bound in all, a bound per client address, a reserve for health checks):
+// This queue admits each connection as it is accepted (ConnectionAdmission:
+// a bound in all, a bound per client address, a reserve for health checks):
 // one turned away is answered 503 at once by a thread of its own instead of
 // waiting behind the others, and the connection loop closes keep-alive
 // connections early while others wait, so that a few clients cannot hold
@@ -354,9 +166,9 @@ bool current_request_past_deadline() {
 // up to `threads`, and end after a spell with nothing to serve: an idle
 // agent keeps one, not a stack and malloc cache per thread it may start (32
 // of them were 1.3 MB of its RSS, bench/footprint.sh).
-class ConnectionQueue final : public httplib::TaskQueue {
+class ConnectionQueue final {
  public:
-  using Handler = std::function<void(const Connection&)>;
+  using Handler = std::function<void(const BoundedServer::Connection&)>;
 
   // `serve` serves an admitted connection to its end (the queue closes it);
   // `turn_away` answers one turned away and closes it.
@@ -372,25 +184,8 @@ class ConnectionQueue final : public httplib::TaskQueue {
     start_serving_thread();
   }
 
-  // httplib's job serves the socket it has just accepted, by calling
-  // process_and_close_socket (BoundedServer's). Run here with
-  // t_handing_over set, it only hands the socket over: a connection must be
-  // admitted by its peer's address on the accepting thread, before it can
-  // hold anything, and the job does not say which socket it serves.
-  void enqueue(std::function<void()> job) override {
-    t_handed_over = -1;
-    t_handing_over = true;
-    job();
-    t_handing_over = false;
-    if (t_handed_over >= 0) {
-      admit(t_handed_over);
-    }
-  }
-
-  void shutdown() override {
-    if (m_on_shutdown) {
-      m_on_shutdown();  // nobody asks this queue anything from now on
-    }
+  // Ends every thread once the connections they serve have ended.
+  void shutdown() {
     {
       std::lock_guard lock(m_mutex);
       m_shutdown = true;
@@ -423,12 +218,10 @@ class ConnectionQueue final : public httplib::TaskQueue {
                               : std::chrono::steady_clock::now() - m_enqueued.front();
   }
 
-  // Called first in shutdown(), before httplib deletes the queue.
-  void on_shutdown(std::function<void()> hook) { m_on_shutdown = std::move(hook); }
-
- private:
+  // Admits a connection just accepted (on the accepting thread, by its
+  // peer's address, before it can hold anything) and hands it to a thread.
   void admit(int fd) {
-    Connection connection{fd, peer_address(fd)};
+    BoundedServer::Connection connection{fd, peer_address(fd)};
     bool turning_away = false;
     std::vector<std::thread> ended;
     {
@@ -455,6 +248,7 @@ class ConnectionQueue final : public httplib::TaskQueue {
     (turning_away ? m_turned_away_ready : m_jobs_ready).notify_one();
   }
 
+ private:
   // Call with m_mutex held. A thread that cannot start (the unit's TasksMax
   // reached, say by probes that fork) leaves the job to a running one.
   void start_serving_thread() {
@@ -495,11 +289,11 @@ class ConnectionQueue final : public httplib::TaskQueue {
     return ended;
   }
 
-  void work(std::deque<Connection>& queue, bool turning_away) {
+  void work(std::deque<BoundedServer::Connection>& queue, bool turning_away) {
     auto& ready = turning_away ? m_turned_away_ready : m_jobs_ready;
     bool started = false;
     for (;;) {
-      Connection connection;
+      BoundedServer::Connection connection;
       {
         std::unique_lock lock(m_mutex);
         const auto has_work = [&] { return m_shutdown || !queue.empty(); };
@@ -540,7 +334,13 @@ class ConnectionQueue final : public httplib::TaskQueue {
         m_turn_away(connection);
         continue;
       }
-      m_serve(connection);
+      try {
+        m_serve(connection);
+      } catch (const std::exception& e) {
+        // Out of memory (a gzip answer, a request's copy): this connection
+        // ends, the agent and its other connections go on.
+        spdlog::error("an HTTP connection from {} failed: {}", connection.client, e.what());
+      }
       {
         // Before the client sees the connection end: one that reconnects at
         // once (a health check after another) is not counted twice.
@@ -559,14 +359,13 @@ class ConnectionQueue final : public httplib::TaskQueue {
   ConnectionAdmission m_admission;  // the connections served or waiting for a thread
   std::condition_variable m_jobs_ready;
   std::condition_variable m_turned_away_ready;
-  std::deque<Connection> m_jobs;
-  std::deque<Connection> m_turned_away;
+  std::deque<BoundedServer::Connection> m_jobs;
+  std::deque<BoundedServer::Connection> m_turned_away;
   std::size_t m_serving = 0;   // serving threads started and not ended
   std::size_t m_idle = 0;      // of them, those waiting for a connection
   std::size_t m_starting = 0;  // of them, those not yet running
   bool m_shutdown = false;
   std::deque<std::chrono::steady_clock::time_point> m_enqueued;  // of each job in m_jobs
-  std::function<void()> m_on_shutdown;
   std::list<std::thread> m_threads;
   std::vector<std::thread::id> m_ended;               // left their loop, not yet joined
   std::optional<Clock::time_point> m_thread_warning;  // when a thread last failed to start
@@ -582,48 +381,194 @@ std::string refusal(const std::string& message) {
          std::to_string(body.size()) + "\r\n\r\n" + body;
 }
 
-}  // namespace
-
-void BoundedServer::serve_through_queue(unsigned threads, ConnectionBounds bounds,
-                                        std::chrono::milliseconds idle_thread_life) {
-  new_task_queue = [this, threads, bounds, idle_thread_life] {
-    auto* queue = new ConnectionQueue(
-        threads, bounds, idle_thread_life,
-        [this](const Connection& connection) { serve_connection(connection); }, turn_away);
-    queue->on_shutdown([this] {
-      std::lock_guard lock(m_queue_mutex);
-      m_queue = nullptr;
-    });
-    {
-      std::lock_guard lock(m_queue_mutex);
-      m_queue = queue;
-      m_listened = true;
-    }
-    return queue;
-  };
+// The status a failure is answered with, for the log.
+const char* failure_name(RequestFailure failure) {
+  switch (failure) {
+    case RequestFailure::malformed:
+      return "malformed";
+    case RequestFailure::too_large:
+      return "too large";
+    case RequestFailure::target_too_long:
+      return "target too long";
+    case RequestFailure::past_deadline:
+      return "past its deadline";
+  }
+  return "failed";
 }
 
-void BoundedServer::set_backlog(int backlog) {
-  ::listen(svr_sock_, backlog);
+}  // namespace
+
+BoundedServer::BoundedServer(ServerSettings settings, Handler handler, FailureHandler failure)
+    : m_settings(std::move(settings)),
+      m_handler(std::move(handler)),
+      m_failure(std::move(failure)),
+      m_wake(::eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK)) {
+  if (m_wake < 0) {
+    throw std::system_error(errno, std::generic_category(), "cannot make the HTTP side's eventfd");
+  }
+}
+
+BoundedServer::~BoundedServer() {
+  stop();
+  close_listener();
+  ::close(m_wake);
+}
+
+common::Result<int> BoundedServer::bind(const std::string& host, int port, int backlog) {
+  addrinfo hints{};
+  hints.ai_family = AF_UNSPEC;
+  hints.ai_socktype = SOCK_STREAM;
+  hints.ai_flags = AI_PASSIVE | AI_NUMERICSERV;
+  addrinfo* found = nullptr;
+  const std::string service = std::to_string(port);
+  const std::string where = port == 0 ? host : host + ":" + service;
+  if (const int code =
+          ::getaddrinfo(host.empty() ? nullptr : host.c_str(), service.c_str(), &hints, &found);
+      code != 0) {
+    return common::Error{"cannot listen on " + where + ": " + ::gai_strerror(code)};
+  }
+  int error = 0;
+  int listener = -1;
+  for (const addrinfo* address = found; address != nullptr && listener < 0;
+       address = address->ai_next) {
+    // Non-blocking: a connection gone between poll() and accept4() must not
+    // leave the accepting thread blocked where stop() cannot wake it.
+    const int sock =
+        ::socket(address->ai_family, address->ai_socktype | SOCK_CLOEXEC | SOCK_NONBLOCK,
+                 address->ai_protocol);
+    if (sock < 0) {
+      error = errno;
+      continue;
+    }
+    // SO_REUSEADDR lets a restarted agent bind past TIME_WAIT; never
+    // SO_REUSEPORT, with which a second agent would bind the same port and
+    // the kernel spread requests over both.
+    const int yes = 1;
+    ::setsockopt(sock, SOL_SOCKET, SO_REUSEADDR, &yes, sizeof yes);
+    if (address->ai_family == AF_INET6) {
+      // "::" serves IPv4 clients too, whatever net.ipv6.bindv6only says.
+      const int no = 0;
+      ::setsockopt(sock, IPPROTO_IPV6, IPV6_V6ONLY, &no, sizeof no);
+    }
+    if (::bind(sock, address->ai_addr, address->ai_addrlen) != 0 ||
+        ::listen(sock, std::max(backlog, 16)) != 0) {
+      error = errno;
+      ::close(sock);
+      continue;
+    }
+    listener = sock;
+  }
+  ::freeaddrinfo(found);
+  if (listener < 0) {
+    return common::Error{"cannot listen on " + where + ": " + std::strerror(error) +
+                         (port == 0 ? "" : " (is another agent running? choose another --listen)")};
+  }
+  sockaddr_storage bound{};
+  socklen_t length = sizeof bound;
+  ::getsockname(listener, reinterpret_cast<sockaddr*>(&bound), &length);
+  const int bound_port = bound.ss_family == AF_INET6
+                             ? ntohs(reinterpret_cast<const sockaddr_in6*>(&bound)->sin6_port)
+                             : ntohs(reinterpret_cast<const sockaddr_in*>(&bound)->sin_port);
+  std::lock_guard lock(m_mutex);
+  if (m_listener >= 0) {
+    ::close(m_listener);
+  }
+  m_listener = listener;
+  return bound_port;
+}
+
+void BoundedServer::serve() {
+  {
+    std::lock_guard lock(m_mutex);
+    if (m_stopping || m_listener < 0) {
+      return;
+    }
+    m_served = true;
+    m_queue = std::make_unique<ConnectionQueue>(
+        m_settings.threads, m_settings.bounds, m_settings.idle_thread_life,
+        [this](const Connection& connection) { serve_connection(connection); }, turn_away);
+    m_accepting = true;
+  }
+  accept_loop();
+  {
+    // Closed before the connections served end (up to http_timeout): a
+    // client that comes meanwhile is refused at once, not left in the
+    // backlog until the agent has gone.
+    std::lock_guard lock(m_mutex);
+    m_accepting = false;
+    ::close(m_listener);
+    m_listener = -1;
+  }
+  m_queue->shutdown();  // the serving threads see m_stopping and end
+  std::lock_guard lock(m_mutex);
+  m_queue.reset();
+}
+
+void BoundedServer::stop() {
+  std::lock_guard lock(m_mutex);
+  m_stopping = true;
+  const std::uint64_t one = 1;
+  (void)!::write(m_wake, &one, sizeof one);
+  if (!m_served && m_listener >= 0) {
+    ::close(m_listener);  // bound, never served: serve() will not begin
+    m_listener = -1;
+  }
 }
 
 void BoundedServer::close_listener() {
-  const socket_t sock = svr_sock_.exchange(INVALID_SOCKET);
-  if (sock != INVALID_SOCKET) {
-    ::close(sock);
+  std::lock_guard lock(m_mutex);
+  if (m_listener >= 0 && !m_accepting) {
+    ::close(m_listener);
+    m_listener = -1;
+  }
+}
+
+void BoundedServer::accept_loop() {
+  std::optional<Clock::time_point> last_warning;
+  while (!m_stopping) {
+    std::array<pollfd, 2> waits{{{m_listener, POLLIN, 0}, {m_wake, POLLIN, 0}}};
+    if (::poll(waits.data(), waits.size(), -1) < 0) {
+      if (errno == EINTR) {
+        continue;
+      }
+      spdlog::error("the HTTP side cannot wait for connections: {}", std::strerror(errno));
+      return;
+    }
+    if (m_stopping) {
+      return;
+    }
+    if ((waits[0].revents & POLLIN) == 0) {
+      continue;
+    }
+    const int sock = ::accept4(m_listener, nullptr, nullptr, SOCK_CLOEXEC);
+    if (sock < 0) {
+      if (errno == EMFILE || errno == ENFILE || errno == ENOBUFS || errno == ENOMEM) {
+        // Out of descriptors or memory: the connection waits in the backlog
+        // while others end; once a minute at most in the log.
+        if (const auto now = Clock::now();
+            !last_warning || now - *last_warning >= std::chrono::minutes(1)) {
+          last_warning = now;
+          spdlog::warn("cannot accept an HTTP connection: {}", std::strerror(errno));
+        }
+        std::this_thread::sleep_for(std::chrono::milliseconds(50));
+      }
+      continue;  // EINTR, EAGAIN, a connection aborted before it was accepted
+    }
+    const int yes = 1;
+    ::setsockopt(sock, IPPROTO_TCP, TCP_NODELAY, &yes, sizeof yes);
+    m_queue->admit(sock);
   }
 }
 
 std::string BoundedServer::liveness_problem(std::chrono::milliseconds bound) const {
-  std::lock_guard lock(m_queue_mutex);
-  if (!m_listened) {
-    return "";  // still starting: the listen loop has not begun
+  std::lock_guard lock(m_mutex);
+  if (!m_served) {
+    return "";  // still starting: the accepting loop has not begun
   }
-  const ConnectionQueue* queue = m_queue.load();
-  if (!is_running() || queue == nullptr) {
+  if (!m_accepting || m_queue == nullptr) {
     return "the HTTP side is not accepting connections";
   }
-  if (const auto waited = queue->oldest_wait(); waited > bound) {
+  if (const auto waited = m_queue->oldest_wait(); waited > bound) {
     return "a connection has waited " +
            std::to_string(std::chrono::duration_cast<std::chrono::seconds>(waited).count()) +
            " s for an HTTP thread: every thread is stuck";
@@ -632,64 +577,112 @@ std::string BoundedServer::liveness_problem(std::chrono::milliseconds bound) con
 }
 
 bool BoundedServer::others_wait() const {
-  // Loaded once: shutdown() clears it before it joins the serving threads,
-  // and the queue outlives them.
-  const ConnectionQueue* queue = m_queue.load();
-  return queue != nullptr && queue->waiting() > 0;
-}
-
-bool BoundedServer::process_and_close_socket(socket_t sock) {
-  if (t_handing_over) {
-    t_handed_over = sock;
-    return true;
-  }
-  serve_connection({sock, peer_address(sock)});
-  close_gently(sock);
-  return true;
+  // The queue outlives the serving threads that ask (shutdown() joins them).
+  return m_queue != nullptr && m_queue->waiting() > 0;
 }
 
 // Serves an admitted connection until it ends; the caller closes it. One
 // taken in the health checks' reserve serves one request and has a second
 // to send it.
 void BoundedServer::serve_connection(const Connection& connection) {
-  const int sock = connection.fd;
+  const auto& limits = m_settings.limits;
   const bool health_only = connection.admission == Admission::health_only;
-  t_health_only = health_only;
-  ConnectionStream stream(sock, limits.request_timeout);
-  bool ok = false;
+  Stream stream(connection.fd);
   for (std::size_t served = 0; served < limits.keep_alive_requests; ++served) {
-    if (svr_sock_ == INVALID_SOCKET || !wait_for_request(stream, served == 0, health_only)) {
-      break;
+    if (m_stopping || !wait_for_request(stream, served == 0, health_only)) {
+      return;
     }
-    stream.begin_request(Clock::now() + limits.request_timeout, limits.request_bytes);
-    t_outcome = {};
-    t_stream = &stream;
-    const bool last = health_only || served + 1 == limits.keep_alive_requests || others_wait() ||
-                      svr_sock_ == INVALID_SOCKET;
-    bool closed = false;
-    ok = process_request(stream, last, closed, [](httplib::Request& request) {
-      // The agent serves no ranges: httplib would copy the body once per
-      // range ("Range: bytes=-,-,-,..." asks for thousands).
-      request.ranges.clear();
-      // httplib has added REMOTE_ADDR, REMOTE_PORT, LOCAL_ADDR and LOCAL_PORT.
-      t_outcome.header_count =
-          request.headers.size() - std::min<std::size_t>(request.headers.size(), 4);
-      // HTTP/1.1: a request without Content-Length or Transfer-Encoding
-      // has no body (httplib would wait for the peer to close).
-      if (!request.has_header("Content-Length") && !request.has_header("Transfer-Encoding")) {
-        request.set_header("Content-Length", "0");
+    stream.set_deadline(Clock::now() + limits.request_timeout);
+    RequestHeadReader reader(limits.request_bytes);
+    std::optional<RequestFailure> failure;
+    for (;;) {
+      stream.pending().erase(0, reader.add(stream.pending()));
+      if (reader.done()) {
+        break;
       }
-    });
-    t_stream = nullptr;
-    if (!stream.flush()) {  // the answer, written in full, or the connection failed
-      ok = false;
+      if (reader.problem() != HeadProblem::none) {
+        failure = reader.problem() == HeadProblem::too_large ? RequestFailure::too_large
+                  : reader.problem() == HeadProblem::target_too_long
+                      ? RequestFailure::target_too_long
+                      : RequestFailure::malformed;
+        break;
+      }
+      const ssize_t got = stream.read_before_deadline();
+      if (got == 0) {
+        return;  // the peer closed mid-request: nobody to answer
+      }
+      if (got == Stream::k_no_bytes_yet) {
+        failure = RequestFailure::past_deadline;
+        break;
+      }
+      if (got < 0) {
+        return;  // the connection broke
+      }
     }
-    if (!ok || closed || last || t_outcome.close_after || t_outcome.status >= 400 ||
-        stream.over_budget() || stream.past_deadline()) {
-      break;
+    if (failure) {
+      spdlog::debug("a request from {} was {}", connection.client, failure_name(*failure));
+      PlainResponse refused = m_failure(*failure);
+      // A second to say why, whatever the request's own time left.
+      stream.set_deadline(Clock::now() + std::chrono::seconds(1));
+      const std::string head = answer_head(refused.status, {{"Content-Type", refused.content_type}},
+                                           refused.body.size(), false);
+      stream.send_all({head, refused.body});
+      return;
+    }
+    ServedRequest request{reader.take_head(), connection.client, health_only, std::nullopt};
+    const bool last =
+        health_only || served + 1 == limits.keep_alive_requests || others_wait() || m_stopping;
+    if (!answer(stream, request, last)) {
+      return;
     }
   }
-  t_health_only = false;
+}
+
+bool BoundedServer::answer(Stream& stream, ServedRequest& request, bool last) {
+  const RequestHead& head = request.head;
+  // A client that waits for "100 Continue" before it sends its body gets
+  // the final answer instead, which tells it not to send the body (RFC 9110,
+  // 10.1.1): no route reads one, and one sent would be drained for nothing.
+  PlainResponse response;
+  try {
+    response = m_handler(request);
+  } catch (const std::exception& e) {
+    spdlog::error("{} {}: {}", printable(head.method, 16), printable(head.path), e.what());
+    response = error_answer(500, std::string("internal error: ") + e.what());
+  }
+  spdlog::debug("{} {} -> {}", printable(head.method, 16), printable(head.path), response.status);
+  if (request.answer_within) {
+    stream.set_deadline(Clock::now() + *request.answer_within);
+  }
+  const bool keep_alive = !last && head.keep_alive && !head.has_body() && response.status < 400;
+
+  std::erase(response.shared, nullptr);
+  std::vector<std::string_view> body{response.body};
+  for (const auto& piece : response.shared) {
+    body.emplace_back(*piece);
+  }
+  std::size_t length = 0;
+  for (const auto piece : body) {
+    length += piece.size();
+  }
+  std::vector<std::pair<std::string, std::string>> headers;
+  headers.reserve(response.headers.size() + 2);
+  headers.emplace_back("Content-Type", response.content_type);
+  std::string compressed;
+  if (length > 0 && compressible(response.content_type) &&
+      accepts_gzip(head.header("Accept-Encoding"))) {
+    compressed = gzip(body);
+    body = {compressed};
+    length = compressed.size();
+    headers.emplace_back("Content-Encoding", "gzip");
+  }
+  headers.insert(headers.end(), response.headers.begin(), response.headers.end());
+  const std::string answer_head_text = answer_head(response.status, headers, length, keep_alive);
+  if (head.method == "HEAD") {
+    body.clear();
+  }
+  body.insert(body.begin(), answer_head_text);
+  return stream.send_all(std::move(body)) && keep_alive;
 }
 
 // A connection turned away: a short answer that says why, and it is closed.
@@ -713,7 +706,11 @@ void BoundedServer::turn_away(const Connection& connection) {
 // that silent connections cannot hold every thread. A connection in the
 // health checks' reserve has a second in all: a checker asks at once, and
 // a silent client would keep the reserve from the next one.
-bool BoundedServer::wait_for_request(ConnectionStream& stream, bool first, bool health_only) {
+bool BoundedServer::wait_for_request(Stream& stream, bool first, bool health_only) {
+  const auto& limits = m_settings.limits;
+  if (!stream.pending().empty()) {
+    return true;  // pipelined
+  }
   constexpr std::chrono::milliseconds k_slice{100};
   constexpr std::chrono::milliseconds k_health_patience{1000};
   const auto patience = first ? std::chrono::milliseconds(1000) : k_slice;
@@ -724,14 +721,15 @@ bool BoundedServer::wait_for_request(ConnectionStream& stream, bool first, bool 
   for (;;) {
     const auto waited =
         std::chrono::duration_cast<std::chrono::milliseconds>(Clock::now() - started);
-    if (waited >= limit || svr_sock_ == INVALID_SOCKET || (waited >= patience && others_wait())) {
+    if (waited >= limit || m_stopping || (waited >= patience && others_wait())) {
       return false;
     }
-    if (stream.wait_for_request(std::min(k_slice, limit - waited))) {
+    const ssize_t got = stream.read_more(std::min(k_slice, limit - waited));
+    if (got > 0) {
       return true;
     }
-    if (stream.peer_closed()) {
-      return false;
+    if (got != Stream::k_no_bytes_yet) {
+      return false;  // the peer closed, or the connection broke
     }
   }
 }

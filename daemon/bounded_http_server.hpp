@@ -1,25 +1,26 @@
 #pragma once
 
-// cpp-httplib's server under a connection loop of our own: httplib 0.11.4
-// parses and routes requests, but bounds neither a request's time nor its
-// bytes, listens with a backlog of 5 and serves each connection on one pool
-// thread for its whole life, so that a few slow or idle clients hold every
-// thread. BoundedServer replaces its connection loop (process_and_close_socket,
-// a private virtual of 0.11: the one place the agent leans on httplib's
-// internals, and this file is where it does) and admits each connection as
-// it is accepted (connection_admission.hpp): a bound in all, per client
-// address, a reserve for health checks. Only this file's translation unit
-// and the HTTP side's routes (http_api.cpp) include it.
-#include <httplib.h>
-
+// The agent's HTTP/1.1 server: its own listening socket, accepting thread
+// and connection loop, with Boost.Beast's parser reading each request's head
+// (daemon/http_wire.hpp). Everything a request may cost is bounded: a whole
+// request's time and bytes, the connections in all and per client address
+// (connection_admission.hpp), with a reserve for health checks; serving
+// threads start as connections come and end when idle. Routes see a parsed
+// request and give back a PlainResponse; they never read a body (a
+// connection whose request has one is closed after its answer).
 #include <atomic>
 #include <chrono>
 #include <cstddef>
+#include <functional>
+#include <memory>
 #include <mutex>
+#include <optional>
 #include <string>
-#include <string_view>
 
+#include "common/result.hpp"
 #include "daemon/connection_admission.hpp"
+#include "daemon/http_api.hpp"
+#include "daemon/http_wire.hpp"
 
 namespace envcontract::daemon {
 
@@ -27,90 +28,89 @@ struct ConnectionLimits {
   std::chrono::milliseconds request_timeout{10'000};  // a whole request, first byte to last
   std::chrono::milliseconds keep_alive_idle{5'000};
   std::size_t keep_alive_requests = 100;
-  std::size_t request_bytes = 128 * 1024;  // request line, headers and body
+  std::size_t request_bytes = 128 * 1024;  // request line and headers
 };
 
-// What one request ended as, for the connection loop: it closes the
-// connection after an error or an unread body.
-struct RequestOutcome {
-  int status = 0;
-  bool close_after = false;      // a body was left unread on the connection
-  std::size_t header_count = 0;  // as the client sent them
+// A request as the connection loop hands it to the routes.
+struct ServedRequest {
+  RequestHead head;
+  std::string remote_addr;
+  // The connection was taken in the health checks' reserve: it may ask only
+  // /healthz and /metrics.
+  bool health_checks_only = false;
+  // Set by a route whose answer may take this long from its return, past
+  // the request's own deadline (a gate that waited for a scan).
+  std::optional<std::chrono::milliseconds> answer_within;
 };
 
-// The request being served on the calling thread (a serving thread serves
-// one request at a time; httplib's handlers run on it). Outside a request
-// the outcome is a scratch value and the stream functions do nothing.
-RequestOutcome& current_request_outcome();
-// The connection was taken in the health checks' reserve: it may ask only
-// /healthz and /metrics.
-bool serving_health_checks_only();
-// The answer is gathered and sent in one piece once the handler returns
-// (every route answers without reading more of the request).
-void gather_current_answer();
-// The answer may take this long from now, past the request's own deadline
-// (a gate that waits for a scan).
-void answer_current_request_within(std::chrono::milliseconds time);
-// The request sent more bytes than ConnectionLimits::request_bytes, or
-// took longer than its request_timeout.
-bool current_request_over_budget();
-bool current_request_past_deadline();
+// A request that could not be read to its head's end, for its error answer.
+enum class RequestFailure {
+  malformed,        // 400
+  too_large,        // 431: past ConnectionLimits::request_bytes
+  target_too_long,  // 414
+  past_deadline,    // 408: past ConnectionLimits::request_timeout
+};
+
+struct ServerSettings {
+  ConnectionLimits limits;
+  unsigned threads = 4;  // serving threads at most
+  ConnectionBounds bounds;
+  std::chrono::milliseconds idle_thread_life{30'000};  // then a serving thread beyond one ends
+};
 
 class ConnectionQueue;
-class ConnectionStream;
-struct Connection;
 
-// httplib's server with our connection loop (process_and_close_socket is
-// private but virtual in 0.11.4: overriding it is how a subclass replaces
-// the loop; process_request, which parses and routes one request, is
-// protected for that purpose). Its loop serves the connections that
-// ConnectionQueue admits. `override` holds the signature; what httplib
-// does around it (the accepting thread runs each task queue job, whose
-// only work is this call) is not in a signature: another release is read
-// again before it is built against, so the build stops here rather than
-// the bounds failing at run time.
-static_assert(std::string_view(CPPHTTPLIB_VERSION).starts_with("0.11."),
-              "BoundedServer replaces cpp-httplib 0.11's connection loop: check "
-              "Server::process_and_close_socket and ThreadPool's use of it in this release "
-              "(tests: HttpLimits.*), then widen this check");
-class BoundedServer final : public httplib::Server {
+class BoundedServer {
  public:
-  ConnectionLimits limits;
+  using Handler = std::function<PlainResponse(ServedRequest&)>;
+  using FailureHandler = std::function<PlainResponse(RequestFailure)>;
 
-  // Serves connections through a queue of our own (httplib's
-  // new_task_queue): up to `threads` serving threads, started as
-  // connections come and ended after `idle_thread_life` with nothing to
-  // serve (one always stays), connections admitted within `bounds`.
-  void serve_through_queue(unsigned threads, ConnectionBounds bounds,
-                           std::chrono::milliseconds idle_thread_life);
-  // httplib 0.11.4 listens with a backlog of 5: clients reconnecting at once
-  // (keep-alive connections closed for fairness) overflowed it, and the
-  // kernel then dropped their handshakes for tens of seconds. Listening
-  // again on the bound socket only changes its backlog.
-  void set_backlog(int backlog);
-  // Closes the socket of a server bound but never served, whose stop()
-  // closes nothing (httplib's closes a running server's only).
-  void close_listener();
+  BoundedServer(ServerSettings settings, Handler handler, FailureHandler failure);
+  // Stops and closes the listening socket.
+  ~BoundedServer();
+  BoundedServer(const BoundedServer&) = delete;
+  BoundedServer& operator=(const BoundedServer&) = delete;
+
+  // Binds and listens (port 0: any free port) with room for `backlog`
+  // connections waiting to be accepted; the port bound, or why not.
+  common::Result<int> bind(const std::string& host, int port, int backlog);
+  // Accepts and serves on the calling thread until stop(); returns at once
+  // when stop() came first.
+  void serve();
+  // Any thread, any number of times, before or during serve().
+  void stop();
   // Why the server cannot be trusted to be alive, or "": it stopped
   // accepting, or a connection has waited longer than `bound` for a thread
-  // (every thread is stuck). "" before it begins to listen.
+  // (every thread is stuck). "" before it begins to serve.
   std::string liveness_problem(std::chrono::milliseconds bound) const;
 
+  // A connection accepted: its socket, its peer's address, its admission.
+  struct Connection;
+
  private:
-  // httplib calls this only from the job that ConnectionQueue::enqueue runs
-  // on the accepting thread: it hands the socket over (see there).
-  bool process_and_close_socket(socket_t sock) override;
+  class Stream;
+  void accept_loop();
   void serve_connection(const Connection& connection);
   static void turn_away(const Connection& connection);
-  bool wait_for_request(ConnectionStream& stream, bool first, bool health_only);
-  // Connections accepted wait for a thread: one served gives its thread up
-  // early.
+  bool wait_for_request(Stream& stream, bool first, bool health_only);
+  // Connections accepted wait for a thread: one served gives its thread up early.
   bool others_wait() const;
+  // Answers one request read whole, or a failure; false when the
+  // connection must end after it.
+  bool answer(Stream& stream, ServedRequest& request, bool last);
+  void close_listener();
 
-  std::atomic<ConnectionQueue*> m_queue{nullptr};
-  // Guards m_queue against its deletion for liveness_problem().
-  mutable std::mutex m_queue_mutex;
-  bool m_listened = false;  // the listen loop has started (m_queue_mutex)
+  const ServerSettings m_settings;
+  const Handler m_handler;
+  const FailureHandler m_failure;
+  int m_listener = -1;
+  int m_wake = -1;  // an eventfd: stop() wakes the accepting thread
+  std::atomic<bool> m_stopping{false};
+  std::atomic<bool> m_accepting{false};
+  std::unique_ptr<ConnectionQueue> m_queue;
+  // Guards the listener's closing and serve()'s start against stop().
+  mutable std::mutex m_mutex;
+  bool m_served = false;  // serve() has begun
 };
 
 }  // namespace envcontract::daemon

@@ -71,8 +71,8 @@ struct HttpSettings {
 };
 
 // The agent's HTTP side (docs/api.md): JSON API, Prometheus metrics and the
-// dashboard, answered from the agent's snapshot. Its translation unit and
-// the webhooks' are the only ones that include httplib.h.
+// dashboard, answered from the agent's snapshot, served by BoundedServer
+// (bounded_http_server.hpp).
 class HttpServer {
  public:
   HttpServer(Agent& agent, std::string version);

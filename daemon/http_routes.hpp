@@ -7,7 +7,7 @@
 #include <vector>
 
 // What the HTTP side decides from a request's method, path and headers
-// before any handler runs, written without httplib and without regular
+// before any handler runs, written without sockets and without regular
 // expressions (paths come from anyone who can reach the port), so that it
 // can be tested and fuzzed on its own.
 namespace envcontract::daemon {
@@ -41,7 +41,7 @@ struct RouteMatch {
   std::string allowed;  // for wrong_method: the method the path takes
 };
 
-// `path` is decoded (as httplib gives it); HEAD is answered as GET.
+// `path` is decoded (RequestHead::path); HEAD is answered as GET.
 RouteMatch match_route(std::string_view method, std::string_view path);
 
 // Every endpoint, "METHOD /path", for 404 answers.

@@ -32,7 +32,7 @@ sigset_t handled_signals() {
 }
 
 // Descriptors kept for everything but connections: the database, probes'
-// pipes and cgroup files, logs. (Debian's httplib is built with poll(), so
+// pipes and cgroup files, logs. (The HTTP side waits with poll(), so
 // descriptors above FD_SETSIZE are served as any other.)
 constexpr std::size_t k_descriptor_reserve = 256;
 
@@ -66,10 +66,13 @@ std::size_t connection_bound(std::size_t wanted) {
 // malloc's arenas for the whole process. glibc's default, 8 per core, gives
 // nearly every HTTP and scan thread an arena of its own, and each keeps the
 // top of its heap resident after a scan (malloc_trim does not trim another
-// arena's top): 27.9 MB idle on a 16-env host where 4 arenas leave 23.0 MB
-// (bench/footprint.sh). The agent's threads mostly wait on I/O; wrk against
-// /api/v1/report showed no difference in throughput between 2 and 16.
-constexpr int k_malloc_arenas = 4;
+// arena's top): 27.9 MB idle on a 16-env host where 4 arenas left 23.0 MB,
+// and, once the HTTP side no longer loaded OpenSSL, one arena 19.0-19.2 MB
+// where 4 left 20.2-21.4 (bench/footprint.sh). The agent's threads mostly
+// wait on I/O: with one arena wrk against /api/v1/report and /metrics and a
+// cold scan of 16 envs were as fast as with four, within their noise
+// (docs/performance.md, "Footprint").
+constexpr int k_malloc_arenas = 1;
 
 // Start-up, step by step. Each step returns why it failed, for the user;
 // what the steps before it started is stopped by its owner's destructor
@@ -84,8 +87,8 @@ void prepare_process(const sigset_t& signals) {
   }
   pthread_sigmask(SIG_BLOCK, &signals, nullptr);
   // A full disk (or a file size limit) must fail a write, not kill the agent;
-  // a peer that closes mid-write (a webhook receiver: httplib's client sends
-  // without MSG_NOSIGNAL) must fail that write, not kill the agent.
+  // a peer that closes mid-write must fail that write, not kill the agent
+  // (the agent's own sockets send with MSG_NOSIGNAL; a library's may not).
   std::signal(SIGXFSZ, SIG_IGN);
   std::signal(SIGPIPE, SIG_IGN);
 }

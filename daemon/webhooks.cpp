@@ -1,19 +1,37 @@
 #include "daemon/webhooks.hpp"
 
-#include <httplib.h>
 #include <spdlog/spdlog.h>
 
 #include <condition_variable>
 #include <deque>
 #include <mutex>
 #include <optional>
+#include <string_view>
 #include <thread>
 
 #include "common/json_text.hpp"
 #include "common/sha256.hpp"
 #include "daemon/secret_file.hpp"
+#include "fleet/host_address.hpp"
+#include "fleet/http_exchange.hpp"
 
 namespace envcontract::daemon {
+
+namespace {
+
+// Where "http://host[:port]" connects: port 80 unless one is given (the
+// agents' default port, which fleet::parse_host_address assumes, is not a
+// receiver's).
+std::optional<fleet::HostAddress> address_of(const std::string& base) {
+  const std::string authority = base.substr(std::string_view("http://").size());
+  const auto colon = authority.rfind(':');
+  const auto bracket = authority.rfind(']');
+  const bool has_port =
+      colon != std::string::npos && (bracket == std::string::npos || colon > bracket);
+  return fleet::parse_host_address(has_port ? authority : authority + ":80");
+}
+
+}  // namespace
 
 common::Result<SplitUrl> split_webhook_url(const std::string& url) {
   const std::string scheme = "http://";
@@ -29,7 +47,7 @@ common::Result<SplitUrl> split_webhook_url(const std::string& url) {
   SplitUrl split{url.substr(0, slash), slash == std::string::npos ? "/" : url.substr(slash)};
   if (split.base.size() == scheme.size() ||
       split.base.find_first_of(" @\r\n\t") != std::string::npos ||
-      split.path.find_first_of(" \r\n\t") != std::string::npos) {
+      split.path.find_first_of(" \r\n\t") != std::string::npos || !address_of(split.base)) {
     return common::Error{"webhook URL " + url + " is not http://HOST[:PORT]/PATH"};
   }
   return split;
@@ -50,6 +68,7 @@ struct AttemptOutcome {
 struct Webhooks::Receiver {
   WebhookTarget target;
   SplitUrl url;
+  fleet::HostAddress address;  // of url.base
   std::string secret;
   std::string user_agent;
   std::size_t bound = 0;
@@ -59,7 +78,8 @@ struct Webhooks::Receiver {
   std::condition_variable wake;
   std::deque<std::string> queue;
   bool stopping = false;
-  httplib::Client* active = nullptr;  // the attempt in flight, cut when the agent stops
+  // Cuts the attempt in flight when the agent stops, and any after it.
+  fleet::ExchangeCancellation cancellation;
   std::thread thread;
 
   void enqueue(const std::string& body) {
@@ -100,28 +120,43 @@ struct Webhooks::Receiver {
     return !wake.wait_for(lock, delay, [&] { return stopping; });
   }
 
-  // One attempt: the answer's status, or why there is none; nothing when the
-  // agent stops first. Only the first k_max_answer_bytes of the answer are
-  // read: the agent needs its status alone, and a receiver that answers
-  // gigabytes must not cost the agent their memory (an 800 MB answer once
-  // took it from 41 MB to 850 MB).
+  // One attempt, bounded as a whole by the target's time-out (a receiver
+  // that drips its answer is cut there): the answer's status, or why there
+  // is none; nothing when the agent stops first. Only the first
+  // k_max_answer_bytes of the answer are read: the agent needs its status
+  // alone, and a receiver that answers gigabytes must not cost the agent
+  // their memory (an 800 MB answer once took it from 41 MB to 850 MB).
   std::optional<AttemptOutcome> attempt_delivery(const std::string& body) {
-    httplib::Client client(url.base);
-    const auto seconds = std::chrono::duration_cast<std::chrono::seconds>(target.timeout);
-    const auto micros =
-        std::chrono::duration_cast<std::chrono::microseconds>(target.timeout - seconds);
-    client.set_connection_timeout(seconds.count(), micros.count());
-    client.set_read_timeout(seconds.count(), micros.count());
-    client.set_write_timeout(seconds.count(), micros.count());
-    // Signed at each attempt, so that a retry late in the backoff still
-    // falls inside the receiver's replay window.
+    fleet::ExchangeBounds bounds;
+    bounds.deadline = target.timeout;
+    bounds.max_body_bytes = k_max_answer_bytes;
+    const auto answer = fleet::http_exchange(signed_request(body), bounds, &cancellation);
+    if (answer.failure == fleet::ExchangeFailure::cancelled) {
+      return std::nullopt;
+    }
+    if (answer.body_cut()) {
+      // Its head was read: the status counts.
+      spdlog::warn("webhook {}: the receiver's answer is longer than {} KiB; read no further",
+                   target.url, k_max_answer_bytes >> 10);
+    }
+    if (answer.status > 0) {
+      return AttemptOutcome{answer.status, ""};
+    }
+    return AttemptOutcome{0, answer.error};
+  }
+
+  // Signed at each attempt, so that a retry late in the backoff still falls
+  // inside the receiver's replay window.
+  fleet::ExchangeRequest signed_request(const std::string& body) const {
     const std::string timestamp =
         std::to_string(std::chrono::duration_cast<std::chrono::seconds>(
                            std::chrono::system_clock::now().time_since_epoch())
                            .count());
-    httplib::Request request;
+    fleet::ExchangeRequest request;
+    request.host = address.host;
+    request.port = address.port;
     request.method = "POST";
-    request.path = url.path;
+    request.target = url.path;
     request.headers = {{"X-Envcontract-Timestamp", timestamp},
                        {"X-Envcontract-Signature",
                         "sha256=" + common::hmac_sha256_hex(secret, timestamp + "." + body)},
@@ -129,36 +164,7 @@ struct Webhooks::Receiver {
                        {"User-Agent", user_agent},
                        {"Content-Type", "application/json"}};
     request.body = body;
-    std::size_t answered = 0;
-    bool cut = false;
-    request.content_receiver = [&](const char*, std::size_t length, std::uint64_t, std::uint64_t) {
-      answered += length;
-      cut = answered > k_max_answer_bytes;
-      return !cut;  // false: httplib stops reading and closes the connection
-    };
-    {
-      std::lock_guard lock(mutex);
-      if (stopping) {
-        return std::nullopt;
-      }
-      active = &client;
-    }
-    httplib::Response answer;
-    httplib::Error error = httplib::Error::Success;
-    const bool sent = client.send(request, answer, error);
-    {
-      std::lock_guard lock(mutex);
-      active = nullptr;
-    }
-    if (cut) {
-      spdlog::warn("webhook {}: the receiver's answer is longer than {} KiB; read no further",
-                   target.url, k_max_answer_bytes >> 10);
-    }
-    // A cut answer ends the send as cancelled, after its status was read.
-    if (sent || (cut && answer.status > 0)) {
-      return AttemptOutcome{answer.status, ""};
-    }
-    return AttemptOutcome{0, httplib::to_string(error)};
+    return request;
   }
 
   void deliver(const std::string& body) {
@@ -209,6 +215,7 @@ common::Result<std::unique_ptr<Webhooks>> Webhooks::start(std::vector<WebhookTar
     auto receiver = std::make_unique<Receiver>();
     receiver->target = std::move(target);
     receiver->url = url.value();
+    receiver->address = address_of(url.value().base).value();  // split_webhook_url checked it
     receiver->secret = std::move(secret.value());
     receiver->user_agent = user_agent;
     receiver->bound = std::max<std::size_t>(1, queue_bound);
@@ -229,11 +236,9 @@ Webhooks::~Webhooks() {
     {
       std::lock_guard lock(receiver->mutex);
       receiver->stopping = true;
-      // A receiver that dribbles its answer must not hold up the agent's stop.
-      if (receiver->active != nullptr) {
-        receiver->active->stop();
-      }
     }
+    // A receiver that dribbles its answer must not hold up the agent's stop.
+    receiver->cancellation.cancel();
     receiver->wake.notify_all();
   }
   for (auto& receiver : m_receivers) {

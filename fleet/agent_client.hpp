@@ -28,8 +28,9 @@ struct Response {
 };
 
 // One request to an agent, bounded in time and size whatever the server
-// does: refuses to connect, never answers, drips bytes, or sends gigabytes.
-// The only translation unit of fleetctl that includes httplib.h.
+// does: refuses to connect, never answers, drips bytes, or sends gigabytes
+// (fleet/http_exchange.hpp). An answer is never unpacked: its bound is the
+// bytes that came. Redirects are answers, never followed.
 Response request(const HostAddress& host, const std::string& method, const std::string& path,
                  const ClientOptions& options);
 

@@ -5,7 +5,7 @@
 BUILD_PACKAGES=(
   g++ cmake ninja-build pkg-config ccache
   libyaml-cpp-dev libboost-dev libcpp-httplib-dev libsqlite3-dev
-  libspdlog-dev nlohmann-json3-dev libcli11-dev libelf-dev libdw-dev libsystemd-dev libssl-dev
+  libspdlog-dev nlohmann-json3-dev libcli11-dev libelf-dev libdw-dev libsystemd-dev nettle-dev zlib1g-dev
   libre2-dev patchelf
 )
 # The demo host builds real wheels of its stand-ins (pip wheel, offline) and
