@@ -2,6 +2,7 @@
 
 #include <spdlog/spdlog.h>
 
+#include <algorithm>
 #include <condition_variable>
 #include <deque>
 #include <mutex>
@@ -21,14 +22,23 @@ namespace {
 
 // Where "http://host[:port]" connects: port 80 unless one is given (the
 // agents' default port, which fleet::parse_host_address assumes, is not a
-// receiver's).
+// receiver's). A receiver's name may hold '_' (a compose service's, which
+// resolvers accept though DNS names may not), unlike an agent's.
 std::optional<fleet::HostAddress> address_of(const std::string& base) {
   const std::string authority = base.substr(std::string_view("http://").size());
   const auto colon = authority.rfind(':');
   const auto bracket = authority.rfind(']');
   const bool has_port =
       colon != std::string::npos && (bracket == std::string::npos || colon > bracket);
-  return fleet::parse_host_address(has_port ? authority : authority + ":80");
+  std::string checked = authority;
+  std::replace(checked.begin(), checked.end(), '_', 'u');
+  auto address = fleet::parse_host_address(has_port ? checked : checked + ":80");
+  if (address) {
+    // The same characters but for '_': the name as written.
+    address->host = authority.substr(authority.starts_with('[') ? 1 : 0, address->host.size());
+    address->text = base;
+  }
+  return address;
 }
 
 }  // namespace

@@ -287,6 +287,11 @@ TEST(Webhooks, BadTargetsAreRefusedWithWhatToDo) {
   const auto link = dir.path() / "secret-link";
   std::filesystem::create_symlink(secret_file(dir, "k"), link);
   EXPECT_TRUE(Webhooks::start({target_for("http://127.0.0.1:9/x", link)}, "t").ok());
+  // A compose service's name, which resolvers accept: as before the HTTP
+  // client changed.
+  const auto underscore =
+      Webhooks::start({target_for("http://alert_relay/x", secret_file(dir, "u"))}, "t");
+  EXPECT_TRUE(underscore.ok()) << underscore.error();
   if (::geteuid() == 0) {
     const auto others = secret_file(dir, "k");
     ASSERT_EQ(::chown(others.c_str(), 65534, 65534), 0);
@@ -301,6 +306,9 @@ TEST(Webhooks, BadTargetsAreRefusedWithWhatToDo) {
   EXPECT_EQ(split_webhook_url("http://a:9/b/c").value().base, "http://a:9");
   EXPECT_EQ(split_webhook_url("http://a:9/b/c").value().path, "/b/c");
   EXPECT_EQ(split_webhook_url("http://a").value().path, "/");
+  EXPECT_TRUE(split_webhook_url("http://alert_relay:9000/hook").ok());
+  EXPECT_FALSE(split_webhook_url("http://-relay/hook").ok());
+  EXPECT_FALSE(split_webhook_url("http://relay:0/hook").ok());
 }
 
 // The agent: its first scan tells the receiver the host's state; a scan that
