@@ -55,6 +55,30 @@ int poll_for(int fd, short events, std::chrono::milliseconds timeout) {
   return ready > 0 && (descriptor.revents & (events | POLLHUP | POLLERR)) ? ready : 0;
 }
 
+// After answering a request whose body is never read: the client may still
+// be writing it (a POST of 200 KB in one write), and a close with its bytes
+// unread resets the connection, which can lose the answer before the client
+// reads it. Says we are done and reads what comes, discarded, until the
+// client closes, 1 MiB or a second (as nginx's lingering close).
+void drain_unread_body(int sock) {
+  ::shutdown(sock, SHUT_WR);
+  const auto deadline = Clock::now() + std::chrono::seconds(1);
+  std::size_t drained = 0;
+  char discard[16384];
+  while (drained < (std::size_t{1} << 20)) {
+    const auto left =
+        std::chrono::duration_cast<std::chrono::milliseconds>(deadline - Clock::now());
+    if (left.count() <= 0 || poll_for(sock, POLLIN, left) <= 0) {
+      return;
+    }
+    const ssize_t got = ::recv(sock, discard, sizeof discard, MSG_DONTWAIT);
+    if (got <= 0 && !(got < 0 && (errno == EINTR || errno == EAGAIN))) {
+      return;  // the client closed, or the connection failed
+    }
+    drained += got > 0 ? static_cast<std::size_t>(got) : 0;
+  }
+}
+
 }  // namespace
 
 // A connection accepted: its socket, the address it came from and what it may ask.
@@ -633,6 +657,9 @@ void BoundedServer::serve_connection(const Connection& connection) {
     const bool last =
         health_only || served + 1 == limits.keep_alive_requests || others_wait() || m_stopping;
     if (!answer(stream, request, last)) {
+      if (request.head.has_body()) {
+        drain_unread_body(connection.fd);
+      }
       return;
     }
   }
@@ -677,6 +704,9 @@ bool BoundedServer::answer(Stream& stream, ServedRequest& request, bool last) {
     headers.emplace_back("Content-Encoding", "gzip");
   }
   headers.insert(headers.end(), response.headers.begin(), response.headers.end());
+  if (keep_alive && !head.http_1_1) {
+    headers.emplace_back("Connection", "keep-alive");  // an HTTP/1.0 client reuses it only so
+  }
   const std::string answer_head_text = answer_head(response.status, headers, length, keep_alive);
   if (head.method == "HEAD") {
     body.clear();

@@ -147,6 +147,15 @@ std::size_t RequestHeadReader::add(std::string_view bytes) {
   if (!m_parser->is_header_done()) {
     return taken;
   }
+  // A request's body without a length it can be framed by (RFC 9112 6.3):
+  // refused, as the request after it could not be told apart.
+  if (!m_parser->chunked() &&
+      std::any_of(m_head.headers.begin(), m_head.headers.end(), [](const auto& field) {
+        return equal_ignoring_case(field.first, "Transfer-Encoding");
+      })) {
+    m_problem = HeadProblem::malformed;
+    return taken;
+  }
   m_head.keep_alive = m_parser->keep_alive();
   // A request without a body is done with its head.
   m_head.body_follows = !m_parser->is_done();

@@ -359,8 +359,13 @@ class Exchange {
   // The server closed its side: the end of an answer without a length, or
   // too soon.
   void on_closed() {
-    if (!m_parser->got_some() && m_interim_answers == 0) {
-      fail(ExchangeFailure::broken, "it closed the connection without answering");
+    if (!m_parser->got_some()) {
+      // Nothing of a final answer: Beast would take an EOF here for a whole
+      // message (a 200 of its defaults) and asserts against it.
+      fail(ExchangeFailure::broken,
+           m_interim_answers > 0
+               ? "it closed the connection after an interim (1xx) answer, before the final one"
+               : "it closed the connection without answering");
       return;
     }
     ErrorCode error;

@@ -101,6 +101,12 @@ TEST(HttpWire, ABodyIsNeverTakenAndIsSaidToFollow) {
   ASSERT_TRUE(chunked.done());
   EXPECT_TRUE(chunked.head().has_body());
 
+  // A body that cannot be framed (its last coding is not chunked) is refused.
+  RequestHeadReader unframed(128 * 1024);
+  feed(unframed, "POST / HTTP/1.1\r\nTransfer-Encoding: gzip\r\n\r\nxyz", 64);
+  EXPECT_FALSE(unframed.done());
+  EXPECT_EQ(unframed.problem(), HeadProblem::malformed);
+
   RequestHeadReader empty(128 * 1024);
   feed(empty, "POST / HTTP/1.1\r\nContent-Length: 0\r\n\r\n", 64);
   ASSERT_TRUE(empty.done());
