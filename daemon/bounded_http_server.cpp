@@ -56,10 +56,11 @@ int poll_for(int fd, short events, std::chrono::milliseconds timeout) {
 }
 
 // After answering a request whose body is never read: the client may still
-// be writing it (a POST of 200 KB in one write), and a close with its bytes
-// unread resets the connection, which can lose the answer before the client
-// reads it. Says we are done and reads what comes, discarded, until the
-// client closes, 1 MiB or a second (as nginx's lingering close).
+// be writing it (a body sent after its head, or more than the sockets
+// buffer), and its writes would meet the reset that a close with bytes
+// unread sends, so that it may never read the answer. Says we are done and
+// reads what comes, discarded, until the client closes, 1 MiB or a second
+// (as nginx's lingering close).
 void drain_unread_body(int sock) {
   ::shutdown(sock, SHUT_WR);
   const auto deadline = Clock::now() + std::chrono::seconds(1);
